@@ -21,13 +21,24 @@ int osbq_error_prefix(struct osbq_error *err, const char *fmt, ...)
 {
     if (err == NULL)
         return -1;
-    char prefix[OSBQ_ERROR_TEXT_MAX];
+    char joined[OSBQ_ERROR_TEXT_MAX];
     va_list ap;
     va_start(ap, fmt);
-    (void)vsnprintf(prefix, sizeof prefix, fmt, ap);
+    int n = vsnprintf(joined, sizeof joined, fmt, ap);
     va_end(ap);
-    char joined[OSBQ_ERROR_TEXT_MAX];
-    (void)snprintf(joined, sizeof joined, "%s: %s", prefix, err->text);
+    if (n < 0)
+        return -1;
+    /* Truncation of an over-long message is fine: it is one line for a human. */
+    size_t used = strlen(joined);
+    size_t room = sizeof joined - used;
+    if (room > 2) {
+        memcpy(joined + used, ": ", 2);
+        used += 2;
+        size_t text_len = strnlen(err->text, sizeof err->text);
+        size_t copy = text_len < sizeof joined - used - 1 ? text_len : sizeof joined - used - 1;
+        memcpy(joined + used, err->text, copy);
+        joined[used + copy] = '\0';
+    }
     memcpy(err->text, joined, sizeof err->text);
     return -1;
 }

@@ -1,0 +1,501 @@
+/* Configuration: the table of OSBQ_* variables, their parsers, defaults and help. */
+#include "config.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#ifndef OSBQ_DEFAULT_CATALOG
+#define OSBQ_DEFAULT_CATALOG "examples/catalog.json"
+#endif
+
+/* Secrets read from *_FILE paths are small; anything larger is a wrong path. */
+#define SECRET_FILE_MAX 4096
+
+/* One variable: its name, who reads it, its default, its parser and its help line. */
+struct config_var {
+    const char *name;           /* the environment variable */
+    enum osbq_role role;        /* which binaries read it */
+    const char *default_value;  /* parsed when the variable is unset; NULL: parser gets NULL */
+    const char *default_help;   /* the default as --help shows it */
+    bool file_variant;          /* NAME_FILE names a file holding the value (Docker secrets) */
+    int (*parse)(struct osbq_config *cfg, const char *value, struct osbq_error *err);
+    const char *help;           /* one line for --help */
+};
+
+static char *xstrdup(const char *s, struct osbq_error *err)
+{
+    char *copy = strdup(s);
+    if (copy == NULL)
+        osbq_error_set(err, OSBQ_ERR_INTERNAL, "out of memory");
+    return copy;
+}
+
+/* Parses a decimal unsigned integer in [min, max] with no sign, space or suffix. */
+static int parse_uint(const char *value, unsigned long min, unsigned long max,
+                      unsigned long *out, struct osbq_error *err)
+{
+    if (value[0] < '0' || value[0] > '9')
+        return osbq_error_set(err, OSBQ_ERR_INVALID, "\"%s\" is not a number", value);
+    errno = 0;
+    char *end = NULL;
+    unsigned long n = strtoul(value, &end, 10);
+    if (errno != 0 || *end != '\0')
+        return osbq_error_set(err, OSBQ_ERR_INVALID, "\"%s\" is not a number", value);
+    if (n < min || n > max)
+        return osbq_error_set(err, OSBQ_ERR_INVALID, "%lu is out of range %lu..%lu", n, min,
+                              max);
+    *out = n;
+    return 0;
+}
+
+/* Splits "host:port" or "[v6]:port" into a new host string and a port. */
+static int parse_host_port(const char *value, struct osbq_listen_addr *out,
+                           struct osbq_error *err)
+{
+    const char *colon = strrchr(value, ':');
+    if (colon == NULL)
+        return osbq_error_set(err, OSBQ_ERR_INVALID, "\"%s\" is not host:port", value);
+    const char *host = value;
+    size_t host_len = (size_t)(colon - value);
+    if (host_len >= 2 && host[0] == '[' && host[host_len - 1] == ']') {
+        host++;
+        host_len -= 2;
+    } else if (memchr(host, ':', host_len) != NULL) {
+        return osbq_error_set(err, OSBQ_ERR_INVALID,
+                              "\"%s\": write IPv6 addresses in brackets, [::1]:8080", value);
+    }
+    if (host_len == 0)
+        return osbq_error_set(err, OSBQ_ERR_INVALID, "\"%s\" names no host", value);
+    unsigned long port;
+    if (parse_uint(colon + 1, 1, 65535, &port, err) < 0)
+        return osbq_error_prefix(err, "port");
+    char *copy = strndup(host, host_len);
+    if (copy == NULL)
+        return osbq_error_set(err, OSBQ_ERR_INTERNAL, "out of memory");
+    out->host = copy;
+    out->port = (uint16_t)port;
+    return 0;
+}
+
+int osbq_redis_addr_parse(const char *url, struct osbq_redis_addr *out, struct osbq_error *err)
+{
+    struct osbq_redis_addr addr = {0};
+    char *scheme = NULL, *host = NULL, *port = NULL, *path = NULL, *query = NULL;
+    char *fragment = NULL, *user = NULL, *password = NULL;
+    int rc = -1;
+    CURLU *u = curl_url();
+    if (u == NULL)
+        return osbq_error_set(err, OSBQ_ERR_INTERNAL, "out of memory");
+
+    if (curl_url_set(u, CURLUPART_URL, url, CURLU_NON_SUPPORT_SCHEME) != CURLUE_OK) {
+        osbq_error_set(err, OSBQ_ERR_INVALID,
+                       "\"%s\" is not a URL (expected redis://[user:password@]host:port[/db])",
+                       url);
+        goto out;
+    }
+    if (curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
+        strcmp(scheme, "redis") != 0) {
+        osbq_error_set(err, OSBQ_ERR_INVALID, "unsupported scheme \"%s\" (expected redis://)",
+                       scheme ? scheme : "");
+        goto out;
+    }
+    if (curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK || host[0] == '\0') {
+        osbq_error_set(err, OSBQ_ERR_INVALID, "\"%s\" names no host", url);
+        goto out;
+    }
+    if (curl_url_get(u, CURLUPART_QUERY, &query, 0) == CURLUE_OK ||
+        curl_url_get(u, CURLUPART_FRAGMENT, &fragment, 0) == CURLUE_OK) {
+        osbq_error_set(err, OSBQ_ERR_INVALID, "query and fragment are not supported in \"%s\"",
+                       url);
+        goto out;
+    }
+    addr.port = 6379;
+    if (curl_url_get(u, CURLUPART_PORT, &port, 0) == CURLUE_OK) {
+        unsigned long n;
+        if (parse_uint(port, 1, 65535, &n, err) < 0) {
+            osbq_error_prefix(err, "port");
+            goto out;
+        }
+        addr.port = (uint16_t)n;
+    }
+    if (curl_url_get(u, CURLUPART_PATH, &path, 0) == CURLUE_OK && strcmp(path, "/") != 0 &&
+        path[0] != '\0') {
+        unsigned long db;
+        if (parse_uint(path + 1, 0, 100000, &db, err) < 0) {
+            osbq_error_prefix(err, "database number");
+            goto out;
+        }
+        addr.db = (unsigned)db;
+    }
+    if (curl_url_get(u, CURLUPART_USER, &user, CURLU_URLDECODE) == CURLUE_OK && user[0] != '\0')
+        if ((addr.username = xstrdup(user, err)) == NULL)
+            goto out;
+    if (curl_url_get(u, CURLUPART_PASSWORD, &password, CURLU_URLDECODE) == CURLUE_OK)
+        if ((addr.password = xstrdup(password, err)) == NULL)
+            goto out;
+    /* hiredis wants IPv6 literals without the URL's brackets. */
+    size_t host_len = strlen(host);
+    if (host[0] == '[' && host_len > 2)
+        addr.host = strndup(host + 1, host_len - 2);
+    else
+        addr.host = strdup(host);
+    if (addr.host == NULL) {
+        osbq_error_set(err, OSBQ_ERR_INTERNAL, "out of memory");
+        goto out;
+    }
+    *out = addr;
+    memset(&addr, 0, sizeof addr);
+    rc = 0;
+out:
+    osbq_redis_addr_clear(&addr);
+    curl_free(scheme);
+    curl_free(host);
+    curl_free(port);
+    curl_free(path);
+    curl_free(query);
+    curl_free(fragment);
+    curl_free(user);
+    if (password != NULL) {
+        memset(password, 0, strlen(password));
+        curl_free(password);
+    }
+    curl_url_cleanup(u);
+    return rc;
+}
+
+void osbq_redis_addr_clear(struct osbq_redis_addr *addr)
+{
+    free(addr->host);
+    free(addr->username);
+    if (addr->password != NULL) {
+        memset(addr->password, 0, strlen(addr->password));
+        free(addr->password);
+    }
+    memset(addr, 0, sizeof *addr);
+}
+
+static int parse_redis_url(struct osbq_config *cfg, const char *value, struct osbq_error *err)
+{
+    return osbq_redis_addr_parse(value, &cfg->redis, err);
+}
+
+static int parse_redis_timeout(struct osbq_config *cfg, const char *value, struct osbq_error *err)
+{
+    unsigned long n;
+    if (parse_uint(value, 10, 600000, &n, err) < 0)
+        return -1;
+    cfg->redis_timeout_ms = (unsigned)n;
+    return 0;
+}
+
+static int parse_namespace(struct osbq_config *cfg, const char *value, struct osbq_error *err)
+{
+    /* Only characters that need no escaping in keys or SCAN patterns: the namespace must never
+     * match another stack's keys. */
+    size_t len = strlen(value);
+    if (len == 0 || len > 64)
+        return osbq_error_set(err, OSBQ_ERR_INVALID, "must be 1 to 64 characters");
+    for (size_t i = 0; i < len; i++) {
+        char c = value[i];
+        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                  c == '-' || c == '_' || c == '.';
+        if (!ok)
+            return osbq_error_set(err, OSBQ_ERR_INVALID,
+                                  "\"%s\": only letters, digits, '-', '_' and '.' are allowed",
+                                  value);
+    }
+    cfg->namespace_ = xstrdup(value, err);
+    return cfg->namespace_ ? 0 : -1;
+}
+
+static int parse_catalog(struct osbq_config *cfg, const char *value, struct osbq_error *err)
+{
+    if (value[0] == '\0')
+        return osbq_error_set(err, OSBQ_ERR_INVALID, "empty path");
+    cfg->catalog_path = xstrdup(value, err);
+    return cfg->catalog_path ? 0 : -1;
+}
+
+static int parse_log_level(struct osbq_config *cfg, const char *value, struct osbq_error *err)
+{
+    if (osbq_log_level_parse(value, &cfg->log_level) < 0)
+        return osbq_error_set(err, OSBQ_ERR_INVALID,
+                              "\"%s\" is not one of error, warn, info, debug", value);
+    return 0;
+}
+
+static int parse_listen(struct osbq_config *cfg, const char *value, struct osbq_error *err)
+{
+    return parse_host_port(value, &cfg->listen, err);
+}
+
+static int parse_http_threads(struct osbq_config *cfg, const char *value, struct osbq_error *err)
+{
+    unsigned long n;
+    if (parse_uint(value, 0, 256, &n, err) < 0)
+        return -1;
+    if (n == 0) {
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        n = cores > 0 ? (unsigned long)cores : 1;
+    }
+    cfg->http_threads = (unsigned)n;
+    return 0;
+}
+
+static int parse_max_body(struct osbq_config *cfg, const char *value, struct osbq_error *err)
+{
+    unsigned long n;
+    if (parse_uint(value, 1024, 64ul * 1024 * 1024, &n, err) < 0)
+        return -1;
+    cfg->max_body_bytes = n;
+    return 0;
+}
+
+static int parse_credential(char **out, const char *value, const char *what, bool no_colon,
+                            struct osbq_error *err)
+{
+    if (value == NULL)
+        return osbq_error_set(err, OSBQ_ERR_INVALID, "required: the gateway refuses to start "
+                                                     "without broker credentials");
+    if (value[0] == '\0')
+        return osbq_error_set(err, OSBQ_ERR_INVALID, "empty %s", what);
+    if (no_colon && strchr(value, ':') != NULL)
+        return osbq_error_set(err, OSBQ_ERR_INVALID,
+                              "a basic-auth user name cannot contain ':'");
+    *out = xstrdup(value, err);
+    return *out ? 0 : -1;
+}
+
+static int parse_username(struct osbq_config *cfg, const char *value, struct osbq_error *err)
+{
+    return parse_credential(&cfg->broker_username, value, "user name", true, err);
+}
+
+static int parse_password(struct osbq_config *cfg, const char *value, struct osbq_error *err)
+{
+    return parse_credential(&cfg->broker_password, value, "password", false, err);
+}
+
+static int parse_bus_bind(struct osbq_config *cfg, const char *value, struct osbq_error *err)
+{
+    if (strncmp(value, "tcp://", 6) != 0)
+        return osbq_error_set(err, OSBQ_ERR_INVALID,
+                              "\"%s\": expected a ZeroMQ tcp://host:port endpoint", value);
+    struct osbq_listen_addr addr = {0};
+    if (parse_host_port(value + 6, &addr, err) < 0)
+        return -1;
+    free(addr.host);
+    cfg->bus_port = addr.port;
+    cfg->bus_bind = xstrdup(value, err);
+    return cfg->bus_bind ? 0 : -1;
+}
+
+/* Unset: workers reach this gateway by its host name when it binds every interface, and by the
+ * bound address otherwise (a gateway bound to 127.0.0.1 is not reachable by its host name). */
+static int parse_bus_advertise(struct osbq_config *cfg, const char *value,
+                               struct osbq_error *err)
+{
+    char buf[512];
+    if (value == NULL) {
+        struct osbq_listen_addr bind = {0};
+        if (parse_host_port(cfg->bus_bind + 6, &bind, err) < 0)
+            return -1;
+        char host[256];
+        bool wildcard = strcmp(bind.host, "*") == 0 || strcmp(bind.host, "0.0.0.0") == 0 ||
+                        strcmp(bind.host, "::") == 0;
+        if (wildcard) {
+            if (gethostname(host, sizeof host) < 0) {
+                free(bind.host);
+                return osbq_error_set(err, OSBQ_ERR_INVALID, "cannot read the host name: %s",
+                                      strerror(errno));
+            }
+            host[sizeof host - 1] = '\0';
+        } else {
+            (void)snprintf(host, sizeof host, strchr(bind.host, ':') ? "[%s]" : "%s",
+                           bind.host);
+        }
+        free(bind.host);
+        (void)snprintf(buf, sizeof buf, "tcp://%s:%u", host, (unsigned)cfg->bus_port);
+        value = buf;
+    }
+    if (strncmp(value, "tcp://", 6) != 0)
+        return osbq_error_set(err, OSBQ_ERR_INVALID,
+                              "\"%s\": expected a ZeroMQ tcp://host:port endpoint", value);
+    struct osbq_listen_addr addr = {0};
+    if (parse_host_port(value + 6, &addr, err) < 0)
+        return -1;
+    bool wildcard = strcmp(addr.host, "*") == 0 || strcmp(addr.host, "0.0.0.0") == 0;
+    free(addr.host);
+    if (wildcard)
+        return osbq_error_set(err, OSBQ_ERR_INVALID,
+                              "\"%s\": workers cannot connect to a wildcard address", value);
+    cfg->bus_advertise = xstrdup(value, err);
+    return cfg->bus_advertise ? 0 : -1;
+}
+
+static int parse_concurrency(struct osbq_config *cfg, const char *value, struct osbq_error *err)
+{
+    unsigned long n;
+    if (parse_uint(value, 1, 1024, &n, err) < 0)
+        return -1;
+    cfg->worker_concurrency = (unsigned)n;
+    return 0;
+}
+
+/* The one table of variables; order matters where a default derives from an earlier value. */
+static const struct config_var config_vars[] = {
+    {"OSBQ_REDIS_URL", OSBQ_ROLE_BOTH, "redis://127.0.0.1:6379/0", NULL, false, parse_redis_url,
+     "redis://[user:password@]host:port[/db] of the Redis that holds all state"},
+    {"OSBQ_REDIS_TIMEOUT_MS", OSBQ_ROLE_BOTH, "2000", NULL, false, parse_redis_timeout,
+     "timeout of a Redis connect or command, in ms"},
+    {"OSBQ_NAMESPACE", OSBQ_ROLE_BOTH, "osbq", NULL, false, parse_namespace,
+     "prefix of every Redis key, so several stacks can share one Redis"},
+    {"OSBQ_CATALOG", OSBQ_ROLE_BOTH, OSBQ_DEFAULT_CATALOG, NULL, false, parse_catalog,
+     "path of the catalog JSON"},
+    {"OSBQ_LOG_LEVEL", OSBQ_ROLE_BOTH, "info", NULL, false, parse_log_level,
+     "error, warn, info or debug"},
+    {"OSBQ_LISTEN", OSBQ_ROLE_GATEWAY, "0.0.0.0:8080", NULL, false, parse_listen,
+     "host:port of the HTTP API"},
+    {"OSBQ_HTTP_THREADS", OSBQ_ROLE_GATEWAY, "0", "0 (number of cores)", false,
+     parse_http_threads, "HTTP threads (libmicrohttpd's epoll thread pool)"},
+    {"OSBQ_MAX_BODY_BYTES", OSBQ_ROLE_GATEWAY, "1048576", NULL, false, parse_max_body,
+     "largest request body accepted; larger ones get 413"},
+    {"OSBQ_BROKER_USERNAME", OSBQ_ROLE_GATEWAY, NULL, "none (required)", true, parse_username,
+     "basic-auth user name platforms use; or OSBQ_BROKER_USERNAME_FILE"},
+    {"OSBQ_BROKER_PASSWORD", OSBQ_ROLE_GATEWAY, NULL, "none (required)", true, parse_password,
+     "basic-auth password platforms use; or OSBQ_BROKER_PASSWORD_FILE"},
+    {"OSBQ_BUS_BIND", OSBQ_ROLE_GATEWAY, "tcp://0.0.0.0:5555", NULL, false, parse_bus_bind,
+     "ZeroMQ endpoint the gateway binds for jobs"},
+    {"OSBQ_BUS_ADVERTISE", OSBQ_ROLE_GATEWAY, NULL, "tcp://<hostname>:<port of OSBQ_BUS_BIND>",
+     false, parse_bus_advertise, "endpoint workers connect to, published in Redis"},
+    {"OSBQ_WORKER_CONCURRENCY", OSBQ_ROLE_WORKER, "16", NULL, false, parse_concurrency,
+     "jobs one worker runs at once"},
+};
+
+static const char *lookup_getenv(const char *name, void *ctx)
+{
+    (void)ctx;
+    return getenv(name);
+}
+
+/* Reads a secret from path: at most SECRET_FILE_MAX bytes, one trailing newline removed. */
+static char *read_secret_file(const char *path, struct osbq_error *err)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) {
+        osbq_error_set(err, OSBQ_ERR_INVALID, "cannot read %s: %s", path, strerror(errno));
+        return NULL;
+    }
+    char *buf = calloc(1, SECRET_FILE_MAX + 1);
+    if (buf == NULL) {
+        fclose(f);
+        osbq_error_set(err, OSBQ_ERR_INTERNAL, "out of memory");
+        return NULL;
+    }
+    size_t n = fread(buf, 1, SECRET_FILE_MAX + 1, f);
+    int failed = ferror(f);
+    fclose(f);
+    if (failed || n > SECRET_FILE_MAX || memchr(buf, '\0', n) != NULL) {
+        osbq_error_set(err, OSBQ_ERR_INVALID, "%s: %s", path,
+                       failed ? "read error" : "not a small text file");
+        free(buf);
+        return NULL;
+    }
+    if (n > 0 && buf[n - 1] == '\n')
+        buf[--n] = '\0';
+    if (n > 0 && buf[n - 1] == '\r')
+        buf[--n] = '\0';
+    return buf;
+}
+
+int osbq_config_load(struct osbq_config *cfg, enum osbq_role role, osbq_config_getenv_fn lookup,
+                     void *ctx, struct osbq_error *err)
+{
+    struct osbq_config loaded = {0};
+    if (lookup == NULL)
+        lookup = lookup_getenv;
+    for (size_t i = 0; i < sizeof config_vars / sizeof config_vars[0]; i++) {
+        const struct config_var *var = &config_vars[i];
+        if ((var->role & role) == 0)
+            continue;
+        const char *value = lookup(var->name, ctx);
+        const char *name = var->name;
+        char file_name[64];
+        char *from_file = NULL;
+        if (var->file_variant) {
+            (void)snprintf(file_name, sizeof file_name, "%s_FILE", var->name);
+            const char *path = lookup(file_name, ctx);
+            if (path != NULL && value != NULL) {
+                osbq_error_set(err, OSBQ_ERR_INVALID, "set either %s or %s, not both",
+                               var->name, file_name);
+                goto fail;
+            }
+            if (path != NULL) {
+                name = file_name;
+                from_file = read_secret_file(path, err);
+                if (from_file == NULL) {
+                    osbq_error_prefix(err, "%s", name);
+                    goto fail;
+                }
+                value = from_file;
+            }
+        }
+        if (value == NULL)
+            value = var->default_value;
+        int rc = var->parse(&loaded, value, err);
+        if (from_file != NULL) {
+            memset(from_file, 0, strlen(from_file));
+            free(from_file);
+        }
+        if (rc < 0) {
+            osbq_error_prefix(err, "%s", name);
+            goto fail;
+        }
+    }
+    *cfg = loaded;
+    return 0;
+fail:
+    osbq_config_clear(&loaded);
+    return -1;
+}
+
+static void free_secret(char **sp)
+{
+    if (*sp != NULL) {
+        memset(*sp, 0, strlen(*sp));
+        free(*sp);
+        *sp = NULL;
+    }
+}
+
+void osbq_config_clear(struct osbq_config *cfg)
+{
+    osbq_redis_addr_clear(&cfg->redis);
+    free(cfg->namespace_);
+    free(cfg->catalog_path);
+    free(cfg->listen.host);
+    free_secret(&cfg->broker_username);
+    free_secret(&cfg->broker_password);
+    free(cfg->bus_bind);
+    free(cfg->bus_advertise);
+    memset(cfg, 0, sizeof *cfg);
+}
+
+void osbq_config_print_help(FILE *out, enum osbq_role role)
+{
+    fprintf(out, "Environment variables:\n");
+    for (size_t i = 0; i < sizeof config_vars / sizeof config_vars[0]; i++) {
+        const struct config_var *var = &config_vars[i];
+        if ((var->role & role) == 0)
+            continue;
+        const char *def = var->default_help ? var->default_help : var->default_value;
+        fprintf(out, "  %-24s %s\n  %-24s default: %s\n", var->name, var->help, "", def);
+        if (var->file_variant)
+            fprintf(out, "  %-24s (%s_FILE: path of a file holding it)\n", "", var->name);
+    }
+}

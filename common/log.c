@@ -1,0 +1,180 @@
+/* Logging: logfmt lines on stderr, one write(2) each. */
+#include "log.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Set once by osbq_log_init before threads start, read-only afterwards. */
+static const char *log_process = "osbq";
+static enum osbq_log_level log_max_level = OSBQ_LOG_INFO;
+
+static const char *const level_names[] = {"error", "warn", "info", "debug"};
+
+void osbq_log_init(const char *process_name, enum osbq_log_level level)
+{
+    log_process = process_name;
+    log_max_level = level;
+}
+
+int osbq_log_level_parse(const char *text, enum osbq_log_level *out)
+{
+    for (size_t i = 0; i < sizeof level_names / sizeof level_names[0]; i++) {
+        if (strcmp(text, level_names[i]) == 0) {
+            *out = (enum osbq_log_level)i;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+int osbq_log_enabled(enum osbq_log_level level)
+{
+    return level <= log_max_level;
+}
+
+static void append_raw(struct osbq_log_line *line, const char *s, size_t n)
+{
+    /* Keep room for " truncated=1" and the newline. */
+    const size_t reserve = 16;
+    if (line->truncated || line->len + n + reserve >= sizeof line->buf) {
+        line->truncated = 1;
+        return;
+    }
+    memcpy(line->buf + line->len, s, n);
+    line->len += n;
+    line->buf[line->len] = '\0';
+}
+
+static void append_fmt(struct osbq_log_line *line, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void append_fmt(struct osbq_log_line *line, const char *fmt, ...)
+{
+    char tmp[256];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    append_raw(line, tmp, strnlen(tmp, sizeof tmp));
+}
+
+static int needs_quotes(const char *s)
+{
+    if (*s == '\0')
+        return 1;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+        if (*p <= ' ' || *p == '"' || *p == '=' || *p == '\\' || *p >= 0x7f)
+            return 1;
+    return 0;
+}
+
+/* Appends value as a logfmt value: bare when safe, else quoted with \" \\ \n \t and \xNN. */
+static void append_value(struct osbq_log_line *line, const char *value)
+{
+    if (!needs_quotes(value)) {
+        append_raw(line, value, strlen(value));
+        return;
+    }
+    append_raw(line, "\"", 1);
+    for (const unsigned char *p = (const unsigned char *)value; *p; p++) {
+        if (*p == '"' || *p == '\\') {
+            char esc[2] = {'\\', (char)*p};
+            append_raw(line, esc, 2);
+        } else if (*p == '\n') {
+            append_raw(line, "\\n", 2);
+        } else if (*p == '\t') {
+            append_raw(line, "\\t", 2);
+        } else if (*p < ' ' || *p == 0x7f) {
+            append_fmt(line, "\\x%02x", *p);
+        } else {
+            append_raw(line, (const char *)p, 1);
+        }
+    }
+    append_raw(line, "\"", 1);
+}
+
+void osbq_log_line_begin(struct osbq_log_line *line, enum osbq_log_level level, const char *event)
+{
+    struct timespec ts;
+    struct tm tm;
+    char when[32] = "";
+    line->len = 0;
+    line->truncated = 0;
+    line->buf[0] = '\0';
+    if (clock_gettime(CLOCK_REALTIME, &ts) == 0 && gmtime_r(&ts.tv_sec, &tm) != NULL)
+        (void)strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
+    append_fmt(line, "ts=%s.%03ldZ level=%s proc=%s msg=", when, ts.tv_nsec / 1000000L,
+               level_names[level], log_process);
+    append_value(line, event);
+}
+
+void osbq_log_line_str(struct osbq_log_line *line, const char *key, const char *value)
+{
+    if (value == NULL)
+        return;
+    append_raw(line, " ", 1);
+    append_raw(line, key, strlen(key));
+    append_raw(line, "=", 1);
+    append_value(line, value);
+}
+
+void osbq_log_line_int(struct osbq_log_line *line, const char *key, int64_t value)
+{
+    append_fmt(line, " %s=%" PRId64, key, value);
+}
+
+void osbq_log_line_end(struct osbq_log_line *line)
+{
+    if (line->truncated) {
+        memcpy(line->buf + line->len, " truncated=1", 12);
+        line->len += 12;
+    }
+    line->buf[line->len++] = '\n';
+    /* A short or failed write to stderr has nowhere better to be reported. */
+    (void)!write(STDERR_FILENO, line->buf, line->len);
+}
+
+static void log_vmsg(enum osbq_log_level level, const char *func, int with_errno,
+                     const char *fmt, va_list ap) __attribute__((format(printf, 4, 0)));
+
+static void log_vmsg(enum osbq_log_level level, const char *func, int with_errno,
+                     const char *fmt, va_list ap)
+{
+    int saved_errno = errno;
+    char msg[1024];
+    (void)vsnprintf(msg, sizeof msg, fmt, ap);
+    struct osbq_log_line line;
+    osbq_log_line_begin(&line, level, msg);
+    osbq_log_line_str(&line, "func", func);
+    if (with_errno)
+        osbq_log_line_str(&line, "error", strerror(saved_errno));
+    osbq_log_line_end(&line);
+    errno = saved_errno;
+}
+
+void osbq_log_msg(enum osbq_log_level level, const char *func, int with_errno, const char *fmt,
+                  ...)
+{
+    if (!osbq_log_enabled(level))
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    log_vmsg(level, func, with_errno, fmt, ap);
+    va_end(ap);
+}
+
+void osbq_log_fatal(const char *func, int with_errno, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    log_vmsg(OSBQ_LOG_ERROR, func, with_errno, fmt, ap);
+    va_end(ap);
+    exit(1);
+}

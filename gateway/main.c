@@ -1,1 +1,107 @@
-int main(void) { return 0; }
+/* osbq-gateway: the stateless HTTP front of the broker. Reads the configuration and the
+ * catalog, binds the HTTP and bus sockets, serves until SIGTERM or SIGINT. */
+#include <pthread.h>
+#include <signal.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bus.h"
+#include "catalog.h"
+#include "config.h"
+#include "gateway.h"
+#include "http.h"
+#include "log.h"
+#include "store.h"
+
+#define PROG "osbq-gateway"
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: " PROG " [--help | --version]\n"
+            "The HTTP gateway of osbq, an Open Service Broker (API 2.0 to 2.17).\n"
+            "It is configured through the environment only.\n\n");
+    osbq_config_print_help(out, OSBQ_ROLE_GATEWAY);
+}
+
+/* Start-up failure: one line naming what is wrong, then exit non-zero. */
+static void die(const char *what, const struct osbq_error *err)
+{
+    fprintf(stderr, PROG ": %s%s%s\n", what ? what : "", what ? ": " : "", err->text);
+    exit(1);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+        usage(stdout);
+        return 0;
+    }
+    if (argc == 2 && strcmp(argv[1], "--version") == 0) {
+        printf(PROG " %s\n", OSBQ_VERSION);
+        return 0;
+    }
+    if (argc != 1) {
+        usage(stderr);
+        return 2;
+    }
+
+    /* Every thread started below inherits this mask; only main receives the signals. */
+    sigset_t stop_signals;
+    sigemptyset(&stop_signals);
+    sigaddset(&stop_signals, SIGINT);
+    sigaddset(&stop_signals, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    struct osbq_error err = {0};
+    struct osbq_config cfg;
+    if (osbq_config_load(&cfg, OSBQ_ROLE_GATEWAY, NULL, NULL, &err) < 0)
+        die(NULL, &err);
+    osbq_log_init(PROG, cfg.log_level);
+
+    struct osbq_catalog *catalog = NULL;
+    if (osbq_catalog_load_file(cfg.catalog_path, &catalog, &err) < 0) {
+        char what[600];
+        (void)snprintf(what, sizeof what, "OSBQ_CATALOG: %s", cfg.catalog_path);
+        die(what, &err);
+    }
+    int listen_fd = http_listen(&cfg.listen, &err);
+    if (listen_fd < 0)
+        die("OSBQ_LISTEN", &err);
+    osbq_bus_init();
+    zsock_t *bus = osbq_bus_gateway_bind(cfg.bus_bind, &err);
+    if (bus == NULL)
+        die("OSBQ_BUS_BIND", &err);
+
+    struct gateway gw = {.cfg = &cfg, .catalog = catalog};
+    gw.store = osbq_store_new(&cfg);
+    if (gw.store == NULL || validate_auth_init(&gw.auth, cfg.broker_username,
+                                               cfg.broker_password) < 0)
+        fatalx("cannot initialise: out of memory or no random source");
+    if (osbq_store_ping(gw.store, &err) < 0)
+        log_warnx("Redis is not reachable yet (%s); /readyz fails until it is", err.text);
+
+    struct http_server *server = http_start(&gw, listen_fd, &err);
+    if (server == NULL)
+        die("OSBQ_LISTEN", &err);
+    log_info("listening on %s:%u, bus %s (advertised as %s), %u HTTP threads, catalog %s",
+             cfg.listen.host, (unsigned)cfg.listen.port, cfg.bus_bind, cfg.bus_advertise,
+             cfg.http_threads, cfg.catalog_path);
+
+    int signo = 0;
+    while (sigwait(&stop_signals, &signo) != 0)
+        ;
+    log_info("received %s, stopping", signo == SIGINT ? "SIGINT" : "SIGTERM");
+
+    http_stop(&server);
+    zsock_destroy(&bus);
+    osbq_store_destroy(&gw.store);
+    osbq_catalog_destroy(&catalog);
+    osbq_config_clear(&cfg);
+    sodium_memzero(&gw.auth, sizeof gw.auth);
+    log_info("stopped");
+    return 0;
+}

@@ -1,0 +1,61 @@
+/* Logging: one logfmt line per event on stderr, written with a single write(2) so lines from
+ * different threads never interleave. Never log credentials or binding contents. */
+#ifndef OSBQ_LOG_H
+#define OSBQ_LOG_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum osbq_log_level {
+    OSBQ_LOG_ERROR = 0,
+    OSBQ_LOG_WARN,
+    OSBQ_LOG_INFO,
+    OSBQ_LOG_DEBUG,
+};
+
+/* Sets the process name written on every line and the most verbose level written.
+ * Call once at start-up, before any thread starts; the two values are the log module's only
+ * state (static in log.c). */
+void osbq_log_init(const char *process_name, enum osbq_log_level level);
+
+/* Parses "error", "warn", "info" or "debug"; returns 0, or -1 for anything else. */
+int osbq_log_level_parse(const char *text, enum osbq_log_level *out);
+
+/* True when lines of this level are written. */
+int osbq_log_enabled(enum osbq_log_level level);
+
+/* Writes `ts=... level=... proc=... func=... msg="<formatted>"`; with_errno appends
+ * ` error="<strerror(errno)>"`. Use the macros below. */
+void osbq_log_msg(enum osbq_log_level level, const char *func, int with_errno, const char *fmt,
+                  ...) __attribute__((format(printf, 4, 5)));
+
+/* Like osbq_log_msg, then exits with status 1. For start-up failures only. */
+void osbq_log_fatal(const char *func, int with_errno, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4), noreturn));
+
+#define log_warn(...)  osbq_log_msg(OSBQ_LOG_WARN, __func__, 1, __VA_ARGS__)
+#define log_warnx(...) osbq_log_msg(OSBQ_LOG_WARN, __func__, 0, __VA_ARGS__)
+#define log_errorx(...) osbq_log_msg(OSBQ_LOG_ERROR, __func__, 0, __VA_ARGS__)
+#define log_info(...)  osbq_log_msg(OSBQ_LOG_INFO, __func__, 0, __VA_ARGS__)
+#define log_debug(...) osbq_log_msg(OSBQ_LOG_DEBUG, __func__, 0, __VA_ARGS__)
+#define fatal(...)     osbq_log_fatal(__func__, 1, __VA_ARGS__)
+#define fatalx(...)    osbq_log_fatal(__func__, 0, __VA_ARGS__)
+
+/* A structured line built field by field (the access log), then written at once. */
+struct osbq_log_line {
+    char buf[2048];   /* the line so far; always NUL-terminated */
+    size_t len;       /* bytes used in buf, without the NUL */
+    int truncated;    /* set when a field did not fit: the line ends with `truncated=1` */
+};
+
+/* Starts a line with ts, level, proc and msg=<event> (a bare word such as "request"). */
+void osbq_log_line_begin(struct osbq_log_line *line, enum osbq_log_level level, const char *event);
+/* Appends key=value, quoting and escaping the value when logfmt needs it; NULL writes nothing. */
+void osbq_log_line_str(struct osbq_log_line *line, const char *key, const char *value);
+/* Appends key=<integer>. */
+void osbq_log_line_int(struct osbq_log_line *line, const char *key, int64_t value);
+/* Writes the line with a newline in one write(2). */
+void osbq_log_line_end(struct osbq_log_line *line);
+
+#endif

@@ -1,0 +1,378 @@
+/* The HTTP server: libmicrohttpd's epoll thread pool, body accumulation with a cap, dispatch
+ * through the router, one access-log line per request. */
+#include "http.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "reply.h"
+#include "route.h"
+#include "validate.h"
+
+struct http_server {
+    struct MHD_Daemon *daemon; /* libmicrohttpd's daemon and its threads */
+    int listen_fd;             /* the socket it accepts on; closed after the daemon stops */
+};
+
+/* One request's state, from the first access-handler call to the completion callback. */
+struct exchange {
+    struct timespec started;    /* when the request line arrived */
+    enum http_method method;    /* parsed method */
+    char *method_name;          /* the method as sent, for the access log */
+    char *path;                 /* the raw path, for the access log */
+    char *request_identity;     /* X-Broker-API-Request-Identity, for log and echo */
+    char *body;                 /* accumulated body, NUL-terminated; NULL while empty */
+    size_t body_len;            /* bytes in body */
+    size_t discarded;           /* bytes dropped after the body passed the limit */
+    unsigned status;            /* status queued, for the access log (0: none) */
+    bool answered;              /* a response is queued: ignore further calls */
+};
+
+static enum http_method parse_method(const char *method)
+{
+    static const struct {
+        const char *name;
+        enum http_method method;
+    } methods[] = {{"GET", HTTP_GET},       {"HEAD", HTTP_GET},   {"PUT", HTTP_PUT},
+                   {"PATCH", HTTP_PATCH},   {"DELETE", HTTP_DELETE}, {"POST", HTTP_POST}};
+    for (size_t i = 0; i < sizeof methods / sizeof methods[0]; i++)
+        if (strcmp(method, methods[i].name) == 0)
+            return methods[i].method;
+    return HTTP_OTHER;
+}
+
+static const char *header(struct MHD_Connection *conn, const char *name)
+{
+    return MHD_lookup_connection_value(conn, MHD_HEADER_KIND, name);
+}
+
+static enum MHD_Result queue_reply(struct MHD_Connection *conn, struct exchange *ex,
+                                   struct reply *r)
+{
+    struct MHD_Response *resp;
+    if (r->body != NULL) {
+        resp = MHD_create_response_from_buffer(r->body_len, r->body, MHD_RESPMEM_MUST_FREE);
+        if (resp != NULL)
+            r->body = NULL; /* the response owns it now */
+    } else {
+        resp = MHD_create_response_from_buffer(r->body_len, (void *)(uintptr_t)r->static_body,
+                                               MHD_RESPMEM_PERSISTENT);
+    }
+    if (resp == NULL) {
+        reply_clear(r);
+        return MHD_NO;
+    }
+    bool ok = true;
+    if (r->status != 304)
+        ok &= MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json") ==
+              MHD_YES;
+    if (r->etag != NULL)
+        ok &= MHD_add_response_header(resp, MHD_HTTP_HEADER_ETAG, r->etag) == MHD_YES;
+    if (r->allow[0] != '\0')
+        ok &= MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, r->allow) == MHD_YES;
+    if (ex->request_identity != NULL)
+        ok &= MHD_add_response_header(resp, "X-Broker-API-Request-Identity",
+                                      ex->request_identity) == MHD_YES;
+    enum MHD_Result rc = MHD_NO;
+    if (ok && r->www_authenticate)
+        rc = MHD_queue_basic_auth_fail_response(conn, "osbq", resp);
+    else if (ok)
+        rc = MHD_queue_response(conn, r->status, resp);
+    MHD_destroy_response(resp);
+    ex->status = r->status;
+    ex->answered = true;
+    reply_clear(r);
+    return rc;
+}
+
+static enum MHD_Result queue_error(struct MHD_Connection *conn, struct exchange *ex,
+                                   enum osbq_err code, const char *description)
+{
+    struct reply r = {0};
+    reply_error(&r, code, description);
+    return queue_reply(conn, ex, &r);
+}
+
+/* Authenticates /v2 requests, reads their API version, routes and runs the handler. */
+static void dispatch(const struct gateway *gw, struct MHD_Connection *conn, struct exchange *ex,
+                     struct reply *out)
+{
+    struct request req = {
+        .method = ex->method,
+        .path = ex->path,
+        .request_identity = ex->request_identity,
+        .originating_identity = header(conn, "X-Broker-API-Originating-Identity"),
+        .if_none_match = header(conn, MHD_HTTP_HEADER_IF_NONE_MATCH),
+        .content_type = header(conn, MHD_HTTP_HEADER_CONTENT_TYPE),
+        .body = ex->body,
+        .body_len = ex->body_len,
+    };
+    struct osbq_error err = {0};
+
+    if (route_is_broker_api(ex->path)) {
+        char *password = NULL;
+        char *username = MHD_basic_auth_get_username_password(conn, &password);
+        bool authenticated = validate_auth_check(&gw->auth, username, password);
+        if (password != NULL) {
+            memset(password, 0, strlen(password));
+            MHD_free(password);
+        }
+        if (username != NULL)
+            MHD_free(username);
+        if (!authenticated) {
+            reply_error(out, OSBQ_ERR_UNAUTHORIZED,
+                        "Authentication failed: send the broker's user name and password with "
+                        "HTTP basic authentication.");
+            return;
+        }
+        if (validate_api_version(header(conn, "X-Broker-API-Version"), &req.api_version,
+                                 &err) < 0) {
+            reply_error_from(out, &err);
+            return;
+        }
+    }
+
+    const struct route *route = NULL;
+    struct route_params params;
+    unsigned allowed = 0;
+    switch (route_match(ex->path, ex->method, &route, &params, &allowed)) {
+    case ROUTE_NOT_FOUND:
+        reply_error(out, OSBQ_ERR_NOT_FOUND, "No such endpoint.");
+        return;
+    case ROUTE_METHOD_NOT_ALLOWED:
+        reply_error(out, OSBQ_ERR_METHOD, "Method not allowed on this endpoint.");
+        route_allow_header(allowed, out->allow, sizeof out->allow);
+        return;
+    case ROUTE_FOUND:
+        break;
+    }
+    for (size_t i = 0; i < params.count; i++)
+        req.params[i] = params.values[i];
+    route->handler(gw, &req, out);
+}
+
+static struct exchange *exchange_new(struct MHD_Connection *conn, const char *url,
+                                     const char *method)
+{
+    struct exchange *ex = calloc(1, sizeof *ex);
+    if (ex == NULL)
+        return NULL;
+    (void)clock_gettime(CLOCK_MONOTONIC, &ex->started);
+    ex->method = parse_method(method);
+    ex->method_name = strdup(method);
+    ex->path = strdup(url);
+    const char *identity = header(conn, "X-Broker-API-Request-Identity");
+    if (identity != NULL)
+        ex->request_identity = strdup(identity);
+    if (ex->method_name == NULL || ex->path == NULL ||
+        (identity != NULL && ex->request_identity == NULL)) {
+        free(ex->method_name);
+        free(ex->path);
+        free(ex->request_identity);
+        free(ex);
+        return NULL;
+    }
+    return ex;
+}
+
+/* Appends an upload chunk; false when the body would pass the limit. */
+static bool body_append(struct exchange *ex, const char *data, size_t size, size_t limit)
+{
+    if (size > limit - ex->body_len)
+        return false;
+    char *grown = realloc(ex->body, ex->body_len + size + 1);
+    if (grown == NULL)
+        return false;
+    memcpy(grown + ex->body_len, data, size);
+    ex->body = grown;
+    ex->body_len += size;
+    ex->body[ex->body_len] = '\0';
+    return true;
+}
+
+static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const char *url,
+                                 const char *method, const char *version,
+                                 const char *upload_data, size_t *upload_data_size,
+                                 void **con_cls)
+{
+    const struct gateway *gw = cls;
+    struct exchange *ex = *con_cls;
+    (void)version;
+
+    if (ex == NULL) {
+        ex = exchange_new(conn, url, method);
+        if (ex == NULL)
+            return MHD_NO;
+        *con_cls = ex;
+        /* Refuse an announced oversized body before reading any of it. Answering on this
+         * first call makes libmicrohttpd close the connection, which is what we want here;
+         * every other answer waits for a later call so keep-alive survives. */
+        const char *length = header(conn, MHD_HTTP_HEADER_CONTENT_LENGTH);
+        if (length != NULL) {
+            char *end = NULL;
+            errno = 0;
+            unsigned long long n = strtoull(length, &end, 10);
+            if (errno != 0 || *end != '\0' || n > gw->cfg->max_body_bytes)
+                return queue_error(conn, ex, OSBQ_ERR_TOO_LARGE,
+                                   "The request body is larger than the broker accepts.");
+        }
+        return MHD_YES;
+    }
+    if (ex->answered) {
+        *upload_data_size = 0;
+        return MHD_YES;
+    }
+    if (*upload_data_size > 0) {
+        size_t size = *upload_data_size;
+        *upload_data_size = 0;
+        /* libmicrohttpd 0.9.75 cannot queue a response before the upload ends, so a chunked
+         * body over the limit is drained and answered 413 at the end; one that goes on far
+         * past the limit has the connection closed instead. */
+        if (ex->discarded > 0 || !body_append(ex, upload_data, size, gw->cfg->max_body_bytes)) {
+            ex->discarded += size;
+            if (ex->discarded / 16 > gw->cfg->max_body_bytes)
+                return MHD_NO;
+        }
+        return MHD_YES;
+    }
+    if (ex->discarded > 0)
+        return queue_error(conn, ex, OSBQ_ERR_TOO_LARGE,
+                           "The request body is larger than the broker accepts.");
+    struct reply r = {0};
+    dispatch(gw, conn, ex, &r);
+    return queue_reply(conn, ex, &r);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    struct exchange *ex = *con_cls;
+    (void)cls;
+    (void)conn;
+    if (ex == NULL)
+        return;
+    struct timespec now;
+    (void)clock_gettime(CLOCK_MONOTONIC, &now);
+    int64_t micros = (int64_t)(now.tv_sec - ex->started.tv_sec) * 1000000 +
+                     (now.tv_nsec - ex->started.tv_nsec) / 1000;
+    if (osbq_log_enabled(OSBQ_LOG_INFO)) {
+        struct osbq_log_line line;
+        osbq_log_line_begin(&line, OSBQ_LOG_INFO, "request");
+        osbq_log_line_str(&line, "method", ex->method_name);
+        osbq_log_line_str(&line, "path", ex->path);
+        osbq_log_line_int(&line, "status", ex->status);
+        osbq_log_line_int(&line, "duration_us", micros);
+        osbq_log_line_str(&line, "request_id", ex->request_identity);
+        if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK)
+            osbq_log_line_int(&line, "aborted", (int64_t)toe);
+        osbq_log_line_end(&line);
+    }
+    free(ex->method_name);
+    free(ex->path);
+    free(ex->request_identity);
+    free(ex->body);
+    free(ex);
+    *con_cls = NULL;
+}
+
+/* Leaves the URL as sent: the router decodes each path segment itself, so that an encoded
+ * '/' cannot create a segment. */
+static size_t keep_escaped(void *cls, struct MHD_Connection *conn, char *s)
+{
+    (void)cls;
+    (void)conn;
+    return strlen(s);
+}
+
+static void mhd_log(void *cls, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
+
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    (void)cls;
+    char msg[512];
+    (void)vsnprintf(msg, sizeof msg, fmt, ap);
+    size_t len = strlen(msg);
+    while (len > 0 && msg[len - 1] == '\n')
+        msg[--len] = '\0';
+    log_debug("libmicrohttpd: %s", msg);
+}
+
+int http_listen(const struct osbq_listen_addr *addr, struct osbq_error *err)
+{
+    char port[8];
+    (void)snprintf(port, sizeof port, "%u", (unsigned)addr->port);
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_PASSIVE};
+    struct addrinfo *res = NULL;
+    int gai = getaddrinfo(addr->host, port, &hints, &res);
+    if (gai != 0)
+        return osbq_error_set(err, OSBQ_ERR_INVALID, "cannot resolve %s: %s", addr->host,
+                              gai_strerror(gai));
+    int fd = -1;
+    int saved = 0;
+    for (struct addrinfo *ai = res; ai != NULL; ai = ai->ai_next) {
+        fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
+                    ai->ai_protocol);
+        if (fd < 0) {
+            saved = errno;
+            continue;
+        }
+        int one = 1;
+        (void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, 1024) == 0)
+            break;
+        saved = errno;
+        close(fd);
+        fd = -1;
+    }
+    freeaddrinfo(res);
+    if (fd < 0)
+        return osbq_error_set(err, OSBQ_ERR_INVALID, "cannot listen on %s:%u: %s", addr->host,
+                              (unsigned)addr->port, strerror(saved));
+    return fd;
+}
+
+struct http_server *http_start(const struct gateway *gw, int listen_fd, struct osbq_error *err)
+{
+    struct http_server *server = calloc(1, sizeof *server);
+    if (server == NULL) {
+        close(listen_fd);
+        osbq_error_set(err, OSBQ_ERR_INTERNAL, "out of memory");
+        return NULL;
+    }
+    server->listen_fd = listen_fd;
+    server->daemon = MHD_start_daemon(
+        MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL, on_access,
+        (void *)(uintptr_t)gw, MHD_OPTION_LISTEN_SOCKET, listen_fd, MHD_OPTION_THREAD_POOL_SIZE,
+        (unsigned int)gw->cfg->http_threads, MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
+        MHD_OPTION_UNESCAPE_CALLBACK, keep_escaped, NULL, MHD_OPTION_EXTERNAL_LOGGER, mhd_log,
+        NULL, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)60, MHD_OPTION_END);
+    if (server->daemon == NULL) {
+        close(listen_fd);
+        free(server);
+        osbq_error_set(err, OSBQ_ERR_INTERNAL, "libmicrohttpd failed to start");
+        return NULL;
+    }
+    return server;
+}
+
+void http_stop(struct http_server **sp)
+{
+    struct http_server *server = sp ? *sp : NULL;
+    if (server == NULL)
+        return;
+    MHD_stop_daemon(server->daemon);
+    close(server->listen_fd);
+    free(server);
+    *sp = NULL;
+}

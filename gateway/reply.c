@@ -1,0 +1,99 @@
+/* Replies: the error table (OSB spec "Service Broker Errors") and JSON bodies. */
+#include "reply.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Kubernetes' OSB client recognises the 422 codes only with these exact descriptions. */
+static const struct reply_error_row error_rows[OSBQ_ERR_COUNT_] = {
+    [OSBQ_OK] = {200, NULL, "OK"},
+    [OSBQ_ERR_BAD_REQUEST] = {400, NULL, "The request is malformed or misses mandatory data."},
+    [OSBQ_ERR_UNAUTHORIZED] = {401, NULL, "Authentication failed."},
+    [OSBQ_ERR_NOT_FOUND] = {404, NULL, "Not found."},
+    [OSBQ_ERR_METHOD] = {405, NULL, "Method not allowed on this resource."},
+    [OSBQ_ERR_CONFLICT] = {409, NULL, "The resource already exists with different attributes."},
+    [OSBQ_ERR_GONE] = {410, NULL, "The resource does not exist."},
+    [OSBQ_ERR_API_VERSION] = {412, NULL, "Unsupported X-Broker-API-Version."},
+    [OSBQ_ERR_TOO_LARGE] = {413, NULL, "The request body is too large."},
+    [OSBQ_ERR_UNPROCESSABLE] = {422, NULL, "The request cannot be processed."},
+    [OSBQ_ERR_ASYNC_REQUIRED] = {422, "AsyncRequired",
+                                 "This service plan requires client support for asynchronous "
+                                 "service operations."},
+    [OSBQ_ERR_CONCURRENCY] = {422, "ConcurrencyError",
+                              "The Service Broker does not support concurrent requests that "
+                              "mutate the same resource."},
+    [OSBQ_ERR_MAINTENANCE_INFO] = {422, "MaintenanceInfoConflict",
+                                   "The maintenance_info.version in the request does not match "
+                                   "the catalog."},
+    [OSBQ_ERR_REQUIRES_APP] = {422, "RequiresApp",
+                               "This service supports generation of credentials through binding "
+                               "an application only."},
+    [OSBQ_ERR_INTERNAL] = {500, NULL, "Internal error."},
+    [OSBQ_ERR_BACKEND] = {502, NULL, "The service backend failed."},
+    [OSBQ_ERR_UNAVAILABLE] = {503, NULL, "The broker's state store is unavailable."},
+    [OSBQ_ERR_TIMEOUT] = {504, NULL, "The operation did not finish in time."},
+    [OSBQ_ERR_INVALID] = {500, NULL, "Internal error."},
+};
+
+const struct reply_error_row *reply_error_row(enum osbq_err code)
+{
+    if ((unsigned)code >= OSBQ_ERR_COUNT_ || code == OSBQ_OK)
+        return &error_rows[OSBQ_ERR_INTERNAL];
+    return &error_rows[code];
+}
+
+void reply_json(struct reply *out, unsigned status, json_t *body)
+{
+    reply_clear(out);
+    out->status = status;
+    out->body = json_dumps(body, JSON_COMPACT);
+    json_decref(body);
+    if (out->body == NULL) {
+        /* Only allocation can fail here; answer with a body that needs no allocation. */
+        static const char fallback[] = "{\"description\":\"Internal error.\"}";
+        out->status = 500;
+        out->static_body = fallback;
+        out->body_len = sizeof fallback - 1;
+        return;
+    }
+    out->body_len = strlen(out->body);
+}
+
+void reply_static(struct reply *out, unsigned status, const char *body, size_t len)
+{
+    reply_clear(out);
+    out->status = status;
+    out->static_body = body;
+    out->body_len = len;
+}
+
+void reply_error(struct reply *out, enum osbq_err code, const char *description)
+{
+    const struct reply_error_row *row = reply_error_row(code);
+    /* The 422 codes keep their fixed texts: platforms match on them. */
+    if (description == NULL || description[0] == '\0' || row->error != NULL)
+        description = row->description;
+    json_t *body = json_object();
+    if (body != NULL && row->error != NULL)
+        json_object_set_new(body, "error", json_string(row->error));
+    if (body != NULL) {
+        /* A description echoing client bytes may not be UTF-8; fall back to the row's text. */
+        json_t *text = json_string(description);
+        if (text == NULL)
+            text = json_string(row->description);
+        json_object_set_new(body, "description", text);
+    }
+    reply_json(out, row->status, body);
+    out->www_authenticate = code == OSBQ_ERR_UNAUTHORIZED;
+}
+
+void reply_error_from(struct reply *out, const struct osbq_error *err)
+{
+    reply_error(out, err->code, err->text);
+}
+
+void reply_clear(struct reply *out)
+{
+    free(out->body);
+    memset(out, 0, sizeof *out);
+}

@@ -1,0 +1,37 @@
+/* Replies: the only place that turns an osbq error or a success into a status and a JSON body. */
+#ifndef OSBQ_GATEWAY_REPLY_H
+#define OSBQ_GATEWAY_REPLY_H
+
+#include <jansson.h>
+
+#include "error.h"
+#include "request.h"
+
+/* The fixed facts of one error code: its HTTP status, the OSB `error` word (or NULL), and the
+ * description used when the caller gives none. */
+struct reply_error_row {
+    unsigned status;
+    const char *error;
+    const char *description;
+};
+
+/* The row for code; codes without an HTTP meaning map to 500. */
+const struct reply_error_row *reply_error_row(enum osbq_err code);
+
+/* Fills out with the error's status and {"error"?, "description"} body. description may be
+ * NULL or empty for the row's default; the 422 codes always keep their fixed texts. */
+void reply_error(struct reply *out, enum osbq_err code, const char *description);
+
+/* Fills out with an error from err (code and text). */
+void reply_error_from(struct reply *out, const struct osbq_error *err);
+
+/* Fills out with status and the JSON object body, which it steals (json_decref'd here). */
+void reply_json(struct reply *out, unsigned status, json_t *body);
+
+/* Fills out with status and a body that outlives the reply (borrowed). */
+void reply_static(struct reply *out, unsigned status, const char *body, size_t len);
+
+/* Frees what out owns and zeroes it. */
+void reply_clear(struct reply *out);
+
+#endif

@@ -1,0 +1,45 @@
+/* What a handler sees of an HTTP request, and what it answers: plain data, no libmicrohttpd. */
+#ifndef OSBQ_GATEWAY_REQUEST_H
+#define OSBQ_GATEWAY_REQUEST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* HTTP methods the router knows, as bits so a route can accept several. */
+enum http_method {
+    HTTP_GET = 1 << 0,
+    HTTP_PUT = 1 << 1,
+    HTTP_PATCH = 1 << 2,
+    HTTP_DELETE = 1 << 3,
+    HTTP_POST = 1 << 4,
+    HTTP_OTHER = 1 << 5,
+};
+
+#define ROUTE_MAX_PARAMS 4
+
+/* A parsed request. Strings are borrowed from the connection, valid while the handler runs. */
+struct request {
+    enum http_method method;          /* HEAD arrives as HTTP_GET: libmicrohttpd drops the body */
+    const char *path;                 /* the path as sent, still percent-encoded */
+    unsigned api_version;             /* X-Broker-API-Version as major*100+minor; 0 off /v2 */
+    const char *request_identity;     /* X-Broker-API-Request-Identity, or NULL */
+    const char *originating_identity; /* X-Broker-API-Originating-Identity, or NULL */
+    const char *if_none_match;        /* If-None-Match, or NULL */
+    const char *content_type;         /* Content-Type, or NULL */
+    const char *params[ROUTE_MAX_PARAMS]; /* decoded path parameters in pattern order */
+    const char *body;                 /* request body (NUL-terminated), or NULL when empty */
+    size_t body_len;                  /* bytes in body */
+};
+
+/* A response under construction: handlers fill it through reply.h, http.c sends it. */
+struct reply {
+    unsigned status;               /* HTTP status */
+    char *body;                    /* owned JSON text, or NULL when static_body is used */
+    const char *static_body;       /* borrowed body that outlives the daemon (the catalog) */
+    size_t body_len;               /* bytes of whichever body is set */
+    const char *etag;              /* ETag header value (borrowed, static lifetime), or NULL */
+    char allow[64];                /* Allow header for 405, or empty */
+    bool www_authenticate;         /* add WWW-Authenticate (401) */
+};
+
+#endif

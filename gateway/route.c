@@ -1,0 +1,97 @@
+/* The routing table and its matcher. */
+#include "route.h"
+
+#include <microhttpd.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "handlers.h"
+
+/* Every endpoint of the gateway. Order does not matter: patterns do not overlap. */
+static const struct route routes[] = {
+    {HTTP_GET, "/v2/catalog", osb_catalog_get},
+    {HTTP_GET, "/healthz", health_live},
+    {HTTP_GET, "/readyz", health_ready},
+};
+
+bool route_is_broker_api(const char *path)
+{
+    return strncmp(path, "/v2/", 4) == 0 || strcmp(path, "/v2") == 0;
+}
+
+/* Matches path against pattern; captures ":name" segments decoded into params. */
+static bool pattern_matches(const char *pattern, const char *path, struct route_params *params)
+{
+    size_t used = 0;
+    params->count = 0;
+    while (*pattern != '\0' && *path != '\0') {
+        if (*pattern != '/' || *path != '/')
+            return false;
+        pattern++;
+        path++;
+        size_t plen = strcspn(pattern, "/");
+        size_t slen = strcspn(path, "/");
+        if (pattern[0] == ':') {
+            if (slen == 0 || params->count == ROUTE_MAX_PARAMS ||
+                used + slen + 1 > sizeof params->buf)
+                return false;
+            char *value = params->buf + used;
+            memcpy(value, path, slen);
+            value[slen] = '\0';
+            /* libmicrohttpd's decoder: the raw path reaches us undecoded so that an encoded
+             * '/' stays inside its segment. */
+            size_t decoded = MHD_http_unescape(value);
+            params->values[params->count++] = value;
+            used += decoded + 1;
+        } else if (plen != slen || memcmp(pattern, path, plen) != 0) {
+            return false;
+        }
+        pattern += plen;
+        path += slen;
+    }
+    return *pattern == '\0' && *path == '\0';
+}
+
+enum route_result route_match(const char *path, enum http_method method,
+                              const struct route **route, struct route_params *params,
+                              unsigned *allowed)
+{
+    unsigned methods = 0;
+    for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) {
+        struct route_params captured;
+        if (!pattern_matches(routes[i].pattern, path, &captured))
+            continue;
+        if (routes[i].methods & (unsigned)method) {
+            *route = &routes[i];
+            *params = captured;
+            /* Re-point values into the caller's copy of the buffer. */
+            for (size_t k = 0; k < captured.count; k++)
+                params->values[k] = params->buf + (captured.values[k] - captured.buf);
+            return ROUTE_FOUND;
+        }
+        methods |= routes[i].methods;
+    }
+    if (methods == 0)
+        return ROUTE_NOT_FOUND;
+    *allowed = methods;
+    return ROUTE_METHOD_NOT_ALLOWED;
+}
+
+void route_allow_header(unsigned bits, char *buf, size_t size)
+{
+    static const struct {
+        unsigned bit;
+        const char *name;
+    } names[] = {{HTTP_GET, "GET, HEAD"}, {HTTP_PUT, "PUT"},   {HTTP_PATCH, "PATCH"},
+                 {HTTP_DELETE, "DELETE"}, {HTTP_POST, "POST"}};
+    size_t used = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        if (!(bits & names[i].bit))
+            continue;
+        int n = snprintf(buf + used, size - used, "%s%s", used ? ", " : "", names[i].name);
+        if (n < 0 || (size_t)n >= size - used)
+            return;
+        used += (size_t)n;
+    }
+}

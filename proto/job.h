@@ -14,7 +14,8 @@
 
 /* The operation a job asks for. */
 enum osbq_job_kind {
-    OSBQ_JOB_PROVISION = 1,
+    OSBQ_JOB_KIND_NONE = 0, /* no kind: what osbq_job_kind_from_name returns for unknown names */
+    OSBQ_JOB_PROVISION,
     OSBQ_JOB_UPDATE,
     OSBQ_JOB_DEPROVISION,
     OSBQ_JOB_BIND,
@@ -24,30 +25,34 @@ enum osbq_job_kind {
 /* One job. Every string is NUL-terminated and owned by the job (freed by osbq_job_clear);
  * optional strings are NULL when absent. JSON-valued fields hold compact JSON text. */
 struct osbq_job {
-    uint32_t version;             /* wire format version the job was decoded from (OSBQ_JOB_VERSION) */
-    char *operation_id;           /* unique id of this operation; required */
-    enum osbq_job_kind kind;      /* what to do; required */
-    char *instance_id;            /* service instance id; required */
-    char *binding_id;             /* service binding id; required for bind and unbind, else NULL */
-    char *service_id;             /* catalog service id; required */
-    char *plan_id;                /* catalog plan id; required */
-    char *parameters;             /* JSON object text of the request's `parameters`, or NULL */
-    char *context;                /* JSON object text of the request's `context`, or NULL */
-    char *bind_resource;          /* JSON object text of the request's `bind_resource`, or NULL */
-    char *maintenance_info;       /* JSON object text of the request's `maintenance_info`, or NULL */
-    uint32_t api_version;         /* X-Broker-API-Version as major*100+minor, e.g. 217; required */
-    char *originating_identity;   /* X-Broker-API-Originating-Identity header as sent, or NULL */
-    char *request_identity;       /* X-Broker-API-Request-Identity header as sent, or NULL */
-    uint32_t attempt;             /* 1 for the first delivery, raised on each resend; required, >= 1 */
+    uint32_t version;           /* format version decoded from; the encoder ignores it and
+                                 * always writes OSBQ_JOB_VERSION */
+    char *operation_id;         /* unique id of this operation; required */
+    enum osbq_job_kind kind;    /* what to do; required */
+    char *instance_id;          /* service instance id; required */
+    char *binding_id;           /* service binding id; required for bind and unbind, else
+                                 * usually NULL (carried when set) */
+    char *service_id;           /* catalog service id; required */
+    char *plan_id;              /* catalog plan id; required */
+    char *parameters;           /* JSON object text of the request's `parameters`, or NULL */
+    char *context;              /* JSON object text of the request's `context`, or NULL */
+    char *bind_resource;        /* JSON object text of the request's `bind_resource`, or NULL */
+    char *maintenance_info;     /* JSON object text of the request's `maintenance_info`, or NULL */
+    uint32_t api_version;       /* X-Broker-API-Version as major*100+minor, e.g. 217; required */
+    char *originating_identity; /* X-Broker-API-Originating-Identity header as sent, or NULL */
+    char *request_identity;     /* X-Broker-API-Request-Identity header as sent, or NULL */
+    uint32_t attempt; /* 1 for the first delivery, raised on each resend; required, >= 1 */
 };
 
 /* Encodes job into a new buffer. On success sets *out (caller frees with free()) and *out_len
- * and returns 0; on failure (a required field missing, out of memory) returns -1 and leaves
- * *out untouched. errbuf, when not NULL, receives a one-line reason. */
+ * and returns 0; on failure (a required field missing or invalid: an empty id, api or attempt
+ * out of range, an unknown kind; output over OSBQ_JOB_MAX_BYTES; out of memory) returns -1 and
+ * leaves *out untouched. errbuf, when not NULL, receives a one-line reason. */
 int osbq_job_encode(const struct osbq_job *job, char **out, size_t *out_len, char *errbuf,
                     size_t errbuf_len);
 
-/* Decodes exactly len bytes of buf into *job (which the caller provides, zeroed or not).
+/* Decodes exactly len bytes of buf into *job. Strings *job already holds are overwritten, not
+ * freed: pass a zeroed or cleared job.
  * Never reads outside buf. Rejects an unknown version, an unknown or duplicate key, a
  * wrong type, a missing required field, an unknown kind, truncated or trailing bytes and
  * strings holding NUL. On success returns 0 and the caller owns *job's strings (release with
@@ -62,7 +67,7 @@ void osbq_job_clear(struct osbq_job *job);
 /* "provision", "update", ...; NULL for an unknown kind. */
 const char *osbq_job_kind_name(enum osbq_job_kind kind);
 
-/* The kind named name, or 0 when name is unknown. */
+/* The kind named name, or OSBQ_JOB_KIND_NONE when name is unknown. */
 enum osbq_job_kind osbq_job_kind_from_name(const char *name);
 
 #endif

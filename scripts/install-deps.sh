@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs the Debian packages osbq needs to build, test and run, and does nothing when all of
+# them are already there. Runs apt-get as root (directly, or through sudo).
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config
+  libmicrohttpd-dev libjansson-dev libhiredis-dev libczmq-dev libmsgpack-dev
+  libsodium-dev libcurl4-gnutls-dev libcmocka-dev
+  redis-server curl python3
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+sudo=()
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "install-deps: run as root to install: ${missing[*]}" >&2; exit 1; }
+  sudo=(sudo)
+fi
+echo "install-deps: installing ${missing[*]}" >&2
+"${sudo[@]}" apt-get update -qq
+DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends \
+  "${missing[@]}" >/dev/null

@@ -1,0 +1,358 @@
+"""The gateway's HTTP basics against a real redis-server: catalog, ETag, auth, API version,
+routing, body limit, probes, access log, start-up checks (spec: Catalog Management, API Version
+Header, Platform to Service Broker Authentication, Service Broker Errors, Content Type)."""
+
+import copy
+import json
+import os
+import signal
+import socket
+import tempfile
+import time
+import unittest
+
+import harness
+
+
+def strip_osbq(catalog):
+    catalog = copy.deepcopy(catalog)
+    for service in catalog["services"]:
+        for plan in service["plans"]:
+            plan.pop("osbq", None)
+    return catalog
+
+
+def has_key(value, key):
+    if isinstance(value, dict):
+        return key in value or any(has_key(v, key) for v in value.values())
+    if isinstance(value, list):
+        return any(has_key(v, key) for v in value)
+    return False
+
+
+class GatewayBasics(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.stack = harness.Stack()
+        cls.gateway = cls.stack.start_gateway()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.stack.stop()
+
+    def setUp(self):
+        self.client = self.stack.client(self.gateway)
+
+    def tearDown(self):
+        self.client.close()
+
+    def assertJsonError(self, r, status):
+        self.assertEqual(r.status, status, r.body)
+        self.assertEqual(r.header("Content-Type"), "application/json")
+        body = r.json()
+        self.assertIsInstance(body, dict)
+        self.assertIsInstance(body.get("description"), str)
+        self.assertNotEqual(body["description"], "")
+        return body
+
+    # Catalog Management: 200 with the catalog; private "osbq" settings never leave the broker.
+    def test_catalog_equals_file_without_osbq_settings(self):
+        r = self.client.request("GET", "/v2/catalog")
+        self.assertEqual(r.status, 200)
+        self.assertEqual(r.header("Content-Type"), "application/json")
+        with open(harness.EXAMPLE_CATALOG) as f:
+            expected = strip_osbq(json.load(f))
+        self.assertEqual(r.json(), expected)
+        self.assertFalse(has_key(r.json(), "osbq"))
+
+    def test_catalog_etag_and_if_none_match(self):
+        r = self.client.request("GET", "/v2/catalog")
+        etag = r.header("ETag")
+        self.assertRegex(etag, r'^"[0-9a-f]{32}"$')
+        r2 = self.client.request("GET", "/v2/catalog", headers={"If-None-Match": etag})
+        self.assertEqual(r2.status, 304)
+        self.assertEqual(r2.body, b"")
+        self.assertEqual(r2.header("ETag"), etag)
+        r3 = self.client.request("GET", "/v2/catalog",
+                                 headers={"If-None-Match": 'W/"other", ' + etag})
+        self.assertEqual(r3.status, 304)
+        r4 = self.client.request("GET", "/v2/catalog", headers={"If-None-Match": '"stale"'})
+        self.assertEqual(r4.status, 200)
+        self.assertEqual(r4.json()["services"][0]["id"], r.json()["services"][0]["id"])
+
+    # Platform to Service Broker Authentication: MUST return 401 when authentication fails.
+    def test_401_without_credentials(self):
+        r = self.client.request("GET", "/v2/catalog", auth=False)
+        self.assertJsonError(r, 401)
+        self.assertIn("Basic", r.header("WWW-Authenticate"))
+
+    def test_401_wrong_password_and_wrong_user(self):
+        for user, password in (("broker", "wrong"), ("other", "s3cret-pass"),
+                               ("broker", "s3cret-pass" + "x"), ("", "")):
+            c = harness.Client(self.gateway.port, user, password)
+            r = c.request("GET", "/v2/catalog")
+            c.close()
+            self.assertJsonError(r, 401)
+
+    def test_401_before_412_and_on_unknown_v2_routes(self):
+        r = self.client.request("GET", "/v2/nothing-here", auth=False, version=False)
+        self.assertJsonError(r, 401)
+
+    def test_401_malformed_authorization_headers(self):
+        for value in ("Basic", "Basic !!!", "Bearer abc", "Basic " + "A" * 3000):
+            r = self.client.request("GET", "/v2/catalog", auth=False,
+                                    headers={"Authorization": value})
+            self.assertJsonError(r, 401)
+
+    # API Version Header: 412 (accepted by the spec and by the OSB checker) naming what works.
+    def test_412_missing_malformed_or_unsupported_version(self):
+        for value in (None, "1.0", "3.0", "junk", "", "2", "2.x", "2.17.1"):
+            headers = {} if value is None else {"X-Broker-API-Version": value}
+            r = self.client.request("GET", "/v2/catalog", version=False, headers=headers)
+            body = self.assertJsonError(r, 412)
+            self.assertIn("2.17", body["description"], value)
+
+    def test_every_2x_version_is_accepted(self):
+        for value in ("2.0", "2.11", "2.12", "2.13", "2.14", "2.15", "2.16", "2.17", "2.18",
+                      "2.99"):
+            r = self.client.request("GET", "/v2/catalog", headers={"X-Broker-API-Version": value},
+                                    version=False)
+            self.assertEqual(r.status, 200, value)
+
+    def test_404_unknown_route(self):
+        for path in ("/v2/nothing", "/v2/catalog/extra", "/", "/v3/catalog"):
+            self.assertJsonError(self.client.request("GET", path), 404)
+
+    def test_405_wrong_method_with_allow(self):
+        for method in ("PUT", "DELETE", "POST", "PATCH"):
+            r = self.client.request(method, "/v2/catalog", body="{}")
+            self.assertJsonError(r, 405)
+            self.assertEqual(r.header("Allow"), "GET, HEAD")
+        r = self.client.request("POST", "/healthz", body="")
+        self.assertJsonError(r, 405)
+
+    def test_413_body_over_limit_announced(self):
+        body = b"{" + b" " * (1024 * 1024 + 10) + b"}"
+        c = self.stack.client(self.gateway)
+        try:
+            r = c.request("PUT", "/v2/catalog", body=body,
+                          headers={"Content-Type": "application/json"})
+            self.assertJsonError(r, 413)
+            self.assertEqual(r.header("Connection"), "close")
+        except (ConnectionResetError, BrokenPipeError):
+            self.fail("the gateway must answer 413 before reading the body")
+        finally:
+            c.close()
+
+    def test_413_chunked_body_over_limit(self):
+        with socket.create_connection(("127.0.0.1", self.gateway.port), timeout=10) as s:
+            auth = "YnJva2VyOnMzY3JldC1wYXNz"  # broker:s3cret-pass
+            s.sendall(("PUT /v2/catalog HTTP/1.1\r\nHost: x\r\nAuthorization: Basic %s\r\n"
+                       "X-Broker-API-Version: 2.17\r\nContent-Type: application/json\r\n"
+                       "Transfer-Encoding: chunked\r\n\r\n" % auth).encode())
+            chunk = b"x" * 65536
+            for _ in range(20):
+                s.sendall(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+            s.sendall(b"0\r\n\r\n")
+            reply = b""
+            while b"\r\n\r\n" not in reply:
+                data = s.recv(4096)
+                if not data:
+                    break
+                reply += data
+        self.assertTrue(reply.startswith(b"HTTP/1.1 413"), reply[:200])
+
+    # Content Type: every response is JSON, including probes and errors.
+    def test_healthz_and_readyz(self):
+        for path, status in (("/healthz", "ok"), ("/readyz", "ready")):
+            r = self.client.request("GET", path, auth=False, version=False)
+            self.assertEqual(r.status, 200)
+            self.assertEqual(r.header("Content-Type"), "application/json")
+            self.assertEqual(r.json()["status"], status)
+
+    def test_request_identity_echoed(self):
+        r = self.client.request("GET", "/v2/catalog",
+                                headers={"X-Broker-API-Request-Identity": "req-42"})
+        self.assertEqual(r.header("X-Broker-API-Request-Identity"), "req-42")
+
+    def test_keep_alive_survives_successful_requests(self):
+        c = self.stack.client(self.gateway)
+        c.request("GET", "/v2/catalog")
+        first = c.conn.sock
+        self.assertIsNotNone(first, "the gateway closed a keep-alive connection")
+        r = c.request("GET", "/v2/catalog")
+        self.assertEqual(r.status, 200)
+        self.assertIs(c.conn.sock, first)
+        c.close()
+
+    def test_head_catalog(self):
+        r = self.client.request("HEAD", "/v2/catalog")
+        self.assertEqual(r.status, 200)
+        self.assertEqual(r.body, b"")
+
+    def test_access_log_line(self):
+        self.client.request("GET", "/v2/catalog",
+                            headers={"X-Broker-API-Request-Identity": "log-probe-7"})
+        harness.wait_until(lambda: "log-probe-7" in self.gateway.log(), 5, "the access log")
+        line = [l for l in self.gateway.log().splitlines() if "log-probe-7" in l][0]
+        for field in ("msg=request", "method=GET", "path=/v2/catalog", "status=200",
+                      "duration_us=", "request_id=log-probe-7"):
+            self.assertIn(field, line)
+        self.assertNotIn("s3cret-pass", self.gateway.log())
+
+
+class Readiness(unittest.TestCase):
+    def test_readyz_fails_once_redis_stops_and_recovers(self):
+        stack = harness.Stack()
+        try:
+            gw = stack.start_gateway()
+            c = stack.client(gw)
+            self.assertEqual(c.request("GET", "/readyz").status, 200)
+            stack.redis.send_signal(signal.SIGSTOP)
+            started = time.monotonic()
+            r = c.request("GET", "/readyz")
+            self.assertEqual(r.status, 503)
+            self.assertLess(time.monotonic() - started, 5.0)
+            self.assertIn("description", r.json())
+            stack.redis.send_signal(signal.SIGCONT)
+            self.assertEqual(c.request("GET", "/readyz").status, 200)
+            # The catalog needs no Redis.
+            stack.redis.stop()
+            self.assertEqual(c.request("GET", "/readyz").status, 503)
+            self.assertEqual(c.request("GET", "/v2/catalog").status, 200)
+            c.close()
+        finally:
+            stack.stop()
+
+
+class StartupChecks(unittest.TestCase):
+    """Every bad value stops the process with one line naming the variable."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.stack = harness.Stack()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.stack.stop()
+
+    def run_gateway(self, **overrides):
+        env = self.stack.env(OSBQ_LISTEN="127.0.0.1:%d" % harness.free_port(),
+                             OSBQ_BUS_BIND="tcp://127.0.0.1:%d" % harness.free_port())
+        for k, v in overrides.items():
+            if v is None:
+                env.pop(k, None)
+            else:
+                env[k] = v
+        return harness.run_once([harness.GATEWAY], env)
+
+    def assertFailsNaming(self, variable, **overrides):
+        status, out = self.run_gateway(**overrides)
+        self.assertNotEqual(status, 0, out)
+        lines = [l for l in out.splitlines() if l.strip()]
+        self.assertEqual(len(lines), 1, out)
+        self.assertIn(variable, lines[0])
+        return lines[0]
+
+    def test_missing_password(self):
+        self.assertFailsNaming("OSBQ_BROKER_PASSWORD", OSBQ_BROKER_PASSWORD=None)
+
+    def test_missing_username(self):
+        self.assertFailsNaming("OSBQ_BROKER_USERNAME", OSBQ_BROKER_USERNAME=None)
+
+    def test_unparsable_redis_url(self):
+        self.assertFailsNaming("OSBQ_REDIS_URL", OSBQ_REDIS_URL="http://127.0.0.1:6379")
+
+    def test_unreadable_catalog(self):
+        self.assertFailsNaming("OSBQ_CATALOG", OSBQ_CATALOG="/nonexistent/catalog.json")
+
+    def test_invalid_catalog(self):
+        path = os.path.join(harness.SOURCE_DIR, "tests/data/catalog/invalid/id-duplicate-service")
+        line = self.assertFailsNaming("OSBQ_CATALOG", OSBQ_CATALOG=os.path.join(path, "catalog.json"))
+        with open(os.path.join(path, "error")) as f:
+            self.assertIn(f.read().strip(), line)
+
+    def test_listen_port_in_use(self):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            s.listen(1)
+            port = s.getsockname()[1]
+            line = self.assertFailsNaming("OSBQ_LISTEN", OSBQ_LISTEN="127.0.0.1:%d" % port)
+            self.assertIn("in use", line)
+
+    def test_bus_port_in_use(self):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            s.listen(1)
+            port = s.getsockname()[1]
+            self.assertFailsNaming("OSBQ_BUS_BIND", OSBQ_BUS_BIND="tcp://127.0.0.1:%d" % port)
+
+    def test_bad_numbers_and_levels(self):
+        self.assertFailsNaming("OSBQ_LOG_LEVEL", OSBQ_LOG_LEVEL="loud")
+        self.assertFailsNaming("OSBQ_HTTP_THREADS", OSBQ_HTTP_THREADS="many")
+        self.assertFailsNaming("OSBQ_MAX_BODY_BYTES", OSBQ_MAX_BODY_BYTES="-1")
+        self.assertFailsNaming("OSBQ_NAMESPACE", OSBQ_NAMESPACE="a:b")
+
+    def test_password_file(self):
+        with tempfile.NamedTemporaryFile("w", delete=False) as f:
+            f.write("from-a-file\n")
+        try:
+            self.assertFailsNaming("OSBQ_BROKER_PASSWORD", OSBQ_BROKER_PASSWORD_FILE=f.name)
+            gw = self.stack.start_gateway(OSBQ_BROKER_PASSWORD=None,
+                                          OSBQ_BROKER_PASSWORD_FILE=f.name)
+            c = harness.Client(gw.port, self.stack.username, "from-a-file")
+            self.assertEqual(c.request("GET", "/v2/catalog").status, 200)
+            c.close()
+        finally:
+            os.unlink(f.name)
+        self.assertFailsNaming("OSBQ_BROKER_PASSWORD_FILE", OSBQ_BROKER_PASSWORD=None,
+                               OSBQ_BROKER_PASSWORD_FILE="/nonexistent/secret")
+
+    def test_help_lists_every_variable(self):
+        status, out = harness.run_once([harness.GATEWAY, "--help"], {})
+        self.assertEqual(status, 0)
+        for name in ("OSBQ_REDIS_URL", "OSBQ_NAMESPACE", "OSBQ_CATALOG", "OSBQ_LOG_LEVEL",
+                     "OSBQ_LISTEN", "OSBQ_BROKER_USERNAME", "OSBQ_BROKER_PASSWORD",
+                     "OSBQ_BUS_BIND", "OSBQ_BUS_ADVERTISE", "OSBQ_HTTP_THREADS",
+                     "OSBQ_MAX_BODY_BYTES", "OSBQ_REDIS_TIMEOUT_MS"):
+            self.assertIn(name, out)
+        self.assertNotIn("OSBQ_WORKER_CONCURRENCY", out)
+        status, out = harness.run_once([harness.WORKER, "--help"], {})
+        self.assertEqual(status, 0)
+        self.assertIn("OSBQ_WORKER_CONCURRENCY", out)
+        self.assertNotIn("OSBQ_BROKER_PASSWORD", out)
+
+
+class Worker(unittest.TestCase):
+    def test_worker_starts_and_stops_cleanly(self):
+        stack = harness.Stack()
+        try:
+            w = stack.start_worker()
+            harness.wait_until(lambda: "Redis reachable" in w.log(), 10, "the worker to connect")
+            self.assertEqual(w.stop(), 0)
+            self.assertIn("stopped", w.log())
+        finally:
+            stack.stop()
+
+    def test_worker_waits_for_redis(self):
+        stack = harness.Stack()
+        try:
+            port = harness.free_port()
+            w = stack.start_worker(OSBQ_REDIS_URL="redis://127.0.0.1:%d/0" % port)
+            harness.wait_until(lambda: "Redis unreachable" in w.log(), 10, "a warning")
+            self.assertTrue(w.alive())
+        finally:
+            stack.stop()
+
+    def test_worker_refuses_bad_configuration(self):
+        stack = harness.Stack()
+        try:
+            status, out = harness.run_once([harness.WORKER], stack.env(OSBQ_WORKER_CONCURRENCY="0"))
+            self.assertNotEqual(status, 0)
+            self.assertIn("OSBQ_WORKER_CONCURRENCY", out)
+        finally:
+            stack.stop()
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -250,8 +250,7 @@ static int string_list(struct check *c, json_t *obj, const char *key, const char
     size_t mark = path_key(&c->path, key);
     size_t i;
     json_t *item;
-    json_array_foreach(list, i, item)
-    {
+    json_array_foreach (list, i, item) {
         size_t item_mark = path_index(&c->path, i);
         if (!json_is_string(item))
             return fail(c, "must be a string");
@@ -275,8 +274,7 @@ static int check_refs(struct check *c, json_t *v)
     if (json_is_object(v)) {
         const char *key;
         json_t *child;
-        json_object_foreach(v, key, child)
-        {
+        json_object_foreach (v, key, child) {
             size_t mark = path_key(&c->path, key);
             if (strcmp(key, "$ref") == 0 && json_is_string(child) &&
                 json_string_value(child)[0] != '#')
@@ -288,8 +286,7 @@ static int check_refs(struct check *c, json_t *v)
     } else if (json_is_array(v)) {
         size_t i;
         json_t *child;
-        json_array_foreach(v, i, child)
-        {
+        json_array_foreach (v, i, child) {
             size_t mark = path_index(&c->path, i);
             if (check_refs(c, child) < 0)
                 return -1;
@@ -328,8 +325,7 @@ static int known_keys(struct check *c, json_t *obj, const char *const *allowed)
         return fail(c, "must be an object");
     const char *key;
     json_t *value;
-    json_object_foreach(obj, key, value)
-    {
+    json_object_foreach (obj, key, value) {
         if (!in_list(key, allowed)) {
             char expected[128];
             join(expected, sizeof expected, allowed);
@@ -430,8 +426,7 @@ static int check_osbq(struct check *c, json_t *plan)
     }
     const char *key;
     json_t *value;
-    json_object_foreach(osbq, key, value)
-    {
+    json_object_foreach (osbq, key, value) {
         size_t key_mark = path_key(&c->path, key);
         const struct setting *s = find_setting(key, name);
         if (s == NULL)
@@ -532,8 +527,7 @@ static int check_service(struct check *c, json_t *service)
     json_object_clear(c->plan_names);
     size_t i;
     json_t *plan;
-    json_array_foreach(plans, i, plan)
-    {
+    json_array_foreach (plans, i, plan) {
         size_t plan_mark = path_index(&c->path, i);
         if (check_plan(c, plan) < 0)
             return -1;
@@ -563,8 +557,7 @@ static int check_catalog(json_t *root, struct osbq_error *err)
     path_key(&c.path, "services");
     size_t i;
     json_t *service;
-    json_array_foreach(services, i, service)
-    {
+    json_array_foreach (services, i, service) {
         size_t mark = path_index(&c.path, i);
         if (check_service(&c, service) < 0)
             goto cleanup;
@@ -614,8 +607,7 @@ static int build_tables(struct osbq_catalog *cat, struct osbq_error *err)
     size_t requires_total = 0;
     size_t i;
     json_t *service;
-    json_array_foreach(services, i, service)
-    {
+    json_array_foreach (services, i, service) {
         plan_total += json_array_size(json_object_get(service, "plans"));
         requires_total += json_array_size(json_object_get(service, "requires"));
     }
@@ -631,8 +623,7 @@ static int build_tables(struct osbq_catalog *cat, struct osbq_error *err)
         return out_of_memory(err);
 
     const char **next_require = cat->requires_lists;
-    json_array_foreach(services, i, service)
-    {
+    json_array_foreach (services, i, service) {
         struct osbq_service *s = &cat->services[i];
         json_t *plans = json_object_get(service, "plans");
         s->id = json_string_value(json_object_get(service, "id"));
@@ -646,14 +637,13 @@ static int build_tables(struct osbq_catalog *cat, struct osbq_error *err)
         s->requires_list = next_require;
         size_t j;
         json_t *item;
-        json_array_foreach(json_object_get(service, "requires"), j, item) *next_require++ =
-            json_string_value(item);
+        json_array_foreach (json_object_get(service, "requires"), j, item)
+            *next_require++ = json_string_value(item);
         *next_require++ = NULL;
 
         s->plans = &cat->plans[cat->plan_count];
         s->plan_count = json_array_size(plans);
-        json_array_foreach(plans, j, item)
-        {
+        json_array_foreach (plans, j, item) {
             fill_plan(&cat->plans[cat->plan_count], item, s);
             if (json_object_set_new(cat->plan_index, cat->plans[cat->plan_count].id,
                                     json_integer((json_int_t)cat->plan_count)) < 0)
@@ -692,11 +682,10 @@ static int build_body(struct osbq_catalog *cat, struct osbq_error *err)
         return out_of_memory(err);
     size_t i;
     json_t *service;
-    json_array_foreach(json_object_get(copy, "services"), i, service)
-    {
+    json_array_foreach (json_object_get(copy, "services"), i, service) {
         size_t j;
         json_t *plan;
-        json_array_foreach(json_object_get(service, "plans"), j, plan)
+        json_array_foreach (json_object_get(service, "plans"), j, plan)
             json_object_del(plan, "osbq");
     }
     cat->body = dump_body(copy);

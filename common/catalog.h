@@ -20,32 +20,32 @@ struct osbq_service;
  * osbq_catalog_destroy. Booleans already hold the effective value (plan overrides service,
  * spec defaults otherwise). */
 struct osbq_plan {
-    const char *id;                    /* plan id, unique across the catalog */
-    const char *name;                  /* plan name, unique in its service */
-    const struct osbq_service *service;/* the service this plan belongs to */
-    bool bindable;                     /* plan.bindable, else service.bindable */
-    bool plan_updateable;              /* plan.plan_updateable, else service's, else false */
-    bool binding_rotatable;            /* plan.binding_rotatable, else false */
-    const char *maintenance_version;   /* maintenance_info.version, or NULL */
-    const char *backend;               /* osbq.backend: "sim", ... */
-    bool async_required;               /* osbq.async_required, else false */
-    int64_t sync_timeout_ms;           /* osbq.sync_timeout_ms, else the default above */
-    const json_t *settings;            /* the plan's whole "osbq" object (backend options) */
-    const json_t *json;                /* the plan object as in the file, "osbq" included */
+    const char *id;                     /* plan id, unique across the catalog */
+    const char *name;                   /* plan name, unique in its service */
+    const struct osbq_service *service; /* the service this plan belongs to */
+    bool bindable;                      /* plan.bindable, else service.bindable */
+    bool plan_updateable;               /* plan.plan_updateable, else service's, else false */
+    bool binding_rotatable;             /* plan.binding_rotatable, else false */
+    const char *maintenance_version;    /* maintenance_info.version, or NULL */
+    const char *backend;                /* osbq.backend: "sim", ... */
+    bool async_required;                /* osbq.async_required, else false */
+    int64_t sync_timeout_ms;            /* osbq.sync_timeout_ms, else the default above */
+    const json_t *settings;             /* the plan's whole "osbq" object (backend options) */
+    const json_t *json;                 /* the plan object as in the file, "osbq" included */
 };
 
 /* One service offering. Borrowed from the catalog, valid until osbq_catalog_destroy. */
 struct osbq_service {
-    const char *id;                    /* service id, unique across the catalog */
-    const char *name;                  /* service name, unique across the catalog */
-    bool bindable;                     /* service.bindable */
-    bool instances_retrievable;        /* service.instances_retrievable, else false */
-    bool bindings_retrievable;         /* service.bindings_retrievable, else false */
-    bool allow_context_updates;        /* service.allow_context_updates, else false */
-    const char *const *requires_list;  /* service.requires, NULL-terminated (may be empty) */
-    const struct osbq_plan *plans;     /* the service's plans, in file order */
-    size_t plan_count;                 /* number of plans, >= 1 */
-    const json_t *json;                /* the service object as in the file */
+    const char *id;                   /* service id, unique across the catalog */
+    const char *name;                 /* service name, unique across the catalog */
+    bool bindable;                    /* service.bindable */
+    bool instances_retrievable;       /* service.instances_retrievable, else false */
+    bool bindings_retrievable;        /* service.bindings_retrievable, else false */
+    bool allow_context_updates;       /* service.allow_context_updates, else false */
+    const char *const *requires_list; /* service.requires, NULL-terminated (may be empty) */
+    const struct osbq_plan *plans;    /* the service's plans, in file order */
+    size_t plan_count;                /* number of plans, >= 1 */
+    const json_t *json;               /* the service object as in the file */
 };
 
 /* Reads, parses and validates the catalog file at path. On success *out owns a new catalog
@@ -71,8 +71,7 @@ const char *osbq_catalog_etag(const struct osbq_catalog *catalog);
 /* Lookups by id; borrowed results, NULL when unknown. */
 const struct osbq_service *osbq_catalog_service(const struct osbq_catalog *catalog,
                                                 const char *service_id);
-const struct osbq_plan *osbq_catalog_plan(const struct osbq_catalog *catalog,
-                                          const char *plan_id);
+const struct osbq_plan *osbq_catalog_plan(const struct osbq_catalog *catalog, const char *plan_id);
 
 /* Number of services, and the i-th one (i < count) in file order. */
 size_t osbq_catalog_service_count(const struct osbq_catalog *catalog);

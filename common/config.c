@@ -1,6 +1,7 @@
 /* Configuration: the table of OSBQ_* variables, their parsers, defaults and help. */
 #include "config.h"
 
+#include <arpa/inet.h>
 #include <curl/curl.h>
 #include <errno.h>
 #include <limits.h>
@@ -18,13 +19,13 @@
 
 /* One variable: its name, who reads it, its default, its parser and its help line. */
 struct config_var {
-    const char *name;           /* the environment variable */
-    enum osbq_role role;        /* which binaries read it */
-    const char *default_value;  /* parsed when the variable is unset; NULL: parser gets NULL */
-    const char *default_help;   /* the default as --help shows it */
-    bool file_variant;          /* NAME_FILE names a file holding the value (Docker secrets) */
+    const char *name;          /* the environment variable */
+    enum osbq_role role;       /* which binaries read it */
+    const char *default_value; /* parsed when the variable is unset; NULL: parser gets NULL */
+    const char *default_help;  /* the default as --help shows it */
+    bool file_variant;         /* NAME_FILE names a file holding the value (Docker secrets) */
     int (*parse)(struct osbq_config *cfg, const char *value, struct osbq_error *err);
-    const char *help;           /* one line for --help */
+    const char *help; /* one line for --help */
 };
 
 static char *xstrdup(const char *s, struct osbq_error *err)
@@ -36,8 +37,8 @@ static char *xstrdup(const char *s, struct osbq_error *err)
 }
 
 /* Parses a decimal unsigned integer in [min, max] with no sign, space or suffix. */
-static int parse_uint(const char *value, unsigned long min, unsigned long max,
-                      unsigned long *out, struct osbq_error *err)
+static int parse_uint(const char *value, unsigned long min, unsigned long max, unsigned long *out,
+                      struct osbq_error *err)
 {
     if (value[0] < '0' || value[0] > '9')
         return osbq_error_set(err, OSBQ_ERR_INVALID, "\"%s\" is not a number", value);
@@ -47,15 +48,13 @@ static int parse_uint(const char *value, unsigned long min, unsigned long max,
     if (errno != 0 || *end != '\0')
         return osbq_error_set(err, OSBQ_ERR_INVALID, "\"%s\" is not a number", value);
     if (n < min || n > max)
-        return osbq_error_set(err, OSBQ_ERR_INVALID, "%lu is out of range %lu..%lu", n, min,
-                              max);
+        return osbq_error_set(err, OSBQ_ERR_INVALID, "%lu is out of range %lu..%lu", n, min, max);
     *out = n;
     return 0;
 }
 
 /* Splits "host:port" or "[v6]:port" into a new host string and a port. */
-static int parse_host_port(const char *value, struct osbq_listen_addr *out,
-                           struct osbq_error *err)
+static int parse_host_port(const char *value, struct osbq_listen_addr *out, struct osbq_error *err)
 {
     const char *colon = strrchr(value, ':');
     if (colon == NULL)
@@ -135,7 +134,8 @@ int osbq_redis_addr_parse(const char *url, struct osbq_redis_addr *out, struct o
     if (curl_url_get(u, CURLUPART_USER, &user, CURLU_URLDECODE) == CURLUE_OK && user[0] != '\0')
         if ((addr.username = xstrdup(user, err)) == NULL)
             goto out;
-    if (curl_url_get(u, CURLUPART_PASSWORD, &password, CURLU_URLDECODE) == CURLUE_OK)
+    if (curl_url_get(u, CURLUPART_PASSWORD, &password, CURLU_URLDECODE) == CURLUE_OK &&
+        password[0] != '\0')
         if ((addr.password = xstrdup(password, err)) == NULL)
             goto out;
     /* hiredis wants IPv6 literals without the URL's brackets. */
@@ -260,13 +260,13 @@ static int parse_credential(char **out, const char *value, const char *what, boo
                             struct osbq_error *err)
 {
     if (value == NULL)
-        return osbq_error_set(err, OSBQ_ERR_INVALID, "required: the gateway refuses to start "
-                                                     "without broker credentials");
+        return osbq_error_set(err, OSBQ_ERR_INVALID,
+                              "required: the gateway refuses to start "
+                              "without broker credentials");
     if (value[0] == '\0')
         return osbq_error_set(err, OSBQ_ERR_INVALID, "empty %s", what);
     if (no_colon && strchr(value, ':') != NULL)
-        return osbq_error_set(err, OSBQ_ERR_INVALID,
-                              "a basic-auth user name cannot contain ':'");
+        return osbq_error_set(err, OSBQ_ERR_INVALID, "a basic-auth user name cannot contain ':'");
     *out = xstrdup(value, err);
     return *out ? 0 : -1;
 }
@@ -295,10 +295,23 @@ static int parse_bus_bind(struct osbq_config *cfg, const char *value, struct osb
     return cfg->bus_bind ? 0 : -1;
 }
 
+/* True for addresses that mean "every interface": nobody can connect to them. */
+static bool is_wildcard_host(const char *host)
+{
+    unsigned char addr[sizeof(struct in6_addr)];
+    static const unsigned char zeros[sizeof(struct in6_addr)];
+    if (strcmp(host, "*") == 0)
+        return true;
+    if (inet_pton(AF_INET, host, addr) == 1)
+        return memcmp(addr, zeros, sizeof(struct in_addr)) == 0;
+    if (inet_pton(AF_INET6, host, addr) == 1)
+        return memcmp(addr, zeros, sizeof(struct in6_addr)) == 0;
+    return false;
+}
+
 /* Unset: workers reach this gateway by its host name when it binds every interface, and by the
  * bound address otherwise (a gateway bound to 127.0.0.1 is not reachable by its host name). */
-static int parse_bus_advertise(struct osbq_config *cfg, const char *value,
-                               struct osbq_error *err)
+static int parse_bus_advertise(struct osbq_config *cfg, const char *value, struct osbq_error *err)
 {
     char buf[512];
     if (value == NULL) {
@@ -306,9 +319,7 @@ static int parse_bus_advertise(struct osbq_config *cfg, const char *value,
         if (parse_host_port(cfg->bus_bind + 6, &bind, err) < 0)
             return -1;
         char host[256];
-        bool wildcard = strcmp(bind.host, "*") == 0 || strcmp(bind.host, "0.0.0.0") == 0 ||
-                        strcmp(bind.host, "::") == 0;
-        if (wildcard) {
+        if (is_wildcard_host(bind.host)) {
             if (gethostname(host, sizeof host) < 0) {
                 free(bind.host);
                 return osbq_error_set(err, OSBQ_ERR_INVALID, "cannot read the host name: %s",
@@ -316,8 +327,7 @@ static int parse_bus_advertise(struct osbq_config *cfg, const char *value,
             }
             host[sizeof host - 1] = '\0';
         } else {
-            (void)snprintf(host, sizeof host, strchr(bind.host, ':') ? "[%s]" : "%s",
-                           bind.host);
+            (void)snprintf(host, sizeof host, strchr(bind.host, ':') ? "[%s]" : "%s", bind.host);
         }
         free(bind.host);
         (void)snprintf(buf, sizeof buf, "tcp://%s:%u", host, (unsigned)cfg->bus_port);
@@ -329,7 +339,7 @@ static int parse_bus_advertise(struct osbq_config *cfg, const char *value,
     struct osbq_listen_addr addr = {0};
     if (parse_host_port(value + 6, &addr, err) < 0)
         return -1;
-    bool wildcard = strcmp(addr.host, "*") == 0 || strcmp(addr.host, "0.0.0.0") == 0;
+    bool wildcard = is_wildcard_host(addr.host);
     free(addr.host);
     if (wildcard)
         return osbq_error_set(err, OSBQ_ERR_INVALID,
@@ -361,8 +371,8 @@ static const struct config_var config_vars[] = {
      "error, warn, info or debug"},
     {"OSBQ_LISTEN", OSBQ_ROLE_GATEWAY, "0.0.0.0:8080", NULL, false, parse_listen,
      "host:port of the HTTP API"},
-    {"OSBQ_HTTP_THREADS", OSBQ_ROLE_GATEWAY, "0", "0 (number of cores)", false,
-     parse_http_threads, "HTTP threads (libmicrohttpd's epoll thread pool)"},
+    {"OSBQ_HTTP_THREADS", OSBQ_ROLE_GATEWAY, "0", "0 (number of cores)", false, parse_http_threads,
+     "HTTP threads (libmicrohttpd's epoll thread pool)"},
     {"OSBQ_MAX_BODY_BYTES", OSBQ_ROLE_GATEWAY, "1048576", NULL, false, parse_max_body,
      "largest request body accepted; larger ones get 413"},
     {"OSBQ_BROKER_USERNAME", OSBQ_ROLE_GATEWAY, NULL, "none (required)", true, parse_username,
@@ -431,8 +441,8 @@ int osbq_config_load(struct osbq_config *cfg, enum osbq_role role, osbq_config_g
             (void)snprintf(file_name, sizeof file_name, "%s_FILE", var->name);
             const char *path = lookup(file_name, ctx);
             if (path != NULL && value != NULL) {
-                osbq_error_set(err, OSBQ_ERR_INVALID, "set either %s or %s, not both",
-                               var->name, file_name);
+                osbq_error_set(err, OSBQ_ERR_INVALID, "%s: set either %s or %s, not both",
+                               var->name, var->name, file_name);
                 goto fail;
             }
             if (path != NULL) {

@@ -19,35 +19,35 @@ enum osbq_role {
 
 /* A parsed redis:// URL. */
 struct osbq_redis_addr {
-    char *host;      /* host name or address, brackets removed from IPv6 literals */
-    uint16_t port;   /* TCP port, 6379 when the URL names none */
-    unsigned db;     /* database number, 0 when the URL names none */
-    char *username;  /* ACL user, or NULL */
-    char *password;  /* password, or NULL; never logged */
+    char *host;     /* host name or address, brackets removed from IPv6 literals */
+    uint16_t port;  /* TCP port, 6379 when the URL names none */
+    unsigned db;    /* database number, 0 when the URL names none */
+    char *username; /* ACL user, or NULL */
+    char *password; /* password, or NULL; never logged */
 };
 
 /* A parsed host:port listen address. */
 struct osbq_listen_addr {
-    char *host;      /* host name or address ("0.0.0.0", "::", "127.0.0.1", "localhost") */
-    uint16_t port;   /* TCP port, 1..65535 */
+    char *host;    /* host name or address ("0.0.0.0", "::", "127.0.0.1", "localhost") */
+    uint16_t port; /* TCP port, 1..65535 */
 };
 
 /* Everything the binaries are configured with. Strings are owned (osbq_config_clear). */
 struct osbq_config {
-    struct osbq_redis_addr redis;     /* OSBQ_REDIS_URL */
-    unsigned redis_timeout_ms;        /* OSBQ_REDIS_TIMEOUT_MS: connect and command timeout */
-    char *namespace_;                 /* OSBQ_NAMESPACE: prefix of every Redis key */
-    char *catalog_path;               /* OSBQ_CATALOG */
-    enum osbq_log_level log_level;    /* OSBQ_LOG_LEVEL */
-    struct osbq_listen_addr listen;   /* OSBQ_LISTEN (gateway) */
-    unsigned http_threads;            /* OSBQ_HTTP_THREADS (gateway); 0 in the variable = cores */
-    size_t max_body_bytes;            /* OSBQ_MAX_BODY_BYTES (gateway) */
-    char *broker_username;            /* OSBQ_BROKER_USERNAME[_FILE] (gateway); never logged */
-    char *broker_password;            /* OSBQ_BROKER_PASSWORD[_FILE] (gateway); never logged */
-    char *bus_bind;                   /* OSBQ_BUS_BIND (gateway): a tcp:// ZeroMQ endpoint */
-    uint16_t bus_port;                /* the port of bus_bind */
-    char *bus_advertise;              /* OSBQ_BUS_ADVERTISE (gateway), defaulted from bus_bind */
-    unsigned worker_concurrency;      /* OSBQ_WORKER_CONCURRENCY (worker) */
+    struct osbq_redis_addr redis;   /* OSBQ_REDIS_URL */
+    unsigned redis_timeout_ms;      /* OSBQ_REDIS_TIMEOUT_MS: connect and command timeout */
+    char *namespace_;               /* OSBQ_NAMESPACE: prefix of every Redis key */
+    char *catalog_path;             /* OSBQ_CATALOG */
+    enum osbq_log_level log_level;  /* OSBQ_LOG_LEVEL */
+    struct osbq_listen_addr listen; /* OSBQ_LISTEN (gateway) */
+    unsigned http_threads;          /* OSBQ_HTTP_THREADS (gateway); 0 in the variable = cores */
+    size_t max_body_bytes;          /* OSBQ_MAX_BODY_BYTES (gateway) */
+    char *broker_username;          /* OSBQ_BROKER_USERNAME[_FILE] (gateway); never logged */
+    char *broker_password;          /* OSBQ_BROKER_PASSWORD[_FILE] (gateway); never logged */
+    char *bus_bind;                 /* OSBQ_BUS_BIND (gateway): a tcp:// ZeroMQ endpoint */
+    uint16_t bus_port;              /* the port of bus_bind */
+    char *bus_advertise;            /* OSBQ_BUS_ADVERTISE (gateway), defaulted from bus_bind */
+    unsigned worker_concurrency;    /* OSBQ_WORKER_CONCURRENCY (worker) */
 };
 
 /* Looks up one environment variable; returns NULL when unset. ctx is passed through. */
@@ -55,7 +55,7 @@ typedef const char *(*osbq_config_getenv_fn)(const char *name, void *ctx);
 
 /* Reads and checks every variable that role uses, through lookup (getenv when NULL).
  * On success fills *cfg (caller clears it with osbq_config_clear) and returns 0. On the
- * first bad value returns -1, leaves *cfg empty, and err->text names the variable and what is
+ * first bad value returns -1, leaves *cfg untouched, and err->text names the variable and what is
  * wrong, e.g. "OSBQ_REDIS_URL: unsupported scheme \"http\" (expected redis://)". */
 int osbq_config_load(struct osbq_config *cfg, enum osbq_role role, osbq_config_getenv_fn lookup,
                      void *ctx, struct osbq_error *err);

@@ -141,11 +141,11 @@ void osbq_log_line_end(struct osbq_log_line *line)
     (void)!write(STDERR_FILENO, line->buf, line->len);
 }
 
-static void log_vmsg(enum osbq_log_level level, const char *func, int with_errno,
-                     const char *fmt, va_list ap) __attribute__((format(printf, 4, 0)));
+static void log_vmsg(enum osbq_log_level level, const char *func, int with_errno, const char *fmt,
+                     va_list ap) __attribute__((format(printf, 4, 0)));
 
-static void log_vmsg(enum osbq_log_level level, const char *func, int with_errno,
-                     const char *fmt, va_list ap)
+static void log_vmsg(enum osbq_log_level level, const char *func, int with_errno, const char *fmt,
+                     va_list ap)
 {
     int saved_errno = errno;
     char msg[1024];
@@ -159,8 +159,7 @@ static void log_vmsg(enum osbq_log_level level, const char *func, int with_errno
     errno = saved_errno;
 }
 
-void osbq_log_msg(enum osbq_log_level level, const char *func, int with_errno, const char *fmt,
-                  ...)
+void osbq_log_msg(enum osbq_log_level level, const char *func, int with_errno, const char *fmt, ...)
 {
     if (!osbq_log_enabled(level))
         return;

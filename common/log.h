@@ -27,26 +27,26 @@ int osbq_log_enabled(enum osbq_log_level level);
 
 /* Writes `ts=... level=... proc=... func=... msg="<formatted>"`; with_errno appends
  * ` error="<strerror(errno)>"`. Use the macros below. */
-void osbq_log_msg(enum osbq_log_level level, const char *func, int with_errno, const char *fmt,
-                  ...) __attribute__((format(printf, 4, 5)));
+void osbq_log_msg(enum osbq_log_level level, const char *func, int with_errno, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
 /* Like osbq_log_msg, then exits with status 1. For start-up failures only. */
 void osbq_log_fatal(const char *func, int with_errno, const char *fmt, ...)
     __attribute__((format(printf, 3, 4), noreturn));
 
-#define log_warn(...)  osbq_log_msg(OSBQ_LOG_WARN, __func__, 1, __VA_ARGS__)
-#define log_warnx(...) osbq_log_msg(OSBQ_LOG_WARN, __func__, 0, __VA_ARGS__)
+#define log_warn(...)   osbq_log_msg(OSBQ_LOG_WARN, __func__, 1, __VA_ARGS__)
+#define log_warnx(...)  osbq_log_msg(OSBQ_LOG_WARN, __func__, 0, __VA_ARGS__)
 #define log_errorx(...) osbq_log_msg(OSBQ_LOG_ERROR, __func__, 0, __VA_ARGS__)
-#define log_info(...)  osbq_log_msg(OSBQ_LOG_INFO, __func__, 0, __VA_ARGS__)
-#define log_debug(...) osbq_log_msg(OSBQ_LOG_DEBUG, __func__, 0, __VA_ARGS__)
-#define fatal(...)     osbq_log_fatal(__func__, 1, __VA_ARGS__)
-#define fatalx(...)    osbq_log_fatal(__func__, 0, __VA_ARGS__)
+#define log_info(...)   osbq_log_msg(OSBQ_LOG_INFO, __func__, 0, __VA_ARGS__)
+#define log_debug(...)  osbq_log_msg(OSBQ_LOG_DEBUG, __func__, 0, __VA_ARGS__)
+#define fatal(...)      osbq_log_fatal(__func__, 1, __VA_ARGS__)
+#define fatalx(...)     osbq_log_fatal(__func__, 0, __VA_ARGS__)
 
 /* A structured line built field by field (the access log), then written at once. */
 struct osbq_log_line {
-    char buf[2048];   /* the line so far; always NUL-terminated */
-    size_t len;       /* bytes used in buf, without the NUL */
-    int truncated;    /* set when a field did not fit: the line ends with `truncated=1` */
+    char buf[2048]; /* the line so far; always NUL-terminated */
+    size_t len;     /* bytes used in buf, without the NUL */
+    int truncated;  /* set when a field did not fit: the line ends with `truncated=1` */
 };
 
 /* Starts a line with ts, level, proc and msg=<event> (a bare word such as "request"). */

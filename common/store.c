@@ -11,11 +11,11 @@
 #define STORE_IDLE_MAX 64
 
 struct osbq_store {
-    const struct osbq_config *cfg;       /* borrowed configuration */
-    struct timeval timeout;              /* connect and command timeout */
-    pthread_mutex_t lock;                /* guards idle and idle_count */
-    redisContext *idle[STORE_IDLE_MAX];  /* connected contexts ready for reuse */
-    size_t idle_count;                   /* entries used in idle */
+    const struct osbq_config *cfg;      /* borrowed configuration */
+    struct timeval timeout;             /* connect and command timeout */
+    pthread_mutex_t lock;               /* guards idle and idle_count */
+    redisContext *idle[STORE_IDLE_MAX]; /* connected contexts ready for reuse */
+    size_t idle_count;                  /* entries used in idle */
 };
 
 struct osbq_store *osbq_store_new(const struct osbq_config *cfg)
@@ -46,8 +46,7 @@ void osbq_store_destroy(struct osbq_store **sp)
 }
 
 /* Runs a command that must answer +OK (AUTH, SELECT) on a fresh connection. */
-static int expect_ok(redisContext *c, struct osbq_error *err, const char *what,
-                     redisReply *reply)
+static int expect_ok(redisContext *c, struct osbq_error *err, const char *what, redisReply *reply)
 {
     int rc = 0;
     if (reply == NULL)
@@ -82,8 +81,8 @@ static redisContext *store_connect(struct osbq_store *store, struct osbq_error *
         if (expect_ok(c, err, "redis AUTH", r) < 0)
             goto out_free;
     }
-    if (addr->db != 0 && expect_ok(c, err, "redis SELECT", redisCommand(c, "SELECT %u",
-                                                                        addr->db)) < 0)
+    if (addr->db != 0 &&
+        expect_ok(c, err, "redis SELECT", redisCommand(c, "SELECT %u", addr->db)) < 0)
         goto out_free;
     return c;
 out_free:

@@ -26,16 +26,16 @@ struct http_server {
 
 /* One request's state, from the first access-handler call to the completion callback. */
 struct exchange {
-    struct timespec started;    /* when the request line arrived */
-    enum http_method method;    /* parsed method */
-    char *method_name;          /* the method as sent, for the access log */
-    char *path;                 /* the raw path, for the access log */
-    char *request_identity;     /* X-Broker-API-Request-Identity, for log and echo */
-    char *body;                 /* accumulated body, NUL-terminated; NULL while empty */
-    size_t body_len;            /* bytes in body */
-    size_t discarded;           /* bytes dropped after the body passed the limit */
-    unsigned status;            /* status queued, for the access log (0: none) */
-    bool answered;              /* a response is queued: ignore further calls */
+    struct timespec started; /* when the request line arrived */
+    enum http_method method; /* parsed method */
+    char *method_name;       /* the method as sent, for the access log */
+    char *path;              /* the raw path, for the access log */
+    char *request_identity;  /* X-Broker-API-Request-Identity, for log and echo */
+    char *body;              /* accumulated body, NUL-terminated; NULL while empty */
+    size_t body_len;         /* bytes in body */
+    size_t discarded;        /* bytes dropped after the body passed the limit */
+    unsigned status;         /* status queued, for the access log (0: none) */
+    bool answered;           /* a response is queued: ignore further calls */
 };
 
 static enum http_method parse_method(const char *method)
@@ -43,8 +43,8 @@ static enum http_method parse_method(const char *method)
     static const struct {
         const char *name;
         enum http_method method;
-    } methods[] = {{"GET", HTTP_GET},       {"HEAD", HTTP_GET},   {"PUT", HTTP_PUT},
-                   {"PATCH", HTTP_PATCH},   {"DELETE", HTTP_DELETE}, {"POST", HTTP_POST}};
+    } methods[] = {{"GET", HTTP_GET},     {"HEAD", HTTP_GET},      {"PUT", HTTP_PUT},
+                   {"PATCH", HTTP_PATCH}, {"DELETE", HTTP_DELETE}, {"POST", HTTP_POST}};
     for (size_t i = 0; i < sizeof methods / sizeof methods[0]; i++)
         if (strcmp(method, methods[i].name) == 0)
             return methods[i].method;
@@ -135,8 +135,8 @@ static void dispatch(const struct gateway *gw, struct MHD_Connection *conn, stru
                         "HTTP basic authentication.");
             return;
         }
-        if (validate_api_version(header(conn, "X-Broker-API-Version"), &req.api_version,
-                                 &err) < 0) {
+        if (validate_api_version(header(conn, "X-Broker-API-Version"), &req.api_version, &err) <
+            0) {
             reply_error_from(out, &err);
             return;
         }
@@ -201,9 +201,8 @@ static bool body_append(struct exchange *ex, const char *data, size_t size, size
 }
 
 static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const char *url,
-                                 const char *method, const char *version,
-                                 const char *upload_data, size_t *upload_data_size,
-                                 void **con_cls)
+                                 const char *method, const char *version, const char *upload_data,
+                                 size_t *upload_data_size, void **con_cls)
 {
     const struct gateway *gw = cls;
     struct exchange *ex = *con_cls;
@@ -311,8 +310,8 @@ int http_listen(const struct osbq_listen_addr *addr, struct osbq_error *err)
 {
     char port[8];
     (void)snprintf(port, sizeof port, "%u", (unsigned)addr->port);
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
-                             .ai_flags = AI_PASSIVE};
+    struct addrinfo hints = {
+        .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE};
     struct addrinfo *res = NULL;
     int gai = getaddrinfo(addr->host, port, &hints, &res);
     if (gai != 0)
@@ -321,8 +320,7 @@ int http_listen(const struct osbq_listen_addr *addr, struct osbq_error *err)
     int fd = -1;
     int saved = 0;
     for (struct addrinfo *ai = res; ai != NULL; ai = ai->ai_next) {
-        fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
-                    ai->ai_protocol);
+        fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol);
         if (fd < 0) {
             saved = errno;
             continue;
@@ -355,8 +353,8 @@ struct http_server *http_start(const struct gateway *gw, int listen_fd, struct o
         MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL, on_access,
         (void *)(uintptr_t)gw, MHD_OPTION_LISTEN_SOCKET, listen_fd, MHD_OPTION_THREAD_POOL_SIZE,
         (unsigned int)gw->cfg->http_threads, MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
-        MHD_OPTION_UNESCAPE_CALLBACK, keep_escaped, NULL, MHD_OPTION_EXTERNAL_LOGGER, mhd_log,
-        NULL, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)60, MHD_OPTION_END);
+        MHD_OPTION_UNESCAPE_CALLBACK, keep_escaped, NULL, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)60, MHD_OPTION_END);
     if (server->daemon == NULL) {
         close(listen_fd);
         free(server);

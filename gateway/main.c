@@ -19,10 +19,9 @@
 
 static void usage(FILE *out)
 {
-    fprintf(out,
-            "usage: " PROG " [--help | --version]\n"
-            "The HTTP gateway of osbq, an Open Service Broker (API 2.0 to 2.17).\n"
-            "It is configured through the environment only.\n\n");
+    fprintf(out, "usage: " PROG " [--help | --version]\n"
+                 "The HTTP gateway of osbq, an Open Service Broker (API 2.0 to 2.17).\n"
+                 "It is configured through the environment only.\n\n");
     osbq_config_print_help(out, OSBQ_ROLE_GATEWAY);
 }
 
@@ -78,8 +77,8 @@ int main(int argc, char **argv)
 
     struct gateway gw = {.cfg = &cfg, .catalog = catalog};
     gw.store = osbq_store_new(&cfg);
-    if (gw.store == NULL || validate_auth_init(&gw.auth, cfg.broker_username,
-                                               cfg.broker_password) < 0)
+    if (gw.store == NULL ||
+        validate_auth_init(&gw.auth, cfg.broker_username, cfg.broker_password) < 0)
         fatalx("cannot initialise: out of memory or no random source");
     if (osbq_store_ping(gw.store, &err) < 0)
         log_warnx("Redis is not reachable yet (%s); /readyz fails until it is", err.text);

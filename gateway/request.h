@@ -27,19 +27,19 @@ struct request {
     const char *if_none_match;        /* If-None-Match, or NULL */
     const char *content_type;         /* Content-Type, or NULL */
     const char *params[ROUTE_MAX_PARAMS]; /* decoded path parameters in pattern order */
-    const char *body;                 /* request body (NUL-terminated), or NULL when empty */
-    size_t body_len;                  /* bytes in body */
+    const char *body;                     /* request body (NUL-terminated), or NULL when empty */
+    size_t body_len;                      /* bytes in body */
 };
 
 /* A response under construction: handlers fill it through reply.h, http.c sends it. */
 struct reply {
-    unsigned status;               /* HTTP status */
-    char *body;                    /* owned JSON text, or NULL when static_body is used */
-    const char *static_body;       /* borrowed body that outlives the daemon (the catalog) */
-    size_t body_len;               /* bytes of whichever body is set */
-    const char *etag;              /* ETag header value (borrowed, static lifetime), or NULL */
-    char allow[64];                /* Allow header for 405, or empty */
-    bool www_authenticate;         /* add WWW-Authenticate (401) */
+    unsigned status;         /* HTTP status */
+    char *body;              /* owned JSON text, or NULL when static_body is used */
+    const char *static_body; /* borrowed body that outlives the daemon (the catalog) */
+    size_t body_len;         /* bytes of whichever body is set */
+    const char *etag;        /* ETag header value (borrowed, static lifetime), or NULL */
+    char allow[64];          /* Allow header for 405, or empty */
+    bool www_authenticate;   /* add WWW-Authenticate (401) */
 };
 
 #endif

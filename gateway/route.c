@@ -52,9 +52,8 @@ static bool pattern_matches(const char *pattern, const char *path, struct route_
     return *pattern == '\0' && *path == '\0';
 }
 
-enum route_result route_match(const char *path, enum http_method method,
-                              const struct route **route, struct route_params *params,
-                              unsigned *allowed)
+enum route_result route_match(const char *path, enum http_method method, const struct route **route,
+                              struct route_params *params, unsigned *allowed)
 {
     unsigned methods = 0;
     for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) {
@@ -82,8 +81,11 @@ void route_allow_header(unsigned bits, char *buf, size_t size)
     static const struct {
         unsigned bit;
         const char *name;
-    } names[] = {{HTTP_GET, "GET, HEAD"}, {HTTP_PUT, "PUT"},   {HTTP_PATCH, "PATCH"},
-                 {HTTP_DELETE, "DELETE"}, {HTTP_POST, "POST"}};
+    } names[] = {{HTTP_GET, "GET, HEAD"},
+                 {HTTP_PUT, "PUT"},
+                 {HTTP_PATCH, "PATCH"},
+                 {HTTP_DELETE, "DELETE"},
+                 {HTTP_POST, "POST"}};
     size_t used = 0;
     buf[0] = '\0';
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {

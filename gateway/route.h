@@ -14,9 +14,9 @@ typedef void (*route_handler)(const struct gateway *gw, const struct request *re
 
 /* One route. Patterns are literal segments and ":name" segments that capture one segment. */
 struct route {
-    unsigned methods;       /* HTTP_* bits this route answers */
-    const char *pattern;    /* e.g. "/v2/catalog" */
-    route_handler handler;  /* what answers it */
+    unsigned methods;      /* HTTP_* bits this route answers */
+    const char *pattern;   /* e.g. "/v2/catalog" */
+    route_handler handler; /* what answers it */
 };
 
 enum route_result {
@@ -27,16 +27,15 @@ enum route_result {
 
 /* Captured, percent-decoded path parameters; the pointers point into buf. */
 struct route_params {
-    char buf[1024];                          /* decoded segments, NUL-separated */
-    const char *values[ROUTE_MAX_PARAMS];    /* in pattern order */
-    size_t count;                            /* captured parameters */
+    char buf[1024];                       /* decoded segments, NUL-separated */
+    const char *values[ROUTE_MAX_PARAMS]; /* in pattern order */
+    size_t count;                         /* captured parameters */
 };
 
 /* Finds the route for method and raw path (query string excluded). ROUTE_FOUND sets *route
  * and params; ROUTE_METHOD_NOT_ALLOWED sets *allowed to the HTTP_* bits the path accepts. */
-enum route_result route_match(const char *path, enum http_method method,
-                              const struct route **route, struct route_params *params,
-                              unsigned *allowed);
+enum route_result route_match(const char *path, enum http_method method, const struct route **route,
+                              struct route_params *params, unsigned *allowed);
 
 /* Writes the methods in bits as an Allow header value ("GET, PUT"). */
 void route_allow_header(unsigned bits, char *buf, size_t size);

@@ -49,7 +49,8 @@ static void credentials_digest(const unsigned char key[32], const char *username
     crypto_generichash_state state;
     crypto_generichash_init(&state, key, 32, 32);
     crypto_generichash_update(&state, (const unsigned char *)username, strlen(username));
-    crypto_generichash_update(&state, (const unsigned char *)":", 1);
+    /* The NUL cannot occur in either string, so no other split of the same bytes matches. */
+    crypto_generichash_update(&state, (const unsigned char *)"", 1);
     crypto_generichash_update(&state, (const unsigned char *)password, strlen(password));
     crypto_generichash_final(&state, digest, 32);
 }
@@ -82,7 +83,7 @@ bool validate_etag_matches(const char *if_none_match, const char *etag)
             p++;
         if (*p == '\0')
             return false;
-        if (*p == '*')
+        if (*p == '*' && (p[1] == '\0' || p[1] == ',' || p[1] == ' ' || p[1] == '\t'))
             return true;
         if (strncmp(p, "W/", 2) == 0)
             p += 2;

@@ -18,8 +18,8 @@ int validate_api_version(const char *header, unsigned *out, struct osbq_error *e
 /* The expected basic-auth credentials, kept only as a keyed hash so comparison takes the same
  * time whatever the presented values. */
 struct validate_auth {
-    unsigned char key[32];      /* random per process */
-    unsigned char digest[32];   /* keyed hash of username ":" password */
+    unsigned char key[32];    /* random per process */
+    unsigned char digest[32]; /* keyed hash of username NUL password */
 };
 
 /* Prepares auth for username and password. Returns 0, or -1 when libsodium cannot start. */

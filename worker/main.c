@@ -23,10 +23,9 @@
 
 static void usage(FILE *out)
 {
-    fprintf(out,
-            "usage: " PROG " [--help | --version]\n"
-            "The worker of osbq, an Open Service Broker: runs the jobs gateways send.\n"
-            "It is configured through the environment only.\n\n");
+    fprintf(out, "usage: " PROG " [--help | --version]\n"
+                 "The worker of osbq, an Open Service Broker: runs the jobs gateways send.\n"
+                 "It is configured through the environment only.\n\n");
     osbq_config_print_help(out, OSBQ_ROLE_WORKER);
 }
 

@@ -109,14 +109,12 @@ static bool has_osbq_key(json_t *v)
     json_t *child;
     size_t i;
     if (json_is_object(v)) {
-        json_object_foreach(v, key, child)
-        {
+        json_object_foreach (v, key, child) {
             if (strcmp(key, "osbq") == 0 || has_osbq_key(child))
                 return true;
         }
     } else if (json_is_array(v)) {
-        json_array_foreach(v, i, child)
-        {
+        json_array_foreach (v, i, child) {
             if (has_osbq_key(child))
                 return true;
         }
@@ -137,11 +135,10 @@ static void assert_body_matches(const struct osbq_catalog *cat, json_t *input)
     assert_non_null(expected);
     size_t i;
     json_t *service;
-    json_array_foreach(json_object_get(expected, "services"), i, service)
-    {
+    json_array_foreach (json_object_get(expected, "services"), i, service) {
         size_t j;
         json_t *plan;
-        json_array_foreach(json_object_get(service, "plans"), j, plan)
+        json_array_foreach (json_object_get(service, "plans"), j, plan)
             json_object_del(plan, "osbq");
     }
     json_error_t jerr;

@@ -1,0 +1,811 @@
+/* Unit tests for common/config.c: every OSBQ_* variable's default, good and bad values, roles,
+ * Redis URLs, *_FILE secrets, the bus advertise default and --help, through a fake environment. */
+/* cmocka.h uses these without including them, so they come first and in this order. */
+/* clang-format off */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+/* clang-format on */
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+
+#define ENV_MAX    24
+#define SEEN_MAX   64
+#define RENDER_MAX 512
+
+/* 64 and 65 characters, the longest namespace allowed and one more. */
+#define TEN_A          "aaaaaaaaaa"
+#define NAMESPACE_64   TEN_A TEN_A TEN_A TEN_A TEN_A TEN_A "aaaa"
+#define NAMESPACE_65   NAMESPACE_64 "a"
+#define DEFAULT_SUFFIX "/examples/catalog.json"
+
+/* A fake environment: name/value pairs, and a record of every name the loader asked for. */
+struct fake_env {
+    const char *names[ENV_MAX];
+    const char *values[ENV_MAX];
+    size_t count;
+    char seen[SEEN_MAX][64];
+    size_t seen_count;
+};
+
+/* Sets (or replaces) name; value NULL unsets it. Strings are borrowed. */
+static void env_set(struct fake_env *env, const char *name, const char *value)
+{
+    for (size_t i = 0; i < env->count; i++) {
+        if (strcmp(env->names[i], name) == 0) {
+            env->values[i] = value;
+            return;
+        }
+    }
+    assert_true(env->count < ENV_MAX);
+    env->names[env->count] = name;
+    env->values[env->count] = value;
+    env->count++;
+}
+
+static const char *fake_lookup(const char *name, void *ctx)
+{
+    struct fake_env *env = ctx;
+    if (env->seen_count < SEEN_MAX) {
+        (void)snprintf(env->seen[env->seen_count], sizeof env->seen[0], "%s", name);
+        env->seen_count++;
+    }
+    for (size_t i = 0; i < env->count; i++)
+        if (strcmp(env->names[i], name) == 0)
+            return env->values[i];
+    return NULL;
+}
+
+/* True when the loader asked for a name starting with prefix. */
+static bool env_was_read(const struct fake_env *env, const char *prefix)
+{
+    for (size_t i = 0; i < env->seen_count; i++)
+        if (strncmp(env->seen[i], prefix, strlen(prefix)) == 0)
+            return true;
+    return false;
+}
+
+/* An environment the gateway accepts: only the two required credentials. */
+static void env_gateway(struct fake_env *env)
+{
+    memset(env, 0, sizeof *env);
+    env_set(env, "OSBQ_BROKER_USERNAME", "admin");
+    env_set(env, "OSBQ_BROKER_PASSWORD", "hunter2");
+}
+
+static bool is_zeroed(const struct osbq_config *cfg)
+{
+    static const struct osbq_config zero;
+    return memcmp(cfg, &zero, sizeof zero) == 0;
+}
+
+static bool starts_with(const char *s, const char *prefix)
+{
+    return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+static const char *or_dash(const char *s)
+{
+    return s != NULL ? s : "-";
+}
+
+/* Loads role from env and expects success; fails the test with the error text otherwise. */
+static void load_ok(struct fake_env *env, enum osbq_role role, struct osbq_config *cfg)
+{
+    struct osbq_error err = {0};
+    memset(cfg, 0, sizeof *cfg);
+    if (osbq_config_load(cfg, role, fake_lookup, env, &err) != 0)
+        fail_msg("load failed: %s", err.text);
+}
+
+/* Loads role from env and expects failure with text starting "<prefix>: ", code INVALID and cfg
+ * left zeroed; label names the case in failure messages. */
+static void load_fails_case(struct fake_env *env, enum osbq_role role, const char *prefix,
+                            struct osbq_error *err, const char *label)
+{
+    struct osbq_config cfg;
+    char want[128];
+    memset(&cfg, 0, sizeof cfg);
+    memset(err, 0, sizeof *err);
+    (void)snprintf(want, sizeof want, "%s: ", prefix);
+    int rc = osbq_config_load(&cfg, role, fake_lookup, env, err);
+    if (rc != -1) {
+        osbq_config_clear(&cfg);
+        fail_msg("%s: expected failure with \"%s\", got rc %d", label, want, rc);
+    }
+    if (!starts_with(err->text, want))
+        fail_msg("%s: error \"%s\" does not start with \"%s\"", label, err->text, want);
+    if (err->code != OSBQ_ERR_INVALID)
+        fail_msg("%s: code %s, want INVALID", label, osbq_err_name(err->code));
+    if (!is_zeroed(&cfg))
+        fail_msg("%s: the config is not left zeroed", label);
+}
+
+static void load_fails(struct fake_env *env, enum osbq_role role, const char *prefix,
+                       struct osbq_error *err)
+{
+    load_fails_case(env, role, prefix, err, prefix);
+}
+
+/* Renderers: each turns the field(s) one variable sets into a string to compare. */
+static void render_redis(const struct osbq_config *c, char *buf, size_t size)
+{
+    (void)snprintf(buf, size, "host=%s port=%u db=%u user=%s pass=%s", or_dash(c->redis.host),
+                   (unsigned)c->redis.port, c->redis.db, or_dash(c->redis.username),
+                   or_dash(c->redis.password));
+}
+
+static void render_timeout(const struct osbq_config *c, char *buf, size_t size)
+{
+    (void)snprintf(buf, size, "%u", c->redis_timeout_ms);
+}
+
+static void render_namespace(const struct osbq_config *c, char *buf, size_t size)
+{
+    (void)snprintf(buf, size, "%s", or_dash(c->namespace_));
+}
+
+static void render_catalog(const struct osbq_config *c, char *buf, size_t size)
+{
+    (void)snprintf(buf, size, "%s", or_dash(c->catalog_path));
+}
+
+static void render_log_level(const struct osbq_config *c, char *buf, size_t size)
+{
+    static const char *const names[] = {"error", "warn", "info", "debug"};
+    unsigned level = (unsigned)c->log_level;
+    (void)snprintf(buf, size, "%s", level < 4 ? names[level] : "?");
+}
+
+static void render_listen(const struct osbq_config *c, char *buf, size_t size)
+{
+    (void)snprintf(buf, size, "host=%s port=%u", or_dash(c->listen.host), (unsigned)c->listen.port);
+}
+
+static void render_http_threads(const struct osbq_config *c, char *buf, size_t size)
+{
+    (void)snprintf(buf, size, "%u", c->http_threads);
+}
+
+static void render_max_body(const struct osbq_config *c, char *buf, size_t size)
+{
+    (void)snprintf(buf, size, "%zu", c->max_body_bytes);
+}
+
+static void render_username(const struct osbq_config *c, char *buf, size_t size)
+{
+    (void)snprintf(buf, size, "%s", or_dash(c->broker_username));
+}
+
+static void render_password(const struct osbq_config *c, char *buf, size_t size)
+{
+    (void)snprintf(buf, size, "%s", or_dash(c->broker_password));
+}
+
+static void render_bus_bind(const struct osbq_config *c, char *buf, size_t size)
+{
+    (void)snprintf(buf, size, "%s port=%u", or_dash(c->bus_bind), (unsigned)c->bus_port);
+}
+
+static void render_bus_advertise(const struct osbq_config *c, char *buf, size_t size)
+{
+    (void)snprintf(buf, size, "%s", or_dash(c->bus_advertise));
+}
+
+static void render_concurrency(const struct osbq_config *c, char *buf, size_t size)
+{
+    (void)snprintf(buf, size, "%u", c->worker_concurrency);
+}
+
+typedef void (*render_fn)(const struct osbq_config *c, char *buf, size_t size);
+
+/* One accepted setting: value NULL means unset (the default); suffix compares the end only. */
+struct good_case {
+    enum osbq_role role;
+    const char *name;
+    const char *value;
+    render_fn render;
+    const char *expected;
+    bool suffix;
+};
+
+static const struct good_case good_cases[] = {
+    /* Defaults. */
+    {OSBQ_ROLE_GATEWAY, "OSBQ_REDIS_URL", NULL, render_redis,
+     "host=127.0.0.1 port=6379 db=0 user=- pass=-", false},
+    {OSBQ_ROLE_WORKER, "OSBQ_REDIS_URL", NULL, render_redis,
+     "host=127.0.0.1 port=6379 db=0 user=- pass=-", false},
+    {OSBQ_ROLE_GATEWAY, "OSBQ_REDIS_TIMEOUT_MS", NULL, render_timeout, "2000", false},
+    {OSBQ_ROLE_GATEWAY, "OSBQ_NAMESPACE", NULL, render_namespace, "osbq", false},
+    {OSBQ_ROLE_GATEWAY, "OSBQ_CATALOG", NULL, render_catalog, DEFAULT_SUFFIX, true},
+    {OSBQ_ROLE_GATEWAY, "OSBQ_LOG_LEVEL", NULL, render_log_level, "info", false},
+    {OSBQ_ROLE_GATEWAY, "OSBQ_LISTEN", NULL, render_listen, "host=0.0.0.0 port=8080", false},
+    {OSBQ_ROLE_GATEWAY, "OSBQ_MAX_BODY_BYTES", NULL, render_max_body, "1048576", false},
+    {OSBQ_ROLE_GATEWAY, "OSBQ_BUS_BIND", NULL, render_bus_bind, "tcp://0.0.0.0:5555 port=5555",
+     false},
+    {OSBQ_ROLE_WORKER, "OSBQ_WORKER_CONCURRENCY", NULL, render_concurrency, "16", false},
+    /* Redis URLs. */
+    {OSBQ_ROLE_GATEWAY, "OSBQ_REDIS_URL", "redis://h", render_redis,
+     "host=h port=6379 db=0 user=- pass=-", false},
+    {OSBQ_ROLE_GATEWAY, "OSBQ_REDIS_URL", "redis://h:6380/3", render_redis,
+     "host=h port=6380 db=3 user=- pass=-", false},
+    {OSBQ_ROLE_GATEWAY, "OSBQ_REDIS_URL", "redis://user:pa%40ss@h:1/0", render_redis,
+     "host=h port=1 db=0 user=user pass=pa@ss", false},
+    {OSBQ_ROLE_GATEWAY, "OSBQ_REDIS_URL", "redis://:secret@h", render_redis,
+     "host=h port=6379 db=0 user=- pass=secret", false},
+    {OSBQ_ROLE_GATEWAY, "OSBQ_REDIS_URL", "redis://[::1]:6379", render_redis,
+     "host=::1 port=6379 db=0 user=- pass=-", false},
+    {OSBQ_ROLE_GATEWAY, "OSBQ_REDIS_URL", "redis://h/", render_redis,
+     "host=h port=6379 db=0 user=- pass=-", false},
+    {OSBQ_ROLE_WORKER, "OSBQ_REDIS_URL", "redis://redis.internal:65535/15", render_redis,
+     "host=redis.internal port=65535 db=15 user=- pass=-", false},
+    /* The other variables. */
+    {OSBQ_ROLE_GATEWAY, "OSBQ_REDIS_TIMEOUT_MS", "10", render_timeout, "10", false},
+    {OSBQ_ROLE_WORKER, "OSBQ_REDIS_TIMEOUT_MS", "600000", render_timeout, "600000", false},
+    {OSBQ_ROLE_GATEWAY, "OSBQ_NAMESPACE", "stack-1_prod.eu", render_namespace, "stack-1_prod.eu",
+     false},
+    {OSBQ_ROLE_GATEWAY, "OSBQ_NAMESPACE", NAMESPACE_64, render_namespace, NAMESPACE_64, false},
+    {OSBQ_ROLE_GATEWAY, "OSBQ_CATALOG", "/etc/osbq/catalog.json", render_catalog,
+     "/etc/osbq/catalog.json", false},
+    {OSBQ_ROLE_GATEWAY, "OSBQ_LOG_LEVEL", "debug", render_log_level, "debug", false},
+    {OSBQ_ROLE_WORKER, "OSBQ_LOG_LEVEL", "error", render_log_level, "error", false},
+    {OSBQ_ROLE_GATEWAY, "OSBQ_LOG_LEVEL", "warn", render_log_level, "warn", false},
+    {OSBQ_ROLE_GATEWAY, "OSBQ_LISTEN", "127.0.0.1:9090", render_listen, "host=127.0.0.1 port=9090",
+     false},
+    {OSBQ_ROLE_GATEWAY, "OSBQ_LISTEN", "[::1]:8443", render_listen, "host=::1 port=8443", false},
+    {OSBQ_ROLE_GATEWAY, "OSBQ_LISTEN", "localhost:65535", render_listen,
+     "host=localhost port=65535", false},
+    {OSBQ_ROLE_GATEWAY, "OSBQ_HTTP_THREADS", "4", render_http_threads, "4", false},
+    {OSBQ_ROLE_GATEWAY, "OSBQ_HTTP_THREADS", "256", render_http_threads, "256", false},
+    {OSBQ_ROLE_GATEWAY, "OSBQ_MAX_BODY_BYTES", "1024", render_max_body, "1024", false},
+    {OSBQ_ROLE_GATEWAY, "OSBQ_MAX_BODY_BYTES", "67108864", render_max_body, "67108864", false},
+    {OSBQ_ROLE_GATEWAY, "OSBQ_BROKER_USERNAME", "platform", render_username, "platform", false},
+    {OSBQ_ROLE_GATEWAY, "OSBQ_BROKER_PASSWORD", "p@ss:w0rd", render_password, "p@ss:w0rd", false},
+    {OSBQ_ROLE_GATEWAY, "OSBQ_BUS_BIND", "tcp://127.0.0.1:5600", render_bus_bind,
+     "tcp://127.0.0.1:5600 port=5600", false},
+    {OSBQ_ROLE_GATEWAY, "OSBQ_BUS_ADVERTISE", "tcp://gw.example:7000", render_bus_advertise,
+     "tcp://gw.example:7000", false},
+    {OSBQ_ROLE_WORKER, "OSBQ_WORKER_CONCURRENCY", "1", render_concurrency, "1", false},
+    {OSBQ_ROLE_WORKER, "OSBQ_WORKER_CONCURRENCY", "1024", render_concurrency, "1024", false},
+};
+
+static void test_defaults_and_good_values_parse(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof good_cases / sizeof good_cases[0]; i++) {
+        const struct good_case *tc = &good_cases[i];
+        struct fake_env env;
+        struct osbq_config cfg;
+        struct osbq_error err = {0};
+        char got[RENDER_MAX];
+        env_gateway(&env);
+        env_set(&env, tc->name, tc->value);
+        memset(&cfg, 0, sizeof cfg);
+        if (osbq_config_load(&cfg, tc->role, fake_lookup, &env, &err) != 0)
+            fail_msg("case %zu %s=%s: %s", i, tc->name, or_dash(tc->value), err.text);
+        tc->render(&cfg, got, sizeof got);
+        bool ok = tc->suffix ? ends_with(got, tc->expected) : strcmp(got, tc->expected) == 0;
+        osbq_config_clear(&cfg);
+        if (!ok)
+            fail_msg("case %zu %s=%s: got \"%s\", want \"%s\"", i, tc->name, or_dash(tc->value),
+                     got, tc->expected);
+    }
+}
+
+/* One rejected setting: the error must start with "<name>: ". */
+struct bad_case {
+    enum osbq_role role;
+    const char *name;
+    const char *value;
+};
+
+static const struct bad_case bad_cases[] = {
+    {OSBQ_ROLE_GATEWAY, "OSBQ_REDIS_URL", "http://h"},
+    {OSBQ_ROLE_GATEWAY, "OSBQ_REDIS_URL", "redis://"},
+    {OSBQ_ROLE_GATEWAY, "OSBQ_REDIS_URL", "redis://h:0"},
+    {OSBQ_ROLE_GATEWAY, "OSBQ_REDIS_URL", "redis://h:70000"},
+    {OSBQ_ROLE_GATEWAY, "OSBQ_REDIS_URL", "redis://h/x"},
+    {OSBQ_ROLE_GATEWAY, "OSBQ_REDIS_URL", "redis://h/1?x=1"},
+    {OSBQ_ROLE_GATEWAY, "OSBQ_REDIS_URL", "redis://h/1#frag"},
+    {OSBQ_ROLE_GATEWAY, "OSBQ_REDIS_URL", "not a url"},
+    {OSBQ_ROLE_GATEWAY, "OSBQ_REDIS_URL", ""},
+    {OSBQ_ROLE_WORKER, "OSBQ_REDIS_URL", "rediss://h"},
+    {OSBQ_ROLE_GATEWAY, "OSBQ_REDIS_TIMEOUT_MS", "9"},
+    {OSBQ_ROLE_GATEWAY, "OSBQ_REDIS_TIMEOUT_MS", "600001"},
+    {OSBQ_ROLE_GATEWAY, "OSBQ_REDIS_TIMEOUT_MS", "abc"},
+    {OSBQ_ROLE_GATEWAY, "OSBQ_REDIS_TIMEOUT_MS", "-5"},
+    {OSBQ_ROLE_GATEWAY, "OSBQ_REDIS_TIMEOUT_MS", " 100"},
+    {OSBQ_ROLE_GATEWAY, "OSBQ_REDIS_TIMEOUT_MS", "100ms"},
+    {OSBQ_ROLE_WORKER, "OSBQ_REDIS_TIMEOUT_MS", ""},
+    {OSBQ_ROLE_GATEWAY, "OSBQ_NAMESPACE", "a:b"},
+    {OSBQ_ROLE_GATEWAY, "OSBQ_NAMESPACE", "a*"},
+    {OSBQ_ROLE_GATEWAY, "OSBQ_NAMESPACE", "a{b}"},
+    {OSBQ_ROLE_GATEWAY, "OSBQ_NAMESPACE", "a b"},
+    {OSBQ_ROLE_GATEWAY, "OSBQ_NAMESPACE", NAMESPACE_65},
+    {OSBQ_ROLE_WORKER, "OSBQ_NAMESPACE", ""},
+    {OSBQ_ROLE_GATEWAY, "OSBQ_CATALOG", ""},
+    {OSBQ_ROLE_GATEWAY, "OSBQ_LOG_LEVEL", "verbose"},
+    {OSBQ_ROLE_GATEWAY, "OSBQ_LOG_LEVEL", "INFO"},
+    {OSBQ_ROLE_WORKER, "OSBQ_LOG_LEVEL", ""},
+    {OSBQ_ROLE_GATEWAY, "OSBQ_LISTEN", "8080"},
+    {OSBQ_ROLE_GATEWAY, "OSBQ_LISTEN", "::1:8080"},
+    {OSBQ_ROLE_GATEWAY, "OSBQ_LISTEN", ":8080"},
+    {OSBQ_ROLE_GATEWAY, "OSBQ_LISTEN", "[]:8080"},
+    {OSBQ_ROLE_GATEWAY, "OSBQ_LISTEN", "h:0"},
+    {OSBQ_ROLE_GATEWAY, "OSBQ_LISTEN", "h:65536"},
+    {OSBQ_ROLE_GATEWAY, "OSBQ_LISTEN", "h:"},
+    {OSBQ_ROLE_GATEWAY, "OSBQ_HTTP_THREADS", "257"},
+    {OSBQ_ROLE_GATEWAY, "OSBQ_HTTP_THREADS", "-1"},
+    {OSBQ_ROLE_GATEWAY, "OSBQ_HTTP_THREADS", "four"},
+    {OSBQ_ROLE_GATEWAY, "OSBQ_MAX_BODY_BYTES", "1023"},
+    {OSBQ_ROLE_GATEWAY, "OSBQ_MAX_BODY_BYTES", "67108865"},
+    {OSBQ_ROLE_GATEWAY, "OSBQ_MAX_BODY_BYTES", "1M"},
+    {OSBQ_ROLE_GATEWAY, "OSBQ_BROKER_USERNAME", ""},
+    {OSBQ_ROLE_GATEWAY, "OSBQ_BROKER_USERNAME", "ad:min"},
+    {OSBQ_ROLE_GATEWAY, "OSBQ_BROKER_PASSWORD", ""},
+    {OSBQ_ROLE_GATEWAY, "OSBQ_BUS_BIND", "udp://h:1"},
+    {OSBQ_ROLE_GATEWAY, "OSBQ_BUS_BIND", "h:5555"},
+    {OSBQ_ROLE_GATEWAY, "OSBQ_BUS_BIND", "tcp://h"},
+    {OSBQ_ROLE_GATEWAY, "OSBQ_BUS_BIND", "tcp://h:0"},
+    {OSBQ_ROLE_GATEWAY, "OSBQ_BUS_ADVERTISE", "tcp://0.0.0.0:1"},
+    {OSBQ_ROLE_GATEWAY, "OSBQ_BUS_ADVERTISE", "tcp://*:5555"},
+    {OSBQ_ROLE_GATEWAY, "OSBQ_BUS_ADVERTISE", "tcp://[::]:1"},
+    {OSBQ_ROLE_GATEWAY, "OSBQ_BUS_ADVERTISE", "tcp://[0:0:0:0:0:0:0:0]:1"},
+    {OSBQ_ROLE_GATEWAY, "OSBQ_BUS_ADVERTISE", "gw:5555"},
+    {OSBQ_ROLE_GATEWAY, "OSBQ_BUS_ADVERTISE", "tcp://gw"},
+    {OSBQ_ROLE_WORKER, "OSBQ_WORKER_CONCURRENCY", "0"},
+    {OSBQ_ROLE_WORKER, "OSBQ_WORKER_CONCURRENCY", "1025"},
+    {OSBQ_ROLE_WORKER, "OSBQ_WORKER_CONCURRENCY", "many"},
+};
+
+static void test_bad_values_fail_naming_the_variable(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof bad_cases / sizeof bad_cases[0]; i++) {
+        const struct bad_case *tc = &bad_cases[i];
+        struct fake_env env;
+        struct osbq_error err;
+        env_gateway(&env);
+        env_set(&env, tc->name, tc->value);
+        char label[160];
+        (void)snprintf(label, sizeof label, "case %zu %s=\"%s\"", i, tc->name, tc->value);
+        load_fails_case(&env, tc->role, tc->name, &err, label);
+    }
+}
+
+static void test_http_threads_zero_means_cores(void **state)
+{
+    (void)state;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    unsigned want = cores > 0 ? (unsigned)cores : 1;
+    static const char *const values[] = {NULL, "0"};
+    for (size_t i = 0; i < 2; i++) {
+        struct fake_env env;
+        struct osbq_config cfg;
+        env_gateway(&env);
+        env_set(&env, "OSBQ_HTTP_THREADS", values[i]);
+        load_ok(&env, OSBQ_ROLE_GATEWAY, &cfg);
+        assert_true(cfg.http_threads >= 1);
+        assert_int_equal(cfg.http_threads, want);
+        osbq_config_clear(&cfg);
+    }
+}
+
+static void test_gateway_requires_credentials(void **state)
+{
+    (void)state;
+    struct fake_env env;
+    struct osbq_error err;
+
+    memset(&env, 0, sizeof env);
+    load_fails(&env, OSBQ_ROLE_GATEWAY, "OSBQ_BROKER_USERNAME", &err);
+
+    memset(&env, 0, sizeof env);
+    env_set(&env, "OSBQ_BROKER_USERNAME", "admin");
+    load_fails(&env, OSBQ_ROLE_GATEWAY, "OSBQ_BROKER_PASSWORD", &err);
+
+    memset(&env, 0, sizeof env);
+    env_set(&env, "OSBQ_BROKER_PASSWORD", "hunter2");
+    load_fails(&env, OSBQ_ROLE_GATEWAY, "OSBQ_BROKER_USERNAME", &err);
+}
+
+static void test_gateway_loads_credentials(void **state)
+{
+    (void)state;
+    struct fake_env env;
+    struct osbq_config cfg;
+    env_gateway(&env);
+    load_ok(&env, OSBQ_ROLE_GATEWAY, &cfg);
+    assert_string_equal(cfg.broker_username, "admin");
+    assert_string_equal(cfg.broker_password, "hunter2");
+    assert_int_equal(cfg.worker_concurrency, 0);
+    osbq_config_clear(&cfg);
+    assert_true(is_zeroed(&cfg));
+}
+
+static void test_worker_does_not_read_gateway_variables(void **state)
+{
+    (void)state;
+    static const char *const gateway_only[] = {
+        "OSBQ_BROKER_USERNAME", "OSBQ_BROKER_PASSWORD", "OSBQ_LISTEN",        "OSBQ_HTTP_THREADS",
+        "OSBQ_MAX_BODY_BYTES",  "OSBQ_BUS_BIND",        "OSBQ_BUS_ADVERTISE",
+    };
+    struct fake_env env;
+    struct osbq_config cfg;
+    memset(&env, 0, sizeof env);
+    /* Bad values the worker must never look at. */
+    env_set(&env, "OSBQ_LISTEN", "junk");
+    env_set(&env, "OSBQ_BUS_BIND", "junk");
+    env_set(&env, "OSBQ_BROKER_USERNAME", "");
+    env_set(&env, "OSBQ_BROKER_PASSWORD_FILE", "/nonexistent/osbq-secret");
+    load_ok(&env, OSBQ_ROLE_WORKER, &cfg);
+    for (size_t i = 0; i < sizeof gateway_only / sizeof gateway_only[0]; i++)
+        if (env_was_read(&env, gateway_only[i]))
+            fail_msg("the worker read %s", gateway_only[i]);
+    assert_true(env_was_read(&env, "OSBQ_WORKER_CONCURRENCY"));
+    assert_true(env_was_read(&env, "OSBQ_REDIS_URL"));
+    assert_null(cfg.broker_username);
+    assert_null(cfg.broker_password);
+    assert_null(cfg.listen.host);
+    assert_null(cfg.bus_bind);
+    assert_null(cfg.bus_advertise);
+    assert_int_equal(cfg.worker_concurrency, 16);
+    osbq_config_clear(&cfg);
+}
+
+static void test_gateway_does_not_read_worker_concurrency(void **state)
+{
+    (void)state;
+    struct fake_env env;
+    struct osbq_config cfg;
+    env_gateway(&env);
+    env_set(&env, "OSBQ_WORKER_CONCURRENCY", "junk");
+    load_ok(&env, OSBQ_ROLE_GATEWAY, &cfg);
+    assert_false(env_was_read(&env, "OSBQ_WORKER_CONCURRENCY"));
+    assert_int_equal(cfg.worker_concurrency, 0);
+    osbq_config_clear(&cfg);
+}
+
+/* Writes len bytes of content to a new temporary file; path receives its name. */
+static void write_temp(const char *content, size_t len, char *path, size_t size)
+{
+    assert_true(size > sizeof "/tmp/osbq-test-config-XXXXXX");
+    strcpy(path, "/tmp/osbq-test-config-XXXXXX");
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, content, len), (ssize_t)len);
+    assert_int_equal(close(fd), 0);
+}
+
+/* A secret file: the variable (without _FILE), its bytes, and the value expected (NULL: error). */
+struct file_case {
+    const char *name;
+    const char *content;
+    size_t len;
+    const char *expected;
+};
+
+#define BYTES(s) s, sizeof s - 1
+
+static const struct file_case file_cases[] = {
+    {"OSBQ_BROKER_PASSWORD", BYTES("secret\n"), "secret"},
+    {"OSBQ_BROKER_PASSWORD", BYTES("secret\r\n"), "secret"},
+    {"OSBQ_BROKER_PASSWORD", BYTES("secret"), "secret"},
+    {"OSBQ_BROKER_PASSWORD", BYTES("pa:ss word\n"), "pa:ss word"},
+    {"OSBQ_BROKER_PASSWORD", BYTES(""), NULL},
+    {"OSBQ_BROKER_PASSWORD", BYTES("\n"), NULL},
+    {"OSBQ_BROKER_PASSWORD", BYTES("sec\0ret"), NULL},
+    {"OSBQ_BROKER_USERNAME", BYTES("platform\n"), "platform"},
+    {"OSBQ_BROKER_USERNAME", BYTES("plat:form\n"), NULL},
+    {"OSBQ_BROKER_USERNAME", BYTES(""), NULL},
+};
+
+static void test_secret_files(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof file_cases / sizeof file_cases[0]; i++) {
+        const struct file_case *tc = &file_cases[i];
+        char path[64], file_var[64];
+        struct fake_env env;
+        (void)snprintf(file_var, sizeof file_var, "%s_FILE", tc->name);
+        write_temp(tc->content, tc->len, path, sizeof path);
+        env_gateway(&env);
+        env_set(&env, tc->name, NULL);
+        env_set(&env, file_var, path);
+        char label[96];
+        (void)snprintf(label, sizeof label, "case %zu %s", i, file_var);
+        if (tc->expected != NULL) {
+            struct osbq_config cfg;
+            load_ok(&env, OSBQ_ROLE_GATEWAY, &cfg);
+            const char *got = strcmp(tc->name, "OSBQ_BROKER_PASSWORD") == 0 ? cfg.broker_password
+                                                                            : cfg.broker_username;
+            bool ok = got != NULL && strcmp(got, tc->expected) == 0;
+            osbq_config_clear(&cfg);
+            assert_int_equal(remove(path), 0);
+            if (!ok)
+                fail_msg("%s: got \"%s\", want \"%s\"", label, or_dash(got), tc->expected);
+        } else {
+            struct osbq_error err;
+            load_fails_case(&env, OSBQ_ROLE_GATEWAY, file_var, &err, label);
+            assert_int_equal(remove(path), 0);
+        }
+    }
+}
+
+static void test_secret_file_too_large_is_rejected(void **state)
+{
+    (void)state;
+    static char big[4097];
+    char path[64];
+    struct fake_env env;
+    struct osbq_error err;
+    memset(big, 'x', sizeof big);
+    write_temp(big, sizeof big, path, sizeof path);
+    env_gateway(&env);
+    env_set(&env, "OSBQ_BROKER_PASSWORD", NULL);
+    env_set(&env, "OSBQ_BROKER_PASSWORD_FILE", path);
+    load_fails(&env, OSBQ_ROLE_GATEWAY, "OSBQ_BROKER_PASSWORD_FILE", &err);
+    assert_int_equal(remove(path), 0);
+
+    /* 4096 bytes is the largest accepted. */
+    struct osbq_config cfg;
+    write_temp(big, sizeof big - 1, path, sizeof path);
+    env_set(&env, "OSBQ_BROKER_PASSWORD_FILE", path);
+    load_ok(&env, OSBQ_ROLE_GATEWAY, &cfg);
+    assert_int_equal(strlen(cfg.broker_password), sizeof big - 1);
+    osbq_config_clear(&cfg);
+    assert_int_equal(remove(path), 0);
+}
+
+static void test_secret_file_missing_names_the_file_variable(void **state)
+{
+    (void)state;
+    struct fake_env env;
+    struct osbq_error err;
+    env_gateway(&env);
+    env_set(&env, "OSBQ_BROKER_PASSWORD", NULL);
+    env_set(&env, "OSBQ_BROKER_PASSWORD_FILE", "/nonexistent/osbq-test/password");
+    load_fails(&env, OSBQ_ROLE_GATEWAY, "OSBQ_BROKER_PASSWORD_FILE", &err);
+    assert_non_null(strstr(err.text, "/nonexistent/osbq-test/password"));
+}
+
+static void test_secret_and_secret_file_both_set_is_an_error(void **state)
+{
+    (void)state;
+    static const char *const names[] = {"OSBQ_BROKER_USERNAME", "OSBQ_BROKER_PASSWORD"};
+    for (size_t i = 0; i < 2; i++) {
+        char path[64], file_var[64];
+        struct fake_env env;
+        struct osbq_config cfg;
+        struct osbq_error err = {0};
+        (void)snprintf(file_var, sizeof file_var, "%s_FILE", names[i]);
+        write_temp(BYTES("value\n"), path, sizeof path);
+        env_gateway(&env);
+        env_set(&env, file_var, path);
+        memset(&cfg, 0, sizeof cfg);
+        int rc = osbq_config_load(&cfg, OSBQ_ROLE_GATEWAY, fake_lookup, &env, &err);
+        assert_int_equal(remove(path), 0);
+        assert_int_equal(rc, -1);
+        assert_int_equal(err.code, OSBQ_ERR_INVALID);
+        assert_true(is_zeroed(&cfg));
+        /* The text names both variables (it reads "set either NAME or NAME_FILE, not both"). */
+        assert_non_null(strstr(err.text, names[i]));
+        assert_non_null(strstr(err.text, file_var));
+    }
+}
+
+static void test_bus_advertise_defaults_to_bound_address(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *bind;
+        const char *advertise;
+    } cases[] = {
+        {"tcp://127.0.0.1:5600", "tcp://127.0.0.1:5600"},
+        {"tcp://10.1.2.3:1", "tcp://10.1.2.3:1"},
+        {"tcp://gateway.local:6000", "tcp://gateway.local:6000"},
+        {"tcp://[::1]:5600", "tcp://[::1]:5600"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct fake_env env;
+        struct osbq_config cfg;
+        env_gateway(&env);
+        env_set(&env, "OSBQ_BUS_BIND", cases[i].bind);
+        load_ok(&env, OSBQ_ROLE_GATEWAY, &cfg);
+        bool ok = strcmp(cfg.bus_advertise, cases[i].advertise) == 0;
+        if (!ok)
+            fail_msg("bind %s: advertise \"%s\", want \"%s\"", cases[i].bind, cfg.bus_advertise,
+                     cases[i].advertise);
+        osbq_config_clear(&cfg);
+    }
+}
+
+static void test_bus_advertise_wildcard_bind_uses_host_name(void **state)
+{
+    (void)state;
+    static const char *const binds[] = {NULL, "tcp://0.0.0.0:5555", "tcp://*:5555",
+                                        "tcp://[::]:5555"};
+    char host[256] = {0}, want[300];
+    assert_int_equal(gethostname(host, sizeof host - 1), 0);
+    (void)snprintf(want, sizeof want, "tcp://%s:5555", host);
+    for (size_t i = 0; i < sizeof binds / sizeof binds[0]; i++) {
+        struct fake_env env;
+        struct osbq_config cfg;
+        env_gateway(&env);
+        env_set(&env, "OSBQ_BUS_BIND", binds[i]);
+        load_ok(&env, OSBQ_ROLE_GATEWAY, &cfg);
+        const char *adv = cfg.bus_advertise;
+        assert_non_null(adv);
+        assert_true(starts_with(adv, "tcp://"));
+        assert_true(ends_with(adv, ":5555"));
+        assert_null(strstr(adv, "0.0.0.0"));
+        assert_null(strstr(adv, "*"));
+        assert_string_equal(adv, want);
+        assert_int_equal(cfg.bus_port, 5555);
+        osbq_config_clear(&cfg);
+    }
+}
+
+static void test_bus_advertise_explicit_value_wins(void **state)
+{
+    (void)state;
+    struct fake_env env;
+    struct osbq_config cfg;
+    env_gateway(&env);
+    env_set(&env, "OSBQ_BUS_BIND", "tcp://0.0.0.0:5555");
+    env_set(&env, "OSBQ_BUS_ADVERTISE", "tcp://[fd00::1]:5555");
+    load_ok(&env, OSBQ_ROLE_GATEWAY, &cfg);
+    assert_string_equal(cfg.bus_advertise, "tcp://[fd00::1]:5555");
+    assert_string_equal(cfg.bus_bind, "tcp://0.0.0.0:5555");
+    osbq_config_clear(&cfg);
+}
+
+static void test_first_error_wins_in_table_order(void **state)
+{
+    (void)state;
+    struct fake_env env;
+    struct osbq_error err;
+    env_gateway(&env);
+    env_set(&env, "OSBQ_NAMESPACE", "bad:ns");
+    env_set(&env, "OSBQ_REDIS_URL", "http://h");
+    load_fails(&env, OSBQ_ROLE_GATEWAY, "OSBQ_REDIS_URL", &err);
+    assert_non_null(strstr(err.text, "http"));
+}
+
+static void test_redis_addr_parse_without_variable_name(void **state)
+{
+    (void)state;
+    struct osbq_redis_addr addr = {0};
+    struct osbq_error err = {0};
+    assert_int_equal(osbq_redis_addr_parse("redis://u:p@example.org:7000/2", &addr, &err), 0);
+    assert_string_equal(addr.host, "example.org");
+    assert_int_equal(addr.port, 7000);
+    assert_int_equal(addr.db, 2);
+    assert_string_equal(addr.username, "u");
+    assert_string_equal(addr.password, "p");
+    osbq_redis_addr_clear(&addr);
+    assert_null(addr.host);
+    assert_null(addr.password);
+
+    assert_int_equal(osbq_redis_addr_parse("http://h", &addr, &err), -1);
+    assert_int_equal(err.code, OSBQ_ERR_INVALID);
+    assert_null(strstr(err.text, "OSBQ_"));
+    assert_null(addr.host);
+}
+
+static void test_clear_accepts_zeroed_config(void **state)
+{
+    (void)state;
+    struct osbq_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    osbq_config_clear(&cfg);
+    assert_true(is_zeroed(&cfg));
+}
+
+/* Prints role's help into a string; the caller frees it. */
+static char *help_text(enum osbq_role role)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&text, &len);
+    assert_non_null(out);
+    osbq_config_print_help(out, role);
+    assert_int_equal(fclose(out), 0);
+    assert_non_null(text);
+    return text;
+}
+
+static const char *const common_vars[] = {
+    "OSBQ_REDIS_URL", "OSBQ_REDIS_TIMEOUT_MS", "OSBQ_NAMESPACE", "OSBQ_CATALOG", "OSBQ_LOG_LEVEL",
+};
+
+static const char *const gateway_vars[] = {
+    "OSBQ_LISTEN",
+    "OSBQ_HTTP_THREADS",
+    "OSBQ_MAX_BODY_BYTES",
+    "OSBQ_BROKER_USERNAME",
+    "OSBQ_BROKER_USERNAME_FILE",
+    "OSBQ_BROKER_PASSWORD",
+    "OSBQ_BROKER_PASSWORD_FILE",
+    "OSBQ_BUS_BIND",
+    "OSBQ_BUS_ADVERTISE",
+};
+
+/* Checks that every name in names is (listed) or is not (!listed) in text. */
+static bool check_listed(const char *text, const char *const *names, size_t count, bool listed)
+{
+    bool ok = true;
+    for (size_t i = 0; i < count; i++) {
+        if ((strstr(text, names[i]) != NULL) != listed) {
+            print_error("%s %s\n", names[i], listed ? "is missing" : "is listed");
+            ok = false;
+        }
+    }
+    return ok;
+}
+
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+static const char *const worker_vars[] = {"OSBQ_WORKER_CONCURRENCY"};
+
+static void test_help_lists_gateway_variables_only(void **state)
+{
+    (void)state;
+    char *text = help_text(OSBQ_ROLE_GATEWAY);
+    bool ok = check_listed(text, common_vars, COUNT(common_vars), true);
+    ok &= check_listed(text, gateway_vars, COUNT(gateway_vars), true);
+    ok &= check_listed(text, worker_vars, COUNT(worker_vars), false);
+    free(text);
+    assert_true(ok);
+}
+
+static void test_help_lists_worker_variables_only(void **state)
+{
+    (void)state;
+    char *text = help_text(OSBQ_ROLE_WORKER);
+    bool ok = check_listed(text, common_vars, COUNT(common_vars), true);
+    ok &= check_listed(text, worker_vars, COUNT(worker_vars), true);
+    ok &= check_listed(text, gateway_vars, COUNT(gateway_vars), false);
+    free(text);
+    assert_true(ok);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_defaults_and_good_values_parse),
+        cmocka_unit_test(test_bad_values_fail_naming_the_variable),
+        cmocka_unit_test(test_http_threads_zero_means_cores),
+        cmocka_unit_test(test_gateway_requires_credentials),
+        cmocka_unit_test(test_gateway_loads_credentials),
+        cmocka_unit_test(test_worker_does_not_read_gateway_variables),
+        cmocka_unit_test(test_gateway_does_not_read_worker_concurrency),
+        cmocka_unit_test(test_secret_files),
+        cmocka_unit_test(test_secret_file_too_large_is_rejected),
+        cmocka_unit_test(test_secret_file_missing_names_the_file_variable),
+        cmocka_unit_test(test_secret_and_secret_file_both_set_is_an_error),
+        cmocka_unit_test(test_bus_advertise_defaults_to_bound_address),
+        cmocka_unit_test(test_bus_advertise_wildcard_bind_uses_host_name),
+        cmocka_unit_test(test_bus_advertise_explicit_value_wins),
+        cmocka_unit_test(test_first_error_wins_in_table_order),
+        cmocka_unit_test(test_redis_addr_parse_without_variable_name),
+        cmocka_unit_test(test_clear_accepts_zeroed_config),
+        cmocka_unit_test(test_help_lists_gateway_variables_only),
+        cmocka_unit_test(test_help_lists_worker_variables_only),
+    };
+    return cmocka_run_group_tests_name("config", tests, NULL, NULL);
+}

@@ -484,7 +484,7 @@ static void test_gateway_does_not_read_worker_concurrency(void **state)
 static void write_temp(const char *content, size_t len, char *path, size_t size)
 {
     assert_true(size > sizeof "/tmp/osbq-test-config-XXXXXX");
-    strcpy(path, "/tmp/osbq-test-config-XXXXXX");
+    (void)snprintf(path, size, "%s", "/tmp/osbq-test-config-XXXXXX");
     int fd = mkstemp(path);
     assert_true(fd >= 0);
     assert_int_equal(write(fd, content, len), (ssize_t)len);

@@ -312,7 +312,7 @@ static void test_reply_clear_zeroes_everything(void **state)
     struct reply r = {0};
     reply_error(&r, OSBQ_ERR_UNAUTHORIZED, NULL);
     r.etag = "\"e\"";
-    strcpy(r.allow, "GET, HEAD");
+    (void)snprintf(r.allow, sizeof r.allow, "%s", "GET, HEAD");
     reply_clear(&r);
     assert_memory_equal(&r, &zero, sizeof r);
     reply_clear(&r); /* a cleared reply can be cleared again */

@@ -15,4 +15,31 @@ void osbq_bus_init(void);
  * (e.g. the port is in use). The socket belongs to the thread that uses it. */
 zsock_t *osbq_bus_gateway_bind(const char *endpoint, struct osbq_error *err);
 
+/* The bus protocol: multipart messages whose first frame is a command word.
+ *   worker -> gateway  READY  <worker id> <free slots, decimal>   on every change, and every
+ *                                                               OSBQ_BUS_HEARTBEAT_MS as liveness
+ *   gateway -> worker  JOB    <encoded job (proto/job.h)>
+ *   worker -> gateway  REJECT <encoded job>    no free slot after all: the gateway sends it on
+ * A gateway forgets a worker silent for OSBQ_BUS_WORKER_EXPIRY_MS. */
+#define OSBQ_BUS_READY "READY"
+#define OSBQ_BUS_JOB "JOB"
+#define OSBQ_BUS_REJECT "REJECT"
+#define OSBQ_BUS_HEARTBEAT_MS 1000
+#define OSBQ_BUS_WORKER_EXPIRY_MS 3500
+/* How long a gateway's registry entry lives without renewal, and how often it renews. */
+#define OSBQ_BUS_REGISTRY_TTL_MS 10000
+#define OSBQ_BUS_REGISTRY_RENEW_MS 2000
+
+/* Creates a worker's DEALER socket connected to one gateway's endpoint. Caller owns it. */
+zsock_t *osbq_bus_worker_connect(const char *endpoint, struct osbq_error *err);
+
+/* Worker side: sends READY with the number of free slots. 0 or -1. */
+int osbq_bus_send_ready(zsock_t *dealer, const char *worker_id, unsigned free_slots);
+
+/* Worker side: hands a job back (REJECT). 0 or -1. */
+int osbq_bus_send_reject(zsock_t *dealer, const void *job, size_t len);
+
+/* Gateway side: sends a JOB to the worker whose ROUTER identity is given. 0 or -1. */
+int osbq_bus_send_job(zsock_t *router, zframe_t *identity, const void *job, size_t len);
+
 #endif

@@ -357,6 +357,24 @@ static int parse_concurrency(struct osbq_config *cfg, const char *value, struct 
     return 0;
 }
 
+/* Parsers of plain unsigned settings: the field and its bounds. */
+#define UINT_SETTING(fn, field, min, max)                                                          \
+    static int fn(struct osbq_config *cfg, const char *value, struct osbq_error *err)            \
+    {                                                                                              \
+        unsigned long n;                                                                           \
+        if (parse_uint(value, min, max, &n, err) < 0)                                              \
+            return -1;                                                                             \
+        cfg->field = (unsigned)n;                                                                  \
+        return 0;                                                                                  \
+    }
+
+UINT_SETTING(parse_retention, retention_s, 60, 31536000)
+UINT_SETTING(parse_lease, lease_ms, 1000, 3600000)
+UINT_SETTING(parse_retry_after_min, retry_after_min_s, 1, 3600)
+UINT_SETTING(parse_retry_after_max, retry_after_max_s, 1, 86400)
+UINT_SETTING(parse_max_waiters, max_waiters, 1, 1000000)
+UINT_SETTING(parse_max_queued_jobs, max_queued_jobs, 1, 10000000)
+
 /* The one table of variables; order matters where a default derives from an earlier value. */
 static const struct config_var config_vars[] = {
     {"OSBQ_REDIS_URL", OSBQ_ROLE_BOTH, "redis://127.0.0.1:6379/0", NULL, false, parse_redis_url,
@@ -385,6 +403,18 @@ static const struct config_var config_vars[] = {
      false, parse_bus_advertise, "endpoint workers connect to, published in Redis"},
     {"OSBQ_WORKER_CONCURRENCY", OSBQ_ROLE_WORKER, "16", NULL, false, parse_concurrency,
      "jobs one worker runs at once"},
+    {"OSBQ_RETENTION_S", OSBQ_ROLE_BOTH, "604800", "604800 (7 days)", false, parse_retention,
+     "how long finished operations and deleted records stay answerable, in s"},
+    {"OSBQ_LEASE_MS", OSBQ_ROLE_WORKER, "15000", NULL, false, parse_lease,
+     "lease a worker holds on a running operation, renewed while it runs, in ms"},
+    {"OSBQ_RETRY_AFTER_MIN_S", OSBQ_ROLE_GATEWAY, "2", NULL, false, parse_retry_after_min,
+     "smallest Retry-After sent with an operation in progress, in s"},
+    {"OSBQ_RETRY_AFTER_MAX_S", OSBQ_ROLE_GATEWAY, "60", NULL, false, parse_retry_after_max,
+     "largest Retry-After sent with an operation in progress, in s"},
+    {"OSBQ_MAX_WAITERS", OSBQ_ROLE_GATEWAY, "10000", NULL, false, parse_max_waiters,
+     "synchronous requests one gateway holds while their workers run; more get 503"},
+    {"OSBQ_MAX_QUEUED_JOBS", OSBQ_ROLE_GATEWAY, "100000", NULL, false, parse_max_queued_jobs,
+     "jobs one gateway holds in memory while no worker has a free slot"},
 };
 
 static const char *lookup_getenv(const char *name, void *ctx)

@@ -48,6 +48,12 @@ struct osbq_config {
     uint16_t bus_port;              /* the port of bus_bind */
     char *bus_advertise;            /* OSBQ_BUS_ADVERTISE (gateway), defaulted from bus_bind */
     unsigned worker_concurrency;    /* OSBQ_WORKER_CONCURRENCY (worker) */
+    unsigned retention_s;           /* OSBQ_RETENTION_S: how long finished records stay */
+    unsigned lease_ms;              /* OSBQ_LEASE_MS (worker): lease on a running operation */
+    unsigned retry_after_min_s;     /* OSBQ_RETRY_AFTER_MIN_S (gateway) */
+    unsigned retry_after_max_s;     /* OSBQ_RETRY_AFTER_MAX_S (gateway) */
+    unsigned max_waiters;           /* OSBQ_MAX_WAITERS (gateway): suspended sync requests */
+    unsigned max_queued_jobs;       /* OSBQ_MAX_QUEUED_JOBS (gateway): jobs awaiting a worker */
 };
 
 /* Looks up one environment variable; returns NULL when unset. ctx is passed through. */

@@ -21,13 +21,13 @@ zsock_t *osbq_bus_gateway_bind(const char *endpoint, struct osbq_error *err);
  *   gateway -> worker  JOB    <encoded job (proto/job.h)>
  *   worker -> gateway  REJECT <encoded job>    no free slot after all: the gateway sends it on
  * A gateway forgets a worker silent for OSBQ_BUS_WORKER_EXPIRY_MS. */
-#define OSBQ_BUS_READY "READY"
-#define OSBQ_BUS_JOB "JOB"
-#define OSBQ_BUS_REJECT "REJECT"
-#define OSBQ_BUS_HEARTBEAT_MS 1000
+#define OSBQ_BUS_READY            "READY"
+#define OSBQ_BUS_JOB              "JOB"
+#define OSBQ_BUS_REJECT           "REJECT"
+#define OSBQ_BUS_HEARTBEAT_MS     1000
 #define OSBQ_BUS_WORKER_EXPIRY_MS 3500
 /* How long a gateway's registry entry lives without renewal, and how often it renews. */
-#define OSBQ_BUS_REGISTRY_TTL_MS 10000
+#define OSBQ_BUS_REGISTRY_TTL_MS   10000
 #define OSBQ_BUS_REGISTRY_RENEW_MS 2000
 
 /* Creates a worker's DEALER socket connected to one gateway's endpoint. Caller owns it. */

@@ -2,6 +2,7 @@
  * and prepares the public body, its ETag and the id lookups. */
 #include "catalog.h"
 
+#include <curl/curl.h>
 #include <errno.h>
 #include <sodium.h>
 #include <stdarg.h>
@@ -56,6 +57,7 @@ static const struct setting settings[] = {
     {.key = "backend", .type = SETTING_STRING},
     {.key = "async_required", .type = SETTING_BOOL},
     {.key = "sync_timeout_ms", .type = SETTING_INT, .min = 1, .max = HOUR_MS},
+    {.key = "dashboard_url_template", .type = SETTING_STRING},
     {.key = "provision_ms", .type = SETTING_INT, .max = DAY_MS, .backend = "sim"},
     {.key = "update_ms", .type = SETTING_INT, .max = DAY_MS, .backend = "sim"},
     {.key = "deprovision_ms", .type = SETTING_INT, .max = DAY_MS, .backend = "sim"},
@@ -826,4 +828,31 @@ size_t osbq_catalog_service_count(const struct osbq_catalog *catalog)
 const struct osbq_service *osbq_catalog_service_at(const struct osbq_catalog *catalog, size_t i)
 {
     return i < catalog->service_count ? &catalog->services[i] : NULL;
+}
+
+char *osbq_plan_dashboard_url(const struct osbq_plan *plan, const char *instance_id)
+{
+    const char *tmpl = json_string_value(json_object_get(plan->settings, "dashboard_url_template"));
+    if (tmpl == NULL && json_is_true(json_object_get(plan->settings, "dashboard")) &&
+        strcmp(plan->backend, "sim") == 0)
+        tmpl = "https://sim.osbq.invalid/dashboard/{instance_id}";
+    if (tmpl == NULL)
+        return NULL;
+    /* curl's encoder: the id may hold any byte and must stay inside its URL segment. */
+    char *escaped = curl_easy_escape(NULL, instance_id, 0);
+    if (escaped == NULL)
+        return NULL;
+    static const char marker[] = "{instance_id}";
+    const char *at = strstr(tmpl, marker);
+    size_t len = strlen(tmpl) + (at ? strlen(escaped) : 0) + 1;
+    char *url = malloc(len);
+    if (url != NULL) {
+        if (at != NULL)
+            (void)snprintf(url, len, "%.*s%s%s", (int)(at - tmpl), tmpl, escaped,
+                           at + sizeof marker - 1);
+        else
+            (void)snprintf(url, len, "%s", tmpl);
+    }
+    curl_free(escaped);
+    return url;
 }

@@ -73,6 +73,11 @@ const struct osbq_service *osbq_catalog_service(const struct osbq_catalog *catal
                                                 const char *service_id);
 const struct osbq_plan *osbq_catalog_plan(const struct osbq_catalog *catalog, const char *plan_id);
 
+/* The dashboard URL of a new instance of plan: the plan's osbq.dashboard_url_template with
+ * "{instance_id}" replaced by the percent-encoded id, or the sim backend's URL when the plan sets
+ * "dashboard": true. NULL when the plan has no dashboard (or out of memory). Caller frees. */
+char *osbq_plan_dashboard_url(const struct osbq_plan *plan, const char *instance_id);
+
 /* Number of services, and the i-th one (i < count) in file order. */
 size_t osbq_catalog_service_count(const struct osbq_catalog *catalog);
 const struct osbq_service *osbq_catalog_service_at(const struct osbq_catalog *catalog, size_t i);

@@ -359,7 +359,7 @@ static int parse_concurrency(struct osbq_config *cfg, const char *value, struct 
 
 /* Parsers of plain unsigned settings: the field and its bounds. */
 #define UINT_SETTING(fn, field, min, max)                                                          \
-    static int fn(struct osbq_config *cfg, const char *value, struct osbq_error *err)            \
+    static int fn(struct osbq_config *cfg, const char *value, struct osbq_error *err)              \
     {                                                                                              \
         unsigned long n;                                                                           \
         if (parse_uint(value, min, max, &n, err) < 0)                                              \

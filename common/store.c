@@ -1,11 +1,15 @@
 /* The store: a small pool of hiredis connections shared by a process's threads. */
 #include "store.h"
 
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+#include "store_scripts.h"
 
 /* Idle connections kept for reuse; more may be open at once while threads are busy. */
 #define STORE_IDLE_MAX 64
@@ -16,6 +20,8 @@ struct osbq_store {
     pthread_mutex_t lock;               /* guards idle and idle_count */
     redisContext *idle[STORE_IDLE_MAX]; /* connected contexts ready for reuse */
     size_t idle_count;                  /* entries used in idle */
+    char script_sha[SCRIPT_COUNT][41];  /* SHA1 of each loaded script, "" until loaded; guarded
+                                         * by lock */
 };
 
 struct osbq_store *osbq_store_new(const struct osbq_config *cfg)
@@ -139,4 +145,539 @@ int osbq_store_key(const struct osbq_store *store, char *buf, size_t size, const
     if (n < 0 || (size_t)n >= size)
         return -1;
     return n;
+}
+
+/* Longest key: namespace (64), a kind, and a percent-encoded id of up to 1024 bytes. */
+#define STORE_KEY_MAX 3400
+
+/* Writes "<ns>:<kind>:<id>" with id percent-encoded outside A-Za-z0-9-._~, so an id can never
+ * hold the ':' separator or a glob character. Returns 0, or -1 when it does not fit. */
+static int id_key(const struct osbq_store *store, char *buf, size_t size, const char *kind,
+                  const char *id)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    int n = snprintf(buf, size, "%s:%s:", store->cfg->namespace_, kind);
+    if (n < 0 || (size_t)n >= size)
+        return -1;
+    size_t used = (size_t)n;
+    for (const unsigned char *p = (const unsigned char *)id; *p; p++) {
+        bool plain = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+                     (*p >= '0' && *p <= '9') || *p == '-' || *p == '.' || *p == '_' || *p == '~';
+        if (used + (plain ? 1 : 3) >= size)
+            return -1;
+        if (plain) {
+            buf[used++] = (char)*p;
+        } else {
+            buf[used++] = '%';
+            buf[used++] = hex[*p >> 4];
+            buf[used++] = hex[*p & 15];
+        }
+    }
+    buf[used] = '\0';
+    return 0;
+}
+
+int64_t osbq_store_now_ms(void)
+{
+    struct timespec ts;
+    (void)clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int reply_failed(redisContext *c, redisReply *reply, const char *what,
+                        struct osbq_error *err)
+{
+    if (reply == NULL)
+        return osbq_error_set(err, OSBQ_ERR_UNAVAILABLE, "redis %s: %s", what, c->errstr);
+    if (reply->type == REDIS_REPLY_ERROR)
+        return osbq_error_set(err, OSBQ_ERR_UNAVAILABLE, "redis %s: %s", what, reply->str);
+    return 0;
+}
+
+static int script_load(struct osbq_store *store, redisContext *c, enum store_script script,
+                       char sha[41], struct osbq_error *err)
+{
+    redisReply *reply = redisCommand(c, "SCRIPT LOAD %s", store_script_texts[script].text);
+    if (reply_failed(c, reply, "SCRIPT LOAD", err) < 0) {
+        freeReplyObject(reply);
+        return -1;
+    }
+    if (reply->type != REDIS_REPLY_STRING || reply->len != 40) {
+        freeReplyObject(reply);
+        return osbq_error_set(err, OSBQ_ERR_UNAVAILABLE, "redis SCRIPT LOAD: odd reply");
+    }
+    memcpy(sha, reply->str, 40);
+    sha[40] = '\0';
+    freeReplyObject(reply);
+    pthread_mutex_lock(&store->lock);
+    memcpy(store->script_sha[script], sha, 41);
+    pthread_mutex_unlock(&store->lock);
+    return 0;
+}
+
+/* Runs one of the embedded scripts with EVALSHA, loading it first when Redis does not know it
+ * (first use, or Redis restarted). argv holds the keys then the arguments; lengths may be 0
+ * for C strings. Returns the reply (caller frees) or NULL with err. */
+static redisReply *store_eval(struct osbq_store *store, enum store_script script, int nkeys,
+                              int argc, const char **argv, const size_t *lens,
+                              struct osbq_error *err)
+{
+    enum { EVAL_ARGS_MAX = 40 };
+    const char *full[EVAL_ARGS_MAX + 3];
+    size_t full_len[EVAL_ARGS_MAX + 3];
+    char sha[41], nkeys_text[12];
+    if (argc > EVAL_ARGS_MAX) {
+        osbq_error_set(err, OSBQ_ERR_INTERNAL, "too many script arguments");
+        return NULL;
+    }
+    redisContext *c = store_acquire(store, err);
+    if (c == NULL)
+        return NULL;
+    pthread_mutex_lock(&store->lock);
+    memcpy(sha, store->script_sha[script], sizeof sha);
+    pthread_mutex_unlock(&store->lock);
+    if (sha[0] == '\0' && script_load(store, c, script, sha, err) < 0) {
+        store_release(store, c);
+        return NULL;
+    }
+    (void)snprintf(nkeys_text, sizeof nkeys_text, "%d", nkeys);
+    full[0] = "EVALSHA";
+    full[1] = sha;
+    full[2] = nkeys_text;
+    for (int i = 0; i < 3; i++)
+        full_len[i] = strlen(full[i]);
+    for (int i = 0; i < argc; i++) {
+        full[i + 3] = argv[i];
+        full_len[i + 3] = lens && lens[i] ? lens[i] : strlen(argv[i]);
+    }
+    redisReply *reply = redisCommandArgv(c, argc + 3, full, full_len);
+    if (reply != NULL && reply->type == REDIS_REPLY_ERROR &&
+        strncmp(reply->str, "NOSCRIPT", 8) == 0) {
+        freeReplyObject(reply);
+        reply = NULL;
+        if (script_load(store, c, script, sha, err) == 0)
+            reply = redisCommandArgv(c, argc + 3, full, full_len);
+        else {
+            store_release(store, c);
+            return NULL;
+        }
+    }
+    if (reply_failed(c, reply, store_script_texts[script].name, err) < 0) {
+        freeReplyObject(reply);
+        reply = NULL;
+    }
+    store_release(store, c);
+    return reply;
+}
+
+/* Copies element i of an array reply as a new string; NULL for nil, empty or missing. */
+static char *element_dup(const redisReply *reply, size_t i)
+{
+    if (reply->type != REDIS_REPLY_ARRAY || i >= reply->elements)
+        return NULL;
+    const redisReply *e = reply->element[i];
+    if (e->type != REDIS_REPLY_STRING || e->len == 0)
+        return NULL;
+    return strndup(e->str, e->len);
+}
+
+static bool element_is(const redisReply *reply, size_t i, const char *text)
+{
+    if (reply->type != REDIS_REPLY_ARRAY || i >= reply->elements)
+        return false;
+    const redisReply *e = reply->element[i];
+    return e->type == REDIS_REPLY_STRING && strcmp(e->str, text) == 0;
+}
+
+static int64_t element_int(const redisReply *reply, size_t i, int64_t fallback)
+{
+    char *text = element_dup(reply, i);
+    if (text == NULL)
+        return fallback;
+    char *end = NULL;
+    long long n = strtoll(text, &end, 10);
+    bool ok = end != text && *end == '\0';
+    free(text);
+    return ok ? (int64_t)n : fallback;
+}
+
+int osbq_store_begin_instance(struct osbq_store *store, const struct osbq_begin_request *req,
+                              struct osbq_begin_reply *out, struct osbq_error *err)
+{
+    char inst[STORE_KEY_MAX], op[STORE_KEY_MAX], queue[STORE_KEY_MAX], waiters[STORE_KEY_MAX];
+    char prefix[96], now[24], deadline[24], api[12];
+    if (id_key(store, inst, sizeof inst, "instance", req->instance_id) < 0 ||
+        id_key(store, op, sizeof op, "op", req->operation_id) < 0 ||
+        id_key(store, waiters, sizeof waiters, "waiters", req->operation_id) < 0 ||
+        osbq_store_key(store, queue, sizeof queue, "queue") < 0)
+        return osbq_error_set(err, OSBQ_ERR_BAD_REQUEST, "id too long");
+    int64_t now_ms = osbq_store_now_ms();
+    (void)snprintf(prefix, sizeof prefix, "%s:", store->cfg->namespace_);
+    (void)snprintf(now, sizeof now, "%" PRId64, now_ms);
+    (void)snprintf(deadline, sizeof deadline, "%" PRId64, now_ms + req->claim_timeout_ms);
+    (void)snprintf(api, sizeof api, "%u", req->api_version);
+    const char *argv[] = {
+        inst,
+        op,
+        queue,
+        waiters,
+        req->kind,
+        req->operation_id,
+        req->digest,
+        now,
+        req->waiting_gateway ? req->waiting_gateway : "",
+        req->service_id,
+        req->plan_id ? req->plan_id : "",
+        req->parameters ? req->parameters : "",
+        req->context ? req->context : "",
+        req->maintenance_version ? req->maintenance_version : "",
+        req->dashboard_url ? req->dashboard_url : "",
+        (const char *)req->job,
+        deadline,
+        req->expected_plan_id ? req->expected_plan_id : "",
+        prefix,
+        req->instance_id,
+        api,
+    };
+    size_t lens[sizeof argv / sizeof argv[0]] = {0};
+    lens[15] = req->job_len;
+    redisReply *reply = store_eval(store, SCRIPT_BEGIN_INSTANCE, 4,
+                                   (int)(sizeof argv / sizeof argv[0]), argv, lens, err);
+    if (reply == NULL)
+        return -1;
+    static const struct {
+        const char *word;
+        enum osbq_begin_answer answer;
+    } answers[] = {
+        {"accepted", OSBQ_BEGIN_ACCEPTED}, {"in_progress", OSBQ_BEGIN_IN_PROGRESS},
+        {"done", OSBQ_BEGIN_DONE},         {"conflict", OSBQ_BEGIN_CONFLICT},
+        {"busy", OSBQ_BEGIN_BUSY},         {"not_found", OSBQ_BEGIN_NOT_FOUND},
+        {"gone", OSBQ_BEGIN_GONE},         {"changed", OSBQ_BEGIN_CHANGED},
+    };
+    int rc = osbq_error_set(err, OSBQ_ERR_INTERNAL, "begin_instance: unexpected reply");
+    for (size_t i = 0; i < sizeof answers / sizeof answers[0]; i++) {
+        if (!element_is(reply, 0, answers[i].word))
+            continue;
+        memset(out, 0, sizeof *out);
+        out->answer = answers[i].answer;
+        out->operation_id = element_dup(reply, 1);
+        out->dashboard_url = element_dup(reply, 2);
+        out->metadata = element_dup(reply, 3);
+        rc = 0;
+        break;
+    }
+    freeReplyObject(reply);
+    return rc;
+}
+
+void osbq_begin_reply_clear(struct osbq_begin_reply *reply)
+{
+    free(reply->operation_id);
+    free(reply->dashboard_url);
+    free(reply->metadata);
+    memset(reply, 0, sizeof *reply);
+}
+
+int osbq_store_instance_get(struct osbq_store *store, const char *instance_id,
+                            struct osbq_instance *out, struct osbq_error *err)
+{
+    char inst[STORE_KEY_MAX];
+    if (id_key(store, inst, sizeof inst, "instance", instance_id) < 0)
+        return osbq_error_set(err, OSBQ_ERR_BAD_REQUEST, "id too long");
+    redisContext *c = store_acquire(store, err);
+    if (c == NULL)
+        return -1;
+    /* The lock holder's kind comes in the same round trip (pipelined): fetch answers 422
+     * during an update, 404 during a provision. */
+    redisReply *reply =
+        redisCommand(c,
+                     "HMGET %s state service_id plan_id parameters context maintenance_version "
+                     "dashboard_url metadata lock_x lock_s",
+                     inst);
+    int rc = reply_failed(c, reply, "HMGET", err);
+    if (rc == 0 && (reply->type != REDIS_REPLY_ARRAY || reply->elements != 10))
+        rc = osbq_error_set(err, OSBQ_ERR_INTERNAL, "HMGET: unexpected reply");
+    if (rc == 0) {
+        struct osbq_instance got = {0};
+        got.state = element_dup(reply, 0);
+        if (got.state == NULL) {
+            freeReplyObject(reply);
+            store_release(store, c);
+            return 0;
+        }
+        char **fields[] = {
+            &got.service_id,          &got.plan_id,       &got.parameters, &got.context,
+            &got.maintenance_version, &got.dashboard_url, &got.metadata,   &got.lock_holder};
+        for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
+            *fields[i] = element_dup(reply, i + 1);
+        got.shared_holders = (long)element_int(reply, 9, 0);
+        if (got.lock_holder != NULL) {
+            char op[STORE_KEY_MAX];
+            redisReply *kind = NULL;
+            if (id_key(store, op, sizeof op, "op", got.lock_holder) == 0)
+                kind = redisCommand(c, "HGET %s kind", op);
+            if (kind != NULL && kind->type == REDIS_REPLY_STRING)
+                got.lock_kind = strndup(kind->str, kind->len);
+            freeReplyObject(kind);
+        }
+        *out = got;
+        rc = 1;
+    }
+    freeReplyObject(reply);
+    store_release(store, c);
+    return rc;
+}
+
+void osbq_instance_clear(struct osbq_instance *instance)
+{
+    free(instance->state);
+    free(instance->service_id);
+    free(instance->plan_id);
+    free(instance->parameters);
+    free(instance->context);
+    free(instance->maintenance_version);
+    free(instance->dashboard_url);
+    free(instance->metadata);
+    free(instance->lock_holder);
+    free(instance->lock_kind);
+    memset(instance, 0, sizeof *instance);
+}
+
+static int flag_value(const redisReply *reply, size_t i)
+{
+    return element_is(reply, i, "1") ? 1 : element_is(reply, i, "0") ? 0 : -1;
+}
+
+int osbq_store_last_operation(struct osbq_store *store, const char *instance_id,
+                              const char *operation_id, struct osbq_last_op *out,
+                              struct osbq_error *err)
+{
+    char inst[STORE_KEY_MAX], prefix[96];
+    if (id_key(store, inst, sizeof inst, "instance", instance_id) < 0)
+        return osbq_error_set(err, OSBQ_ERR_BAD_REQUEST, "id too long");
+    (void)snprintf(prefix, sizeof prefix, "%s:", store->cfg->namespace_);
+    const char *argv[] = {inst, operation_id ? operation_id : "", prefix, instance_id};
+    redisReply *reply = store_eval(store, SCRIPT_LAST_OPERATION, 1, 4, argv, NULL, err);
+    if (reply == NULL)
+        return -1;
+    int rc;
+    if (element_is(reply, 0, "not_found")) {
+        rc = 0;
+    } else if (element_is(reply, 0, "unknown_operation")) {
+        rc = 2;
+    } else if (element_is(reply, 0, "ok")) {
+        struct osbq_last_op got = {0};
+        got.instance_state = element_dup(reply, 1);
+        got.kind = element_dup(reply, 2);
+        got.state = element_dup(reply, 3);
+        got.description = element_dup(reply, 4);
+        got.instance_usable = flag_value(reply, 5);
+        got.update_repeatable = flag_value(reply, 6);
+        got.created_ms = element_int(reply, 7, 0);
+        got.average_ms = element_int(reply, 9, -1);
+        *out = got;
+        rc = 1;
+    } else {
+        rc = osbq_error_set(err, OSBQ_ERR_INTERNAL, "last_operation: unexpected reply");
+    }
+    freeReplyObject(reply);
+    return rc;
+}
+
+void osbq_last_op_clear(struct osbq_last_op *op)
+{
+    free(op->instance_state);
+    free(op->kind);
+    free(op->state);
+    free(op->description);
+    memset(op, 0, sizeof *op);
+}
+
+/* Runs a script that answers an integer 0/1 about one operation (claim, progress, finish). */
+static int op_script(struct osbq_store *store, enum store_script script, int nkeys, int argc,
+                     const char **argv, struct osbq_error *err)
+{
+    redisReply *reply = store_eval(store, script, nkeys, argc, argv, NULL, err);
+    if (reply == NULL)
+        return -1;
+    int rc = reply->type == REDIS_REPLY_INTEGER
+                 ? (reply->integer == 1 ? 1 : 0)
+                 : osbq_error_set(err, OSBQ_ERR_INTERNAL, "%s: unexpected reply",
+                                  store_script_texts[script].name);
+    freeReplyObject(reply);
+    return rc;
+}
+
+int osbq_store_claim(struct osbq_store *store, const char *operation_id, const char *worker_id,
+                     uint32_t attempt, int64_t lease_ms, struct osbq_error *err)
+{
+    char op[STORE_KEY_MAX], queue[STORE_KEY_MAX], attempt_text[12], now[24], lease[24];
+    if (id_key(store, op, sizeof op, "op", operation_id) < 0 ||
+        osbq_store_key(store, queue, sizeof queue, "queue") < 0)
+        return osbq_error_set(err, OSBQ_ERR_BAD_REQUEST, "id too long");
+    (void)snprintf(attempt_text, sizeof attempt_text, "%" PRIu32, attempt);
+    (void)snprintf(now, sizeof now, "%" PRId64, osbq_store_now_ms());
+    (void)snprintf(lease, sizeof lease, "%" PRId64, lease_ms);
+    const char *argv[] = {op, queue, worker_id, attempt_text, now, lease, operation_id};
+    return op_script(store, SCRIPT_CLAIM, 2, 7, argv, err);
+}
+
+int osbq_store_progress(struct osbq_store *store, const char *operation_id, const char *worker_id,
+                        const char *description, int64_t lease_ms, struct osbq_error *err)
+{
+    char op[STORE_KEY_MAX], queue[STORE_KEY_MAX], now[24], lease[24];
+    if (id_key(store, op, sizeof op, "op", operation_id) < 0 ||
+        osbq_store_key(store, queue, sizeof queue, "queue") < 0)
+        return osbq_error_set(err, OSBQ_ERR_BAD_REQUEST, "id too long");
+    (void)snprintf(now, sizeof now, "%" PRId64, osbq_store_now_ms());
+    (void)snprintf(lease, sizeof lease, "%" PRId64, lease_ms);
+    const char *argv[] = {op,  queue, worker_id,   description ? description : "",
+                          now, lease, operation_id};
+    return op_script(store, SCRIPT_PROGRESS, 2, 7, argv, err);
+}
+
+int osbq_store_finish(struct osbq_store *store, const char *operation_id, const char *worker_id,
+                      const struct osbq_op_result *result, struct osbq_error *err)
+{
+    char op[STORE_KEY_MAX], queue[STORE_KEY_MAX], waiters[STORE_KEY_MAX];
+    char now[24], retention[16], prefix[96];
+    if (id_key(store, op, sizeof op, "op", operation_id) < 0 ||
+        id_key(store, waiters, sizeof waiters, "waiters", operation_id) < 0 ||
+        osbq_store_key(store, queue, sizeof queue, "queue") < 0)
+        return osbq_error_set(err, OSBQ_ERR_BAD_REQUEST, "id too long");
+    (void)snprintf(now, sizeof now, "%" PRId64, osbq_store_now_ms());
+    (void)snprintf(retention, sizeof retention, "%u", store->cfg->retention_s);
+    (void)snprintf(prefix, sizeof prefix, "%s:", store->cfg->namespace_);
+    const char *description = result->description;
+    if (description == NULL || description[0] == '\0')
+        description = result->succeeded ? "Succeeded." : "Failed.";
+    const char *argv[] = {
+        op,
+        queue,
+        waiters,
+        worker_id,
+        result->succeeded ? "1" : "0",
+        description,
+        result->dashboard_url ? result->dashboard_url : "",
+        result->metadata ? result->metadata : "",
+        result->instance_usable ? "1" : "0",
+        result->update_repeatable ? "1" : "0",
+        now,
+        retention,
+        prefix,
+        operation_id,
+    };
+    return op_script(store, SCRIPT_FINISH, 3, (int)(sizeof argv / sizeof argv[0]), argv, err);
+}
+
+int osbq_store_gateway_register(struct osbq_store *store, const char *endpoint, int64_t ttl_ms,
+                                struct osbq_error *err)
+{
+    char key[STORE_KEY_MAX];
+    if (osbq_store_key(store, key, sizeof key, "gateways") < 0)
+        return osbq_error_set(err, OSBQ_ERR_INTERNAL, "key too long");
+    redisContext *c = store_acquire(store, err);
+    if (c == NULL)
+        return -1;
+    redisReply *reply =
+        redisCommand(c, "ZADD %s %" PRId64 " %s", key, osbq_store_now_ms() + ttl_ms, endpoint);
+    int rc = reply_failed(c, reply, "ZADD", err);
+    freeReplyObject(reply);
+    store_release(store, c);
+    return rc;
+}
+
+int osbq_store_gateway_unregister(struct osbq_store *store, const char *endpoint,
+                                  struct osbq_error *err)
+{
+    char key[STORE_KEY_MAX];
+    if (osbq_store_key(store, key, sizeof key, "gateways") < 0)
+        return osbq_error_set(err, OSBQ_ERR_INTERNAL, "key too long");
+    redisContext *c = store_acquire(store, err);
+    if (c == NULL)
+        return -1;
+    redisReply *reply = redisCommand(c, "ZREM %s %s", key, endpoint);
+    int rc = reply_failed(c, reply, "ZREM", err);
+    freeReplyObject(reply);
+    store_release(store, c);
+    return rc;
+}
+
+int osbq_store_gateway_list(struct osbq_store *store, char ***out, size_t *count,
+                            struct osbq_error *err)
+{
+    char key[STORE_KEY_MAX];
+    if (osbq_store_key(store, key, sizeof key, "gateways") < 0)
+        return osbq_error_set(err, OSBQ_ERR_INTERNAL, "key too long");
+    redisContext *c = store_acquire(store, err);
+    if (c == NULL)
+        return -1;
+    int64_t now = osbq_store_now_ms();
+    /* Pruning and listing in one round trip. */
+    redisAppendCommand(c, "ZREMRANGEBYSCORE %s -inf (%" PRId64, key, now);
+    redisAppendCommand(c, "ZRANGEBYSCORE %s %" PRId64 " +inf", key, now);
+    redisReply *pruned = NULL, *listed = NULL;
+    int rc = -1;
+    if (redisGetReply(c, (void **)&pruned) != REDIS_OK ||
+        redisGetReply(c, (void **)&listed) != REDIS_OK) {
+        osbq_error_set(err, OSBQ_ERR_UNAVAILABLE, "redis gateways: %s", c->errstr);
+        goto out;
+    }
+    if (reply_failed(c, listed, "ZRANGEBYSCORE", err) < 0)
+        goto out;
+    if (listed->type != REDIS_REPLY_ARRAY) {
+        osbq_error_set(err, OSBQ_ERR_INTERNAL, "ZRANGEBYSCORE: unexpected reply");
+        goto out;
+    }
+    char **list = calloc(listed->elements + 1, sizeof *list);
+    if (list == NULL) {
+        osbq_error_set(err, OSBQ_ERR_INTERNAL, "out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < listed->elements; i++) {
+        list[i] = element_dup(listed, i);
+        if (list[i] == NULL) {
+            osbq_store_strings_free(list);
+            osbq_error_set(err, OSBQ_ERR_INTERNAL, "out of memory");
+            goto out;
+        }
+    }
+    *out = list;
+    *count = listed->elements;
+    rc = 0;
+out:
+    freeReplyObject(pruned);
+    freeReplyObject(listed);
+    store_release(store, c);
+    return rc;
+}
+
+void osbq_store_strings_free(char **strings)
+{
+    if (strings == NULL)
+        return;
+    for (char **p = strings; *p != NULL; p++)
+        free(*p);
+    free(strings);
+}
+
+redisContext *osbq_store_subscribe_events(struct osbq_store *store, const char *gateway_id,
+                                          struct osbq_error *err)
+{
+    char channel[STORE_KEY_MAX];
+    if (id_key(store, channel, sizeof channel, "events", gateway_id) < 0) {
+        osbq_error_set(err, OSBQ_ERR_INTERNAL, "gateway id too long");
+        return NULL;
+    }
+    redisContext *c = store_connect(store, err);
+    if (c == NULL)
+        return NULL;
+    redisReply *reply = redisCommand(c, "SUBSCRIBE %s", channel);
+    if (reply_failed(c, reply, "SUBSCRIBE", err) < 0) {
+        freeReplyObject(reply);
+        redisFree(c);
+        return NULL;
+    }
+    freeReplyObject(reply);
+    return c;
 }

@@ -44,6 +44,103 @@ int osbq_store_gateway_list(struct osbq_store *store, char ***out, size_t *count
                             struct osbq_error *err);
 void osbq_store_strings_free(char **strings);
 
+/* ---- Instances and operations, as a gateway sees them ---- */
+
+/* What the gateway asks for when it accepts a provision, update or deprovision. Borrowed. */
+struct osbq_begin_request {
+    const char *kind;                /* "provision", "update" or "deprovision" */
+    const char *operation_id;        /* the new operation's id (the gateway makes it) */
+    const char *instance_id;         /* from the path, decoded */
+    const char *digest;              /* idempotency digest of the request */
+    const char *waiting_gateway;     /* this gateway's id when the request waits (sync), or NULL */
+    const char *service_id;          /* service id */
+    const char *plan_id;             /* target plan (update: NULL keeps the current plan) */
+    const char *parameters;          /* JSON object text, or NULL when absent */
+    const char *context;             /* JSON object text, or NULL */
+    const char *maintenance_version; /* maintenance_info.version, or NULL */
+    const char *dashboard_url;       /* provision: decided at accept time, or NULL */
+    const char *expected_plan_id;    /* update: the plan the gateway validated against, or NULL */
+    const void *job;                 /* the encoded job, kept so the operation can be resent */
+    size_t job_len;                  /* bytes in job */
+    unsigned api_version;            /* the request's API version */
+    int64_t claim_timeout_ms;        /* how long the job may wait for a worker's claim */
+};
+
+/* What osbq_store_begin_instance found. */
+enum osbq_begin_answer {
+    OSBQ_BEGIN_ACCEPTED,    /* recorded: send the job */
+    OSBQ_BEGIN_IN_PROGRESS, /* the identical operation runs: operation_id is its id */
+    OSBQ_BEGIN_DONE,        /* provision: identical instance already provisioned */
+    OSBQ_BEGIN_CONFLICT,    /* provision: same id, different attributes */
+    OSBQ_BEGIN_BUSY,        /* another operation holds the instance */
+    OSBQ_BEGIN_NOT_FOUND,   /* update: no provisioned instance */
+    OSBQ_BEGIN_GONE,        /* deprovision: no such instance */
+    OSBQ_BEGIN_CHANGED,     /* update: the plan changed since the gateway read it */
+};
+
+struct osbq_begin_reply {
+    enum osbq_begin_answer answer; /* what happened */
+    char *operation_id;            /* accepted or running operation, or NULL; owned */
+    char *dashboard_url;           /* the instance's dashboard URL, or NULL; owned */
+    char *metadata;                /* the instance's metadata JSON, or NULL; owned */
+};
+
+/* Takes the instance's lock and records the operation in one round trip (see
+ * common/lua/begin_instance.lua). Returns 0 with *out filled (free with
+ * osbq_begin_reply_clear), or -1 with err (OSBQ_ERR_UNAVAILABLE when Redis failed). */
+int osbq_store_begin_instance(struct osbq_store *store, const struct osbq_begin_request *req,
+                              struct osbq_begin_reply *out, struct osbq_error *err);
+void osbq_begin_reply_clear(struct osbq_begin_reply *reply);
+
+/* An instance record. Strings are owned (osbq_instance_clear); absent ones are NULL. */
+struct osbq_instance {
+    char *state;               /* provisioning, provisioned, failed, gone */
+    char *service_id;          /* service id */
+    char *plan_id;             /* current plan id */
+    char *parameters;          /* JSON text of the parameters in force */
+    char *context;             /* JSON text of the last context */
+    char *maintenance_version; /* maintenance version in force */
+    char *dashboard_url;       /* dashboard URL */
+    char *metadata;            /* JSON text {labels, attributes} */
+    char *lock_holder;         /* operation holding the instance exclusively, or NULL */
+    char *lock_kind;           /* that operation's kind, or NULL */
+    long shared_holders;       /* binding operations holding it in shared mode */
+};
+
+/* Reads an instance. Returns 1 with *out filled, 0 when there is no record, -1 with err. */
+int osbq_store_instance_get(struct osbq_store *store, const char *instance_id,
+                            struct osbq_instance *out, struct osbq_error *err);
+void osbq_instance_clear(struct osbq_instance *instance);
+
+/* What last_operation reports. Strings owned (osbq_last_op_clear). */
+struct osbq_last_op {
+    char *instance_state;  /* provisioning, provisioned, failed, gone */
+    char *kind;            /* provision, update, deprovision */
+    char *state;           /* queued, running, succeeded, failed */
+    char *description;     /* latest progress or outcome text, or NULL */
+    int instance_usable;   /* failed update/deprovision: 1 or 0; -1 when not recorded */
+    int update_repeatable; /* failed update: 1 or 0; -1 when not recorded */
+    int64_t created_ms;    /* when the operation was accepted */
+    int64_t average_ms;    /* the plan's average duration for this kind; -1 unknown */
+};
+
+/* Reads the last operation of an instance, or the named one (operation_id not NULL).
+ * Returns 1 with *out, 0 when the instance is unknown, 2 when the named operation is not one
+ * of this instance's, -1 with err. One round trip. */
+int osbq_store_last_operation(struct osbq_store *store, const char *instance_id,
+                              const char *operation_id, struct osbq_last_op *out,
+                              struct osbq_error *err);
+void osbq_last_op_clear(struct osbq_last_op *op);
+
+/* Opens a new connection (not from the pool) subscribed to "<ns>:events:<gateway_id>", where
+ * finished operations that this gateway waits for are announced. Caller owns it (redisFree)
+ * and reads messages from it. NULL with err. */
+redisContext *osbq_store_subscribe_events(struct osbq_store *store, const char *gateway_id,
+                                          struct osbq_error *err);
+
+/* Milliseconds since the epoch (Redis records use them). */
+int64_t osbq_store_now_ms(void);
+
 /* ---- Operations, as a worker sees them ---- */
 
 /* Claims an operation before running it: queued -> running, or a running operation whose lease
@@ -56,18 +153,17 @@ int osbq_store_claim(struct osbq_store *store, const char *operation_id, const c
 /* Records progress (a user-facing description, e.g. "Provisioning (40%)", or NULL to keep the
  * current one) and renews the lease. Returns 1, 0 when the operation is no longer this
  * worker's (stop working on it), -1 with err. */
-int osbq_store_progress(struct osbq_store *store, const char *operation_id,
-                        const char *worker_id, const char *description, int64_t lease_ms,
-                        struct osbq_error *err);
+int osbq_store_progress(struct osbq_store *store, const char *operation_id, const char *worker_id,
+                        const char *description, int64_t lease_ms, struct osbq_error *err);
 
 /* The outcome of an operation, as a backend reports it. Strings are borrowed. */
 struct osbq_op_result {
-    bool succeeded;             /* true: succeeded; false: failed */
-    const char *description;    /* user-facing text for last_operation; NULL for a default */
-    const char *dashboard_url;  /* provision/update: the instance's dashboard, or NULL */
-    const char *metadata;       /* provision/update: JSON object {labels, attributes}, or NULL */
-    bool instance_usable;       /* failed update or deprovision: is the instance still usable */
-    bool update_repeatable;     /* failed update: may the same update succeed later */
+    bool succeeded;            /* true: succeeded; false: failed */
+    const char *description;   /* user-facing text for last_operation; NULL for a default */
+    const char *dashboard_url; /* provision/update: the instance's dashboard, or NULL */
+    const char *metadata;      /* provision/update: JSON object {labels, attributes}, or NULL */
+    bool instance_usable;      /* failed update or deprovision: is the instance still usable */
+    bool update_repeatable;    /* failed update: may the same update succeed later */
 };
 
 /* Records the outcome atomically: the operation's state and description, the instance's new

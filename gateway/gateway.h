@@ -4,8 +4,10 @@
 
 #include "catalog.h"
 #include "config.h"
+#include "dispatch.h"
 #include "store.h"
 #include "validate.h"
+#include "waiter.h"
 
 /* Built once in main.c before the HTTP threads start; never written afterwards. */
 struct gateway {
@@ -13,6 +15,9 @@ struct gateway {
     const struct osbq_catalog *catalog; /* the validated catalog */
     struct osbq_store *store;           /* Redis (its own locking makes it thread-safe) */
     struct validate_auth auth;          /* the broker credentials, hashed */
+    struct dispatch *dispatch;          /* sends jobs to workers (thread-safe submit) */
+    struct waiter_table *waiters;       /* suspended synchronous requests */
+    char gateway_id[33];                /* random id: this gateway's event channel */
 };
 
 #endif

@@ -9,6 +9,19 @@
 /* GET /v2/catalog: the catalog without "osbq" objects; 304 when If-None-Match matches. */
 void osb_catalog_get(const struct gateway *gw, const struct request *req, struct reply *out);
 
+/* PUT, PATCH, DELETE and GET /v2/service_instances/:instance_id. */
+void osb_instance_put(const struct gateway *gw, const struct request *req, struct reply *out);
+void osb_instance_patch(const struct gateway *gw, const struct request *req, struct reply *out);
+void osb_instance_delete(const struct gateway *gw, const struct request *req, struct reply *out);
+void osb_instance_get(const struct gateway *gw, const struct request *req, struct reply *out);
+
+/* The answer to a synchronous request whose wait ended (result), for http.c. */
+void osb_instance_sync_reply(const struct gateway *gw, const struct reply_wait *wait,
+                             const struct waiter_result *result, struct reply *out);
+
+/* GET /v2/service_instances/:instance_id/last_operation. */
+void osb_last_operation_get(const struct gateway *gw, const struct request *req, struct reply *out);
+
 /* GET /healthz: the process is alive and serving HTTP. */
 void health_live(const struct gateway *gw, const struct request *req, struct reply *out);
 

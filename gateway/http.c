@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "handlers.h"
 #include "log.h"
 #include "reply.h"
 #include "route.h"
@@ -26,17 +27,26 @@ struct http_server {
 
 /* One request's state, from the first access-handler call to the completion callback. */
 struct exchange {
-    struct timespec started; /* when the request line arrived */
-    enum http_method method; /* parsed method */
-    char *method_name;       /* the method as sent, for the access log */
-    char *path;              /* the raw path, for the access log */
-    char *request_identity;  /* X-Broker-API-Request-Identity, for log and echo */
-    char *body;              /* accumulated body, NUL-terminated; NULL while empty */
-    size_t body_len;         /* bytes in body */
-    size_t discarded;        /* bytes dropped after the body passed the limit */
-    unsigned status;         /* status queued, for the access log (0: none) */
-    bool answered;           /* a response is queued: ignore further calls */
+    struct timespec started;          /* when the request line arrived */
+    enum http_method method;          /* parsed method */
+    char *method_name;                /* the method as sent, for the access log */
+    char *path;                       /* the raw path, for the access log */
+    char *request_identity;           /* X-Broker-API-Request-Identity, for log and echo */
+    char *body;                       /* accumulated body, NUL-terminated; NULL while empty */
+    size_t body_len;                  /* bytes in body */
+    size_t discarded;                 /* bytes dropped after the body passed the limit */
+    unsigned status;                  /* status queued, for the access log (0: none) */
+    bool answered;                    /* a response is queued: ignore further calls */
+    char *query[4];                   /* decoded query values, in query_names order, or NULL */
+    struct MHD_Connection *conn;      /* the connection, to suspend and resume it */
+    bool waiting;                     /* suspended until wait_result is filled */
+    struct reply_wait wait;           /* what a synchronous request waits for */
+    struct waiter_result wait_result; /* how the wait ended */
 };
+
+/* The query parameters OSB requests use; decoded once per request. */
+static const char *const query_names[4] = {"accepts_incomplete", "service_id", "plan_id",
+                                           "operation"};
 
 static enum http_method parse_method(const char *method)
 {
@@ -83,6 +93,8 @@ static enum MHD_Result queue_reply(struct MHD_Connection *conn, struct exchange 
     if (ex->request_identity != NULL)
         ok &= MHD_add_response_header(resp, "X-Broker-API-Request-Identity",
                                       ex->request_identity) == MHD_YES;
+    if (r->retry_after[0] != '\0')
+        ok &= MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, r->retry_after) == MHD_YES;
     enum MHD_Result rc = MHD_NO;
     if (ok && r->www_authenticate)
         rc = MHD_queue_basic_auth_fail_response(conn, "osbq", resp);
@@ -116,6 +128,10 @@ static void dispatch(const struct gateway *gw, struct MHD_Connection *conn, stru
         .content_type = header(conn, MHD_HTTP_HEADER_CONTENT_TYPE),
         .body = ex->body,
         .body_len = ex->body_len,
+        .accepts_incomplete = ex->query[0],
+        .query_service_id = ex->query[1],
+        .query_plan_id = ex->query[2],
+        .query_operation = ex->query[3],
     };
     struct osbq_error err = {0};
 
@@ -161,6 +177,58 @@ static void dispatch(const struct gateway *gw, struct MHD_Connection *conn, stru
     route->handler(gw, &req, out);
 }
 
+static void exchange_free(struct exchange *ex)
+{
+    free(ex->method_name);
+    free(ex->path);
+    free(ex->request_identity);
+    free(ex->body);
+    for (size_t i = 0; i < sizeof ex->query / sizeof ex->query[0]; i++)
+        free(ex->query[i]);
+    reply_wait_clear(&ex->wait);
+    waiter_result_clear(&ex->wait_result);
+    free(ex);
+}
+
+static void suspend_exchange(void *request)
+{
+    struct exchange *ex = request;
+    MHD_suspend_connection(ex->conn);
+}
+
+static void resume_exchange(void *request)
+{
+    struct exchange *ex = request;
+    MHD_resume_connection(ex->conn);
+}
+
+/* Parks a synchronous request until its operation ends: registers the waiter and suspends the
+ * connection (in that order, under the waiter lock, so a fast result cannot be missed), then
+ * sends the job. */
+static enum MHD_Result start_waiting(const struct gateway *gw, struct MHD_Connection *conn,
+                                     struct exchange *ex, struct reply *r)
+{
+    ex->wait = r->wait;
+    memset(&r->wait, 0, sizeof r->wait);
+    reply_clear(r);
+    ex->waiting = true;
+    if (waiter_add(gw->waiters, ex->wait.operation_id, ex->wait.deadline_ms, ex, &ex->wait_result,
+                   suspend_exchange, resume_exchange) < 0) {
+        ex->waiting = false;
+        /* The operation is recorded: it runs, and last_operation reports it. */
+        if (ex->wait.job != NULL)
+            (void)dispatch_submit(gw->dispatch, ex->wait.job, ex->wait.job_len);
+        return queue_error(conn, ex, OSBQ_ERR_UNAVAILABLE,
+                           "Too many synchronous requests are waiting; the operation goes on: "
+                           "poll last_operation, or retry with accepts_incomplete=true.");
+    }
+    if (ex->wait.job != NULL && dispatch_submit(gw->dispatch, ex->wait.job, ex->wait.job_len) < 0)
+        log_warnx("job queue full: operation %s waits for recovery", ex->wait.operation_id);
+    free(ex->wait.job);
+    ex->wait.job = NULL;
+    return MHD_YES;
+}
+
 static struct exchange *exchange_new(struct MHD_Connection *conn, const char *url,
                                      const char *method)
 {
@@ -171,15 +239,24 @@ static struct exchange *exchange_new(struct MHD_Connection *conn, const char *ur
     ex->method = parse_method(method);
     ex->method_name = strdup(method);
     ex->path = strdup(url);
+    ex->conn = conn;
     const char *identity = header(conn, "X-Broker-API-Request-Identity");
     if (identity != NULL)
         ex->request_identity = strdup(identity);
-    if (ex->method_name == NULL || ex->path == NULL ||
-        (identity != NULL && ex->request_identity == NULL)) {
-        free(ex->method_name);
-        free(ex->path);
-        free(ex->request_identity);
-        free(ex);
+    bool ok = ex->method_name != NULL && ex->path != NULL &&
+              (identity == NULL || ex->request_identity != NULL);
+    for (size_t i = 0; ok && i < sizeof query_names / sizeof query_names[0]; i++) {
+        const char *raw = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, query_names[i]);
+        if (raw == NULL)
+            continue;
+        ex->query[i] = strdup(raw);
+        if (ex->query[i] == NULL)
+            ok = false;
+        else
+            (void)MHD_http_unescape(ex->query[i]);
+    }
+    if (!ok) {
+        exchange_free(ex);
         return NULL;
     }
     return ex;
@@ -248,7 +325,15 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
         return queue_error(conn, ex, OSBQ_ERR_TOO_LARGE,
                            "The request body is larger than the broker accepts.");
     struct reply r = {0};
+    if (ex->waiting) {
+        /* Resumed: the operation ended, or the wait did. */
+        ex->waiting = false;
+        osb_instance_sync_reply(gw, &ex->wait, &ex->wait_result, &r);
+        return queue_reply(conn, ex, &r);
+    }
     dispatch(gw, conn, ex, &r);
+    if (r.wait.operation_id != NULL)
+        return start_waiting(gw, conn, ex, &r);
     return queue_reply(conn, ex, &r);
 }
 
@@ -276,11 +361,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
             osbq_log_line_int(&line, "aborted", (int64_t)toe);
         osbq_log_line_end(&line);
     }
-    free(ex->method_name);
-    free(ex->path);
-    free(ex->request_identity);
-    free(ex->body);
-    free(ex);
+    exchange_free(ex);
     *con_cls = NULL;
 }
 
@@ -350,11 +431,12 @@ struct http_server *http_start(const struct gateway *gw, int listen_fd, struct o
     }
     server->listen_fd = listen_fd;
     server->daemon = MHD_start_daemon(
-        MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL, on_access,
-        (void *)(uintptr_t)gw, MHD_OPTION_LISTEN_SOCKET, listen_fd, MHD_OPTION_THREAD_POOL_SIZE,
-        (unsigned int)gw->cfg->http_threads, MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
-        MHD_OPTION_UNESCAPE_CALLBACK, keep_escaped, NULL, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)60, MHD_OPTION_END);
+        MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME, 0, NULL, NULL,
+        on_access, (void *)(uintptr_t)gw, MHD_OPTION_LISTEN_SOCKET, listen_fd,
+        MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)gw->cfg->http_threads,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_UNESCAPE_CALLBACK, keep_escaped,
+        NULL, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_CONNECTION_TIMEOUT,
+        (unsigned int)60, MHD_OPTION_END);
     if (server->daemon == NULL) {
         close(listen_fd);
         free(server);

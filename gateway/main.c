@@ -13,6 +13,7 @@
 #include "gateway.h"
 #include "http.h"
 #include "log.h"
+#include "registry.h"
 #include "store.h"
 
 #define PROG "osbq-gateway"
@@ -80,23 +81,41 @@ int main(int argc, char **argv)
     if (gw.store == NULL ||
         validate_auth_init(&gw.auth, cfg.broker_username, cfg.broker_password) < 0)
         fatalx("cannot initialise: out of memory or no random source");
+    unsigned char raw_id[16];
+    randombytes_buf(raw_id, sizeof raw_id);
+    sodium_bin2hex(gw.gateway_id, sizeof gw.gateway_id, raw_id, sizeof raw_id);
     if (osbq_store_ping(gw.store, &err) < 0)
         log_warnx("Redis is not reachable yet (%s); /readyz fails until it is", err.text);
 
+    gw.dispatch = dispatch_start(&bus, cfg.max_queued_jobs, &err);
+    if (gw.dispatch == NULL)
+        fatalx("%s", err.text);
+    gw.waiters = waiter_table_start(gw.store, &cfg, gw.gateway_id, &err);
+    if (gw.waiters == NULL)
+        fatalx("%s", err.text);
     struct http_server *server = http_start(&gw, listen_fd, &err);
     if (server == NULL)
         die("OSBQ_LISTEN", &err);
-    log_info("listening on %s:%u, bus %s (advertised as %s), %u HTTP threads, catalog %s",
-             cfg.listen.host, (unsigned)cfg.listen.port, cfg.bus_bind, cfg.bus_advertise,
-             cfg.http_threads, cfg.catalog_path);
+    struct registry *registry = registry_start(gw.store, cfg.bus_advertise, &err);
+    if (registry == NULL)
+        fatalx("%s", err.text);
+    log_info("gateway %s listening on %s:%u, bus %s (advertised as %s), %u HTTP threads, "
+             "catalog %s",
+             gw.gateway_id, cfg.listen.host, (unsigned)cfg.listen.port, cfg.bus_bind,
+             cfg.bus_advertise, cfg.http_threads, cfg.catalog_path);
 
     int signo = 0;
     while (sigwait(&stop_signals, &signo) != 0)
         ;
     log_info("received %s, stopping", signo == SIGINT ? "SIGINT" : "SIGTERM");
 
+    /* Workers drop this gateway first; waiting requests get their answer before HTTP stops;
+     * jobs still queued here are in Redis for the recovery loop. */
+    registry_stop(&registry);
+    waiter_table_drain(gw.waiters);
     http_stop(&server);
-    zsock_destroy(&bus);
+    waiter_table_stop(&gw.waiters);
+    dispatch_stop(&gw.dispatch);
     osbq_store_destroy(&gw.store);
     osbq_catalog_destroy(&catalog);
     osbq_config_clear(&cfg);

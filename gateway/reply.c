@@ -87,13 +87,40 @@ void reply_error(struct reply *out, enum osbq_err code, const char *description)
     out->www_authenticate = code == OSBQ_ERR_UNAUTHORIZED;
 }
 
+void reply_error_flags(struct reply *out, enum osbq_err code, const char *description,
+                       int instance_usable, int update_repeatable)
+{
+    reply_error(out, code, description);
+    if (instance_usable < 0 && update_repeatable < 0)
+        return;
+    json_t *body = json_loads(out->body ? out->body : "{}", 0, NULL);
+    unsigned status = out->status;
+    if (body == NULL)
+        return;
+    if (instance_usable >= 0)
+        json_object_set_new(body, "instance_usable", json_boolean(instance_usable));
+    if (update_repeatable >= 0)
+        json_object_set_new(body, "update_repeatable", json_boolean(update_repeatable));
+    reply_json(out, status, body);
+}
+
 void reply_error_from(struct reply *out, const struct osbq_error *err)
 {
     reply_error(out, err->code, err->text);
 }
 
+void reply_wait_clear(struct reply_wait *wait)
+{
+    free(wait->operation_id);
+    free(wait->instance_id);
+    free(wait->dashboard_url);
+    free(wait->job);
+    memset(wait, 0, sizeof *wait);
+}
+
 void reply_clear(struct reply *out)
 {
     free(out->body);
+    reply_wait_clear(&out->wait);
     memset(out, 0, sizeof *out);
 }

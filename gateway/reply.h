@@ -22,6 +22,11 @@ const struct reply_error_row *reply_error_row(enum osbq_err code);
  * NULL or empty for the row's default; the 422 codes always keep their fixed texts. */
 void reply_error(struct reply *out, enum osbq_err code, const char *description);
 
+/* Like reply_error, adding the spec's instance_usable / update_repeatable booleans to the
+ * body when they are 0 or 1 (-1 leaves a field out). */
+void reply_error_flags(struct reply *out, enum osbq_err code, const char *description,
+                       int instance_usable, int update_repeatable);
+
 /* Fills out with an error from err (code and text). */
 void reply_error_from(struct reply *out, const struct osbq_error *err);
 
@@ -33,5 +38,8 @@ void reply_static(struct reply *out, unsigned status, const char *body, size_t l
 
 /* Frees what out owns and zeroes it. */
 void reply_clear(struct reply *out);
+
+/* Frees what a wait owns and zeroes it. */
+void reply_wait_clear(struct reply_wait *wait);
 
 #endif

@@ -4,6 +4,9 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+
+#include "job.h"
 
 /* HTTP methods the router knows, as bits so a route can accept several. */
 enum http_method {
@@ -27,8 +30,25 @@ struct request {
     const char *if_none_match;        /* If-None-Match, or NULL */
     const char *content_type;         /* Content-Type, or NULL */
     const char *params[ROUTE_MAX_PARAMS]; /* decoded path parameters in pattern order */
+    const char *accepts_incomplete;       /* decoded query parameters, or NULL when absent */
+    const char *query_service_id;         /* ?service_id= */
+    const char *query_plan_id;            /* ?plan_id= */
+    const char *query_operation;          /* ?operation= */
     const char *body;                     /* request body (NUL-terminated), or NULL when empty */
     size_t body_len;                      /* bytes in body */
+};
+
+/* A synchronous request that must wait for its operation: http.c registers a waiter,
+ * suspends the connection, then sends the job; osb_instance_sync_reply answers on wake-up. */
+struct reply_wait {
+    char *operation_id;      /* owned; NULL when the request does not wait */
+    int64_t deadline_ms;     /* CLOCK_MONOTONIC ms */
+    enum osbq_job_kind kind; /* the operation's kind */
+    unsigned api_version;    /* the request's API version */
+    char *instance_id;       /* owned: for the final read after a timeout */
+    char *dashboard_url;     /* owned: decided at accept (provision), or NULL */
+    void *job;               /* owned encoded job to send once suspended, or NULL */
+    size_t job_len;          /* bytes in job */
 };
 
 /* A response under construction: handlers fill it through reply.h, http.c sends it. */
@@ -40,6 +60,8 @@ struct reply {
     const char *etag;        /* ETag header value (borrowed, static lifetime), or NULL */
     char allow[64];          /* Allow header for 405, or empty */
     bool www_authenticate;   /* add WWW-Authenticate (401) */
+    char retry_after[16];    /* Retry-After header (seconds), or empty */
+    struct reply_wait wait;  /* set instead of a status when the request waits */
 };
 
 #endif

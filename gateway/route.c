@@ -10,6 +10,11 @@
 /* Every endpoint of the gateway. Order does not matter: patterns do not overlap. */
 static const struct route routes[] = {
     {HTTP_GET, "/v2/catalog", osb_catalog_get},
+    {HTTP_PUT, "/v2/service_instances/:instance_id", osb_instance_put},
+    {HTTP_PATCH, "/v2/service_instances/:instance_id", osb_instance_patch},
+    {HTTP_DELETE, "/v2/service_instances/:instance_id", osb_instance_delete},
+    {HTTP_GET, "/v2/service_instances/:instance_id", osb_instance_get},
+    {HTTP_GET, "/v2/service_instances/:instance_id/last_operation", osb_last_operation_get},
     {HTTP_GET, "/healthz", health_live},
     {HTTP_GET, "/readyz", health_ready},
 };

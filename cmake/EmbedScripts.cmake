@@ -1,0 +1,17 @@
+# Embeds the Lua scripts of common/lua/ into a generated C file, so the store ships them inside
+# the binaries and they stay readable as .lua files in the source tree.
+function(osbq_embed_lua out_c)
+  set(body "/* Generated from the Lua files in common/lua by cmake/EmbedScripts.cmake; do not edit. */\n")
+  string(APPEND body "#include \"store_scripts.h\"\n\n")
+  set(table "")
+  foreach(name ${ARGN})
+    set(path ${CMAKE_CURRENT_SOURCE_DIR}/lua/${name}.lua)
+    set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${path})
+    file(READ ${path} hex HEX)
+    string(REGEX REPLACE "([0-9a-f][0-9a-f])" "0x\\1," bytes "${hex}")
+    string(APPEND body "static const char script_${name}[] = {${bytes}0x00};\n")
+    string(APPEND table "    {\"${name}\", script_${name}},\n")
+  endforeach()
+  string(APPEND body "\nconst struct store_script_text store_script_texts[] = {\n${table}};\n")
+  file(GENERATE OUTPUT ${out_c} CONTENT "${body}")
+endfunction()

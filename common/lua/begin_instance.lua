@@ -1,0 +1,94 @@
+-- Starts a provision, update or deprovision: takes the instance's exclusive lock and records the
+-- operation, or answers why not. One round trip; nothing is written unless the answer is
+-- "accepted" (or a waiter is added to an operation already running).
+-- KEYS: 1 instance hash, 2 new operation hash, 3 queue zset, 4 new operation's waiters set
+-- ARGV: 1 kind, 2 operation id, 3 digest, 4 now (ms), 5 waiting gateway id or "",
+--       6 service id, 7 plan id, 8 parameters JSON or "", 9 context JSON or "",
+--       10 maintenance version or "", 11 dashboard url or "", 12 encoded job,
+--       13 claim deadline (ms), 14 expected current plan or "", 15 key prefix "<ns>:",
+--       16 instance id, 17 api version
+-- Returns {answer, operation id?, dashboard url?, metadata?}; answers: accepted, in_progress,
+-- done, conflict, busy, not_found, gone, changed.
+local inst, op_key, queue, waiters = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local kind, op_id, digest, now, gateway = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
+local prefix = ARGV[15]
+
+local rec = redis.call('HMGET', inst, 'state', 'digest', 'lock_x', 'lock_s', 'last_op',
+                       'plan_id', 'dashboard_url', 'metadata')
+local state, inst_digest, lock_x, lock_s = rec[1], rec[2], rec[3], tonumber(rec[4] or '0')
+local last_op, current_plan = rec[5], rec[6]
+
+-- A request identical to the operation already running waits for it (sync) or gets its id.
+local function join(running)
+  if gateway ~= '' then
+    redis.call('SADD', prefix .. 'waiters:' .. running, gateway)
+    redis.call('PEXPIRE', prefix .. 'waiters:' .. running, 86400000)
+  end
+  return {'in_progress', running}
+end
+
+local function record(plan_id, prev_plan)
+  redis.call('HSET', op_key, 'kind', kind, 'instance', ARGV[16], 'instance_key', inst,
+             'service_id', ARGV[6], 'plan_id', plan_id, 'prev_plan_id', prev_plan,
+             'digest', digest, 'state', 'queued', 'attempt', '0', 'created_ms', now,
+             'api', ARGV[17], 'job', ARGV[12])
+  if ARGV[8] ~= '' then redis.call('HSET', op_key, 'parameters', ARGV[8]) end
+  if ARGV[9] ~= '' then redis.call('HSET', op_key, 'context', ARGV[9]) end
+  if ARGV[10] ~= '' then redis.call('HSET', op_key, 'maintenance_version', ARGV[10]) end
+  redis.call('ZADD', queue, ARGV[13], op_id)
+  if gateway ~= '' then
+    redis.call('SADD', waiters, gateway)
+    redis.call('PEXPIRE', waiters, 86400000)
+  end
+  redis.call('HSET', inst, 'lock_x', op_id, 'last_op', op_id)
+  return {'accepted', op_id, rec[7] or '', rec[8] or ''}
+end
+
+if kind == 'provision' then
+  if state and state ~= 'failed' and state ~= 'gone' then
+    if inst_digest ~= digest then return {'conflict'} end
+    if state == 'provisioned' then
+      if lock_x or lock_s > 0 then return {'busy'} end
+      return {'done', last_op, rec[7] or '', rec[8] or ''}
+    end
+    -- provisioning: the lock holder is the provision itself
+    if not lock_x then return {'busy'} end
+    return join(lock_x)
+  end
+  if lock_x or lock_s > 0 then return {'busy'} end
+  redis.call('DEL', inst)
+  redis.call('HSET', inst, 'instance_id', ARGV[16], 'service_id', ARGV[6], 'plan_id', ARGV[7],
+             'state', 'provisioning', 'digest', digest, 'created_ms', now)
+  if ARGV[8] ~= '' then redis.call('HSET', inst, 'parameters', ARGV[8]) end
+  if ARGV[9] ~= '' then redis.call('HSET', inst, 'context', ARGV[9]) end
+  if ARGV[10] ~= '' then redis.call('HSET', inst, 'maintenance_version', ARGV[10]) end
+  if ARGV[11] ~= '' then redis.call('HSET', inst, 'dashboard_url', ARGV[11]) end
+  rec[7] = ARGV[11]
+  return record(ARGV[7], '')
+end
+
+if kind == 'update' then
+  if state ~= 'provisioned' then return {'not_found'} end
+  if lock_x then
+    local running = redis.call('HMGET', prefix .. 'op:' .. lock_x, 'kind', 'digest')
+    if running[1] == 'update' and running[2] == digest then return join(lock_x) end
+    return {'busy'}
+  end
+  if lock_s > 0 then return {'busy'} end
+  if ARGV[14] ~= '' and ARGV[14] ~= current_plan then return {'changed'} end
+  local target = ARGV[7] ~= '' and ARGV[7] or current_plan
+  return record(target, current_plan)
+end
+
+if kind == 'deprovision' then
+  if not state or state == 'gone' then return {'gone'} end
+  if lock_x then
+    local running = redis.call('HGET', prefix .. 'op:' .. lock_x, 'kind')
+    if running == 'deprovision' then return join(lock_x) end
+    return {'busy'}
+  end
+  if lock_s > 0 then return {'busy'} end
+  return record(current_plan, current_plan)
+end
+
+return redis.error_reply('unknown operation kind ' .. kind)

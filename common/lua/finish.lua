@@ -1,0 +1,60 @@
+-- A worker records the outcome of an operation: its state, the instance's new attributes, the
+-- lock freed, the average duration for Retry-After, and synchronous waiters woken. Atomic.
+-- KEYS: 1 operation hash, 2 queue zset, 3 waiters set
+-- ARGV: 1 worker id, 2 "1" succeeded / "0" failed, 3 description, 4 dashboard url or "",
+--       5 metadata JSON or "", 6 instance_usable "1"/"0", 7 update_repeatable "1"/"0",
+--       8 now (ms), 9 retention (s), 10 key prefix "<ns>:", 11 operation id
+-- Returns 1, or 0 when the operation is no longer this worker's.
+local op_key, queue, waiters = KEYS[1], KEYS[2], KEYS[3]
+local rec = redis.call('HMGET', op_key, 'state', 'worker', 'kind', 'instance_key', 'plan_id',
+                       'parameters', 'context', 'maintenance_version', 'created_ms')
+if rec[1] ~= 'running' or rec[2] ~= ARGV[1] then return 0 end
+local kind, inst, plan_id = rec[3], rec[4], rec[5]
+local ok = ARGV[2] == '1'
+local now, retention = tonumber(ARGV[8]), tonumber(ARGV[9])
+local op_id, prefix = ARGV[11], ARGV[10]
+
+redis.call('HSET', op_key, 'state', ok and 'succeeded' or 'failed', 'description', ARGV[3],
+           'finished_ms', now)
+redis.call('HDEL', op_key, 'job', 'lease_until')
+if not ok and (kind == 'update' or kind == 'deprovision') then
+  redis.call('HSET', op_key, 'instance_usable', ARGV[6])
+  if kind == 'update' then redis.call('HSET', op_key, 'update_repeatable', ARGV[7]) end
+end
+redis.call('EXPIRE', op_key, retention)
+redis.call('ZREM', queue, op_id)
+
+if redis.call('HGET', inst, 'lock_x') == op_id then redis.call('HDEL', inst, 'lock_x') end
+if ok then
+  if ARGV[4] ~= '' then redis.call('HSET', inst, 'dashboard_url', ARGV[4]) end
+  if ARGV[5] ~= '' then redis.call('HSET', inst, 'metadata', ARGV[5]) end
+end
+if kind == 'provision' then
+  redis.call('HSET', inst, 'state', ok and 'provisioned' or 'failed')
+elseif kind == 'update' and ok then
+  redis.call('HSET', inst, 'plan_id', plan_id)
+  if rec[6] then redis.call('HSET', inst, 'parameters', rec[6]) end
+  if rec[7] then redis.call('HSET', inst, 'context', rec[7]) end
+  if rec[8] then redis.call('HSET', inst, 'maintenance_version', rec[8]) end
+elseif kind == 'deprovision' and ok then
+  redis.call('HSET', inst, 'state', 'gone')
+  redis.call('EXPIRE', inst, retention)
+end
+
+-- Average duration per plan and kind (exponentially weighted), for adaptive Retry-After.
+local took = now - tonumber(rec[9] or now)
+local stats = prefix .. 'stats:' .. plan_id
+local avg = tonumber(redis.call('HGET', stats, kind) or '-1')
+if avg < 0 then avg = took else avg = math.floor(avg * 0.8 + took * 0.2) end
+redis.call('HSET', stats, kind, avg)
+
+local gateways = redis.call('SMEMBERS', waiters)
+if #gateways > 0 then
+  local event = cjson.encode({operation = op_id, state = ok and 'succeeded' or 'failed',
+                              description = ARGV[3], dashboard_url = ARGV[4],
+                              metadata = ARGV[5], instance_usable = ARGV[6] == '1',
+                              update_repeatable = ARGV[7] == '1'})
+  for _, gw in ipairs(gateways) do redis.call('PUBLISH', prefix .. 'events:' .. gw, event) end
+  redis.call('DEL', waiters)
+end
+return 1

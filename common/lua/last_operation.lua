@@ -1,0 +1,18 @@
+-- Reads what last_operation answers for an instance, in one round trip.
+-- KEYS: 1 instance hash
+-- ARGV: 1 operation id or "", 2 key prefix "<ns>:", 3 instance id
+-- Returns {"not_found"}, {"unknown_operation"}, or {"ok", instance state, kind, state,
+-- description, instance_usable, update_repeatable, created_ms, plan_id, average ms or ""}.
+local rec = redis.call('HMGET', KEYS[1], 'state', 'last_op')
+if not rec[1] then return {'not_found'} end
+local op_id = ARGV[1] ~= '' and ARGV[1] or rec[2]
+if not op_id then return {'not_found'} end
+local op = redis.call('HMGET', ARGV[2] .. 'op:' .. op_id, 'kind', 'instance', 'state',
+                      'description', 'instance_usable', 'update_repeatable', 'created_ms',
+                      'plan_id', 'prev_plan_id')
+if not op[1] or op[2] ~= ARGV[3] then return {'unknown_operation'} end
+local stats_plan = op[8]
+if op[1] == 'update' and op[9] and op[9] ~= '' then stats_plan = op[9] end
+local avg = redis.call('HGET', ARGV[2] .. 'stats:' .. stats_plan, op[1]) or ''
+return {'ok', rec[1], op[1], op[3], op[4] or '', op[5] or '', op[6] or '', op[7] or '',
+        op[8] or '', avg}

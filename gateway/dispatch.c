@@ -1,0 +1,338 @@
+/* The dispatcher: owns the ROUTER socket, learns the workers' free slots from their READY
+ * messages, and sends queued jobs to the worker with the most room. */
+#include "dispatch.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bus.h"
+#include "log.h"
+
+/* How long the thread sleeps when nothing happens: bounds the time to notice a stop. */
+#define DISPATCH_TICK_MS 100
+
+/* One queued job. */
+struct job_buf {
+    size_t len;  /* bytes in data */
+    char data[]; /* the encoded job */
+};
+
+/* One worker as the dispatcher knows it. */
+struct worker_slot {
+    zframe_t *identity; /* the worker's ROUTER identity */
+    char *id;           /* the worker's own id (from READY) */
+    unsigned free;      /* free slots it announced, minus jobs sent since */
+    int64_t last_seen;  /* CLOCK_MONOTONIC ms of its last message */
+};
+
+struct dispatch {
+    zsock_t *router;             /* owned by the thread */
+    int wake_fd;                 /* eventfd: a job was submitted, or stop */
+    unsigned max_queued;         /* bound of queue */
+    pthread_mutex_t lock;        /* guards queue, stopping and stats */
+    zlistx_t *queue;             /* struct job_buf *, oldest first */
+    bool stopping;               /* set by dispatch_stop */
+    struct dispatch_stats stats; /* copy for dispatch_get_stats */
+    pthread_t thread;            /* the dispatcher thread */
+    zlistx_t *workers;           /* struct worker_slot *; thread-only */
+};
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    (void)clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void worker_free(struct worker_slot **wp)
+{
+    if (*wp == NULL)
+        return;
+    zframe_destroy(&(*wp)->identity);
+    free((*wp)->id);
+    free(*wp);
+    *wp = NULL;
+}
+
+static struct worker_slot *worker_find(struct dispatch *d, zframe_t *identity)
+{
+    for (struct worker_slot *w = zlistx_first(d->workers); w != NULL; w = zlistx_next(d->workers))
+        if (zframe_eq(w->identity, identity))
+            return w;
+    return NULL;
+}
+
+static void worker_remove(struct dispatch *d, struct worker_slot *gone)
+{
+    for (struct worker_slot *w = zlistx_first(d->workers); w != NULL; w = zlistx_next(d->workers)) {
+        if (w == gone) {
+            zlistx_delete(d->workers, zlistx_cursor(d->workers));
+            worker_free(&gone);
+            return;
+        }
+    }
+}
+
+/* Puts a job back at the head of the queue (a worker handed it back, or could not take it). */
+static void requeue_front(struct dispatch *d, const void *job, size_t len)
+{
+    struct job_buf *buf = malloc(sizeof *buf + len);
+    if (buf == NULL) {
+        log_warnx("out of memory: dropping a job; recovery resends it from Redis");
+        return;
+    }
+    buf->len = len;
+    memcpy(buf->data, job, len);
+    pthread_mutex_lock(&d->lock);
+    zlistx_add_start(d->queue, buf);
+    pthread_mutex_unlock(&d->lock);
+}
+
+static void handle_message(struct dispatch *d)
+{
+    zmsg_t *msg = zmsg_recv(d->router);
+    if (msg == NULL)
+        return;
+    zframe_t *identity = zmsg_pop(msg);
+    char *command = zmsg_popstr(msg);
+    if (identity == NULL || command == NULL)
+        goto out;
+    if (strcmp(command, OSBQ_BUS_READY) == 0) {
+        char *id = zmsg_popstr(msg);
+        char *free_text = zmsg_popstr(msg);
+        char *end = NULL;
+        unsigned long slots = free_text ? strtoul(free_text, &end, 10) : 0;
+        if (id == NULL || free_text == NULL || *end != '\0' || slots > 1000000) {
+            log_warnx("ignoring a malformed READY message");
+        } else {
+            struct worker_slot *w = worker_find(d, identity);
+            if (w == NULL) {
+                w = calloc(1, sizeof *w);
+                if (w != NULL) {
+                    w->identity = identity;
+                    w->id = id;
+                    identity = NULL;
+                    id = NULL;
+                    zlistx_add_end(d->workers, w);
+                    log_info("worker %s connected (%lu free slots)", w->id, slots);
+                }
+            }
+            if (w != NULL) {
+                w->free = (unsigned)slots;
+                w->last_seen = now_ms();
+            }
+        }
+        free(id);
+        free(free_text);
+    } else if (strcmp(command, OSBQ_BUS_REJECT) == 0) {
+        zframe_t *job = zmsg_pop(msg);
+        struct worker_slot *w = worker_find(d, identity);
+        if (w != NULL) {
+            w->free = 0;
+            w->last_seen = now_ms();
+        }
+        if (job != NULL)
+            requeue_front(d, zframe_data(job), zframe_size(job));
+        zframe_destroy(&job);
+    } else {
+        log_warnx("ignoring unknown bus command \"%.16s\"", command);
+    }
+out:
+    free(command);
+    zframe_destroy(&identity);
+    zmsg_destroy(&msg);
+}
+
+/* The live worker with the most free slots, or NULL. */
+static struct worker_slot *roomiest_worker(struct dispatch *d)
+{
+    struct worker_slot *best = NULL;
+    for (struct worker_slot *w = zlistx_first(d->workers); w != NULL; w = zlistx_next(d->workers))
+        if (w->free > 0 && (best == NULL || w->free > best->free))
+            best = w;
+    return best;
+}
+
+static void send_queued(struct dispatch *d)
+{
+    for (;;) {
+        struct worker_slot *w = roomiest_worker(d);
+        if (w == NULL)
+            return;
+        pthread_mutex_lock(&d->lock);
+        struct job_buf *job = zlistx_first(d->queue);
+        if (job != NULL)
+            zlistx_detach_cur(d->queue);
+        pthread_mutex_unlock(&d->lock);
+        if (job == NULL)
+            return;
+        if (osbq_bus_send_job(d->router, w->identity, job->data, job->len) < 0) {
+            /* ROUTER_MANDATORY: the worker is gone. Keep the job for another one. */
+            log_info("worker %s unreachable, forgetting it", w->id);
+            requeue_front(d, job->data, job->len);
+            worker_remove(d, w);
+        } else {
+            w->free--;
+        }
+        free(job);
+    }
+}
+
+static void expire_workers(struct dispatch *d)
+{
+    int64_t limit = now_ms() - OSBQ_BUS_WORKER_EXPIRY_MS;
+    struct worker_slot *w = zlistx_first(d->workers);
+    while (w != NULL) {
+        if (w->last_seen < limit) {
+            log_info("worker %s silent, forgetting it", w->id);
+            zlistx_delete(d->workers, zlistx_cursor(d->workers));
+            worker_free(&w);
+            w = zlistx_first(d->workers);
+            continue;
+        }
+        w = zlistx_next(d->workers);
+    }
+}
+
+static void publish_stats(struct dispatch *d)
+{
+    struct dispatch_stats s = {0};
+    for (struct worker_slot *w = zlistx_first(d->workers); w != NULL; w = zlistx_next(d->workers)) {
+        s.workers++;
+        s.free_slots += w->free;
+    }
+    pthread_mutex_lock(&d->lock);
+    s.queued = zlistx_size(d->queue);
+    d->stats = s;
+    pthread_mutex_unlock(&d->lock);
+}
+
+static void *dispatch_thread(void *arg)
+{
+    struct dispatch *d = arg;
+    zmq_pollitem_t items[2] = {
+        {.socket = zsock_resolve(d->router), .events = ZMQ_POLLIN},
+        {.fd = d->wake_fd, .events = ZMQ_POLLIN},
+    };
+    int64_t next_expiry = now_ms() + 500;
+    for (;;) {
+        pthread_mutex_lock(&d->lock);
+        bool stop = d->stopping;
+        pthread_mutex_unlock(&d->lock);
+        if (stop)
+            break;
+        int rc = zmq_poll(items, 2, DISPATCH_TICK_MS);
+        if (rc < 0 && zmq_errno() != EINTR) {
+            log_warnx("zmq_poll: %s", zmq_strerror(zmq_errno()));
+            continue;
+        }
+        if (items[1].revents & ZMQ_POLLIN) {
+            uint64_t count;
+            (void)!read(d->wake_fd, &count, sizeof count);
+        }
+        /* Read everything pending so the credits are current before sending. */
+        while (zsock_events(d->router) & ZMQ_POLLIN)
+            handle_message(d);
+        if (now_ms() >= next_expiry) {
+            expire_workers(d);
+            next_expiry = now_ms() + 500;
+        }
+        send_queued(d);
+        publish_stats(d);
+    }
+    return NULL;
+}
+
+struct dispatch *dispatch_start(zsock_t **routerp, unsigned max_queued, struct osbq_error *err)
+{
+    struct dispatch *d = calloc(1, sizeof *d);
+    if (d == NULL)
+        goto out_fail;
+    d->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    d->queue = zlistx_new();
+    d->workers = zlistx_new();
+    d->max_queued = max_queued;
+    if (d->wake_fd < 0 || d->queue == NULL || d->workers == NULL ||
+        pthread_mutex_init(&d->lock, NULL) != 0)
+        goto out_free;
+    d->router = *routerp;
+    /* A send to a worker that vanished must fail, not vanish silently. */
+    zsock_set_router_mandatory(d->router, 1);
+    if (pthread_create(&d->thread, NULL, dispatch_thread, d) != 0) {
+        pthread_mutex_destroy(&d->lock);
+        goto out_free;
+    }
+    *routerp = NULL;
+    return d;
+out_free:
+    if (d->wake_fd >= 0)
+        close(d->wake_fd);
+    zlistx_destroy(&d->queue);
+    zlistx_destroy(&d->workers);
+    free(d);
+out_fail:
+    osbq_error_set(err, OSBQ_ERR_INTERNAL, "cannot start the dispatcher");
+    return NULL;
+}
+
+static void wake_thread(struct dispatch *d)
+{
+    uint64_t one = 1;
+    (void)!write(d->wake_fd, &one, sizeof one);
+}
+
+int dispatch_submit(struct dispatch *d, const void *job, size_t len)
+{
+    struct job_buf *buf = malloc(sizeof *buf + len);
+    if (buf == NULL)
+        return -1;
+    buf->len = len;
+    memcpy(buf->data, job, len);
+    pthread_mutex_lock(&d->lock);
+    bool full = zlistx_size(d->queue) >= d->max_queued;
+    if (!full)
+        zlistx_add_end(d->queue, buf);
+    pthread_mutex_unlock(&d->lock);
+    if (full) {
+        free(buf);
+        return -1;
+    }
+    wake_thread(d);
+    return 0;
+}
+
+void dispatch_get_stats(struct dispatch *d, struct dispatch_stats *out)
+{
+    pthread_mutex_lock(&d->lock);
+    *out = d->stats;
+    pthread_mutex_unlock(&d->lock);
+}
+
+void dispatch_stop(struct dispatch **dp)
+{
+    struct dispatch *d = dp ? *dp : NULL;
+    if (d == NULL)
+        return;
+    pthread_mutex_lock(&d->lock);
+    d->stopping = true;
+    pthread_mutex_unlock(&d->lock);
+    wake_thread(d);
+    pthread_join(d->thread, NULL);
+    for (struct job_buf *job = zlistx_first(d->queue); job != NULL; job = zlistx_next(d->queue))
+        free(job);
+    zlistx_destroy(&d->queue);
+    for (struct worker_slot *w = zlistx_first(d->workers); w != NULL; w = zlistx_next(d->workers))
+        worker_free(&w);
+    zlistx_destroy(&d->workers);
+    zsock_destroy(&d->router);
+    close(d->wake_fd);
+    pthread_mutex_destroy(&d->lock);
+    free(d);
+    *dp = NULL;
+}

@@ -1,0 +1,33 @@
+/* The dispatcher: the thread that owns the gateway's ROUTER socket, tracks the workers' free
+ * slots, and sends each job to a worker with room (common/bus.h has the protocol). */
+#ifndef OSBQ_GATEWAY_DISPATCH_H
+#define OSBQ_GATEWAY_DISPATCH_H
+
+#include <czmq.h>
+#include <stddef.h>
+
+#include "error.h"
+
+struct dispatch;
+
+/* Starts the dispatcher thread on router (which it takes over: *routerp is set to NULL).
+ * max_queued bounds the jobs held while no worker has room. NULL with err on failure. */
+struct dispatch *dispatch_start(zsock_t **routerp, unsigned max_queued, struct osbq_error *err);
+
+/* Stops the thread and frees everything, queued jobs included (they are in Redis); sets *dp to
+ * NULL; accepts NULL. */
+void dispatch_stop(struct dispatch **dp);
+
+/* Queues an encoded job for the next worker with a free slot; copies it. Safe from any thread.
+ * Returns 0, or -1 when the queue is full (the job stays recorded in Redis). */
+int dispatch_submit(struct dispatch *d, const void *job, size_t len);
+
+/* Figures for logs and /metrics: jobs waiting, workers known, their free slots. */
+struct dispatch_stats {
+    size_t queued;     /* jobs waiting for a worker */
+    size_t workers;    /* live workers */
+    size_t free_slots; /* their free slots, as last announced */
+};
+void dispatch_get_stats(struct dispatch *d, struct dispatch_stats *out);
+
+#endif

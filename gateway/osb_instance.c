@@ -1,0 +1,524 @@
+/* Service instances: provision (PUT), update (PATCH), deprovision (DELETE), fetch (GET), and
+ * the answer to a synchronous request once its operation ended. docs/decisions/0003 has the
+ * status table. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "handlers.h"
+#include "log.h"
+#include "osb_request.h"
+
+/* What an accepted request needs to become an operation. */
+struct accept {
+    enum osbq_job_kind kind;         /* provision, update or deprovision */
+    const char *instance_id;         /* decoded path id */
+    const char *service_id;          /* service id */
+    const char *plan_id;             /* target plan (the job's plan) */
+    const struct osbq_plan *plan;    /* that plan in the catalog, or NULL (deprovision of a
+                                      * plan no longer offered) */
+    const char *parameters;          /* compact JSON, or NULL */
+    const char *context;             /* compact JSON, or NULL */
+    const char *maintenance_info;    /* compact JSON of the request's maintenance_info, or NULL */
+    const char *maintenance_version; /* its version, or NULL */
+    const char *dashboard_url;       /* provision: decided now, or NULL */
+    const char *expected_plan_id;    /* update: the plan validated against */
+    const char *digest;              /* idempotency digest */
+};
+
+/* The metadata object a version may see: labels from 2.16, attributes from 2.17. */
+static json_t *metadata_for(const char *text, unsigned api_version)
+{
+    if (text == NULL || api_version < API_METADATA)
+        return NULL;
+    json_t *metadata = json_loads(text, 0, NULL);
+    if (!json_is_object(metadata)) {
+        json_decref(metadata);
+        return NULL;
+    }
+    if (api_version < API_ATTRIBUTES)
+        json_object_del(metadata, "attributes");
+    return metadata;
+}
+
+static void set_string(json_t *body, const char *key, const char *value)
+{
+    if (value != NULL && value[0] != '\0')
+        json_object_set_new(body, key, json_string(value));
+}
+
+/* 202 with the operation (2.9+) and, for a provision, the dashboard URL. */
+static void reply_accepted(struct reply *out, const struct request *req, enum osbq_job_kind kind,
+                           const char *operation_id, const char *dashboard_url)
+{
+    json_t *body = json_object();
+    if (req->api_version >= API_OPERATION)
+        set_string(body, "operation", operation_id);
+    if (kind == OSBQ_JOB_PROVISION)
+        set_string(body, "dashboard_url", dashboard_url);
+    reply_json(out, 202, body);
+}
+
+static int64_t sync_timeout_ms(const struct osbq_plan *plan)
+{
+    return plan ? plan->sync_timeout_ms : OSBQ_CATALOG_SYNC_TIMEOUT_MS_DEFAULT;
+}
+
+/* Sets out->wait so http.c suspends the request until operation_id ends. job (owned, may be
+ * NULL) is sent once the request is suspended. */
+static void wait_for(struct reply *out, const struct request *req, const struct accept *a,
+                     const char *operation_id, const char *dashboard_url, char *job, size_t job_len)
+{
+    struct reply_wait *w = &out->wait;
+    reply_clear(out);
+    w->operation_id = strdup(operation_id);
+    w->instance_id = strdup(a->instance_id);
+    w->dashboard_url = dashboard_url ? strdup(dashboard_url) : NULL;
+    w->deadline_ms = waiter_now_ms() + sync_timeout_ms(a->plan);
+    w->kind = a->kind;
+    w->api_version = req->api_version;
+    w->job = job;
+    w->job_len = job_len;
+    if (w->operation_id == NULL || w->instance_id == NULL) {
+        reply_error(out, OSBQ_ERR_INTERNAL, "Out of memory.");
+        return;
+    }
+}
+
+/* Records the operation and answers: 202 (async), a wait (sync), or why not. */
+static void accept_operation(const struct gateway *gw, const struct request *req,
+                             const struct accept *a, struct reply *out)
+{
+    char operation_id[33];
+    osb_new_operation_id(operation_id);
+    bool async = osb_accepts_incomplete(req);
+    struct osbq_job job = {
+        .operation_id = operation_id,
+        .kind = a->kind,
+        .instance_id = (char *)(uintptr_t)a->instance_id,
+        .service_id = (char *)(uintptr_t)a->service_id,
+        .plan_id = (char *)(uintptr_t)a->plan_id,
+        .parameters = (char *)(uintptr_t)a->parameters,
+        .context = (char *)(uintptr_t)a->context,
+        .maintenance_info = (char *)(uintptr_t)a->maintenance_info,
+        .api_version = req->api_version,
+        .originating_identity = (char *)(uintptr_t)req->originating_identity,
+        .request_identity = (char *)(uintptr_t)req->request_identity,
+        .attempt = 1,
+    };
+    char *bytes = NULL;
+    size_t len = 0;
+    char why[200];
+    if (osbq_job_encode(&job, &bytes, &len, why, sizeof why) < 0) {
+        log_warnx("cannot encode a job: %s", why);
+        reply_error(out, OSBQ_ERR_BAD_REQUEST, "The request cannot be turned into a job.");
+        return;
+    }
+    struct osbq_begin_request begin = {
+        .kind = osbq_job_kind_name(a->kind),
+        .operation_id = operation_id,
+        .instance_id = a->instance_id,
+        .digest = a->digest,
+        .waiting_gateway = async ? NULL : gw->gateway_id,
+        .service_id = a->service_id,
+        .plan_id = a->plan_id,
+        .parameters = a->parameters,
+        .context = a->context,
+        .maintenance_version = a->maintenance_version,
+        .dashboard_url = a->dashboard_url,
+        .expected_plan_id = a->expected_plan_id,
+        .job = bytes,
+        .job_len = len,
+        .api_version = req->api_version,
+        .claim_timeout_ms = 30000,
+    };
+    struct osbq_begin_reply got = {0};
+    struct osbq_error err = {0};
+    if (osbq_store_begin_instance(gw->store, &begin, &got, &err) < 0) {
+        free(bytes);
+        log_warnx("%s", err.text);
+        reply_error(out, OSBQ_ERR_UNAVAILABLE,
+                    "The broker's state store is unavailable; "
+                    "try again later.");
+        return;
+    }
+    switch (got.answer) {
+    case OSBQ_BEGIN_ACCEPTED:
+        if (async) {
+            if (dispatch_submit(gw->dispatch, bytes, len) < 0)
+                log_warnx("job queue full: operation %s waits for recovery", operation_id);
+            free(bytes);
+            reply_accepted(out, req, a->kind, operation_id, got.dashboard_url);
+        } else {
+            wait_for(out, req, a, operation_id, got.dashboard_url, bytes, len);
+        }
+        break;
+    case OSBQ_BEGIN_IN_PROGRESS:
+        free(bytes);
+        if (async)
+            reply_accepted(out, req, a->kind, got.operation_id, got.dashboard_url);
+        else
+            wait_for(out, req, a, got.operation_id, got.dashboard_url, NULL, 0);
+        break;
+    case OSBQ_BEGIN_DONE: {
+        free(bytes);
+        json_t *body = json_object();
+        set_string(body, "dashboard_url", got.dashboard_url);
+        json_t *metadata = metadata_for(got.metadata, req->api_version);
+        if (metadata != NULL)
+            json_object_set_new(body, "metadata", metadata);
+        reply_json(out, 200, body);
+        break;
+    }
+    case OSBQ_BEGIN_CONFLICT:
+        free(bytes);
+        reply_error(out, OSBQ_ERR_CONFLICT,
+                    "A service instance with this id already exists with different "
+                    "attributes.");
+        break;
+    case OSBQ_BEGIN_BUSY:
+    case OSBQ_BEGIN_CHANGED:
+        free(bytes);
+        reply_error(out, OSBQ_ERR_CONCURRENCY, NULL);
+        break;
+    case OSBQ_BEGIN_NOT_FOUND:
+        free(bytes);
+        reply_error(out, OSBQ_ERR_NOT_FOUND, "The service instance does not exist.");
+        break;
+    case OSBQ_BEGIN_GONE:
+        free(bytes);
+        reply_error(out, OSBQ_ERR_GONE, "The service instance does not exist.");
+        break;
+    }
+    osbq_begin_reply_clear(&got);
+}
+
+/* Checks a maintenance_info member against plan; false with the reply set. */
+static bool check_maintenance(json_t *body, const struct osbq_plan *plan, const char **version,
+                              json_t **info, struct reply *out)
+{
+    *version = NULL;
+    if (!osb_optional_object(body, "maintenance_info", info, out))
+        return false;
+    if (*info == NULL)
+        return true;
+    json_t *v = json_object_get(*info, "version");
+    if (!json_is_string(v) || json_string_length(v) == 0)
+        return osb_bad_request(out, "\"maintenance_info.version\" must be a non-empty string.");
+    *version = json_string_value(v);
+    if (plan->maintenance_version == NULL || strcmp(plan->maintenance_version, *version) != 0) {
+        reply_error(out, OSBQ_ERR_MAINTENANCE_INFO, NULL);
+        return false;
+    }
+    return true;
+}
+
+/* Finds the plan and checks it belongs to service_id; false with a 400. */
+static bool find_plan(const struct gateway *gw, const char *service_id, const char *plan_id,
+                      const struct osbq_plan **plan, struct reply *out)
+{
+    *plan = osbq_catalog_plan(gw->catalog, plan_id);
+    if (*plan == NULL)
+        return osb_bad_request(out, "Unknown plan_id \"%s\".", plan_id);
+    if (strcmp((*plan)->service->id, service_id) != 0)
+        return osb_bad_request(out, "The plan \"%s\" is not a plan of the service \"%s\".", plan_id,
+                               service_id);
+    return true;
+}
+
+void osb_instance_put(const struct gateway *gw, const struct request *req, struct reply *out)
+{
+    const char *instance_id = req->params[0];
+    if (!osb_valid_id(instance_id, "instance_id", out))
+        return;
+    json_t *body = osb_parse_body(req, out);
+    if (body == NULL)
+        return;
+    const char *service_id, *plan_id, *org, *space, *mv;
+    json_t *parameters, *context, *info;
+    const struct osbq_plan *plan;
+    char *params_text = NULL, *context_text = NULL, *info_text = NULL, *dashboard = NULL;
+    if (!osb_optional_string(body, "service_id", &service_id, out) ||
+        !osb_optional_string(body, "plan_id", &plan_id, out) ||
+        !osb_optional_string(body, "organization_guid", &org, out) ||
+        !osb_optional_string(body, "space_guid", &space, out) ||
+        !osb_optional_object(body, "parameters", &parameters, out) ||
+        !osb_optional_object(body, "context", &context, out))
+        goto out;
+    if (service_id == NULL || plan_id == NULL) {
+        osb_bad_request(out, "\"service_id\" and \"plan_id\" are required.");
+        goto out;
+    }
+    if (context == NULL && (org == NULL || space == NULL)) {
+        osb_bad_request(out, "\"organization_guid\" and \"space_guid\" are required when "
+                             "\"context\" is absent.");
+        goto out;
+    }
+    if (!find_plan(gw, service_id, plan_id, &plan, out) ||
+        !check_maintenance(body, plan, &mv, &info, out))
+        goto out;
+    if (plan->async_required && !osb_accepts_incomplete(req)) {
+        reply_error(out, OSBQ_ERR_ASYNC_REQUIRED, NULL);
+        goto out;
+    }
+    json_t *identity =
+        json_pack("{s:s, s:s, s:O?, s:O?, s:s?, s:s?, s:s?}", "service_id", service_id, "plan_id",
+                  plan_id, "parameters", parameters, "context", context, "organization_guid", org,
+                  "space_guid", space, "maintenance_version", mv);
+    char digest[33];
+    osb_digest(identity, digest);
+    json_decref(identity);
+    params_text = osb_canonical(parameters);
+    context_text = osb_canonical(context);
+    info_text = osb_canonical(info);
+    dashboard = osbq_plan_dashboard_url(plan, instance_id);
+    struct accept a = {
+        .kind = OSBQ_JOB_PROVISION,
+        .instance_id = instance_id,
+        .service_id = service_id,
+        .plan_id = plan_id,
+        .plan = plan,
+        .parameters = params_text,
+        .context = context_text,
+        .maintenance_info = info_text,
+        .maintenance_version = mv,
+        .dashboard_url = dashboard,
+        .digest = digest,
+    };
+    accept_operation(gw, req, &a, out);
+out:
+    free(params_text);
+    free(context_text);
+    free(info_text);
+    free(dashboard);
+    json_decref(body);
+}
+
+void osb_instance_patch(const struct gateway *gw, const struct request *req, struct reply *out)
+{
+    const char *instance_id = req->params[0];
+    if (!osb_valid_id(instance_id, "instance_id", out))
+        return;
+    json_t *body = osb_parse_body(req, out);
+    if (body == NULL)
+        return;
+    const char *service_id, *plan_id, *mv;
+    json_t *parameters, *context, *previous, *info;
+    struct osbq_instance inst = {0};
+    struct osbq_error err = {0};
+    char *params_text = NULL, *context_text = NULL, *info_text = NULL;
+    if (!osb_optional_string(body, "service_id", &service_id, out) ||
+        !osb_optional_string(body, "plan_id", &plan_id, out) ||
+        !osb_optional_object(body, "parameters", &parameters, out) ||
+        !osb_optional_object(body, "context", &context, out) ||
+        !osb_optional_object(body, "previous_values", &previous, out))
+        goto out;
+    if (service_id == NULL) {
+        osb_bad_request(out, "\"service_id\" is required.");
+        goto out;
+    }
+    int found = osbq_store_instance_get(gw->store, instance_id, &inst, &err);
+    if (found < 0) {
+        log_warnx("%s", err.text);
+        reply_error(out, OSBQ_ERR_UNAVAILABLE, NULL);
+        goto out;
+    }
+    if (found == 0 || strcmp(inst.state, "failed") == 0 || strcmp(inst.state, "gone") == 0) {
+        reply_error(out, OSBQ_ERR_NOT_FOUND, "The service instance does not exist.");
+        goto out;
+    }
+    if (strcmp(inst.state, "provisioned") != 0) {
+        reply_error(out, OSBQ_ERR_CONCURRENCY, NULL);
+        goto out;
+    }
+    if (strcmp(inst.service_id, service_id) != 0) {
+        osb_bad_request(out, "The instance belongs to the service \"%s\", not \"%s\".",
+                        inst.service_id, service_id);
+        goto out;
+    }
+    const struct osbq_plan *current = osbq_catalog_plan(gw->catalog, inst.plan_id);
+    const struct osbq_plan *target = current;
+    if (plan_id != NULL && !find_plan(gw, service_id, plan_id, &target, out))
+        goto out;
+    if (target == NULL) {
+        reply_error(out, OSBQ_ERR_UNPROCESSABLE,
+                    "The instance's plan is no longer offered: name a plan to move to.");
+        goto out;
+    }
+    if (current != target && (current == NULL || !current->plan_updateable)) {
+        reply_error(out, OSBQ_ERR_UNPROCESSABLE,
+                    "The instance's plan does not allow changing plans (plan_updateable).");
+        goto out;
+    }
+    if (!check_maintenance(body, target, &mv, &info, out))
+        goto out;
+    if (target->async_required && !osb_accepts_incomplete(req)) {
+        reply_error(out, OSBQ_ERR_ASYNC_REQUIRED, NULL);
+        goto out;
+    }
+    json_t *identity =
+        json_pack("{s:s, s:s, s:O?, s:O?, s:s?}", "service_id", service_id, "plan_id", target->id,
+                  "parameters", parameters, "context", context, "maintenance_version", mv);
+    char digest[33];
+    osb_digest(identity, digest);
+    json_decref(identity);
+    params_text = osb_canonical(parameters);
+    context_text = osb_canonical(context);
+    info_text = osb_canonical(info);
+    struct accept a = {
+        .kind = OSBQ_JOB_UPDATE,
+        .instance_id = instance_id,
+        .service_id = service_id,
+        .plan_id = target->id,
+        .plan = target,
+        .parameters = params_text,
+        .context = context_text,
+        .maintenance_info = info_text,
+        .maintenance_version = mv,
+        .expected_plan_id = inst.plan_id,
+        .digest = digest,
+    };
+    accept_operation(gw, req, &a, out);
+out:
+    free(params_text);
+    free(context_text);
+    free(info_text);
+    osbq_instance_clear(&inst);
+    json_decref(body);
+}
+
+void osb_instance_delete(const struct gateway *gw, const struct request *req, struct reply *out)
+{
+    const char *instance_id = req->params[0];
+    if (!osb_valid_id(instance_id, "instance_id", out))
+        return;
+    if (req->query_service_id == NULL || req->query_service_id[0] == '\0' ||
+        req->query_plan_id == NULL || req->query_plan_id[0] == '\0') {
+        osb_bad_request(out, "The query parameters service_id and plan_id are required.");
+        return;
+    }
+    /* The plan may have left the catalog since the instance was made: deprovisioning must
+     * still work, with the defaults. */
+    const struct osbq_plan *plan = osbq_catalog_plan(gw->catalog, req->query_plan_id);
+    if (plan != NULL && plan->async_required && !osb_accepts_incomplete(req)) {
+        reply_error(out, OSBQ_ERR_ASYNC_REQUIRED, NULL);
+        return;
+    }
+    struct accept a = {
+        .kind = OSBQ_JOB_DEPROVISION,
+        .instance_id = instance_id,
+        .service_id = req->query_service_id,
+        .plan_id = req->query_plan_id,
+        .plan = plan,
+        .digest = "",
+    };
+    accept_operation(gw, req, &a, out);
+}
+
+void osb_instance_get(const struct gateway *gw, const struct request *req, struct reply *out)
+{
+    const char *instance_id = req->params[0];
+    if (req->api_version < API_FETCH) {
+        reply_error(out, OSBQ_ERR_NOT_FOUND, "Fetching a service instance needs API 2.14.");
+        return;
+    }
+    if (!osb_valid_id(instance_id, "instance_id", out))
+        return;
+    struct osbq_instance inst = {0};
+    struct osbq_error err = {0};
+    int found = osbq_store_instance_get(gw->store, instance_id, &inst, &err);
+    if (found < 0) {
+        log_warnx("%s", err.text);
+        reply_error(out, OSBQ_ERR_UNAVAILABLE, NULL);
+        return;
+    }
+    if (found == 0 || strcmp(inst.state, "provisioned") != 0) {
+        reply_error(out, OSBQ_ERR_NOT_FOUND, "The service instance does not exist.");
+        goto out;
+    }
+    if (inst.lock_holder != NULL) {
+        reply_error(out, OSBQ_ERR_CONCURRENCY, NULL);
+        goto out;
+    }
+    const struct osbq_service *service = osbq_catalog_service(gw->catalog, inst.service_id);
+    if (service != NULL && !service->instances_retrievable) {
+        osb_bad_request(out, "The service does not allow fetching instances "
+                             "(instances_retrievable).");
+        goto out;
+    }
+    json_t *body = json_object();
+    set_string(body, "service_id", inst.service_id);
+    set_string(body, "plan_id", inst.plan_id);
+    set_string(body, "dashboard_url", inst.dashboard_url);
+    json_t *parameters = inst.parameters ? json_loads(inst.parameters, 0, NULL) : NULL;
+    if (parameters != NULL)
+        json_object_set_new(body, "parameters", parameters);
+    if (inst.maintenance_version != NULL && req->api_version >= API_RETRY_AFTER)
+        json_object_set_new(body, "maintenance_info",
+                            json_pack("{s:s}", "version", inst.maintenance_version));
+    json_t *metadata = metadata_for(inst.metadata, req->api_version);
+    if (metadata != NULL)
+        json_object_set_new(body, "metadata", metadata);
+    reply_json(out, 200, body);
+out:
+    osbq_instance_clear(&inst);
+}
+
+/* The final answer of a synchronous request, from the outcome its operation announced. */
+static void sync_finished(const struct reply_wait *wait, const struct waiter_result *result,
+                          struct reply *out)
+{
+    if (!result->succeeded) {
+        bool flags = wait->api_version >= API_METADATA;
+        int usable = flags && wait->kind != OSBQ_JOB_PROVISION ? result->instance_usable : -1;
+        int repeatable = flags && wait->kind == OSBQ_JOB_UPDATE ? result->update_repeatable : -1;
+        reply_error_flags(out, OSBQ_ERR_BACKEND, result->description, usable, repeatable);
+        return;
+    }
+    json_t *body = json_object();
+    const char *dashboard = result->dashboard_url ? result->dashboard_url : wait->dashboard_url;
+    if (wait->kind == OSBQ_JOB_PROVISION ||
+        (wait->kind == OSBQ_JOB_UPDATE && wait->api_version >= API_FETCH))
+        set_string(body, "dashboard_url", dashboard);
+    json_t *metadata = wait->kind != OSBQ_JOB_DEPROVISION
+                           ? metadata_for(result->metadata, wait->api_version)
+                           : NULL;
+    if (metadata != NULL)
+        json_object_set_new(body, "metadata", metadata);
+    reply_json(out, wait->kind == OSBQ_JOB_PROVISION ? 201 : 200, body);
+}
+
+void osb_instance_sync_reply(const struct gateway *gw, const struct reply_wait *wait,
+                             const struct waiter_result *result, struct reply *out)
+{
+    switch (result->outcome) {
+    case WAITER_FINISHED:
+        sync_finished(wait, result, out);
+        return;
+    case WAITER_SHUTDOWN:
+        reply_error(out, OSBQ_ERR_UNAVAILABLE,
+                    "The broker is restarting; the operation goes on: poll last_operation.");
+        return;
+    case WAITER_TIMEOUT:
+        break;
+    }
+    /* The event may have been lost (Redis reconnect): read the outcome once before giving up. */
+    struct osbq_last_op op = {0};
+    struct osbq_error err = {0};
+    int found =
+        osbq_store_last_operation(gw->store, wait->instance_id, wait->operation_id, &op, &err);
+    if (found == 1 && (strcmp(op.state, "succeeded") == 0 || strcmp(op.state, "failed") == 0)) {
+        struct waiter_result read = {
+            .outcome = WAITER_FINISHED,
+            .succeeded = strcmp(op.state, "succeeded") == 0,
+            .description = op.description,
+            .instance_usable = op.instance_usable != 0,
+            .update_repeatable = op.update_repeatable != 0,
+        };
+        sync_finished(wait, &read, out);
+    } else {
+        reply_error(out, OSBQ_ERR_TIMEOUT,
+                    "The operation did not finish within the plan's synchronous time limit; "
+                    "it goes on in the background.");
+    }
+    osbq_last_op_clear(&op);
+}

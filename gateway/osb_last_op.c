@@ -1,0 +1,80 @@
+/* GET /v2/service_instances/:instance_id/last_operation: one round trip to Redis. */
+#include <stdio.h>
+#include <string.h>
+
+#include "handlers.h"
+#include "log.h"
+#include "osb_request.h"
+
+/* Seconds until the operation probably ends: the plan's average for this kind minus the time
+ * spent, within the configured bounds. CF ignores values below its own interval and Kubernetes
+ * reads integer seconds only, so it is always whole seconds. */
+static unsigned retry_after_s(const struct osbq_config *cfg, const struct osbq_last_op *op)
+{
+    int64_t left_ms = -1;
+    if (op->average_ms >= 0)
+        left_ms = op->average_ms - (osbq_store_now_ms() - op->created_ms);
+    int64_t s = left_ms > 0 ? (left_ms + 999) / 1000 : (int64_t)cfg->retry_after_min_s;
+    if (s < (int64_t)cfg->retry_after_min_s)
+        s = cfg->retry_after_min_s;
+    if (s > (int64_t)cfg->retry_after_max_s)
+        s = cfg->retry_after_max_s;
+    return (unsigned)s;
+}
+
+void osb_last_operation_get(const struct gateway *gw, const struct request *req, struct reply *out)
+{
+    const char *instance_id = req->params[0];
+    if (req->api_version < API_ASYNC) {
+        reply_error(out, OSBQ_ERR_NOT_FOUND, "last_operation needs API 2.7.");
+        return;
+    }
+    if (!osb_valid_id(instance_id, "instance_id", out))
+        return;
+    const char *operation = req->query_operation;
+    if (operation != NULL && operation[0] == '\0') {
+        osb_bad_request(out, "The operation query parameter must not be empty.");
+        return;
+    }
+    struct osbq_last_op op = {0};
+    struct osbq_error err = {0};
+    int found = osbq_store_last_operation(gw->store, instance_id, operation, &op, &err);
+    if (found < 0) {
+        log_warnx("%s", err.text);
+        reply_error(out, OSBQ_ERR_UNAVAILABLE, NULL);
+        return;
+    }
+    if (found == 0) {
+        reply_error(out, OSBQ_ERR_NOT_FOUND, "The service instance does not exist.");
+        return;
+    }
+    if (found == 2) {
+        osb_bad_request(out, "\"%s\" is not an operation of this service instance.", operation);
+        return;
+    }
+    bool succeeded = strcmp(op.state, "succeeded") == 0;
+    bool failed = strcmp(op.state, "failed") == 0;
+    if (succeeded && strcmp(op.kind, "deprovision") == 0) {
+        reply_error(out, OSBQ_ERR_GONE, "The service instance has been deprovisioned.");
+        goto out;
+    }
+    json_t *body = json_object();
+    json_object_set_new(body, "state",
+                        json_string(succeeded ? "succeeded"
+                                    : failed  ? "failed"
+                                              : "in progress"));
+    if (op.description != NULL)
+        json_object_set_new(body, "description", json_string(op.description));
+    if (failed && req->api_version >= API_METADATA) {
+        if (strcmp(op.kind, "provision") != 0 && op.instance_usable >= 0)
+            json_object_set_new(body, "instance_usable", json_boolean(op.instance_usable));
+        if (strcmp(op.kind, "update") == 0 && op.update_repeatable >= 0)
+            json_object_set_new(body, "update_repeatable", json_boolean(op.update_repeatable));
+    }
+    reply_json(out, 200, body);
+    if (!succeeded && !failed && req->api_version >= API_RETRY_AFTER)
+        (void)snprintf(out->retry_after, sizeof out->retry_after, "%u",
+                       retry_after_s(gw->cfg, &op));
+out:
+    osbq_last_op_clear(&op);
+}

@@ -1,0 +1,145 @@
+/* Helpers every OSB handler uses: body parsing, field checks, ids, digests. */
+#include "osb_request.h"
+
+#include <sodium.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+/* Deeper documents are refused: parameters nest a few levels, never hundreds. */
+#define BODY_MAX_DEPTH 64
+
+bool osb_bad_request(struct reply *out, const char *fmt, ...)
+{
+    char text[512];
+    va_list ap;
+    va_start(ap, fmt);
+    (void)vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    reply_error(out, OSBQ_ERR_BAD_REQUEST, text);
+    return false;
+}
+
+static size_t depth(const json_t *value)
+{
+    size_t deepest = 0;
+    if (json_is_object(value)) {
+        const char *key;
+        json_t *member;
+        json_object_foreach ((json_t *)value, key, member) {
+            size_t d = depth(member);
+            deepest = d > deepest ? d : deepest;
+            if (deepest > BODY_MAX_DEPTH)
+                break;
+        }
+    } else if (json_is_array(value)) {
+        size_t i;
+        json_t *member;
+        json_array_foreach (value, i, member) {
+            size_t d = depth(member);
+            deepest = d > deepest ? d : deepest;
+            if (deepest > BODY_MAX_DEPTH)
+                break;
+        }
+    }
+    return deepest + 1;
+}
+
+json_t *osb_parse_body(const struct request *req, struct reply *out)
+{
+    if (req->content_type != NULL && strncasecmp(req->content_type, "application/json", 16) != 0) {
+        osb_bad_request(out, "The request body must be JSON (Content-Type: application/json).");
+        return NULL;
+    }
+    if (req->body == NULL || req->body_len == 0) {
+        osb_bad_request(out, "The request body must be a JSON object.");
+        return NULL;
+    }
+    json_error_t jerr;
+    json_t *body = json_loadb(req->body, req->body_len, JSON_REJECT_DUPLICATES, &jerr);
+    if (body == NULL) {
+        osb_bad_request(out, "The request body is not valid JSON: %s (line %d, column %d).",
+                        jerr.text, jerr.line, jerr.column);
+        return NULL;
+    }
+    if (!json_is_object(body)) {
+        json_decref(body);
+        osb_bad_request(out, "The request body must be a JSON object.");
+        return NULL;
+    }
+    if (depth(body) > BODY_MAX_DEPTH) {
+        json_decref(body);
+        osb_bad_request(out, "The request body nests deeper than %d levels.", BODY_MAX_DEPTH);
+        return NULL;
+    }
+    return body;
+}
+
+bool osb_accepts_incomplete(const struct request *req)
+{
+    return req->api_version >= API_ASYNC && req->accepts_incomplete != NULL &&
+           strcmp(req->accepts_incomplete, "true") == 0;
+}
+
+bool osb_valid_id(const char *id, const char *what, struct reply *out)
+{
+    size_t len = strlen(id);
+    if (len == 0)
+        return osb_bad_request(out, "The %s must not be empty.", what);
+    if (len > OSB_ID_MAX)
+        return osb_bad_request(out, "The %s is longer than %d bytes.", what, OSB_ID_MAX);
+    for (const unsigned char *p = (const unsigned char *)id; *p; p++)
+        if (*p < 0x20 || *p == 0x7f || *p == '/')
+            return osb_bad_request(out, "The %s holds a control character or '/'.", what);
+    return true;
+}
+
+bool osb_optional_string(json_t *body, const char *key, const char **value, struct reply *out)
+{
+    json_t *member = json_object_get(body, key);
+    *value = NULL;
+    if (member == NULL)
+        return true;
+    if (!json_is_string(member) || json_string_length(member) == 0)
+        return osb_bad_request(out, "\"%s\" must be a non-empty string.", key);
+    *value = json_string_value(member);
+    return true;
+}
+
+bool osb_optional_object(json_t *body, const char *key, json_t **value, struct reply *out)
+{
+    json_t *member = json_object_get(body, key);
+    *value = NULL;
+    if (member == NULL)
+        return true;
+    if (!json_is_object(member))
+        return osb_bad_request(out, "\"%s\" must be a JSON object.", key);
+    *value = member;
+    return true;
+}
+
+char *osb_canonical(const json_t *value)
+{
+    if (value == NULL)
+        return NULL;
+    return json_dumps(value, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
+}
+
+void osb_digest(const json_t *value, char out[33])
+{
+    unsigned char hash[16];
+    char *text = osb_canonical(value);
+    const char *bytes = text ? text : "";
+    crypto_generichash(hash, sizeof hash, (const unsigned char *)bytes, strlen(bytes), NULL, 0);
+    free(text);
+    sodium_bin2hex(out, 33, hash, sizeof hash);
+}
+
+void osb_new_operation_id(char out[33])
+{
+    unsigned char raw[16];
+    randombytes_buf(raw, sizeof raw);
+    sodium_bin2hex(out, 33, raw, sizeof raw);
+}

@@ -1,0 +1,50 @@
+/* Helpers every OSB handler uses: body parsing, field checks, ids, digests. No I/O. */
+#ifndef OSBQ_GATEWAY_OSB_REQUEST_H
+#define OSBQ_GATEWAY_OSB_REQUEST_H
+
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "reply.h"
+#include "request.h"
+
+/* API versions where behaviour changes (major*100+minor). */
+#define API_ASYNC       207 /* accepts_incomplete, 202, last_operation */
+#define API_OPERATION   209 /* the `operation` field */
+#define API_FETCH       214 /* GET of instances and bindings; dashboard_url on update */
+#define API_RETRY_AFTER 215 /* Retry-After; maintenance_info */
+#define API_METADATA    216 /* metadata; instance_usable, update_repeatable */
+#define API_ATTRIBUTES  217 /* metadata.attributes */
+
+/* Longest id accepted in a path (bytes, decoded), as the spec's guidance on string lengths. */
+#define OSB_ID_MAX 255
+
+/* Parses the request body as a JSON object (duplicate keys rejected). Returns a new reference,
+ * or NULL with a 400 in out. */
+json_t *osb_parse_body(const struct request *req, struct reply *out);
+
+/* True when the request allows an asynchronous answer (and its version knows them). */
+bool osb_accepts_incomplete(const struct request *req);
+
+/* Checks an id from the path; false with a 400 in out. */
+bool osb_valid_id(const char *id, const char *what, struct reply *out);
+
+/* Reads body[key] when present: it must be a non-empty string (*value borrowed) or, for the
+ * object variant, an object (*value borrowed). Absent: *value = NULL and true. Wrong: false with
+ * a 400 in out. */
+bool osb_optional_string(json_t *body, const char *key, const char **value, struct reply *out);
+bool osb_optional_object(json_t *body, const char *key, json_t **value, struct reply *out);
+
+/* Compact JSON text of value with sorted keys (canonical); NULL for NULL. Caller frees. */
+char *osb_canonical(const json_t *value);
+
+/* Hex BLAKE2b-128 of the canonical JSON of value. */
+void osb_digest(const json_t *value, char out[33]);
+
+/* A new random operation id (32 hex characters). */
+void osb_new_operation_id(char out[33]);
+
+/* Fills out with a 400 naming the problem. Returns false, for `return osb_bad_request(...)`. */
+bool osb_bad_request(struct reply *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#endif

@@ -353,6 +353,7 @@ int osbq_store_begin_instance(struct osbq_store *store, const struct osbq_begin_
         {"done", OSBQ_BEGIN_DONE},         {"conflict", OSBQ_BEGIN_CONFLICT},
         {"busy", OSBQ_BEGIN_BUSY},         {"not_found", OSBQ_BEGIN_NOT_FOUND},
         {"gone", OSBQ_BEGIN_GONE},         {"changed", OSBQ_BEGIN_CHANGED},
+        {"mismatch", OSBQ_BEGIN_MISMATCH},
     };
     int rc = osbq_error_set(err, OSBQ_ERR_INTERNAL, "begin_instance: unexpected reply");
     for (size_t i = 0; i < sizeof answers / sizeof answers[0]; i++) {

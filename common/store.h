@@ -76,6 +76,7 @@ enum osbq_begin_answer {
     OSBQ_BEGIN_NOT_FOUND,   /* update: no provisioned instance */
     OSBQ_BEGIN_GONE,        /* deprovision: no such instance */
     OSBQ_BEGIN_CHANGED,     /* update: the plan changed since the gateway read it */
+    OSBQ_BEGIN_MISMATCH,    /* deprovision: service or plan is not the instance's */
 };
 
 struct osbq_begin_reply {

@@ -188,6 +188,11 @@ static void accept_operation(const struct gateway *gw, const struct request *req
         free(bytes);
         reply_error(out, OSBQ_ERR_GONE, "The service instance does not exist.");
         break;
+    case OSBQ_BEGIN_MISMATCH:
+        free(bytes);
+        reply_error(out, OSBQ_ERR_BAD_REQUEST,
+                    "service_id and plan_id must be the service instance's.");
+        break;
     }
     osbq_begin_reply_clear(&got);
 }

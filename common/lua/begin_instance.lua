@@ -8,7 +8,7 @@
 --       13 claim deadline (ms), 14 expected current plan or "", 15 key prefix "<ns>:",
 --       16 instance id, 17 api version
 -- Returns {answer, operation id?, dashboard url?, metadata?}; answers: accepted, in_progress,
--- done, conflict, busy, not_found, gone, changed.
+-- done, conflict, busy, not_found, gone, changed, mismatch.
 local inst, op_key, queue, waiters = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local kind, op_id, digest, now, gateway = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local prefix = ARGV[15]
@@ -82,6 +82,9 @@ end
 
 if kind == 'deprovision' then
   if not state or state == 'gone' then return {'gone'} end
+  -- The job runs the backend of the plan it names: it must be the instance's.
+  local service = redis.call('HGET', inst, 'service_id')
+  if ARGV[7] ~= current_plan or ARGV[6] ~= service then return {'mismatch', '', '', ''} end
   if lock_x then
     local running = redis.call('HGET', prefix .. 'op:' .. lock_x, 'kind')
     if running == 'deprovision' then return join(lock_x) end

@@ -35,6 +35,8 @@ zsock_t *osbq_bus_worker_connect(const char *endpoint, struct osbq_error *err)
     /* A worker talks to a gateway only while it is up: messages for a gateway that went away
      * must not pile up (the jobs they carry are in Redis). */
     zsock_set_immediate(sock, 1);
+    /* With immediate set and no live peer a send would block for ever: fail instead. */
+    zsock_set_sndtimeo(sock, 0);
     if (zsock_connect(sock, "%s", endpoint) < 0) {
         osbq_error_set(err, OSBQ_ERR_INVALID, "cannot connect to %s: %s", endpoint,
                        zmq_strerror(zmq_errno()));

@@ -258,13 +258,14 @@ void osb_instance_put(const struct gateway *gw, const struct request *req, struc
                              "\"context\" is absent.");
         goto out;
     }
-    if (!find_plan(gw, service_id, plan_id, &plan, out) ||
-        !check_maintenance(body, plan, &mv, &info, out))
+    if (!find_plan(gw, service_id, plan_id, &plan, out))
         goto out;
     if (plan->async_required && !osb_accepts_incomplete(req)) {
         reply_error(out, OSBQ_ERR_ASYNC_REQUIRED, NULL);
         goto out;
     }
+    if (!check_maintenance(body, plan, &mv, &info, out))
+        goto out;
     json_t *identity =
         json_pack("{s:s, s:s, s:O?, s:O?, s:s?, s:s?, s:s?}", "service_id", service_id, "plan_id",
                   plan_id, "parameters", parameters, "context", context, "organization_guid", org,
@@ -354,12 +355,12 @@ void osb_instance_patch(const struct gateway *gw, const struct request *req, str
                     "The instance's plan does not allow changing plans (plan_updateable).");
         goto out;
     }
-    if (!check_maintenance(body, target, &mv, &info, out))
-        goto out;
     if (target->async_required && !osb_accepts_incomplete(req)) {
         reply_error(out, OSBQ_ERR_ASYNC_REQUIRED, NULL);
         goto out;
     }
+    if (!check_maintenance(body, target, &mv, &info, out))
+        goto out;
     json_t *identity =
         json_pack("{s:s, s:s, s:O?, s:O?, s:s?}", "service_id", service_id, "plan_id", target->id,
                   "parameters", parameters, "context", context, "maintenance_version", mv);

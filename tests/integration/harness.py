@@ -289,3 +289,59 @@ def run_once(argv, env, timeout_s=10):
     r = subprocess.run(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                        stdin=subprocess.DEVNULL, timeout=timeout_s)
     return r.returncode, r.stdout.decode(errors="replace")
+
+
+# ---- Helpers for the instance tests (test_instances.py) ----
+
+import re as _re
+
+# The gateway logs one line per worker that announces itself on its bus socket.
+_WORKER_CONNECTED = _re.compile(r"worker (\S+) connected")
+
+
+def connected_workers(gateway):
+    """The ids of the workers a gateway's log says connected to it."""
+    return set(_WORKER_CONNECTED.findall(gateway.log()))
+
+
+def wait_workers_connected(gateways, count, timeout_s=START_TIMEOUT_S):
+    """Waits until every gateway has seen at least count distinct workers connect."""
+    wait_until(lambda: all(len(connected_workers(g)) >= count for g in gateways), timeout_s,
+               "%d workers to connect to every gateway" % count)
+
+
+def start_cluster(stack, gateways=2, workers=2, **worker_overrides):
+    """Starts gateways, then workers; returns (gateway list, worker list)."""
+    gws = [stack.start_gateway() for _ in range(gateways)]
+    wks = [stack.start_worker(**worker_overrides) for _ in range(workers)]
+    return gws, wks
+
+
+def redis_hash(redis, key):
+    """A hash as a dict (HGETALL)."""
+    flat = redis.command("HGETALL", key) or []
+    return dict(zip(flat[0::2], flat[1::2]))
+
+
+def redis_snapshot(redis, pattern="*", ignore=()):
+    """Every key matching pattern, but those in ignore, with its type and content: two equal
+    snapshots mean nothing was written in between."""
+    snapshot = {}
+    for key in redis.keys(pattern):
+        if key in ignore:
+            continue
+        kind = redis.command("TYPE", key)
+        if kind == "string":
+            value = redis.command("GET", key)
+        elif kind == "hash":
+            value = sorted(redis_hash(redis, key).items())
+        elif kind == "set":
+            value = sorted(redis.command("SMEMBERS", key) or [])
+        elif kind == "zset":
+            value = redis.command("ZRANGE", key, 0, -1, "WITHSCORES")
+        elif kind == "list":
+            value = redis.command("LRANGE", key, 0, -1)
+        else:
+            value = None
+        snapshot[key] = (kind, value)
+    return snapshot

@@ -345,7 +345,7 @@ class Worker(unittest.TestCase):
         try:
             port = harness.free_port()
             w = stack.start_worker(OSBQ_REDIS_URL="redis://127.0.0.1:%d/0" % port)
-            harness.wait_until(lambda: "Redis unreachable" in w.log(), 10, "a warning")
+            harness.wait_until(lambda: "cannot read the gateway registry" in w.log(), 10, "a warning")
             self.assertTrue(w.alive())
         finally:
             stack.stop()

@@ -1,0 +1,20 @@
+/* A throw-away redis-server for tests of the store's scripts: started on a free loopback port
+ * in a temporary directory, stopped by PID. */
+#ifndef OSBQ_TEST_REDIS_FIXTURE_H
+#define OSBQ_TEST_REDIS_FIXTURE_H
+
+#include <sys/types.h>
+
+struct redis_fixture {
+    pid_t pid;    /* the redis-server we started */
+    int port;     /* its loopback port */
+    char dir[64]; /* its working directory */
+};
+
+/* Starts redis-server and waits until it answers; returns 0 or -1. */
+int redis_fixture_start(struct redis_fixture *fx);
+
+/* Stops it (SIGTERM, then waits) and removes its directory. */
+void redis_fixture_stop(struct redis_fixture *fx);
+
+#endif

@@ -1,0 +1,327 @@
+/* The store's state transitions (the Lua scripts in common/lua, run by common/store.c) against a
+ * real redis-server: locks, idempotency, claims, leases, outcomes, events. */
+#include <cmocka.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <hiredis/hiredis.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "redis_fixture.h"
+#include "store.h"
+
+struct fixture {
+    struct redis_fixture redis; /* the server */
+    struct osbq_config cfg;     /* configuration pointing at it */
+    struct osbq_store *store;   /* the store under test */
+    redisContext *direct;       /* a plain connection to inspect keys */
+};
+
+static int setup(void **state)
+{
+    struct fixture *f = calloc(1, sizeof *f);
+    if (f == NULL || redis_fixture_start(&f->redis) < 0)
+        return -1;
+    f->cfg.redis.host = strdup("127.0.0.1");
+    f->cfg.redis.port = (uint16_t)f->redis.port;
+    f->cfg.redis_timeout_ms = 2000;
+    f->cfg.namespace_ = strdup("t");
+    f->cfg.retention_s = 3600;
+    f->store = osbq_store_new(&f->cfg);
+    f->direct = redisConnect("127.0.0.1", f->redis.port);
+    *state = f;
+    return f->store != NULL && f->direct != NULL && f->direct->err == 0 ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    struct fixture *f = *state;
+    redisFree(f->direct);
+    osbq_store_destroy(&f->store);
+    redis_fixture_stop(&f->redis);
+    free(f->cfg.redis.host);
+    free(f->cfg.namespace_);
+    free(f);
+    return 0;
+}
+
+/* The hash field of key, or "" when absent; valid until the next call. */
+static const char *field(struct fixture *f, const char *key, const char *name)
+{
+    static char value[256];
+    redisReply *r = redisCommand(f->direct, "HGET %s %s", key, name);
+    value[0] = '\0';
+    if (r != NULL && r->type == REDIS_REPLY_STRING)
+        (void)snprintf(value, sizeof value, "%s", r->str);
+    freeReplyObject(r);
+    return value;
+}
+
+static enum osbq_begin_answer begin(struct fixture *f, const char *kind, const char *op,
+                                    const char *instance, const char *digest, const char *plan,
+                                    const char *expected_plan, const char *gateway, char **running)
+{
+    struct osbq_begin_request req = {
+        .kind = kind,
+        .operation_id = op,
+        .instance_id = instance,
+        .digest = digest,
+        .waiting_gateway = gateway,
+        .service_id = "svc",
+        .plan_id = plan,
+        .parameters = "{\"size\":1}",
+        .expected_plan_id = expected_plan,
+        .job = "job-bytes",
+        .job_len = 9,
+        .api_version = 217,
+        .claim_timeout_ms = 30000,
+    };
+    struct osbq_begin_reply reply = {0};
+    struct osbq_error err = {0};
+    int rc = osbq_store_begin_instance(f->store, &req, &reply, &err);
+    if (rc != 0)
+        fail_msg("begin %s: %s", kind, err.text);
+    enum osbq_begin_answer answer = reply.answer;
+    if (running != NULL)
+        *running = reply.operation_id ? strdup(reply.operation_id) : NULL;
+    osbq_begin_reply_clear(&reply);
+    return answer;
+}
+
+static int claim(struct fixture *f, const char *op, const char *worker, int64_t lease_ms)
+{
+    struct osbq_error err = {0};
+    return osbq_store_claim(f->store, op, worker, 1, lease_ms, &err);
+}
+
+static int finish(struct fixture *f, const char *op, const char *worker, bool ok)
+{
+    struct osbq_op_result result = {.succeeded = ok,
+                                    .description = ok ? "Done." : "Broken.",
+                                    .instance_usable = true,
+                                    .update_repeatable = false};
+    struct osbq_error err = {0};
+    return osbq_store_finish(f->store, op, worker, &result, &err);
+}
+
+static void test_provision_lifecycle(void **state)
+{
+    struct fixture *f = *state;
+    char *running = NULL;
+    assert_int_equal(begin(f, "provision", "op1", "i1", "d1", "plan-a", NULL, NULL, NULL),
+                     OSBQ_BEGIN_ACCEPTED);
+    assert_string_equal(field(f, "t:instance:i1", "state"), "provisioning");
+    assert_string_equal(field(f, "t:instance:i1", "lock_x"), "op1");
+    assert_string_equal(field(f, "t:op:op1", "state"), "queued");
+    /* identical: the same operation; different: conflict; others wait */
+    assert_int_equal(begin(f, "provision", "op2", "i1", "d1", "plan-a", NULL, NULL, &running),
+                     OSBQ_BEGIN_IN_PROGRESS);
+    assert_string_equal(running, "op1");
+    free(running);
+    assert_int_equal(begin(f, "provision", "op3", "i1", "other", "plan-a", NULL, NULL, NULL),
+                     OSBQ_BEGIN_CONFLICT);
+    assert_int_equal(begin(f, "deprovision", "op4", "i1", "", "plan-a", NULL, NULL, NULL),
+                     OSBQ_BEGIN_BUSY);
+    assert_int_equal(begin(f, "deprovision", "op4", "i1", "", "plan-b", NULL, NULL, NULL),
+                     OSBQ_BEGIN_MISMATCH);
+    assert_string_equal(field(f, "t:op:op2", "state"), "");
+
+    assert_int_equal(claim(f, "op1", "w1", 10000), 1);
+    assert_int_equal(claim(f, "op1", "w2", 10000), 0); /* live lease */
+    struct osbq_error err = {0};
+    assert_int_equal(osbq_store_progress(f->store, "op1", "w2", "x", 10000, &err), 0);
+    assert_int_equal(osbq_store_progress(f->store, "op1", "w1", "Provisioning (50%)", 10000, &err),
+                     1);
+    assert_string_equal(field(f, "t:op:op1", "description"), "Provisioning (50%)");
+    assert_int_equal(finish(f, "op1", "w2", true), 0); /* not its operation */
+    assert_int_equal(finish(f, "op1", "w1", true), 1);
+    assert_int_equal(finish(f, "op1", "w1", true), 0); /* never reported twice */
+    assert_string_equal(field(f, "t:instance:i1", "state"), "provisioned");
+    assert_string_equal(field(f, "t:instance:i1", "lock_x"), "");
+    assert_string_equal(field(f, "t:op:op1", "state"), "succeeded");
+    assert_string_equal(field(f, "t:op:op1", "job"), "");
+    assert_int_equal(claim(f, "op1", "w3", 10000), 0);
+
+    assert_int_equal(begin(f, "provision", "op5", "i1", "d1", "plan-a", NULL, NULL, NULL),
+                     OSBQ_BEGIN_DONE);
+    assert_int_equal(begin(f, "provision", "op6", "i1", "d2", "plan-a", NULL, NULL, NULL),
+                     OSBQ_BEGIN_CONFLICT);
+    redisReply *ttl = redisCommand(f->direct, "TTL t:op:op1");
+    assert_true(ttl->integer > 0 && ttl->integer <= 3600);
+    freeReplyObject(ttl);
+}
+
+static void test_update_applies_on_success_only(void **state)
+{
+    struct fixture *f = *state;
+    char *running = NULL;
+    assert_int_equal(begin(f, "provision", "u0", "i2", "d", "plan-a", NULL, NULL, NULL),
+                     OSBQ_BEGIN_ACCEPTED);
+    assert_int_equal(claim(f, "u0", "w", 10000), 1);
+    assert_int_equal(finish(f, "u0", "w", true), 1);
+
+    assert_int_equal(begin(f, "update", "u1", "i2", "du", "plan-b", "plan-x", NULL, NULL),
+                     OSBQ_BEGIN_CHANGED);
+    assert_int_equal(begin(f, "update", "u1", "i2", "du", "plan-b", "plan-a", NULL, NULL),
+                     OSBQ_BEGIN_ACCEPTED);
+    assert_int_equal(begin(f, "update", "u2", "i2", "du", "plan-b", "plan-a", NULL, &running),
+                     OSBQ_BEGIN_IN_PROGRESS);
+    assert_string_equal(running, "u1");
+    free(running);
+    assert_int_equal(begin(f, "update", "u3", "i2", "other", "plan-b", "plan-a", NULL, NULL),
+                     OSBQ_BEGIN_BUSY);
+    assert_string_equal(field(f, "t:instance:i2", "plan_id"), "plan-a");
+    assert_int_equal(claim(f, "u1", "w", 10000), 1);
+    assert_int_equal(finish(f, "u1", "w", false), 1);
+    assert_string_equal(field(f, "t:instance:i2", "plan_id"), "plan-a");
+    assert_string_equal(field(f, "t:op:u1", "instance_usable"), "1");
+    assert_string_equal(field(f, "t:op:u1", "update_repeatable"), "0");
+
+    assert_int_equal(begin(f, "update", "u4", "i2", "du", "plan-b", "plan-a", NULL, NULL),
+                     OSBQ_BEGIN_ACCEPTED);
+    assert_int_equal(claim(f, "u4", "w", 10000), 1);
+    assert_int_equal(finish(f, "u4", "w", true), 1);
+    assert_string_equal(field(f, "t:instance:i2", "plan_id"), "plan-b");
+    assert_int_equal(begin(f, "update", "u5", "nope", "du", "plan-b", NULL, NULL, NULL),
+                     OSBQ_BEGIN_NOT_FOUND);
+}
+
+static void test_deprovision_and_reuse(void **state)
+{
+    struct fixture *f = *state;
+    char *running = NULL;
+    assert_int_equal(begin(f, "deprovision", "x0", "i3", "", "p", NULL, NULL, NULL),
+                     OSBQ_BEGIN_GONE);
+    assert_int_equal(begin(f, "provision", "x1", "i3", "d", "plan-a", NULL, NULL, NULL),
+                     OSBQ_BEGIN_ACCEPTED);
+    assert_int_equal(claim(f, "x1", "w", 10000), 1);
+    assert_int_equal(finish(f, "x1", "w", false), 1);
+    assert_string_equal(field(f, "t:instance:i3", "state"), "failed");
+    /* orphan mitigation: a failed provision can be deprovisioned; update cannot run */
+    assert_int_equal(begin(f, "update", "x2", "i3", "d", "plan-a", NULL, NULL, NULL),
+                     OSBQ_BEGIN_NOT_FOUND);
+    assert_int_equal(begin(f, "deprovision", "x3", "i3", "", "plan-a", NULL, NULL, NULL),
+                     OSBQ_BEGIN_ACCEPTED);
+    assert_int_equal(begin(f, "deprovision", "x4", "i3", "", "plan-a", NULL, NULL, &running),
+                     OSBQ_BEGIN_IN_PROGRESS);
+    assert_string_equal(running, "x3");
+    free(running);
+    assert_int_equal(claim(f, "x3", "w", 10000), 1);
+    assert_int_equal(finish(f, "x3", "w", true), 1);
+    assert_string_equal(field(f, "t:instance:i3", "state"), "gone");
+
+    struct osbq_last_op op = {0};
+    struct osbq_error err = {0};
+    assert_int_equal(osbq_store_last_operation(f->store, "i3", NULL, &op, &err), 1);
+    assert_string_equal(op.kind, "deprovision");
+    assert_string_equal(op.state, "succeeded");
+    osbq_last_op_clear(&op);
+    assert_int_equal(osbq_store_last_operation(f->store, "i3", "x1", &op, &err), 1);
+    assert_string_equal(op.kind, "provision");
+    assert_string_equal(op.state, "failed");
+    osbq_last_op_clear(&op);
+    assert_int_equal(osbq_store_last_operation(f->store, "i3", "u1", &op, &err), 2);
+    assert_int_equal(osbq_store_last_operation(f->store, "unknown", NULL, &op, &err), 0);
+
+    assert_int_equal(begin(f, "deprovision", "x5", "i3", "", "plan-a", NULL, NULL, NULL),
+                     OSBQ_BEGIN_GONE);
+    assert_int_equal(begin(f, "provision", "x6", "i3", "d", "plan-a", NULL, NULL, NULL),
+                     OSBQ_BEGIN_ACCEPTED);
+}
+
+static void test_expired_lease_is_taken_over(void **state)
+{
+    struct fixture *f = *state;
+    assert_int_equal(begin(f, "provision", "l1", "i4", "d", "plan-a", NULL, NULL, NULL),
+                     OSBQ_BEGIN_ACCEPTED);
+    assert_int_equal(claim(f, "l1", "dead", 1), 1);
+    struct timespec pause = {0, 20000000};
+    nanosleep(&pause, NULL);
+    assert_int_equal(claim(f, "l1", "alive", 10000), 1);
+    assert_int_equal(finish(f, "l1", "dead", true), 0);
+    assert_int_equal(finish(f, "l1", "alive", true), 1);
+}
+
+static void test_finish_wakes_waiting_gateways(void **state)
+{
+    struct fixture *f = *state;
+    struct osbq_error err = {0};
+    redisContext *sub = osbq_store_subscribe_events(f->store, "gw1", &err);
+    assert_non_null(sub);
+    assert_int_equal(begin(f, "provision", "e1", "i5", "d", "plan-a", NULL, "gw1", NULL),
+                     OSBQ_BEGIN_ACCEPTED);
+    assert_int_equal(claim(f, "e1", "w", 10000), 1);
+    assert_int_equal(finish(f, "e1", "w", true), 1);
+    redisReply *message = NULL;
+    assert_int_equal(redisGetReply(sub, (void **)&message), REDIS_OK);
+    assert_int_equal(message->type, REDIS_REPLY_ARRAY);
+    assert_string_equal(message->element[1]->str, "t:events:gw1");
+    assert_non_null(strstr(message->element[2]->str, "\"operation\":\"e1\""));
+    assert_non_null(strstr(message->element[2]->str, "\"state\":\"succeeded\""));
+    freeReplyObject(message);
+    redisFree(sub);
+    redisReply *exists = redisCommand(f->direct, "EXISTS t:waiters:e1");
+    assert_int_equal(exists->integer, 0);
+    freeReplyObject(exists);
+}
+
+static void test_ids_cannot_escape_their_keys(void **state)
+{
+    struct fixture *f = *state;
+    assert_int_equal(begin(f, "provision", "k1", "a:b*{c}\n", "d", "plan-a", NULL, NULL, NULL),
+                     OSBQ_BEGIN_ACCEPTED);
+    assert_string_equal(field(f, "t:instance:a%3Ab%2A%7Bc%7D%0A", "state"), "provisioning");
+    /* "i1:lock" must not touch the record of "i1" */
+    assert_int_equal(begin(f, "provision", "k2", "i1:x", "d", "plan-a", NULL, NULL, NULL),
+                     OSBQ_BEGIN_ACCEPTED);
+    assert_string_equal(field(f, "t:instance:i1", "state"), "provisioned");
+}
+
+static void test_gateway_registry(void **state)
+{
+    struct fixture *f = *state;
+    struct osbq_error err = {0};
+    char **list = NULL;
+    size_t count = 0;
+    assert_int_equal(osbq_store_gateway_register(f->store, "tcp://a:1", 10000, &err), 0);
+    assert_int_equal(osbq_store_gateway_register(f->store, "tcp://b:2", 1, &err), 0);
+    struct timespec pause = {0, 20000000};
+    nanosleep(&pause, NULL);
+    assert_int_equal(osbq_store_gateway_list(f->store, &list, &count, &err), 0);
+    assert_int_equal(count, 1);
+    assert_string_equal(list[0], "tcp://a:1");
+    osbq_store_strings_free(list);
+    assert_int_equal(osbq_store_gateway_unregister(f->store, "tcp://a:1", &err), 0);
+    assert_int_equal(osbq_store_gateway_list(f->store, &list, &count, &err), 0);
+    assert_int_equal(count, 0);
+    osbq_store_strings_free(list);
+}
+
+static void test_scripts_reload_after_flush(void **state)
+{
+    struct fixture *f = *state;
+    redisReply *r = redisCommand(f->direct, "SCRIPT FLUSH");
+    freeReplyObject(r);
+    assert_int_equal(begin(f, "provision", "s1", "i6", "d", "plan-a", NULL, NULL, NULL),
+                     OSBQ_BEGIN_ACCEPTED);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_provision_lifecycle),
+        cmocka_unit_test(test_update_applies_on_success_only),
+        cmocka_unit_test(test_deprovision_and_reuse),
+        cmocka_unit_test(test_expired_lease_is_taken_over),
+        cmocka_unit_test(test_finish_wakes_waiting_gateways),
+        cmocka_unit_test(test_ids_cannot_escape_their_keys),
+        cmocka_unit_test(test_gateway_registry),
+        cmocka_unit_test(test_scripts_reload_after_flush),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -1,0 +1,117 @@
+/* The table of backends, the dispatch on an operation's kind, and the helpers backends fill
+ * their outcome with. */
+#include "backend.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Every backend this build has; a new one adds itself here and its settings in catalog.c. */
+static const struct backend *const backends[] = {&backend_sim, NULL};
+
+const struct backend *backend_find(const char *name)
+{
+    if (name == NULL)
+        return NULL;
+    for (size_t i = 0; backends[i] != NULL; i++) {
+        if (strcmp(backends[i]->name, name) == 0)
+            return backends[i];
+    }
+    return NULL;
+}
+
+int backend_run(const struct backend *b, struct backend_call *call)
+{
+    int (*op)(struct backend_call *) = NULL;
+    switch (call->job->kind) {
+    case OSBQ_JOB_PROVISION:
+        op = b->provision;
+        break;
+    case OSBQ_JOB_UPDATE:
+        op = b->update;
+        break;
+    case OSBQ_JOB_DEPROVISION:
+        op = b->deprovision;
+        break;
+    case OSBQ_JOB_BIND:
+        op = b->bind;
+        break;
+    case OSBQ_JOB_UNBIND:
+        op = b->unbind;
+        break;
+    case OSBQ_JOB_KIND_NONE:
+    default:
+        /* The decoder refuses unknown kinds, so this is a bug; fail the operation rather than
+         * leave it running forever. */
+        backend_call_fail(call, "The broker received an operation of an unknown kind.", true,
+                          false);
+        return 0;
+    }
+    if (op == NULL) {
+        char text[BACKEND_DESCRIPTION_MAX];
+        (void)snprintf(text, sizeof text, "The %s backend does not support %s yet.", b->name,
+                       osbq_job_kind_name(call->job->kind));
+        backend_call_fail(call, text, true, false);
+        return 0;
+    }
+    return op(call);
+}
+
+/* Copies text into the call's description buffer (cut if too long) and points result at it. */
+static void set_description(struct backend_call *call, const char *text)
+{
+    if (text == NULL) {
+        call->result.description = NULL;
+        return;
+    }
+    (void)snprintf(call->description, sizeof call->description, "%s", text);
+    call->result.description = call->description;
+}
+
+void backend_call_succeed(struct backend_call *call, const char *description)
+{
+    call->result.succeeded = true;
+    call->result.instance_usable = true;
+    call->result.update_repeatable = false;
+    set_description(call, description);
+}
+
+void backend_call_fail(struct backend_call *call, const char *description, bool instance_usable,
+                       bool update_repeatable)
+{
+    call->result.succeeded = false;
+    call->result.instance_usable = instance_usable;
+    call->result.update_repeatable = update_repeatable;
+    set_description(call, description);
+}
+
+int backend_call_set_dashboard_url(struct backend_call *call, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return -1;
+    char *url = malloc((size_t)n + 1);
+    if (url == NULL)
+        return -1;
+    va_start(ap, fmt);
+    (void)vsnprintf(url, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    free(call->dashboard_url);
+    call->dashboard_url = url;
+    call->result.dashboard_url = url;
+    return 0;
+}
+
+void backend_call_clear(struct backend_call *call)
+{
+    free(call->dashboard_url);
+    free(call->metadata);
+    call->dashboard_url = NULL;
+    call->metadata = NULL;
+    call->description[0] = '\0';
+    memset(&call->result, 0, sizeof call->result);
+}

@@ -1,0 +1,85 @@
+/* Backends: the code that does an operation's real work, one file each behind a table of
+ * function pointers, chosen by the plan's "backend" name (docs/backends.md). */
+#ifndef OSBQ_WORKER_BACKEND_H
+#define OSBQ_WORKER_BACKEND_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "catalog.h"
+#include "job.h"
+#include "store.h"
+
+/* Longest user-facing description a backend can report; longer texts are cut. */
+#define BACKEND_DESCRIPTION_MAX 1024
+
+/* One operation handed to a backend. The runner fills the inputs and the three callbacks; the
+ * backend fills result through the backend_call_* helpers below, which keep its strings in the
+ * owned buffers. A call is used by one thread only (the runner thread that runs it). */
+struct backend_call {
+    const struct osbq_job *job;   /* the job; borrowed, valid for the whole call */
+    const struct osbq_plan *plan; /* the job's plan (the target plan of an update); borrowed */
+    const json_t *parameters;     /* the request's parameters object; borrowed, may be NULL */
+
+    /* Reports progress: description is user-facing text for last_operation ("Provisioning
+     * (40%)"), borrowed for the call only. Also renews the operation's lease; when the lease
+     * turns out lost, cancelled() becomes true. */
+    void (*progress)(struct backend_call *call, const char *description);
+    /* True once the backend must stop: the worker is shutting down or the operation is no
+     * longer this worker's. A stopped call's result is never recorded. */
+    bool (*cancelled)(struct backend_call *call);
+    /* Sleeps ms milliseconds, or less when the call gets cancelled meanwhile; keeps the lease
+     * alive while it sleeps. Returns true when the full time passed, false when cancelled. */
+    bool (*wait)(struct backend_call *call, int64_t ms);
+    void *ctx; /* the runner's state behind the three callbacks; backends leave it alone */
+
+    struct osbq_op_result result;              /* out: the outcome; its strings point into
+                                                * the buffers below */
+    char description[BACKEND_DESCRIPTION_MAX]; /* owned text of result.description */
+    char *dashboard_url;                       /* owned text of result.dashboard_url, or NULL */
+    char *metadata;                            /* owned text of result.metadata, or NULL */
+};
+
+/* A backend. Each operation returns 0 when call->result holds the outcome (succeeded or
+ * failed), or -1 when it stopped because call->cancelled() became true (no outcome: the
+ * runner records nothing and the operation's lease expires). A NULL entry means the backend
+ * does not support that kind yet: the operation fails with a description saying so.
+ * Operations run on runner threads, may block, and must be idempotent per operation id: the
+ * same operation may run again after a worker crash, a lost lease or a resend. */
+struct backend {
+    const char *name;                              /* the catalog's osbq.backend value */
+    int (*provision)(struct backend_call *call);   /* creates the instance */
+    int (*update)(struct backend_call *call);      /* changes its plan or parameters */
+    int (*deprovision)(struct backend_call *call); /* deletes it */
+    int (*bind)(struct backend_call *call);        /* creates a binding */
+    int (*unbind)(struct backend_call *call);      /* deletes a binding */
+};
+
+/* The simulator (backend_sim.c). */
+extern const struct backend backend_sim;
+
+/* The backend called name; borrowed (static), NULL when no backend has that name. */
+const struct backend *backend_find(const char *name);
+
+/* Runs the operation call->job->kind asks for on backend b. Returns what the backend returns;
+ * an unsupported or unknown kind is a failed outcome (0). */
+int backend_run(const struct backend *b, struct backend_call *call);
+
+/* Records success with description (copied; NULL keeps the store's default text). */
+void backend_call_succeed(struct backend_call *call, const char *description);
+
+/* Records failure with description (copied) and, for a failed update or deprovision, whether
+ * the instance is still usable and whether the same update may be repeated. */
+void backend_call_fail(struct backend_call *call, const char *description, bool instance_usable,
+                       bool update_repeatable);
+
+/* Sets result.dashboard_url to the formatted text (owned by call). Returns 0, or -1 when out
+ * of memory (result left unchanged). */
+int backend_call_set_dashboard_url(struct backend_call *call, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Frees the owned buffers and clears result; inputs and callbacks stay. */
+void backend_call_clear(struct backend_call *call);
+
+#endif

@@ -1,0 +1,44 @@
+/* The worker's side of the bus: one DEALER socket per live gateway, kept in step with the
+ * registry, announcing free slots and receiving jobs. Used by the main thread only, since
+ * ZeroMQ sockets belong to one thread. */
+#ifndef OSBQ_WORKER_BUS_LINK_H
+#define OSBQ_WORKER_BUS_LINK_H
+
+#include <czmq.h>
+#include <stddef.h>
+
+struct bus_link;
+
+/* Called for each JOB message: dealer is the socket it came on (borrowed: reply REJECT on it),
+ * endpoint the gateway's, job and len the encoded job (borrowed for the call only). */
+typedef void (*bus_link_job_fn)(void *ctx, zsock_t *dealer, const char *endpoint, const void *job,
+                                size_t len);
+
+/* A link with no gateway yet. worker_id is borrowed and must outlive the link. Caller owns the
+ * result (bus_link_destroy); NULL when out of memory. */
+struct bus_link *bus_link_new(const char *worker_id);
+
+/* Closes every socket and frees the link; sets *bp to NULL; accepts NULL. */
+void bus_link_destroy(struct bus_link **bp);
+
+/* Makes the gateways exactly endpoints[0..count): connects to new endpoints (and announces
+ * free_slots to them as soon as they accept it) and closes the sockets of endpoints no longer
+ * listed. An endpoint that cannot be connected to is logged once and skipped while it stays
+ * listed. endpoints is borrowed. */
+void bus_link_sync(struct bus_link *b, char *const *endpoints, size_t count, unsigned free_slots);
+
+/* Sends READY free_slots to every gateway. A gateway that cannot take it now (still
+ * connecting, or gone) gets the latest count as soon as its socket accepts a message. */
+void bus_link_announce(struct bus_link *b, unsigned free_slots);
+
+/* Gateways currently linked (sockets open). */
+size_t bus_link_count(const struct bus_link *b);
+
+/* Waits up to timeout_ms for a message on any gateway socket or an event on one of the
+ * nextra items of extra (file descriptors, whose revents it sets), then receives every waiting
+ * message, calling on_job for each JOB and logging and ignoring anything else. Returns 0, or
+ * -1 when polling itself failed (errno set; EINTR counts as 0). */
+int bus_link_poll(struct bus_link *b, zmq_pollitem_t *extra, size_t nextra, long timeout_ms,
+                  bus_link_job_fn on_job, void *ctx);
+
+#endif

@@ -431,6 +431,22 @@ class RequestValidation(InstanceTestCase):
             self.refused(lambda: self.client().request("DELETE", base + query))
         self.assertEqual(self.fetch(iid).status, 200)
 
+    def test_deprovision_400_service_or_plan_not_the_instances(self):
+        """Deprovisioning, Parameters: service_id and plan_id MUST be the ids of the instance's
+        offering and plan; 0003: 400 when they are not (also after a plan change)."""
+        iid = self.provisioned(FAST)
+        for service_id, plan_id in ((SERVICE, FAST_OTHER), (SERVICE, SLOW),
+                                    (HIDDEN_SERVICE, HIDDEN), (HIDDEN_SERVICE, FAST),
+                                    (SERVICE, "no-such-plan")):
+            for incomplete in (None, True):
+                self.refused(lambda: self.delete(iid, accepts_incomplete=incomplete,
+                                                 service_id=service_id, plan_id=plan_id))
+        r = self.patch(iid, {"service_id": SERVICE, "plan_id": FAST_OTHER})
+        self.assertEqual(r.status, 200, r.body)
+        self.refused(lambda: self.delete(iid, FAST))
+        r = self.delete(iid, FAST_OTHER)
+        self.assertEqual(r.status, 200, r.body)
+
     def test_last_operation_400_operation_of_another_instance_writes_nothing(self):
         """Polling Last Operation: 400 for invalid data (0003: an operation that is not one of
         this instance's); operation, if present, MUST be a non-empty string."""

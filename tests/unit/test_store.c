@@ -1,10 +1,12 @@
 /* The store's state transitions (the Lua scripts in common/lua, run by common/store.c) against a
  * real redis-server: locks, idempotency, claims, leases, outcomes, events. */
-#include <cmocka.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+
+/* cmocka needs the headers above first. */
+#include <cmocka.h>
 
 #include <hiredis/hiredis.h>
 #include <stdio.h>

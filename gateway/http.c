@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <jansson.h>
 #include <microhttpd.h>
 #include <netdb.h>
 #include <stdbool.h>
@@ -38,6 +39,7 @@ struct exchange {
     unsigned status;                  /* status queued, for the access log (0: none) */
     bool answered;                    /* a response is queued: ignore further calls */
     char *query[4];                   /* decoded query values, in query_names order, or NULL */
+    char *trace;                      /* JSON object of the B3 trace headers, or NULL */
     struct MHD_Connection *conn;      /* the connection, to suspend and resume it */
     bool waiting;                     /* suspended until wait_result is filled */
     struct reply_wait wait;           /* what a synchronous request waits for */
@@ -132,6 +134,7 @@ static void dispatch(const struct gateway *gw, struct MHD_Connection *conn, stru
         .query_service_id = ex->query[1],
         .query_plan_id = ex->query[2],
         .query_operation = ex->query[3],
+        .trace = ex->trace,
     };
     struct osbq_error err = {0};
 
@@ -177,6 +180,27 @@ static void dispatch(const struct gateway *gw, struct MHD_Connection *conn, stru
     route->handler(gw, &req, out);
 }
 
+/* Cloud Foundry's B3 tracing headers, carried through the job into worker logs and backends:
+ * a compact JSON object, or NULL when the request has none. */
+static char *trace_headers(struct MHD_Connection *conn)
+{
+    static const char *const names[] = {"X-B3-TraceId", "X-B3-SpanId", "X-B3-ParentSpanId",
+                                        "X-B3-Sampled", "X-B3-Flags",  "b3"};
+    json_t *trace = NULL;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        const char *value = header(conn, names[i]);
+        json_t *text = value ? json_string(value) : NULL;
+        if (text == NULL)
+            continue;
+        if (trace == NULL)
+            trace = json_object();
+        json_object_set_new(trace, names[i], text);
+    }
+    char *out = trace ? json_dumps(trace, JSON_COMPACT) : NULL;
+    json_decref(trace);
+    return out;
+}
+
 static void exchange_free(struct exchange *ex)
 {
     free(ex->method_name);
@@ -185,6 +209,7 @@ static void exchange_free(struct exchange *ex)
     free(ex->body);
     for (size_t i = 0; i < sizeof ex->query / sizeof ex->query[0]; i++)
         free(ex->query[i]);
+    free(ex->trace);
     reply_wait_clear(&ex->wait);
     waiter_result_clear(&ex->wait_result);
     free(ex);
@@ -255,6 +280,8 @@ static struct exchange *exchange_new(struct MHD_Connection *conn, const char *ur
         else
             (void)MHD_http_unescape(ex->query[i]);
     }
+    if (ok)
+        ex->trace = trace_headers(conn);
     if (!ok) {
         exchange_free(ex);
         return NULL;

@@ -103,6 +103,7 @@ static void accept_operation(const struct gateway *gw, const struct request *req
         .api_version = req->api_version,
         .originating_identity = (char *)(uintptr_t)req->originating_identity,
         .request_identity = (char *)(uintptr_t)req->request_identity,
+        .trace = (char *)(uintptr_t)req->trace,
         .attempt = 1,
     };
     char *bytes = NULL;

@@ -27,6 +27,7 @@ struct request {
     unsigned api_version;             /* X-Broker-API-Version as major*100+minor; 0 off /v2 */
     const char *request_identity;     /* X-Broker-API-Request-Identity, or NULL */
     const char *originating_identity; /* X-Broker-API-Originating-Identity, or NULL */
+    const char *trace;                /* JSON object of the B3 trace headers sent, or NULL */
     const char *if_none_match;        /* If-None-Match, or NULL */
     const char *content_type;         /* Content-Type, or NULL */
     const char *params[ROUTE_MAX_PARAMS]; /* decoded path parameters in pattern order */

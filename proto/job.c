@@ -1,4 +1,4 @@
-/* The job codec: encodes a struct osbq_job as the v1 msgpack map and decodes it back, strictly. */
+/* The job codec: encodes a struct osbq_job as the msgpack map and decodes it back, strictly. */
 #include "job.h"
 
 #include <inttypes.h>
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A v1 job has 15 keys. The slack lets a later version add keys and still reach the version
+/* A v2 job has 16 keys. The slack lets a later version add keys and still reach the version
  * check (and its clear message) here; the cap keeps what msgpack-c allocates for the map small. */
 #define MAX_ENTRIES 64
 
@@ -39,6 +39,7 @@ enum field_id {
     F_API,
     F_ORIGIN,
     F_REQ_ID,
+    F_TRACE,
     F_ATTEMPT,
 };
 
@@ -55,7 +56,7 @@ static const struct field fields[] = {
     [F_CTX] = {"ctx", FT_OPT_STR},        [F_BIND_RES] = {"bind_res", FT_OPT_STR},
     [F_MI] = {"mi", FT_OPT_STR},          [F_API] = {"api", FT_UINT},
     [F_ORIGIN] = {"origin", FT_OPT_STR},  [F_REQ_ID] = {"req_id", FT_OPT_STR},
-    [F_ATTEMPT] = {"attempt", FT_UINT},
+    [F_TRACE] = {"trace", FT_OPT_STR},    [F_ATTEMPT] = {"attempt", FT_UINT},
 };
 
 #define FIELD_COUNT (sizeof(fields) / sizeof(fields[0]))
@@ -143,6 +144,7 @@ void osbq_job_clear(struct osbq_job *job)
     free(job->maintenance_info);
     free(job->originating_identity);
     free(job->request_identity);
+    free(job->trace);
     memset(job, 0, sizeof(*job));
 }
 
@@ -220,6 +222,8 @@ static int pack_value(msgpack_packer *pk, const struct osbq_job *job, enum field
         return pack_str(pk, job->originating_identity);
     case F_REQ_ID:
         return pack_str(pk, job->request_identity);
+    case F_TRACE:
+        return pack_str(pk, job->trace);
     case F_ATTEMPT:
         return msgpack_pack_uint32(pk, job->attempt);
     }
@@ -450,6 +454,8 @@ static char **str_slot(struct osbq_job *job, enum field_id id)
         return &job->originating_identity;
     case F_REQ_ID:
         return &job->request_identity;
+    case F_TRACE:
+        return &job->trace;
     case F_VERSION:
     case F_KIND:
     case F_API:

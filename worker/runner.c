@@ -192,6 +192,7 @@ static void log_job(const struct osbq_job *job, const char *event, const char *r
     osbq_log_line_str(&line, "plan", job->plan_id);
     osbq_log_line_int(&line, "attempt", job->attempt);
     osbq_log_line_str(&line, "request_id", job->request_identity);
+    osbq_log_line_str(&line, "trace", job->trace);
     osbq_log_line_str(&line, "result", result);
     osbq_log_line_str(&line, "description", description);
     if (duration_ms >= 0)

@@ -50,7 +50,7 @@ struct kvset {
 
 /* A valid bind job in the encoder's key order, so that leaving out "binding" is an error too. */
 static const struct kv valid_kvs[] = {
-    {.key = "v", .type = T_UINT, .u = 1},
+    {.key = "v", .type = T_UINT, .u = OSBQ_JOB_VERSION},
     {.key = "op", .type = T_STR, .str = "op-1"},
     {.key = "kind", .type = T_STR, .str = "bind"},
     {.key = "instance", .type = T_STR, .str = "inst-1"},
@@ -64,6 +64,7 @@ static const struct kv valid_kvs[] = {
     {.key = "api", .type = T_UINT, .u = 217},
     {.key = "origin", .type = T_NIL},
     {.key = "req_id", .type = T_STR, .str = "req-1"},
+    {.key = "trace", .type = T_STR, .str = "{\"X-B3-TraceId\":\"abc\"}"},
     {.key = "attempt", .type = T_UINT, .u = 1},
 };
 
@@ -195,6 +196,7 @@ static void assert_job_zeroed(const struct osbq_job *job)
     assert_null(job->maintenance_info);
     assert_null(job->originating_identity);
     assert_null(job->request_identity);
+    assert_null(job->trace);
     assert_memory_equal(job, &zero, sizeof(zero));
 }
 
@@ -270,6 +272,7 @@ static void assert_job_equal(const struct osbq_job *a, const struct osbq_job *b)
     assert_int_equal(a->api_version, b->api_version);
     assert_str_or_null(a->originating_identity, b->originating_identity);
     assert_str_or_null(a->request_identity, b->request_identity);
+    assert_str_or_null(a->trace, b->trace);
     assert_int_equal(a->attempt, b->attempt);
 }
 
@@ -296,6 +299,7 @@ static void full_job(struct osbq_job *job)
     job->api_version = 217;
     job->originating_identity = "cloudfoundry eyJ1c2VyX2lkIjoiMTIzIn0=";
     job->request_identity = "req-\"quoted\"";
+    job->trace = "{\"X-B3-TraceId\":\"463ac35c9f6413ad\"}";
     job->attempt = 3;
 }
 
@@ -405,9 +409,9 @@ static void test_round_trip_every_kind(void **state)
 /* The version must be the first thing a reader meets, and every key is always written. */
 static void test_encode_layout(void **state)
 {
-    static const char *const keys[] = {"v",       "op",   "kind",   "instance", "binding",
-                                       "service", "plan", "params", "ctx",      "bind_res",
-                                       "mi",      "api",  "origin", "req_id",   "attempt"};
+    static const char *const keys[] = {
+        "v",   "op",       "kind", "instance", "binding", "service", "plan",  "params",
+        "ctx", "bind_res", "mi",   "api",      "origin",  "req_id",  "trace", "attempt"};
     struct osbq_job job;
     msgpack_unpacked up;
     size_t len = 0, off = 0, i;
@@ -417,18 +421,21 @@ static void test_encode_layout(void **state)
     minimal_job(&job, OSBQ_JOB_UPDATE);
     job.version = 99; /* the encoder writes its own version, not the struct's */
     buf = encode_ok(&job, &len);
-    assert_true(len >= 4);
-    assert_int_equal((unsigned char)buf[0], 0x80 | 15);
-    assert_int_equal((unsigned char)buf[1], 0xa1);
-    assert_int_equal(buf[2], 'v');
-    assert_int_equal((unsigned char)buf[3], OSBQ_JOB_VERSION);
+    assert_true(len >= 6);
+    /* 16 keys: a map16 header (0xde, then the count in two bytes), then "v". */
+    assert_int_equal((unsigned char)buf[0], 0xde);
+    assert_int_equal((unsigned char)buf[1], 0x00);
+    assert_int_equal((unsigned char)buf[2], 16);
+    assert_int_equal((unsigned char)buf[3], 0xa1);
+    assert_int_equal(buf[4], 'v');
+    assert_int_equal((unsigned char)buf[5], OSBQ_JOB_VERSION);
 
     msgpack_unpacked_init(&up);
     assert_int_equal(msgpack_unpack_next(&up, buf, len, &off), MSGPACK_UNPACK_SUCCESS);
     assert_int_equal(off, len);
     assert_int_equal(up.data.type, MSGPACK_OBJECT_MAP);
-    assert_int_equal(up.data.via.map.size, 15);
-    for (i = 0; i < 15; i++) {
+    assert_int_equal(up.data.via.map.size, 16);
+    for (i = 0; i < 16; i++) {
         const msgpack_object *key = &up.data.via.map.ptr[i].key;
 
         assert_int_equal(key->type, MSGPACK_OBJECT_STR);
@@ -580,6 +587,7 @@ static void test_decode_hand_built(void **state)
     assert_string_equal(job.parameters, "{\"size\":3}");
     assert_null(job.context);
     assert_string_equal(job.request_identity, "req-1");
+    assert_string_equal(job.trace, "{\"X-B3-TraceId\":\"abc\"}");
     assert_int_equal(job.api_version, 217);
     osbq_job_clear(&job);
 }
@@ -587,7 +595,8 @@ static void test_decode_hand_built(void **state)
 /* Optional keys may be absent rather than nil, and the order after "v" is free. */
 static void test_decode_optional_absent(void **state)
 {
-    static const char *const optional[] = {"params", "ctx", "bind_res", "mi", "origin", "req_id"};
+    static const char *const optional[] = {"params", "ctx",    "bind_res", "mi",
+                                           "origin", "req_id", "trace"};
     struct kvset s;
     struct osbq_job job;
     struct kv last;
@@ -612,7 +621,7 @@ static void test_decode_optional_absent(void **state)
 
 static void test_decode_unknown_version(void **state)
 {
-    static const uint64_t versions[] = {0, 2, 7, 0x10000000000ull};
+    static const uint64_t versions[] = {0, 1, 3, 7, 0x10000000000ull};
     struct kvset s;
     size_t i;
 
@@ -625,7 +634,7 @@ static void test_decode_unknown_version(void **state)
         snprintf(needle, sizeof(needle), "unsupported job format version %llu",
                  (unsigned long long)versions[i]);
         expect_reject(&s, needle);
-        expect_reject(&s, "(this build reads 1)");
+        expect_reject(&s, "(this build reads 2)");
     }
     /* The version is judged before anything else in the map. */
     kvset_valid(&s);

@@ -58,12 +58,16 @@ static const struct setting settings[] = {
     {.key = "async_required", .type = SETTING_BOOL},
     {.key = "sync_timeout_ms", .type = SETTING_INT, .min = 1, .max = HOUR_MS},
     {.key = "dashboard_url_template", .type = SETTING_STRING},
+    {.key = "bind_async_required", .type = SETTING_BOOL},
+    {.key = "requires_app", .type = SETTING_BOOL},
+    {.key = "binding_ttl_s", .type = SETTING_INT, .min = 60, .max = 315360000},
     {.key = "provision_ms", .type = SETTING_INT, .max = DAY_MS, .backend = "sim"},
     {.key = "update_ms", .type = SETTING_INT, .max = DAY_MS, .backend = "sim"},
     {.key = "deprovision_ms", .type = SETTING_INT, .max = DAY_MS, .backend = "sim"},
     {.key = "bind_ms", .type = SETTING_INT, .max = DAY_MS, .backend = "sim"},
     {.key = "unbind_ms", .type = SETTING_INT, .max = DAY_MS, .backend = "sim"},
     {.key = "dashboard", .type = SETTING_BOOL, .backend = "sim"},
+    {.key = "fail_on", .type = SETTING_STRING, .backend = "sim"},
 };
 
 /* Spec: "The only permissions currently supported are ...". */
@@ -596,6 +600,9 @@ static void fill_plan(struct osbq_plan *p, json_t *plan, const struct osbq_servi
     p->async_required = json_is_true(json_object_get(osbq, "async_required"));
     p->sync_timeout_ms =
         timeout != NULL ? json_integer_value(timeout) : OSBQ_CATALOG_SYNC_TIMEOUT_MS_DEFAULT;
+    p->bind_async_required = json_is_true(json_object_get(osbq, "bind_async_required"));
+    p->requires_app = json_is_true(json_object_get(osbq, "requires_app"));
+    p->binding_ttl_s = json_integer_value(json_object_get(osbq, "binding_ttl_s"));
     p->settings = osbq;
     p->json = plan;
 }

@@ -30,6 +30,9 @@ struct osbq_plan {
     const char *backend;                /* osbq.backend: "sim", ... */
     bool async_required;                /* osbq.async_required, else false */
     int64_t sync_timeout_ms;            /* osbq.sync_timeout_ms, else the default above */
+    bool bind_async_required;           /* osbq.bind_async_required: binds need async (2.14) */
+    bool requires_app;                  /* osbq.requires_app: binds need an app_guid */
+    int64_t binding_ttl_s;              /* osbq.binding_ttl_s: credential lifetime, 0 = none */
     const json_t *settings;             /* the plan's whole "osbq" object (backend options) */
     const json_t *json;                 /* the plan object as in the file, "osbq" included */
 };

@@ -150,31 +150,53 @@ int osbq_store_key(const struct osbq_store *store, char *buf, size_t size, const
 /* Longest key: namespace (64), a kind, and a percent-encoded id of up to 1024 bytes. */
 #define STORE_KEY_MAX 3400
 
-/* Writes "<ns>:<kind>:<id>" with id percent-encoded outside A-Za-z0-9-._~, so an id can never
- * hold the ':' separator or a glob character. Returns 0, or -1 when it does not fit. */
+/* Appends id to buf at *used, percent-encoded outside A-Za-z0-9-._~, so an id can never hold
+ * the ':' separator or a glob character. Returns 0, or -1 when it does not fit. */
+static int append_id(char *buf, size_t size, size_t *used, const char *id)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    size_t at = *used;
+    for (const unsigned char *p = (const unsigned char *)id; *p; p++) {
+        bool plain = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+                     (*p >= '0' && *p <= '9') || *p == '-' || *p == '.' || *p == '_' ||
+                     *p == '~';
+        if (at + (plain ? 1 : 3) >= size)
+            return -1;
+        if (plain) {
+            buf[at++] = (char)*p;
+        } else {
+            buf[at++] = '%';
+            buf[at++] = hex[*p >> 4];
+            buf[at++] = hex[*p & 15];
+        }
+    }
+    buf[at] = '\0';
+    *used = at;
+    return 0;
+}
+
+/* Writes "<ns>:<kind>:<id>" with id encoded by append_id. Returns 0, or -1. */
 static int id_key(const struct osbq_store *store, char *buf, size_t size, const char *kind,
                   const char *id)
 {
-    static const char hex[] = "0123456789ABCDEF";
     int n = snprintf(buf, size, "%s:%s:", store->cfg->namespace_, kind);
     if (n < 0 || (size_t)n >= size)
         return -1;
     size_t used = (size_t)n;
-    for (const unsigned char *p = (const unsigned char *)id; *p; p++) {
-        bool plain = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-                     (*p >= '0' && *p <= '9') || *p == '-' || *p == '.' || *p == '_' || *p == '~';
-        if (used + (plain ? 1 : 3) >= size)
-            return -1;
-        if (plain) {
-            buf[used++] = (char)*p;
-        } else {
-            buf[used++] = '%';
-            buf[used++] = hex[*p >> 4];
-            buf[used++] = hex[*p & 15];
-        }
-    }
-    buf[used] = '\0';
-    return 0;
+    return append_id(buf, size, &used, id);
+}
+
+/* Writes "<ns>:binding:<instance id>:<binding id>", both ids encoded. Returns 0, or -1. */
+static int binding_key(const struct osbq_store *store, char *buf, size_t size,
+                       const char *instance_id, const char *binding_id)
+{
+    if (id_key(store, buf, size, "binding", instance_id) < 0)
+        return -1;
+    size_t used = strlen(buf);
+    if (used + 2 >= size)
+        return -1;
+    buf[used++] = ':';
+    return append_id(buf, size, &used, binding_id);
 }
 
 int64_t osbq_store_now_ms(void)
@@ -301,12 +323,15 @@ static int64_t element_int(const redisReply *reply, size_t i, int64_t fallback)
     return ok ? (int64_t)n : fallback;
 }
 
+static int begin_answer(redisReply *reply, struct osbq_begin_reply *out, struct osbq_error *err);
+
 int osbq_store_begin_instance(struct osbq_store *store, const struct osbq_begin_request *req,
                               struct osbq_begin_reply *out, struct osbq_error *err)
 {
     char inst[STORE_KEY_MAX], op[STORE_KEY_MAX], queue[STORE_KEY_MAX], waiters[STORE_KEY_MAX];
-    char prefix[96], now[24], deadline[24], api[12];
+    char set[STORE_KEY_MAX], prefix[96], now[24], deadline[24], api[12];
     if (id_key(store, inst, sizeof inst, "instance", req->instance_id) < 0 ||
+        id_key(store, set, sizeof set, "bindings", req->instance_id) < 0 ||
         id_key(store, op, sizeof op, "op", req->operation_id) < 0 ||
         id_key(store, waiters, sizeof waiters, "waiters", req->operation_id) < 0 ||
         osbq_store_key(store, queue, sizeof queue, "queue") < 0)
@@ -340,11 +365,17 @@ int osbq_store_begin_instance(struct osbq_store *store, const struct osbq_begin_
         api,
     };
     size_t lens[sizeof argv / sizeof argv[0]] = {0};
-    lens[15] = req->job_len;
-    redisReply *reply = store_eval(store, SCRIPT_BEGIN_INSTANCE, 4,
+    lens[16] = req->job_len;
+    redisReply *reply = store_eval(store, SCRIPT_BEGIN_INSTANCE, 5,
                                    (int)(sizeof argv / sizeof argv[0]), argv, lens, err);
     if (reply == NULL)
         return -1;
+    return begin_answer(reply, out, err);
+}
+
+/* Turns a begin script's reply into *out; frees the reply. */
+static int begin_answer(redisReply *reply, struct osbq_begin_reply *out, struct osbq_error *err)
+{
     static const struct {
         const char *word;
         enum osbq_begin_answer answer;
@@ -354,8 +385,11 @@ int osbq_store_begin_instance(struct osbq_store *store, const struct osbq_begin_
         {"busy", OSBQ_BEGIN_BUSY},         {"not_found", OSBQ_BEGIN_NOT_FOUND},
         {"gone", OSBQ_BEGIN_GONE},         {"changed", OSBQ_BEGIN_CHANGED},
         {"mismatch", OSBQ_BEGIN_MISMATCH},
+        {"no_instance", OSBQ_BEGIN_NO_INSTANCE},
+        {"instance_busy", OSBQ_BEGIN_INSTANCE_BUSY},
+        {"bad_predecessor", OSBQ_BEGIN_BAD_PREDECESSOR},
     };
-    int rc = osbq_error_set(err, OSBQ_ERR_INTERNAL, "begin_instance: unexpected reply");
+    int rc = osbq_error_set(err, OSBQ_ERR_INTERNAL, "begin: unexpected reply");
     for (size_t i = 0; i < sizeof answers / sizeof answers[0]; i++) {
         if (!element_is(reply, 0, answers[i].word))
             continue;
@@ -364,6 +398,7 @@ int osbq_store_begin_instance(struct osbq_store *store, const struct osbq_begin_
         out->operation_id = element_dup(reply, 1);
         out->dashboard_url = element_dup(reply, 2);
         out->metadata = element_dup(reply, 3);
+        out->binding_result = element_dup(reply, 4);
         rc = 0;
         break;
     }
@@ -373,6 +408,7 @@ int osbq_store_begin_instance(struct osbq_store *store, const struct osbq_begin_
 
 void osbq_begin_reply_clear(struct osbq_begin_reply *reply)
 {
+    free(reply->binding_result);
     free(reply->operation_id);
     free(reply->dashboard_url);
     free(reply->metadata);
@@ -450,15 +486,19 @@ static int flag_value(const redisReply *reply, size_t i)
 }
 
 int osbq_store_last_operation(struct osbq_store *store, const char *instance_id,
-                              const char *operation_id, struct osbq_last_op *out,
-                              struct osbq_error *err)
+                              const char *binding_id, const char *operation_id,
+                              struct osbq_last_op *out, struct osbq_error *err)
 {
-    char inst[STORE_KEY_MAX], prefix[96];
-    if (id_key(store, inst, sizeof inst, "instance", instance_id) < 0)
+    char key[STORE_KEY_MAX], prefix[96];
+    int built = binding_id != NULL
+                    ? binding_key(store, key, sizeof key, instance_id, binding_id)
+                    : id_key(store, key, sizeof key, "instance", instance_id);
+    if (built < 0)
         return osbq_error_set(err, OSBQ_ERR_BAD_REQUEST, "id too long");
     (void)snprintf(prefix, sizeof prefix, "%s:", store->cfg->namespace_);
-    const char *argv[] = {inst, operation_id ? operation_id : "", prefix, instance_id};
-    redisReply *reply = store_eval(store, SCRIPT_LAST_OPERATION, 1, 4, argv, NULL, err);
+    const char *argv[] = {key, operation_id ? operation_id : "", prefix, instance_id,
+                          binding_id ? binding_id : ""};
+    redisReply *reply = store_eval(store, SCRIPT_LAST_OPERATION, 1, 5, argv, NULL, err);
     if (reply == NULL)
         return -1;
     int rc;
@@ -567,6 +607,7 @@ int osbq_store_finish(struct osbq_store *store, const char *operation_id, const 
         retention,
         prefix,
         operation_id,
+        result->binding ? result->binding : "",
     };
     return op_script(store, SCRIPT_FINISH, 3, (int)(sizeof argv / sizeof argv[0]), argv, err);
 }
@@ -681,4 +722,109 @@ redisContext *osbq_store_subscribe_events(struct osbq_store *store, const char *
     }
     freeReplyObject(reply);
     return c;
+}
+
+int osbq_store_begin_binding(struct osbq_store *store, const struct osbq_bind_request *req,
+                             struct osbq_begin_reply *out, struct osbq_error *err)
+{
+    char inst[STORE_KEY_MAX], binding[STORE_KEY_MAX], op[STORE_KEY_MAX], queue[STORE_KEY_MAX];
+    char waiters[STORE_KEY_MAX], set[STORE_KEY_MAX], pred[STORE_KEY_MAX];
+    char prefix[96], now[24], deadline[24], api[12];
+    if (id_key(store, inst, sizeof inst, "instance", req->instance_id) < 0 ||
+        binding_key(store, binding, sizeof binding, req->instance_id, req->binding_id) < 0 ||
+        id_key(store, op, sizeof op, "op", req->operation_id) < 0 ||
+        id_key(store, waiters, sizeof waiters, "waiters", req->operation_id) < 0 ||
+        id_key(store, set, sizeof set, "bindings", req->instance_id) < 0 ||
+        osbq_store_key(store, queue, sizeof queue, "queue") < 0)
+        return osbq_error_set(err, OSBQ_ERR_BAD_REQUEST, "id too long");
+    pred[0] = '\0';
+    if (req->predecessor_binding_id != NULL &&
+        binding_key(store, pred, sizeof pred, req->instance_id, req->predecessor_binding_id) < 0)
+        return osbq_error_set(err, OSBQ_ERR_BAD_REQUEST, "id too long");
+    int64_t now_ms = osbq_store_now_ms();
+    (void)snprintf(prefix, sizeof prefix, "%s:", store->cfg->namespace_);
+    (void)snprintf(now, sizeof now, "%" PRId64, now_ms);
+    (void)snprintf(deadline, sizeof deadline, "%" PRId64, now_ms + req->claim_timeout_ms);
+    (void)snprintf(api, sizeof api, "%u", req->api_version);
+    const char *argv[] = {
+        inst,
+        binding,
+        op,
+        queue,
+        waiters,
+        set,
+        req->kind,
+        req->operation_id,
+        req->digest,
+        now,
+        req->waiting_gateway ? req->waiting_gateway : "",
+        req->service_id,
+        req->plan_id,
+        req->parameters ? req->parameters : "",
+        req->context ? req->context : "",
+        req->bind_resource ? req->bind_resource : "",
+        (const char *)req->job,
+        deadline,
+        prefix,
+        req->instance_id,
+        req->binding_id,
+        api,
+        pred,
+        req->predecessor_binding_id ? req->predecessor_binding_id : "",
+    };
+    size_t lens[sizeof argv / sizeof argv[0]] = {0};
+    lens[16] = req->job_len;
+    redisReply *reply = store_eval(store, SCRIPT_BEGIN_BINDING, 6,
+                                   (int)(sizeof argv / sizeof argv[0]), argv, lens, err);
+    if (reply == NULL)
+        return -1;
+    return begin_answer(reply, out, err);
+}
+
+int osbq_store_binding_get(struct osbq_store *store, const char *instance_id,
+                           const char *binding_id, struct osbq_binding *out,
+                           struct osbq_error *err)
+{
+    char key[STORE_KEY_MAX];
+    if (binding_key(store, key, sizeof key, instance_id, binding_id) < 0)
+        return osbq_error_set(err, OSBQ_ERR_BAD_REQUEST, "id too long");
+    redisContext *c = store_acquire(store, err);
+    if (c == NULL)
+        return -1;
+    redisReply *reply =
+        redisCommand(c, "HMGET %s state service_id plan_id parameters result lock_x", key);
+    int rc = reply_failed(c, reply, "HMGET", err);
+    if (rc == 0 && (reply->type != REDIS_REPLY_ARRAY || reply->elements != 6))
+        rc = osbq_error_set(err, OSBQ_ERR_INTERNAL, "HMGET: unexpected reply");
+    if (rc == 0) {
+        struct osbq_binding got = {0};
+        got.state = element_dup(reply, 0);
+        if (got.state != NULL) {
+            got.service_id = element_dup(reply, 1);
+            got.plan_id = element_dup(reply, 2);
+            got.parameters = element_dup(reply, 3);
+            got.result = element_dup(reply, 4);
+            got.lock_holder = element_dup(reply, 5);
+            *out = got;
+            rc = 1;
+        }
+    }
+    freeReplyObject(reply);
+    store_release(store, c);
+    return rc;
+}
+
+void osbq_binding_clear(struct osbq_binding *binding)
+{
+    free(binding->state);
+    free(binding->service_id);
+    free(binding->plan_id);
+    free(binding->parameters);
+    if (binding->result != NULL) {
+        /* Credentials do not linger in freed memory. */
+        memset(binding->result, 0, strlen(binding->result));
+        free(binding->result);
+    }
+    free(binding->lock_holder);
+    memset(binding, 0, sizeof *binding);
 }

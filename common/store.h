@@ -76,7 +76,10 @@ enum osbq_begin_answer {
     OSBQ_BEGIN_NOT_FOUND,   /* update: no provisioned instance */
     OSBQ_BEGIN_GONE,        /* deprovision: no such instance */
     OSBQ_BEGIN_CHANGED,     /* update: the plan changed since the gateway read it */
-    OSBQ_BEGIN_MISMATCH,    /* deprovision: service or plan is not the instance's */
+    OSBQ_BEGIN_MISMATCH,    /* service or plan is not the instance's (or binding's) */
+    OSBQ_BEGIN_NO_INSTANCE, /* bind: the instance does not exist (or failed, or is gone) */
+    OSBQ_BEGIN_INSTANCE_BUSY, /* bind/unbind: an instance operation holds the instance */
+    OSBQ_BEGIN_BAD_PREDECESSOR, /* bind: the predecessor is not a live binding of it */
 };
 
 struct osbq_begin_reply {
@@ -84,6 +87,7 @@ struct osbq_begin_reply {
     char *operation_id;            /* accepted or running operation, or NULL; owned */
     char *dashboard_url;           /* the instance's dashboard URL, or NULL; owned */
     char *metadata;                /* the instance's metadata JSON, or NULL; owned */
+    char *binding_result;          /* bind DONE: the binding's JSON (credentials...); owned */
 };
 
 /* Takes the instance's lock and records the operation in one round trip (see
@@ -92,6 +96,47 @@ struct osbq_begin_reply {
 int osbq_store_begin_instance(struct osbq_store *store, const struct osbq_begin_request *req,
                               struct osbq_begin_reply *out, struct osbq_error *err);
 void osbq_begin_reply_clear(struct osbq_begin_reply *reply);
+
+/* What the gateway asks for when it accepts a bind or unbind. Borrowed. */
+struct osbq_bind_request {
+    const char *kind;             /* "bind" or "unbind" */
+    const char *operation_id;     /* the new operation's id */
+    const char *instance_id;      /* from the path, decoded */
+    const char *binding_id;       /* from the path, decoded */
+    const char *digest;           /* idempotency digest of the request ("" for unbind) */
+    const char *waiting_gateway;  /* this gateway's id when the request waits, or NULL */
+    const char *service_id;       /* must be the instance's (binding's) service */
+    const char *plan_id;          /* must be the instance's (binding's) plan */
+    const char *parameters;       /* JSON object text, or NULL */
+    const char *context;          /* JSON object text, or NULL */
+    const char *bind_resource;    /* JSON object text, or NULL */
+    const char *predecessor_binding_id; /* rotation: a live binding of the instance, or NULL */
+    const void *job;              /* the encoded job */
+    size_t job_len;               /* bytes in job */
+    unsigned api_version;         /* the request's API version */
+    int64_t claim_timeout_ms;     /* how long the job may wait for a worker's claim */
+};
+
+/* Holds the instance shared and the binding exclusively, and records the operation, in one
+ * round trip (common/lua/begin_binding.lua). Returns 0 with *out, or -1 with err. */
+int osbq_store_begin_binding(struct osbq_store *store, const struct osbq_bind_request *req,
+                             struct osbq_begin_reply *out, struct osbq_error *err);
+
+/* A binding record. Strings owned (osbq_binding_clear); absent ones are NULL. */
+struct osbq_binding {
+    char *state;       /* binding, bound, failed, gone */
+    char *service_id;  /* service id */
+    char *plan_id;     /* plan id */
+    char *parameters;  /* JSON text of the bind parameters */
+    char *result;      /* JSON text: credentials, endpoints, syslog_drain_url, ... */
+    char *lock_holder; /* operation running on it, or NULL */
+};
+
+/* Reads a binding. Returns 1 with *out, 0 when there is no record, -1 with err. */
+int osbq_store_binding_get(struct osbq_store *store, const char *instance_id,
+                           const char *binding_id, struct osbq_binding *out,
+                           struct osbq_error *err);
+void osbq_binding_clear(struct osbq_binding *binding);
 
 /* An instance record. Strings are owned (osbq_instance_clear); absent ones are NULL. */
 struct osbq_instance {
@@ -125,12 +170,13 @@ struct osbq_last_op {
     int64_t average_ms;    /* the plan's average duration for this kind; -1 unknown */
 };
 
-/* Reads the last operation of an instance, or the named one (operation_id not NULL).
- * Returns 1 with *out, 0 when the instance is unknown, 2 when the named operation is not one
- * of this instance's, -1 with err. One round trip. */
+/* Reads the last operation of an instance (binding_id NULL) or of one of its bindings, or the
+ * named one (operation_id not NULL). Returns 1 with *out, 0 when the instance (binding) is
+ * unknown, 2 when the named operation is not one of its operations, -1 with err. One round
+ * trip. */
 int osbq_store_last_operation(struct osbq_store *store, const char *instance_id,
-                              const char *operation_id, struct osbq_last_op *out,
-                              struct osbq_error *err);
+                              const char *binding_id, const char *operation_id,
+                              struct osbq_last_op *out, struct osbq_error *err);
 void osbq_last_op_clear(struct osbq_last_op *op);
 
 /* Opens a new connection (not from the pool) subscribed to "<ns>:events:<gateway_id>", where
@@ -163,6 +209,9 @@ struct osbq_op_result {
     const char *description;   /* user-facing text for last_operation; NULL for a default */
     const char *dashboard_url; /* provision/update: the instance's dashboard, or NULL */
     const char *metadata;      /* provision/update: JSON object {labels, attributes}, or NULL */
+    const char *binding;       /* bind: JSON object with credentials, endpoints, syslog_drain_url,
+                                * route_service_url, volume_mounts and metadata (expires_at,
+                                * renew_before), or NULL */
     bool instance_usable;      /* failed update or deprovision: is the instance still usable */
     bool update_repeatable;    /* failed update: may the same update succeed later */
 };

@@ -5,6 +5,7 @@
 /* Indexes into store_script_texts, in the order common/CMakeLists.txt embeds them. */
 enum store_script {
     SCRIPT_BEGIN_INSTANCE,
+    SCRIPT_BEGIN_BINDING,
     SCRIPT_CLAIM,
     SCRIPT_PROGRESS,
     SCRIPT_FINISH,

@@ -46,42 +46,15 @@ static void set_string(json_t *body, const char *key, const char *value)
         json_object_set_new(body, key, json_string(value));
 }
 
-/* 202 with the operation (2.9+) and, for a provision, the dashboard URL. */
-static void reply_accepted(struct reply *out, const struct request *req, enum osbq_job_kind kind,
-                           const char *operation_id, const char *dashboard_url)
-{
-    json_t *body = json_object();
-    if (req->api_version >= API_OPERATION)
-        set_string(body, "operation", operation_id);
-    if (kind == OSBQ_JOB_PROVISION)
-        set_string(body, "dashboard_url", dashboard_url);
-    reply_json(out, 202, body);
-}
-
 static int64_t sync_timeout_ms(const struct osbq_plan *plan)
 {
     return plan ? plan->sync_timeout_ms : OSBQ_CATALOG_SYNC_TIMEOUT_MS_DEFAULT;
 }
 
-/* Sets out->wait so http.c suspends the request until operation_id ends. job (owned, may be
- * NULL) is sent once the request is suspended. */
-static void wait_for(struct reply *out, const struct request *req, const struct accept *a,
-                     const char *operation_id, const char *dashboard_url, char *job, size_t job_len)
+/* The dashboard URL a 202 carries: a provision's, decided when it was accepted. */
+static const char *dashboard_for(const struct accept *a, const struct osbq_begin_reply *got)
 {
-    struct reply_wait *w = &out->wait;
-    reply_clear(out);
-    w->operation_id = strdup(operation_id);
-    w->instance_id = strdup(a->instance_id);
-    w->dashboard_url = dashboard_url ? strdup(dashboard_url) : NULL;
-    w->deadline_ms = waiter_now_ms() + sync_timeout_ms(a->plan);
-    w->kind = a->kind;
-    w->api_version = req->api_version;
-    w->job = job;
-    w->job_len = job_len;
-    if (w->operation_id == NULL || w->instance_id == NULL) {
-        reply_error(out, OSBQ_ERR_INTERNAL, "Out of memory.");
-        return;
-    }
+    return a->kind == OSBQ_JOB_PROVISION ? got->dashboard_url : NULL;
 }
 
 /* Records the operation and answers: 202 (async), a wait (sync), or why not. */
@@ -106,14 +79,10 @@ static void accept_operation(const struct gateway *gw, const struct request *req
         .trace = (char *)(uintptr_t)req->trace,
         .attempt = 1,
     };
-    char *bytes = NULL;
     size_t len = 0;
-    char why[200];
-    if (osbq_job_encode(&job, &bytes, &len, why, sizeof why) < 0) {
-        log_warnx("cannot encode a job: %s", why);
-        reply_error(out, OSBQ_ERR_BAD_REQUEST, "The request cannot be turned into a job.");
+    char *bytes = osb_encode_job(&job, &len, out);
+    if (bytes == NULL)
         return;
-    }
     struct osbq_begin_request begin = {
         .kind = osbq_job_kind_name(a->kind),
         .operation_id = operation_id,
@@ -148,17 +117,19 @@ static void accept_operation(const struct gateway *gw, const struct request *req
             if (dispatch_submit(gw->dispatch, bytes, len) < 0)
                 log_warnx("job queue full: operation %s waits for recovery", operation_id);
             free(bytes);
-            reply_accepted(out, req, a->kind, operation_id, got.dashboard_url);
+            osb_reply_accepted(out, req->api_version, operation_id, dashboard_for(a, &got));
         } else {
-            wait_for(out, req, a, operation_id, got.dashboard_url, bytes, len);
+            osb_wait_for(out, req, a->kind, a->instance_id, NULL, sync_timeout_ms(a->plan),
+                         operation_id, got.dashboard_url, bytes, len);
         }
         break;
     case OSBQ_BEGIN_IN_PROGRESS:
         free(bytes);
         if (async)
-            reply_accepted(out, req, a->kind, got.operation_id, got.dashboard_url);
+            osb_reply_accepted(out, req->api_version, got.operation_id, dashboard_for(a, &got));
         else
-            wait_for(out, req, a, got.operation_id, got.dashboard_url, NULL, 0);
+            osb_wait_for(out, req, a->kind, a->instance_id, NULL, sync_timeout_ms(a->plan),
+                         got.operation_id, got.dashboard_url, NULL, 0);
         break;
     case OSBQ_BEGIN_DONE: {
         free(bytes);
@@ -193,6 +164,13 @@ static void accept_operation(const struct gateway *gw, const struct request *req
         free(bytes);
         reply_error(out, OSBQ_ERR_BAD_REQUEST,
                     "service_id and plan_id must be the service instance's.");
+        break;
+    case OSBQ_BEGIN_NO_INSTANCE:
+    case OSBQ_BEGIN_INSTANCE_BUSY:
+    case OSBQ_BEGIN_BAD_PREDECESSOR:
+        /* binding answers: begin_instance never gives them */
+        free(bytes);
+        reply_error(out, OSBQ_ERR_INTERNAL, NULL);
         break;
     }
     osbq_begin_reply_clear(&got);
@@ -512,7 +490,7 @@ void osb_instance_sync_reply(const struct gateway *gw, const struct reply_wait *
     struct osbq_last_op op = {0};
     struct osbq_error err = {0};
     int found =
-        osbq_store_last_operation(gw->store, wait->instance_id, wait->operation_id, &op, &err);
+        osbq_store_last_operation(gw->store, wait->instance_id, NULL, wait->operation_id, &op, &err);
     if (found == 1 && (strcmp(op.state, "succeeded") == 0 || strcmp(op.state, "failed") == 0)) {
         struct waiter_result read = {
             .outcome = WAITER_FINISHED,

@@ -38,7 +38,7 @@ void osb_last_operation_get(const struct gateway *gw, const struct request *req,
     }
     struct osbq_last_op op = {0};
     struct osbq_error err = {0};
-    int found = osbq_store_last_operation(gw->store, instance_id, operation, &op, &err);
+    int found = osbq_store_last_operation(gw->store, instance_id, NULL, operation, &op, &err);
     if (found < 0) {
         log_warnx("%s", err.text);
         reply_error(out, OSBQ_ERR_UNAVAILABLE, NULL);

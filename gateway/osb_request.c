@@ -1,6 +1,9 @@
 /* Helpers every OSB handler uses: body parsing, field checks, ids, digests. */
 #include "osb_request.h"
 
+#include "log.h"
+#include "waiter.h"
+
 #include <sodium.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -142,4 +145,48 @@ void osb_new_operation_id(char out[33])
     unsigned char raw[16];
     randombytes_buf(raw, sizeof raw);
     sodium_bin2hex(out, 33, raw, sizeof raw);
+}
+
+void osb_reply_accepted(struct reply *out, unsigned api_version, const char *operation_id,
+                        const char *dashboard_url)
+{
+    json_t *body = json_object();
+    if (api_version >= API_OPERATION && operation_id != NULL)
+        json_object_set_new(body, "operation", json_string(operation_id));
+    if (dashboard_url != NULL && dashboard_url[0] != '\0')
+        json_object_set_new(body, "dashboard_url", json_string(dashboard_url));
+    reply_json(out, 202, body);
+}
+
+void osb_wait_for(struct reply *out, const struct request *req, enum osbq_job_kind kind,
+                  const char *instance_id, const char *binding_id, int64_t timeout_ms,
+                  const char *operation_id, const char *dashboard_url, char *job,
+                  size_t job_len)
+{
+    reply_clear(out);
+    struct reply_wait *w = &out->wait;
+    w->operation_id = strdup(operation_id);
+    w->instance_id = strdup(instance_id);
+    w->binding_id = binding_id ? strdup(binding_id) : NULL;
+    w->dashboard_url = dashboard_url ? strdup(dashboard_url) : NULL;
+    w->deadline_ms = waiter_now_ms() + timeout_ms;
+    w->kind = kind;
+    w->api_version = req->api_version;
+    w->job = job;
+    w->job_len = job_len;
+    if (w->operation_id == NULL || w->instance_id == NULL ||
+        (binding_id != NULL && w->binding_id == NULL))
+        reply_error(out, OSBQ_ERR_INTERNAL, "Out of memory.");
+}
+
+char *osb_encode_job(const struct osbq_job *job, size_t *len, struct reply *out)
+{
+    char *bytes = NULL;
+    char why[200];
+    if (osbq_job_encode(job, &bytes, len, why, sizeof why) < 0) {
+        log_warnx("cannot encode a job: %s", why);
+        reply_error(out, OSBQ_ERR_BAD_REQUEST, "The request cannot be turned into a job.");
+        return NULL;
+    }
+    return bytes;
 }

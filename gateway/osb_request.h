@@ -44,6 +44,22 @@ void osb_digest(const json_t *value, char out[33]);
 /* A new random operation id (32 hex characters). */
 void osb_new_operation_id(char out[33]);
 
+/* 202 with the operation (2.9+) and, when given, the dashboard URL. */
+void osb_reply_accepted(struct reply *out, unsigned api_version, const char *operation_id,
+                        const char *dashboard_url);
+
+/* Sets out->wait so http.c suspends the request until operation_id ends or timeout_ms passes;
+ * job (owned, may be NULL) is sent once the request is suspended. binding_id is NULL for
+ * instance operations. */
+void osb_wait_for(struct reply *out, const struct request *req, enum osbq_job_kind kind,
+                  const char *instance_id, const char *binding_id, int64_t timeout_ms,
+                  const char *operation_id, const char *dashboard_url, char *job,
+                  size_t job_len);
+
+/* Encodes job; NULL with a 400 in out when it cannot be (the caller checked the fields). The
+ * caller frees the bytes. */
+char *osb_encode_job(const struct osbq_job *job, size_t *len, struct reply *out);
+
 /* Fills out with a 400 naming the problem. Returns false, for `return osb_bad_request(...)`. */
 bool osb_bad_request(struct reply *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

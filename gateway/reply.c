@@ -113,6 +113,7 @@ void reply_wait_clear(struct reply_wait *wait)
 {
     free(wait->operation_id);
     free(wait->instance_id);
+    free(wait->binding_id);
     free(wait->dashboard_url);
     free(wait->job);
     memset(wait, 0, sizeof *wait);

@@ -47,6 +47,7 @@ struct reply_wait {
     enum osbq_job_kind kind; /* the operation's kind */
     unsigned api_version;    /* the request's API version */
     char *instance_id;       /* owned: for the final read after a timeout */
+    char *binding_id;      /* owned: bind and unbind only, else NULL */
     char *dashboard_url;     /* owned: decided at accept (provision), or NULL */
     void *job;               /* owned encoded job to send once suspended, or NULL */
     size_t job_len;          /* bytes in job */

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A v2 job has 16 keys. The slack lets a later version add keys and still reach the version
+/* A v3 job has 17 keys. The slack lets a later version add keys and still reach the version
  * check (and its clear message) here; the cap keeps what msgpack-c allocates for the map small. */
 #define MAX_ENTRIES 64
 
@@ -40,6 +40,7 @@ enum field_id {
     F_ORIGIN,
     F_REQ_ID,
     F_TRACE,
+    F_PREDECESSOR,
     F_ATTEMPT,
 };
 
@@ -56,7 +57,8 @@ static const struct field fields[] = {
     [F_CTX] = {"ctx", FT_OPT_STR},        [F_BIND_RES] = {"bind_res", FT_OPT_STR},
     [F_MI] = {"mi", FT_OPT_STR},          [F_API] = {"api", FT_UINT},
     [F_ORIGIN] = {"origin", FT_OPT_STR},  [F_REQ_ID] = {"req_id", FT_OPT_STR},
-    [F_TRACE] = {"trace", FT_OPT_STR},    [F_ATTEMPT] = {"attempt", FT_UINT},
+    [F_TRACE] = {"trace", FT_OPT_STR},    [F_PREDECESSOR] = {"pred", FT_OPT_STR},
+    [F_ATTEMPT] = {"attempt", FT_UINT},
 };
 
 #define FIELD_COUNT (sizeof(fields) / sizeof(fields[0]))
@@ -145,6 +147,7 @@ void osbq_job_clear(struct osbq_job *job)
     free(job->originating_identity);
     free(job->request_identity);
     free(job->trace);
+    free(job->predecessor_binding_id);
     memset(job, 0, sizeof(*job));
 }
 
@@ -224,6 +227,8 @@ static int pack_value(msgpack_packer *pk, const struct osbq_job *job, enum field
         return pack_str(pk, job->request_identity);
     case F_TRACE:
         return pack_str(pk, job->trace);
+    case F_PREDECESSOR:
+        return pack_str(pk, job->predecessor_binding_id);
     case F_ATTEMPT:
         return msgpack_pack_uint32(pk, job->attempt);
     }
@@ -456,6 +461,8 @@ static char **str_slot(struct osbq_job *job, enum field_id id)
         return &job->request_identity;
     case F_TRACE:
         return &job->trace;
+    case F_PREDECESSOR:
+        return &job->predecessor_binding_id;
     case F_VERSION:
     case F_KIND:
     case F_API:

@@ -7,7 +7,7 @@
 #include <stdint.h>
 
 /* Wire format version; bump it on any change of fields, names or types. */
-#define OSBQ_JOB_VERSION 2
+#define OSBQ_JOB_VERSION 3
 
 /* Largest encoded job the decoder accepts; the gateway's body limit keeps real jobs far below. */
 #define OSBQ_JOB_MAX_BYTES (8u * 1024u * 1024u)
@@ -42,6 +42,7 @@ struct osbq_job {
     char *originating_identity; /* X-Broker-API-Originating-Identity header as sent, or NULL */
     char *request_identity;     /* X-Broker-API-Request-Identity header as sent, or NULL */
     char *trace;                /* JSON object text of the B3 trace headers sent, or NULL */
+    char *predecessor_binding_id; /* bind: the binding it rotates (2.17), or NULL */
     uint32_t attempt; /* 1 for the first delivery, raised on each resend; required, >= 1 */
 };
 

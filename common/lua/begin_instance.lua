@@ -1,7 +1,8 @@
 -- Starts a provision, update or deprovision: takes the instance's exclusive lock and records the
 -- operation, or answers why not. One round trip; nothing is written unless the answer is
 -- "accepted" (or a waiter is added to an operation already running).
--- KEYS: 1 instance hash, 2 new operation hash, 3 queue zset, 4 new operation's waiters set
+-- KEYS: 1 instance hash, 2 new operation hash, 3 queue zset, 4 new operation's waiters set,
+--       5 the instance's set of binding keys
 -- ARGV: 1 kind, 2 operation id, 3 digest, 4 now (ms), 5 waiting gateway id or "",
 --       6 service id, 7 plan id, 8 parameters JSON or "", 9 context JSON or "",
 --       10 maintenance version or "", 11 dashboard url or "", 12 encoded job,
@@ -31,7 +32,7 @@ local function record(plan_id, prev_plan)
   redis.call('HSET', op_key, 'kind', kind, 'instance', ARGV[16], 'instance_key', inst,
              'service_id', ARGV[6], 'plan_id', plan_id, 'prev_plan_id', prev_plan,
              'digest', digest, 'state', 'queued', 'attempt', '0', 'created_ms', now,
-             'api', ARGV[17], 'job', ARGV[12])
+             'api', ARGV[17], 'job', ARGV[12], 'bindings_key', KEYS[5])
   if ARGV[8] ~= '' then redis.call('HSET', op_key, 'parameters', ARGV[8]) end
   if ARGV[9] ~= '' then redis.call('HSET', op_key, 'context', ARGV[9]) end
   if ARGV[10] ~= '' then redis.call('HSET', op_key, 'maintenance_version', ARGV[10]) end

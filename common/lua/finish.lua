@@ -3,11 +3,13 @@
 -- KEYS: 1 operation hash, 2 queue zset, 3 waiters set
 -- ARGV: 1 worker id, 2 "1" succeeded / "0" failed, 3 description, 4 dashboard url or "",
 --       5 metadata JSON or "", 6 instance_usable "1"/"0", 7 update_repeatable "1"/"0",
---       8 now (ms), 9 retention (s), 10 key prefix "<ns>:", 11 operation id
+--       8 now (ms), 9 retention (s), 10 key prefix "<ns>:", 11 operation id,
+--       12 bind: JSON of the binding (credentials, endpoints, ...) or ""
 -- Returns 1, or 0 when the operation is no longer this worker's.
 local op_key, queue, waiters = KEYS[1], KEYS[2], KEYS[3]
 local rec = redis.call('HMGET', op_key, 'state', 'worker', 'kind', 'instance_key', 'plan_id',
-                       'parameters', 'context', 'maintenance_version', 'created_ms')
+                       'parameters', 'context', 'maintenance_version', 'created_ms',
+                       'binding_key', 'bindings_key')
 if rec[1] ~= 'running' or rec[2] ~= ARGV[1] then return 0 end
 local kind, inst, plan_id = rec[3], rec[4], rec[5]
 local ok = ARGV[2] == '1'
@@ -24,8 +26,26 @@ end
 redis.call('EXPIRE', op_key, retention)
 redis.call('ZREM', queue, op_id)
 
-if redis.call('HGET', inst, 'lock_x') == op_id then redis.call('HDEL', inst, 'lock_x') end
-if ok then
+local binding = rec[10]
+if binding then
+  -- Binding operations hold the instance shared and their binding exclusively.
+  if redis.call('HGET', binding, 'lock_x') == op_id then redis.call('HDEL', binding, 'lock_x') end
+  if tonumber(redis.call('HINCRBY', inst, 'lock_s', -1)) <= 0 then
+    redis.call('HDEL', inst, 'lock_s')
+  end
+  if kind == 'bind' then
+    redis.call('HSET', binding, 'state', ok and 'bound' or 'failed')
+    if ok and ARGV[12] ~= '' then redis.call('HSET', binding, 'result', ARGV[12]) end
+  elseif kind == 'unbind' and ok then
+    redis.call('HSET', binding, 'state', 'gone')
+    redis.call('HDEL', binding, 'result')
+    redis.call('EXPIRE', binding, retention)
+    redis.call('SREM', rec[11], binding)
+  end
+elseif redis.call('HGET', inst, 'lock_x') == op_id then
+  redis.call('HDEL', inst, 'lock_x')
+end
+if ok and not binding then
   if ARGV[4] ~= '' then redis.call('HSET', inst, 'dashboard_url', ARGV[4]) end
   if ARGV[5] ~= '' then redis.call('HSET', inst, 'metadata', ARGV[5]) end
 end
@@ -39,6 +59,14 @@ elseif kind == 'update' and ok then
 elseif kind == 'deprovision' and ok then
   redis.call('HSET', inst, 'state', 'gone')
   redis.call('EXPIRE', inst, retention)
+  -- Bindings the platform did not delete first go with their instance (docs/decisions/0004).
+  local set = rec[11]
+  for _, bkey in ipairs(redis.call('SMEMBERS', set)) do
+    redis.call('HSET', bkey, 'state', 'gone')
+    redis.call('HDEL', bkey, 'result', 'lock_x')
+    redis.call('EXPIRE', bkey, retention)
+  end
+  redis.call('DEL', set)
 end
 
 -- Average duration per plan and kind (exponentially weighted), for adaptive Retry-After.

@@ -1,7 +1,7 @@
--- Reads what last_operation answers for an instance, in one round trip.
--- KEYS: 1 instance hash
--- ARGV: 1 operation id or "", 2 key prefix "<ns>:", 3 instance id
--- Returns {"not_found"}, {"unknown_operation"}, or {"ok", instance state, kind, state,
+-- Reads what last_operation answers for an instance or a binding, in one round trip.
+-- KEYS: 1 the instance or binding hash
+-- ARGV: 1 operation id or "", 2 key prefix "<ns>:", 3 instance id, 4 binding id or ""
+-- Returns {"not_found"}, {"unknown_operation"}, or {"ok", record state, kind, state,
 -- description, instance_usable, update_repeatable, created_ms, plan_id, average ms or ""}.
 local rec = redis.call('HMGET', KEYS[1], 'state', 'last_op')
 if not rec[1] then return {'not_found'} end
@@ -9,8 +9,10 @@ local op_id = ARGV[1] ~= '' and ARGV[1] or rec[2]
 if not op_id then return {'not_found'} end
 local op = redis.call('HMGET', ARGV[2] .. 'op:' .. op_id, 'kind', 'instance', 'state',
                       'description', 'instance_usable', 'update_repeatable', 'created_ms',
-                      'plan_id', 'prev_plan_id')
-if not op[1] or op[2] ~= ARGV[3] then return {'unknown_operation'} end
+                      'plan_id', 'prev_plan_id', 'binding')
+if not op[1] or op[2] ~= ARGV[3] or (op[10] or '') ~= ARGV[4] then
+  return {'unknown_operation'}
+end
 local stats_plan = op[8]
 if op[1] == 'update' and op[9] and op[9] ~= '' then stats_plan = op[9] end
 local avg = redis.call('HGET', ARGV[2] .. 'stats:' .. stats_plan, op[1]) or ''

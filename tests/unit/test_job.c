@@ -65,6 +65,7 @@ static const struct kv valid_kvs[] = {
     {.key = "origin", .type = T_NIL},
     {.key = "req_id", .type = T_STR, .str = "req-1"},
     {.key = "trace", .type = T_STR, .str = "{\"X-B3-TraceId\":\"abc\"}"},
+    {.key = "pred", .type = T_STR, .str = "bnd-0"},
     {.key = "attempt", .type = T_UINT, .u = 1},
 };
 
@@ -197,6 +198,7 @@ static void assert_job_zeroed(const struct osbq_job *job)
     assert_null(job->originating_identity);
     assert_null(job->request_identity);
     assert_null(job->trace);
+    assert_null(job->predecessor_binding_id);
     assert_memory_equal(job, &zero, sizeof(zero));
 }
 
@@ -273,6 +275,7 @@ static void assert_job_equal(const struct osbq_job *a, const struct osbq_job *b)
     assert_str_or_null(a->originating_identity, b->originating_identity);
     assert_str_or_null(a->request_identity, b->request_identity);
     assert_str_or_null(a->trace, b->trace);
+    assert_str_or_null(a->predecessor_binding_id, b->predecessor_binding_id);
     assert_int_equal(a->attempt, b->attempt);
 }
 
@@ -300,6 +303,7 @@ static void full_job(struct osbq_job *job)
     job->originating_identity = "cloudfoundry eyJ1c2VyX2lkIjoiMTIzIn0=";
     job->request_identity = "req-\"quoted\"";
     job->trace = "{\"X-B3-TraceId\":\"463ac35c9f6413ad\"}";
+    job->predecessor_binding_id = "old-binding";
     job->attempt = 3;
 }
 
@@ -410,8 +414,8 @@ static void test_round_trip_every_kind(void **state)
 static void test_encode_layout(void **state)
 {
     static const char *const keys[] = {
-        "v",   "op",       "kind", "instance", "binding", "service", "plan",  "params",
-        "ctx", "bind_res", "mi",   "api",      "origin",  "req_id",  "trace", "attempt"};
+        "v",        "op", "kind", "instance", "binding", "service", "plan", "params", "ctx",
+        "bind_res", "mi", "api",  "origin",   "req_id",  "trace",   "pred", "attempt"};
     struct osbq_job job;
     msgpack_unpacked up;
     size_t len = 0, off = 0, i;
@@ -422,10 +426,10 @@ static void test_encode_layout(void **state)
     job.version = 99; /* the encoder writes its own version, not the struct's */
     buf = encode_ok(&job, &len);
     assert_true(len >= 6);
-    /* 16 keys: a map16 header (0xde, then the count in two bytes), then "v". */
+    /* 17 keys: a map16 header (0xde, then the count in two bytes), then "v". */
     assert_int_equal((unsigned char)buf[0], 0xde);
     assert_int_equal((unsigned char)buf[1], 0x00);
-    assert_int_equal((unsigned char)buf[2], 16);
+    assert_int_equal((unsigned char)buf[2], 17);
     assert_int_equal((unsigned char)buf[3], 0xa1);
     assert_int_equal(buf[4], 'v');
     assert_int_equal((unsigned char)buf[5], OSBQ_JOB_VERSION);
@@ -434,8 +438,8 @@ static void test_encode_layout(void **state)
     assert_int_equal(msgpack_unpack_next(&up, buf, len, &off), MSGPACK_UNPACK_SUCCESS);
     assert_int_equal(off, len);
     assert_int_equal(up.data.type, MSGPACK_OBJECT_MAP);
-    assert_int_equal(up.data.via.map.size, 16);
-    for (i = 0; i < 16; i++) {
+    assert_int_equal(up.data.via.map.size, 17);
+    for (i = 0; i < 17; i++) {
         const msgpack_object *key = &up.data.via.map.ptr[i].key;
 
         assert_int_equal(key->type, MSGPACK_OBJECT_STR);
@@ -588,6 +592,7 @@ static void test_decode_hand_built(void **state)
     assert_null(job.context);
     assert_string_equal(job.request_identity, "req-1");
     assert_string_equal(job.trace, "{\"X-B3-TraceId\":\"abc\"}");
+    assert_string_equal(job.predecessor_binding_id, "bnd-0");
     assert_int_equal(job.api_version, 217);
     osbq_job_clear(&job);
 }
@@ -596,7 +601,7 @@ static void test_decode_hand_built(void **state)
 static void test_decode_optional_absent(void **state)
 {
     static const char *const optional[] = {"params", "ctx",    "bind_res", "mi",
-                                           "origin", "req_id", "trace"};
+                                           "origin", "req_id", "trace",    "pred"};
     struct kvset s;
     struct osbq_job job;
     struct kv last;
@@ -621,7 +626,7 @@ static void test_decode_optional_absent(void **state)
 
 static void test_decode_unknown_version(void **state)
 {
-    static const uint64_t versions[] = {0, 1, 3, 7, 0x10000000000ull};
+    static const uint64_t versions[] = {0, 1, 2, 4, 7, 0x10000000000ull};
     struct kvset s;
     size_t i;
 
@@ -634,7 +639,7 @@ static void test_decode_unknown_version(void **state)
         snprintf(needle, sizeof(needle), "unsupported job format version %llu",
                  (unsigned long long)versions[i]);
         expect_reject(&s, needle);
-        expect_reject(&s, "(this build reads 2)");
+        expect_reject(&s, "(this build reads 3)");
     }
     /* The version is judged before anything else in the map. */
     kvset_valid(&s);

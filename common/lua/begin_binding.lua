@@ -1,0 +1,88 @@
+-- Starts a bind or unbind: holds the instance in shared mode (lock_s) and the binding
+-- exclusively (its lock_x), and records the operation; or answers why not. One round trip;
+-- nothing is written unless the answer is "accepted" (or a waiter joins a running operation).
+-- KEYS: 1 instance hash, 2 binding hash, 3 new operation hash, 4 queue zset,
+--       5 new operation's waiters set, 6 the instance's set of binding keys
+-- ARGV: 1 kind (bind, unbind), 2 operation id, 3 digest, 4 now (ms), 5 waiting gateway or "",
+--       6 service id, 7 plan id, 8 parameters JSON or "", 9 context JSON or "",
+--       10 bind_resource JSON or "", 11 encoded job, 12 claim deadline (ms), 13 key prefix,
+--       14 instance id, 15 binding id, 16 api version, 17 predecessor binding key or "",
+--       18 predecessor binding id or ""
+-- Returns {answer, operation id?, "", "", binding result JSON?}; answers: accepted, in_progress, done,
+-- conflict, busy, no_instance, instance_busy, gone, mismatch, bad_predecessor.
+local inst, binding, op_key, queue, waiters, set = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5],
+                                                   KEYS[6]
+local kind, op_id, digest, now, gateway = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
+local prefix = ARGV[13]
+
+local irec = redis.call('HMGET', inst, 'state', 'lock_x', 'service_id', 'plan_id')
+local brec = redis.call('HMGET', binding, 'state', 'digest', 'lock_x', 'last_op', 'result')
+local istate, ilock, bstate, bdigest, block = irec[1], irec[2], brec[1], brec[2], brec[3]
+
+local function join(running)
+  if gateway ~= '' then
+    redis.call('SADD', prefix .. 'waiters:' .. running, gateway)
+    redis.call('PEXPIRE', prefix .. 'waiters:' .. running, 86400000)
+  end
+  return {'in_progress', running}
+end
+
+local function record()
+  redis.call('HSET', op_key, 'kind', kind, 'instance', ARGV[14], 'binding', ARGV[15],
+             'instance_key', inst, 'binding_key', binding, 'service_id', ARGV[6],
+             'plan_id', ARGV[7], 'digest', digest, 'state', 'queued', 'attempt', '0',
+             'created_ms', now, 'api', ARGV[16], 'job', ARGV[11], 'bindings_key', set)
+  redis.call('ZADD', queue, ARGV[12], op_id)
+  if gateway ~= '' then
+    redis.call('SADD', waiters, gateway)
+    redis.call('PEXPIRE', waiters, 86400000)
+  end
+  redis.call('HSET', binding, 'lock_x', op_id, 'last_op', op_id)
+  redis.call('HINCRBY', inst, 'lock_s', 1)
+  return {'accepted', op_id}
+end
+
+if kind == 'bind' then
+  if not istate or istate == 'failed' or istate == 'gone' then return {'no_instance'} end
+  if istate ~= 'provisioned' or ilock then return {'instance_busy'} end
+  if ARGV[6] ~= irec[3] or ARGV[7] ~= irec[4] then return {'mismatch'} end
+  if bstate and bstate ~= 'failed' and bstate ~= 'gone' then
+    if bdigest ~= digest then return {'conflict'} end
+    if bstate == 'bound' then
+      if block then return {'busy'} end
+      return {'done', brec[4], '', '', brec[5] or ''}
+    end
+    if not block then return {'busy'} end
+    return join(block)
+  end
+  if block then return {'busy'} end
+  if ARGV[17] ~= '' then
+    local pred = redis.call('HMGET', ARGV[17], 'state', 'instance_id')
+    if pred[1] ~= 'bound' or pred[2] ~= ARGV[14] then return {'bad_predecessor'} end
+  end
+  redis.call('DEL', binding)
+  redis.call('HSET', binding, 'binding_id', ARGV[15], 'instance_id', ARGV[14],
+             'service_id', ARGV[6], 'plan_id', ARGV[7], 'state', 'binding', 'digest', digest,
+             'created_ms', now)
+  if ARGV[8] ~= '' then redis.call('HSET', binding, 'parameters', ARGV[8]) end
+  if ARGV[9] ~= '' then redis.call('HSET', binding, 'context', ARGV[9]) end
+  if ARGV[10] ~= '' then redis.call('HSET', binding, 'bind_resource', ARGV[10]) end
+  if ARGV[18] ~= '' then redis.call('HSET', binding, 'predecessor', ARGV[18]) end
+  redis.call('SADD', set, binding)
+  return record()
+end
+
+if kind == 'unbind' then
+  if not bstate or bstate == 'gone' then return {'gone'} end
+  if block then
+    local running = redis.call('HGET', prefix .. 'op:' .. block, 'kind')
+    if running == 'unbind' then return join(block) end
+    return {'busy'}
+  end
+  if ilock then return {'instance_busy'} end
+  local bsvc = redis.call('HMGET', binding, 'service_id', 'plan_id')
+  if ARGV[6] ~= bsvc[1] or ARGV[7] ~= bsvc[2] then return {'mismatch'} end
+  return record()
+end
+
+return redis.error_reply('unknown operation kind ' .. kind)

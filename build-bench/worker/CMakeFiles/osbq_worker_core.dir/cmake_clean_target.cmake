@@ -1,3 +1,0 @@
-file(REMOVE_RECURSE
-  "libosbq_worker_core.a"
-)

@@ -158,8 +158,7 @@ static int append_id(char *buf, size_t size, size_t *used, const char *id)
     size_t at = *used;
     for (const unsigned char *p = (const unsigned char *)id; *p; p++) {
         bool plain = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-                     (*p >= '0' && *p <= '9') || *p == '-' || *p == '.' || *p == '_' ||
-                     *p == '~';
+                     (*p >= '0' && *p <= '9') || *p == '-' || *p == '.' || *p == '_' || *p == '~';
         if (at + (plain ? 1 : 3) >= size)
             return -1;
         if (plain) {
@@ -346,6 +345,7 @@ int osbq_store_begin_instance(struct osbq_store *store, const struct osbq_begin_
         op,
         queue,
         waiters,
+        set,
         req->kind,
         req->operation_id,
         req->digest,
@@ -380,10 +380,14 @@ static int begin_answer(redisReply *reply, struct osbq_begin_reply *out, struct 
         const char *word;
         enum osbq_begin_answer answer;
     } answers[] = {
-        {"accepted", OSBQ_BEGIN_ACCEPTED}, {"in_progress", OSBQ_BEGIN_IN_PROGRESS},
-        {"done", OSBQ_BEGIN_DONE},         {"conflict", OSBQ_BEGIN_CONFLICT},
-        {"busy", OSBQ_BEGIN_BUSY},         {"not_found", OSBQ_BEGIN_NOT_FOUND},
-        {"gone", OSBQ_BEGIN_GONE},         {"changed", OSBQ_BEGIN_CHANGED},
+        {"accepted", OSBQ_BEGIN_ACCEPTED},
+        {"in_progress", OSBQ_BEGIN_IN_PROGRESS},
+        {"done", OSBQ_BEGIN_DONE},
+        {"conflict", OSBQ_BEGIN_CONFLICT},
+        {"busy", OSBQ_BEGIN_BUSY},
+        {"not_found", OSBQ_BEGIN_NOT_FOUND},
+        {"gone", OSBQ_BEGIN_GONE},
+        {"changed", OSBQ_BEGIN_CHANGED},
         {"mismatch", OSBQ_BEGIN_MISMATCH},
         {"no_instance", OSBQ_BEGIN_NO_INSTANCE},
         {"instance_busy", OSBQ_BEGIN_INSTANCE_BUSY},
@@ -490,9 +494,8 @@ int osbq_store_last_operation(struct osbq_store *store, const char *instance_id,
                               struct osbq_last_op *out, struct osbq_error *err)
 {
     char key[STORE_KEY_MAX], prefix[96];
-    int built = binding_id != NULL
-                    ? binding_key(store, key, sizeof key, instance_id, binding_id)
-                    : id_key(store, key, sizeof key, "instance", instance_id);
+    int built = binding_id != NULL ? binding_key(store, key, sizeof key, instance_id, binding_id)
+                                   : id_key(store, key, sizeof key, "instance", instance_id);
     if (built < 0)
         return osbq_error_set(err, OSBQ_ERR_BAD_REQUEST, "id too long");
     (void)snprintf(prefix, sizeof prefix, "%s:", store->cfg->namespace_);
@@ -782,8 +785,7 @@ int osbq_store_begin_binding(struct osbq_store *store, const struct osbq_bind_re
 }
 
 int osbq_store_binding_get(struct osbq_store *store, const char *instance_id,
-                           const char *binding_id, struct osbq_binding *out,
-                           struct osbq_error *err)
+                           const char *binding_id, struct osbq_binding *out, struct osbq_error *err)
 {
     char key[STORE_KEY_MAX];
     if (binding_key(store, key, sizeof key, instance_id, binding_id) < 0)

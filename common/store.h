@@ -68,17 +68,17 @@ struct osbq_begin_request {
 
 /* What osbq_store_begin_instance found. */
 enum osbq_begin_answer {
-    OSBQ_BEGIN_ACCEPTED,    /* recorded: send the job */
-    OSBQ_BEGIN_IN_PROGRESS, /* the identical operation runs: operation_id is its id */
-    OSBQ_BEGIN_DONE,        /* provision: identical instance already provisioned */
-    OSBQ_BEGIN_CONFLICT,    /* provision: same id, different attributes */
-    OSBQ_BEGIN_BUSY,        /* another operation holds the instance */
-    OSBQ_BEGIN_NOT_FOUND,   /* update: no provisioned instance */
-    OSBQ_BEGIN_GONE,        /* deprovision: no such instance */
-    OSBQ_BEGIN_CHANGED,     /* update: the plan changed since the gateway read it */
-    OSBQ_BEGIN_MISMATCH,    /* service or plan is not the instance's (or binding's) */
-    OSBQ_BEGIN_NO_INSTANCE, /* bind: the instance does not exist (or failed, or is gone) */
-    OSBQ_BEGIN_INSTANCE_BUSY, /* bind/unbind: an instance operation holds the instance */
+    OSBQ_BEGIN_ACCEPTED,        /* recorded: send the job */
+    OSBQ_BEGIN_IN_PROGRESS,     /* the identical operation runs: operation_id is its id */
+    OSBQ_BEGIN_DONE,            /* provision: identical instance already provisioned */
+    OSBQ_BEGIN_CONFLICT,        /* provision: same id, different attributes */
+    OSBQ_BEGIN_BUSY,            /* another operation holds the instance */
+    OSBQ_BEGIN_NOT_FOUND,       /* update: no provisioned instance */
+    OSBQ_BEGIN_GONE,            /* deprovision: no such instance */
+    OSBQ_BEGIN_CHANGED,         /* update: the plan changed since the gateway read it */
+    OSBQ_BEGIN_MISMATCH,        /* service or plan is not the instance's (or binding's) */
+    OSBQ_BEGIN_NO_INSTANCE,     /* bind: the instance does not exist (or failed, or is gone) */
+    OSBQ_BEGIN_INSTANCE_BUSY,   /* bind/unbind: an instance operation holds the instance */
     OSBQ_BEGIN_BAD_PREDECESSOR, /* bind: the predecessor is not a live binding of it */
 };
 
@@ -99,22 +99,22 @@ void osbq_begin_reply_clear(struct osbq_begin_reply *reply);
 
 /* What the gateway asks for when it accepts a bind or unbind. Borrowed. */
 struct osbq_bind_request {
-    const char *kind;             /* "bind" or "unbind" */
-    const char *operation_id;     /* the new operation's id */
-    const char *instance_id;      /* from the path, decoded */
-    const char *binding_id;       /* from the path, decoded */
-    const char *digest;           /* idempotency digest of the request ("" for unbind) */
-    const char *waiting_gateway;  /* this gateway's id when the request waits, or NULL */
-    const char *service_id;       /* must be the instance's (binding's) service */
-    const char *plan_id;          /* must be the instance's (binding's) plan */
-    const char *parameters;       /* JSON object text, or NULL */
-    const char *context;          /* JSON object text, or NULL */
-    const char *bind_resource;    /* JSON object text, or NULL */
+    const char *kind;                   /* "bind" or "unbind" */
+    const char *operation_id;           /* the new operation's id */
+    const char *instance_id;            /* from the path, decoded */
+    const char *binding_id;             /* from the path, decoded */
+    const char *digest;                 /* idempotency digest of the request ("" for unbind) */
+    const char *waiting_gateway;        /* this gateway's id when the request waits, or NULL */
+    const char *service_id;             /* must be the instance's (binding's) service */
+    const char *plan_id;                /* must be the instance's (binding's) plan */
+    const char *parameters;             /* JSON object text, or NULL */
+    const char *context;                /* JSON object text, or NULL */
+    const char *bind_resource;          /* JSON object text, or NULL */
     const char *predecessor_binding_id; /* rotation: a live binding of the instance, or NULL */
-    const void *job;              /* the encoded job */
-    size_t job_len;               /* bytes in job */
-    unsigned api_version;         /* the request's API version */
-    int64_t claim_timeout_ms;     /* how long the job may wait for a worker's claim */
+    const void *job;                    /* the encoded job */
+    size_t job_len;                     /* bytes in job */
+    unsigned api_version;               /* the request's API version */
+    int64_t claim_timeout_ms;           /* how long the job may wait for a worker's claim */
 };
 
 /* Holds the instance shared and the binding exclusively, and records the operation, in one

@@ -15,9 +15,26 @@ void osb_instance_patch(const struct gateway *gw, const struct request *req, str
 void osb_instance_delete(const struct gateway *gw, const struct request *req, struct reply *out);
 void osb_instance_get(const struct gateway *gw, const struct request *req, struct reply *out);
 
-/* The answer to a synchronous request whose wait ended (result), for http.c. */
-void osb_instance_sync_reply(const struct gateway *gw, const struct reply_wait *wait,
-                             const struct waiter_result *result, struct reply *out);
+/* The answer to a synchronous request whose wait ended (result), for http.c: reads the outcome
+ * once more after a timeout, then answers through the two functions below. */
+void osb_sync_reply(const struct gateway *gw, const struct reply_wait *wait,
+                    const struct waiter_result *result, struct reply *out);
+
+/* The answer to a finished synchronous instance operation. */
+void osb_instance_finished(const struct reply_wait *wait, const struct waiter_result *result,
+                           struct reply *out);
+
+/* The answer to a finished synchronous bind or unbind (a bind reads the stored binding). */
+void osb_binding_finished(const struct gateway *gw, const struct reply_wait *wait,
+                          const struct waiter_result *result, struct reply *out);
+
+/* PUT, DELETE and GET /v2/service_instances/:instance_id/service_bindings/:binding_id, and
+ * its last_operation. */
+void osb_binding_put(const struct gateway *gw, const struct request *req, struct reply *out);
+void osb_binding_delete(const struct gateway *gw, const struct request *req, struct reply *out);
+void osb_binding_get(const struct gateway *gw, const struct request *req, struct reply *out);
+void osb_binding_last_operation_get(const struct gateway *gw, const struct request *req,
+                                    struct reply *out);
 
 /* GET /v2/service_instances/:instance_id/last_operation. */
 void osb_last_operation_get(const struct gateway *gw, const struct request *req, struct reply *out);

@@ -355,7 +355,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
     if (ex->waiting) {
         /* Resumed: the operation ended, or the wait did. */
         ex->waiting = false;
-        osb_instance_sync_reply(gw, &ex->wait, &ex->wait_result, &r);
+        osb_sync_reply(gw, &ex->wait, &ex->wait_result, &r);
         return queue_reply(conn, ex, &r);
     }
     dispatch(gw, conn, ex, &r);

@@ -448,9 +448,8 @@ out:
     osbq_instance_clear(&inst);
 }
 
-/* The final answer of a synchronous request, from the outcome its operation announced. */
-static void sync_finished(const struct reply_wait *wait, const struct waiter_result *result,
-                          struct reply *out)
+void osb_instance_finished(const struct reply_wait *wait, const struct waiter_result *result,
+                           struct reply *out)
 {
     if (!result->succeeded) {
         bool flags = wait->api_version >= API_METADATA;
@@ -470,40 +469,4 @@ static void sync_finished(const struct reply_wait *wait, const struct waiter_res
     if (metadata != NULL)
         json_object_set_new(body, "metadata", metadata);
     reply_json(out, wait->kind == OSBQ_JOB_PROVISION ? 201 : 200, body);
-}
-
-void osb_instance_sync_reply(const struct gateway *gw, const struct reply_wait *wait,
-                             const struct waiter_result *result, struct reply *out)
-{
-    switch (result->outcome) {
-    case WAITER_FINISHED:
-        sync_finished(wait, result, out);
-        return;
-    case WAITER_SHUTDOWN:
-        reply_error(out, OSBQ_ERR_UNAVAILABLE,
-                    "The broker is restarting; the operation goes on: poll last_operation.");
-        return;
-    case WAITER_TIMEOUT:
-        break;
-    }
-    /* The event may have been lost (Redis reconnect): read the outcome once before giving up. */
-    struct osbq_last_op op = {0};
-    struct osbq_error err = {0};
-    int found =
-        osbq_store_last_operation(gw->store, wait->instance_id, NULL, wait->operation_id, &op, &err);
-    if (found == 1 && (strcmp(op.state, "succeeded") == 0 || strcmp(op.state, "failed") == 0)) {
-        struct waiter_result read = {
-            .outcome = WAITER_FINISHED,
-            .succeeded = strcmp(op.state, "succeeded") == 0,
-            .description = op.description,
-            .instance_usable = op.instance_usable != 0,
-            .update_repeatable = op.update_repeatable != 0,
-        };
-        sync_finished(wait, &read, out);
-    } else {
-        reply_error(out, OSBQ_ERR_TIMEOUT,
-                    "The operation did not finish within the plan's synchronous time limit; "
-                    "it goes on in the background.");
-    }
-    osbq_last_op_clear(&op);
 }

@@ -1,4 +1,4 @@
-/* GET /v2/service_instances/:instance_id/last_operation: one round trip to Redis. */
+/* GET .../last_operation of a service instance or of a service binding: one round trip. */
 #include <stdio.h>
 #include <string.h>
 
@@ -22,14 +22,14 @@ static unsigned retry_after_s(const struct osbq_config *cfg, const struct osbq_l
     return (unsigned)s;
 }
 
-void osb_last_operation_get(const struct gateway *gw, const struct request *req, struct reply *out)
+/* Answers for the instance (binding_id NULL) or one of its bindings. */
+static void last_operation(const struct gateway *gw, const struct request *req,
+                           const char *binding_id, struct reply *out)
 {
     const char *instance_id = req->params[0];
-    if (req->api_version < API_ASYNC) {
-        reply_error(out, OSBQ_ERR_NOT_FOUND, "last_operation needs API 2.7.");
-        return;
-    }
-    if (!osb_valid_id(instance_id, "instance_id", out))
+    const char *what = binding_id ? "service binding" : "service instance";
+    if (!osb_valid_id(instance_id, "instance_id", out) ||
+        (binding_id != NULL && !osb_valid_id(binding_id, "binding_id", out)))
         return;
     const char *operation = req->query_operation;
     if (operation != NULL && operation[0] == '\0') {
@@ -38,24 +38,24 @@ void osb_last_operation_get(const struct gateway *gw, const struct request *req,
     }
     struct osbq_last_op op = {0};
     struct osbq_error err = {0};
-    int found = osbq_store_last_operation(gw->store, instance_id, NULL, operation, &op, &err);
+    int found = osbq_store_last_operation(gw->store, instance_id, binding_id, operation, &op, &err);
     if (found < 0) {
         log_warnx("%s", err.text);
         reply_error(out, OSBQ_ERR_UNAVAILABLE, NULL);
         return;
     }
     if (found == 0) {
-        reply_error(out, OSBQ_ERR_NOT_FOUND, "The service instance does not exist.");
+        osb_error_text(out, OSBQ_ERR_NOT_FOUND, "The %s does not exist.", what);
         return;
     }
     if (found == 2) {
-        osb_bad_request(out, "\"%s\" is not an operation of this service instance.", operation);
+        osb_bad_request(out, "\"%s\" is not an operation of this %s.", operation, what);
         return;
     }
     bool succeeded = strcmp(op.state, "succeeded") == 0;
     bool failed = strcmp(op.state, "failed") == 0;
-    if (succeeded && strcmp(op.kind, "deprovision") == 0) {
-        reply_error(out, OSBQ_ERR_GONE, "The service instance has been deprovisioned.");
+    if (succeeded && (strcmp(op.kind, "deprovision") == 0 || strcmp(op.kind, "unbind") == 0)) {
+        osb_error_text(out, OSBQ_ERR_GONE, "The %s has been deleted.", what);
         goto out;
     }
     json_t *body = json_object();
@@ -77,4 +77,24 @@ void osb_last_operation_get(const struct gateway *gw, const struct request *req,
                        retry_after_s(gw->cfg, &op));
 out:
     osbq_last_op_clear(&op);
+}
+
+void osb_last_operation_get(const struct gateway *gw, const struct request *req, struct reply *out)
+{
+    if (req->api_version < API_ASYNC) {
+        reply_error(out, OSBQ_ERR_NOT_FOUND, "last_operation needs API 2.7.");
+        return;
+    }
+    last_operation(gw, req, NULL, out);
+}
+
+void osb_binding_last_operation_get(const struct gateway *gw, const struct request *req,
+                                    struct reply *out)
+{
+    if (req->api_version < API_FETCH) {
+        reply_error(out, OSBQ_ERR_NOT_FOUND,
+                    "Asynchronous bindings and their last_operation need API 2.14.");
+        return;
+    }
+    last_operation(gw, req, req->params[1], out);
 }

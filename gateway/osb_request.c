@@ -14,6 +14,16 @@
 /* Deeper documents are refused: parameters nest a few levels, never hundreds. */
 #define BODY_MAX_DEPTH 64
 
+void osb_error_text(struct reply *out, enum osbq_err code, const char *fmt, ...)
+{
+    char text[512];
+    va_list ap;
+    va_start(ap, fmt);
+    (void)vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    reply_error(out, code, text);
+}
+
 bool osb_bad_request(struct reply *out, const char *fmt, ...)
 {
     char text[512];
@@ -160,8 +170,7 @@ void osb_reply_accepted(struct reply *out, unsigned api_version, const char *ope
 
 void osb_wait_for(struct reply *out, const struct request *req, enum osbq_job_kind kind,
                   const char *instance_id, const char *binding_id, int64_t timeout_ms,
-                  const char *operation_id, const char *dashboard_url, char *job,
-                  size_t job_len)
+                  const char *operation_id, const char *dashboard_url, char *job, size_t job_len)
 {
     reply_clear(out);
     struct reply_wait *w = &out->wait;

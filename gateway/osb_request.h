@@ -53,12 +53,15 @@ void osb_reply_accepted(struct reply *out, unsigned api_version, const char *ope
  * instance operations. */
 void osb_wait_for(struct reply *out, const struct request *req, enum osbq_job_kind kind,
                   const char *instance_id, const char *binding_id, int64_t timeout_ms,
-                  const char *operation_id, const char *dashboard_url, char *job,
-                  size_t job_len);
+                  const char *operation_id, const char *dashboard_url, char *job, size_t job_len);
 
 /* Encodes job; NULL with a 400 in out when it cannot be (the caller checked the fields). The
  * caller frees the bytes. */
 char *osb_encode_job(const struct osbq_job *job, size_t *len, struct reply *out);
+
+/* Fills out with the error code and a formatted description. */
+void osb_error_text(struct reply *out, enum osbq_err code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 /* Fills out with a 400 naming the problem. Returns false, for `return osb_bad_request(...)`. */
 bool osb_bad_request(struct reply *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

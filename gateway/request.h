@@ -40,14 +40,14 @@ struct request {
 };
 
 /* A synchronous request that must wait for its operation: http.c registers a waiter,
- * suspends the connection, then sends the job; osb_instance_sync_reply answers on wake-up. */
+ * suspends the connection, then sends the job; osb_sync_reply answers on wake-up. */
 struct reply_wait {
     char *operation_id;      /* owned; NULL when the request does not wait */
     int64_t deadline_ms;     /* CLOCK_MONOTONIC ms */
     enum osbq_job_kind kind; /* the operation's kind */
     unsigned api_version;    /* the request's API version */
     char *instance_id;       /* owned: for the final read after a timeout */
-    char *binding_id;      /* owned: bind and unbind only, else NULL */
+    char *binding_id;        /* owned: bind and unbind only, else NULL */
     char *dashboard_url;     /* owned: decided at accept (provision), or NULL */
     void *job;               /* owned encoded job to send once suspended, or NULL */
     size_t job_len;          /* bytes in job */

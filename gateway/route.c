@@ -15,6 +15,12 @@ static const struct route routes[] = {
     {HTTP_DELETE, "/v2/service_instances/:instance_id", osb_instance_delete},
     {HTTP_GET, "/v2/service_instances/:instance_id", osb_instance_get},
     {HTTP_GET, "/v2/service_instances/:instance_id/last_operation", osb_last_operation_get},
+    {HTTP_PUT, "/v2/service_instances/:instance_id/service_bindings/:binding_id", osb_binding_put},
+    {HTTP_DELETE, "/v2/service_instances/:instance_id/service_bindings/:binding_id",
+     osb_binding_delete},
+    {HTTP_GET, "/v2/service_instances/:instance_id/service_bindings/:binding_id", osb_binding_get},
+    {HTTP_GET, "/v2/service_instances/:instance_id/service_bindings/:binding_id/last_operation",
+     osb_binding_last_operation_get},
     {HTTP_GET, "/healthz", health_live},
     {HTTP_GET, "/readyz", health_ready},
 };

@@ -1,0 +1,370 @@
+/* Service bindings: bind (PUT), unbind (DELETE), fetch (GET), and the answer to a synchronous
+ * bind or unbind. docs/decisions/0004 has the status table. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "handlers.h"
+#include "log.h"
+#include "osb_request.h"
+
+/* API versions that added binding fields. */
+#define API_ROUTE_SERVICES 208
+#define API_VOLUME_MOUNTS  210
+#define API_ENDPOINTS      215
+#define API_ROTATION       217
+
+static bool requires(const struct osbq_service *service, const char *permission)
+{
+    if (service == NULL)
+        return false;
+    for (const char *const *p = service->requires_list; *p != NULL; p++)
+        if (strcmp(*p, permission) == 0)
+            return true;
+    return false;
+}
+
+/* Copies result[key] into body when the version has the field and the catalog allows it. */
+static void copy_field(json_t *body, json_t *result, const char *key, bool allowed)
+{
+    json_t *value = json_object_get(result, key);
+    if (allowed && value != NULL)
+        json_object_set(body, key, value);
+}
+
+/* The binding as a platform of this version may see it: credentials always; the other fields
+ * when the version knows them and the service's `requires` allows them. New reference. */
+static json_t *binding_body(const struct gateway *gw, const char *service_id,
+                            const char *result_text, unsigned api_version)
+{
+    const struct osbq_service *service = osbq_catalog_service(gw->catalog, service_id);
+    json_t *body = json_object();
+    json_t *result = result_text ? json_loads(result_text, 0, NULL) : NULL;
+    copy_field(body, result, "credentials", true);
+    copy_field(body, result, "syslog_drain_url", requires(service, "syslog_drain"));
+    copy_field(body, result, "route_service_url",
+               api_version >= API_ROUTE_SERVICES && requires(service, "route_forwarding"));
+    copy_field(body, result, "volume_mounts",
+               api_version >= API_VOLUME_MOUNTS && requires(service, "volume_mount"));
+    copy_field(body, result, "endpoints", api_version >= API_ENDPOINTS);
+    copy_field(body, result, "metadata", api_version >= API_METADATA);
+    json_decref(result);
+    return body;
+}
+
+/* What a bind or unbind needs to become an operation. */
+struct binding_accept {
+    enum osbq_job_kind kind; /* bind or unbind */
+    const char *instance_id; /* decoded path ids */
+    const char *binding_id;
+    const char *service_id; /* as the request names them */
+    const char *plan_id;
+    const struct osbq_plan *plan; /* that plan, or NULL when no longer offered (unbind) */
+    const char *parameters;       /* compact JSON texts, or NULL */
+    const char *context;
+    const char *bind_resource;
+    const char *predecessor; /* rotation (2.17), or NULL */
+    const char *digest;      /* idempotency digest ("" for unbind) */
+    bool async;              /* the platform accepts 202 */
+};
+
+static void accept_binding(const struct gateway *gw, const struct request *req,
+                           const struct binding_accept *a, struct reply *out)
+{
+    char operation_id[33];
+    osb_new_operation_id(operation_id);
+    struct osbq_job job = {
+        .operation_id = operation_id,
+        .kind = a->kind,
+        .instance_id = (char *)(uintptr_t)a->instance_id,
+        .binding_id = (char *)(uintptr_t)a->binding_id,
+        .service_id = (char *)(uintptr_t)a->service_id,
+        .plan_id = (char *)(uintptr_t)a->plan_id,
+        .parameters = (char *)(uintptr_t)a->parameters,
+        .context = (char *)(uintptr_t)a->context,
+        .bind_resource = (char *)(uintptr_t)a->bind_resource,
+        .api_version = req->api_version,
+        .originating_identity = (char *)(uintptr_t)req->originating_identity,
+        .request_identity = (char *)(uintptr_t)req->request_identity,
+        .trace = (char *)(uintptr_t)req->trace,
+        .predecessor_binding_id = (char *)(uintptr_t)a->predecessor,
+        .attempt = 1,
+    };
+    size_t len = 0;
+    char *bytes = osb_encode_job(&job, &len, out);
+    if (bytes == NULL)
+        return;
+    struct osbq_bind_request begin = {
+        .kind = osbq_job_kind_name(a->kind),
+        .operation_id = operation_id,
+        .instance_id = a->instance_id,
+        .binding_id = a->binding_id,
+        .digest = a->digest,
+        .waiting_gateway = a->async ? NULL : gw->gateway_id,
+        .service_id = a->service_id,
+        .plan_id = a->plan_id,
+        .parameters = a->parameters,
+        .context = a->context,
+        .bind_resource = a->bind_resource,
+        .predecessor_binding_id = a->predecessor,
+        .job = bytes,
+        .job_len = len,
+        .api_version = req->api_version,
+        .claim_timeout_ms = 30000,
+    };
+    struct osbq_begin_reply got = {0};
+    struct osbq_error err = {0};
+    if (osbq_store_begin_binding(gw->store, &begin, &got, &err) < 0) {
+        free(bytes);
+        log_warnx("%s", err.text);
+        reply_error(out, OSBQ_ERR_UNAVAILABLE,
+                    "The broker's state store is unavailable; "
+                    "try again later.");
+        return;
+    }
+    int64_t timeout = a->plan ? a->plan->sync_timeout_ms : OSBQ_CATALOG_SYNC_TIMEOUT_MS_DEFAULT;
+    const char *running = got.answer == OSBQ_BEGIN_ACCEPTED ? operation_id : got.operation_id;
+    switch (got.answer) {
+    case OSBQ_BEGIN_ACCEPTED:
+    case OSBQ_BEGIN_IN_PROGRESS:
+        if (got.answer == OSBQ_BEGIN_IN_PROGRESS) {
+            free(bytes);
+            bytes = NULL;
+            len = 0;
+        }
+        if (a->async) {
+            if (bytes != NULL && dispatch_submit(gw->dispatch, bytes, len) < 0)
+                log_warnx("job queue full: operation %s waits for recovery", operation_id);
+            free(bytes);
+            osb_reply_accepted(out, req->api_version, running, NULL);
+        } else {
+            osb_wait_for(out, req, a->kind, a->instance_id, a->binding_id, timeout, running, NULL,
+                         bytes, len);
+        }
+        break;
+    case OSBQ_BEGIN_DONE:
+        free(bytes);
+        reply_json(out, 200, binding_body(gw, a->service_id, got.binding_result, req->api_version));
+        break;
+    case OSBQ_BEGIN_CONFLICT:
+        free(bytes);
+        reply_error(out, OSBQ_ERR_CONFLICT,
+                    "A service binding with this id already exists with different "
+                    "parameters.");
+        break;
+    case OSBQ_BEGIN_BUSY:
+    case OSBQ_BEGIN_INSTANCE_BUSY:
+    case OSBQ_BEGIN_CHANGED:
+        free(bytes);
+        reply_error(out, OSBQ_ERR_CONCURRENCY, NULL);
+        break;
+    case OSBQ_BEGIN_NO_INSTANCE:
+    case OSBQ_BEGIN_NOT_FOUND:
+        free(bytes);
+        reply_error(out, OSBQ_ERR_NOT_FOUND, "The service instance does not exist.");
+        break;
+    case OSBQ_BEGIN_GONE:
+        free(bytes);
+        reply_error(out, OSBQ_ERR_GONE, "The service binding does not exist.");
+        break;
+    case OSBQ_BEGIN_MISMATCH:
+        free(bytes);
+        reply_error(out, OSBQ_ERR_BAD_REQUEST,
+                    "service_id and plan_id must be the service instance's.");
+        break;
+    case OSBQ_BEGIN_BAD_PREDECESSOR:
+        free(bytes);
+        reply_error(out, OSBQ_ERR_BAD_REQUEST,
+                    "predecessor_binding_id must name a live binding of this service instance.");
+        break;
+    }
+    osbq_begin_reply_clear(&got);
+}
+
+/* Asynchronous bindings exist from 2.14 on; older platforms always get a synchronous answer. */
+static bool binding_async(const struct request *req)
+{
+    return req->api_version >= API_FETCH && osb_accepts_incomplete(req);
+}
+
+void osb_binding_put(const struct gateway *gw, const struct request *req, struct reply *out)
+{
+    const char *instance_id = req->params[0], *binding_id = req->params[1];
+    if (!osb_valid_id(instance_id, "instance_id", out) ||
+        !osb_valid_id(binding_id, "binding_id", out))
+        return;
+    json_t *body = osb_parse_body(req, out);
+    if (body == NULL)
+        return;
+    const char *service_id, *plan_id, *app_guid, *predecessor, *route = NULL, *bound_app = NULL;
+    json_t *parameters, *context, *resource, *own_resource = NULL;
+    char *params_text = NULL, *context_text = NULL, *resource_text = NULL;
+    if (!osb_optional_string(body, "service_id", &service_id, out) ||
+        !osb_optional_string(body, "plan_id", &plan_id, out) ||
+        !osb_optional_string(body, "app_guid", &app_guid, out) ||
+        !osb_optional_string(body, "predecessor_binding_id", &predecessor, out) ||
+        !osb_optional_object(body, "parameters", &parameters, out) ||
+        !osb_optional_object(body, "context", &context, out) ||
+        !osb_optional_object(body, "bind_resource", &resource, out))
+        goto out;
+    if (resource != NULL && (!osb_optional_string(resource, "app_guid", &bound_app, out) ||
+                             !osb_optional_string(resource, "route", &route, out)))
+        goto out;
+    if (service_id == NULL || plan_id == NULL) {
+        osb_bad_request(out, "\"service_id\" and \"plan_id\" are required.");
+        goto out;
+    }
+    const struct osbq_plan *plan = osbq_catalog_plan(gw->catalog, plan_id);
+    if (plan == NULL || strcmp(plan->service->id, service_id) != 0) {
+        osb_bad_request(out, "The plan \"%s\" is not a plan of the service \"%s\".", plan_id,
+                        service_id);
+        goto out;
+    }
+    if (!plan->bindable) {
+        osb_bad_request(out, "The plan \"%s\" is not bindable.", plan->name);
+        goto out;
+    }
+    bool async = binding_async(req);
+    if (plan->bind_async_required && !async) {
+        reply_error(out, OSBQ_ERR_ASYNC_REQUIRED, NULL);
+        goto out;
+    }
+    if (plan->requires_app && app_guid == NULL && bound_app == NULL) {
+        reply_error(out, OSBQ_ERR_REQUIRES_APP, NULL);
+        goto out;
+    }
+    /* Rotation is a 2.17 field: older platforms cannot mean it. */
+    if (req->api_version < API_ROTATION)
+        predecessor = NULL;
+    if (predecessor != NULL && !plan->binding_rotatable) {
+        osb_bad_request(out, "The plan \"%s\" does not support binding rotation.", plan->name);
+        goto out;
+    }
+    if (predecessor != NULL && strcmp(predecessor, binding_id) == 0) {
+        osb_bad_request(out, "A binding cannot be its own predecessor.");
+        goto out;
+    }
+    /* Platforms before 2.8 send only the top-level app_guid: backends read bind_resource. */
+    if (resource == NULL && app_guid != NULL)
+        resource = own_resource = json_pack("{s:s}", "app_guid", app_guid);
+    json_t *identity =
+        json_pack("{s:s, s:s, s:s?, s:O?, s:O?, s:O?, s:s?}", "service_id", service_id, "plan_id",
+                  plan_id, "app_guid", app_guid, "bind_resource", resource, "parameters",
+                  parameters, "context", context, "predecessor", predecessor);
+    char digest[33];
+    osb_digest(identity, digest);
+    json_decref(identity);
+    params_text = osb_canonical(parameters);
+    context_text = osb_canonical(context);
+    resource_text = osb_canonical(resource);
+    struct binding_accept a = {
+        .kind = OSBQ_JOB_BIND,
+        .instance_id = instance_id,
+        .binding_id = binding_id,
+        .service_id = service_id,
+        .plan_id = plan_id,
+        .plan = plan,
+        .parameters = params_text,
+        .context = context_text,
+        .bind_resource = resource_text,
+        .predecessor = predecessor,
+        .digest = digest,
+        .async = async,
+    };
+    accept_binding(gw, req, &a, out);
+out:
+    free(params_text);
+    free(context_text);
+    free(resource_text);
+    json_decref(own_resource);
+    json_decref(body);
+}
+
+void osb_binding_delete(const struct gateway *gw, const struct request *req, struct reply *out)
+{
+    const char *instance_id = req->params[0], *binding_id = req->params[1];
+    if (!osb_valid_id(instance_id, "instance_id", out) ||
+        !osb_valid_id(binding_id, "binding_id", out))
+        return;
+    if (req->query_service_id == NULL || req->query_service_id[0] == '\0' ||
+        req->query_plan_id == NULL || req->query_plan_id[0] == '\0') {
+        osb_bad_request(out, "The query parameters service_id and plan_id are required.");
+        return;
+    }
+    const struct osbq_plan *plan = osbq_catalog_plan(gw->catalog, req->query_plan_id);
+    bool async = binding_async(req);
+    if (plan != NULL && plan->bind_async_required && !async) {
+        reply_error(out, OSBQ_ERR_ASYNC_REQUIRED, NULL);
+        return;
+    }
+    struct binding_accept a = {
+        .kind = OSBQ_JOB_UNBIND,
+        .instance_id = instance_id,
+        .binding_id = binding_id,
+        .service_id = req->query_service_id,
+        .plan_id = req->query_plan_id,
+        .plan = plan,
+        .digest = "",
+        .async = async,
+    };
+    accept_binding(gw, req, &a, out);
+}
+
+void osb_binding_get(const struct gateway *gw, const struct request *req, struct reply *out)
+{
+    const char *instance_id = req->params[0], *binding_id = req->params[1];
+    if (req->api_version < API_FETCH) {
+        reply_error(out, OSBQ_ERR_NOT_FOUND, "Fetching a service binding needs API 2.14.");
+        return;
+    }
+    if (!osb_valid_id(instance_id, "instance_id", out) ||
+        !osb_valid_id(binding_id, "binding_id", out))
+        return;
+    struct osbq_binding b = {0};
+    struct osbq_error err = {0};
+    int found = osbq_store_binding_get(gw->store, instance_id, binding_id, &b, &err);
+    if (found < 0) {
+        log_warnx("%s", err.text);
+        reply_error(out, OSBQ_ERR_UNAVAILABLE, NULL);
+        return;
+    }
+    if (found == 0 || strcmp(b.state, "bound") != 0) {
+        reply_error(out, OSBQ_ERR_NOT_FOUND, "The service binding does not exist.");
+        goto out;
+    }
+    const struct osbq_service *service = osbq_catalog_service(gw->catalog, b.service_id);
+    if (service != NULL && !service->bindings_retrievable) {
+        osb_bad_request(out, "The service does not allow fetching bindings "
+                             "(bindings_retrievable).");
+        goto out;
+    }
+    json_t *body = binding_body(gw, b.service_id, b.result, req->api_version);
+    json_t *parameters = b.parameters ? json_loads(b.parameters, 0, NULL) : NULL;
+    if (parameters != NULL)
+        json_object_set_new(body, "parameters", parameters);
+    reply_json(out, 200, body);
+out:
+    osbq_binding_clear(&b);
+}
+
+void osb_binding_finished(const struct gateway *gw, const struct reply_wait *wait,
+                          const struct waiter_result *result, struct reply *out)
+{
+    if (!result->succeeded) {
+        reply_error(out, OSBQ_ERR_BACKEND, result->description);
+        return;
+    }
+    if (wait->kind == OSBQ_JOB_UNBIND) {
+        reply_json(out, 200, json_object());
+        return;
+    }
+    /* Credentials are read from the one place they are stored, never from the event. */
+    struct osbq_binding b = {0};
+    struct osbq_error err = {0};
+    int found = osbq_store_binding_get(gw->store, wait->instance_id, wait->binding_id, &b, &err);
+    if (found == 1 && strcmp(b.state, "bound") == 0)
+        reply_json(out, 201, binding_body(gw, b.service_id, b.result, wait->api_version));
+    else
+        reply_error(out, OSBQ_ERR_UNAVAILABLE,
+                    "The binding was made but cannot be read now; retry the same request.");
+    osbq_binding_clear(&b);
+}

@@ -374,6 +374,10 @@ UINT_SETTING(parse_retry_after_min, retry_after_min_s, 1, 3600)
 UINT_SETTING(parse_retry_after_max, retry_after_max_s, 1, 86400)
 UINT_SETTING(parse_max_waiters, max_waiters, 1, 1000000)
 UINT_SETTING(parse_max_queued_jobs, max_queued_jobs, 1, 10000000)
+UINT_SETTING(parse_claim_timeout, claim_timeout_ms, 100, 3600000)
+UINT_SETTING(parse_max_attempts, max_attempts, 1, 100)
+UINT_SETTING(parse_recovery_interval, recovery_interval_ms, 50, 60000)
+UINT_SETTING(parse_shutdown_grace, shutdown_grace_ms, 0, 3600000)
 
 /* The one table of variables; order matters where a default derives from an earlier value. */
 static const struct config_var config_vars[] = {
@@ -415,6 +419,14 @@ static const struct config_var config_vars[] = {
      "synchronous requests one gateway holds while their workers run; more get 503"},
     {"OSBQ_MAX_QUEUED_JOBS", OSBQ_ROLE_GATEWAY, "100000", NULL, false, parse_max_queued_jobs,
      "jobs one gateway holds in memory while no worker has a free slot"},
+    {"OSBQ_CLAIM_TIMEOUT_MS", OSBQ_ROLE_GATEWAY, "10000", NULL, false, parse_claim_timeout,
+     "a job no worker claimed within this time is sent again (while workers are connected)"},
+    {"OSBQ_MAX_ATTEMPTS", OSBQ_ROLE_GATEWAY, "5", NULL, false, parse_max_attempts,
+     "claims of an operation whose worker died or hung before it is marked failed"},
+    {"OSBQ_RECOVERY_INTERVAL_MS", OSBQ_ROLE_GATEWAY, "1000", NULL, false, parse_recovery_interval,
+     "how often each gateway looks for operations to resend"},
+    {"OSBQ_SHUTDOWN_GRACE_MS", OSBQ_ROLE_BOTH, "10000", NULL, false, parse_shutdown_grace,
+     "on SIGTERM, how long running requests and jobs get to finish"},
 };
 
 static const char *lookup_getenv(const char *name, void *ctx)

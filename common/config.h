@@ -54,6 +54,10 @@ struct osbq_config {
     unsigned retry_after_max_s;     /* OSBQ_RETRY_AFTER_MAX_S (gateway) */
     unsigned max_waiters;           /* OSBQ_MAX_WAITERS (gateway): suspended sync requests */
     unsigned max_queued_jobs;       /* OSBQ_MAX_QUEUED_JOBS (gateway): jobs awaiting a worker */
+    unsigned claim_timeout_ms;      /* OSBQ_CLAIM_TIMEOUT_MS (gateway): resend an unclaimed job */
+    unsigned max_attempts;          /* OSBQ_MAX_ATTEMPTS (gateway): claims before giving up */
+    unsigned recovery_interval_ms;  /* OSBQ_RECOVERY_INTERVAL_MS (gateway) */
+    unsigned shutdown_grace_ms;     /* OSBQ_SHUTDOWN_GRACE_MS: time to finish on SIGTERM */
 };
 
 /* Looks up one environment variable; returns NULL when unset. ctx is passed through. */

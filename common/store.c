@@ -312,6 +312,9 @@ static bool element_is(const redisReply *reply, size_t i, const char *text)
 
 static int64_t element_int(const redisReply *reply, size_t i, int64_t fallback)
 {
+    if (reply->type == REDIS_REPLY_ARRAY && i < reply->elements &&
+        reply->element[i]->type == REDIS_REPLY_INTEGER)
+        return (int64_t)reply->element[i]->integer;
     char *text = element_dup(reply, i);
     if (text == NULL)
         return fallback;
@@ -580,8 +583,27 @@ int osbq_store_progress(struct osbq_store *store, const char *operation_id, cons
     return op_script(store, SCRIPT_PROGRESS, 2, 7, argv, err);
 }
 
+static int finish_op(struct osbq_store *store, const char *operation_id, const char *worker_id,
+                     const struct osbq_op_result *result, bool abandon, struct osbq_error *err);
+
 int osbq_store_finish(struct osbq_store *store, const char *operation_id, const char *worker_id,
                       const struct osbq_op_result *result, struct osbq_error *err)
+{
+    return finish_op(store, operation_id, worker_id, result, false, err);
+}
+
+int osbq_store_abandon(struct osbq_store *store, const char *operation_id, const char *description,
+                       struct osbq_error *err)
+{
+    struct osbq_op_result failed = {.succeeded = false,
+                                    .description = description,
+                                    .instance_usable = true,
+                                    .update_repeatable = true};
+    return finish_op(store, operation_id, "", &failed, true, err);
+}
+
+static int finish_op(struct osbq_store *store, const char *operation_id, const char *worker_id,
+                     const struct osbq_op_result *result, bool abandon, struct osbq_error *err)
 {
     char op[STORE_KEY_MAX], queue[STORE_KEY_MAX], waiters[STORE_KEY_MAX];
     char now[24], retention[16], prefix[96];
@@ -611,6 +633,7 @@ int osbq_store_finish(struct osbq_store *store, const char *operation_id, const 
         prefix,
         operation_id,
         result->binding ? result->binding : "",
+        abandon ? "abandon" : "",
     };
     return op_script(store, SCRIPT_FINISH, 3, (int)(sizeof argv / sizeof argv[0]), argv, err);
 }
@@ -829,4 +852,74 @@ void osbq_binding_clear(struct osbq_binding *binding)
     }
     free(binding->lock_holder);
     memset(binding, 0, sizeof *binding);
+}
+
+int osbq_store_recover(struct osbq_store *store, unsigned limit, unsigned max_attempts,
+                       int64_t claim_timeout_ms, struct osbq_recovery_item **items, size_t *count,
+                       struct osbq_error *err)
+{
+    char queue[STORE_KEY_MAX], now[24], limit_text[12], attempts[12], timeout[24], prefix[96];
+    if (osbq_store_key(store, queue, sizeof queue, "queue") < 0)
+        return osbq_error_set(err, OSBQ_ERR_INTERNAL, "key too long");
+    (void)snprintf(now, sizeof now, "%" PRId64, osbq_store_now_ms());
+    (void)snprintf(limit_text, sizeof limit_text, "%u", limit);
+    (void)snprintf(attempts, sizeof attempts, "%u", max_attempts);
+    (void)snprintf(timeout, sizeof timeout, "%" PRId64, claim_timeout_ms);
+    (void)snprintf(prefix, sizeof prefix, "%s:", store->cfg->namespace_);
+    const char *argv[] = {queue, now, limit_text, attempts, timeout, prefix};
+    redisReply *reply = store_eval(store, SCRIPT_RECOVER, 1, 6, argv, NULL, err);
+    if (reply == NULL)
+        return -1;
+    int rc = -1;
+    struct osbq_recovery_item *list = NULL;
+    size_t n = 0;
+    if (reply->type != REDIS_REPLY_ARRAY) {
+        osbq_error_set(err, OSBQ_ERR_INTERNAL, "recover: unexpected reply");
+        goto out;
+    }
+    list = calloc(reply->elements + 1, sizeof *list);
+    if (list == NULL) {
+        osbq_error_set(err, OSBQ_ERR_INTERNAL, "out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < reply->elements; i++) {
+        const redisReply *e = reply->element[i];
+        if (e->type != REDIS_REPLY_ARRAY || e->elements != 4)
+            continue;
+        struct osbq_recovery_item *item = &list[n];
+        item->operation_id = element_dup(e, 0);
+        item->abandon = element_is(e, 1, "abandon");
+        item->claims = (uint32_t)element_int(e, 2, 0);
+        if (e->element[3]->type == REDIS_REPLY_STRING && e->element[3]->len > 0) {
+            item->job = malloc(e->element[3]->len);
+            if (item->job != NULL) {
+                memcpy(item->job, e->element[3]->str, e->element[3]->len);
+                item->job_len = e->element[3]->len;
+            }
+        }
+        if (item->operation_id == NULL) {
+            free(item->job);
+            continue;
+        }
+        n++;
+    }
+    *items = list;
+    *count = n;
+    list = NULL;
+    rc = 0;
+out:
+    osbq_recovery_free(list, n);
+    freeReplyObject(reply);
+    return rc;
+}
+
+void osbq_recovery_free(struct osbq_recovery_item *items, size_t count)
+{
+    if (items == NULL)
+        return;
+    for (size_t i = 0; i < count; i++) {
+        free(items[i].operation_id);
+        free(items[i].job);
+    }
+    free(items);
 }

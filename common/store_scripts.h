@@ -10,6 +10,7 @@ enum store_script {
     SCRIPT_PROGRESS,
     SCRIPT_FINISH,
     SCRIPT_LAST_OPERATION,
+    SCRIPT_RECOVER,
     SCRIPT_COUNT
 };
 

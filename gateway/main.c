@@ -13,6 +13,7 @@
 #include "gateway.h"
 #include "http.h"
 #include "log.h"
+#include "recovery.h"
 #include "registry.h"
 #include "store.h"
 
@@ -99,6 +100,9 @@ int main(int argc, char **argv)
     struct registry *registry = registry_start(gw.store, cfg.bus_advertise, &err);
     if (registry == NULL)
         fatalx("%s", err.text);
+    struct recovery *recovery = recovery_start(&cfg, gw.store, gw.dispatch, &err);
+    if (recovery == NULL)
+        fatalx("%s", err.text);
     log_info("gateway %s listening on %s:%u, bus %s (advertised as %s), %u HTTP threads, "
              "catalog %s",
              gw.gateway_id, cfg.listen.host, (unsigned)cfg.listen.port, cfg.bus_bind,
@@ -112,6 +116,7 @@ int main(int argc, char **argv)
     /* Workers drop this gateway first; waiting requests get their answer before HTTP stops;
      * jobs still queued here are in Redis for the recovery loop. */
     registry_stop(&registry);
+    recovery_stop(&recovery);
     waiter_table_drain(gw.waiters);
     http_stop(&server);
     waiter_table_stop(&gw.waiters);

@@ -99,7 +99,7 @@ static void accept_operation(const struct gateway *gw, const struct request *req
         .job = bytes,
         .job_len = len,
         .api_version = req->api_version,
-        .claim_timeout_ms = 30000,
+        .claim_timeout_ms = gw->cfg->claim_timeout_ms,
     };
     struct osbq_begin_reply got = {0};
     struct osbq_error err = {0};

@@ -106,6 +106,11 @@ bool osb_valid_id(const char *id, const char *what, struct reply *out)
     for (const unsigned char *p = (const unsigned char *)id; *p; p++)
         if (*p < 0x20 || *p == 0x7f || *p == '/')
             return osb_bad_request(out, "The %s holds a control character or '/'.", what);
+    /* Ids travel inside JSON (jobs, credentials, events): they must be UTF-8. */
+    json_t *as_json = json_string(id);
+    if (as_json == NULL)
+        return osb_bad_request(out, "The %s is not valid UTF-8.", what);
+    json_decref(as_json);
     return true;
 }
 

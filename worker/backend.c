@@ -2,6 +2,7 @@
  * their outcome with. */
 #include "backend.h"
 
+#include <sodium.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,6 +82,8 @@ void backend_call_fail(struct backend_call *call, const char *description, bool 
                        bool update_repeatable)
 {
     call->result.succeeded = false;
+    /* A failure hands out no credentials: they are not even sent to Redis. */
+    call->result.binding = NULL;
     call->result.instance_usable = instance_usable;
     call->result.update_repeatable = update_repeatable;
     set_description(call, description);
@@ -106,8 +109,48 @@ int backend_call_set_dashboard_url(struct backend_call *call, const char *fmt, .
     return 0;
 }
 
+/* Zeroes and frees a binding text: it holds credentials, and freed heap memory can be read
+ * back by a later allocation or show up in a core dump. */
+static void free_secret(char *text)
+{
+    if (text == NULL)
+        return;
+    sodium_memzero(text, strlen(text));
+    free(text);
+}
+
+int backend_call_set_binding(struct backend_call *call, json_t *binding)
+{
+    int rc = -1;
+    if (!json_is_object(binding))
+        goto out;
+    /* json_dumpb into a buffer of the exact size, rather than json_dumps: json_dumps grows a
+     * buffer by realloc and so leaves partial copies of the credentials in freed memory. */
+    size_t len = json_dumpb(binding, NULL, 0, JSON_COMPACT);
+    if (len == 0)
+        goto out;
+    char *text = malloc(len + 1);
+    if (text == NULL)
+        goto out;
+    if (json_dumpb(binding, text, len, JSON_COMPACT) != len) {
+        sodium_memzero(text, len);
+        free(text);
+        goto out;
+    }
+    text[len] = '\0';
+    free_secret(call->binding);
+    call->binding = text;
+    call->result.binding = text;
+    rc = 0;
+out:
+    json_decref(binding);
+    return rc;
+}
+
 void backend_call_clear(struct backend_call *call)
 {
+    free_secret(call->binding);
+    call->binding = NULL;
     free(call->dashboard_url);
     free(call->metadata);
     call->dashboard_url = NULL;

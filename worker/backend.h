@@ -39,6 +39,8 @@ struct backend_call {
     char description[BACKEND_DESCRIPTION_MAX]; /* owned text of result.description */
     char *dashboard_url;                       /* owned text of result.dashboard_url, or NULL */
     char *metadata;                            /* owned text of result.metadata, or NULL */
+    char *binding; /* owned text of result.binding, or NULL; holds credentials, so it is
+                    * zeroed before it is freed */
 };
 
 /* A backend. Each operation returns 0 when call->result holds the outcome (succeeded or
@@ -70,7 +72,8 @@ int backend_run(const struct backend *b, struct backend_call *call);
 void backend_call_succeed(struct backend_call *call, const char *description);
 
 /* Records failure with description (copied) and, for a failed update or deprovision, whether
- * the instance is still usable and whether the same update may be repeated. */
+ * the instance is still usable and whether the same update may be repeated. Drops a binding
+ * set before (result.binding becomes NULL). */
 void backend_call_fail(struct backend_call *call, const char *description, bool instance_usable,
                        bool update_repeatable);
 
@@ -79,7 +82,15 @@ void backend_call_fail(struct backend_call *call, const char *description, bool 
 int backend_call_set_dashboard_url(struct backend_call *call, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
-/* Frees the owned buffers and clears result; inputs and callbacks stay. */
+/* Takes over binding (a JSON object: credentials, endpoints, syslog_drain_url,
+ * route_service_url, volume_mounts, metadata; see docs/backends.md), writes it compactly into
+ * the call's owned buffer and points result.binding at it, replacing any earlier one. The
+ * reference is stolen whatever happens. Returns 0, or -1 when binding is not an object or
+ * memory ran out (result left unchanged). */
+int backend_call_set_binding(struct backend_call *call, json_t *binding);
+
+/* Frees the owned buffers (the binding zeroed first) and clears result; inputs and callbacks
+ * stay. */
 void backend_call_clear(struct backend_call *call);
 
 #endif

@@ -1,14 +1,34 @@
 /* The sim backend: pretends to do each operation, taking the time the plan's settings say, so
  * platforms and tests can exercise every flow without real infrastructure. */
+#include <sodium.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "backend.h"
 
 /* Progress reports per operation: one every tenth of its duration. */
 #define SIM_STEPS 10
 
-#define SIM_FAIL_TEXT     "Simulated failure requested by the sim_fail parameter."
-#define SIM_DASHBOARD_FMT "https://sim.osbq.invalid/dashboard/%s"
+#define SIM_FAIL_TEXT    "Simulated failure requested by the sim_fail parameter."
+#define SIM_FAIL_ON_TEXT "Simulated failure requested by the plan's fail_on setting."
+#define SIM_NO_MEMORY    "The broker ran out of memory."
+
+/* Where a sim binding claims its service listens: .invalid never resolves (RFC 6761), so an
+ * application that really tries to connect fails at once instead of reaching someone else. */
+#define SIM_HOST      "sim.osbq.invalid"
+#define SIM_PORT      6379
+#define SIM_PORT_TEXT "6379"
+/* What a binding's other fields start with; the binding id ends each. 6514 is syslog over TLS
+ * (RFC 5425); /var/vcap/data is where Cloud Foundry keeps an application's mounts. */
+#define SIM_SYSLOG_PREFIX "syslog-tls://" SIM_HOST ":6514/"
+#define SIM_ROUTE_PREFIX  "https://" SIM_HOST "/route/"
+#define SIM_MOUNT_PREFIX  "/var/vcap/data/"
+
+/* Random bytes behind a binding's username (16 hex digits) and password (32 base64url
+ * characters, 192 bits: beyond guessing). */
+#define SIM_USER_BYTES     8
+#define SIM_PASSWORD_BYTES 24
 
 /* What sim says about one kind of operation. */
 struct sim_kind {
@@ -23,7 +43,7 @@ static const struct sim_kind provisioning = {"provision_ms", "Provisioning", "Pr
 static const struct sim_kind updating = {"update_ms", "Updating", "Updated.", true};
 static const struct sim_kind deprovisioning = {"deprovision_ms", "Deprovisioning", "Deprovisioned.",
                                                true};
-static const struct sim_kind binding = {"bind_ms", "Binding", "Bound.", true};
+static const struct sim_kind binding_kind = {"bind_ms", "Binding", "Bound.", true};
 static const struct sim_kind unbinding = {"unbind_ms", "Unbinding", "Unbound.", true};
 
 /* The plan's duration setting in ms; 0 when absent (the catalog checked its range). */
@@ -33,9 +53,35 @@ static int64_t duration_ms(const struct backend_call *call, const char *key)
     return ms > 0 ? (int64_t)ms : 0;
 }
 
+/* True when the plan's fail_on setting (kinds separated by commas, blanks around them
+ * allowed) names the call's kind. Other words are ignored: the setting only adds failures. */
+static bool plan_fails_on(const struct backend_call *call)
+{
+    const char *list = json_string_value(json_object_get(call->plan->settings, "fail_on"));
+    const char *name = osbq_job_kind_name(call->job->kind);
+    if (list == NULL || name == NULL)
+        return false;
+    size_t name_len = strlen(name);
+    for (const char *p = list;;) {
+        while (*p == ' ' || *p == '\t')
+            p++;
+        const char *end = strchr(p, ',');
+        if (end == NULL)
+            end = p + strlen(p);
+        const char *last = end;
+        while (last > p && (last[-1] == ' ' || last[-1] == '\t'))
+            last--;
+        if ((size_t)(last - p) == name_len && memcmp(p, name, name_len) == 0)
+            return true;
+        if (*end == '\0')
+            return false;
+        p = end + 1;
+    }
+}
+
 /* Spends the operation's duration in SIM_STEPS waits, reporting progress after each, then
- * succeeds or, when the parameters ask for it, fails. Returns 0 with the outcome in
- * call->result, or -1 as soon as the call is cancelled. */
+ * succeeds or, when the plan's fail_on or the parameters ask for it, fails. Returns 0 with the
+ * outcome in call->result, or -1 as soon as the call is cancelled. */
 static int simulate(struct backend_call *call, const struct sim_kind *kind)
 {
     int64_t total = duration_ms(call, kind->duration_key);
@@ -53,8 +99,12 @@ static int simulate(struct backend_call *call, const struct sim_kind *kind)
     /* The last progress report may have found the lease lost. */
     if (call->cancelled(call))
         return -1;
+    /* Repeating the same request fails the same way: never repeatable. */
+    if (plan_fails_on(call)) {
+        backend_call_fail(call, SIM_FAIL_ON_TEXT, kind->usable_if_failed, false);
+        return 0;
+    }
     if (json_is_true(json_object_get(call->parameters, "sim_fail"))) {
-        /* Repeating the same request fails the same way: never repeatable. */
         backend_call_fail(call, SIM_FAIL_TEXT, kind->usable_if_failed, false);
         return 0;
     }
@@ -66,10 +116,13 @@ static int sim_provision(struct backend_call *call)
 {
     if (simulate(call, &provisioning) < 0)
         return -1;
-    if (call->result.succeeded &&
-        json_is_true(json_object_get(call->plan->settings, "dashboard")) &&
-        backend_call_set_dashboard_url(call, SIM_DASHBOARD_FMT, call->job->instance_id) < 0)
-        backend_call_fail(call, "The broker ran out of memory.", false, false);
+    if (!call->result.succeeded)
+        return 0;
+    /* The same URL the gateway promised in its first answer (the spec requires that). */
+    char *url = osbq_plan_dashboard_url(call->plan, call->job->instance_id);
+    if (url != NULL && backend_call_set_dashboard_url(call, "%s", url) < 0)
+        backend_call_fail(call, SIM_NO_MEMORY, false, false);
+    free(url);
     return 0;
 }
 
@@ -83,10 +136,207 @@ static int sim_deprovision(struct backend_call *call)
     return simulate(call, &deprovisioning);
 }
 
-/* Bindings carry no credentials yet: a binding that succeeds gives none. */
+/* ---- bindings ---- */
+
+/* True when the service's "requires" lists permission. */
+static bool service_requires(const struct backend_call *call, const char *permission)
+{
+    const char *const *list = call->plan->service->requires_list;
+    for (size_t i = 0; list != NULL && list[i] != NULL; i++) {
+        if (strcmp(list[i], permission) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* True when the job's bind_resource carries a route (a non-empty string). */
+static bool has_route(const struct backend_call *call)
+{
+    if (call->job->bind_resource == NULL)
+        return false;
+    json_t *resource = json_loads(call->job->bind_resource, 0, NULL);
+    json_t *route = json_object_get(resource, "route");
+    bool has = json_is_string(route) && json_string_length(route) > 0;
+    json_decref(resource);
+    return has;
+}
+
+/* The id percent-encoded for one URL path segment (RFC 3986 unreserved characters kept), or
+ * NULL when out of memory; caller frees. Ids may hold any printable byte but '/', and "." or
+ * ".." would be read as a dot-segment (a path like /var/vcap/data/.. escapes its directory),
+ * so an id made only of dots has its dots encoded too. */
+static char *escape_segment(const char *id)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    size_t len = strlen(id);
+    bool dots_only = strspn(id, ".") == len;
+    char *out = malloc(3 * len + 1);
+    if (out == NULL)
+        return NULL;
+    char *o = out;
+    for (const unsigned char *p = (const unsigned char *)id; *p; p++) {
+        bool keep = (*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||
+                    (*p >= '0' && *p <= '9') || *p == '-' || *p == '_' || *p == '~' ||
+                    (*p == '.' && !dots_only);
+        if (keep) {
+            *o++ = (char)*p;
+        } else {
+            *o++ = '%';
+            *o++ = hex[*p >> 4];
+            *o++ = hex[*p & 0xf];
+        }
+    }
+    *o = '\0';
+    return out;
+}
+
+/* a, b and c joined, or NULL when out of memory; caller frees. */
+static char *concat3(const char *a, const char *b, const char *c)
+{
+    size_t len = strlen(a) + strlen(b) + strlen(c) + 1;
+    char *out = malloc(len);
+    if (out != NULL)
+        (void)snprintf(out, len, "%s%s%s", a, b, c);
+    return out;
+}
+
+/* Fresh credentials for the call's binding: a random username and password and the URI
+ * holding both, from libsodium's CSPRNG (the kernel's getrandom). Fresh on every call: the
+ * store keeps the first result recorded for an operation and answers re-PUTs and fetches from
+ * it, so a rerun after a crash never shows a second set. NULL when out of memory or an id is
+ * not UTF-8. */
+static json_t *sim_credentials(const struct backend_call *call)
+{
+    const struct osbq_job *job = call->job;
+    unsigned char raw_user[SIM_USER_BYTES];
+    unsigned char raw_password[SIM_PASSWORD_BYTES];
+    char user_hex[2 * SIM_USER_BYTES + 1];
+    char username[2 + sizeof user_hex];
+    char password[sodium_base64_ENCODED_LEN(SIM_PASSWORD_BYTES,
+                                            sodium_base64_VARIANT_URLSAFE_NO_PADDING)];
+    randombytes_buf(raw_user, sizeof raw_user);
+    randombytes_buf(raw_password, sizeof raw_password);
+    (void)sodium_bin2hex(user_hex, sizeof user_hex, raw_user, sizeof raw_user);
+    (void)snprintf(username, sizeof username, "b-%s", user_hex);
+    (void)sodium_bin2base64(password, sizeof password, raw_password, sizeof raw_password,
+                            sodium_base64_VARIANT_URLSAFE_NO_PADDING);
+
+    json_t *credentials = NULL;
+    char *uri = NULL;
+    char *key_prefix = concat3(job->instance_id, ":", "");
+    char *database = escape_segment(job->instance_id);
+    if (key_prefix == NULL || database == NULL)
+        goto out;
+    /* base64url and hex need no escaping inside the URI's userinfo. */
+    size_t uri_len = strlen("sim://:@" SIM_HOST ":" SIM_PORT_TEXT "/") + strlen(username) +
+                     strlen(password) + strlen(database) + 1;
+    uri = malloc(uri_len);
+    if (uri == NULL)
+        goto out;
+    (void)snprintf(uri, uri_len, "sim://%s:%s@" SIM_HOST ":" SIM_PORT_TEXT "/%s", username,
+                   password, database);
+    credentials =
+        json_pack("{s:s, s:i, s:s, s:s, s:s, s:s}", "host", SIM_HOST, "port", SIM_PORT, "username",
+                  username, "password", password, "uri", uri, "key_prefix", key_prefix);
+    /* A rotation: a real backend would carry the predecessor's state (users, grants) over;
+     * sim has none, so it only says where the binding came from. */
+    if (credentials != NULL && job->predecessor_binding_id != NULL) {
+        json_t *from = json_string(job->predecessor_binding_id);
+        if (json_object_set_new(credentials, "rotated_from", from) < 0) {
+            json_decref(credentials);
+            credentials = NULL;
+        }
+    }
+
+out:
+    /* Secrets: no copy outlives this call but the JSON's own. */
+    sodium_memzero(raw_user, sizeof raw_user);
+    sodium_memzero(raw_password, sizeof raw_password);
+    sodium_memzero(password, sizeof password);
+    if (uri != NULL) {
+        sodium_memzero(uri, strlen(uri));
+        free(uri);
+    }
+    free(database);
+    free(key_prefix);
+    return credentials;
+}
+
+/* Sets key to "<prefix><escaped binding id>" in binding. 0, or -1 when out of memory. */
+static int set_binding_url(json_t *binding, const char *key, const char *prefix,
+                           const char *escaped_id)
+{
+    char *url = concat3(prefix, escaped_id, "");
+    if (url == NULL)
+        return -1;
+    int rc = json_object_set_new(binding, key, json_string(url));
+    free(url);
+    return rc;
+}
+
+/* The binding a successful sim bind gives: credentials and endpoints always, and what the
+ * service's "requires" permits (a platform may reject a syslog_drain_url, route_service_url
+ * or volume_mounts the catalog does not announce). NULL when out of memory, or when an id is
+ * not UTF-8 (ids may hold any byte but '/' and controls, JSON strings may not). */
+static json_t *sim_binding(const struct backend_call *call)
+{
+    const char *binding_id = call->job->binding_id;
+    json_t *binding = json_object();
+    json_t *credentials = sim_credentials(call);
+    char *escaped = escape_segment(binding_id);
+    if (binding == NULL || credentials == NULL || escaped == NULL)
+        goto fail;
+    /* set_new takes the reference whether or not it succeeds. */
+    int rc = json_object_set_new(binding, "credentials", credentials);
+    credentials = NULL;
+    if (rc < 0)
+        goto fail;
+    if (json_object_set_new(binding, "endpoints",
+                            json_pack("[{s:s, s:[s], s:s}]", "host", SIM_HOST, "ports",
+                                      SIM_PORT_TEXT, "protocol", "tcp")) < 0)
+        goto fail;
+    if (service_requires(call, "syslog_drain") &&
+        set_binding_url(binding, "syslog_drain_url", SIM_SYSLOG_PREFIX, escaped) < 0)
+        goto fail;
+    if (service_requires(call, "route_forwarding") && has_route(call) &&
+        set_binding_url(binding, "route_service_url", SIM_ROUTE_PREFIX, escaped) < 0)
+        goto fail;
+    if (service_requires(call, "volume_mount")) {
+        char *dir = concat3(SIM_MOUNT_PREFIX, escaped, "");
+        json_t *mounts =
+            dir == NULL ? NULL
+                        : json_pack("[{s:s, s:s, s:s, s:s, s:{s:s, s:{}}}]", "driver", "sim",
+                                    "container_dir", dir, "mode", "rw", "device_type", "shared",
+                                    "device", "volume_id", binding_id, "mount_config");
+        free(dir);
+        if (json_object_set_new(binding, "volume_mounts", mounts) < 0)
+            goto fail;
+    }
+    free(escaped);
+    return binding;
+
+fail:
+    json_decref(credentials);
+    json_decref(binding);
+    free(escaped);
+    return NULL;
+}
+
 static int sim_bind(struct backend_call *call)
 {
-    return simulate(call, &binding);
+    if (simulate(call, &binding_kind) < 0)
+        return -1;
+    if (!call->result.succeeded)
+        return 0;
+    /* Idempotent, so safe on every call; the worker has done it already, tests may not. */
+    if (sodium_init() < 0) {
+        backend_call_fail(call, "The broker has no source of random numbers.", true, false);
+        return 0;
+    }
+    if (backend_call_set_binding(call, sim_binding(call)) < 0)
+        backend_call_fail(call, "The sim backend could not build the binding's credentials.", true,
+                          false);
+    return 0;
 }
 
 static int sim_unbind(struct backend_call *call)
@@ -94,8 +344,9 @@ static int sim_unbind(struct backend_call *call)
     return simulate(call, &unbinding);
 }
 
-/* sim keeps no state of its own: running an operation twice gives the same outcome, which is
- * all its idempotency takes. */
+/* sim keeps no state of its own: running an operation twice gives the same outcome (a bind's
+ * credentials differ, but only the first recorded result is ever kept), which is all its
+ * idempotency takes. */
 const struct backend backend_sim = {
     .name = "sim",
     .provision = sim_provision,

@@ -3,7 +3,9 @@
 #ifndef OSBQ_WORKER_RUNNER_H
 #define OSBQ_WORKER_RUNNER_H
 
+#include <jansson.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "catalog.h"
 #include "config.h"
@@ -45,5 +47,13 @@ void runner_close(struct runner *r);
  * operations stay in Redis: leases expire and another worker takes them over. A result that
  * could not be recorded yet (Redis away) stops being retried. */
 void runner_cancel(struct runner *r);
+
+/* Gives binding (a bind's result object) a credential lifetime of ttl_s seconds from now,
+ * unless its backend set one: when binding has no metadata.expires_at, sets metadata.expires_at
+ * to now + ttl_s and metadata.renew_before to now + 80% of ttl_s (replacing a renew_before
+ * given alone), both UTC as the spec's "yyyy-mm-ddThh:mm:ss.sZ", e.g.
+ * "2026-11-22T03:40:00.0Z". Returns 0 (binding changed or left alone), or -1 when metadata is
+ * not an object, a time is out of range or memory ran out (binding possibly half changed). */
+int runner_add_expiry(json_t *binding, int64_t ttl_s, time_t now);
 
 #endif

@@ -1,7 +1,8 @@
 -- A worker claims an operation before running it: queued -> running, or a running operation
 -- whose lease has expired is taken over. The claim decides who runs a job delivered twice.
 -- KEYS: 1 operation hash, 2 queue zset
--- ARGV: 1 worker id, 2 attempt, 3 now (ms), 4 lease (ms), 5 operation id
+-- ARGV: 1 worker id, 2 attempt the job carries (informational), 3 now (ms), 4 lease (ms),
+--       5 operation id
 -- Returns 1 when claimed, 0 otherwise.
 local state = redis.call('HGET', KEYS[1], 'state')
 local now = tonumber(ARGV[3])
@@ -12,7 +13,9 @@ elseif state ~= 'queued' then
   return 0
 end
 local until_ms = now + tonumber(ARGV[4])
-redis.call('HSET', KEYS[1], 'state', 'running', 'worker', ARGV[1], 'attempt', ARGV[2],
+-- Claims count the attempts: a job that keeps killing its workers is abandoned after the limit.
+local claims = redis.call('HINCRBY', KEYS[1], 'claims', 1)
+redis.call('HSET', KEYS[1], 'state', 'running', 'worker', ARGV[1], 'attempt', claims,
            'lease_until', until_ms)
 redis.call('HSETNX', KEYS[1], 'started_ms', now)
 redis.call('ZADD', KEYS[2], until_ms, ARGV[5])

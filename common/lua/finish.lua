@@ -4,13 +4,22 @@
 -- ARGV: 1 worker id, 2 "1" succeeded / "0" failed, 3 description, 4 dashboard url or "",
 --       5 metadata JSON or "", 6 instance_usable "1"/"0", 7 update_repeatable "1"/"0",
 --       8 now (ms), 9 retention (s), 10 key prefix "<ns>:", 11 operation id,
---       12 bind: JSON of the binding (credentials, endpoints, ...) or ""
+--       12 bind: JSON of the binding (credentials, endpoints, ...) or "",
+--       13 "abandon": the recovery loop gives up on an operation whose lease ran out (any
+--          worker), or ""
 -- Returns 1, or 0 when the operation is no longer this worker's.
 local op_key, queue, waiters = KEYS[1], KEYS[2], KEYS[3]
 local rec = redis.call('HMGET', op_key, 'state', 'worker', 'kind', 'instance_key', 'plan_id',
                        'parameters', 'context', 'maintenance_version', 'created_ms',
                        'binding_key', 'bindings_key')
-if rec[1] ~= 'running' or rec[2] ~= ARGV[1] then return 0 end
+if ARGV[13] == 'abandon' then
+  local lease = tonumber(redis.call('HGET', op_key, 'lease_until') or '0')
+  if rec[1] ~= 'queued' and not (rec[1] == 'running' and lease < tonumber(ARGV[8])) then
+    return 0
+  end
+elseif rec[1] ~= 'running' or rec[2] ~= ARGV[1] then
+  return 0
+end
 local kind, inst, plan_id = rec[3], rec[4], rec[5]
 local ok = ARGV[2] == '1'
 local now, retention = tonumber(ARGV[8]), tonumber(ARGV[9])

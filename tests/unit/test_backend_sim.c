@@ -1,5 +1,7 @@
 /* Unit tests of the sim backend and the backend table: outcomes and descriptions of every
- * kind, progress reports, timing, sim_fail, the dashboard URL, and cancellation. */
+ * kind, progress reports, timing, sim_fail and fail_on, the dashboard URL, bindings (fields,
+ * randomness, rotation), the binding helpers, the runner's credential expiry, and
+ * cancellation. */
 /* clang-format off: cmocka needs these before cmocka.h, in this order */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -19,13 +21,22 @@
 #include "backend.h"
 #include "catalog.h"
 #include "job.h"
+#include "runner.h"
 
 #define INSTANT_PLAN "plan-instant"
 #define TIMED_PLAN   "plan-timed"
 #define LONG_PLAN    "plan-long"
 #define DASH_PLAN    "plan-dash"
+#define ALL_PLAN     "plan-all" /* service requires syslog_drain, route_forwarding, volume_mount */
+#define ROUTE_PLAN   "plan-route" /* service requires route_forwarding only */
+#define BLANKS_PLAN  "plan-fail-blanks"
 #define TIMED_MS     50
 #define MAX_REPORTS  32
+
+/* A plan whose fail_on names one kind: "plan-fail-<kind>". */
+#define FAIL_ON_PLAN(kind)                                                                         \
+    "  {\"id\": \"plan-fail-" kind "\", \"name\": \"fail-" kind "\", \"description\": \"d\","      \
+    "   \"osbq\": {\"backend\": \"sim\", \"fail_on\": \"" kind "\"}}"
 
 static const char catalog_text[] =
     "{\"services\": [{\"name\": \"sim\", \"id\": \"svc\", \"description\": \"d\","
@@ -38,8 +49,54 @@ static const char catalog_text[] =
     "  {\"id\": \"" LONG_PLAN "\", \"name\": \"long\", \"description\": \"d\","
     "   \"osbq\": {\"backend\": \"sim\", \"provision_ms\": 10000, \"dashboard\": true}},"
     "  {\"id\": \"" DASH_PLAN "\", \"name\": \"dash\", \"description\": \"d\","
-    "   \"osbq\": {\"backend\": \"sim\", \"dashboard\": true}}"
-    "]}]}";
+    "   \"osbq\": {\"backend\": \"sim\", \"dashboard\": true}}," FAIL_ON_PLAN("provision") "," FAIL_ON_PLAN("update") "," FAIL_ON_PLAN(
+        "deprovision") "," FAIL_ON_PLAN("bind") "," FAIL_ON_PLAN("unbind") ","
+                                                                           "  {\"id\": "
+                                                                           "\"" BLANKS_PLAN
+                                                                           "\", \"name\": "
+                                                                           "\"fail-blanks\", "
+                                                                           "\"description\": \"d\","
+                                                                           "   \"osbq\": "
+                                                                           "{\"backend\": \"sim\", "
+                                                                           "\"fail_on\": \" bind , "
+                                                                           "unbind,provisioning,,"
+                                                                           "Update\"}}"
+                                                                           "]},"
+                                                                           " {\"name\": "
+                                                                           "\"sim-all\", \"id\": "
+                                                                           "\"svc-all\", "
+                                                                           "\"description\": "
+                                                                           "\"d\", \"bindable\": "
+                                                                           "true,"
+                                                                           "  \"requires\": "
+                                                                           "[\"syslog_drain\", "
+                                                                           "\"route_forwarding\", "
+                                                                           "\"volume_mount\"], "
+                                                                           "\"plans\": ["
+                                                                           "  {\"id\": \"" ALL_PLAN
+                                                                           "\", \"name\": \"all\", "
+                                                                           "\"description\": \"d\","
+                                                                           "   \"osbq\": "
+                                                                           "{\"backend\": "
+                                                                           "\"sim\"}}]},"
+                                                                           " {\"name\": "
+                                                                           "\"sim-route\", \"id\": "
+                                                                           "\"svc-route\", "
+                                                                           "\"description\": "
+                                                                           "\"d\", \"bindable\": "
+                                                                           "true,"
+                                                                           "  \"requires\": "
+                                                                           "[\"route_forwarding\"],"
+                                                                           " \"plans\": ["
+                                                                           "  {\"id\": "
+                                                                           "\"" ROUTE_PLAN
+                                                                           "\", \"name\": "
+                                                                           "\"route\", "
+                                                                           "\"description\": \"d\","
+                                                                           "   \"osbq\": "
+                                                                           "{\"backend\": "
+                                                                           "\"sim\"}}]}"
+                                                                           "]}";
 
 /* A backend call with callbacks that record what the backend does. */
 struct fake {
@@ -98,7 +155,6 @@ static void fake_init(struct fake *f, enum osbq_job_kind kind, const char *plan_
     f->job.operation_id = "op-1";
     f->job.kind = kind;
     f->job.instance_id = "inst-1";
-    f->job.service_id = "svc";
     f->job.plan_id = (char *)plan_id;
     f->job.api_version = 217;
     f->job.attempt = 1;
@@ -111,6 +167,7 @@ static void fake_init(struct fake *f, enum osbq_job_kind kind, const char *plan_
     f->call.job = &f->job;
     f->call.plan = osbq_catalog_plan(catalog, plan_id);
     assert_non_null(f->call.plan);
+    f->job.service_id = (char *)(uintptr_t)f->call.plan->service->id;
     f->call.parameters = f->parameters;
     f->call.progress = fake_progress;
     f->call.cancelled = fake_cancelled;
@@ -197,6 +254,11 @@ static void check_kinds(const char *plan_id, int64_t min_ms, int64_t max_ms)
         assert_string_equal(f.call.result.description, kinds[i].done);
         assert_null(f.call.result.dashboard_url);
         assert_null(f.call.result.metadata);
+        /* Only a bind hands out a binding. */
+        if (kinds[i].kind == OSBQ_JOB_BIND)
+            assert_non_null(f.call.result.binding);
+        else
+            assert_null(f.call.result.binding);
         assert_reports(&f, kinds[i].doing);
         if (took < min_ms || took > max_ms)
             fail_msg("%s took %lld ms, expected %lld..%lld", kinds[i].done, (long long)took,
@@ -236,8 +298,10 @@ static void test_sim_fail(void **state)
                             "Simulated failure requested by the sim_fail parameter.");
         assert_int_equal(f.call.result.instance_usable, cases[i].instance_usable);
         assert_false(f.call.result.update_repeatable);
-        /* A failed provision has no dashboard, even on a plan that gives one. */
+        /* A failed provision has no dashboard, even on a plan that gives one, and a failed
+         * bind no binding. */
         assert_null(f.call.result.dashboard_url);
+        assert_null(f.call.result.binding);
         assert_int_equal(f.report_count, 10);
         fake_clear(&f);
     }
@@ -387,6 +451,374 @@ static void test_call_helpers(void **state)
     assert_null(f.call.dashboard_url);
 }
 
+/* ---- bindings ---- */
+
+/* Runs a bind of binding_id on instance_id under plan_id and returns its binding, parsed
+ * (caller frees); bind_resource and predecessor may be NULL. Fails the test unless the bind
+ * succeeded with "Bound.". */
+static json_t *bind_json(const char *plan_id, const char *instance_id, const char *binding_id,
+                         const char *bind_resource, const char *predecessor)
+{
+    struct fake f;
+    fake_init(&f, OSBQ_JOB_BIND, plan_id, NULL);
+    f.job.instance_id = (char *)(uintptr_t)instance_id;
+    f.job.binding_id = (char *)(uintptr_t)binding_id;
+    f.job.bind_resource = (char *)(uintptr_t)bind_resource;
+    f.job.predecessor_binding_id = (char *)(uintptr_t)predecessor;
+    assert_int_equal(run_sim(&f), 0);
+    assert_true(f.call.result.succeeded);
+    assert_string_equal(f.call.result.description, "Bound.");
+    assert_non_null(f.call.result.binding);
+    assert_ptr_equal(f.call.result.binding, f.call.binding);
+    /* Compact: no blanks after separators (the ids used here hold no ": " or ", "). */
+    assert_null(strstr(f.call.result.binding, ": "));
+    assert_null(strstr(f.call.result.binding, ", "));
+    json_error_t jerr;
+    json_t *binding = json_loads(f.call.result.binding, JSON_REJECT_DUPLICATES, &jerr);
+    if (!json_is_object(binding))
+        fail_msg("binding is not a JSON object: %s", jerr.text);
+    fake_clear(&f);
+    assert_null(f.call.binding);
+    assert_null(f.call.result.binding);
+    return binding;
+}
+
+static const char *string_at(const json_t *object, const char *key)
+{
+    const json_t *value = json_object_get(object, key);
+    if (!json_is_string(value))
+        fail_msg("\"%s\" is not a string", key);
+    return json_string_value(value);
+}
+
+/* Fails unless got equals the JSON text expected. */
+static void assert_json(const json_t *got, const char *expected)
+{
+    json_t *want = json_loads(expected, 0, NULL);
+    assert_non_null(want);
+    if (!json_equal(got, want)) {
+        char *text = json_dumps(got, JSON_COMPACT);
+        fail_msg("got %s, expected %s", text ? text : "(null)", expected);
+    }
+    json_decref(want);
+}
+
+/* Fails unless text is n characters, each of them in set. */
+static void assert_charset(const char *text, size_t n, const char *set)
+{
+    if (strlen(text) != n || strspn(text, set) != n)
+        fail_msg("\"%s\": expected %zu characters of [%s]", text, n, set);
+}
+
+#define HEX_LOWER "0123456789abcdef"
+#define BASE64URL "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+#define ENDPOINTS "[{\"host\": \"sim.osbq.invalid\", \"ports\": [\"6379\"], \"protocol\": \"tcp\"}]"
+
+/* The credentials every sim binding has; returns them (borrowed from binding). */
+static const json_t *check_credentials(const json_t *binding, const char *instance_id,
+                                       const char *escaped_instance_id)
+{
+    const json_t *credentials = json_object_get(binding, "credentials");
+    assert_true(json_is_object(credentials));
+    assert_string_equal(string_at(credentials, "host"), "sim.osbq.invalid");
+    assert_true(json_is_integer(json_object_get(credentials, "port")));
+    assert_int_equal(json_integer_value(json_object_get(credentials, "port")), 6379);
+    const char *username = string_at(credentials, "username");
+    assert_true(strncmp(username, "b-", 2) == 0);
+    assert_charset(username + 2, 16, HEX_LOWER);
+    const char *password = string_at(credentials, "password");
+    assert_charset(password, 32, BASE64URL);
+    char uri[256];
+    (void)snprintf(uri, sizeof uri, "sim://%s:%s@sim.osbq.invalid:6379/%s", username, password,
+                   escaped_instance_id);
+    assert_string_equal(string_at(credentials, "uri"), uri);
+    char prefix[128];
+    (void)snprintf(prefix, sizeof prefix, "%s:", instance_id);
+    assert_string_equal(string_at(credentials, "key_prefix"), prefix);
+    return credentials;
+}
+
+/* A service that requires nothing: credentials and endpoints, nothing else. */
+static void test_bind_plain(void **state)
+{
+    (void)state;
+    /* A route without route_forwarding gives no route service. */
+    json_t *binding =
+        bind_json(INSTANT_PLAN, "inst-1", "bind-1", "{\"route\": \"app.example.com\"}", NULL);
+    const json_t *credentials = check_credentials(binding, "inst-1", "inst-1");
+    assert_int_equal(json_object_size(credentials), 6);
+    assert_null(json_object_get(credentials, "rotated_from"));
+    assert_json(json_object_get(binding, "endpoints"), ENDPOINTS);
+    assert_int_equal(json_object_size(binding), 2);
+    json_decref(binding);
+}
+
+/* A service that requires all three permissions, with a route: every field. */
+static void test_bind_requires_all(void **state)
+{
+    (void)state;
+    json_t *binding = bind_json(ALL_PLAN, "inst-1", "bind-1",
+                                "{\"app_guid\": \"app-1\", \"route\": \"app.example.com\"}", NULL);
+    check_credentials(binding, "inst-1", "inst-1");
+    assert_json(json_object_get(binding, "endpoints"), ENDPOINTS);
+    assert_string_equal(string_at(binding, "syslog_drain_url"),
+                        "syslog-tls://sim.osbq.invalid:6514/bind-1");
+    assert_string_equal(string_at(binding, "route_service_url"),
+                        "https://sim.osbq.invalid/route/bind-1");
+    assert_json(json_object_get(binding, "volume_mounts"),
+                "[{\"driver\": \"sim\", \"container_dir\": \"/var/vcap/data/bind-1\","
+                " \"mode\": \"rw\", \"device_type\": \"shared\","
+                " \"device\": {\"volume_id\": \"bind-1\", \"mount_config\": {}}}]");
+    assert_int_equal(json_object_size(binding), 5);
+    json_decref(binding);
+
+    /* No route in bind_resource (or none at all): no route service, the rest stays. */
+    static const char *const resources[] = {NULL, "{\"app_guid\": \"app-1\"}", "{\"route\": \"\"}",
+                                            "{\"route\": 7}"};
+    for (size_t i = 0; i < sizeof resources / sizeof resources[0]; i++) {
+        binding = bind_json(ALL_PLAN, "inst-1", "bind-1", resources[i], NULL);
+        if (json_object_get(binding, "route_service_url") != NULL)
+            fail_msg("route_service_url with bind_resource %s", resources[i]);
+        assert_non_null(json_object_get(binding, "syslog_drain_url"));
+        assert_non_null(json_object_get(binding, "volume_mounts"));
+        assert_int_equal(json_object_size(binding), 4);
+        json_decref(binding);
+    }
+}
+
+/* A service that requires route_forwarding only: the route service and nothing else extra. */
+static void test_bind_requires_route(void **state)
+{
+    (void)state;
+    json_t *binding =
+        bind_json(ROUTE_PLAN, "inst-1", "bind-1", "{\"route\": \"app.example.com\"}", NULL);
+    assert_string_equal(string_at(binding, "route_service_url"),
+                        "https://sim.osbq.invalid/route/bind-1");
+    assert_null(json_object_get(binding, "syslog_drain_url"));
+    assert_null(json_object_get(binding, "volume_mounts"));
+    assert_int_equal(json_object_size(binding), 3);
+    json_decref(binding);
+}
+
+/* Ids are percent-encoded where they become part of a URL or path, kept as they are
+ * elsewhere; an id of dots cannot climb out of a directory. */
+static void test_bind_escapes_ids(void **state)
+{
+    (void)state;
+    json_t *binding = bind_json(ALL_PLAN, "inst 1?", "b\xc3\xa9 1.x", "{\"route\": \"r\"}", NULL);
+    check_credentials(binding, "inst 1?", "inst%201%3F");
+    assert_string_equal(string_at(binding, "syslog_drain_url"),
+                        "syslog-tls://sim.osbq.invalid:6514/b%C3%A9%201.x");
+    assert_string_equal(string_at(binding, "route_service_url"),
+                        "https://sim.osbq.invalid/route/b%C3%A9%201.x");
+    const json_t *mount = json_array_get(json_object_get(binding, "volume_mounts"), 0);
+    assert_string_equal(string_at(mount, "container_dir"), "/var/vcap/data/b%C3%A9%201.x");
+    assert_string_equal(string_at(json_object_get(mount, "device"), "volume_id"), "b\xc3\xa9 1.x");
+    json_decref(binding);
+
+    binding = bind_json(ALL_PLAN, "..", "..", NULL, NULL);
+    check_credentials(binding, "..", "%2E%2E");
+    mount = json_array_get(json_object_get(binding, "volume_mounts"), 0);
+    assert_string_equal(string_at(mount, "container_dir"), "/var/vcap/data/%2E%2E");
+    json_decref(binding);
+}
+
+/* Every bind draws fresh credentials: no two bindings share a username or password. */
+static void test_bind_random(void **state)
+{
+    (void)state;
+    enum { BINDS = 8 };
+    char usernames[BINDS][64];
+    char passwords[BINDS][64];
+    for (int i = 0; i < BINDS; i++) {
+        json_t *binding = bind_json(INSTANT_PLAN, "inst-1", "bind-1", NULL, NULL);
+        const json_t *credentials = json_object_get(binding, "credentials");
+        (void)snprintf(usernames[i], sizeof usernames[i], "%s", string_at(credentials, "username"));
+        (void)snprintf(passwords[i], sizeof passwords[i], "%s", string_at(credentials, "password"));
+        json_decref(binding);
+        for (int j = 0; j < i; j++) {
+            assert_string_not_equal(usernames[i], usernames[j]);
+            assert_string_not_equal(passwords[i], passwords[j]);
+        }
+    }
+}
+
+/* A rotation names its predecessor inside the credentials; everything else is fresh. */
+static void test_bind_rotation(void **state)
+{
+    (void)state;
+    json_t *old = bind_json(INSTANT_PLAN, "inst-1", "bind-0", NULL, NULL);
+    json_t *binding = bind_json(INSTANT_PLAN, "inst-1", "bind-1", NULL, "bind-0");
+    const json_t *credentials = check_credentials(binding, "inst-1", "inst-1");
+    assert_string_equal(string_at(credentials, "rotated_from"), "bind-0");
+    assert_int_equal(json_object_size(credentials), 7);
+    assert_string_not_equal(string_at(credentials, "password"),
+                            string_at(json_object_get(old, "credentials"), "password"));
+    json_decref(binding);
+    json_decref(old);
+}
+
+/* bind_ms is spent (with progress) before the binding is handed out. */
+static void test_bind_timed(void **state)
+{
+    (void)state;
+    struct fake f;
+    fake_init(&f, OSBQ_JOB_BIND, TIMED_PLAN, NULL);
+    int64_t started = now_ms();
+    assert_int_equal(run_sim(&f), 0);
+    assert_true(now_ms() - started >= TIMED_MS);
+    assert_reports(&f, "Binding");
+    assert_true(f.call.result.succeeded);
+    assert_non_null(f.call.result.binding);
+    fake_clear(&f);
+
+    /* Cancelled at the last report: no binding either. */
+    fake_init(&f, OSBQ_JOB_BIND, TIMED_PLAN, NULL);
+    f.cancel_after = 10;
+    assert_int_equal(run_sim(&f), -1);
+    assert_null(f.call.result.binding);
+    fake_clear(&f);
+}
+
+/* ---- fail_on ---- */
+
+static void check_fail_on(const char *plan_id, enum osbq_job_kind kind, bool fails)
+{
+    static const bool usable[] = {
+        [OSBQ_JOB_PROVISION] = false, [OSBQ_JOB_UPDATE] = true, [OSBQ_JOB_DEPROVISION] = true,
+        [OSBQ_JOB_BIND] = true,       [OSBQ_JOB_UNBIND] = true,
+    };
+    struct fake f;
+    fake_init(&f, kind, plan_id, NULL);
+    assert_int_equal(run_sim(&f), 0);
+    assert_int_equal(f.report_count, 10);
+    if (!fails) {
+        if (!f.call.result.succeeded)
+            fail_msg("%s on %s failed", osbq_job_kind_name(kind), plan_id);
+        fake_clear(&f);
+        return;
+    }
+    if (f.call.result.succeeded)
+        fail_msg("%s on %s succeeded", osbq_job_kind_name(kind), plan_id);
+    assert_string_equal(f.call.result.description,
+                        "Simulated failure requested by the plan's fail_on setting.");
+    assert_int_equal(f.call.result.instance_usable, usable[kind]);
+    assert_false(f.call.result.update_repeatable);
+    assert_null(f.call.result.binding);
+    fake_clear(&f);
+}
+
+/* A plan naming one kind fails exactly that kind. */
+static void test_fail_on_each_kind(void **state)
+{
+    (void)state;
+    for (size_t p = 0; p < sizeof kinds / sizeof kinds[0]; p++) {
+        char plan_id[64];
+        (void)snprintf(plan_id, sizeof plan_id, "plan-fail-%s", osbq_job_kind_name(kinds[p].kind));
+        for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++)
+            check_fail_on(plan_id, kinds[k].kind, p == k);
+    }
+}
+
+/* A list with blanks and empty entries; only whole, exact kind names count. */
+static void test_fail_on_list(void **state)
+{
+    (void)state;
+    /* " bind , unbind,provisioning,,Update" */
+    check_fail_on(BLANKS_PLAN, OSBQ_JOB_BIND, true);
+    check_fail_on(BLANKS_PLAN, OSBQ_JOB_UNBIND, true);
+    check_fail_on(BLANKS_PLAN, OSBQ_JOB_PROVISION, false);
+    check_fail_on(BLANKS_PLAN, OSBQ_JOB_UPDATE, false);
+    check_fail_on(BLANKS_PLAN, OSBQ_JOB_DEPROVISION, false);
+}
+
+/* ---- the binding helpers ---- */
+
+static void test_set_binding(void **state)
+{
+    (void)state;
+    struct fake f;
+    fake_init(&f, OSBQ_JOB_BIND, INSTANT_PLAN, NULL);
+    /* Not an object, or nothing: refused, the reference released (ASan would see a leak). */
+    assert_int_equal(backend_call_set_binding(&f.call, json_string("x")), -1);
+    assert_int_equal(backend_call_set_binding(&f.call, NULL), -1);
+    assert_null(f.call.result.binding);
+
+    assert_int_equal(backend_call_set_binding(&f.call, json_pack("{s:{s:s}, s:[]}", "credentials",
+                                                                 "password", "p w", "endpoints")),
+                     0);
+    assert_string_equal(f.call.result.binding,
+                        "{\"credentials\":{\"password\":\"p w\"},\"endpoints\":[]}");
+    /* A second one replaces the first. */
+    assert_int_equal(backend_call_set_binding(&f.call, json_object()), 0);
+    assert_string_equal(f.call.result.binding, "{}");
+    assert_int_equal(backend_call_set_binding(&f.call, json_string("x")), -1);
+    assert_string_equal(f.call.result.binding, "{}");
+
+    /* A failure hands out no binding. */
+    backend_call_fail(&f.call, "no", true, false);
+    assert_null(f.call.result.binding);
+    fake_clear(&f);
+    assert_null(f.call.binding);
+}
+
+/* ---- the runner's credential lifetime ---- */
+
+/* 2026-11-22T02:40:00Z: an hour before the spec-format example below. */
+#define FIXED_NOW ((time_t)1795315200)
+
+/* runner_add_expiry on the JSON text before gives after (rc 0). */
+static void check_expiry(const char *before, int64_t ttl_s, time_t now, const char *after)
+{
+    json_t *binding = json_loads(before, 0, NULL);
+    assert_non_null(binding);
+    assert_int_equal(runner_add_expiry(binding, ttl_s, now), 0);
+    assert_json(binding, after);
+    json_decref(binding);
+}
+
+static void test_expiry(void **state)
+{
+    (void)state;
+    /* An hour: expires at +1 h, renew at +48 min. */
+    check_expiry("{}", 3600, FIXED_NOW,
+                 "{\"metadata\": {\"expires_at\": \"2026-11-22T03:40:00.0Z\","
+                 " \"renew_before\": \"2026-11-22T03:28:00.0Z\"}}");
+    /* The rest of the binding is kept. */
+    check_expiry("{\"credentials\": {\"password\": \"p\"}, \"endpoints\": []}", 3600, FIXED_NOW,
+                 "{\"credentials\": {\"password\": \"p\"}, \"endpoints\": [],"
+                 " \"metadata\": {\"expires_at\": \"2026-11-22T03:40:00.0Z\","
+                 " \"renew_before\": \"2026-11-22T03:28:00.0Z\"}}");
+    /* The minimum lifetime, odd: 80% of 61 s rounds down to 48 s. */
+    check_expiry("{}", 61, FIXED_NOW,
+                 "{\"metadata\": {\"expires_at\": \"2026-11-22T02:41:01.0Z\","
+                 " \"renew_before\": \"2026-11-22T02:40:48.0Z\"}}");
+    /* Thirty days from 2028-02-01, across a leap day: 24 days to renew. */
+    check_expiry("{}", 30 * 86400, (time_t)1832976000,
+                 "{\"metadata\": {\"expires_at\": \"2028-03-02T00:00:00.0Z\","
+                 " \"renew_before\": \"2028-02-25T00:00:00.0Z\"}}");
+    /* Other metadata stays; a renew_before given alone is replaced, so it never falls after
+     * expires_at. */
+    check_expiry("{\"metadata\": {\"renew_before\": \"2099-01-01T00:00:00.0Z\", \"x\": 1}}", 3600,
+                 FIXED_NOW,
+                 "{\"metadata\": {\"expires_at\": \"2026-11-22T03:40:00.0Z\","
+                 " \"renew_before\": \"2026-11-22T03:28:00.0Z\", \"x\": 1}}");
+    /* The backend's own lifetime wins. */
+    check_expiry("{\"metadata\": {\"expires_at\": \"2030-01-01T00:00:00.0Z\"}}", 3600, FIXED_NOW,
+                 "{\"metadata\": {\"expires_at\": \"2030-01-01T00:00:00.0Z\"}}");
+    /* No lifetime: nothing added. */
+    check_expiry("{}", 0, FIXED_NOW, "{}");
+
+    /* Metadata that is not an object, or a binding that is not one: refused. */
+    json_t *binding = json_pack("{s:s}", "metadata", "soon");
+    assert_int_equal(runner_add_expiry(binding, 3600, FIXED_NOW), -1);
+    json_decref(binding);
+    binding = json_array();
+    assert_int_equal(runner_add_expiry(binding, 3600, FIXED_NOW), -1);
+    json_decref(binding);
+    assert_int_equal(runner_add_expiry(NULL, 3600, FIXED_NOW), -1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -400,6 +832,17 @@ int main(void)
         cmocka_unit_test(test_cancel_from_another_thread),
         cmocka_unit_test(test_unsupported_kind),
         cmocka_unit_test(test_call_helpers),
+        cmocka_unit_test(test_bind_plain),
+        cmocka_unit_test(test_bind_requires_all),
+        cmocka_unit_test(test_bind_requires_route),
+        cmocka_unit_test(test_bind_escapes_ids),
+        cmocka_unit_test(test_bind_random),
+        cmocka_unit_test(test_bind_rotation),
+        cmocka_unit_test(test_bind_timed),
+        cmocka_unit_test(test_fail_on_each_kind),
+        cmocka_unit_test(test_fail_on_list),
+        cmocka_unit_test(test_set_binding),
+        cmocka_unit_test(test_expiry),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

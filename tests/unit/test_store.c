@@ -313,6 +313,64 @@ static void test_scripts_reload_after_flush(void **state)
                      OSBQ_BEGIN_ACCEPTED);
 }
 
+/* Finds the item for op in a recovery batch, or NULL. */
+static const struct osbq_recovery_item *find_item(const struct osbq_recovery_item *items,
+                                                  size_t count, const char *op)
+{
+    for (size_t i = 0; i < count; i++)
+        if (strcmp(items[i].operation_id, op) == 0)
+            return &items[i];
+    return NULL;
+}
+
+static void test_recovery_resends_then_abandons(void **state)
+{
+    struct fixture *f = *state;
+    struct osbq_error err = {0};
+    struct osbq_recovery_item *items = NULL;
+    size_t count = 0;
+    struct timespec pause = {0, 20000000};
+    /* accepted with a claim deadline 30 s away: not due yet */
+    assert_int_equal(begin(f, "provision", "r1", "i7", "d", "plan-a", NULL, NULL, NULL),
+                     OSBQ_BEGIN_ACCEPTED);
+    assert_int_equal(osbq_store_recover(f->store, 100, 2, 1, &items, &count, &err), 0);
+    assert_null(find_item(items, count, "r1"));
+    osbq_recovery_free(items, count);
+    /* due now: its claim never came */
+    redisReply *r = redisCommand(f->direct, "ZADD t:queue 1 r1");
+    freeReplyObject(r);
+    assert_int_equal(osbq_store_recover(f->store, 100, 2, 10000, &items, &count, &err), 0);
+    const struct osbq_recovery_item *it = find_item(items, count, "r1");
+    assert_non_null(it);
+    assert_false(it->abandon);
+    assert_int_equal(it->claims, 0);
+    assert_int_equal(it->job_len, 9);
+    assert_memory_equal(it->job, "job-bytes", 9);
+    osbq_recovery_free(items, count);
+    /* taken once: a second scan (another gateway) does not get it */
+    assert_int_equal(osbq_store_recover(f->store, 100, 2, 10000, &items, &count, &err), 0);
+    assert_null(find_item(items, count, "r1"));
+    osbq_recovery_free(items, count);
+    /* two claims whose leases run out: resent once, then abandoned */
+    for (int attempt = 1; attempt <= 2; attempt++) {
+        assert_int_equal(claim(f, "r1", "w", 1), 1);
+        nanosleep(&pause, NULL);
+        assert_int_equal(osbq_store_recover(f->store, 100, 2, 10000, &items, &count, &err), 0);
+        it = find_item(items, count, "r1");
+        assert_non_null(it);
+        assert_int_equal(it->claims, attempt);
+        assert_int_equal(it->abandon, attempt == 2);
+        osbq_recovery_free(items, count);
+    }
+    assert_int_equal(finish(f, "r1", "other", true), 0); /* not its operation */
+    assert_int_equal(osbq_store_abandon(f->store, "r1", "Gave up.", &err), 1);
+    assert_string_equal(field(f, "t:op:r1", "state"), "failed");
+    assert_string_equal(field(f, "t:op:r1", "description"), "Gave up.");
+    assert_string_equal(field(f, "t:instance:i7", "state"), "failed");
+    assert_string_equal(field(f, "t:instance:i7", "lock_x"), "");
+    assert_int_equal(osbq_store_abandon(f->store, "r1", "Again.", &err), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -324,6 +382,7 @@ int main(void)
         cmocka_unit_test(test_ids_cannot_escape_their_keys),
         cmocka_unit_test(test_gateway_registry),
         cmocka_unit_test(test_scripts_reload_after_flush),
+        cmocka_unit_test(test_recovery_resends_then_abandons),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,0 +1,34 @@
+-- Finds operations whose claim never came or whose lease expired, and hands each to exactly one
+-- caller: its due time moves forward in the same step, so a concurrent scan skips it.
+-- KEYS: 1 queue zset
+-- ARGV: 1 now (ms), 2 most operations to return, 3 attempt limit (claims), 4 claim timeout (ms),
+--       5 key prefix "<ns>:"
+-- Returns a list of {operation id, "resend"|"abandon", claims so far, encoded job or ""}.
+local queue, now, limit = KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[3])
+local next_due = now + tonumber(ARGV[4])
+local out = {}
+local due = redis.call('ZRANGEBYSCORE', queue, '-inf', now, 'LIMIT', 0, tonumber(ARGV[2]))
+for _, op_id in ipairs(due) do
+  local op = ARGV[5] .. 'op:' .. op_id
+  local rec = redis.call('HMGET', op, 'state', 'lease_until', 'claims', 'job')
+  local state, claims = rec[1], tonumber(rec[3] or '0')
+  if not state or state == 'succeeded' or state == 'failed' then
+    redis.call('ZREM', queue, op_id)
+  elseif state == 'running' and tonumber(rec[2] or '0') >= now then
+    -- renewed since it was scored: score it by its lease again
+    redis.call('ZADD', queue, rec[2], op_id)
+  elseif state == 'running' and claims >= limit then
+    redis.call('ZADD', queue, next_due, op_id)
+    table.insert(out, {op_id, 'abandon', claims, ''})
+  else
+    if state == 'running' then
+      -- The lease ran out: the worker died or hangs. Its late outcome will be refused.
+      redis.call('HSET', op, 'state', 'queued')
+      redis.call('HDEL', op, 'worker', 'lease_until')
+    end
+    redis.call('HINCRBY', op, 'resends', 1)
+    redis.call('ZADD', queue, next_due, op_id)
+    table.insert(out, {op_id, 'resend', claims, rec[4] or ''})
+  end
+end
+return out

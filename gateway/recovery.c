@@ -1,0 +1,157 @@
+/* The recovery loop: every OSBQ_RECOVERY_INTERVAL_MS, takes the operations Redis says are due
+ * (common/lua/recover.lua) and resends or abandons them. */
+#include "recovery.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "job.h"
+#include "log.h"
+
+/* Operations taken per scan: bounds one scan's work; the rest wait for the next. */
+#define RECOVERY_BATCH 200
+
+struct recovery {
+    const struct osbq_config *cfg; /* borrowed */
+    struct osbq_store *store;      /* borrowed */
+    struct dispatch *dispatch;     /* borrowed: where resent jobs go */
+    pthread_mutex_t lock;          /* guards stopping, with wake */
+    pthread_cond_t wake;           /* signalled to stop */
+    bool stopping;                 /* set by recovery_stop */
+    pthread_t thread;              /* the loop */
+};
+
+/* Sends the job again with its attempt number raised to the next claim. */
+static void resend(struct recovery *r, const struct osbq_recovery_item *item)
+{
+    struct osbq_job job = {0};
+    char why[200];
+    char *bytes = NULL;
+    size_t len = 0;
+    if (item->job == NULL || osbq_job_decode(item->job, item->job_len, &job, why, sizeof why) < 0) {
+        log_warnx("operation %s: its stored job cannot be read (%s); giving up on it",
+                  item->operation_id, item->job ? why : "missing");
+        struct osbq_error err = {0};
+        (void)osbq_store_abandon(r->store, item->operation_id,
+                                 "The operation's job was lost; it cannot be run again.", &err);
+        return;
+    }
+    job.attempt = item->claims + 1;
+    if (osbq_job_encode(&job, &bytes, &len, why, sizeof why) < 0 ||
+        dispatch_submit(r->dispatch, bytes, len) < 0)
+        log_warnx("operation %s: cannot resend it now, the next scan will", item->operation_id);
+    else
+        log_info("operation %s: resent (attempt %u)", item->operation_id, job.attempt);
+    free(bytes);
+    osbq_job_clear(&job);
+}
+
+static void abandon(struct recovery *r, const struct osbq_recovery_item *item)
+{
+    char description[256];
+    (void)snprintf(description, sizeof description,
+                   "The operation failed: its worker stopped responding %u times (the backend "
+                   "crashed or hung), so the broker gave up.",
+                   item->claims);
+    struct osbq_error err = {0};
+    int rc = osbq_store_abandon(r->store, item->operation_id, description, &err);
+    if (rc < 0)
+        log_warnx("operation %s: cannot mark it failed (%s), retrying", item->operation_id,
+                  err.text);
+    else if (rc == 1)
+        log_warnx("operation %s: failed after %u attempts", item->operation_id, item->claims);
+}
+
+static void scan(struct recovery *r, bool *warned)
+{
+    /* Without a worker there is nobody to resend to: jobs wait, and no attempt is used up. */
+    struct dispatch_stats stats;
+    dispatch_get_stats(r->dispatch, &stats);
+    if (stats.workers == 0)
+        return;
+    struct osbq_recovery_item *items = NULL;
+    size_t count = 0;
+    struct osbq_error err = {0};
+    if (osbq_store_recover(r->store, RECOVERY_BATCH, r->cfg->max_attempts, r->cfg->claim_timeout_ms,
+                           &items, &count, &err) < 0) {
+        if (!*warned)
+            log_warnx("recovery scan failed (%s), retrying", err.text);
+        *warned = true;
+        return;
+    }
+    *warned = false;
+    for (size_t i = 0; i < count; i++) {
+        if (items[i].abandon)
+            abandon(r, &items[i]);
+        else
+            resend(r, &items[i]);
+    }
+    osbq_recovery_free(items, count);
+}
+
+static void *recovery_thread(void *arg)
+{
+    struct recovery *r = arg;
+    bool warned = false;
+    pthread_mutex_lock(&r->lock);
+    while (!r->stopping) {
+        pthread_mutex_unlock(&r->lock);
+        scan(r, &warned);
+        struct timespec until;
+        (void)clock_gettime(CLOCK_REALTIME, &until);
+        long ns = until.tv_nsec + (long)(r->cfg->recovery_interval_ms % 1000) * 1000000L;
+        until.tv_sec += (time_t)(r->cfg->recovery_interval_ms / 1000) + ns / 1000000000L;
+        until.tv_nsec = ns % 1000000000L;
+        pthread_mutex_lock(&r->lock);
+        while (!r->stopping && pthread_cond_timedwait(&r->wake, &r->lock, &until) == 0)
+            ;
+    }
+    pthread_mutex_unlock(&r->lock);
+    return NULL;
+}
+
+struct recovery *recovery_start(const struct osbq_config *cfg, struct osbq_store *store,
+                                struct dispatch *dispatch, struct osbq_error *err)
+{
+    struct recovery *r = calloc(1, sizeof *r);
+    if (r == NULL)
+        goto out_fail;
+    r->cfg = cfg;
+    r->store = store;
+    r->dispatch = dispatch;
+    if (pthread_mutex_init(&r->lock, NULL) != 0)
+        goto out_free;
+    if (pthread_cond_init(&r->wake, NULL) != 0)
+        goto out_mutex;
+    if (pthread_create(&r->thread, NULL, recovery_thread, r) != 0)
+        goto out_cond;
+    return r;
+out_cond:
+    pthread_cond_destroy(&r->wake);
+out_mutex:
+    pthread_mutex_destroy(&r->lock);
+out_free:
+    free(r);
+out_fail:
+    osbq_error_set(err, OSBQ_ERR_INTERNAL, "cannot start the recovery loop");
+    return NULL;
+}
+
+void recovery_stop(struct recovery **rp)
+{
+    struct recovery *r = rp ? *rp : NULL;
+    if (r == NULL)
+        return;
+    pthread_mutex_lock(&r->lock);
+    r->stopping = true;
+    pthread_cond_signal(&r->wake);
+    pthread_mutex_unlock(&r->lock);
+    pthread_join(r->thread, NULL);
+    pthread_cond_destroy(&r->wake);
+    pthread_mutex_destroy(&r->lock);
+    free(r);
+    *rp = NULL;
+}

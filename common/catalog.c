@@ -61,6 +61,11 @@ static const struct setting settings[] = {
     {.key = "bind_async_required", .type = SETTING_BOOL},
     {.key = "requires_app", .type = SETTING_BOOL},
     {.key = "binding_ttl_s", .type = SETTING_INT, .min = 60, .max = 315360000},
+    {.key = "provision_deadline_s", .type = SETTING_INT, .min = 1, .max = 604800},
+    {.key = "update_deadline_s", .type = SETTING_INT, .min = 1, .max = 604800},
+    {.key = "deprovision_deadline_s", .type = SETTING_INT, .min = 1, .max = 604800},
+    {.key = "bind_deadline_s", .type = SETTING_INT, .min = 1, .max = 604800},
+    {.key = "unbind_deadline_s", .type = SETTING_INT, .min = 1, .max = 604800},
     {.key = "provision_ms", .type = SETTING_INT, .max = DAY_MS, .backend = "sim"},
     {.key = "update_ms", .type = SETTING_INT, .max = DAY_MS, .backend = "sim"},
     {.key = "deprovision_ms", .type = SETTING_INT, .max = DAY_MS, .backend = "sim"},
@@ -68,6 +73,8 @@ static const struct setting settings[] = {
     {.key = "unbind_ms", .type = SETTING_INT, .max = DAY_MS, .backend = "sim"},
     {.key = "dashboard", .type = SETTING_BOOL, .backend = "sim"},
     {.key = "fail_on", .type = SETTING_STRING, .backend = "sim"},
+    {.key = "crash_on", .type = SETTING_STRING, .backend = "sim"},
+    {.key = "hang_on", .type = SETTING_STRING, .backend = "sim"},
 };
 
 /* Spec: "The only permissions currently supported are ...". */
@@ -862,4 +869,12 @@ char *osbq_plan_dashboard_url(const struct osbq_plan *plan, const char *instance
     }
     curl_free(escaped);
     return url;
+}
+
+int64_t osbq_plan_deadline_s(const struct osbq_plan *plan, const char *kind)
+{
+    char key[40];
+    (void)snprintf(key, sizeof key, "%s_deadline_s", kind);
+    json_t *value = json_object_get(plan->settings, key);
+    return value != NULL ? json_integer_value(value) : OSBQ_CATALOG_DEADLINE_S_DEFAULT;
 }

@@ -81,6 +81,14 @@ const struct osbq_plan *osbq_catalog_plan(const struct osbq_catalog *catalog, co
  * "dashboard": true. NULL when the plan has no dashboard (or out of memory). Caller frees. */
 char *osbq_plan_dashboard_url(const struct osbq_plan *plan, const char *instance_id);
 
+/* Default deadline of an operation: generous, since real provisioning can take long. */
+#define OSBQ_CATALOG_DEADLINE_S_DEFAULT 3600
+
+/* The deadline of an operation of kind ("provision", "bind", ...) on plan: the plan's
+ * osbq.<kind>_deadline_s, else OSBQ_CATALOG_DEADLINE_S_DEFAULT. Past it, a worker abandons the
+ * backend and gives the operation back (it is retried, then failed). */
+int64_t osbq_plan_deadline_s(const struct osbq_plan *plan, const char *kind);
+
 /* Number of services, and the i-th one (i < count) in file order. */
 size_t osbq_catalog_service_count(const struct osbq_catalog *catalog);
 const struct osbq_service *osbq_catalog_service_at(const struct osbq_catalog *catalog, size_t i);

@@ -923,3 +923,15 @@ void osbq_recovery_free(struct osbq_recovery_item *items, size_t count)
     }
     free(items);
 }
+
+int osbq_store_release(struct osbq_store *store, const char *operation_id, const char *worker_id,
+                       struct osbq_error *err)
+{
+    char op[STORE_KEY_MAX], queue[STORE_KEY_MAX], now[24];
+    if (id_key(store, op, sizeof op, "op", operation_id) < 0 ||
+        osbq_store_key(store, queue, sizeof queue, "queue") < 0)
+        return osbq_error_set(err, OSBQ_ERR_BAD_REQUEST, "id too long");
+    (void)snprintf(now, sizeof now, "%" PRId64, osbq_store_now_ms());
+    const char *argv[] = {op, queue, worker_id, now, operation_id};
+    return op_script(store, SCRIPT_RELEASE, 2, 5, argv, err);
+}

@@ -223,6 +223,12 @@ struct osbq_op_result {
 int osbq_store_finish(struct osbq_store *store, const char *operation_id, const char *worker_id,
                       const struct osbq_op_result *result, struct osbq_error *err);
 
+/* Gives a running operation back without an outcome (the worker is stopping, or the operation
+ * passed its deadline): it is queued again and due at once, so the recovery loop resends it.
+ * Returns 1, 0 when it is not this worker's, -1 with err. */
+int osbq_store_release(struct osbq_store *store, const char *operation_id, const char *worker_id,
+                       struct osbq_error *err);
+
 /* ---- Recovery ---- */
 
 /* One operation the recovery loop must act on. Owned by the array (osbq_recovery_free). */

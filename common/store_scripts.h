@@ -11,6 +11,7 @@ enum store_script {
     SCRIPT_FINISH,
     SCRIPT_LAST_OPERATION,
     SCRIPT_RECOVER,
+    SCRIPT_RELEASE,
     SCRIPT_COUNT
 };
 

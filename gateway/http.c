@@ -7,6 +7,7 @@
 #include <jansson.h>
 #include <microhttpd.h>
 #include <netdb.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,8 +23,10 @@
 #include "validate.h"
 
 struct http_server {
+    const struct gateway *gw;  /* borrowed: what handlers use */
     struct MHD_Daemon *daemon; /* libmicrohttpd's daemon and its threads */
-    int listen_fd;             /* the socket it accepts on; closed after the daemon stops */
+    int listen_fd;             /* the socket it accepts on, until quiesced; -1 after */
+    atomic_int inflight;       /* requests between their first callback and completion */
 };
 
 /* One request's state, from the first access-handler call to the completion callback. */
@@ -308,7 +311,8 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
                                  const char *method, const char *version, const char *upload_data,
                                  size_t *upload_data_size, void **con_cls)
 {
-    const struct gateway *gw = cls;
+    struct http_server *server = cls;
+    const struct gateway *gw = server->gw;
     struct exchange *ex = *con_cls;
     (void)version;
 
@@ -316,6 +320,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
         ex = exchange_new(conn, url, method);
         if (ex == NULL)
             return MHD_NO;
+        atomic_fetch_add(&server->inflight, 1);
         *con_cls = ex;
         /* Refuse an announced oversized body before reading any of it. Answering on this
          * first call makes libmicrohttpd close the connection, which is what we want here;
@@ -368,10 +373,11 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
     struct exchange *ex = *con_cls;
-    (void)cls;
+    struct http_server *server = cls;
     (void)conn;
     if (ex == NULL)
         return;
+    atomic_fetch_sub(&server->inflight, 1);
     struct timespec now;
     (void)clock_gettime(CLOCK_MONOTONIC, &now);
     int64_t micros = (int64_t)(now.tv_sec - ex->started.tv_sec) * 1000000 +
@@ -456,14 +462,17 @@ struct http_server *http_start(const struct gateway *gw, int listen_fd, struct o
         osbq_error_set(err, OSBQ_ERR_INTERNAL, "out of memory");
         return NULL;
     }
+    server->gw = gw;
     server->listen_fd = listen_fd;
+    atomic_init(&server->inflight, 0);
+    /* ITC: needed to quiesce the daemon (stop accepting) while requests finish. */
     server->daemon = MHD_start_daemon(
-        MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME, 0, NULL, NULL,
-        on_access, (void *)(uintptr_t)gw, MHD_OPTION_LISTEN_SOCKET, listen_fd,
+        MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ITC,
+        0, NULL, NULL, on_access, server, MHD_OPTION_LISTEN_SOCKET, listen_fd,
         MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)gw->cfg->http_threads,
-        MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_UNESCAPE_CALLBACK, keep_escaped,
-        NULL, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_CONNECTION_TIMEOUT,
-        (unsigned int)60, MHD_OPTION_END);
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, server, MHD_OPTION_UNESCAPE_CALLBACK,
+        keep_escaped, NULL, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)60, MHD_OPTION_END);
     if (server->daemon == NULL) {
         close(listen_fd);
         free(server);
@@ -473,13 +482,27 @@ struct http_server *http_start(const struct gateway *gw, int listen_fd, struct o
     return server;
 }
 
+void http_quiesce(struct http_server *server)
+{
+    MHD_socket fd = MHD_quiesce_daemon(server->daemon);
+    if (fd != MHD_INVALID_SOCKET)
+        close(fd);
+    server->listen_fd = -1;
+}
+
+int http_inflight(struct http_server *server)
+{
+    return atomic_load(&server->inflight);
+}
+
 void http_stop(struct http_server **sp)
 {
     struct http_server *server = sp ? *sp : NULL;
     if (server == NULL)
         return;
     MHD_stop_daemon(server->daemon);
-    close(server->listen_fd);
+    if (server->listen_fd >= 0)
+        close(server->listen_fd);
     free(server);
     *sp = NULL;
 }

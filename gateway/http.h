@@ -16,6 +16,13 @@ int http_listen(const struct osbq_listen_addr *addr, struct osbq_error *err);
  * of threads. gw is borrowed and must outlive the server. NULL with err on failure. */
 struct http_server *http_start(const struct gateway *gw, int listen_fd, struct osbq_error *err);
 
+/* Stops accepting connections (the listening socket closes); requests on open connections
+ * are still served. */
+void http_quiesce(struct http_server *server);
+
+/* Requests between their first byte and their completion, now. */
+int http_inflight(struct http_server *server);
+
 /* Stops the threads, closes every connection and the socket, frees; sets *sp to NULL. */
 void http_stop(struct http_server **sp);
 

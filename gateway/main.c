@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "bus.h"
 #include "catalog.h"
@@ -113,10 +114,16 @@ int main(int argc, char **argv)
         ;
     log_info("received %s, stopping", signo == SIGINT ? "SIGINT" : "SIGTERM");
 
-    /* Workers drop this gateway first; waiting requests get their answer before HTTP stops;
-     * jobs still queued here are in Redis for the recovery loop. */
+    /* Workers drop this gateway first; no new connection is accepted; requests in flight
+     * (synchronous ones included) get up to OSBQ_SHUTDOWN_GRACE_MS to finish, then the rest are
+     * answered 503; jobs still queued here are in Redis for the other gateways' recovery. */
     registry_stop(&registry);
     recovery_stop(&recovery);
+    http_quiesce(server);
+    struct timespec tick = {.tv_sec = 0, .tv_nsec = 20 * 1000000L};
+    for (unsigned waited = 0; http_inflight(server) > 0 && waited < cfg.shutdown_grace_ms;
+         waited += 20)
+        nanosleep(&tick, NULL);
     waiter_table_drain(gw.waiters);
     http_stop(&server);
     waiter_table_stop(&gw.waiters);

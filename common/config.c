@@ -70,7 +70,7 @@ static int parse_host_port(const char *value, struct osbq_listen_addr *out, stru
     }
     if (host_len == 0)
         return osbq_error_set(err, OSBQ_ERR_INVALID, "\"%s\" names no host", value);
-    unsigned long port;
+    unsigned long port = 0;
     if (parse_uint(colon + 1, 1, 65535, &port, err) < 0)
         return osbq_error_prefix(err, "port");
     char *copy = strndup(host, host_len);
@@ -115,7 +115,7 @@ int osbq_redis_addr_parse(const char *url, struct osbq_redis_addr *out, struct o
     }
     addr.port = 6379;
     if (curl_url_get(u, CURLUPART_PORT, &port, 0) == CURLUE_OK) {
-        unsigned long n;
+        unsigned long n = 0;
         if (parse_uint(port, 1, 65535, &n, err) < 0) {
             osbq_error_prefix(err, "port");
             goto out;
@@ -124,7 +124,7 @@ int osbq_redis_addr_parse(const char *url, struct osbq_redis_addr *out, struct o
     }
     if (curl_url_get(u, CURLUPART_PATH, &path, 0) == CURLUE_OK && strcmp(path, "/") != 0 &&
         path[0] != '\0') {
-        unsigned long db;
+        unsigned long db = 0;
         if (parse_uint(path + 1, 0, 100000, &db, err) < 0) {
             osbq_error_prefix(err, "database number");
             goto out;
@@ -186,7 +186,7 @@ static int parse_redis_url(struct osbq_config *cfg, const char *value, struct os
 
 static int parse_redis_timeout(struct osbq_config *cfg, const char *value, struct osbq_error *err)
 {
-    unsigned long n;
+    unsigned long n = 0;
     if (parse_uint(value, 10, 600000, &n, err) < 0)
         return -1;
     cfg->redis_timeout_ms = (unsigned)n;
@@ -236,7 +236,7 @@ static int parse_listen(struct osbq_config *cfg, const char *value, struct osbq_
 
 static int parse_http_threads(struct osbq_config *cfg, const char *value, struct osbq_error *err)
 {
-    unsigned long n;
+    unsigned long n = 0;
     if (parse_uint(value, 0, 256, &n, err) < 0)
         return -1;
     if (n == 0) {
@@ -249,7 +249,7 @@ static int parse_http_threads(struct osbq_config *cfg, const char *value, struct
 
 static int parse_max_body(struct osbq_config *cfg, const char *value, struct osbq_error *err)
 {
-    unsigned long n;
+    unsigned long n = 0;
     if (parse_uint(value, 1024, 64ul * 1024 * 1024, &n, err) < 0)
         return -1;
     cfg->max_body_bytes = n;
@@ -350,7 +350,7 @@ static int parse_bus_advertise(struct osbq_config *cfg, const char *value, struc
 
 static int parse_concurrency(struct osbq_config *cfg, const char *value, struct osbq_error *err)
 {
-    unsigned long n;
+    unsigned long n = 0;
     if (parse_uint(value, 1, 1024, &n, err) < 0)
         return -1;
     cfg->worker_concurrency = (unsigned)n;
@@ -361,7 +361,7 @@ static int parse_concurrency(struct osbq_config *cfg, const char *value, struct 
 #define UINT_SETTING(fn, field, min, max)                                                          \
     static int fn(struct osbq_config *cfg, const char *value, struct osbq_error *err)              \
     {                                                                                              \
-        unsigned long n;                                                                           \
+        unsigned long n = 0;                                                                       \
         if (parse_uint(value, min, max, &n, err) < 0)                                              \
             return -1;                                                                             \
         cfg->field = (unsigned)n;                                                                  \

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "bus.h"
+#include "job.h"
 #include "log.h"
 
 /* How long the thread sleeps when nothing happens: bounds the time to notice a stop. */
@@ -19,8 +20,9 @@
 
 /* One queued job. */
 struct job_buf {
-    size_t len;  /* bytes in data */
-    char data[]; /* the encoded job */
+    char operation_id[65]; /* its operation: the key of the queued set */
+    size_t len;            /* bytes in data */
+    char data[];           /* the encoded job */
 };
 
 /* One worker as the dispatcher knows it. */
@@ -37,6 +39,7 @@ struct dispatch {
     unsigned max_queued;         /* bound of queue */
     pthread_mutex_t lock;        /* guards queue, stopping and stats */
     zlistx_t *queue;             /* struct job_buf *, oldest first */
+    zhashx_t *queued;            /* operation ids of the jobs in queue (values unused) */
     bool stopping;               /* set by dispatch_stop */
     struct dispatch_stats stats; /* copy for dispatch_get_stats */
     pthread_t thread;            /* the dispatcher thread */
@@ -79,18 +82,47 @@ static void worker_remove(struct dispatch *d, struct worker_slot *gone)
     }
 }
 
-/* Puts a job back at the head of the queue (a worker handed it back, or could not take it). */
-static void requeue_front(struct dispatch *d, const void *job, size_t len)
+static struct job_buf *job_buf_new(const char *operation_id, const void *job, size_t len)
 {
     struct job_buf *buf = malloc(sizeof *buf + len);
+    if (buf == NULL)
+        return NULL;
+    (void)snprintf(buf->operation_id, sizeof buf->operation_id, "%s", operation_id);
+    buf->len = len;
+    memcpy(buf->data, job, len);
+    return buf;
+}
+
+/* Queues buf at the head (a job handed back) or the tail, unless its operation is queued
+ * already; takes buf. Returns 0, or -1 when the queue is full. Called with d->lock held. */
+static int enqueue_locked(struct dispatch *d, struct job_buf *buf, bool front)
+{
+    if (zhashx_lookup(d->queued, buf->operation_id) != NULL) {
+        free(buf);
+        return 0;
+    }
+    if (zlistx_size(d->queue) >= d->max_queued) {
+        free(buf);
+        return -1;
+    }
+    zhashx_insert(d->queued, buf->operation_id, d);
+    if (front)
+        zlistx_add_start(d->queue, buf);
+    else
+        zlistx_add_end(d->queue, buf);
+    return 0;
+}
+
+/* Puts a job back at the head of the queue (a worker handed it back, or could not take it). */
+static void requeue_front(struct dispatch *d, const char *operation_id, const void *job, size_t len)
+{
+    struct job_buf *buf = job_buf_new(operation_id, job, len);
     if (buf == NULL) {
         log_warnx("out of memory: dropping a job; recovery resends it from Redis");
         return;
     }
-    buf->len = len;
-    memcpy(buf->data, job, len);
     pthread_mutex_lock(&d->lock);
-    zlistx_add_start(d->queue, buf);
+    (void)enqueue_locked(d, buf, true);
     pthread_mutex_unlock(&d->lock);
 }
 
@@ -137,8 +169,12 @@ static void handle_message(struct dispatch *d)
             w->free = 0;
             w->last_seen = now_ms();
         }
-        if (job != NULL)
-            requeue_front(d, zframe_data(job), zframe_size(job));
+        /* The frame holds the job only: its operation id is inside. */
+        struct osbq_job decoded = {0};
+        if (job != NULL && osbq_job_decode((const char *)zframe_data(job), zframe_size(job),
+                                           &decoded, NULL, 0) == 0)
+            requeue_front(d, decoded.operation_id, zframe_data(job), zframe_size(job));
+        osbq_job_clear(&decoded);
         zframe_destroy(&job);
     } else {
         log_warnx("ignoring unknown bus command \"%.16s\"", command);
@@ -167,15 +203,17 @@ static void send_queued(struct dispatch *d)
             return;
         pthread_mutex_lock(&d->lock);
         struct job_buf *job = zlistx_first(d->queue);
-        if (job != NULL)
+        if (job != NULL) {
             zlistx_detach_cur(d->queue);
+            zhashx_delete(d->queued, job->operation_id);
+        }
         pthread_mutex_unlock(&d->lock);
         if (job == NULL)
             return;
         if (osbq_bus_send_job(d->router, w->identity, job->data, job->len) < 0) {
             /* ROUTER_MANDATORY: the worker is gone. Keep the job for another one. */
             log_info("worker %s unreachable, forgetting it", w->id);
-            requeue_front(d, job->data, job->len);
+            requeue_front(d, job->operation_id, job->data, job->len);
             worker_remove(d, w);
         } else {
             w->free--;
@@ -256,9 +294,10 @@ struct dispatch *dispatch_start(zsock_t **routerp, unsigned max_queued, struct o
         goto out_fail;
     d->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     d->queue = zlistx_new();
+    d->queued = zhashx_new();
     d->workers = zlistx_new();
     d->max_queued = max_queued;
-    if (d->wake_fd < 0 || d->queue == NULL || d->workers == NULL ||
+    if (d->wake_fd < 0 || d->queue == NULL || d->queued == NULL || d->workers == NULL ||
         pthread_mutex_init(&d->lock, NULL) != 0)
         goto out_free;
     d->router = *routerp;
@@ -274,6 +313,7 @@ out_free:
     if (d->wake_fd >= 0)
         close(d->wake_fd);
     zlistx_destroy(&d->queue);
+    zhashx_destroy(&d->queued);
     zlistx_destroy(&d->workers);
     free(d);
 out_fail:
@@ -287,24 +327,17 @@ static void wake_thread(struct dispatch *d)
     (void)!write(d->wake_fd, &one, sizeof one);
 }
 
-int dispatch_submit(struct dispatch *d, const void *job, size_t len)
+int dispatch_submit(struct dispatch *d, const char *operation_id, const void *job, size_t len)
 {
-    struct job_buf *buf = malloc(sizeof *buf + len);
+    struct job_buf *buf = job_buf_new(operation_id, job, len);
     if (buf == NULL)
         return -1;
-    buf->len = len;
-    memcpy(buf->data, job, len);
     pthread_mutex_lock(&d->lock);
-    bool full = zlistx_size(d->queue) >= d->max_queued;
-    if (!full)
-        zlistx_add_end(d->queue, buf);
+    int rc = enqueue_locked(d, buf, false);
     pthread_mutex_unlock(&d->lock);
-    if (full) {
-        free(buf);
-        return -1;
-    }
-    wake_thread(d);
-    return 0;
+    if (rc == 0)
+        wake_thread(d);
+    return rc;
 }
 
 void dispatch_get_stats(struct dispatch *d, struct dispatch_stats *out)
@@ -327,6 +360,7 @@ void dispatch_stop(struct dispatch **dp)
     for (struct job_buf *job = zlistx_first(d->queue); job != NULL; job = zlistx_next(d->queue))
         free(job);
     zlistx_destroy(&d->queue);
+    zhashx_destroy(&d->queued);
     for (struct worker_slot *w = zlistx_first(d->workers); w != NULL; w = zlistx_next(d->workers))
         worker_free(&w);
     zlistx_destroy(&d->workers);

@@ -18,9 +18,10 @@ struct dispatch *dispatch_start(zsock_t **routerp, unsigned max_queued, struct o
  * NULL; accepts NULL. */
 void dispatch_stop(struct dispatch **dp);
 
-/* Queues an encoded job for the next worker with a free slot; copies it. Safe from any thread.
- * Returns 0, or -1 when the queue is full (the job stays recorded in Redis). */
-int dispatch_submit(struct dispatch *d, const void *job, size_t len);
+/* Queues an encoded job for the next worker with a free slot; copies it. A job whose operation
+ * is already queued here is dropped (a resend of a job that only waits for room). Safe from any
+ * thread. Returns 0, or -1 when the queue is full (the job stays recorded in Redis). */
+int dispatch_submit(struct dispatch *d, const char *operation_id, const void *job, size_t len);
 
 /* Figures for logs and /metrics: jobs waiting, workers known, their free slots. */
 struct dispatch_stats {

@@ -245,12 +245,14 @@ static enum MHD_Result start_waiting(const struct gateway *gw, struct MHD_Connec
         ex->waiting = false;
         /* The operation is recorded: it runs, and last_operation reports it. */
         if (ex->wait.job != NULL)
-            (void)dispatch_submit(gw->dispatch, ex->wait.job, ex->wait.job_len);
+            (void)dispatch_submit(gw->dispatch, ex->wait.operation_id, ex->wait.job,
+                                  ex->wait.job_len);
         return queue_error(conn, ex, OSBQ_ERR_UNAVAILABLE,
                            "Too many synchronous requests are waiting; the operation goes on: "
                            "poll last_operation, or retry with accepts_incomplete=true.");
     }
-    if (ex->wait.job != NULL && dispatch_submit(gw->dispatch, ex->wait.job, ex->wait.job_len) < 0)
+    if (ex->wait.job != NULL &&
+        dispatch_submit(gw->dispatch, ex->wait.operation_id, ex->wait.job, ex->wait.job_len) < 0)
         log_warnx("job queue full: operation %s waits for recovery", ex->wait.operation_id);
     free(ex->wait.job);
     ex->wait.job = NULL;

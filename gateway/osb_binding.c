@@ -132,7 +132,7 @@ static void accept_binding(const struct gateway *gw, const struct request *req,
             len = 0;
         }
         if (a->async) {
-            if (bytes != NULL && dispatch_submit(gw->dispatch, bytes, len) < 0)
+            if (bytes != NULL && dispatch_submit(gw->dispatch, operation_id, bytes, len) < 0)
                 log_warnx("job queue full: operation %s waits for recovery", operation_id);
             free(bytes);
             osb_reply_accepted(out, req->api_version, running, NULL);

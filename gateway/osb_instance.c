@@ -114,7 +114,7 @@ static void accept_operation(const struct gateway *gw, const struct request *req
     switch (got.answer) {
     case OSBQ_BEGIN_ACCEPTED:
         if (async) {
-            if (dispatch_submit(gw->dispatch, bytes, len) < 0)
+            if (dispatch_submit(gw->dispatch, operation_id, bytes, len) < 0)
                 log_warnx("job queue full: operation %s waits for recovery", operation_id);
             free(bytes);
             osb_reply_accepted(out, req->api_version, operation_id, dashboard_for(a, &got));

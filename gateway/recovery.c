@@ -41,7 +41,7 @@ static void resend(struct recovery *r, const struct osbq_recovery_item *item)
     }
     job.attempt = item->claims + 1;
     if (osbq_job_encode(&job, &bytes, &len, why, sizeof why) < 0 ||
-        dispatch_submit(r->dispatch, bytes, len) < 0)
+        dispatch_submit(r->dispatch, item->operation_id, bytes, len) < 0)
         log_warnx("operation %s: cannot resend it now, the next scan will", item->operation_id);
     else
         log_info("operation %s: resent (attempt %u)", item->operation_id, job.attempt);
@@ -67,10 +67,11 @@ static void abandon(struct recovery *r, const struct osbq_recovery_item *item)
 
 static void scan(struct recovery *r, bool *warned)
 {
-    /* Without a worker there is nobody to resend to: jobs wait, and no attempt is used up. */
+    /* Without a worker with room there is nobody to resend to: jobs that only wait for one are
+     * not lost, and resending them would only queue copies. */
     struct dispatch_stats stats;
     dispatch_get_stats(r->dispatch, &stats);
-    if (stats.workers == 0)
+    if (stats.free_slots == 0)
         return;
     struct osbq_recovery_item *items = NULL;
     size_t count = 0;

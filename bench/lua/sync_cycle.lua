@@ -7,7 +7,8 @@
 -- X-Broker-API-Request-Identity, which the gateway echoes: a 201 puts the id on this thread's
 -- list of instances to deprovision, and request() sends a DELETE for one of them before it
 -- starts a new instance. A DELETE thus always follows its own PUT's answer, and each
--- connection alternates between the two as long as the answers come back.
+-- connection alternates between the two as long as the answers come back. (wrk calls request()
+-- once more than it sends, to check the request's syntax: that one PUT never leaves.)
 local dir = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
 package.path = dir .. "?.lua;" .. package.path
 local bench = require("common")

@@ -345,3 +345,35 @@ def redis_snapshot(redis, pattern="*", ignore=()):
             value = None
         snapshot[key] = (kind, value)
     return snapshot
+
+
+# ---- Helpers for the binding tests (test_bindings.py) ----
+
+def redis_fields(redis, key):
+    """Every stored piece of one key as (field, value) pairs: a string is ("", value), a hash
+    its fields, a set, list or sorted set its members ("member", value). Empty when gone."""
+    kind = redis.command("TYPE", key)
+    if kind == "string":
+        return [("", redis.command("GET", key))]
+    if kind == "hash":
+        return sorted(redis_hash(redis, key).items())
+    if kind == "set":
+        return [("member", m) for m in sorted(redis.command("SMEMBERS", key) or [])]
+    if kind == "list":
+        return [("member", m) for m in redis.command("LRANGE", key, 0, -1) or []]
+    if kind == "zset":
+        return [("member", m) for m in redis.command("ZRANGE", key, 0, -1) or []]
+    return []
+
+
+def redis_find(redis, needle, pattern="*"):
+    """Where needle occurs in Redis: (key, field) for each key name, hash field name or value
+    that contains it, over every key matching pattern."""
+    found = []
+    for key in redis.keys(pattern):
+        if needle in key:
+            found.append((key, None))
+        for field, value in redis_fields(redis, key):
+            if needle in (field or "") or needle in (value or ""):
+                found.append((key, field))
+    return found

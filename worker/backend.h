@@ -14,7 +14,7 @@
 /* Longest user-facing description a backend can report; longer texts are cut. */
 #define BACKEND_DESCRIPTION_MAX 1024
 
-/* One operation handed to a backend. The runner fills the inputs and the three callbacks; the
+/* One operation handed to a backend. The runner fills the inputs and the four callbacks; the
  * backend fills result through the backend_call_* helpers below, which keep its strings in the
  * owned buffers. A call is used by one thread only (the runner thread that runs it). */
 struct backend_call {
@@ -30,9 +30,14 @@ struct backend_call {
      * longer this worker's. A stopped call's result is never recorded. */
     bool (*cancelled)(struct backend_call *call);
     /* Sleeps ms milliseconds, or less when the call gets cancelled meanwhile; keeps the lease
-     * alive while it sleeps. Returns true when the full time passed, false when cancelled. */
+     * alive while it sleeps. Returns true when the full time passed, false when cancelled
+     * (then at once, without sleeping). */
     bool (*wait)(struct backend_call *call, int64_t ms);
-    void *ctx; /* the runner's state behind the three callbacks; backends leave it alone */
+    /* True once the worker process is exiting (its shutdown grace is over and the call was
+     * cancelled already): even a backend that does not honour cancelled() must return -1 now,
+     * or the process exits without waiting for its thread. */
+    bool (*exiting)(struct backend_call *call);
+    void *ctx; /* the runner's state behind the callbacks; backends leave it alone */
 
     struct osbq_op_result result;              /* out: the outcome; its strings point into
                                                 * the buffers below */
@@ -45,7 +50,7 @@ struct backend_call {
 
 /* A backend. Each operation returns 0 when call->result holds the outcome (succeeded or
  * failed), or -1 when it stopped because call->cancelled() became true (no outcome: the
- * runner records nothing and the operation's lease expires). A NULL entry means the backend
+ * runner records nothing and gives the operation back). A NULL entry means the backend
  * does not support that kind yet: the operation fails with a description saying so.
  * Operations run on runner threads, may block, and must be idempotent per operation id: the
  * same operation may run again after a worker crash, a lost lease or a resend. */

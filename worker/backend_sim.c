@@ -4,11 +4,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "backend.h"
+#include "log.h"
 
 /* Progress reports per operation: one every tenth of its duration. */
 #define SIM_STEPS 10
+/* How often a hanging operation (hang_on) looks whether the process is exiting. */
+#define SIM_HANG_STEP_MS 100
 
 #define SIM_FAIL_TEXT    "Simulated failure requested by the sim_fail parameter."
 #define SIM_FAIL_ON_TEXT "Simulated failure requested by the plan's fail_on setting."
@@ -53,11 +57,12 @@ static int64_t duration_ms(const struct backend_call *call, const char *key)
     return ms > 0 ? (int64_t)ms : 0;
 }
 
-/* True when the plan's fail_on setting (kinds separated by commas, blanks around them
- * allowed) names the call's kind. Other words are ignored: the setting only adds failures. */
-static bool plan_fails_on(const struct backend_call *call)
+/* True when the plan setting key (fail_on, crash_on, hang_on: kinds separated by commas,
+ * blanks around them allowed) names the call's kind. Other words are ignored: these settings
+ * only add faults. */
+static bool plan_lists_kind(const struct backend_call *call, const char *key)
 {
-    const char *list = json_string_value(json_object_get(call->plan->settings, "fail_on"));
+    const char *list = json_string_value(json_object_get(call->plan->settings, key));
     const char *name = osbq_job_kind_name(call->job->kind);
     if (list == NULL || name == NULL)
         return false;
@@ -79,11 +84,45 @@ static bool plan_fails_on(const struct backend_call *call)
     }
 }
 
+static bool exiting(struct backend_call *call)
+{
+    return call->exiting != NULL && call->exiting(call);
+}
+
+/* hang_on: a backend that never finishes and ignores cancellation, as a stuck real one would,
+ * while it keeps its lease alive (it sits in wait) until it is cancelled. Only the process's
+ * exit ends it: -1, nothing recorded. */
+static int hang(struct backend_call *call)
+{
+    log_warnx("operation %s: the plan's hang_on names %s, hanging until the worker exits "
+              "(test-only setting)",
+              call->job->operation_id, osbq_job_kind_name(call->job->kind));
+    while (!exiting(call)) {
+        /* A cancelled call's wait returns at once: sleep instead, ignoring the cancellation. */
+        if (!call->wait(call, SIM_HANG_STEP_MS)) {
+            struct timespec step = {.tv_sec = 0, .tv_nsec = SIM_HANG_STEP_MS * 1000000L};
+            (void)nanosleep(&step, NULL);
+        }
+    }
+    return -1;
+}
+
 /* Spends the operation's duration in SIM_STEPS waits, reporting progress after each, then
  * succeeds or, when the plan's fail_on or the parameters ask for it, fails. Returns 0 with the
- * outcome in call->result, or -1 as soon as the call is cancelled. */
+ * outcome in call->result, or -1 as soon as the call is cancelled. crash_on aborts the process
+ * first thing, hang_on never returns until the process exits (both test-only). */
 static int simulate(struct backend_call *call, const struct sim_kind *kind)
 {
+    if (plan_lists_kind(call, "crash_on")) {
+        /* The worker dies as if the backend crashed it: its lease runs out and the recovery
+         * loop resends the job, until the operation's attempts are used up. */
+        log_errorx("operation %s: the plan's crash_on names %s, aborting the worker (test-only "
+                   "setting)",
+                   call->job->operation_id, osbq_job_kind_name(call->job->kind));
+        abort();
+    }
+    if (plan_lists_kind(call, "hang_on"))
+        return hang(call);
     int64_t total = duration_ms(call, kind->duration_key);
     int64_t elapsed = 0;
     for (int step = 1; step <= SIM_STEPS; step++) {
@@ -100,7 +139,7 @@ static int simulate(struct backend_call *call, const struct sim_kind *kind)
     if (call->cancelled(call))
         return -1;
     /* Repeating the same request fails the same way: never repeatable. */
-    if (plan_fails_on(call)) {
+    if (plan_lists_kind(call, "fail_on")) {
         backend_call_fail(call, SIM_FAIL_ON_TEXT, kind->usable_if_failed, false);
         return 0;
     }

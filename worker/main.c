@@ -1,6 +1,7 @@
 /* osbq-worker: connects to every live gateway, announces its free slots, hands the jobs it
- * receives to the runner, and on SIGTERM or SIGINT stops taking jobs and lets running ones
- * finish. The main thread owns every ZeroMQ socket; runner threads only talk to Redis. */
+ * receives to the runner, and on SIGTERM or SIGINT stops taking jobs, lets running ones finish
+ * within OSBQ_SHUTDOWN_GRACE_MS, then releases the rest to other workers. The main thread owns
+ * every ZeroMQ socket; runner threads only talk to Redis. */
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
@@ -27,8 +28,6 @@
 /* Backoff of registry reads while Redis is away. */
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 5000
-/* How long running jobs get to finish after a stop signal (OSBQ_SHUTDOWN_GRACE_MS later). */
-#define SHUTDOWN_GRACE_MS 10000
 /* Random bytes at the end of the worker id, so a restarted process with a reused pid is
  * still a different worker. */
 #define WORKER_ID_RANDOM_BYTES 4
@@ -44,7 +43,9 @@ struct worker {
     int64_t next_registry_ms;  /* when the registry is read next */
     int64_t registry_backoff;  /* delay before the next read while reads fail */
     int registry_state;        /* -1 never read, 1 last read worked, 0 failing (logged) */
+    unsigned grace_ms;         /* OSBQ_SHUTDOWN_GRACE_MS: time running jobs get to finish */
     bool stopping;             /* a stop signal arrived: no new jobs */
+    bool hurried;              /* a second stop signal cut the grace short */
     int64_t stop_deadline_ms;  /* when running jobs get cancelled */
 };
 
@@ -146,19 +147,21 @@ static void on_signal(struct worker *w, int64_t now)
     const char *name = info.ssi_signo == SIGINT ? "SIGINT" : "SIGTERM";
     if (w->stopping) {
         log_warnx("received %s again, cancelling the running jobs now", name);
+        w->hurried = true;
         w->stop_deadline_ms = now;
         return;
     }
-    log_info("received %s, stopping: no new jobs, %u running get %d s to finish", name,
-             runner_busy(w->runner), SHUTDOWN_GRACE_MS / 1000);
+    log_info("received %s, stopping: no new jobs, %u running get %u ms to finish", name,
+             runner_holding(w->runner), w->grace_ms);
     w->stopping = true;
-    w->stop_deadline_ms = now + SHUTDOWN_GRACE_MS;
+    w->stop_deadline_ms = now + w->grace_ms;
     w->announced = UINT_MAX;
     runner_close(w->runner);
 }
 
 /* The main loop: registry, credits, jobs, signals. Returns once stopping and either no job
- * runs any more or the grace period is over (the caller then cancels what is left). */
+ * holds an operation any more (backends abandoned past their deadline are not waited for) or
+ * the grace period is over (the caller then cancels and releases what is left). */
 static void run(struct worker *w)
 {
     for (;;) {
@@ -173,13 +176,18 @@ static void run(struct worker *w)
         }
         int64_t next = w->next_heartbeat_ms;
         if (w->stopping) {
-            unsigned busy = runner_busy(w->runner);
-            if (busy == 0)
+            unsigned holding = runner_holding(w->runner);
+            if (holding == 0)
                 return;
             if (now >= w->stop_deadline_ms) {
-                log_warnx("%u jobs still running, cancelling them; their operations run again "
-                          "once their leases expire",
-                          busy);
+                if (w->hurried)
+                    log_warnx("%u jobs still running, cancelling them and releasing their "
+                              "operations to other workers",
+                              holding);
+                else
+                    log_warnx("%u jobs still running after the %u ms grace, cancelling them and "
+                              "releasing their operations to other workers",
+                              holding, w->grace_ms);
                 return;
             }
             if (w->stop_deadline_ms < next)
@@ -229,12 +237,16 @@ int main(int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
     signal(SIGPIPE, SIG_IGN);
 
+    /* Static, like the catalog and the store: runner threads left behind in a stuck backend
+     * (runner_destroy) may use them until the process exits, so they are not freed then, and
+     * stay reachable for the leak checker. */
+    static struct osbq_config cfg;
+    static struct osbq_catalog *catalog;
+    static struct osbq_store *store;
     struct osbq_error err = {0};
-    struct osbq_config cfg;
     if (osbq_config_load(&cfg, OSBQ_ROLE_WORKER, NULL, NULL, &err) < 0)
         die(NULL, &err);
     osbq_log_init(PROG, cfg.log_level);
-    struct osbq_catalog *catalog = NULL;
     if (osbq_catalog_load_file(cfg.catalog_path, &catalog, &err) < 0) {
         char what[600];
         (void)snprintf(what, sizeof what, "OSBQ_CATALOG: %s", cfg.catalog_path);
@@ -248,16 +260,17 @@ int main(int argc, char **argv)
     if (signal_fd < 0)
         fatal("signalfd");
     osbq_bus_init();
-    struct osbq_store *store = osbq_store_new(&cfg);
+    store = osbq_store_new(&cfg);
     struct bus_link *link = bus_link_new(id);
     if (store == NULL || link == NULL)
         fatalx("out of memory");
     struct runner *runner = runner_new(&cfg, catalog, store, id, &err);
     if (runner == NULL)
         fatalx("cannot start the runner: %s", err.text);
-    log_info("started: id %s, concurrency %u, lease %u ms, catalog %s, redis %s:%u", id,
-             cfg.worker_concurrency, cfg.lease_ms, cfg.catalog_path, cfg.redis.host,
-             (unsigned)cfg.redis.port);
+    log_info("started: id %s, concurrency %u, lease %u ms, shutdown grace %u ms, catalog %s, "
+             "redis %s:%u",
+             id, cfg.worker_concurrency, cfg.lease_ms, cfg.shutdown_grace_ms, cfg.catalog_path,
+             cfg.redis.host, (unsigned)cfg.redis.port);
 
     struct worker w = {
         .store = store,
@@ -269,16 +282,21 @@ int main(int argc, char **argv)
         .next_registry_ms = now_ms(),
         .registry_backoff = BACKOFF_MIN_MS,
         .registry_state = -1,
+        .grace_ms = cfg.shutdown_grace_ms,
     };
     run(&w);
 
-    /* Cancels whatever still runs, then joins every runner thread. */
-    runner_destroy(&runner);
+    /* Cancels whatever still runs, releases its operations, then joins the runner threads, or
+     * leaves behind those stuck in a backend that ignores cancellation. */
+    unsigned left = runner_destroy(&runner);
     bus_link_destroy(&link);
     close(signal_fd);
-    osbq_store_destroy(&store);
-    osbq_catalog_destroy(&catalog);
-    osbq_config_clear(&cfg);
+    if (left == 0) {
+        osbq_store_destroy(&store);
+        osbq_catalog_destroy(&catalog);
+        osbq_config_clear(&cfg);
+    }
+    /* Otherwise the threads left behind may still use them: the process exit frees them. */
     log_info("stopped");
     return 0;
 }

@@ -1,6 +1,7 @@
 /* The runner: OSBQ_WORKER_CONCURRENCY threads that each take one job at a time from the
  * hand-off queue, claim its operation in Redis, run the plan's backend while keeping the lease
- * alive, and record the outcome. */
+ * alive, and record the outcome; or give the operation back (release) when the backend passes
+ * its deadline or the worker stops before it is done. */
 #include "runner.h"
 
 #include <errno.h>
@@ -17,8 +18,8 @@
 #include "backend.h"
 #include "log.h"
 
-/* How long a result whose recording fails (Redis away) is retried before it is given up. */
-#define FINISH_RETRY_MS       30000
+/* A result whose recording fails (Redis away) is retried with this backoff until it is
+ * recorded, refused, or the worker stops past its grace. */
 #define FINISH_BACKOFF_MIN_MS 100
 #define FINISH_BACKOFF_MAX_MS 5000
 /* Progress reports closer together than this are not written: a backend reporting every few
@@ -27,6 +28,24 @@
 #define PROGRESS_MIN_INTERVAL_MS 100
 /* After a failed lease renewal, how soon to try again (capped by a third of the lease). */
 #define RENEW_RETRY_MS 1000
+/* How long runner_destroy waits, on top of the Redis timeout (a release or a last finish may be
+ * under way), for cancelled threads to return before it leaves them behind. */
+#define EXIT_WAIT_MS 1000
+
+/* Why a run gave its operation up; also its job_end result. */
+#define GAVE_UP_DEADLINE   "past_deadline" /* the backend ran past the plan's deadline */
+#define GAVE_UP_SHUTDOWN   "released"      /* the worker stopped (or the backend did) first */
+#define GAVE_UP_LEASE_LOST "lease_lost"    /* the operation is no longer this worker's */
+
+struct run;
+
+/* One runner thread. */
+struct slot {
+    struct runner *r; /* its runner */
+    pthread_t thread; /* the thread (started when index < r->started) */
+    bool done;        /* the thread returned: join it; guarded by r->lock */
+    struct run *run;  /* the job it runs once claimed, or NULL; guarded by r->lock */
+};
 
 struct runner {
     const struct osbq_config *cfg;      /* borrowed: lease_ms and worker_concurrency */
@@ -34,30 +53,48 @@ struct runner {
     struct osbq_store *store;           /* borrowed, shared by every thread */
     const char *worker_id;              /* borrowed: recorded in each claimed operation */
     unsigned concurrency;               /* slots, and threads */
-    pthread_t *threads;                 /* the pool, concurrency entries */
-    unsigned started;                   /* threads actually started, to join */
+    struct slot *slots;                 /* the pool, concurrency entries */
+    unsigned started;                   /* threads actually started */
     int event_fd;                       /* counts ended jobs, for the main thread's poll */
+    struct runner *next_left;           /* next runner left behind (runner_destroy) */
 
     pthread_mutex_t lock;   /* guards the fields below */
     pthread_cond_t work;    /* a job was queued, or the runner closed or cancelled */
-    pthread_cond_t wake;    /* the runner cancelled: sleeping backends and retries stop */
+    pthread_cond_t wake;    /* the runner cancelled or a run gave up: sleeping backends and
+                             * retries stop */
+    pthread_cond_t ended;   /* a thread returned */
     struct osbq_job *queue; /* ring of concurrency jobs handed over and not yet taken */
     unsigned head;          /* index of the oldest queued job */
     unsigned queued;        /* jobs in the ring */
     unsigned busy;          /* jobs queued or running: never more than concurrency */
+    unsigned given_up;      /* of those, jobs whose operation was given up while their backend
+                             * still runs */
+    unsigned alive;         /* threads started and not returned */
     bool closed;            /* runner_submit refuses jobs */
     bool cancelled;         /* backends must stop; queued jobs are dropped */
+    bool exiting;           /* the process exits: even backends ignoring cancelled() return */
 };
 
-/* One job on one runner thread: the state behind its backend_call's callbacks. Used by that
- * thread only, so it needs no lock. */
+/* Runners whose threads did not all return (runner_destroy): kept, never freed, so the threads
+ * left behind use valid memory until the process exits, and the leak checker finds them
+ * reachable. */
+static struct runner *volatile left_behind;
+
+/* One claimed job on one runner thread: the state behind its backend_call's callbacks. Used by
+ * that thread only, but for the two fields under r->lock, which runner_destroy may set. */
 struct run {
     struct runner *r;           /* the runner */
     const struct osbq_job *job; /* the job; borrowed */
-    bool lease_lost;            /* the operation is no longer this worker's: stop, record nothing */
+    const char *kind;           /* its kind's name */
+    int64_t deadline_s;         /* the plan's deadline for the kind */
+    int64_t deadline_ms;        /* monotonic time the backend is abandoned at */
     bool renew_failing;         /* a renewal failed and was logged; log again only once it works */
     int64_t next_renew_ms;      /* monotonic time the lease must be renewed by */
     int64_t last_text_ms;       /* monotonic time the last progress text was written */
+    const char *gave_up;        /* GAVE_UP_*: this attempt no longer holds the operation and
+                                 * records nothing; NULL while it does. Guarded by r->lock */
+    bool recording;             /* the backend returned an outcome this thread records: nobody
+                                 * gives the operation up any more. Guarded by r->lock */
 };
 
 static int64_t now_ms(void)
@@ -93,12 +130,100 @@ static bool sleep_unless_cancelled(struct runner *r, int64_t ms)
     return !cancelled;
 }
 
-static bool runner_cancelled(struct runner *r)
+/* Tells the main thread a slot is free again, or that a job gave its operation up. */
+static void notify(struct runner *r)
 {
+    uint64_t one = 1;
+    /* Fails only when the counter would overflow, which a free slot count never nears. */
+    (void)!write(r->event_fd, &one, sizeof one);
+}
+
+int64_t runner_deadline_s(const struct osbq_plan *plan, enum osbq_job_kind kind)
+{
+    const char *name = osbq_job_kind_name(kind);
+    int64_t s = plan != NULL && name != NULL ? osbq_plan_deadline_s(plan, name) : 0;
+    /* The catalog allows 1 s to a week; anything else (an unknown kind, a value that is not an
+     * integer) falls back to the default rather than abandon a backend at once or never. */
+    return s >= 1 && s <= RUNNER_DEADLINE_S_MAX ? s : OSBQ_CATALOG_DEADLINE_S_DEFAULT;
+}
+
+int64_t runner_finish_backoff_ms(int64_t previous_ms)
+{
+    if (previous_ms < FINISH_BACKOFF_MIN_MS)
+        return FINISH_BACKOFF_MIN_MS;
+    return min64(previous_ms * 2, FINISH_BACKOFF_MAX_MS);
+}
+
+/* ---- giving an operation back ---- */
+
+/* Marks run as no longer holding its operation, for why (GAVE_UP_*), unless it already is or
+ * its outcome is being recorded. Caller holds r->lock. Returns true when this call did it: the
+ * caller then releases the operation (but for a lost lease). */
+static bool give_up_locked(struct run *run, const char *why)
+{
+    struct runner *r = run->r;
+    if (run->gave_up != NULL || run->recording)
+        return false;
+    run->gave_up = why;
+    r->given_up++;
+    /* The run's thread may sleep in wait; the main thread may wait for nothing held. */
+    pthread_cond_broadcast(&r->wake);
+    notify(r);
+    return true;
+}
+
+/* Gives operation op back (osbq_store_release: queued again and due at once, so the recovery
+ * loop resends it to a worker) and logs one job_released line; a deadline's is a warning that
+ * names it. */
+static void release_op(struct runner *r, const char *op, const char *kind, const char *why,
+                       int64_t deadline_s)
+{
+    struct osbq_error err = {0};
+    int rc = osbq_store_release(r->store, op, r->worker_id, &err);
+    bool deadline = strcmp(why, GAVE_UP_DEADLINE) == 0;
+    enum osbq_log_level level = rc < 0 || deadline ? OSBQ_LOG_WARN : OSBQ_LOG_INFO;
+    if (!osbq_log_enabled(level))
+        return;
+    struct osbq_log_line line;
+    osbq_log_line_begin(&line, level, "job_released");
+    osbq_log_line_str(&line, "op", op);
+    osbq_log_line_str(&line, "kind", kind);
+    osbq_log_line_str(&line, "reason", deadline ? "deadline" : "shutdown");
+    if (deadline) {
+        osbq_log_line_int(&line, "deadline_s", deadline_s);
+        osbq_log_line_str(&line, "backend", "abandoned: its thread stays busy until it returns");
+    }
+    osbq_log_line_str(&line, "result", rc > 0 ? "released" : rc == 0 ? "not_ours" : "failed");
+    if (rc < 0)
+        osbq_log_line_str(&line, "error", err.text);
+    osbq_log_line_str(&line, "next",
+                      rc > 0    ? "due again at once: the recovery loop resends it"
+                      : rc == 0 ? "it ended, or another worker holds it"
+                                : "it runs again once its lease expires");
+    osbq_log_line_end(&line);
+}
+
+/* Whether the backend must stop: the lease was lost, the deadline passed, or the runner was
+ * cancelled. The first call that finds the deadline passed or the runner cancelled gives the
+ * operation back. */
+static bool must_stop(struct run *run, int64_t now)
+{
+    struct runner *r = run->r;
+    const char *why = NULL;
     pthread_mutex_lock(&r->lock);
-    bool cancelled = r->cancelled;
+    if (run->gave_up == NULL) {
+        if (now >= run->deadline_ms)
+            why = GAVE_UP_DEADLINE;
+        else if (r->cancelled)
+            why = GAVE_UP_SHUTDOWN;
+        if (why != NULL && !give_up_locked(run, why))
+            why = NULL;
+    }
+    bool stop = run->gave_up != NULL;
     pthread_mutex_unlock(&r->lock);
-    return cancelled;
+    if (why != NULL)
+        release_op(r, run->job->operation_id, run->kind, why, run->deadline_s);
+    return stop;
 }
 
 /* ---- the lease and the callbacks a backend gets ---- */
@@ -123,7 +248,9 @@ static void renew(struct run *run, const char *description, int64_t now)
         log_warnx("operation %s: lease lost (the operation ended or another worker took it "
                   "over), stopping without recording a result",
                   run->job->operation_id);
-        run->lease_lost = true;
+        pthread_mutex_lock(&r->lock);
+        (void)give_up_locked(run, GAVE_UP_LEASE_LOST);
+        pthread_mutex_unlock(&r->lock);
     } else {
         if (!run->renew_failing)
             log_warnx("operation %s: cannot renew the lease (%s), retrying", run->job->operation_id,
@@ -136,9 +263,10 @@ static void renew(struct run *run, const char *description, int64_t now)
 static void call_progress(struct backend_call *call, const char *description)
 {
     struct run *run = call->ctx;
-    if (run->lease_lost)
-        return;
     int64_t now = now_ms();
+    /* Past the deadline or given up: the lease is not renewed any more. */
+    if (must_stop(run, now))
+        return;
     if (now - run->last_text_ms < PROGRESS_MIN_INTERVAL_MS && now < run->next_renew_ms)
         return;
     renew(run, description, now);
@@ -147,31 +275,41 @@ static void call_progress(struct backend_call *call, const char *description)
 static bool call_cancelled(struct backend_call *call)
 {
     struct run *run = call->ctx;
-    return run->lease_lost || runner_cancelled(run->r);
+    return must_stop(run, now_ms());
 }
 
 static bool call_wait(struct backend_call *call, int64_t ms)
 {
     struct run *run = call->ctx;
     struct runner *r = run->r;
-    int64_t deadline = now_ms() + (ms > 0 ? ms : 0);
-    pthread_mutex_lock(&r->lock);
-    while (!r->cancelled && !run->lease_lost) {
+    int64_t until = now_ms() + (ms > 0 ? ms : 0);
+    for (;;) {
         int64_t now = now_ms();
-        if (now >= deadline)
-            break;
+        if (must_stop(run, now))
+            return false;
+        if (now >= until)
+            return true;
         if (now >= run->next_renew_ms) {
             /* A long quiet step must not let the lease expire under it. */
-            pthread_mutex_unlock(&r->lock);
             renew(run, NULL, now);
-            pthread_mutex_lock(&r->lock);
             continue;
         }
-        wait_until(&r->wake, &r->lock, min64(deadline, run->next_renew_ms));
+        pthread_mutex_lock(&r->lock);
+        /* Checked under the lock the cancellation takes, so its wake-up is not missed. */
+        if (!r->cancelled && run->gave_up == NULL)
+            wait_until(&r->wake, &r->lock,
+                       min64(min64(until, run->next_renew_ms), run->deadline_ms));
+        pthread_mutex_unlock(&r->lock);
     }
-    bool stopped = r->cancelled || run->lease_lost;
-    pthread_mutex_unlock(&r->lock);
-    return !stopped;
+}
+
+static bool call_exiting(struct backend_call *call)
+{
+    struct run *run = call->ctx;
+    pthread_mutex_lock(&run->r->lock);
+    bool exiting = run->r->exiting;
+    pthread_mutex_unlock(&run->r->lock);
+    return exiting;
 }
 
 /* ---- one job ---- */
@@ -292,43 +430,50 @@ static void add_plan_expiry(struct backend_call *call)
     backend_call_fail(call, "The broker could not set the binding's expiry.", true, false);
 }
 
-/* Records the outcome, retrying with backoff while Redis fails, for FINISH_RETRY_MS at most
- * and only until the runner is cancelled. Returns what osbq_store_finish last returned. */
+/* Records the outcome, retrying with backoff while Redis fails: until it is recorded (1) or
+ * refused because the operation is no longer this worker's (0), or the runner is cancelled
+ * (the worker stopping past its grace: one last try, then -1). A report that timed out may
+ * still have been recorded; the retry is then refused (0), never recorded twice. */
 static int finish(struct run *run, const struct osbq_op_result *result)
 {
     struct runner *r = run->r;
     const char *op = run->job->operation_id;
-    int64_t give_up = now_ms() + FINISH_RETRY_MS;
     int64_t backoff = FINISH_BACKOFF_MIN_MS;
-    bool warned = false;
+    unsigned failures = 0;
+    bool last = false;
     for (;;) {
         struct osbq_error err = {0};
         int rc = osbq_store_finish(r->store, op, r->worker_id, result, &err);
+        if (rc > 0 && failures > 0)
+            log_info("operation %s: result recorded after %u failed attempts", op, failures);
+        if (rc == 0)
+            log_warnx("operation %s: no longer this worker's (recorded by an earlier report that "
+                      "timed out, ended otherwise, or taken over after its lease ran out); "
+                      "result dropped",
+                      op);
         if (rc >= 0)
             return rc;
-        int64_t now = now_ms();
-        if (now >= give_up) {
-            log_errorx("operation %s: cannot record the result (%s), giving up after %d s; "
-                       "the operation runs again once its lease expires",
-                       op, err.text, FINISH_RETRY_MS / 1000);
-            return -1;
-        }
-        if (!warned)
-            log_warnx("operation %s: cannot record the result (%s), retrying", op, err.text);
-        warned = true;
-        if (!sleep_unless_cancelled(r, min64(backoff, give_up - now))) {
-            log_errorx("operation %s: stopping before the result could be recorded (%s); the "
-                       "operation runs again once its lease expires",
+        failures++;
+        if (last) {
+            log_errorx("operation %s: the worker is stopping and still cannot record the result "
+                       "(%s); the operation runs again once its lease expires",
                        op, err.text);
             return -1;
         }
-        backoff = min64(backoff * 2, FINISH_BACKOFF_MAX_MS);
+        if (failures == 1)
+            log_warnx("operation %s: cannot record the result (%s), retrying with backoff until "
+                      "Redis answers",
+                      op, err.text);
+        last = !sleep_unless_cancelled(r, backoff);
+        backoff = runner_finish_backoff_ms(backoff);
     }
 }
 
-static void run_job(struct runner *r, const struct osbq_job *job)
+/* Claims and runs job on slot's thread. Returns true when its operation was given up (counted
+ * in r->given_up until the caller takes it off). */
+static bool run_job(struct slot *slot, const struct osbq_job *job)
 {
-    int64_t started = now_ms();
+    struct runner *r = slot->r;
     int64_t lease = (int64_t)r->cfg->lease_ms;
     struct osbq_error err = {0};
     int claimed =
@@ -336,18 +481,23 @@ static void run_job(struct runner *r, const struct osbq_job *job)
     if (claimed == 0) {
         log_debug("operation %s: finished or held by another worker, dropping the job",
                   job->operation_id);
-        return;
+        return false;
     }
     if (claimed < 0) {
         log_warnx("operation %s: cannot claim it (%s), dropping the job; it will be resent",
                   job->operation_id, err.text);
-        return;
+        return false;
     }
+    int64_t started = now_ms();
+    int64_t deadline_s = runner_deadline_s(osbq_catalog_plan(r->catalog, job->plan_id), job->kind);
     log_job(job, "job_start", NULL, NULL, -1);
 
     struct run run = {
         .r = r,
         .job = job,
+        .kind = osbq_job_kind_name(job->kind),
+        .deadline_s = deadline_s,
+        .deadline_ms = started + deadline_s * 1000,
         .next_renew_ms = started + lease / 3,
         .last_text_ms = started,
     };
@@ -356,42 +506,55 @@ static void run_job(struct runner *r, const struct osbq_job *job)
         .progress = call_progress,
         .cancelled = call_cancelled,
         .wait = call_wait,
+        .exiting = call_exiting,
         .ctx = &run,
     };
+    pthread_mutex_lock(&r->lock);
+    slot->run = &run;
+    pthread_mutex_unlock(&r->lock);
+
     json_t *parameters = NULL;
-    const char *outcome;
-    if (run_backend(r, &call, &parameters) < 0 || run.lease_lost) {
-        /* A lost lease means another attempt owns the operation; a cancelled runner leaves it
-         * to the lease's expiry. Either way this attempt records nothing. */
-        outcome = run.lease_lost ? "lease_lost" : "cancelled";
-    } else {
+    int rc = run_backend(r, &call, &parameters);
+    /* A backend that stopped without an outcome and without being told to (or told only that
+     * the process exits) still leaves an operation to give back. */
+    const char *release_why = NULL;
+    pthread_mutex_lock(&r->lock);
+    if (rc < 0 && give_up_locked(&run, GAVE_UP_SHUTDOWN))
+        release_why = GAVE_UP_SHUTDOWN;
+    const char *gave_up = run.gave_up;
+    run.recording = gave_up == NULL;
+    pthread_mutex_unlock(&r->lock);
+    if (release_why != NULL)
+        release_op(r, job->operation_id, run.kind, release_why, deadline_s);
+
+    const char *outcome = gave_up;
+    if (gave_up == NULL) {
         if (call.result.succeeded && job->kind == OSBQ_JOB_BIND && call.plan != NULL &&
             call.plan->binding_ttl_s > 0)
             add_plan_expiry(&call);
-        int rc = finish(&run, &call.result);
-        if (rc > 0)
+        int recorded = finish(&run, &call.result);
+        if (recorded > 0)
             outcome = call.result.succeeded ? "succeeded" : "failed";
         else
-            outcome = rc == 0 ? "dropped" : "not_recorded";
+            outcome = recorded == 0 ? "dropped" : "not_recorded";
     }
-    log_job(job, "job_end", outcome, call.result.description, now_ms() - started);
+    /* Past its deadline, whatever the backend finally reported was dropped: not its text. */
+    log_job(job, "job_end", outcome, gave_up == NULL ? call.result.description : NULL,
+            now_ms() - started);
+    pthread_mutex_lock(&r->lock);
+    slot->run = NULL;
+    pthread_mutex_unlock(&r->lock);
     json_decref(parameters);
     backend_call_clear(&call);
+    return gave_up != NULL;
 }
 
 /* ---- the pool ---- */
 
-/* Tells the main thread a slot is free again. */
-static void notify(struct runner *r)
-{
-    uint64_t one = 1;
-    /* Fails only when the counter would overflow, which a free slot count never nears. */
-    (void)!write(r->event_fd, &one, sizeof one);
-}
-
 static void *thread_main(void *arg)
 {
-    struct runner *r = arg;
+    struct slot *slot = arg;
+    struct runner *r = slot->r;
     for (;;) {
         pthread_mutex_lock(&r->lock);
         while (r->queued == 0 && !r->closed && !r->cancelled)
@@ -407,21 +570,29 @@ static void *thread_main(void *arg)
         bool cancelled = r->cancelled;
         pthread_mutex_unlock(&r->lock);
 
+        bool gave_up = false;
         if (cancelled)
             log_debug("operation %s: stopping, job dropped before its claim", job.operation_id);
         else
-            run_job(r, &job);
+            gave_up = run_job(slot, &job);
         osbq_job_clear(&job);
 
         pthread_mutex_lock(&r->lock);
         r->busy--;
+        if (gave_up)
+            r->given_up--;
         pthread_mutex_unlock(&r->lock);
         notify(r);
     }
+    pthread_mutex_lock(&r->lock);
+    slot->done = true;
+    r->alive--;
+    pthread_cond_broadcast(&r->ended);
+    pthread_mutex_unlock(&r->lock);
     return NULL;
 }
 
-/* Initialises the lock and the two conds, the conds on the monotonic clock. 0 or -1. */
+/* Initialises the lock and the three conds, the conds on the monotonic clock. 0 or -1. */
 static int init_sync(struct runner *r)
 {
     pthread_condattr_t attr;
@@ -436,8 +607,12 @@ static int init_sync(struct runner *r)
         goto out_lock;
     if (pthread_cond_init(&r->wake, &attr) != 0)
         goto out_work;
+    if (pthread_cond_init(&r->ended, &attr) != 0)
+        goto out_wake;
     rc = 0;
     goto out_attr;
+out_wake:
+    pthread_cond_destroy(&r->wake);
 out_work:
     pthread_cond_destroy(&r->work);
 out_lock:
@@ -462,8 +637,8 @@ struct runner *runner_new(const struct osbq_config *cfg, const struct osbq_catal
     r->concurrency = cfg->worker_concurrency > 0 ? cfg->worker_concurrency : 1;
     r->event_fd = -1;
     r->queue = calloc(r->concurrency, sizeof *r->queue);
-    r->threads = calloc(r->concurrency, sizeof *r->threads);
-    if (r->queue == NULL || r->threads == NULL) {
+    r->slots = calloc(r->concurrency, sizeof *r->slots);
+    if (r->queue == NULL || r->slots == NULL) {
         osbq_error_set(err, OSBQ_ERR_INTERNAL, "out of memory");
         goto out_free;
     }
@@ -477,12 +652,20 @@ struct runner *runner_new(const struct osbq_config *cfg, const struct osbq_catal
         goto out_free;
     }
     for (; r->started < r->concurrency; r->started++) {
-        int rc = pthread_create(&r->threads[r->started], NULL, thread_main, r);
+        struct slot *slot = &r->slots[r->started];
+        slot->r = r;
+        pthread_mutex_lock(&r->lock);
+        r->alive++;
+        pthread_mutex_unlock(&r->lock);
+        int rc = pthread_create(&slot->thread, NULL, thread_main, slot);
         if (rc != 0) {
+            pthread_mutex_lock(&r->lock);
+            r->alive--;
+            pthread_mutex_unlock(&r->lock);
             osbq_error_set(err, OSBQ_ERR_INTERNAL, "cannot start runner thread %u: %s",
                            r->started + 1, strerror(rc));
             /* The destructor stops and joins the threads already started. */
-            runner_destroy(&r);
+            (void)runner_destroy(&r);
             return NULL;
         }
     }
@@ -491,32 +674,87 @@ struct runner *runner_new(const struct osbq_config *cfg, const struct osbq_catal
 out_free:
     if (r->event_fd >= 0)
         close(r->event_fd);
-    free(r->threads);
+    free(r->slots);
     free(r->queue);
     free(r);
     return NULL;
 }
 
-void runner_destroy(struct runner **rp)
+/* Gives back, from the calling thread, the operations of runs whose backend has not returned
+ * (nor noticed the cancellation in a callback): a backend stuck in a long call. */
+static void release_stuck(struct runner *r)
+{
+    pthread_mutex_lock(&r->lock);
+    for (unsigned i = 0; i < r->started; i++) {
+        struct run *run = r->slots[i].run;
+        if (run == NULL || !give_up_locked(run, GAVE_UP_SHUTDOWN))
+            continue;
+        /* The run's strings may go as soon as the lock is dropped: copy what the release needs. */
+        char *op = strdup(run->job->operation_id);
+        const char *kind = run->kind; /* static */
+        pthread_mutex_unlock(&r->lock);
+        if (op != NULL)
+            release_op(r, op, kind, GAVE_UP_SHUTDOWN, 0);
+        free(op);
+        pthread_mutex_lock(&r->lock);
+    }
+    pthread_mutex_unlock(&r->lock);
+}
+
+unsigned runner_destroy(struct runner **rp)
 {
     if (rp == NULL || *rp == NULL)
-        return;
+        return 0;
     struct runner *r = *rp;
-    runner_close(r);
-    runner_cancel(r);
-    for (unsigned i = 0; i < r->started; i++)
-        pthread_join(r->threads[i], NULL);
+    *rp = NULL;
+    pthread_mutex_lock(&r->lock);
+    r->closed = true;
+    r->cancelled = true;
+    r->exiting = true;
+    pthread_cond_broadcast(&r->work);
+    pthread_cond_broadcast(&r->wake);
+    /* Cancelled backends give their operations back and return; a last finish or release may
+     * take up to the Redis timeout. */
+    int64_t until = now_ms() + (int64_t)r->cfg->redis_timeout_ms + EXIT_WAIT_MS;
+    while (r->alive > 0 && now_ms() < until)
+        wait_until(&r->ended, &r->lock, until);
+    pthread_mutex_unlock(&r->lock);
+    release_stuck(r);
+
+    unsigned left = 0;
+    for (unsigned i = 0; i < r->started; i++) {
+        pthread_mutex_lock(&r->lock);
+        bool done = r->slots[i].done;
+        pthread_mutex_unlock(&r->lock);
+        if (done) {
+            pthread_join(r->slots[i].thread, NULL);
+        } else {
+            (void)pthread_detach(r->slots[i].thread);
+            left++;
+        }
+    }
+    if (left > 0) {
+        /* Threads cannot be killed: they keep this runner (and what it borrows) until the
+         * process exits, so it is kept, reachable, and never freed. */
+        log_warnx("%u runner threads are still inside their backend after the cancellation; "
+                  "leaving them behind",
+                  left);
+        r->next_left = left_behind;
+        left_behind = r;
+        return left;
+    }
     /* With every thread gone the queue is empty, unless none ever started. */
     for (unsigned i = 0; i < r->concurrency; i++)
         osbq_job_clear(&r->queue[i]);
+    pthread_cond_destroy(&r->ended);
     pthread_cond_destroy(&r->wake);
     pthread_cond_destroy(&r->work);
     pthread_mutex_destroy(&r->lock);
     close(r->event_fd);
-    free(r->threads);
+    free(r->slots);
     free(r->queue);
     free(r);
-    *rp = NULL;
+    return 0;
 }
 
 int runner_submit(struct runner *r, struct osbq_job *job)
@@ -550,6 +788,14 @@ unsigned runner_busy(struct runner *r)
     unsigned busy = r->busy;
     pthread_mutex_unlock(&r->lock);
     return busy;
+}
+
+unsigned runner_holding(struct runner *r)
+{
+    pthread_mutex_lock(&r->lock);
+    unsigned holding = r->busy - r->given_up;
+    pthread_mutex_unlock(&r->lock);
+    return holding;
 }
 
 int runner_event_fd(const struct runner *r)

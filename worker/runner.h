@@ -1,5 +1,7 @@
 /* The runner: a fixed pool of threads that claim, run and record jobs, fed by the main thread
- * through a hand-off queue that never holds more jobs than there are free slots. */
+ * through a hand-off queue that never holds more jobs than there are free slots. A job whose
+ * backend passes the plan's deadline, or is still running when the worker stops, is given back
+ * (osbq_store_release) so another worker runs it at once. */
 #ifndef OSBQ_WORKER_RUNNER_H
 #define OSBQ_WORKER_RUNNER_H
 
@@ -12,6 +14,9 @@
 #include "job.h"
 #include "store.h"
 
+/* The longest deadline a plan may set (the catalog's limit for <kind>_deadline_s): a week. */
+#define RUNNER_DEADLINE_S_MAX 604800
+
 struct runner;
 
 /* Starts cfg->worker_concurrency threads. cfg, catalog, store and worker_id are borrowed and
@@ -21,9 +26,15 @@ struct runner;
 struct runner *runner_new(const struct osbq_config *cfg, const struct osbq_catalog *catalog,
                           struct osbq_store *store, const char *worker_id, struct osbq_error *err);
 
-/* Cancels what still runs (runner_cancel), waits for every thread, frees the jobs still queued
- * and the runner; sets *rp to NULL; accepts NULL. */
-void runner_destroy(struct runner **rp);
+/* For the process's exit: closes and cancels the runner (runner_cancel) and tells backends the
+ * process exits (backend_call.exiting), then waits for every thread, up to the Redis timeout
+ * plus a second (a cancelled job's release or last finish may be under way). The operations of
+ * backends still running then are released from here. Threads that returned are joined and,
+ * when all did, the queued jobs and the runner are freed. Threads still inside a backend cannot
+ * be killed: they are detached and the runner is kept, reachable and never freed, until the
+ * process exits; so must be what it borrows (cfg, catalog, store). Sets *rp to NULL; accepts
+ * NULL. Returns how many threads were left behind. */
+unsigned runner_destroy(struct runner **rp);
 
 /* Hands job to a free slot. On success takes over the strings job owns, zeroes *job and
  * returns 0; returns -1 with *job untouched when no slot is free or the runner is closed. */
@@ -32,8 +43,13 @@ int runner_submit(struct runner *r, struct osbq_job *job);
 /* Slots free for new jobs: concurrency minus the jobs queued or running; 0 once closed. */
 unsigned runner_free_slots(struct runner *r);
 
-/* Jobs queued or running. */
+/* Jobs queued or running, including those given up (past their deadline) whose backend has
+ * not returned yet: their slots stay busy until it does. */
 unsigned runner_busy(struct runner *r);
+
+/* Jobs queued or running whose operation this worker still holds (runner_busy minus the jobs
+ * given up): what a stopping worker waits for. */
+unsigned runner_holding(struct runner *r);
 
 /* A file descriptor that becomes readable whenever a job ends (its slot is free again), for
  * the main thread's poll; borrowed. Call runner_drain after it polled readable. */
@@ -43,10 +59,23 @@ void runner_drain(struct runner *r);
 /* Stops taking jobs: runner_submit fails from now on; jobs already handed over still run. */
 void runner_close(struct runner *r);
 
-/* Asks every running backend to stop and drops queued jobs without claiming them. Their
- * operations stay in Redis: leases expire and another worker takes them over. A result that
- * could not be recorded yet (Redis away) stops being retried. */
+/* Asks every running backend to stop and drops queued jobs without claiming them (their
+ * operations stay queued in Redis and are resent). Each running job's operation is released
+ * (osbq_store_release: due at once, resent to another worker) by its thread as soon as the
+ * backend sees the cancellation or returns; one job_released line each. A result that could
+ * not be recorded yet (Redis away) gets one last try, then its operation runs again once its
+ * lease expires. */
 void runner_cancel(struct runner *r);
+
+/* The deadline of an operation of kind on plan, in seconds after its claim: the plan's
+ * <kind>_deadline_s (osbq_plan_deadline_s), or OSBQ_CATALOG_DEADLINE_S_DEFAULT when plan is
+ * NULL (gone from the catalog), the kind unknown or the value outside 1..RUNNER_DEADLINE_S_MAX.
+ * Past it, a backend still running is abandoned and the operation released. */
+int64_t runner_deadline_s(const struct osbq_plan *plan, enum osbq_job_kind kind);
+
+/* The wait before the next try to record a result, after waiting previous_ms: doubles from
+ * 100 ms up to 5 s (100 ms when previous_ms is below that). */
+int64_t runner_finish_backoff_ms(int64_t previous_ms);
 
 /* Gives binding (a bind's result object) a credential lifetime of ttl_s seconds from now,
  * unless its backend set one: when binding has no metadata.expires_at, sets metadata.expires_at

@@ -1,7 +1,7 @@
 /* Unit tests of the sim backend and the backend table: outcomes and descriptions of every
  * kind, progress reports, timing, sim_fail and fail_on, the dashboard URL, bindings (fields,
- * randomness, rotation), the binding helpers, the runner's credential expiry, and
- * cancellation. */
+ * randomness, rotation), the binding helpers, the runner's credential expiry, cancellation,
+ * the fault settings crash_on and hang_on, and the runner's deadlines and finish backoff. */
 /* clang-format off: cmocka needs these before cmocka.h, in this order */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -11,12 +11,17 @@
 
 #include <cmocka.h>
 
+#include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "backend.h"
 #include "catalog.h"
@@ -98,6 +103,20 @@ static const char catalog_text[] =
                                                                            "\"sim\"}}]}"
                                                                            "]}";
 
+/* The fault settings, in a catalog of their own. */
+#define CRASH_PLAN "plan-crash" /* crash_on bind and unbind */
+#define HANG_PLAN  "plan-hang"  /* hang_on provision; deadlines for provision and bind */
+
+static const char fault_catalog_text[] =
+    "{\"services\": [{\"name\": \"faults\", \"id\": \"svc-faults\", \"description\": \"d\","
+    " \"bindable\": true, \"plans\": ["
+    "  {\"id\": \"" CRASH_PLAN "\", \"name\": \"crash\", \"description\": \"d\","
+    "   \"osbq\": {\"backend\": \"sim\", \"crash_on\": \" bind ,unbind\"}},"
+    "  {\"id\": \"" HANG_PLAN "\", \"name\": \"hang\", \"description\": \"d\","
+    "   \"osbq\": {\"backend\": \"sim\", \"hang_on\": \"provision\","
+    "    \"provision_deadline_s\": 2, \"bind_deadline_s\": 604800}}"
+    "]}]}";
+
 /* A backend call with callbacks that record what the backend does. */
 struct fake {
     struct backend_call call;      /* what the backend gets */
@@ -105,11 +124,14 @@ struct fake {
     int report_count;              /* progress calls made */
     int cancel_after;              /* cancel at this progress call; 0 never */
     atomic_bool cancel;            /* what cancelled() answers */
+    atomic_bool exiting;           /* what exiting() answers */
+    atomic_int waits;              /* wait calls made */
     struct osbq_job job;           /* the job; strings are literals, never cleared */
     json_t *parameters;            /* owned */
 };
 
 static struct osbq_catalog *catalog;
+static struct osbq_catalog *fault_catalog;
 
 static int64_t now_ms(void)
 {
@@ -134,10 +156,18 @@ static bool fake_cancelled(struct backend_call *call)
     return atomic_load(&f->cancel);
 }
 
-/* Sleeps in 1 ms slices so a cancellation from another thread stops it quickly. */
+static bool fake_exiting(struct backend_call *call)
+{
+    struct fake *f = call->ctx;
+    return atomic_load(&f->exiting);
+}
+
+/* Sleeps in 1 ms slices so a cancellation from another thread stops it quickly; once
+ * cancelled, returns false at once, as the runner's does. */
 static bool fake_wait(struct backend_call *call, int64_t ms)
 {
     struct fake *f = call->ctx;
+    atomic_fetch_add(&f->waits, 1);
     int64_t deadline = now_ms() + ms;
     while (!atomic_load(&f->cancel) && now_ms() < deadline) {
         struct timespec slice = {.tv_sec = 0, .tv_nsec = 1000000L};
@@ -152,6 +182,8 @@ static void fake_init(struct fake *f, enum osbq_job_kind kind, const char *plan_
 {
     memset(f, 0, sizeof *f);
     atomic_init(&f->cancel, false);
+    atomic_init(&f->exiting, false);
+    atomic_init(&f->waits, 0);
     f->job.operation_id = "op-1";
     f->job.kind = kind;
     f->job.instance_id = "inst-1";
@@ -166,12 +198,15 @@ static void fake_init(struct fake *f, enum osbq_job_kind kind, const char *plan_
     }
     f->call.job = &f->job;
     f->call.plan = osbq_catalog_plan(catalog, plan_id);
+    if (f->call.plan == NULL)
+        f->call.plan = osbq_catalog_plan(fault_catalog, plan_id);
     assert_non_null(f->call.plan);
     f->job.service_id = (char *)(uintptr_t)f->call.plan->service->id;
     f->call.parameters = f->parameters;
     f->call.progress = fake_progress;
     f->call.cancelled = fake_cancelled;
     f->call.wait = fake_wait;
+    f->call.exiting = fake_exiting;
     f->call.ctx = f;
 }
 
@@ -206,6 +241,11 @@ static int setup(void **state)
         print_error("catalog: %s\n", err.text);
         return -1;
     }
+    if (osbq_catalog_load_text(fault_catalog_text, sizeof fault_catalog_text - 1, &fault_catalog,
+                               &err) != 0) {
+        print_error("fault catalog: %s\n", err.text);
+        return -1;
+    }
     return 0;
 }
 
@@ -213,6 +253,7 @@ static int teardown(void **state)
 {
     (void)state;
     osbq_catalog_destroy(&catalog);
+    osbq_catalog_destroy(&fault_catalog);
     return 0;
 }
 
@@ -819,6 +860,155 @@ static void test_expiry(void **state)
     assert_int_equal(runner_add_expiry(NULL, 3600, FIXED_NOW), -1);
 }
 
+/* ---- fault settings (test-only) ---- */
+
+/* Runs kind on plan_id in a child process; returns its wait status. */
+static int run_in_child(enum osbq_job_kind kind, const char *plan_id)
+{
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        /* No core file, and no log line in the test's output. */
+        struct rlimit none = {0, 0};
+        (void)setrlimit(RLIMIT_CORE, &none);
+        int devnull = open("/dev/null", O_WRONLY);
+        if (devnull >= 0)
+            (void)dup2(devnull, STDERR_FILENO);
+        struct fake f;
+        fake_init(&f, kind, plan_id, NULL);
+        int rc = run_sim(&f);
+        _exit(rc == 0 && f.call.result.succeeded ? 0 : 3);
+    }
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    return status;
+}
+
+/* crash_on kills the process with SIGABRT as the operation starts; other kinds run. */
+static void test_crash_on(void **state)
+{
+    (void)state;
+    static const enum osbq_job_kind crashing[] = {OSBQ_JOB_BIND, OSBQ_JOB_UNBIND};
+    for (size_t i = 0; i < sizeof crashing / sizeof crashing[0]; i++) {
+        int status = run_in_child(crashing[i], CRASH_PLAN);
+        if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGABRT)
+            fail_msg("%s: status %#x, expected death by SIGABRT", osbq_job_kind_name(crashing[i]),
+                     (unsigned)status);
+    }
+    int status = run_in_child(OSBQ_JOB_PROVISION, CRASH_PLAN);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+struct hang_run {
+    struct fake f;    /* the call */
+    atomic_bool done; /* the backend returned */
+    int rc;           /* what it returned */
+};
+
+static void *hang_thread(void *arg)
+{
+    struct hang_run *h = arg;
+    h->rc = run_sim(&h->f);
+    atomic_store(&h->done, true);
+    return NULL;
+}
+
+/* Waits up to ms for h to return; true when it did. */
+static bool returns_within(struct hang_run *h, int64_t ms)
+{
+    int64_t until = now_ms() + ms;
+    while (!atomic_load(&h->done) && now_ms() < until) {
+        struct timespec slice = {.tv_sec = 0, .tv_nsec = 5 * 1000000L};
+        nanosleep(&slice, NULL);
+    }
+    return atomic_load(&h->done);
+}
+
+/* hang_on: never returns while the call is live, ignores cancellation (without spinning: a few
+ * waits per 100 ms at most), and returns -1 with no outcome once the process exits. */
+static void test_hang_on(void **state)
+{
+    (void)state;
+    static struct hang_run h;
+    fake_init(&h.f, OSBQ_JOB_PROVISION, HANG_PLAN, NULL);
+    atomic_init(&h.done, false);
+    pthread_t thread;
+    assert_int_equal(pthread_create(&thread, NULL, hang_thread, &h), 0);
+    /* It keeps its lease alive (it sits in wait) and reports nothing. */
+    assert_false(returns_within(&h, 300));
+    assert_true(atomic_load(&h.f.waits) >= 1);
+
+    atomic_store(&h.f.cancel, true);
+    int waits = atomic_load(&h.f.waits);
+    assert_false(returns_within(&h, 400));
+    int spent = atomic_load(&h.f.waits) - waits;
+    if (spent > 10)
+        fail_msg("%d waits in 400 ms once cancelled: spinning", spent);
+
+    int64_t exiting_at = now_ms();
+    atomic_store(&h.f.exiting, true);
+    assert_true(returns_within(&h, 1000));
+    int64_t took = now_ms() - exiting_at;
+    assert_int_equal(pthread_join(thread, NULL), 0);
+    assert_int_equal(h.rc, -1);
+    if (took > 500)
+        fail_msg("took %lld ms to return once exiting", (long long)took);
+    assert_int_equal(h.f.report_count, 0);
+    assert_false(h.f.call.result.succeeded);
+    assert_null(h.f.call.result.description);
+    fake_clear(&h.f);
+
+    /* Exiting before it starts: returns at once. */
+    struct fake f;
+    fake_init(&f, OSBQ_JOB_PROVISION, HANG_PLAN, NULL);
+    atomic_store(&f.exiting, true);
+    assert_int_equal(run_sim(&f), -1);
+    fake_clear(&f);
+
+    /* Kinds it does not name run as usual. */
+    fake_init(&f, OSBQ_JOB_UPDATE, HANG_PLAN, NULL);
+    assert_int_equal(run_sim(&f), 0);
+    assert_true(f.call.result.succeeded);
+    assert_int_equal(f.report_count, 10);
+    fake_clear(&f);
+}
+
+/* ---- the runner's deadlines and finish backoff ---- */
+
+static void test_deadline(void **state)
+{
+    (void)state;
+    const struct osbq_plan *hang = osbq_catalog_plan(fault_catalog, HANG_PLAN);
+    const struct osbq_plan *plain = osbq_catalog_plan(catalog, INSTANT_PLAN);
+    assert_non_null(hang);
+    assert_non_null(plain);
+    /* The plan's setting per kind, the default for the others. */
+    assert_int_equal(runner_deadline_s(hang, OSBQ_JOB_PROVISION), 2);
+    assert_int_equal(runner_deadline_s(hang, OSBQ_JOB_BIND), RUNNER_DEADLINE_S_MAX);
+    assert_int_equal(runner_deadline_s(hang, OSBQ_JOB_UPDATE), OSBQ_CATALOG_DEADLINE_S_DEFAULT);
+    assert_int_equal(runner_deadline_s(plain, OSBQ_JOB_DEPROVISION),
+                     OSBQ_CATALOG_DEADLINE_S_DEFAULT);
+    /* Fail-safe: no plan (gone from the catalog), an unknown kind. */
+    assert_int_equal(runner_deadline_s(NULL, OSBQ_JOB_PROVISION), OSBQ_CATALOG_DEADLINE_S_DEFAULT);
+    assert_int_equal(runner_deadline_s(hang, OSBQ_JOB_KIND_NONE), OSBQ_CATALOG_DEADLINE_S_DEFAULT);
+    assert_int_equal(runner_deadline_s(hang, (enum osbq_job_kind)99),
+                     OSBQ_CATALOG_DEADLINE_S_DEFAULT);
+}
+
+static void test_finish_backoff(void **state)
+{
+    (void)state;
+    static const int64_t expected[] = {100, 200, 400, 800, 1600, 3200, 5000, 5000};
+    int64_t backoff = 0;
+    for (size_t i = 0; i < sizeof expected / sizeof expected[0]; i++) {
+        backoff = runner_finish_backoff_ms(backoff);
+        assert_int_equal(backoff, expected[i]);
+    }
+    assert_int_equal(runner_finish_backoff_ms(-5), 100);
+    assert_int_equal(runner_finish_backoff_ms(INT64_MAX / 4), 5000);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -843,6 +1033,10 @@ int main(void)
         cmocka_unit_test(test_fail_on_list),
         cmocka_unit_test(test_set_binding),
         cmocka_unit_test(test_expiry),
+        cmocka_unit_test(test_crash_on),
+        cmocka_unit_test(test_hang_on),
+        cmocka_unit_test(test_deadline),
+        cmocka_unit_test(test_finish_backoff),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,0 +1,295 @@
+/* The runner against a real redis-server (labelled integration): an operation recorded as a
+ * gateway would, its job submitted to a runner running sim, and the operation's record
+ * checked. Deadlines (a hung backend's operation released while its slot stays busy), the
+ * release of running jobs at shutdown, and a result recorded after a Redis outage. */
+/* clang-format off: cmocka needs these before cmocka.h, in this order */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+/* clang-format on */
+
+#include <cmocka.h>
+
+#include <hiredis/hiredis.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "catalog.h"
+#include "job.h"
+#include "redis_fixture.h"
+#include "runner.h"
+#include "store.h"
+
+#define WORKER_ID "w-test"
+#define LEASE_MS  3000
+
+static const char catalog_text[] =
+    "{\"services\": [{\"name\": \"sim\", \"id\": \"svc\", \"description\": \"d\","
+    " \"bindable\": true, \"plans\": ["
+    "  {\"id\": \"plan-quick\", \"name\": \"quick\", \"description\": \"d\","
+    "   \"osbq\": {\"backend\": \"sim\"}},"
+    "  {\"id\": \"plan-second\", \"name\": \"second\", \"description\": \"d\","
+    "   \"osbq\": {\"backend\": \"sim\", \"provision_ms\": 1000}},"
+    "  {\"id\": \"plan-slow\", \"name\": \"slow\", \"description\": \"d\","
+    "   \"osbq\": {\"backend\": \"sim\", \"provision_ms\": 60000}},"
+    "  {\"id\": \"plan-hang\", \"name\": \"hang\", \"description\": \"d\","
+    "   \"osbq\": {\"backend\": \"sim\", \"hang_on\": \"provision\","
+    "    \"provision_deadline_s\": 1}}"
+    "]}]}";
+
+struct fixture {
+    struct redis_fixture redis;   /* the server */
+    struct osbq_config cfg;       /* configuration pointing at it */
+    struct osbq_store *store;     /* shared by the runner and the test */
+    struct osbq_catalog *catalog; /* the plans above */
+    redisContext *direct;         /* a plain connection to inspect keys */
+};
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    (void)clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void sleep_ms(int64_t ms)
+{
+    struct timespec ts = {.tv_sec = (time_t)(ms / 1000), .tv_nsec = (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static int setup(void **state)
+{
+    struct fixture *f = calloc(1, sizeof *f);
+    if (f == NULL)
+        return -1;
+    /* From here on the teardown stops what was started, even when the setup fails. */
+    *state = f;
+    if (redis_fixture_start(&f->redis) < 0)
+        return -1;
+    f->cfg.redis.host = strdup("127.0.0.1");
+    f->cfg.redis.port = (uint16_t)f->redis.port;
+    /* Short, so the outage test sees failures quickly. */
+    f->cfg.redis_timeout_ms = 300;
+    f->cfg.namespace_ = strdup("t");
+    f->cfg.retention_s = 3600;
+    f->cfg.lease_ms = LEASE_MS;
+    f->cfg.worker_concurrency = 2;
+    f->store = osbq_store_new(&f->cfg);
+    f->direct = redisConnect("127.0.0.1", f->redis.port);
+    struct osbq_error err = {0};
+    if (osbq_catalog_load_text(catalog_text, sizeof catalog_text - 1, &f->catalog, &err) != 0) {
+        print_error("catalog: %s\n", err.text);
+        return -1;
+    }
+    return f->store != NULL && f->direct != NULL && f->direct->err == 0 ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    struct fixture *f = *state;
+    if (f == NULL)
+        return 0;
+    if (f->direct != NULL)
+        redisFree(f->direct);
+    osbq_store_destroy(&f->store);
+    osbq_catalog_destroy(&f->catalog);
+    redis_fixture_stop(&f->redis);
+    free(f->cfg.redis.host);
+    free(f->cfg.namespace_);
+    free(f);
+    return 0;
+}
+
+static struct runner *start_runner(struct fixture *f)
+{
+    struct osbq_error err = {0};
+    struct runner *r = runner_new(&f->cfg, f->catalog, f->store, WORKER_ID, &err);
+    if (r == NULL)
+        fail_msg("runner_new: %s", err.text);
+    return r;
+}
+
+/* The field of operation op's hash, or "" when absent; valid until the next call. */
+static const char *op_field(struct fixture *f, const char *op, const char *name)
+{
+    static char value[256];
+    redisReply *reply = redisCommand(f->direct, "HGET t:op:%s %s", op, name);
+    value[0] = '\0';
+    if (reply != NULL && reply->type == REDIS_REPLY_STRING)
+        (void)snprintf(value, sizeof value, "%s", reply->str);
+    freeReplyObject(reply);
+    return value;
+}
+
+/* Waits up to ms for operation op to be in state; fails the test otherwise. */
+static void wait_state(struct fixture *f, const char *op, const char *state, int64_t ms)
+{
+    int64_t until = now_ms() + ms;
+    while (strcmp(op_field(f, op, "state"), state) != 0) {
+        if (now_ms() >= until)
+            fail_msg("operation %s: state %s after %lld ms, expected %s", op,
+                     op_field(f, op, "state"), (long long)ms, state);
+        sleep_ms(10);
+    }
+}
+
+/* Records a provision of instance on plan as a gateway would (operation op) and submits its
+ * job to r. */
+static void provision(struct fixture *f, struct runner *r, const char *op, const char *instance,
+                      const char *plan)
+{
+    struct osbq_job job = {
+        .operation_id = (char *)op,
+        .kind = OSBQ_JOB_PROVISION,
+        .instance_id = (char *)instance,
+        .service_id = "svc",
+        .plan_id = (char *)plan,
+        .api_version = 217,
+        .attempt = 1,
+    };
+    char *bytes = NULL;
+    size_t len = 0;
+    char reason[256];
+    if (osbq_job_encode(&job, &bytes, &len, reason, sizeof reason) < 0)
+        fail_msg("encode: %s", reason);
+    struct osbq_begin_request req = {
+        .kind = "provision",
+        .operation_id = op,
+        .instance_id = instance,
+        .digest = instance,
+        .service_id = "svc",
+        .plan_id = plan,
+        .job = bytes,
+        .job_len = len,
+        .api_version = 217,
+        .claim_timeout_ms = 30000,
+    };
+    struct osbq_begin_reply reply = {0};
+    struct osbq_error err = {0};
+    if (osbq_store_begin_instance(f->store, &req, &reply, &err) != 0)
+        fail_msg("begin: %s", err.text);
+    assert_int_equal(reply.answer, OSBQ_BEGIN_ACCEPTED);
+    osbq_begin_reply_clear(&reply);
+    /* The runner takes a job whose strings it owns, as decoded from the bus. */
+    struct osbq_job owned = {0};
+    if (osbq_job_decode(bytes, len, &owned, reason, sizeof reason) < 0)
+        fail_msg("decode: %s", reason);
+    free(bytes);
+    assert_int_equal(runner_submit(r, &owned), 0);
+}
+
+/* Checks op was given back: queued, no worker, no lease, due now in the queue. */
+static void assert_released(struct fixture *f, const char *op)
+{
+    assert_string_equal(op_field(f, op, "state"), "queued");
+    assert_string_equal(op_field(f, op, "worker"), "");
+    assert_string_equal(op_field(f, op, "lease_until"), "");
+    redisReply *score = redisCommand(f->direct, "ZSCORE t:queue %s", op);
+    assert_non_null(score);
+    assert_int_equal(score->type, REDIS_REPLY_STRING);
+    double due = strtod(score->str, NULL);
+    freeReplyObject(score);
+    assert_true(due <= (double)osbq_store_now_ms());
+}
+
+static void test_success(void **state)
+{
+    struct fixture *f = *state;
+    struct runner *r = start_runner(f);
+    provision(f, r, "op-ok", "i-ok", "plan-quick");
+    wait_state(f, "op-ok", "succeeded", 5000);
+    assert_string_equal(op_field(f, "op-ok", "description"), "Provisioned.");
+    for (int i = 0; i < 100 && runner_busy(r) > 0; i++)
+        sleep_ms(10);
+    assert_int_equal(runner_busy(r), 0);
+    assert_int_equal(runner_destroy(&r), 0);
+    assert_null(r);
+}
+
+/* A backend hanging past the deadline (1 s; it keeps its lease alive until then): the
+ * operation is released, the lease no longer renewed, and the slot stays busy, holding
+ * nothing. At exit the hung backend returns and nothing is recorded. */
+static void test_deadline(void **state)
+{
+    struct fixture *f = *state;
+    struct runner *r = start_runner(f);
+    provision(f, r, "op-hang", "i-hang", "plan-hang");
+    wait_state(f, "op-hang", "running", 3000);
+    int64_t claimed = now_ms();
+    assert_int_equal(runner_holding(r), 1);
+    wait_state(f, "op-hang", "queued", 3000);
+    int64_t took = now_ms() - claimed;
+    if (took < 700)
+        fail_msg("released %lld ms after the claim, before the 1 s deadline", (long long)took);
+    assert_released(f, "op-hang");
+    assert_string_equal(op_field(f, "op-hang", "claims"), "1");
+    assert_int_equal(runner_busy(r), 1);
+    assert_int_equal(runner_holding(r), 0);
+    assert_int_equal(runner_free_slots(r), 1);
+    /* Past the lease: nobody renewed it nor recorded anything. */
+    sleep_ms(LEASE_MS / 2);
+    assert_released(f, "op-hang");
+
+    int64_t destroying = now_ms();
+    assert_int_equal(runner_destroy(&r), 0);
+    if (now_ms() - destroying > 1000)
+        fail_msg("runner_destroy took %lld ms", (long long)(now_ms() - destroying));
+    assert_released(f, "op-hang");
+}
+
+/* Jobs still running when the runner is destroyed (the grace is over): each operation is
+ * released at once, the runner returns promptly. */
+static void test_shutdown(void **state)
+{
+    struct fixture *f = *state;
+    struct runner *r = start_runner(f);
+    provision(f, r, "op-slow1", "i-slow1", "plan-slow");
+    provision(f, r, "op-slow2", "i-slow2", "plan-slow");
+    wait_state(f, "op-slow1", "running", 3000);
+    wait_state(f, "op-slow2", "running", 3000);
+    assert_int_equal(runner_free_slots(r), 0);
+    int64_t destroying = now_ms();
+    assert_int_equal(runner_destroy(&r), 0);
+    if (now_ms() - destroying > 1000)
+        fail_msg("runner_destroy took %lld ms", (long long)(now_ms() - destroying));
+    assert_released(f, "op-slow1");
+    assert_released(f, "op-slow2");
+}
+
+/* Redis stops answering while a job runs and when it ends: the result is recorded once Redis
+ * is back (5 s later: longer than the lease), exactly once. */
+static void test_finish_after_outage(void **state)
+{
+    struct fixture *f = *state;
+    struct runner *r = start_runner(f);
+    provision(f, r, "op-out", "i-out", "plan-second");
+    wait_state(f, "op-out", "running", 3000);
+    assert_int_equal(kill(f->redis.pid, SIGSTOP), 0);
+    sleep_ms(5000);
+    /* The backend (1 s) ended long ago: its result waits to be recorded. */
+    assert_int_equal(runner_holding(r), 1);
+    assert_int_equal(kill(f->redis.pid, SIGCONT), 0);
+    wait_state(f, "op-out", "succeeded", 8000);
+    assert_string_equal(op_field(f, "op-out", "description"), "Provisioned.");
+    for (int i = 0; i < 100 && runner_busy(r) > 0; i++)
+        sleep_ms(10);
+    assert_int_equal(runner_busy(r), 0);
+    assert_int_equal(runner_destroy(&r), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_success),
+        cmocka_unit_test(test_deadline),
+        cmocka_unit_test(test_shutdown),
+        cmocka_unit_test(test_finish_after_outage),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

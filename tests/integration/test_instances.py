@@ -1345,6 +1345,25 @@ class GatewaysAndLoad(InstanceTestCase):
         dop = self.assertAccepted(self.delete(iid, SLOW, True, gw=0))
         self.wait_gone(iid, dop, gw=1)
 
+    def test_request_identity_and_b3_trace_reach_the_worker_log(self):
+        """Request Identity: the header is echoed, and travels with the job (and Cloud Foundry's
+        B3 tracing headers with it) into the worker's log lines."""
+        iid = new_id()
+        trace = "463ac35c9f6413ad48485a3953bb6124"
+        c = self.client(0)
+        r = c.request("PUT", self.path(iid, accepts_incomplete="true"), body_for(FAST),
+                      headers={"X-Broker-API-Request-Identity": "req-" + iid,
+                               "X-B3-TraceId": trace, "X-B3-SpanId": "a2fb4a1d1a96d312"})
+        self.assertEqual(r.status, 202, r.body)
+        self.assertEqual(r.header("X-Broker-API-Request-Identity"), "req-" + iid)
+        self.wait_state(iid, "succeeded", r.json()["operation"])
+
+        def logged():
+            return any(("request_id=req-" + iid) in w.log() and trace in w.log()
+                       for w in self.workers)
+
+        harness.wait_until(logged, 5, "the worker to log the request identity and trace")
+
     def test_200_async_provisions_across_both_gateways_all_succeed(self):
         """Asynchronous Operations: every accepted (202) provision reaches "succeeded"; 200 of
         them spread over both gateways from 8 client threads."""

@@ -39,6 +39,8 @@ enum setting_type {
     SETTING_BOOL,
     SETTING_INT,
     SETTING_STRING,
+    SETTING_STRING_ARRAY, /* a non-empty array of non-empty strings */
+    SETTING_STRING_MAP,   /* an object whose values are strings */
 };
 
 /* One key a plan's "osbq" object may hold. */
@@ -51,7 +53,7 @@ struct setting {
 };
 
 /* A new backend adds its name here and its keys to the table below. */
-static const char *const backends[] = {"sim", NULL};
+static const char *const backends[] = {"sim", "redis", "exec", NULL};
 
 static const struct setting settings[] = {
     {.key = "backend", .type = SETTING_STRING},
@@ -75,6 +77,11 @@ static const struct setting settings[] = {
     {.key = "fail_on", .type = SETTING_STRING, .backend = "sim"},
     {.key = "crash_on", .type = SETTING_STRING, .backend = "sim"},
     {.key = "hang_on", .type = SETTING_STRING, .backend = "sim"},
+    {.key = "target_url_env", .type = SETTING_STRING, .backend = "redis"},
+    {.key = "acl", .type = SETTING_STRING, .backend = "redis"},
+    {.key = "command", .type = SETTING_STRING_ARRAY, .backend = "exec"},
+    {.key = "timeout_ms", .type = SETTING_INT, .min = 1, .max = 7 * DAY_MS, .backend = "exec"},
+    {.key = "env", .type = SETTING_STRING_MAP, .backend = "exec"},
 };
 
 /* Spec: "The only permissions currently supported are ...". */
@@ -408,6 +415,26 @@ static int check_setting(struct check *c, const struct setting *s, json_t *v)
         if (!json_is_string(v))
             return fail(c, "must be a string");
         break;
+    case SETTING_STRING_ARRAY: {
+        size_t i;
+        json_t *item;
+        if (!json_is_array(v) || json_array_size(v) == 0)
+            return fail(c, "must be a non-empty array of strings");
+        json_array_foreach (v, i, item)
+            if (!json_is_string(item) || json_string_length(item) == 0)
+                return fail(c, "must be a non-empty array of non-empty strings");
+        break;
+    }
+    case SETTING_STRING_MAP: {
+        const char *name;
+        json_t *item;
+        if (!json_is_object(v))
+            return fail(c, "must be an object of strings");
+        json_object_foreach (v, name, item)
+            if (!json_is_string(item))
+                return fail(c, "must be an object of strings (\"%s\" is not)", name);
+        break;
+    }
     case SETTING_INT:
         if (!json_is_integer(v) || json_integer_value(v) < s->min || json_integer_value(v) > s->max)
             return fail(c,

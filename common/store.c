@@ -22,7 +22,38 @@ struct osbq_store {
     size_t idle_count;                  /* entries used in idle */
     char script_sha[SCRIPT_COUNT][41];  /* SHA1 of each loaded script, "" until loaded; guarded
                                          * by lock */
+    int64_t down_until_ms;              /* Redis failed: fail fast until then (monotonic ms);
+                                         * guarded by lock */
+    bool probing;                       /* one caller is trying Redis again; guarded by lock */
 };
+
+/* After a failure, calls fail at once for this long, then one caller probes Redis again: while
+ * Redis is away, requests get their 503 at once instead of each waiting for a timeout. */
+#define STORE_DOWN_MS 250
+
+static int64_t monotonic_ms(void)
+{
+    struct timespec ts;
+    (void)clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Records that Redis failed: idle connections are dropped (they may be dead too) and callers
+ * fail fast for STORE_DOWN_MS. */
+static void store_mark_down(struct osbq_store *store)
+{
+    redisContext *stale[STORE_IDLE_MAX];
+    size_t n;
+    pthread_mutex_lock(&store->lock);
+    store->down_until_ms = monotonic_ms() + STORE_DOWN_MS;
+    store->probing = false;
+    n = store->idle_count;
+    memcpy(stale, store->idle, n * sizeof stale[0]);
+    store->idle_count = 0;
+    pthread_mutex_unlock(&store->lock);
+    for (size_t i = 0; i < n; i++)
+        redisFree(stale[i]);
+}
 
 struct osbq_store *osbq_store_new(const struct osbq_config *cfg)
 {
@@ -96,21 +127,45 @@ out_free:
     return NULL;
 }
 
-/* Takes an idle connection or opens a new one. */
+/* Takes an idle connection or opens a new one. While Redis is marked down, fails at once unless
+ * this caller is the one probe. */
 static redisContext *store_acquire(struct osbq_store *store, struct osbq_error *err)
 {
     redisContext *c = NULL;
+    bool probe = false;
     pthread_mutex_lock(&store->lock);
+    if (store->down_until_ms != 0) {
+        if (store->probing || monotonic_ms() < store->down_until_ms) {
+            pthread_mutex_unlock(&store->lock);
+            osbq_error_set(err, OSBQ_ERR_UNAVAILABLE, "redis unavailable (it failed just now)");
+            return NULL;
+        }
+        store->probing = probe = true;
+    }
     if (store->idle_count > 0)
         c = store->idle[--store->idle_count];
     pthread_mutex_unlock(&store->lock);
-    return c ? c : store_connect(store, err);
+    if (c == NULL)
+        c = store_connect(store, err);
+    if (c == NULL)
+        store_mark_down(store);
+    else if (probe) {
+        /* The probe connected: the next failure, if any, marks Redis down again. */
+        pthread_mutex_lock(&store->lock);
+        store->down_until_ms = 0;
+        store->probing = false;
+        pthread_mutex_unlock(&store->lock);
+    }
+    return c;
 }
 
 /* Returns a connection for reuse, or closes it when it failed (hiredis contexts are not
  * reusable after an error) or the pool is full. */
 static void store_release(struct osbq_store *store, redisContext *c)
 {
+    /* I/O errors and timeouts mean Redis is away; a protocol error does not. */
+    if (c->err == REDIS_ERR_IO || c->err == REDIS_ERR_EOF)
+        store_mark_down(store);
     if (c->err == 0) {
         pthread_mutex_lock(&store->lock);
         if (store->idle_count < STORE_IDLE_MAX) {
@@ -855,8 +910,8 @@ void osbq_binding_clear(struct osbq_binding *binding)
 }
 
 int osbq_store_recover(struct osbq_store *store, unsigned limit, unsigned max_attempts,
-                       int64_t claim_timeout_ms, struct osbq_recovery_item **items, size_t *count,
-                       struct osbq_error *err)
+                       int64_t claim_timeout_ms, bool can_resend, struct osbq_recovery_item **items,
+                       size_t *count, struct osbq_error *err)
 {
     char queue[STORE_KEY_MAX], now[24], limit_text[12], attempts[12], timeout[24], prefix[96];
     if (osbq_store_key(store, queue, sizeof queue, "queue") < 0)
@@ -866,8 +921,9 @@ int osbq_store_recover(struct osbq_store *store, unsigned limit, unsigned max_at
     (void)snprintf(attempts, sizeof attempts, "%u", max_attempts);
     (void)snprintf(timeout, sizeof timeout, "%" PRId64, claim_timeout_ms);
     (void)snprintf(prefix, sizeof prefix, "%s:", store->cfg->namespace_);
-    const char *argv[] = {queue, now, limit_text, attempts, timeout, prefix};
-    redisReply *reply = store_eval(store, SCRIPT_RECOVER, 1, 6, argv, NULL, err);
+    const char *argv[] = {
+        queue, now, limit_text, attempts, timeout, prefix, can_resend ? "1" : "0"};
+    redisReply *reply = store_eval(store, SCRIPT_RECOVER, 1, 7, argv, NULL, err);
     if (reply == NULL)
         return -1;
     int rc = -1;

@@ -242,11 +242,12 @@ struct osbq_recovery_item {
 
 /* Takes up to limit operations whose claim never came (claim_timeout_ms after they were
  * accepted or last sent) or whose lease ran out, moving each one's due time forward so no
- * other process takes it too. Operations claimed max_attempts times are marked for abandon.
- * Returns 0 with *items (count *count; free with osbq_recovery_free), or -1 with err. */
+ * other process takes it too. Operations claimed max_attempts times are marked for abandon;
+ * the others are taken only when can_resend (a worker has room). Returns 0 with *items (count
+ * *count; free with osbq_recovery_free), or -1 with err. */
 int osbq_store_recover(struct osbq_store *store, unsigned limit, unsigned max_attempts,
-                       int64_t claim_timeout_ms, struct osbq_recovery_item **items, size_t *count,
-                       struct osbq_error *err);
+                       int64_t claim_timeout_ms, bool can_resend, struct osbq_recovery_item **items,
+                       size_t *count, struct osbq_error *err);
 void osbq_recovery_free(struct osbq_recovery_item *items, size_t count);
 
 /* Fails an operation whose attempts are used up, as osbq_store_finish would, whoever held it.

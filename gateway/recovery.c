@@ -68,16 +68,15 @@ static void abandon(struct recovery *r, const struct osbq_recovery_item *item)
 static void scan(struct recovery *r, bool *warned)
 {
     /* Without a worker with room there is nobody to resend to: jobs that only wait for one are
-     * not lost, and resending them would only queue copies. */
+     * not lost, and resending them would only queue copies. Giving up on an operation that used
+     * up its attempts needs no worker, so that goes on. */
     struct dispatch_stats stats;
     dispatch_get_stats(r->dispatch, &stats);
-    if (stats.free_slots == 0)
-        return;
     struct osbq_recovery_item *items = NULL;
     size_t count = 0;
     struct osbq_error err = {0};
     if (osbq_store_recover(r->store, RECOVERY_BATCH, r->cfg->max_attempts, r->cfg->claim_timeout_ms,
-                           &items, &count, &err) < 0) {
+                           stats.free_slots > 0, &items, &count, &err) < 0) {
         if (!*warned)
             log_warnx("recovery scan failed (%s), retrying", err.text);
         *warned = true;

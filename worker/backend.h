@@ -66,6 +66,13 @@ struct backend {
 /* The simulator (backend_sim.c). */
 extern const struct backend backend_sim;
 
+/* A key prefix per instance and an ACL user per binding on a shared Redis server
+ * (backend_redis.c). */
+extern const struct backend backend_redis;
+
+/* Runs the operator's program once per operation, the job on its stdin (backend_exec.c). */
+extern const struct backend backend_exec;
+
 /* The backend called name; borrowed (static), NULL when no backend has that name. */
 const struct backend *backend_find(const char *name);
 

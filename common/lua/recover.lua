@@ -2,7 +2,8 @@
 -- caller: its due time moves forward in the same step, so a concurrent scan skips it.
 -- KEYS: 1 queue zset
 -- ARGV: 1 now (ms), 2 most operations to return, 3 attempt limit (claims), 4 claim timeout (ms),
---       5 key prefix "<ns>:"
+--       5 key prefix "<ns>:", 6 "1" when the caller can resend (a worker has room), else "0":
+--       then only operations to abandon are taken
 -- Returns a list of {operation id, "resend"|"abandon", claims so far, encoded job or ""}.
 local queue, now, limit = KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[3])
 local next_due = now + tonumber(ARGV[4])
@@ -17,10 +18,11 @@ for _, op_id in ipairs(due) do
   elseif state == 'running' and tonumber(rec[2] or '0') >= now then
     -- renewed since it was scored: score it by its lease again
     redis.call('ZADD', queue, rec[2], op_id)
-  elseif state == 'running' and claims >= limit then
+  elseif claims >= limit then
+    -- Used up: its lease ran out, or it was given back (deadline, shutdown), that many times.
     redis.call('ZADD', queue, next_due, op_id)
     table.insert(out, {op_id, 'abandon', claims, ''})
-  else
+  elseif ARGV[6] == '1' then
     if state == 'running' then
       -- The lease ran out: the worker died or hangs. Its late outcome will be refused.
       redis.call('HSET', op, 'state', 'queued')

@@ -377,3 +377,99 @@ def redis_find(redis, needle, pattern="*"):
             if needle in (field or "") or needle in (value or ""):
                 found.append((key, field))
     return found
+
+
+# ---- Helpers for the fault tests (test_faults.py) ----
+
+import resource as _resource
+
+_WORKER_STARTED = _re.compile(r"started: id (\S+),")
+
+
+def worker_id(worker, timeout_s=START_TIMEOUT_S):
+    """The id a worker logs when it starts (waits for that line)."""
+    found = []
+
+    def logged():
+        m = _WORKER_STARTED.search(worker.log())
+        if m:
+            found.append(m.group(1))
+            return True
+        if not worker.alive():
+            raise AssertionError("%s exited before logging its id:\n%s"
+                                 % (worker.name, worker.log()))
+        return False
+
+    wait_until(logged, timeout_s, "%s to log its id" % worker.name)
+    return found[0]
+
+
+def kill(process, signo=signal.SIGKILL, timeout_s=STOP_TIMEOUT_S):
+    """Sends signo to one process the harness started (by its PID) and waits until it ended;
+    returns its exit status (negative: the signal that ended it)."""
+    process.send_signal(signo)
+    return process.proc.wait(timeout=timeout_s)
+
+
+def _no_core_dump():
+    _resource.setrlimit(_resource.RLIMIT_CORE, (0, 0))
+
+
+class NoCoreProcess(Process):
+    """A Process that leaves no core file when it aborts (RLIMIT_CORE 0), for daemons a test
+    expects to crash."""
+
+    def __init__(self, name, argv, env, workdir):
+        self.name = name
+        self.log_path = os.path.join(workdir, name + ".log")
+        self._log = open(self.log_path, "wb")
+        self.proc = subprocess.Popen(argv, env=env, stdout=self._log, stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL, preexec_fn=_no_core_dump)
+
+
+def start_worker_no_core(stack, **overrides):
+    """Stack.start_worker for a worker expected to crash: no core file. Stack.stop() does not
+    count a worker that already died against the test (only a non-zero status on SIGTERM)."""
+    p = NoCoreProcess("worker-%d" % len(stack.processes), [WORKER], stack.env(**overrides),
+                      stack.workdir)
+    stack.processes.append(p)
+    return p
+
+
+class PersistentRedis(Redis):
+    """A redis-server with AOF on (appendfsync fsync), on a given port and directory, so a
+    new one started on the same port and directory finds the data of the last."""
+
+    def __init__(self, workdir, port=None, fsync="always", name="redis-aof-0"):
+        self.port = port or free_port()
+        self.workdir = workdir
+        self.fsync = fsync
+        Process.__init__(self, name, ["redis-server", "--port", str(self.port), "--bind",
+                                      "127.0.0.1", "--save", "", "--appendonly", "yes",
+                                      "--appendfsync", fsync, "--dir", workdir],
+                         dict(os.environ), workdir)
+        wait_until(self.ping, START_TIMEOUT_S, "redis-server (AOF) to answer PING")
+
+
+def use_persistent_redis(stack, fsync="always"):
+    """Replaces the redis-server of a stack that has no daemon yet with one with AOF on."""
+    old = stack.redis
+    old.stop()
+    new = PersistentRedis(stack.workdir, fsync=fsync)
+    stack.processes[stack.processes.index(old)] = new
+    stack.redis = new
+    return new
+
+
+def restart_redis(stack, signo=signal.SIGKILL, down_s=1.0):
+    """Ends the stack's PersistentRedis with signo (SIGKILL: a crash), keeps Redis away for
+    down_s, then starts a new redis-server on the same port and directory; returns it."""
+    old = stack.redis
+    kill(old, signo)
+    old.stop()  # closes its log, checks it
+    time.sleep(down_s)
+    generation = int(old.name.rsplit("-", 1)[1]) + 1
+    new = PersistentRedis(old.workdir, old.port, old.fsync, "redis-aof-%d" % generation)
+    stack.processes[stack.processes.index(old)] = new
+    stack.redis = new
+    return new

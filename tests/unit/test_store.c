@@ -333,13 +333,13 @@ static void test_recovery_resends_then_abandons(void **state)
     /* accepted with a claim deadline 30 s away: not due yet */
     assert_int_equal(begin(f, "provision", "r1", "i7", "d", "plan-a", NULL, NULL, NULL),
                      OSBQ_BEGIN_ACCEPTED);
-    assert_int_equal(osbq_store_recover(f->store, 100, 2, 1, &items, &count, &err), 0);
+    assert_int_equal(osbq_store_recover(f->store, 100, 2, 1, true, &items, &count, &err), 0);
     assert_null(find_item(items, count, "r1"));
     osbq_recovery_free(items, count);
     /* due now: its claim never came */
     redisReply *r = redisCommand(f->direct, "ZADD t:queue 1 r1");
     freeReplyObject(r);
-    assert_int_equal(osbq_store_recover(f->store, 100, 2, 10000, &items, &count, &err), 0);
+    assert_int_equal(osbq_store_recover(f->store, 100, 2, 10000, true, &items, &count, &err), 0);
     const struct osbq_recovery_item *it = find_item(items, count, "r1");
     assert_non_null(it);
     assert_false(it->abandon);
@@ -348,14 +348,15 @@ static void test_recovery_resends_then_abandons(void **state)
     assert_memory_equal(it->job, "job-bytes", 9);
     osbq_recovery_free(items, count);
     /* taken once: a second scan (another gateway) does not get it */
-    assert_int_equal(osbq_store_recover(f->store, 100, 2, 10000, &items, &count, &err), 0);
+    assert_int_equal(osbq_store_recover(f->store, 100, 2, 10000, true, &items, &count, &err), 0);
     assert_null(find_item(items, count, "r1"));
     osbq_recovery_free(items, count);
     /* two claims whose leases run out: resent once, then abandoned */
     for (int attempt = 1; attempt <= 2; attempt++) {
         assert_int_equal(claim(f, "r1", "w", 1), 1);
         nanosleep(&pause, NULL);
-        assert_int_equal(osbq_store_recover(f->store, 100, 2, 10000, &items, &count, &err), 0);
+        assert_int_equal(osbq_store_recover(f->store, 100, 2, 10000, true, &items, &count, &err),
+                         0);
         it = find_item(items, count, "r1");
         assert_non_null(it);
         assert_int_equal(it->claims, attempt);

@@ -1,0 +1,588 @@
+/* Tests of the exec backend against real programs (the scripts in tests/data/exec), called directly
+ * through backend_run with a hand-built call: success with progress and a result, failures
+ * (exit status, stderr tail, signal, timeout, invalid or oversized result), floods, the job on
+ * stdin, the environment, cancellation of the whole process group, and programs running at
+ * once. Labelled integration: every test spawns processes. */
+/* clang-format off: cmocka needs these before cmocka.h, in this order */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+/* clang-format on */
+
+#include <cmocka.h>
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "backend.h"
+#include "catalog.h"
+#include "job.h"
+
+#define EXEC_DIR    OSBQ_TEST_DATA_DIR "/exec/"
+#define MAX_REPORTS 64
+
+/* A plan running tests/data/exec/<script> through /bin/sh (no exec bit needed), with extra
+ * settings (a JSON fragment starting with a comma, or ""). */
+#define PLAN(id, script, extra)                                                                    \
+    "{\"id\": \"" id "\", \"name\": \"" id "\", \"description\": \"d\", \"osbq\": {\"backend\": "  \
+    "\"exec\", \"command\": [\"/bin/sh\", \"" EXEC_DIR script "\"]" extra "}}"
+
+/* clang-format off: one plan a line */
+static const char catalog_text[] =
+    "{\"services\": [{\"name\": \"exec\", \"id\": \"svc\", \"description\": \"d\","
+    " \"bindable\": true, \"plans\": [" PLAN("success", "success.sh", "") "," PLAN("echo", "echo_input.sh", "") "," PLAN("fail", "fail.sh", "") "," PLAN(
+        "fail-silent", "fail_silent.sh",
+        "") "," PLAN("sleep", "sleep.sh",
+                     ", \"timeout_ms\": 300") "," PLAN("flood", "flood.sh",
+                                                       "") "," PLAN("flood-result",
+                                                                    "flood_result.sh",
+                                                                    "") "," PLAN("bad-json",
+                                                                                 "bad_json.sh",
+                                                                                 "") "," PLAN("sign"
+                                                                                              "al",
+                                                                                              "sign"
+                                                                                              "al."
+                                                                                              "sh",
+                                                                                              "") "," PLAN("env",
+                                                                                                           "env."
+                                                                                                           "sh",
+                                                                                                           ", "
+                                                                                                           "\"en"
+                                                                                                           "v\":"
+                                                                                                           " {"
+                                                                                                           "\"EX"
+                                                                                                           "TRA"
+                                                                                                           "\": "
+                                                                                                           "\"fr"
+                                                                                                           "om "
+                                                                                                           "plan"
+                                                                                                           "\", "
+                                                                                                           "\"OV"
+                                                                                                           "ERRI"
+                                                                                                           "DE\""
+                                                                                                           ": "
+                                                                                                           "\"ne"
+                                                                                                           "w\""
+                                                                                                           "}") "," PLAN("group",
+                                                                                                                         "group.sh",
+                                                                                                                         "") "," PLAN("ignore-stdin",
+                                                                                                                                      "ignore_stdin.sh",
+                                                                                                                                      "") ","
+                                                                                                                                          "{\"id\": \"missing\", \"name\": \"missing\", \"description\": \"d\", \"osbq\": {\"backend\": "
+                                                                                                                                          "\"exec\", \"command\": [\"/nonexistent/osbq-program\"]}}"
+                                                                                                                                          "]}]}";
+/* clang-format on */
+
+/* A backend call with callbacks that record what the backend does. */
+struct fake {
+    struct backend_call call;
+    char reports[MAX_REPORTS][256]; /* the first progress texts, in order */
+    int report_count;               /* progress calls made (may exceed MAX_REPORTS) */
+    char last_report[256];
+    atomic_bool cancel;
+    atomic_bool exiting;
+    bool cancel_on_pids; /* group.sh: cancel (and exit) once it reports its pids */
+    long pids[2];        /* what group.sh reported */
+    struct osbq_job job; /* strings are literals or owned by the test, never cleared here */
+    json_t *parameters;  /* owned */
+};
+
+static struct osbq_catalog *catalog;
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    (void)clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void fake_progress(struct backend_call *call, const char *description)
+{
+    struct fake *f = call->ctx;
+    if (f->report_count < MAX_REPORTS)
+        (void)snprintf(f->reports[f->report_count], sizeof f->reports[0], "%s", description);
+    (void)snprintf(f->last_report, sizeof f->last_report, "%s", description);
+    f->report_count++;
+    if (f->cancel_on_pids &&
+        sscanf(description, "pids %ld %ld (10%%)", &f->pids[0], &f->pids[1]) == 2) {
+        atomic_store(&f->exiting, true);
+        atomic_store(&f->cancel, true);
+    }
+}
+
+static bool fake_cancelled(struct backend_call *call)
+{
+    struct fake *f = call->ctx;
+    return atomic_load(&f->cancel);
+}
+
+static bool fake_exiting(struct backend_call *call)
+{
+    struct fake *f = call->ctx;
+    return atomic_load(&f->exiting);
+}
+
+static bool fake_wait(struct backend_call *call, int64_t ms)
+{
+    struct fake *f = call->ctx;
+    int64_t deadline = now_ms() + ms;
+    while (!atomic_load(&f->cancel) && now_ms() < deadline) {
+        struct timespec slice = {.tv_sec = 0, .tv_nsec = 1000000L};
+        nanosleep(&slice, NULL);
+    }
+    return !atomic_load(&f->cancel);
+}
+
+static void fake_init(struct fake *f, enum osbq_job_kind kind, const char *plan_id)
+{
+    memset(f, 0, sizeof *f);
+    atomic_init(&f->cancel, false);
+    atomic_init(&f->exiting, false);
+    f->job.operation_id = "op-1";
+    f->job.kind = kind;
+    f->job.instance_id = "inst-1";
+    f->job.plan_id = (char *)(uintptr_t)plan_id;
+    f->job.api_version = 217;
+    f->job.attempt = 1;
+    if (kind == OSBQ_JOB_BIND || kind == OSBQ_JOB_UNBIND)
+        f->job.binding_id = "bind-1";
+    f->call.job = &f->job;
+    f->call.plan = osbq_catalog_plan(catalog, plan_id);
+    assert_non_null(f->call.plan);
+    f->job.service_id = (char *)(uintptr_t)f->call.plan->service->id;
+    f->call.progress = fake_progress;
+    f->call.cancelled = fake_cancelled;
+    f->call.wait = fake_wait;
+    f->call.exiting = fake_exiting;
+    f->call.ctx = f;
+}
+
+static void fake_clear(struct fake *f)
+{
+    backend_call_clear(&f->call);
+    json_decref(f->parameters);
+    f->parameters = NULL;
+}
+
+static int run_exec(struct fake *f)
+{
+    return backend_run(backend_find("exec"), &f->call);
+}
+
+/* The binding's credentials, parsed (caller decrefs). */
+static json_t *credentials_of(const struct fake *f)
+{
+    assert_non_null(f->call.result.binding);
+    json_t *binding = json_loads(f->call.result.binding, 0, NULL);
+    assert_non_null(binding);
+    json_t *credentials = json_incref(json_object_get(binding, "credentials"));
+    json_decref(binding);
+    assert_true(json_is_object(credentials));
+    return credentials;
+}
+
+/* True once pid is gone or a zombie (its parent, maybe init, has not reaped it yet). */
+static bool process_gone(long pid)
+{
+    char path[64];
+    (void)snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return true;
+    char buf[512];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *paren = strrchr(buf, ')');
+    return paren == NULL || paren[1] == '\0' || paren[2] == 'Z' || paren[2] == 'X';
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    /* As the worker does (main.c): a program that exits without reading its whole stdin must
+     * give the writer EPIPE, not kill it. */
+    signal(SIGPIPE, SIG_IGN);
+    struct osbq_error err = {0};
+    if (osbq_catalog_load_text(catalog_text, sizeof catalog_text - 1, &catalog, &err) != 0) {
+        print_error("catalog: %s\n", err.text);
+        return -1;
+    }
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    osbq_catalog_destroy(&catalog);
+    return 0;
+}
+
+/* ---- tests ---- */
+
+static void test_find(void **state)
+{
+    (void)state;
+    const struct backend *b = backend_find("exec");
+    assert_non_null(b);
+    assert_string_equal(b->name, "exec");
+    assert_non_null(b->provision);
+    assert_non_null(b->update);
+    assert_non_null(b->deprovision);
+    assert_non_null(b->bind);
+    assert_non_null(b->unbind);
+}
+
+/* Progress lines become "<text> (<percent>%)"; malformed ones are ordinary output; the last
+ * progress text is the success description; the last line starting with '{' is the result. */
+static void test_bind_success(void **state)
+{
+    (void)state;
+    struct fake f;
+    fake_init(&f, OSBQ_JOB_BIND, "success");
+    assert_int_equal(run_exec(&f), 0);
+    assert_true(f.call.result.succeeded);
+    assert_int_equal(f.report_count, 2);
+    assert_string_equal(f.reports[0], "Creating database (40%)");
+    assert_string_equal(f.reports[1], "Done creating (100%)");
+    assert_string_equal(f.call.result.description, "Done creating");
+    json_t *binding = json_loads(f.call.result.binding, 0, NULL);
+    assert_non_null(binding);
+    /* Only the spec's binding fields: no dashboard_url, no unknown keys. */
+    assert_int_equal(json_object_size(binding), 3);
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(binding, "credentials"), "password")),
+        "p");
+    assert_true(json_is_array(json_object_get(binding, "endpoints")));
+    assert_true(json_is_object(json_object_get(binding, "metadata")));
+    assert_null(f.call.result.dashboard_url);
+    json_decref(binding);
+    fake_clear(&f);
+}
+
+static void test_provision_success(void **state)
+{
+    (void)state;
+    struct fake f;
+    fake_init(&f, OSBQ_JOB_PROVISION, "success");
+    assert_int_equal(run_exec(&f), 0);
+    assert_true(f.call.result.succeeded);
+    assert_null(f.call.result.binding);
+    assert_string_equal(f.call.result.dashboard_url, "https://dash.example/x");
+    assert_string_equal(f.call.result.metadata, "{\"labels\":{\"tier\":\"gold\"}}");
+    fake_clear(&f);
+
+    /* Without a result or progress: "Succeeded.". */
+    fake_init(&f, OSBQ_JOB_DEPROVISION, "ignore-stdin");
+    assert_int_equal(run_exec(&f), 0);
+    assert_true(f.call.result.succeeded);
+    assert_string_equal(f.call.result.description, "Succeeded.");
+    fake_clear(&f);
+}
+
+/* The job on stdin: exactly the pinned keys, nulls for what is absent. */
+static void test_stdin_fields(void **state)
+{
+    (void)state;
+    struct fake f;
+    fake_init(&f, OSBQ_JOB_BIND, "echo");
+    f.job.operation_id = "op-\"quoted\"";
+    f.job.context = "{\"platform\":\"cloudfoundry\"}";
+    f.job.bind_resource = "{\"app_guid\":\"app-1\"}";
+    f.job.predecessor_binding_id = "bind-0";
+    f.job.attempt = 3;
+    f.parameters = json_pack("{s:s}", "size", "small");
+    f.call.parameters = f.parameters;
+    assert_int_equal(run_exec(&f), 0);
+    assert_true(f.call.result.succeeded);
+    json_t *in = credentials_of(&f);
+    json_t *expected =
+        json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:{s:s}, s:{s:s}, s:{s:s}, s:s, s:i}", "kind",
+                  "bind", "operation_id", "op-\"quoted\"", "instance_id", "inst-1", "binding_id",
+                  "bind-1", "service_id", "svc", "plan_id", "echo", "parameters", "size", "small",
+                  "context", "platform", "cloudfoundry", "bind_resource", "app_guid", "app-1",
+                  "predecessor_binding_id", "bind-0", "attempt", 3);
+    assert_true(json_equal(in, expected));
+    json_decref(in);
+    json_decref(expected);
+    fake_clear(&f);
+
+    /* A provision: the optional fields are there, as null. */
+    fake_init(&f, OSBQ_JOB_UPDATE, "echo");
+    assert_int_equal(run_exec(&f), 0);
+    assert_true(f.call.result.succeeded);
+    assert_null(f.call.result.binding); /* an update has no binding */
+    fake_clear(&f);
+    fake_init(&f, OSBQ_JOB_BIND, "echo");
+    f.job.binding_id = NULL;
+    assert_int_equal(run_exec(&f), 0);
+    in = credentials_of(&f);
+    assert_int_equal(json_object_size(in), 11);
+    const char *nulls[] = {"binding_id", "parameters", "context", "bind_resource",
+                           "predecessor_binding_id"};
+    for (size_t i = 0; i < sizeof nulls / sizeof nulls[0]; i++)
+        assert_true(json_is_null(json_object_get(in, nulls[i])));
+    json_decref(in);
+    fake_clear(&f);
+}
+
+static void test_fail_stderr(void **state)
+{
+    (void)state;
+    struct fake f;
+    fake_init(&f, OSBQ_JOB_PROVISION, "fail");
+    assert_int_equal(run_exec(&f), 0);
+    assert_false(f.call.result.succeeded);
+    assert_false(f.call.result.instance_usable);
+    assert_string_equal(f.call.result.description,
+                        "first line of noise ERROR: database \"x\" is on fire");
+    fake_clear(&f);
+
+    fake_init(&f, OSBQ_JOB_UPDATE, "fail");
+    assert_int_equal(run_exec(&f), 0);
+    assert_false(f.call.result.succeeded);
+    assert_true(f.call.result.instance_usable);
+    assert_false(f.call.result.update_repeatable);
+    fake_clear(&f);
+}
+
+/* No stderr: the exit status; the failed program's result may say the instance is gone. */
+static void test_fail_silent(void **state)
+{
+    (void)state;
+    struct fake f;
+    fake_init(&f, OSBQ_JOB_DEPROVISION, "fail-silent");
+    assert_int_equal(run_exec(&f), 0);
+    assert_false(f.call.result.succeeded);
+    assert_string_equal(f.call.result.description, "The program exited with status 7.");
+    assert_false(f.call.result.instance_usable);
+    fake_clear(&f);
+}
+
+static void test_signal(void **state)
+{
+    (void)state;
+    struct fake f;
+    fake_init(&f, OSBQ_JOB_UNBIND, "signal");
+    assert_int_equal(run_exec(&f), 0);
+    assert_false(f.call.result.succeeded);
+    assert_string_equal(f.call.result.description, "The program was killed by signal 9.");
+    fake_clear(&f);
+}
+
+static void test_timeout(void **state)
+{
+    (void)state;
+    struct fake f;
+    fake_init(&f, OSBQ_JOB_PROVISION, "sleep");
+    int64_t start = now_ms();
+    assert_int_equal(run_exec(&f), 0);
+    int64_t took = now_ms() - start;
+    assert_false(f.call.result.succeeded);
+    assert_string_equal(f.call.result.description, "The program did not finish within 300 ms.");
+    assert_true(took >= 300);
+    assert_true(took < 2000); /* the shell and its sleep die on SIGTERM: no grace needed */
+    assert_string_equal(f.reports[0], "Sleeping (10%)");
+    fake_clear(&f);
+}
+
+static long max_rss_kb(void)
+{
+    struct rusage ru;
+    assert_int_equal(getrusage(RUSAGE_SELF, &ru), 0);
+    return ru.ru_maxrss;
+}
+
+/* Megabytes of output on both pipes: read to the end, nothing kept but bounded buffers, and
+ * the result after the flood still counts. */
+static void test_flood(void **state)
+{
+    (void)state;
+    long before = max_rss_kb();
+    struct fake f;
+    fake_init(&f, OSBQ_JOB_BIND, "flood");
+    int64_t start = now_ms();
+    assert_int_equal(run_exec(&f), 0);
+    assert_true(now_ms() - start < 20000);
+    assert_true(f.call.result.succeeded);
+    json_t *credentials = credentials_of(&f);
+    assert_true(json_is_true(json_object_get(credentials, "flooded")));
+    json_decref(credentials);
+    fake_clear(&f);
+    /* 11 MB went through; the backend keeps about 200 KB. */
+    assert_true(max_rss_kb() - before < 4096);
+
+    fake_init(&f, OSBQ_JOB_BIND, "flood-result");
+    assert_int_equal(run_exec(&f), 0);
+    assert_false(f.call.result.succeeded);
+    assert_null(f.call.result.binding);
+    assert_non_null(strstr(f.call.result.description, "is longer than 65536 bytes"));
+    fake_clear(&f);
+}
+
+static void test_bad_json(void **state)
+{
+    (void)state;
+    struct fake f;
+    fake_init(&f, OSBQ_JOB_BIND, "bad-json");
+    assert_int_equal(run_exec(&f), 0);
+    assert_false(f.call.result.succeeded);
+    assert_null(f.call.result.binding);
+    assert_string_equal(f.call.result.description,
+                        "The program's result (its last stdout line starting with '{') is not a "
+                        "valid JSON object.");
+    /* Never the program's output in a description. */
+    assert_null(strstr(f.call.result.description, "hunter2"));
+    fake_clear(&f);
+}
+
+/* The plan's env is added (overriding the worker's), the worker's OSBQ_* settings are not
+ * passed, the rest of its environment is. */
+static void test_env(void **state)
+{
+    (void)state;
+    assert_int_equal(setenv("OSBQ_BROKER_PASSWORD", "secret1", 1), 0);
+    assert_int_equal(setenv("OSBQ_REDIS_URL", "redis://secret2", 1), 0);
+    assert_int_equal(setenv("OSBQ_SECRET_KEY", "secret3", 1), 0);
+    assert_int_equal(setenv("OSBQ_ANYTHING", "secret4", 1), 0);
+    assert_int_equal(setenv("OVERRIDE", "old", 1), 0);
+    struct fake f;
+    fake_init(&f, OSBQ_JOB_BIND, "env");
+    assert_int_equal(run_exec(&f), 0);
+    assert_true(f.call.result.succeeded);
+    json_t *credentials = credentials_of(&f);
+    assert_string_equal(json_string_value(json_object_get(credentials, "extra")), "from plan");
+    assert_string_equal(json_string_value(json_object_get(credentials, "override")), "new");
+    assert_string_equal(json_string_value(json_object_get(credentials, "osbq")), "");
+    assert_true(json_is_true(json_object_get(credentials, "path_set")));
+    json_decref(credentials);
+    fake_clear(&f);
+    unsetenv("OSBQ_BROKER_PASSWORD");
+    unsetenv("OSBQ_REDIS_URL");
+    unsetenv("OSBQ_SECRET_KEY");
+    unsetenv("OSBQ_ANYTHING");
+    unsetenv("OVERRIDE");
+}
+
+/* A cancelled call kills the program's whole group (its grandchild too, even though both
+ * ignore SIGTERM, as the worker is exiting) and returns -1 without an outcome. */
+static void test_cancel_kills_group(void **state)
+{
+    (void)state;
+    struct fake f;
+    fake_init(&f, OSBQ_JOB_PROVISION, "group");
+    f.cancel_on_pids = true;
+    int64_t start = now_ms();
+    assert_int_equal(run_exec(&f), -1);
+    assert_true(now_ms() - start < 1500); /* exiting: SIGKILL at once, no grace */
+    assert_true(f.pids[0] > 0 && f.pids[1] > 0);
+    assert_null(f.call.result.description);
+    /* The program is reaped by the backend; the grandchild is reparented, so allow its new
+     * parent a moment. */
+    assert_true(process_gone(f.pids[0]));
+    for (int i = 0; i < 100 && !process_gone(f.pids[1]); i++) {
+        struct timespec ms10 = {.tv_sec = 0, .tv_nsec = 10000000L};
+        nanosleep(&ms10, NULL);
+    }
+    assert_true(process_gone(f.pids[1]));
+    assert_int_equal(kill((pid_t)f.pids[0], 0) < 0 ? errno : 0, ESRCH); /* reaped, no zombie */
+    fake_clear(&f);
+
+    /* Cancelled before it starts: nothing runs. */
+    fake_init(&f, OSBQ_JOB_PROVISION, "success");
+    atomic_store(&f.cancel, true);
+    assert_int_equal(run_exec(&f), -1);
+    assert_int_equal(f.report_count, 0);
+    fake_clear(&f);
+}
+
+/* A job far larger than a pipe's buffer to a program that never reads it. */
+static void test_ignored_stdin(void **state)
+{
+    (void)state;
+    struct fake f;
+    fake_init(&f, OSBQ_JOB_PROVISION, "ignore-stdin");
+    size_t len = 4u * 1024u * 1024u;
+    char *big = malloc(len + 1);
+    assert_non_null(big);
+    memset(big, 'a', len);
+    big[len] = '\0';
+    f.parameters = json_pack("{s:s}", "big", big);
+    free(big);
+    f.call.parameters = f.parameters;
+    assert_int_equal(run_exec(&f), 0);
+    assert_true(f.call.result.succeeded);
+    fake_clear(&f);
+}
+
+static void test_missing_program(void **state)
+{
+    (void)state;
+    struct fake f;
+    fake_init(&f, OSBQ_JOB_BIND, "missing");
+    assert_int_equal(run_exec(&f), 0);
+    assert_false(f.call.result.succeeded);
+    assert_string_equal(f.call.result.description,
+                        "The broker could not start the service's program.");
+    fake_clear(&f);
+}
+
+#define PARALLEL 4
+
+static void *run_thread(void *arg)
+{
+    struct fake *f = arg;
+    (void)run_exec(f);
+    return NULL;
+}
+
+/* Programs run at once on different threads: four 200 ms programs take about 200 ms. */
+static void test_parallel(void **state)
+{
+    (void)state;
+    static struct fake f[PARALLEL];
+    pthread_t threads[PARALLEL];
+    int64_t start = now_ms();
+    for (int i = 0; i < PARALLEL; i++) {
+        fake_init(&f[i], OSBQ_JOB_PROVISION, "ignore-stdin");
+        assert_int_equal(pthread_create(&threads[i], NULL, run_thread, &f[i]), 0);
+    }
+    for (int i = 0; i < PARALLEL; i++) {
+        assert_int_equal(pthread_join(threads[i], NULL), 0);
+        assert_true(f[i].call.result.succeeded);
+        fake_clear(&f[i]);
+    }
+    assert_true(now_ms() - start < 200 * PARALLEL - 100);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_find),
+        cmocka_unit_test(test_bind_success),
+        cmocka_unit_test(test_provision_success),
+        cmocka_unit_test(test_stdin_fields),
+        cmocka_unit_test(test_fail_stderr),
+        cmocka_unit_test(test_fail_silent),
+        cmocka_unit_test(test_signal),
+        cmocka_unit_test(test_timeout),
+        cmocka_unit_test(test_flood),
+        cmocka_unit_test(test_bad_json),
+        cmocka_unit_test(test_env),
+        cmocka_unit_test(test_cancel_kills_group),
+        cmocka_unit_test(test_ignored_stdin),
+        cmocka_unit_test(test_missing_program),
+        cmocka_unit_test(test_parallel),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

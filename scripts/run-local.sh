@@ -36,7 +36,14 @@ if [ ! -s "$var/broker-password" ]; then
   (umask 077; head -c 18 /dev/urandom | base64 | tr '+/' '-_' >"$var/broker-password")
 fi
 redis_port=$(free_port_from 6390)
+target_port=$(free_port_from $((redis_port + 1)))
 bus_port=$(free_port_from 5555)
+# The `redis` service's shared server (see the README walk-through); its admin password is made
+# once and kept, like the broker's.
+if [ ! -s "$var/target-password" ]; then
+  (umask 077; head -c 18 /dev/urandom | base64 | tr '+/' '-_' >"$var/target-password")
+fi
+mkdir -p "$var/redis-target"
 
 pids=()
 stopping=0
@@ -52,8 +59,13 @@ trap stop_all INT TERM EXIT
 redis-server --port "$redis_port" --bind 127.0.0.1 --dir "$var/redis" \
   --appendonly yes --appendfsync everysec --save "" --logfile "$var/redis.log" &
 pids+=($!)
+redis-server --port "$target_port" --bind 127.0.0.1 --dir "$var/redis-target" \
+  --appendonly yes --appendfsync everysec --save "" --logfile "$var/redis-target.log" \
+  --requirepass "$(cat "$var/target-password")" &
+pids+=($!)
 
 export OSBQ_REDIS_URL="redis://127.0.0.1:$redis_port/0"
+export OSBQ_REDIS_TARGET_URL="redis://:$(cat "$var/target-password")@127.0.0.1:$target_port/0"
 export OSBQ_CATALOG="${OSBQ_CATALOG:-$top/examples/catalog.json}"
 export OSBQ_BROKER_USERNAME=osbq
 export OSBQ_BROKER_PASSWORD_FILE="$var/broker-password"
@@ -72,7 +84,8 @@ done
 password=$(cat "$var/broker-password")
 cat <<TEXT
 
-osbq is running on http://127.0.0.1:$port (Redis on 127.0.0.1:$redis_port, data in var/redis)
+osbq is running on http://127.0.0.1:$port (Redis on 127.0.0.1:$redis_port, data in var/redis;
+the redis service's shared server on 127.0.0.1:$target_port)
   user name: osbq
   password:  $password
 Try:

@@ -218,7 +218,7 @@ static void test_example_catalog(void **state)
     assert_body_matches(cat, input);
     json_decref(input);
 
-    assert_int_equal(osbq_catalog_service_count(cat), 2);
+    assert_int_equal(osbq_catalog_service_count(cat), 3);
     const struct osbq_service *sim = osbq_catalog_service_at(cat, 0);
     assert_string_equal(sim->name, "osbq-sim");
     assert_int_equal(sim->plan_count, 3);
@@ -234,6 +234,11 @@ static void test_example_catalog(void **state)
     assert_string_equal(logs->name, "osbq-sim-logs");
     assert_string_equal(logs->requires_list[0], "syslog_drain");
     assert_null(logs->requires_list[1]);
+
+    const struct osbq_service *redis = osbq_catalog_service_at(cat, 2);
+    assert_string_equal(redis->name, "osbq-redis");
+    for (size_t i = 0; i < redis->plan_count; i++)
+        assert_string_equal(redis->plans[i].backend, "redis");
     osbq_catalog_destroy(&cat);
 }
 

@@ -16,67 +16,35 @@
 #include "log.h"
 #include "recovery.h"
 #include "registry.h"
+#include "startup.h"
 #include "store.h"
 
 #define PROG "osbq-gateway"
 
-static void usage(FILE *out)
-{
-    fprintf(out, "usage: " PROG " [--help | --version]\n"
-                 "The HTTP gateway of osbq, an Open Service Broker (API 2.0 to 2.17).\n"
-                 "It is configured through the environment only.\n\n");
-    osbq_config_print_help(out, OSBQ_ROLE_GATEWAY);
-}
-
-/* Start-up failure: one line naming what is wrong, then exit non-zero. */
-static void die(const char *what, const struct osbq_error *err)
-{
-    fprintf(stderr, PROG ": %s%s%s\n", what ? what : "", what ? ": " : "", err->text);
-    exit(1);
-}
+static const struct osbq_startup startup = {
+    .prog = PROG,
+    .version = OSBQ_VERSION,
+    .about = "The HTTP gateway of osbq, an Open Service Broker (API 2.0 to 2.17).",
+    .role = OSBQ_ROLE_GATEWAY,
+};
 
 int main(int argc, char **argv)
 {
-    if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
-        usage(stdout);
-        return 0;
-    }
-    if (argc == 2 && strcmp(argv[1], "--version") == 0) {
-        printf(PROG " %s\n", OSBQ_VERSION);
-        return 0;
-    }
-    if (argc != 1) {
-        usage(stderr);
-        return 2;
-    }
-
-    /* Every thread started below inherits this mask; only main receives the signals. */
+    osbq_startup_args(&startup, argc, argv);
     sigset_t stop_signals;
-    sigemptyset(&stop_signals);
-    sigaddset(&stop_signals, SIGINT);
-    sigaddset(&stop_signals, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
-    signal(SIGPIPE, SIG_IGN);
+    osbq_startup_block_signals(&stop_signals);
 
     struct osbq_error err = {0};
     struct osbq_config cfg;
-    if (osbq_config_load(&cfg, OSBQ_ROLE_GATEWAY, NULL, NULL, &err) < 0)
-        die(NULL, &err);
-    osbq_log_init(PROG, cfg.log_level);
-
     struct osbq_catalog *catalog = NULL;
-    if (osbq_catalog_load_file(cfg.catalog_path, &catalog, &err) < 0) {
-        char what[600];
-        (void)snprintf(what, sizeof what, "OSBQ_CATALOG: %s", cfg.catalog_path);
-        die(what, &err);
-    }
+    osbq_startup_load(&startup, &cfg, &catalog);
     int listen_fd = http_listen(&cfg.listen, &err);
     if (listen_fd < 0)
-        die("OSBQ_LISTEN", &err);
+        osbq_startup_die(&startup, "OSBQ_LISTEN", &err);
     osbq_bus_init();
     zsock_t *bus = osbq_bus_gateway_bind(cfg.bus_bind, &err);
     if (bus == NULL)
-        die("OSBQ_BUS_BIND", &err);
+        osbq_startup_die(&startup, "OSBQ_BUS_BIND", &err);
 
     struct gateway gw = {.cfg = &cfg, .catalog = catalog};
     gw.store = osbq_store_new(&cfg);
@@ -97,7 +65,7 @@ int main(int argc, char **argv)
         fatalx("%s", err.text);
     struct http_server *server = http_start(&gw, listen_fd, &err);
     if (server == NULL)
-        die("OSBQ_LISTEN", &err);
+        osbq_startup_die(&startup, "OSBQ_LISTEN", &err);
     struct registry *registry = registry_start(gw.store, cfg.bus_advertise, &err);
     if (registry == NULL)
         fatalx("%s", err.text);

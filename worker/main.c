@@ -21,6 +21,7 @@
 #include "job.h"
 #include "log.h"
 #include "runner.h"
+#include "startup.h"
 #include "store.h"
 
 #define PROG "osbq-worker"
@@ -49,19 +50,12 @@ struct worker {
     int64_t stop_deadline_ms;  /* when running jobs get cancelled */
 };
 
-static void usage(FILE *out)
-{
-    fprintf(out, "usage: " PROG " [--help | --version]\n"
-                 "The worker of osbq, an Open Service Broker: runs the jobs gateways send.\n"
-                 "It is configured through the environment only.\n\n");
-    osbq_config_print_help(out, OSBQ_ROLE_WORKER);
-}
-
-static void die(const char *what, const struct osbq_error *err)
-{
-    fprintf(stderr, PROG ": %s%s%s\n", what ? what : "", what ? ": " : "", err->text);
-    exit(1);
-}
+static const struct osbq_startup startup = {
+    .prog = PROG,
+    .version = OSBQ_VERSION,
+    .about = "The worker of osbq, an Open Service Broker: runs the jobs gateways send.",
+    .role = OSBQ_ROLE_WORKER,
+};
 
 static int64_t now_ms(void)
 {
@@ -215,27 +209,11 @@ static void run(struct worker *w)
 
 int main(int argc, char **argv)
 {
-    if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
-        usage(stdout);
-        return 0;
-    }
-    if (argc == 2 && strcmp(argv[1], "--version") == 0) {
-        printf(PROG " %s\n", OSBQ_VERSION);
-        return 0;
-    }
-    if (argc != 1) {
-        usage(stderr);
-        return 2;
-    }
-
+    osbq_startup_args(&startup, argc, argv);
     /* Blocked before any thread starts (czmq's, the runner's), so every thread inherits the
      * mask and the signals arrive only through signal_fd. */
     sigset_t stop_signals;
-    sigemptyset(&stop_signals);
-    sigaddset(&stop_signals, SIGINT);
-    sigaddset(&stop_signals, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
-    signal(SIGPIPE, SIG_IGN);
+    osbq_startup_block_signals(&stop_signals);
 
     /* Static, like the catalog and the store: runner threads left behind in a stuck backend
      * (runner_destroy) may use them until the process exits, so they are not freed then, and
@@ -244,14 +222,7 @@ int main(int argc, char **argv)
     static struct osbq_catalog *catalog;
     static struct osbq_store *store;
     struct osbq_error err = {0};
-    if (osbq_config_load(&cfg, OSBQ_ROLE_WORKER, NULL, NULL, &err) < 0)
-        die(NULL, &err);
-    osbq_log_init(PROG, cfg.log_level);
-    if (osbq_catalog_load_file(cfg.catalog_path, &catalog, &err) < 0) {
-        char what[600];
-        (void)snprintf(what, sizeof what, "OSBQ_CATALOG: %s", cfg.catalog_path);
-        die(what, &err);
-    }
+    osbq_startup_load(&startup, &cfg, &catalog);
     if (sodium_init() < 0)
         fatalx("libsodium cannot start");
     char id[320];

@@ -1,0 +1,63 @@
+/* What both binaries do first: command line, signals, configuration and catalog. */
+#include "startup.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+
+static void usage(const struct osbq_startup *s, FILE *out)
+{
+    fprintf(out,
+            "usage: %s [--help | --version]\n%s\nIt is configured through the environment "
+            "only.\n\n",
+            s->prog, s->about);
+    osbq_config_print_help(out, s->role);
+}
+
+void osbq_startup_args(const struct osbq_startup *s, int argc, char **argv)
+{
+    if (argc == 1)
+        return;
+    if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+        usage(s, stdout);
+        exit(0);
+    }
+    if (argc == 2 && strcmp(argv[1], "--version") == 0) {
+        printf("%s %s\n", s->prog, s->version);
+        exit(0);
+    }
+    usage(s, stderr);
+    exit(2);
+}
+
+void osbq_startup_block_signals(sigset_t *stop)
+{
+    sigemptyset(stop);
+    sigaddset(stop, SIGINT);
+    sigaddset(stop, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, stop, NULL);
+    signal(SIGPIPE, SIG_IGN);
+}
+
+void osbq_startup_die(const struct osbq_startup *s, const char *what, const struct osbq_error *err)
+{
+    fprintf(stderr, "%s: %s%s%s\n", s->prog, what ? what : "", what ? ": " : "", err->text);
+    exit(1);
+}
+
+void osbq_startup_load(const struct osbq_startup *s, struct osbq_config *cfg,
+                       struct osbq_catalog **catalog)
+{
+    struct osbq_error err = {0};
+    if (osbq_config_load(cfg, s->role, NULL, NULL, &err) < 0)
+        osbq_startup_die(s, NULL, &err);
+    osbq_log_init(s->prog, cfg->log_level);
+    if (osbq_catalog_load_file(cfg->catalog_path, catalog, &err) < 0) {
+        char what[600];
+        (void)snprintf(what, sizeof what, "OSBQ_CATALOG: %s", cfg->catalog_path);
+        osbq_startup_die(s, what, &err);
+    }
+}

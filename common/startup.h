@@ -1,0 +1,37 @@
+/* What both binaries do first: answer --help and --version, block the stop signals, and load
+ * the configuration and the catalog, stopping with one line that names what is wrong. */
+#ifndef OSBQ_STARTUP_H
+#define OSBQ_STARTUP_H
+
+#include <signal.h>
+
+#include "catalog.h"
+#include "config.h"
+#include "error.h"
+
+/* Who is starting. */
+struct osbq_startup {
+    const char *prog;    /* the binary's name, first on every start-up error line */
+    const char *version; /* printed by --version */
+    const char *about;   /* one line for --help */
+    enum osbq_role role; /* which variables it reads */
+};
+
+/* Handles the command line: --help/-h and --version print and exit 0; anything else but no
+ * argument prints the usage and exits 2. */
+void osbq_startup_args(const struct osbq_startup *s, int argc, char **argv);
+
+/* Blocks SIGINT and SIGTERM (call before any thread starts, so every thread inherits the mask
+ * and only the main thread receives them) and ignores SIGPIPE. *stop gets the two signals. */
+void osbq_startup_block_signals(sigset_t *stop);
+
+/* Prints "<prog>: [<what>: ]<err->text>" and exits 1. */
+void osbq_startup_die(const struct osbq_startup *s, const char *what, const struct osbq_error *err)
+    __attribute__((noreturn));
+
+/* Loads and checks the configuration, starts logging, and loads the catalog (*catalog: caller
+ * frees with osbq_catalog_destroy); stops the process with one line on the first problem. */
+void osbq_startup_load(const struct osbq_startup *s, struct osbq_config *cfg,
+                       struct osbq_catalog **catalog);
+
+#endif

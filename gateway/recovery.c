@@ -2,7 +2,6 @@
  * (common/lua/recover.lua) and resends or abandons them. */
 #include "recovery.h"
 
-#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,18 +9,17 @@
 
 #include "job.h"
 #include "log.h"
+#include "periodic.h"
 
 /* Operations taken per scan: bounds one scan's work; the rest wait for the next. */
 #define RECOVERY_BATCH 200
 
 struct recovery {
-    const struct osbq_config *cfg; /* borrowed */
-    struct osbq_store *store;      /* borrowed */
-    struct dispatch *dispatch;     /* borrowed: where resent jobs go */
-    pthread_mutex_t lock;          /* guards stopping, with wake */
-    pthread_cond_t wake;           /* signalled to stop */
-    bool stopping;                 /* set by recovery_stop */
-    pthread_t thread;              /* the loop */
+    const struct osbq_config *cfg;  /* borrowed */
+    struct osbq_store *store;       /* borrowed */
+    struct dispatch *dispatch;      /* borrowed: where resent jobs go */
+    bool warned;                    /* the last scan failed (logged once) */
+    struct osbq_periodic *periodic; /* the scanning thread */
 };
 
 /* Sends the job again with its attempt number raised to the next claim. */
@@ -65,8 +63,9 @@ static void abandon(struct recovery *r, const struct osbq_recovery_item *item)
         log_warnx("operation %s: failed after %u attempts", item->operation_id, item->claims);
 }
 
-static void scan(struct recovery *r, bool *warned)
+static void scan(void *arg)
 {
+    struct recovery *r = arg;
     /* Without a worker with room there is nobody to resend to: jobs that only wait for one are
      * not lost, and resending them would only queue copies. Giving up on an operation that used
      * up its attempts needs no worker, so that goes on. */
@@ -77,12 +76,12 @@ static void scan(struct recovery *r, bool *warned)
     struct osbq_error err = {0};
     if (osbq_store_recover(r->store, RECOVERY_BATCH, r->cfg->max_attempts, r->cfg->claim_timeout_ms,
                            stats.free_slots > 0, &items, &count, &err) < 0) {
-        if (!*warned)
+        if (!r->warned)
             log_warnx("recovery scan failed (%s), retrying", err.text);
-        *warned = true;
+        r->warned = true;
         return;
     }
-    *warned = false;
+    r->warned = false;
     for (size_t i = 0; i < count; i++) {
         if (items[i].abandon)
             abandon(r, &items[i]);
@@ -92,52 +91,23 @@ static void scan(struct recovery *r, bool *warned)
     osbq_recovery_free(items, count);
 }
 
-static void *recovery_thread(void *arg)
-{
-    struct recovery *r = arg;
-    bool warned = false;
-    pthread_mutex_lock(&r->lock);
-    while (!r->stopping) {
-        pthread_mutex_unlock(&r->lock);
-        scan(r, &warned);
-        struct timespec until;
-        (void)clock_gettime(CLOCK_REALTIME, &until);
-        long ns = until.tv_nsec + (long)(r->cfg->recovery_interval_ms % 1000) * 1000000L;
-        until.tv_sec += (time_t)(r->cfg->recovery_interval_ms / 1000) + ns / 1000000000L;
-        until.tv_nsec = ns % 1000000000L;
-        pthread_mutex_lock(&r->lock);
-        while (!r->stopping && pthread_cond_timedwait(&r->wake, &r->lock, &until) == 0)
-            ;
-    }
-    pthread_mutex_unlock(&r->lock);
-    return NULL;
-}
-
 struct recovery *recovery_start(const struct osbq_config *cfg, struct osbq_store *store,
                                 struct dispatch *dispatch, struct osbq_error *err)
 {
     struct recovery *r = calloc(1, sizeof *r);
-    if (r == NULL)
-        goto out_fail;
+    if (r == NULL) {
+        osbq_error_set(err, OSBQ_ERR_INTERNAL, "out of memory");
+        return NULL;
+    }
     r->cfg = cfg;
     r->store = store;
     r->dispatch = dispatch;
-    if (pthread_mutex_init(&r->lock, NULL) != 0)
-        goto out_free;
-    if (pthread_cond_init(&r->wake, NULL) != 0)
-        goto out_mutex;
-    if (pthread_create(&r->thread, NULL, recovery_thread, r) != 0)
-        goto out_cond;
+    r->periodic = osbq_periodic_start(cfg->recovery_interval_ms, scan, r, err);
+    if (r->periodic == NULL) {
+        free(r);
+        return NULL;
+    }
     return r;
-out_cond:
-    pthread_cond_destroy(&r->wake);
-out_mutex:
-    pthread_mutex_destroy(&r->lock);
-out_free:
-    free(r);
-out_fail:
-    osbq_error_set(err, OSBQ_ERR_INTERNAL, "cannot start the recovery loop");
-    return NULL;
 }
 
 void recovery_stop(struct recovery **rp)
@@ -145,13 +115,7 @@ void recovery_stop(struct recovery **rp)
     struct recovery *r = rp ? *rp : NULL;
     if (r == NULL)
         return;
-    pthread_mutex_lock(&r->lock);
-    r->stopping = true;
-    pthread_cond_signal(&r->wake);
-    pthread_mutex_unlock(&r->lock);
-    pthread_join(r->thread, NULL);
-    pthread_cond_destroy(&r->wake);
-    pthread_mutex_destroy(&r->lock);
+    osbq_periodic_stop(&r->periodic);
     free(r);
     *rp = NULL;
 }

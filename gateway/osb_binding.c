@@ -121,32 +121,28 @@ static void accept_binding(const struct gateway *gw, const struct request *req,
                     "try again later.");
         return;
     }
-    int64_t timeout = a->plan ? a->plan->sync_timeout_ms : OSBQ_CATALOG_SYNC_TIMEOUT_MS_DEFAULT;
-    const char *running = got.answer == OSBQ_BEGIN_ACCEPTED ? operation_id : got.operation_id;
+    if (got.answer == OSBQ_BEGIN_ACCEPTED || got.answer == OSBQ_BEGIN_IN_PROGRESS) {
+        struct osb_started started = {
+            .kind = a->kind,
+            .instance_id = a->instance_id,
+            .binding_id = a->binding_id,
+            .operation_id = operation_id,
+            .async = a->async,
+            .timeout_ms = a->plan ? a->plan->sync_timeout_ms : OSBQ_CATALOG_SYNC_TIMEOUT_MS_DEFAULT,
+        };
+        osb_reply_started(gw, req, &started, &got, bytes, len, out);
+        osbq_begin_reply_clear(&got);
+        return;
+    }
+    free(bytes);
     switch (got.answer) {
     case OSBQ_BEGIN_ACCEPTED:
     case OSBQ_BEGIN_IN_PROGRESS:
-        if (got.answer == OSBQ_BEGIN_IN_PROGRESS) {
-            free(bytes);
-            bytes = NULL;
-            len = 0;
-        }
-        if (a->async) {
-            if (bytes != NULL && dispatch_submit(gw->dispatch, operation_id, bytes, len) < 0)
-                log_warnx("job queue full: operation %s waits for recovery", operation_id);
-            free(bytes);
-            osb_reply_accepted(out, req->api_version, running, NULL);
-        } else {
-            osb_wait_for(out, req, a->kind, a->instance_id, a->binding_id, timeout, running, NULL,
-                         bytes, len);
-        }
         break;
     case OSBQ_BEGIN_DONE:
-        free(bytes);
         reply_json(out, 200, binding_body(gw, a->service_id, got.binding_result, req->api_version));
         break;
     case OSBQ_BEGIN_CONFLICT:
-        free(bytes);
         reply_error(out, OSBQ_ERR_CONFLICT,
                     "A service binding with this id already exists with different "
                     "parameters.");
@@ -154,25 +150,20 @@ static void accept_binding(const struct gateway *gw, const struct request *req,
     case OSBQ_BEGIN_BUSY:
     case OSBQ_BEGIN_INSTANCE_BUSY:
     case OSBQ_BEGIN_CHANGED:
-        free(bytes);
         reply_error(out, OSBQ_ERR_CONCURRENCY, NULL);
         break;
     case OSBQ_BEGIN_NO_INSTANCE:
     case OSBQ_BEGIN_NOT_FOUND:
-        free(bytes);
         reply_error(out, OSBQ_ERR_NOT_FOUND, "The service instance does not exist.");
         break;
     case OSBQ_BEGIN_GONE:
-        free(bytes);
         reply_error(out, OSBQ_ERR_GONE, "The service binding does not exist.");
         break;
     case OSBQ_BEGIN_MISMATCH:
-        free(bytes);
         reply_error(out, OSBQ_ERR_BAD_REQUEST,
                     "service_id and plan_id must be the service instance's.");
         break;
     case OSBQ_BEGIN_BAD_PREDECESSOR:
-        free(bytes);
         reply_error(out, OSBQ_ERR_BAD_REQUEST,
                     "predecessor_binding_id must name a live binding of this service instance.");
         break;

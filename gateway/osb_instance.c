@@ -111,28 +111,26 @@ static void accept_operation(const struct gateway *gw, const struct request *req
                     "try again later.");
         return;
     }
+    if (got.answer == OSBQ_BEGIN_ACCEPTED || got.answer == OSBQ_BEGIN_IN_PROGRESS) {
+        struct osb_started started = {
+            .kind = a->kind,
+            .instance_id = a->instance_id,
+            .operation_id = operation_id,
+            .async = async,
+            .timeout_ms = sync_timeout_ms(a->plan),
+            .accepted_dashboard = dashboard_for(a, &got),
+            .wait_dashboard = got.dashboard_url,
+        };
+        osb_reply_started(gw, req, &started, &got, bytes, len, out);
+        osbq_begin_reply_clear(&got);
+        return;
+    }
+    free(bytes);
     switch (got.answer) {
     case OSBQ_BEGIN_ACCEPTED:
-        if (async) {
-            if (dispatch_submit(gw->dispatch, operation_id, bytes, len) < 0)
-                log_warnx("job queue full: operation %s waits for recovery", operation_id);
-            free(bytes);
-            osb_reply_accepted(out, req->api_version, operation_id, dashboard_for(a, &got));
-        } else {
-            osb_wait_for(out, req, a->kind, a->instance_id, NULL, sync_timeout_ms(a->plan),
-                         operation_id, got.dashboard_url, bytes, len);
-        }
-        break;
     case OSBQ_BEGIN_IN_PROGRESS:
-        free(bytes);
-        if (async)
-            osb_reply_accepted(out, req->api_version, got.operation_id, dashboard_for(a, &got));
-        else
-            osb_wait_for(out, req, a->kind, a->instance_id, NULL, sync_timeout_ms(a->plan),
-                         got.operation_id, got.dashboard_url, NULL, 0);
         break;
     case OSBQ_BEGIN_DONE: {
-        free(bytes);
         json_t *body = json_object();
         set_string(body, "dashboard_url", got.dashboard_url);
         json_t *metadata = metadata_for(got.metadata, req->api_version);
@@ -142,26 +140,21 @@ static void accept_operation(const struct gateway *gw, const struct request *req
         break;
     }
     case OSBQ_BEGIN_CONFLICT:
-        free(bytes);
         reply_error(out, OSBQ_ERR_CONFLICT,
                     "A service instance with this id already exists with different "
                     "attributes.");
         break;
     case OSBQ_BEGIN_BUSY:
     case OSBQ_BEGIN_CHANGED:
-        free(bytes);
         reply_error(out, OSBQ_ERR_CONCURRENCY, NULL);
         break;
     case OSBQ_BEGIN_NOT_FOUND:
-        free(bytes);
         reply_error(out, OSBQ_ERR_NOT_FOUND, "The service instance does not exist.");
         break;
     case OSBQ_BEGIN_GONE:
-        free(bytes);
         reply_error(out, OSBQ_ERR_GONE, "The service instance does not exist.");
         break;
     case OSBQ_BEGIN_MISMATCH:
-        free(bytes);
         reply_error(out, OSBQ_ERR_BAD_REQUEST,
                     "service_id and plan_id must be the service instance's.");
         break;
@@ -169,7 +162,6 @@ static void accept_operation(const struct gateway *gw, const struct request *req
     case OSBQ_BEGIN_INSTANCE_BUSY:
     case OSBQ_BEGIN_BAD_PREDECESSOR:
         /* binding answers: begin_instance never gives them */
-        free(bytes);
         reply_error(out, OSBQ_ERR_INTERNAL, NULL);
         break;
     }

@@ -204,3 +204,26 @@ char *osb_encode_job(const struct osbq_job *job, size_t *len, struct reply *out)
     }
     return bytes;
 }
+
+void osb_reply_started(const struct gateway *gw, const struct request *req,
+                       const struct osb_started *s, const struct osbq_begin_reply *got, char *job,
+                       size_t job_len, struct reply *out)
+{
+    bool accepted = got->answer == OSBQ_BEGIN_ACCEPTED;
+    const char *operation_id = accepted ? s->operation_id : got->operation_id;
+    if (!accepted) {
+        /* The identical operation runs already: its own job is on its way. */
+        free(job);
+        job = NULL;
+        job_len = 0;
+    }
+    if (s->async) {
+        if (job != NULL && dispatch_submit(gw->dispatch, operation_id, job, job_len) < 0)
+            log_warnx("job queue full: operation %s waits for recovery", operation_id);
+        free(job);
+        osb_reply_accepted(out, req->api_version, operation_id, s->accepted_dashboard);
+    } else {
+        osb_wait_for(out, req, s->kind, s->instance_id, s->binding_id, s->timeout_ms, operation_id,
+                     s->wait_dashboard, job, job_len);
+    }
+}

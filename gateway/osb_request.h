@@ -5,6 +5,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 
+#include "gateway.h"
 #include "reply.h"
 #include "request.h"
 
@@ -54,6 +55,26 @@ void osb_reply_accepted(struct reply *out, unsigned api_version, const char *ope
 void osb_wait_for(struct reply *out, const struct request *req, enum osbq_job_kind kind,
                   const char *instance_id, const char *binding_id, int64_t timeout_ms,
                   const char *operation_id, const char *dashboard_url, char *job, size_t job_len);
+
+/* An operation Redis has just recorded, or the identical one already running. */
+struct osb_started {
+    enum osbq_job_kind kind; /* the operation's kind */
+    const char *instance_id; /* decoded path ids (binding_id NULL for instances) */
+    const char *binding_id;
+    const char *operation_id;       /* the new operation's id (the running one's comes from
+                                     * the begin reply) */
+    bool async;                     /* the platform accepts 202 */
+    int64_t timeout_ms;             /* how long a synchronous request waits */
+    const char *accepted_dashboard; /* dashboard URL for a 202, or NULL */
+    const char *wait_dashboard;     /* dashboard URL for the synchronous answer, or NULL */
+};
+
+/* Answers OSBQ_BEGIN_ACCEPTED and OSBQ_BEGIN_IN_PROGRESS, the same for every kind: 202 with the
+ * operation, or a wait for its outcome. Takes job: sent now (async), sent once the request is
+ * suspended (sync), or freed when the operation was already running. */
+void osb_reply_started(const struct gateway *gw, const struct request *req,
+                       const struct osb_started *s, const struct osbq_begin_reply *got, char *job,
+                       size_t job_len, struct reply *out);
 
 /* Encodes job; NULL with a 400 in out when it cannot be (the caller checked the fields). The
  * caller frees the bytes. */

@@ -7,7 +7,7 @@ packages=(
   build-essential cmake pkg-config
   libmicrohttpd-dev libjansson-dev libhiredis-dev libczmq-dev libmsgpack-dev
   libsodium-dev libcurl4-gnutls-dev libcmocka-dev
-  redis-server curl python3 clang-format git jq postgresql
+  redis-server curl python3 clang-format git jq postgresql docker-compose haproxy
 )
 
 missing=()

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -42,6 +43,8 @@ int redis_fixture_start(struct redis_fixture *fx)
     if (fx->pid < 0)
         return -1;
     if (fx->pid == 0) {
+        /* A test binary killed by CTest's timeout must not leave its server behind. */
+        (void)prctl(PR_SET_PDEATHSIG, SIGKILL);
         /* Its shutdown chatter is noise in test output. */
         int devnull = open("/dev/null", O_WRONLY);
         if (devnull >= 0)

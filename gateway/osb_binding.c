@@ -82,13 +82,9 @@ static void accept_binding(const struct gateway *gw, const struct request *req,
         .parameters = (char *)(uintptr_t)a->parameters,
         .context = (char *)(uintptr_t)a->context,
         .bind_resource = (char *)(uintptr_t)a->bind_resource,
-        .api_version = req->api_version,
-        .originating_identity = (char *)(uintptr_t)req->originating_identity,
-        .request_identity = (char *)(uintptr_t)req->request_identity,
-        .trace = (char *)(uintptr_t)req->trace,
         .predecessor_binding_id = (char *)(uintptr_t)a->predecessor,
-        .attempt = 1,
     };
+    osb_job_from_request(&job, req);
     size_t len = 0;
     char *bytes = osb_encode_job(&job, &len, out);
     if (bytes == NULL)
@@ -115,10 +111,7 @@ static void accept_binding(const struct gateway *gw, const struct request *req,
     struct osbq_error err = {0};
     if (osbq_store_begin_binding(gw->store, &begin, &got, &err) < 0) {
         free(bytes);
-        log_warnx("%s", err.text);
-        reply_error(out, OSBQ_ERR_UNAVAILABLE,
-                    "The broker's state store is unavailable; "
-                    "try again later.");
+        osb_store_unavailable(out, &err);
         return;
     }
     if (got.answer == OSBQ_BEGIN_ACCEPTED || got.answer == OSBQ_BEGIN_IN_PROGRESS) {
@@ -314,8 +307,7 @@ void osb_binding_get(const struct gateway *gw, const struct request *req, struct
     struct osbq_error err = {0};
     int found = osbq_store_binding_get(gw->store, instance_id, binding_id, &b, &err);
     if (found < 0) {
-        log_warnx("%s", err.text);
-        reply_error(out, OSBQ_ERR_UNAVAILABLE, NULL);
+        osb_store_unavailable(out, &err);
         return;
     }
     if (found == 0 || strcmp(b.state, "bound") != 0) {

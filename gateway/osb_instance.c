@@ -73,12 +73,8 @@ static void accept_operation(const struct gateway *gw, const struct request *req
         .parameters = (char *)(uintptr_t)a->parameters,
         .context = (char *)(uintptr_t)a->context,
         .maintenance_info = (char *)(uintptr_t)a->maintenance_info,
-        .api_version = req->api_version,
-        .originating_identity = (char *)(uintptr_t)req->originating_identity,
-        .request_identity = (char *)(uintptr_t)req->request_identity,
-        .trace = (char *)(uintptr_t)req->trace,
-        .attempt = 1,
     };
+    osb_job_from_request(&job, req);
     size_t len = 0;
     char *bytes = osb_encode_job(&job, &len, out);
     if (bytes == NULL)
@@ -105,10 +101,7 @@ static void accept_operation(const struct gateway *gw, const struct request *req
     struct osbq_error err = {0};
     if (osbq_store_begin_instance(gw->store, &begin, &got, &err) < 0) {
         free(bytes);
-        log_warnx("%s", err.text);
-        reply_error(out, OSBQ_ERR_UNAVAILABLE,
-                    "The broker's state store is unavailable; "
-                    "try again later.");
+        osb_store_unavailable(out, &err);
         return;
     }
     if (got.answer == OSBQ_BEGIN_ACCEPTED || got.answer == OSBQ_BEGIN_IN_PROGRESS) {
@@ -295,8 +288,7 @@ void osb_instance_patch(const struct gateway *gw, const struct request *req, str
     }
     int found = osbq_store_instance_get(gw->store, instance_id, &inst, &err);
     if (found < 0) {
-        log_warnx("%s", err.text);
-        reply_error(out, OSBQ_ERR_UNAVAILABLE, NULL);
+        osb_store_unavailable(out, &err);
         goto out;
     }
     if (found == 0 || strcmp(inst.state, "failed") == 0 || strcmp(inst.state, "gone") == 0) {
@@ -404,8 +396,7 @@ void osb_instance_get(const struct gateway *gw, const struct request *req, struc
     struct osbq_error err = {0};
     int found = osbq_store_instance_get(gw->store, instance_id, &inst, &err);
     if (found < 0) {
-        log_warnx("%s", err.text);
-        reply_error(out, OSBQ_ERR_UNAVAILABLE, NULL);
+        osb_store_unavailable(out, &err);
         return;
     }
     if (found == 0 || strcmp(inst.state, "provisioned") != 0) {

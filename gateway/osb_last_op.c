@@ -40,8 +40,7 @@ static void last_operation(const struct gateway *gw, const struct request *req,
     struct osbq_error err = {0};
     int found = osbq_store_last_operation(gw->store, instance_id, binding_id, operation, &op, &err);
     if (found < 0) {
-        log_warnx("%s", err.text);
-        reply_error(out, OSBQ_ERR_UNAVAILABLE, NULL);
+        osb_store_unavailable(out, &err);
         return;
     }
     if (found == 0) {

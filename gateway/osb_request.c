@@ -227,3 +227,19 @@ void osb_reply_started(const struct gateway *gw, const struct request *req,
                      s->wait_dashboard, job, job_len);
     }
 }
+
+void osb_job_from_request(struct osbq_job *job, const struct request *req)
+{
+    job->api_version = req->api_version;
+    job->originating_identity = (char *)(uintptr_t)req->originating_identity;
+    job->request_identity = (char *)(uintptr_t)req->request_identity;
+    job->trace = (char *)(uintptr_t)req->trace;
+    job->attempt = 1;
+}
+
+void osb_store_unavailable(struct reply *out, const struct osbq_error *err)
+{
+    log_warnx("%s", err->text);
+    reply_error(out, OSBQ_ERR_UNAVAILABLE,
+                "The broker's state store is unavailable; try again later.");
+}

@@ -76,6 +76,13 @@ void osb_reply_started(const struct gateway *gw, const struct request *req,
                        const struct osb_started *s, const struct osbq_begin_reply *got, char *job,
                        size_t job_len, struct reply *out);
 
+/* Fills the job fields every operation takes from the request itself (API version, identity
+ * and trace headers) and sets the first attempt. The strings stay borrowed from req. */
+void osb_job_from_request(struct osbq_job *job, const struct request *req);
+
+/* Answers 503 because Redis failed (err, logged here once). */
+void osb_store_unavailable(struct reply *out, const struct osbq_error *err);
+
 /* Encodes job; NULL with a 400 in out when it cannot be (the caller checked the fields). The
  * caller frees the bytes. */
 char *osb_encode_job(const struct osbq_job *job, size_t *len, struct reply *out);

@@ -14,7 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static int free_port(void)
+int redis_fixture_free_port(void)
 {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in addr = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
@@ -34,7 +34,7 @@ int redis_fixture_start(struct redis_fixture *fx)
     (void)snprintf(fx->dir, sizeof fx->dir, "/tmp/osbq-redis-XXXXXX");
     if (mkdtemp(fx->dir) == NULL)
         return -1;
-    fx->port = free_port();
+    fx->port = redis_fixture_free_port();
     if (fx->port < 0)
         return -1;
     char port[8];

@@ -11,6 +11,9 @@ struct redis_fixture {
     char dir[64]; /* its working directory */
 };
 
+/* A TCP port on 127.0.0.1 that nothing listens on right now, or -1. */
+int redis_fixture_free_port(void);
+
 /* Starts redis-server and waits until it answers; returns 0 or -1. */
 int redis_fixture_start(struct redis_fixture *fx);
 

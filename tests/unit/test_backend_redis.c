@@ -337,20 +337,6 @@ static const char *key(const struct creds *c, const char *suffix, char *buf, siz
 
 /* ---- setup ---- */
 
-static int free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof addr;
-    int port = -1;
-    if (fd >= 0 && bind(fd, (struct sockaddr *)&addr, sizeof addr) == 0 &&
-        getsockname(fd, (struct sockaddr *)&addr, &len) == 0)
-        port = ntohs(addr.sin_port);
-    if (fd >= 0)
-        close(fd);
-    return port;
-}
-
 static int setup(void **state)
 {
     (void)state;
@@ -440,7 +426,7 @@ static void test_bad_targets(void **state)
     (void)state;
     char url[160];
     (void)snprintf(url, sizeof url, "redis://" ADMIN_USER ":" ADMIN_PASS "@127.0.0.1:%d",
-                   free_port());
+                   redis_fixture_free_port());
     setenv(URL_ENV, url, 1);
     run_fails(OSBQ_JOB_PROVISION, PLAN, "inst-bad", NULL,
               "The plan's Redis server is not reachable.", false);

@@ -281,6 +281,28 @@ static int parse_password(struct osbq_config *cfg, const char *value, struct osb
     return parse_credential(&cfg->broker_password, value, "password", false, err);
 }
 
+/* Optional metrics credentials: unset (NULL) leaves /metrics open; the pair is checked after
+ * loading, since either may come first. */
+static int parse_metrics_username(struct osbq_config *cfg, const char *value,
+                                  struct osbq_error *err)
+{
+    return value == NULL ? 0
+                         : parse_credential(&cfg->metrics_username, value, "user name", true, err);
+}
+
+static int parse_metrics_password(struct osbq_config *cfg, const char *value,
+                                  struct osbq_error *err)
+{
+    return value == NULL ? 0
+                         : parse_credential(&cfg->metrics_password, value, "password", false, err);
+}
+
+static int parse_metrics_listen(struct osbq_config *cfg, const char *value, struct osbq_error *err)
+{
+    return value == NULL || value[0] == '\0' ? 0
+                                             : parse_host_port(value, &cfg->metrics_listen, err);
+}
+
 static int parse_bus_bind(struct osbq_config *cfg, const char *value, struct osbq_error *err)
 {
     if (strncmp(value, "tcp://", 6) != 0)
@@ -381,15 +403,15 @@ UINT_SETTING(parse_shutdown_grace, shutdown_grace_ms, 0, 3600000)
 
 /* The one table of variables; order matters where a default derives from an earlier value. */
 static const struct config_var config_vars[] = {
-    {"OSBQ_REDIS_URL", OSBQ_ROLE_BOTH, "redis://127.0.0.1:6379/0", NULL, false, parse_redis_url,
+    {"OSBQ_REDIS_URL", OSBQ_ROLE_ALL, "redis://127.0.0.1:6379/0", NULL, false, parse_redis_url,
      "redis://[user:password@]host:port[/db] of the Redis that holds all state"},
-    {"OSBQ_REDIS_TIMEOUT_MS", OSBQ_ROLE_BOTH, "2000", NULL, false, parse_redis_timeout,
+    {"OSBQ_REDIS_TIMEOUT_MS", OSBQ_ROLE_ALL, "2000", NULL, false, parse_redis_timeout,
      "timeout of a Redis connect or command, in ms"},
-    {"OSBQ_NAMESPACE", OSBQ_ROLE_BOTH, "osbq", NULL, false, parse_namespace,
+    {"OSBQ_NAMESPACE", OSBQ_ROLE_ALL, "osbq", NULL, false, parse_namespace,
      "prefix of every Redis key, so several stacks can share one Redis"},
     {"OSBQ_CATALOG", OSBQ_ROLE_BOTH, OSBQ_DEFAULT_CATALOG, NULL, false, parse_catalog,
      "path of the catalog JSON"},
-    {"OSBQ_LOG_LEVEL", OSBQ_ROLE_BOTH, "info", NULL, false, parse_log_level,
+    {"OSBQ_LOG_LEVEL", OSBQ_ROLE_ALL, "info", NULL, false, parse_log_level,
      "error, warn, info or debug"},
     {"OSBQ_LISTEN", OSBQ_ROLE_GATEWAY, "0.0.0.0:8080", NULL, false, parse_listen,
      "host:port of the HTTP API"},
@@ -407,7 +429,7 @@ static const struct config_var config_vars[] = {
      false, parse_bus_advertise, "endpoint workers connect to, published in Redis"},
     {"OSBQ_WORKER_CONCURRENCY", OSBQ_ROLE_WORKER, "16", NULL, false, parse_concurrency,
      "jobs one worker runs at once"},
-    {"OSBQ_RETENTION_S", OSBQ_ROLE_BOTH, "604800", "604800 (7 days)", false, parse_retention,
+    {"OSBQ_RETENTION_S", OSBQ_ROLE_ALL, "604800", "604800 (7 days)", false, parse_retention,
      "how long finished operations and deleted records stay answerable, in s"},
     {"OSBQ_LEASE_MS", OSBQ_ROLE_WORKER, "15000", NULL, false, parse_lease,
      "lease a worker holds on a running operation, renewed while it runs, in ms"},
@@ -427,6 +449,12 @@ static const struct config_var config_vars[] = {
      "how often each gateway looks for operations to resend"},
     {"OSBQ_SHUTDOWN_GRACE_MS", OSBQ_ROLE_BOTH, "10000", NULL, false, parse_shutdown_grace,
      "on SIGTERM, how long running requests and jobs get to finish"},
+    {"OSBQ_METRICS_USERNAME", OSBQ_ROLE_BOTH, NULL, "none (/metrics needs no auth)", true,
+     parse_metrics_username, "basic-auth user name for GET /metrics (set with the password)"},
+    {"OSBQ_METRICS_PASSWORD", OSBQ_ROLE_BOTH, NULL, "none (/metrics needs no auth)", true,
+     parse_metrics_password, "basic-auth password for GET /metrics"},
+    {"OSBQ_METRICS_LISTEN", OSBQ_ROLE_WORKER, NULL, "none (no metrics endpoint)", false,
+     parse_metrics_listen, "host:port where the worker serves GET /metrics and /healthz"},
 };
 
 static const char *lookup_getenv(const char *name, void *ctx)
@@ -509,6 +537,13 @@ int osbq_config_load(struct osbq_config *cfg, enum osbq_role role, osbq_config_g
             goto fail;
         }
     }
+    if ((loaded.metrics_username == NULL) != (loaded.metrics_password == NULL)) {
+        osbq_error_set(err, OSBQ_ERR_INVALID,
+                       "%s: set both OSBQ_METRICS_USERNAME and "
+                       "OSBQ_METRICS_PASSWORD, or neither",
+                       loaded.metrics_username ? "OSBQ_METRICS_PASSWORD" : "OSBQ_METRICS_USERNAME");
+        goto fail;
+    }
     *cfg = loaded;
     return 0;
 fail:
@@ -535,6 +570,9 @@ void osbq_config_clear(struct osbq_config *cfg)
     free_secret(&cfg->broker_password);
     free(cfg->bus_bind);
     free(cfg->bus_advertise);
+    free_secret(&cfg->metrics_username);
+    free_secret(&cfg->metrics_password);
+    free(cfg->metrics_listen.host);
     memset(cfg, 0, sizeof *cfg);
 }
 

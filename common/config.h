@@ -15,6 +15,8 @@ enum osbq_role {
     OSBQ_ROLE_GATEWAY = 1 << 0,
     OSBQ_ROLE_WORKER = 1 << 1,
     OSBQ_ROLE_BOTH = OSBQ_ROLE_GATEWAY | OSBQ_ROLE_WORKER,
+    OSBQ_ROLE_CTL = 1 << 2, /* osbq-ctl: only what reaching Redis needs */
+    OSBQ_ROLE_ALL = OSBQ_ROLE_BOTH | OSBQ_ROLE_CTL,
 };
 
 /* A parsed redis:// URL. */
@@ -58,6 +60,10 @@ struct osbq_config {
     unsigned max_attempts;          /* OSBQ_MAX_ATTEMPTS (gateway): claims before giving up */
     unsigned recovery_interval_ms;  /* OSBQ_RECOVERY_INTERVAL_MS (gateway) */
     unsigned shutdown_grace_ms;     /* OSBQ_SHUTDOWN_GRACE_MS: time to finish on SIGTERM */
+    char *metrics_username;         /* OSBQ_METRICS_USERNAME[_FILE]: /metrics basic auth, or NULL
+                                     * (then /metrics is open); never logged */
+    char *metrics_password;         /* OSBQ_METRICS_PASSWORD[_FILE]: set with the user name */
+    struct osbq_listen_addr metrics_listen; /* OSBQ_METRICS_LISTEN (worker); host NULL: off */
 };
 
 /* Looks up one environment variable; returns NULL when unset. ctx is passed through. */

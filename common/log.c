@@ -13,6 +13,9 @@
 static const char *log_process = "osbq";
 static enum osbq_log_level log_max_level = OSBQ_LOG_INFO;
 
+/* What this thread works on, written on each of its lines (osbq_log_context_set). */
+static _Thread_local struct osbq_log_context log_context;
+
 static const char *const level_names[] = {"error", "warn", "info", "debug"};
 
 void osbq_log_init(const char *process_name, enum osbq_log_level level)
@@ -141,6 +144,34 @@ void osbq_log_line_end(struct osbq_log_line *line)
     (void)!write(STDERR_FILENO, line->buf, line->len);
 }
 
+void osbq_log_context_set(const struct osbq_log_context *ctx)
+{
+    if (ctx == NULL)
+        memset(&log_context, 0, sizeof log_context);
+    else
+        log_context = *ctx;
+}
+
+void osbq_log_context_set_operation(const char *operation_id)
+{
+    log_context.operation_id = operation_id;
+}
+
+/* Empty values count as absent: a context may point into a buffer cleared meanwhile. */
+static void append_context_field(struct osbq_log_line *line, const char *key, const char *value)
+{
+    if (value != NULL && value[0] != '\0')
+        osbq_log_line_str(line, key, value);
+}
+
+void osbq_log_line_context(struct osbq_log_line *line)
+{
+    append_context_field(line, "op", log_context.operation_id);
+    append_context_field(line, "instance", log_context.instance_id);
+    append_context_field(line, "binding", log_context.binding_id);
+    append_context_field(line, "request_id", log_context.request_id);
+}
+
 static void log_vmsg(enum osbq_log_level level, const char *func, int with_errno, const char *fmt,
                      va_list ap) __attribute__((format(printf, 4, 0)));
 
@@ -152,6 +183,7 @@ static void log_vmsg(enum osbq_log_level level, const char *func, int with_errno
     (void)vsnprintf(msg, sizeof msg, fmt, ap);
     struct osbq_log_line line;
     osbq_log_line_begin(&line, level, msg);
+    osbq_log_line_context(&line);
     osbq_log_line_str(&line, "func", func);
     if (with_errno)
         osbq_log_line_str(&line, "error", strerror(saved_errno));

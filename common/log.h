@@ -42,6 +42,25 @@ void osbq_log_fatal(const char *func, int with_errno, const char *fmt, ...)
 #define fatal(...)      osbq_log_fatal(__func__, 1, __VA_ARGS__)
 #define fatalx(...)     osbq_log_fatal(__func__, 0, __VA_ARGS__)
 
+/* What the calling thread works on: its lines carry these as op=, instance=, binding= and
+ * request_id= (absent ones left out), so one operation can be followed across the gateway's
+ * and the workers' logs. Set by the HTTP layer around a request's handler and by a runner
+ * thread around a job. The strings are borrowed and must stay valid until the context is
+ * cleared. */
+struct osbq_log_context {
+    const char *operation_id; /* the operation, or NULL */
+    const char *instance_id;  /* the service instance, or NULL */
+    const char *binding_id;   /* the binding, or NULL */
+    const char *request_id;   /* the platform's X-Broker-API-Request-Identity, or NULL */
+};
+
+/* Makes *ctx (copied) the calling thread's context; NULL clears it. The context is the log
+ * module's one piece of per-thread state (thread-local in log.c). */
+void osbq_log_context_set(const struct osbq_log_context *ctx);
+
+/* Sets only the operation of the calling thread's context (a handler learns it late). */
+void osbq_log_context_set_operation(const char *operation_id);
+
 /* A structured line built field by field (the access log), then written at once. */
 struct osbq_log_line {
     char buf[2048]; /* the line so far; always NUL-terminated */
@@ -55,6 +74,8 @@ void osbq_log_line_begin(struct osbq_log_line *line, enum osbq_log_level level, 
 void osbq_log_line_str(struct osbq_log_line *line, const char *key, const char *value);
 /* Appends key=<integer>. */
 void osbq_log_line_int(struct osbq_log_line *line, const char *key, int64_t value);
+/* Appends the calling thread's context fields to line (osbq_log_msg does it for every line). */
+void osbq_log_line_context(struct osbq_log_line *line);
 /* Writes the line with a newline in one write(2). */
 void osbq_log_line_end(struct osbq_log_line *line);
 

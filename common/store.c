@@ -9,23 +9,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "store_internal.h"
 #include "store_scripts.h"
-
-/* Idle connections kept for reuse; more may be open at once while threads are busy. */
-#define STORE_IDLE_MAX 64
-
-struct osbq_store {
-    const struct osbq_config *cfg;      /* borrowed configuration */
-    struct timeval timeout;             /* connect and command timeout */
-    pthread_mutex_t lock;               /* guards idle and idle_count */
-    redisContext *idle[STORE_IDLE_MAX]; /* connected contexts ready for reuse */
-    size_t idle_count;                  /* entries used in idle */
-    char script_sha[SCRIPT_COUNT][41];  /* SHA1 of each loaded script, "" until loaded; guarded
-                                         * by lock */
-    int64_t down_until_ms;              /* Redis failed: fail fast until then (monotonic ms);
-                                         * guarded by lock */
-    bool probing;                       /* one caller is trying Redis again; guarded by lock */
-};
 
 /* After a failure, calls fail at once for this long, then one caller probes Redis again: while
  * Redis is away, requests get their 503 at once instead of each waiting for a timeout. */
@@ -44,6 +29,7 @@ static void store_mark_down(struct osbq_store *store)
 {
     redisContext *stale[STORE_IDLE_MAX];
     size_t n;
+    atomic_fetch_add(&store->errors, 1);
     pthread_mutex_lock(&store->lock);
     store->down_until_ms = monotonic_ms() + STORE_DOWN_MS;
     store->probing = false;
@@ -129,7 +115,7 @@ out_free:
 
 /* Takes an idle connection or opens a new one. While Redis is marked down, fails at once unless
  * this caller is the one probe. */
-static redisContext *store_acquire(struct osbq_store *store, struct osbq_error *err)
+redisContext *store_acquire(struct osbq_store *store, struct osbq_error *err)
 {
     redisContext *c = NULL;
     bool probe = false;
@@ -161,7 +147,7 @@ static redisContext *store_acquire(struct osbq_store *store, struct osbq_error *
 
 /* Returns a connection for reuse, or closes it when it failed (hiredis contexts are not
  * reusable after an error) or the pool is full. */
-static void store_release(struct osbq_store *store, redisContext *c)
+void store_release(struct osbq_store *store, redisContext *c)
 {
     /* I/O errors and timeouts mean Redis is away; a protocol error does not. */
     if (c->err == REDIS_ERR_IO || c->err == REDIS_ERR_EOF)
@@ -202,9 +188,6 @@ int osbq_store_key(const struct osbq_store *store, char *buf, size_t size, const
     return n;
 }
 
-/* Longest key: namespace (64), a kind, and a percent-encoded id of up to 1024 bytes. */
-#define STORE_KEY_MAX 3400
-
 /* Appends id to buf at *used, percent-encoded outside A-Za-z0-9-._~, so an id can never hold
  * the ':' separator or a glob character. Returns 0, or -1 when it does not fit. */
 static int append_id(char *buf, size_t size, size_t *used, const char *id)
@@ -230,8 +213,8 @@ static int append_id(char *buf, size_t size, size_t *used, const char *id)
 }
 
 /* Writes "<ns>:<kind>:<id>" with id encoded by append_id. Returns 0, or -1. */
-static int id_key(const struct osbq_store *store, char *buf, size_t size, const char *kind,
-                  const char *id)
+int store_id_key(const struct osbq_store *store, char *buf, size_t size, const char *kind,
+                 const char *id)
 {
     int n = snprintf(buf, size, "%s:%s:", store->cfg->namespace_, kind);
     if (n < 0 || (size_t)n >= size)
@@ -244,7 +227,7 @@ static int id_key(const struct osbq_store *store, char *buf, size_t size, const 
 static int binding_key(const struct osbq_store *store, char *buf, size_t size,
                        const char *instance_id, const char *binding_id)
 {
-    if (id_key(store, buf, size, "binding", instance_id) < 0)
+    if (store_id_key(store, buf, size, "binding", instance_id) < 0)
         return -1;
     size_t used = strlen(buf);
     if (used + 2 >= size)
@@ -260,8 +243,7 @@ int64_t osbq_store_now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static int reply_failed(redisContext *c, redisReply *reply, const char *what,
-                        struct osbq_error *err)
+int store_reply_failed(redisContext *c, redisReply *reply, const char *what, struct osbq_error *err)
 {
     if (reply == NULL)
         return osbq_error_set(err, OSBQ_ERR_UNAVAILABLE, "redis %s: %s", what, c->errstr);
@@ -274,7 +256,7 @@ static int script_load(struct osbq_store *store, redisContext *c, enum store_scr
                        char sha[41], struct osbq_error *err)
 {
     redisReply *reply = redisCommand(c, "SCRIPT LOAD %s", store_script_texts[script].text);
-    if (reply_failed(c, reply, "SCRIPT LOAD", err) < 0) {
+    if (store_reply_failed(c, reply, "SCRIPT LOAD", err) < 0) {
         freeReplyObject(reply);
         return -1;
     }
@@ -294,9 +276,8 @@ static int script_load(struct osbq_store *store, redisContext *c, enum store_scr
 /* Runs one of the embedded scripts with EVALSHA, loading it first when Redis does not know it
  * (first use, or Redis restarted). argv holds the keys then the arguments; lengths may be 0
  * for C strings. Returns the reply (caller frees) or NULL with err. */
-static redisReply *store_eval(struct osbq_store *store, enum store_script script, int nkeys,
-                              int argc, const char **argv, const size_t *lens,
-                              struct osbq_error *err)
+redisReply *store_eval(struct osbq_store *store, enum store_script script, int nkeys, int argc,
+                       const char **argv, const size_t *lens, struct osbq_error *err)
 {
     enum { EVAL_ARGS_MAX = 40 };
     const char *full[EVAL_ARGS_MAX + 3];
@@ -338,7 +319,9 @@ static redisReply *store_eval(struct osbq_store *store, enum store_script script
             return NULL;
         }
     }
-    if (reply_failed(c, reply, store_script_texts[script].name, err) < 0) {
+    if (store_reply_failed(c, reply, store_script_texts[script].name, err) < 0) {
+        if (reply != NULL) /* an error reply; I/O failures are counted by store_release */
+            atomic_fetch_add(&store->errors, 1);
         freeReplyObject(reply);
         reply = NULL;
     }
@@ -347,7 +330,7 @@ static redisReply *store_eval(struct osbq_store *store, enum store_script script
 }
 
 /* Copies element i of an array reply as a new string; NULL for nil, empty or missing. */
-static char *element_dup(const redisReply *reply, size_t i)
+char *store_element_dup(const redisReply *reply, size_t i)
 {
     if (reply->type != REDIS_REPLY_ARRAY || i >= reply->elements)
         return NULL;
@@ -357,7 +340,7 @@ static char *element_dup(const redisReply *reply, size_t i)
     return strndup(e->str, e->len);
 }
 
-static bool element_is(const redisReply *reply, size_t i, const char *text)
+bool store_element_is(const redisReply *reply, size_t i, const char *text)
 {
     if (reply->type != REDIS_REPLY_ARRAY || i >= reply->elements)
         return false;
@@ -365,12 +348,12 @@ static bool element_is(const redisReply *reply, size_t i, const char *text)
     return e->type == REDIS_REPLY_STRING && strcmp(e->str, text) == 0;
 }
 
-static int64_t element_int(const redisReply *reply, size_t i, int64_t fallback)
+int64_t store_element_int(const redisReply *reply, size_t i, int64_t fallback)
 {
     if (reply->type == REDIS_REPLY_ARRAY && i < reply->elements &&
         reply->element[i]->type == REDIS_REPLY_INTEGER)
         return (int64_t)reply->element[i]->integer;
-    char *text = element_dup(reply, i);
+    char *text = store_element_dup(reply, i);
     if (text == NULL)
         return fallback;
     char *end = NULL;
@@ -387,10 +370,10 @@ int osbq_store_begin_instance(struct osbq_store *store, const struct osbq_begin_
 {
     char inst[STORE_KEY_MAX], op[STORE_KEY_MAX], queue[STORE_KEY_MAX], waiters[STORE_KEY_MAX];
     char set[STORE_KEY_MAX], prefix[96], now[24], deadline[24], api[12];
-    if (id_key(store, inst, sizeof inst, "instance", req->instance_id) < 0 ||
-        id_key(store, set, sizeof set, "bindings", req->instance_id) < 0 ||
-        id_key(store, op, sizeof op, "op", req->operation_id) < 0 ||
-        id_key(store, waiters, sizeof waiters, "waiters", req->operation_id) < 0 ||
+    if (store_id_key(store, inst, sizeof inst, "instance", req->instance_id) < 0 ||
+        store_id_key(store, set, sizeof set, "bindings", req->instance_id) < 0 ||
+        store_id_key(store, op, sizeof op, "op", req->operation_id) < 0 ||
+        store_id_key(store, waiters, sizeof waiters, "waiters", req->operation_id) < 0 ||
         osbq_store_key(store, queue, sizeof queue, "queue") < 0)
         return osbq_error_set(err, OSBQ_ERR_BAD_REQUEST, "id too long");
     int64_t now_ms = osbq_store_now_ms();
@@ -453,14 +436,14 @@ static int begin_answer(redisReply *reply, struct osbq_begin_reply *out, struct 
     };
     int rc = osbq_error_set(err, OSBQ_ERR_INTERNAL, "begin: unexpected reply");
     for (size_t i = 0; i < sizeof answers / sizeof answers[0]; i++) {
-        if (!element_is(reply, 0, answers[i].word))
+        if (!store_element_is(reply, 0, answers[i].word))
             continue;
         memset(out, 0, sizeof *out);
         out->answer = answers[i].answer;
-        out->operation_id = element_dup(reply, 1);
-        out->dashboard_url = element_dup(reply, 2);
-        out->metadata = element_dup(reply, 3);
-        out->binding_result = element_dup(reply, 4);
+        out->operation_id = store_element_dup(reply, 1);
+        out->dashboard_url = store_element_dup(reply, 2);
+        out->metadata = store_element_dup(reply, 3);
+        out->binding_result = store_element_dup(reply, 4);
         rc = 0;
         break;
     }
@@ -481,7 +464,7 @@ int osbq_store_instance_get(struct osbq_store *store, const char *instance_id,
                             struct osbq_instance *out, struct osbq_error *err)
 {
     char inst[STORE_KEY_MAX];
-    if (id_key(store, inst, sizeof inst, "instance", instance_id) < 0)
+    if (store_id_key(store, inst, sizeof inst, "instance", instance_id) < 0)
         return osbq_error_set(err, OSBQ_ERR_BAD_REQUEST, "id too long");
     redisContext *c = store_acquire(store, err);
     if (c == NULL)
@@ -493,12 +476,12 @@ int osbq_store_instance_get(struct osbq_store *store, const char *instance_id,
                      "HMGET %s state service_id plan_id parameters context maintenance_version "
                      "dashboard_url metadata lock_x lock_s",
                      inst);
-    int rc = reply_failed(c, reply, "HMGET", err);
+    int rc = store_reply_failed(c, reply, "HMGET", err);
     if (rc == 0 && (reply->type != REDIS_REPLY_ARRAY || reply->elements != 10))
         rc = osbq_error_set(err, OSBQ_ERR_INTERNAL, "HMGET: unexpected reply");
     if (rc == 0) {
         struct osbq_instance got = {0};
-        got.state = element_dup(reply, 0);
+        got.state = store_element_dup(reply, 0);
         if (got.state == NULL) {
             freeReplyObject(reply);
             store_release(store, c);
@@ -508,12 +491,12 @@ int osbq_store_instance_get(struct osbq_store *store, const char *instance_id,
             &got.service_id,          &got.plan_id,       &got.parameters, &got.context,
             &got.maintenance_version, &got.dashboard_url, &got.metadata,   &got.lock_holder};
         for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
-            *fields[i] = element_dup(reply, i + 1);
-        got.shared_holders = (long)element_int(reply, 9, 0);
+            *fields[i] = store_element_dup(reply, i + 1);
+        got.shared_holders = (long)store_element_int(reply, 9, 0);
         if (got.lock_holder != NULL) {
             char op[STORE_KEY_MAX];
             redisReply *kind = NULL;
-            if (id_key(store, op, sizeof op, "op", got.lock_holder) == 0)
+            if (store_id_key(store, op, sizeof op, "op", got.lock_holder) == 0)
                 kind = redisCommand(c, "HGET %s kind", op);
             if (kind != NULL && kind->type == REDIS_REPLY_STRING)
                 got.lock_kind = strndup(kind->str, kind->len);
@@ -544,7 +527,7 @@ void osbq_instance_clear(struct osbq_instance *instance)
 
 static int flag_value(const redisReply *reply, size_t i)
 {
-    return element_is(reply, i, "1") ? 1 : element_is(reply, i, "0") ? 0 : -1;
+    return store_element_is(reply, i, "1") ? 1 : store_element_is(reply, i, "0") ? 0 : -1;
 }
 
 int osbq_store_last_operation(struct osbq_store *store, const char *instance_id,
@@ -553,7 +536,7 @@ int osbq_store_last_operation(struct osbq_store *store, const char *instance_id,
 {
     char key[STORE_KEY_MAX], prefix[96];
     int built = binding_id != NULL ? binding_key(store, key, sizeof key, instance_id, binding_id)
-                                   : id_key(store, key, sizeof key, "instance", instance_id);
+                                   : store_id_key(store, key, sizeof key, "instance", instance_id);
     if (built < 0)
         return osbq_error_set(err, OSBQ_ERR_BAD_REQUEST, "id too long");
     (void)snprintf(prefix, sizeof prefix, "%s:", store->cfg->namespace_);
@@ -563,20 +546,20 @@ int osbq_store_last_operation(struct osbq_store *store, const char *instance_id,
     if (reply == NULL)
         return -1;
     int rc;
-    if (element_is(reply, 0, "not_found")) {
+    if (store_element_is(reply, 0, "not_found")) {
         rc = 0;
-    } else if (element_is(reply, 0, "unknown_operation")) {
+    } else if (store_element_is(reply, 0, "unknown_operation")) {
         rc = 2;
-    } else if (element_is(reply, 0, "ok")) {
+    } else if (store_element_is(reply, 0, "ok")) {
         struct osbq_last_op got = {0};
-        got.instance_state = element_dup(reply, 1);
-        got.kind = element_dup(reply, 2);
-        got.state = element_dup(reply, 3);
-        got.description = element_dup(reply, 4);
+        got.instance_state = store_element_dup(reply, 1);
+        got.kind = store_element_dup(reply, 2);
+        got.state = store_element_dup(reply, 3);
+        got.description = store_element_dup(reply, 4);
         got.instance_usable = flag_value(reply, 5);
         got.update_repeatable = flag_value(reply, 6);
-        got.created_ms = element_int(reply, 7, 0);
-        got.average_ms = element_int(reply, 9, -1);
+        got.created_ms = store_element_int(reply, 7, 0);
+        got.average_ms = store_element_int(reply, 9, -1);
         *out = got;
         rc = 1;
     } else {
@@ -613,22 +596,24 @@ static int op_script(struct osbq_store *store, enum store_script script, int nke
 int osbq_store_claim(struct osbq_store *store, const char *operation_id, const char *worker_id,
                      uint32_t attempt, int64_t lease_ms, struct osbq_error *err)
 {
-    char op[STORE_KEY_MAX], queue[STORE_KEY_MAX], attempt_text[12], now[24], lease[24];
-    if (id_key(store, op, sizeof op, "op", operation_id) < 0 ||
+    char op[STORE_KEY_MAX], queue[STORE_KEY_MAX], history[STORE_KEY_MAX];
+    char attempt_text[12], now[24], lease[24];
+    if (store_id_key(store, op, sizeof op, "op", operation_id) < 0 ||
+        store_id_key(store, history, sizeof history, "history", operation_id) < 0 ||
         osbq_store_key(store, queue, sizeof queue, "queue") < 0)
         return osbq_error_set(err, OSBQ_ERR_BAD_REQUEST, "id too long");
     (void)snprintf(attempt_text, sizeof attempt_text, "%" PRIu32, attempt);
     (void)snprintf(now, sizeof now, "%" PRId64, osbq_store_now_ms());
     (void)snprintf(lease, sizeof lease, "%" PRId64, lease_ms);
-    const char *argv[] = {op, queue, worker_id, attempt_text, now, lease, operation_id};
-    return op_script(store, SCRIPT_CLAIM, 2, 7, argv, err);
+    const char *argv[] = {op, queue, history, worker_id, attempt_text, now, lease, operation_id};
+    return op_script(store, SCRIPT_CLAIM, 3, 8, argv, err);
 }
 
 int osbq_store_progress(struct osbq_store *store, const char *operation_id, const char *worker_id,
                         const char *description, int64_t lease_ms, struct osbq_error *err)
 {
     char op[STORE_KEY_MAX], queue[STORE_KEY_MAX], now[24], lease[24];
-    if (id_key(store, op, sizeof op, "op", operation_id) < 0 ||
+    if (store_id_key(store, op, sizeof op, "op", operation_id) < 0 ||
         osbq_store_key(store, queue, sizeof queue, "queue") < 0)
         return osbq_error_set(err, OSBQ_ERR_BAD_REQUEST, "id too long");
     (void)snprintf(now, sizeof now, "%" PRId64, osbq_store_now_ms());
@@ -638,13 +623,18 @@ int osbq_store_progress(struct osbq_store *store, const char *operation_id, cons
     return op_script(store, SCRIPT_PROGRESS, 2, 7, argv, err);
 }
 
+/* How finish_op may take an operation: from its worker, from the recovery loop (abandon), or
+ * from an operator. */
+enum finish_by { FINISH_BY_WORKER, FINISH_BY_RECOVERY, FINISH_BY_OPERATOR };
+
 static int finish_op(struct osbq_store *store, const char *operation_id, const char *worker_id,
-                     const struct osbq_op_result *result, bool abandon, struct osbq_error *err);
+                     const struct osbq_op_result *result, enum finish_by by,
+                     struct osbq_error *err);
 
 int osbq_store_finish(struct osbq_store *store, const char *operation_id, const char *worker_id,
                       const struct osbq_op_result *result, struct osbq_error *err)
 {
-    return finish_op(store, operation_id, worker_id, result, false, err);
+    return finish_op(store, operation_id, worker_id, result, FINISH_BY_WORKER, err);
 }
 
 int osbq_store_abandon(struct osbq_store *store, const char *operation_id, const char *description,
@@ -654,16 +644,30 @@ int osbq_store_abandon(struct osbq_store *store, const char *operation_id, const
                                     .description = description,
                                     .instance_usable = true,
                                     .update_repeatable = true};
-    return finish_op(store, operation_id, "", &failed, true, err);
+    return finish_op(store, operation_id, "", &failed, FINISH_BY_RECOVERY, err);
+}
+
+int osbq_store_operator_fail(struct osbq_store *store, const char *operation_id,
+                             const char *description, struct osbq_error *err)
+{
+    struct osbq_op_result failed = {.succeeded = false,
+                                    .description = description,
+                                    .instance_usable = true,
+                                    .update_repeatable = true};
+    return finish_op(store, operation_id, "", &failed, FINISH_BY_OPERATOR, err);
 }
 
 static int finish_op(struct osbq_store *store, const char *operation_id, const char *worker_id,
-                     const struct osbq_op_result *result, bool abandon, struct osbq_error *err)
+                     const struct osbq_op_result *result, enum finish_by by, struct osbq_error *err)
 {
-    char op[STORE_KEY_MAX], queue[STORE_KEY_MAX], waiters[STORE_KEY_MAX];
+    static const char *const modes[] = {[FINISH_BY_WORKER] = "",
+                                        [FINISH_BY_RECOVERY] = "abandon",
+                                        [FINISH_BY_OPERATOR] = "operator"};
+    char op[STORE_KEY_MAX], queue[STORE_KEY_MAX], waiters[STORE_KEY_MAX], history[STORE_KEY_MAX];
     char now[24], retention[16], prefix[96];
-    if (id_key(store, op, sizeof op, "op", operation_id) < 0 ||
-        id_key(store, waiters, sizeof waiters, "waiters", operation_id) < 0 ||
+    if (store_id_key(store, op, sizeof op, "op", operation_id) < 0 ||
+        store_id_key(store, waiters, sizeof waiters, "waiters", operation_id) < 0 ||
+        store_id_key(store, history, sizeof history, "history", operation_id) < 0 ||
         osbq_store_key(store, queue, sizeof queue, "queue") < 0)
         return osbq_error_set(err, OSBQ_ERR_BAD_REQUEST, "id too long");
     (void)snprintf(now, sizeof now, "%" PRId64, osbq_store_now_ms());
@@ -676,6 +680,7 @@ static int finish_op(struct osbq_store *store, const char *operation_id, const c
         op,
         queue,
         waiters,
+        history,
         worker_id,
         result->succeeded ? "1" : "0",
         description,
@@ -688,9 +693,9 @@ static int finish_op(struct osbq_store *store, const char *operation_id, const c
         prefix,
         operation_id,
         result->binding ? result->binding : "",
-        abandon ? "abandon" : "",
+        modes[by],
     };
-    return op_script(store, SCRIPT_FINISH, 3, (int)(sizeof argv / sizeof argv[0]), argv, err);
+    return op_script(store, SCRIPT_FINISH, 4, (int)(sizeof argv / sizeof argv[0]), argv, err);
 }
 
 int osbq_store_gateway_register(struct osbq_store *store, const char *endpoint, int64_t ttl_ms,
@@ -704,7 +709,7 @@ int osbq_store_gateway_register(struct osbq_store *store, const char *endpoint, 
         return -1;
     redisReply *reply =
         redisCommand(c, "ZADD %s %" PRId64 " %s", key, osbq_store_now_ms() + ttl_ms, endpoint);
-    int rc = reply_failed(c, reply, "ZADD", err);
+    int rc = store_reply_failed(c, reply, "ZADD", err);
     freeReplyObject(reply);
     store_release(store, c);
     return rc;
@@ -720,7 +725,7 @@ int osbq_store_gateway_unregister(struct osbq_store *store, const char *endpoint
     if (c == NULL)
         return -1;
     redisReply *reply = redisCommand(c, "ZREM %s %s", key, endpoint);
-    int rc = reply_failed(c, reply, "ZREM", err);
+    int rc = store_reply_failed(c, reply, "ZREM", err);
     freeReplyObject(reply);
     store_release(store, c);
     return rc;
@@ -746,7 +751,7 @@ int osbq_store_gateway_list(struct osbq_store *store, char ***out, size_t *count
         osbq_error_set(err, OSBQ_ERR_UNAVAILABLE, "redis gateways: %s", c->errstr);
         goto out;
     }
-    if (reply_failed(c, listed, "ZRANGEBYSCORE", err) < 0)
+    if (store_reply_failed(c, listed, "ZRANGEBYSCORE", err) < 0)
         goto out;
     if (listed->type != REDIS_REPLY_ARRAY) {
         osbq_error_set(err, OSBQ_ERR_INTERNAL, "ZRANGEBYSCORE: unexpected reply");
@@ -758,7 +763,7 @@ int osbq_store_gateway_list(struct osbq_store *store, char ***out, size_t *count
         goto out;
     }
     for (size_t i = 0; i < listed->elements; i++) {
-        list[i] = element_dup(listed, i);
+        list[i] = store_element_dup(listed, i);
         if (list[i] == NULL) {
             osbq_store_strings_free(list);
             osbq_error_set(err, OSBQ_ERR_INTERNAL, "out of memory");
@@ -788,7 +793,7 @@ redisContext *osbq_store_subscribe_events(struct osbq_store *store, const char *
                                           struct osbq_error *err)
 {
     char channel[STORE_KEY_MAX];
-    if (id_key(store, channel, sizeof channel, "events", gateway_id) < 0) {
+    if (store_id_key(store, channel, sizeof channel, "events", gateway_id) < 0) {
         osbq_error_set(err, OSBQ_ERR_INTERNAL, "gateway id too long");
         return NULL;
     }
@@ -796,7 +801,7 @@ redisContext *osbq_store_subscribe_events(struct osbq_store *store, const char *
     if (c == NULL)
         return NULL;
     redisReply *reply = redisCommand(c, "SUBSCRIBE %s", channel);
-    if (reply_failed(c, reply, "SUBSCRIBE", err) < 0) {
+    if (store_reply_failed(c, reply, "SUBSCRIBE", err) < 0) {
         freeReplyObject(reply);
         redisFree(c);
         return NULL;
@@ -811,11 +816,11 @@ int osbq_store_begin_binding(struct osbq_store *store, const struct osbq_bind_re
     char inst[STORE_KEY_MAX], binding[STORE_KEY_MAX], op[STORE_KEY_MAX], queue[STORE_KEY_MAX];
     char waiters[STORE_KEY_MAX], set[STORE_KEY_MAX], pred[STORE_KEY_MAX];
     char prefix[96], now[24], deadline[24], api[12];
-    if (id_key(store, inst, sizeof inst, "instance", req->instance_id) < 0 ||
+    if (store_id_key(store, inst, sizeof inst, "instance", req->instance_id) < 0 ||
         binding_key(store, binding, sizeof binding, req->instance_id, req->binding_id) < 0 ||
-        id_key(store, op, sizeof op, "op", req->operation_id) < 0 ||
-        id_key(store, waiters, sizeof waiters, "waiters", req->operation_id) < 0 ||
-        id_key(store, set, sizeof set, "bindings", req->instance_id) < 0 ||
+        store_id_key(store, op, sizeof op, "op", req->operation_id) < 0 ||
+        store_id_key(store, waiters, sizeof waiters, "waiters", req->operation_id) < 0 ||
+        store_id_key(store, set, sizeof set, "bindings", req->instance_id) < 0 ||
         osbq_store_key(store, queue, sizeof queue, "queue") < 0)
         return osbq_error_set(err, OSBQ_ERR_BAD_REQUEST, "id too long");
     pred[0] = '\0';
@@ -873,18 +878,18 @@ int osbq_store_binding_get(struct osbq_store *store, const char *instance_id,
         return -1;
     redisReply *reply =
         redisCommand(c, "HMGET %s state service_id plan_id parameters result lock_x", key);
-    int rc = reply_failed(c, reply, "HMGET", err);
+    int rc = store_reply_failed(c, reply, "HMGET", err);
     if (rc == 0 && (reply->type != REDIS_REPLY_ARRAY || reply->elements != 6))
         rc = osbq_error_set(err, OSBQ_ERR_INTERNAL, "HMGET: unexpected reply");
     if (rc == 0) {
         struct osbq_binding got = {0};
-        got.state = element_dup(reply, 0);
+        got.state = store_element_dup(reply, 0);
         if (got.state != NULL) {
-            got.service_id = element_dup(reply, 1);
-            got.plan_id = element_dup(reply, 2);
-            got.parameters = element_dup(reply, 3);
-            got.result = element_dup(reply, 4);
-            got.lock_holder = element_dup(reply, 5);
+            got.service_id = store_element_dup(reply, 1);
+            got.plan_id = store_element_dup(reply, 2);
+            got.parameters = store_element_dup(reply, 3);
+            got.result = store_element_dup(reply, 4);
+            got.lock_holder = store_element_dup(reply, 5);
             *out = got;
             rc = 1;
         }
@@ -940,12 +945,14 @@ int osbq_store_recover(struct osbq_store *store, unsigned limit, unsigned max_at
     }
     for (size_t i = 0; i < reply->elements; i++) {
         const redisReply *e = reply->element[i];
-        if (e->type != REDIS_REPLY_ARRAY || e->elements != 4)
+        if (e->type != REDIS_REPLY_ARRAY || e->elements != 6)
             continue;
         struct osbq_recovery_item *item = &list[n];
-        item->operation_id = element_dup(e, 0);
-        item->abandon = element_is(e, 1, "abandon");
-        item->claims = (uint32_t)element_int(e, 2, 0);
+        item->operation_id = store_element_dup(e, 0);
+        item->abandon = store_element_is(e, 1, "abandon");
+        item->claims = (uint32_t)store_element_int(e, 2, 0);
+        item->lease_expired = store_element_is(e, 4, "lease");
+        item->kind = store_element_dup(e, 5);
         if (e->element[3]->type == REDIS_REPLY_STRING && e->element[3]->len > 0) {
             item->job = malloc(e->element[3]->len);
             if (item->job != NULL) {
@@ -955,6 +962,7 @@ int osbq_store_recover(struct osbq_store *store, unsigned limit, unsigned max_at
         }
         if (item->operation_id == NULL) {
             free(item->job);
+            free(item->kind);
             continue;
         }
         n++;
@@ -976,6 +984,7 @@ void osbq_recovery_free(struct osbq_recovery_item *items, size_t count)
     for (size_t i = 0; i < count; i++) {
         free(items[i].operation_id);
         free(items[i].job);
+        free(items[i].kind);
     }
     free(items);
 }
@@ -983,11 +992,17 @@ void osbq_recovery_free(struct osbq_recovery_item *items, size_t count)
 int osbq_store_release(struct osbq_store *store, const char *operation_id, const char *worker_id,
                        struct osbq_error *err)
 {
-    char op[STORE_KEY_MAX], queue[STORE_KEY_MAX], now[24];
-    if (id_key(store, op, sizeof op, "op", operation_id) < 0 ||
+    char op[STORE_KEY_MAX], queue[STORE_KEY_MAX], history[STORE_KEY_MAX], now[24];
+    if (store_id_key(store, op, sizeof op, "op", operation_id) < 0 ||
+        store_id_key(store, history, sizeof history, "history", operation_id) < 0 ||
         osbq_store_key(store, queue, sizeof queue, "queue") < 0)
         return osbq_error_set(err, OSBQ_ERR_BAD_REQUEST, "id too long");
     (void)snprintf(now, sizeof now, "%" PRId64, osbq_store_now_ms());
-    const char *argv[] = {op, queue, worker_id, now, operation_id};
-    return op_script(store, SCRIPT_RELEASE, 2, 5, argv, err);
+    const char *argv[] = {op, queue, history, worker_id, now, operation_id};
+    return op_script(store, SCRIPT_RELEASE, 3, 6, argv, err);
+}
+
+uint64_t osbq_store_error_count(const struct osbq_store *store)
+{
+    return atomic_load(&store->errors);
 }

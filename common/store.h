@@ -236,6 +236,8 @@ struct osbq_recovery_item {
     char *operation_id; /* the operation */
     bool abandon;       /* true: it used up its attempts, fail it; false: send its job again */
     uint32_t claims;    /* how many times a worker claimed it */
+    bool lease_expired; /* resend: it was running and its worker's lease ran out */
+    char *kind;         /* the operation's kind, or NULL when unknown */
     char *job;          /* resend: the encoded job as accepted */
     size_t job_len;     /* bytes in job */
 };
@@ -254,5 +256,88 @@ void osbq_recovery_free(struct osbq_recovery_item *items, size_t count);
  * Returns 1, 0 when it ended or was claimed again meanwhile, -1 with err. */
 int osbq_store_abandon(struct osbq_store *store, const char *operation_id, const char *description,
                        struct osbq_error *err);
+
+/* ---- Process status: what osbq-ctl shows of live gateways and workers ---- */
+
+/* Publishes status (a JSON object's text: load, version, start time...) of process id in role
+ * ("gateway" or "worker") until now + ttl_ms. Call again before it expires. */
+int osbq_store_status_publish(struct osbq_store *store, const char *role, const char *id,
+                              const char *status_json, int64_t ttl_ms, struct osbq_error *err);
+
+/* Removes the status of process id in role (clean shutdown). */
+int osbq_store_status_remove(struct osbq_store *store, const char *role, const char *id,
+                             struct osbq_error *err);
+
+/* Lists the status texts of live processes of role, in id order; expired ones are pruned.
+ * *out is a NULL-terminated array freed with osbq_store_strings_free, *count its length. */
+int osbq_store_status_list(struct osbq_store *store, const char *role, char ***out, size_t *count,
+                           struct osbq_error *err);
+
+/* ---- Administration (osbq-ctl) ---- */
+
+/* A record's fields as name/value pairs, as read for an operator. Owned (osbq_fields_clear). */
+struct osbq_fields {
+    size_t count;  /* pairs */
+    char **names;  /* field names */
+    char **values; /* their values */
+};
+
+/* The value of field name, or NULL when the record has none. */
+const char *osbq_fields_get(const struct osbq_fields *fields, const char *name);
+void osbq_fields_clear(struct osbq_fields *fields);
+void osbq_fields_array_free(struct osbq_fields *records, size_t count);
+
+/* What osbq_store_scan_records walks. */
+enum osbq_record_kind {
+    OSBQ_RECORD_INSTANCE, /* ns:instance:* (fields as in docs/architecture.md) */
+    OSBQ_RECORD_BINDING,  /* ns:binding:* */
+};
+
+/* One step of a walk over every record of kind: SCAN from *cursor (0 to start) asking for
+ * about count keys, then each record found read in the same pipeline. Sets *cursor to where
+ * the next step starts (0: the walk is over). A record may be seen twice in one walk (SCAN's
+ * guarantee); a binding's result (its credentials) and an instance's digest are never
+ * returned. On success *records (free with osbq_fields_array_free) holds *n records. */
+int osbq_store_scan_records(struct osbq_store *store, enum osbq_record_kind kind, uint64_t *cursor,
+                            unsigned count, struct osbq_fields **records, size_t *n,
+                            struct osbq_error *err);
+
+/* Reads an operation (every field but its encoded job and its digest) and its history: what
+ * happened to it, oldest first, one JSON object text per event ({"ms", "event", and
+ * "worker", "attempt", "description" where they apply}; events: claimed, released,
+ * lease_expired, resent, succeeded, failed, abandoned, failed_by_operator,
+ * resent_by_operator). Returns 1 with *op and *history (NULL-terminated, free with
+ * osbq_store_strings_free; *history_count its length), 0 when there is no such operation,
+ * -1 with err. */
+int osbq_store_operation_get(struct osbq_store *store, const char *operation_id,
+                             struct osbq_fields *op, char ***history, size_t *history_count,
+                             struct osbq_error *err);
+
+/* Operator: fails an unfinished operation whoever holds it, exactly as a worker's failed
+ * outcome would (lock freed, waiters woken, instance usable), with description. A worker still
+ * running it finds it no longer its own. Returns 1, 0 when it is finished or unknown, -1. */
+int osbq_store_operator_fail(struct osbq_store *store, const char *operation_id,
+                             const char *description, struct osbq_error *err);
+
+/* Operator: sends an unfinished operation again: a running one is taken from its worker (whose
+ * outcome will be refused), its claims count restarts at 0, and it is due at once, so the next
+ * recovery pass of any gateway sends its job to a worker. Returns 1, 0 when it is finished or
+ * unknown, -1. */
+int osbq_store_operator_resend(struct osbq_store *store, const char *operation_id,
+                               struct osbq_error *err);
+
+/* Figures of the operation queue and of Redis itself, for osbq-ctl stats. */
+struct osbq_store_stats {
+    int64_t unfinished;     /* operations queued or running (ns:queue) */
+    int64_t overdue;        /* of those, whose claim or lease has run out (recovery's) */
+    int64_t used_memory;    /* Redis INFO memory used_memory, bytes; -1 unknown */
+    char redis_version[32]; /* Redis INFO server redis_version, or empty */
+};
+int osbq_store_stats_get(struct osbq_store *store, struct osbq_store_stats *out,
+                         struct osbq_error *err);
+
+/* How many Redis calls failed (I/O errors, timeouts, error replies) since the store was made:
+ * for osbq_redis_errors_total. */
+uint64_t osbq_store_error_count(const struct osbq_store *store);
 
 #endif

@@ -12,6 +12,7 @@ enum store_script {
     SCRIPT_LAST_OPERATION,
     SCRIPT_RECOVER,
     SCRIPT_RELEASE,
+    SCRIPT_RESEND,
     SCRIPT_COUNT
 };
 

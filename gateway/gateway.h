@@ -2,9 +2,11 @@
 #ifndef OSBQ_GATEWAY_GATEWAY_H
 #define OSBQ_GATEWAY_GATEWAY_H
 
+#include "auth.h"
 #include "catalog.h"
 #include "config.h"
 #include "dispatch.h"
+#include "gateway_metrics.h"
 #include "store.h"
 #include "validate.h"
 #include "waiter.h"
@@ -14,10 +16,15 @@ struct gateway {
     const struct osbq_config *cfg;      /* the configuration */
     const struct osbq_catalog *catalog; /* the validated catalog */
     struct osbq_store *store;           /* Redis (its own locking makes it thread-safe) */
-    struct validate_auth auth;          /* the broker credentials, hashed */
+    struct osbq_auth auth;              /* the broker credentials, hashed */
     struct dispatch *dispatch;          /* sends jobs to workers (thread-safe submit) */
     struct waiter_table *waiters;       /* suspended synchronous requests */
+    struct gateway_metrics *metrics;    /* its series are updated from any thread */
+    struct osbq_auth metrics_auth;      /* OSBQ_METRICS_USERNAME/PASSWORD, hashed */
+    bool metrics_auth_on;               /* /metrics asks for them */
     char gateway_id[33];                /* random id: this gateway's event channel */
+    const char *version;                /* the build's version (static) */
+    int64_t started_ms;                 /* when it started, ms since the epoch */
 };
 
 #endif

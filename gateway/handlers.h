@@ -39,6 +39,10 @@ void osb_binding_last_operation_get(const struct gateway *gw, const struct reque
 /* GET /v2/service_instances/:instance_id/last_operation. */
 void osb_last_operation_get(const struct gateway *gw, const struct request *req, struct reply *out);
 
+/* GET /metrics: the gateway's metrics in Prometheus text format (gateway_metrics.c). Basic
+ * auth, when OSBQ_METRICS_USERNAME is set, is checked by http.c before routing. */
+void metrics_get(const struct gateway *gw, const struct request *req, struct reply *out);
+
 /* GET /healthz: the process is alive and serving HTTP. */
 void health_live(const struct gateway *gw, const struct request *req, struct reply *out);
 

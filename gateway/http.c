@@ -47,6 +47,10 @@ struct exchange {
     bool waiting;                     /* suspended until wait_result is filled */
     struct reply_wait wait;           /* what a synchronous request waits for */
     struct waiter_result wait_result; /* how the wait ended */
+    const char *route;                /* matched pattern (static), "unmatched" or NULL before */
+    char *instance_id;                /* decoded path ids, for the access log, or NULL */
+    char *binding_id;
+    char operation_id[33]; /* operation started or joined, for the access log */
 };
 
 /* The query parameters OSB requests use; decoded once per request. */
@@ -64,6 +68,26 @@ static enum http_method parse_method(const char *method)
         if (strcmp(method, methods[i].name) == 0)
             return methods[i].method;
     return HTTP_OTHER;
+}
+
+/* The method as a metrics label: a fixed set, whatever a client sends. */
+static const char *method_label(enum http_method method)
+{
+    switch (method) {
+    case HTTP_GET:
+        return "GET";
+    case HTTP_PUT:
+        return "PUT";
+    case HTTP_PATCH:
+        return "PATCH";
+    case HTTP_DELETE:
+        return "DELETE";
+    case HTTP_POST:
+        return "POST";
+    case HTTP_OTHER:
+        break;
+    }
+    return "OTHER";
 }
 
 static const char *header(struct MHD_Connection *conn, const char *name)
@@ -89,7 +113,8 @@ static enum MHD_Result queue_reply(struct MHD_Connection *conn, struct exchange 
     }
     bool ok = true;
     if (r->status != 304)
-        ok &= MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json") ==
+        ok &= MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+                                      r->content_type ? r->content_type : "application/json") ==
               MHD_YES;
     if (r->etag != NULL)
         ok &= MHD_add_response_header(resp, MHD_HTTP_HEADER_ETAG, r->etag) == MHD_YES;
@@ -108,6 +133,8 @@ static enum MHD_Result queue_reply(struct MHD_Connection *conn, struct exchange 
     MHD_destroy_response(resp);
     ex->status = r->status;
     ex->answered = true;
+    if (r->operation_id[0] != '\0')
+        memcpy(ex->operation_id, r->operation_id, sizeof ex->operation_id);
     reply_clear(r);
     return rc;
 }
@@ -120,7 +147,34 @@ static enum MHD_Result queue_error(struct MHD_Connection *conn, struct exchange 
     return queue_reply(conn, ex, &r);
 }
 
-/* Authenticates /v2 requests, reads their API version, routes and runs the handler. */
+/* Checks basic credentials against auth; false when absent or wrong. */
+static bool credentials_match(struct MHD_Connection *conn, const struct osbq_auth *auth)
+{
+    char *password = NULL;
+    char *username = MHD_basic_auth_get_username_password(conn, &password);
+    bool authenticated = osbq_auth_check(auth, username, password);
+    if (password != NULL) {
+        memset(password, 0, strlen(password));
+        MHD_free(password);
+    }
+    if (username != NULL)
+        MHD_free(username);
+    return authenticated;
+}
+
+/* Keeps the decoded path ids of a matched route for the access log and the log context. */
+static void remember_ids(struct exchange *ex, const struct route *route,
+                         const struct route_params *params)
+{
+    if (params->count > 0 && strstr(route->pattern, ":instance_id") != NULL)
+        ex->instance_id = strdup(params->values[0]);
+    if (params->count > 1 && strstr(route->pattern, ":binding_id") != NULL)
+        ex->binding_id = strdup(params->values[1]);
+}
+
+/* Authenticates /v2 requests (and /metrics when it has credentials), reads their API version,
+ * routes and runs the handler. Routing comes first only to name the route in metrics and
+ * logs: a /v2 request still gets 401 before 404. */
 static void dispatch(const struct gateway *gw, struct MHD_Connection *conn, struct exchange *ex,
                      struct reply *out)
 {
@@ -140,18 +194,14 @@ static void dispatch(const struct gateway *gw, struct MHD_Connection *conn, stru
         .trace = ex->trace,
     };
     struct osbq_error err = {0};
+    const struct route *route = NULL;
+    struct route_params params;
+    unsigned allowed = 0;
+    enum route_result matched = route_match(ex->path, ex->method, &route, &params, &allowed);
+    ex->route = matched == ROUTE_FOUND ? route->pattern : "unmatched";
 
     if (route_is_broker_api(ex->path)) {
-        char *password = NULL;
-        char *username = MHD_basic_auth_get_username_password(conn, &password);
-        bool authenticated = validate_auth_check(&gw->auth, username, password);
-        if (password != NULL) {
-            memset(password, 0, strlen(password));
-            MHD_free(password);
-        }
-        if (username != NULL)
-            MHD_free(username);
-        if (!authenticated) {
+        if (!credentials_match(conn, &gw->auth)) {
             reply_error(out, OSBQ_ERR_UNAUTHORIZED,
                         "Authentication failed: send the broker's user name and password with "
                         "HTTP basic authentication.");
@@ -162,12 +212,15 @@ static void dispatch(const struct gateway *gw, struct MHD_Connection *conn, stru
             reply_error_from(out, &err);
             return;
         }
+    } else if (matched == ROUTE_FOUND && route->handler == metrics_get && gw->metrics_auth_on &&
+               !credentials_match(conn, &gw->metrics_auth)) {
+        reply_error(out, OSBQ_ERR_UNAUTHORIZED,
+                    "Authentication failed: /metrics needs the metrics user name and password "
+                    "(OSBQ_METRICS_USERNAME) with HTTP basic authentication.");
+        return;
     }
 
-    const struct route *route = NULL;
-    struct route_params params;
-    unsigned allowed = 0;
-    switch (route_match(ex->path, ex->method, &route, &params, &allowed)) {
+    switch (matched) {
     case ROUTE_NOT_FOUND:
         reply_error(out, OSBQ_ERR_NOT_FOUND, "No such endpoint.");
         return;
@@ -180,7 +233,14 @@ static void dispatch(const struct gateway *gw, struct MHD_Connection *conn, stru
     }
     for (size_t i = 0; i < params.count; i++)
         req.params[i] = params.values[i];
+    remember_ids(ex, route, &params);
+    /* Every line the handler logs names the request's ids; the operation joins when known. */
+    struct osbq_log_context context = {.instance_id = ex->instance_id,
+                                       .binding_id = ex->binding_id,
+                                       .request_id = ex->request_identity};
+    osbq_log_context_set(&context);
     route->handler(gw, &req, out);
+    osbq_log_context_set(NULL);
 }
 
 /* Cloud Foundry's B3 tracing headers, carried through the job into worker logs and backends:
@@ -213,6 +273,8 @@ static void exchange_free(struct exchange *ex)
     for (size_t i = 0; i < sizeof ex->query / sizeof ex->query[0]; i++)
         free(ex->query[i]);
     free(ex->trace);
+    free(ex->instance_id);
+    free(ex->binding_id);
     reply_wait_clear(&ex->wait);
     waiter_result_clear(&ex->wait_result);
     free(ex);
@@ -238,6 +300,7 @@ static enum MHD_Result start_waiting(const struct gateway *gw, struct MHD_Connec
 {
     ex->wait = r->wait;
     memset(&r->wait, 0, sizeof r->wait);
+    memcpy(ex->operation_id, r->operation_id, sizeof ex->operation_id);
     reply_clear(r);
     ex->waiting = true;
     if (waiter_add(gw->waiters, ex->wait.operation_id, ex->wait.deadline_ms, ex, &ex->wait_result,
@@ -323,6 +386,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
         if (ex == NULL)
             return MHD_NO;
         atomic_fetch_add(&server->inflight, 1);
+        osbq_series_add(gw->metrics->in_flight, 1);
         *con_cls = ex;
         /* Refuse an announced oversized body before reading any of it. Answering on this
          * first call makes libmicrohttpd close the connection, which is what we want here;
@@ -362,7 +426,14 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
     if (ex->waiting) {
         /* Resumed: the operation ended, or the wait did. */
         ex->waiting = false;
+        struct osbq_log_context context = {.operation_id = ex->operation_id,
+                                           .instance_id = ex->instance_id,
+                                           .binding_id = ex->binding_id,
+                                           .request_id = ex->request_identity};
+        osbq_log_context_set(&context);
         osb_sync_reply(gw, &ex->wait, &ex->wait_result, &r);
+        osbq_log_context_set(NULL);
+        memcpy(r.operation_id, ex->operation_id, sizeof r.operation_id);
         return queue_reply(conn, ex, &r);
     }
     dispatch(gw, conn, ex, &r);
@@ -380,10 +451,15 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     if (ex == NULL)
         return;
     atomic_fetch_sub(&server->inflight, 1);
+    struct gateway_metrics *metrics = server->gw->metrics;
+    osbq_series_add(metrics->in_flight, -1);
     struct timespec now;
     (void)clock_gettime(CLOCK_MONOTONIC, &now);
     int64_t micros = (int64_t)(now.tv_sec - ex->started.tv_sec) * 1000000 +
                      (now.tv_nsec - ex->started.tv_nsec) / 1000;
+    /* A request cut off before any answer (status 0) is counted as code "0". */
+    gateway_metrics_request(metrics, ex->route ? ex->route : "unmatched", method_label(ex->method),
+                            ex->status, (double)micros / 1e6);
     if (osbq_log_enabled(OSBQ_LOG_INFO)) {
         struct osbq_log_line line;
         osbq_log_line_begin(&line, OSBQ_LOG_INFO, "request");
@@ -392,6 +468,10 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         osbq_log_line_int(&line, "status", ex->status);
         osbq_log_line_int(&line, "duration_us", micros);
         osbq_log_line_str(&line, "request_id", ex->request_identity);
+        osbq_log_line_str(&line, "instance", ex->instance_id);
+        osbq_log_line_str(&line, "binding", ex->binding_id);
+        if (ex->operation_id[0] != '\0')
+            osbq_log_line_str(&line, "op", ex->operation_id);
         if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK)
             osbq_log_line_int(&line, "aborted", (int64_t)toe);
         osbq_log_line_end(&line);

@@ -46,11 +46,20 @@ int main(int argc, char **argv)
     if (bus == NULL)
         osbq_startup_die(&startup, "OSBQ_BUS_BIND", &err);
 
-    struct gateway gw = {.cfg = &cfg, .catalog = catalog};
+    struct gateway gw = {.cfg = &cfg,
+                         .catalog = catalog,
+                         .version = OSBQ_VERSION,
+                         .started_ms = osbq_store_now_ms()};
+    struct gateway_metrics metrics;
     gw.store = osbq_store_new(&cfg);
+    gw.metrics_auth_on = cfg.metrics_username != NULL;
     if (gw.store == NULL ||
-        validate_auth_init(&gw.auth, cfg.broker_username, cfg.broker_password) < 0)
+        osbq_auth_init(&gw.auth, cfg.broker_username, cfg.broker_password) < 0 ||
+        (gw.metrics_auth_on &&
+         osbq_auth_init(&gw.metrics_auth, cfg.metrics_username, cfg.metrics_password) < 0) ||
+        gateway_metrics_init(&metrics, gw.store, OSBQ_VERSION) < 0)
         fatalx("cannot initialise: out of memory or no random source");
+    gw.metrics = &metrics;
     unsigned char raw_id[16];
     randombytes_buf(raw_id, sizeof raw_id);
     sodium_bin2hex(gw.gateway_id, sizeof gw.gateway_id, raw_id, sizeof raw_id);
@@ -63,13 +72,14 @@ int main(int argc, char **argv)
     gw.waiters = waiter_table_start(gw.store, &cfg, gw.gateway_id, &err);
     if (gw.waiters == NULL)
         fatalx("%s", err.text);
+    gateway_metrics_attach(&metrics, gw.dispatch, gw.waiters);
     struct http_server *server = http_start(&gw, listen_fd, &err);
     if (server == NULL)
         osbq_startup_die(&startup, "OSBQ_LISTEN", &err);
-    struct registry *registry = registry_start(gw.store, cfg.bus_advertise, &err);
+    struct registry *registry = registry_start(&gw, &err);
     if (registry == NULL)
         fatalx("%s", err.text);
-    struct recovery *recovery = recovery_start(&cfg, gw.store, gw.dispatch, &err);
+    struct recovery *recovery = recovery_start(&cfg, gw.store, gw.dispatch, &metrics, &err);
     if (recovery == NULL)
         fatalx("%s", err.text);
     log_info("gateway %s listening on %s:%u, bus %s (advertised as %s), %u HTTP threads, "
@@ -96,10 +106,12 @@ int main(int argc, char **argv)
     http_stop(&server);
     waiter_table_stop(&gw.waiters);
     dispatch_stop(&gw.dispatch);
+    gateway_metrics_clear(&metrics);
     osbq_store_destroy(&gw.store);
     osbq_catalog_destroy(&catalog);
     osbq_config_clear(&cfg);
     sodium_memzero(&gw.auth, sizeof gw.auth);
+    sodium_memzero(&gw.metrics_auth, sizeof gw.metrics_auth);
     log_info("stopped");
     return 0;
 }

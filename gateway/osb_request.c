@@ -226,6 +226,12 @@ void osb_reply_started(const struct gateway *gw, const struct request *req,
         osb_wait_for(out, req, s->kind, s->instance_id, s->binding_id, s->timeout_ms, operation_id,
                      s->wait_dashboard, job, job_len);
     }
+    /* Kept in the reply (which outlives the handler's buffers) for the access log and for the
+     * lines the handler still writes. */
+    (void)snprintf(out->operation_id, sizeof out->operation_id, "%s", operation_id);
+    osbq_log_context_set_operation(out->operation_id);
+    gateway_metrics_operation(gw->metrics, osbq_job_kind_name(s->kind),
+                              accepted ? "accepted" : "joined");
 }
 
 void osb_job_from_request(struct osbq_job *job, const struct request *req)

@@ -15,11 +15,12 @@
 #define RECOVERY_BATCH 200
 
 struct recovery {
-    const struct osbq_config *cfg;  /* borrowed */
-    struct osbq_store *store;       /* borrowed */
-    struct dispatch *dispatch;      /* borrowed: where resent jobs go */
-    bool warned;                    /* the last scan failed (logged once) */
-    struct osbq_periodic *periodic; /* the scanning thread */
+    const struct osbq_config *cfg;   /* borrowed */
+    struct osbq_store *store;        /* borrowed */
+    struct dispatch *dispatch;       /* borrowed: where resent jobs go */
+    struct gateway_metrics *metrics; /* borrowed: retries, lease expiries, abandons */
+    bool warned;                     /* the last scan failed (logged once) */
+    struct osbq_periodic *periodic;  /* the scanning thread */
 };
 
 /* Sends the job again with its attempt number raised to the next claim. */
@@ -41,8 +42,13 @@ static void resend(struct recovery *r, const struct osbq_recovery_item *item)
     if (osbq_job_encode(&job, &bytes, &len, why, sizeof why) < 0 ||
         dispatch_submit(r->dispatch, item->operation_id, bytes, len) < 0)
         log_warnx("operation %s: cannot resend it now, the next scan will", item->operation_id);
-    else
-        log_info("operation %s: resent (attempt %u)", item->operation_id, job.attempt);
+    else {
+        log_info("operation %s: resent (attempt %u%s)", item->operation_id, job.attempt,
+                 item->lease_expired ? ", its worker's lease ran out" : "");
+        osbq_series_add(r->metrics->retries, 1);
+        if (item->lease_expired)
+            osbq_series_add(r->metrics->lease_expiries, 1);
+    }
     free(bytes);
     osbq_job_clear(&job);
 }
@@ -59,8 +65,10 @@ static void abandon(struct recovery *r, const struct osbq_recovery_item *item)
     if (rc < 0)
         log_warnx("operation %s: cannot mark it failed (%s), retrying", item->operation_id,
                   err.text);
-    else if (rc == 1)
+    else if (rc == 1) {
         log_warnx("operation %s: failed after %u attempts", item->operation_id, item->claims);
+        gateway_metrics_operation(r->metrics, item->kind ? item->kind : "unknown", "abandoned");
+    }
 }
 
 static void scan(void *arg)
@@ -83,16 +91,20 @@ static void scan(void *arg)
     }
     r->warned = false;
     for (size_t i = 0; i < count; i++) {
+        struct osbq_log_context context = {.operation_id = items[i].operation_id};
+        osbq_log_context_set(&context);
         if (items[i].abandon)
             abandon(r, &items[i]);
         else
             resend(r, &items[i]);
+        osbq_log_context_set(NULL);
     }
     osbq_recovery_free(items, count);
 }
 
 struct recovery *recovery_start(const struct osbq_config *cfg, struct osbq_store *store,
-                                struct dispatch *dispatch, struct osbq_error *err)
+                                struct dispatch *dispatch, struct gateway_metrics *metrics,
+                                struct osbq_error *err)
 {
     struct recovery *r = calloc(1, sizeof *r);
     if (r == NULL) {
@@ -102,6 +114,7 @@ struct recovery *recovery_start(const struct osbq_config *cfg, struct osbq_store
     r->cfg = cfg;
     r->store = store;
     r->dispatch = dispatch;
+    r->metrics = metrics;
     r->periodic = osbq_periodic_start(cfg->recovery_interval_ms, scan, r, err);
     if (r->periodic == NULL) {
         free(r);

@@ -7,13 +7,15 @@
 #include "config.h"
 #include "dispatch.h"
 #include "error.h"
+#include "gateway_metrics.h"
 #include "store.h"
 
 struct recovery;
 
 /* Starts the loop. Everything is borrowed and must outlive it. NULL with err on failure. */
 struct recovery *recovery_start(const struct osbq_config *cfg, struct osbq_store *store,
-                                struct dispatch *dispatch, struct osbq_error *err);
+                                struct dispatch *dispatch, struct gateway_metrics *metrics,
+                                struct osbq_error *err);
 
 /* Stops the loop and frees it; sets *rp to NULL; accepts NULL. */
 void recovery_stop(struct recovery **rp);

@@ -55,15 +55,18 @@ struct reply_wait {
 
 /* A response under construction: handlers fill it through reply.h, http.c sends it. */
 struct reply {
-    unsigned status;         /* HTTP status */
-    char *body;              /* owned JSON text, or NULL when static_body is used */
-    const char *static_body; /* borrowed body that outlives the daemon (the catalog) */
-    size_t body_len;         /* bytes of whichever body is set */
-    const char *etag;        /* ETag header value (borrowed, static lifetime), or NULL */
-    char allow[64];          /* Allow header for 405, or empty */
-    bool www_authenticate;   /* add WWW-Authenticate (401) */
-    char retry_after[16];    /* Retry-After header (seconds), or empty */
-    struct reply_wait wait;  /* set instead of a status when the request waits */
+    unsigned status;          /* HTTP status */
+    char *body;               /* owned JSON text, or NULL when static_body is used */
+    const char *static_body;  /* borrowed body that outlives the daemon (the catalog) */
+    size_t body_len;          /* bytes of whichever body is set */
+    const char *etag;         /* ETag header value (borrowed, static lifetime), or NULL */
+    char allow[64];           /* Allow header for 405, or empty */
+    bool www_authenticate;    /* add WWW-Authenticate (401) */
+    char retry_after[16];     /* Retry-After header (seconds), or empty */
+    const char *content_type; /* Content-Type (static string); NULL: application/json */
+    char operation_id[33];    /* the operation the request started or joined, for the access
+                               * log; empty when none */
+    struct reply_wait wait;   /* set instead of a status when the request waits */
 };
 
 #endif

@@ -23,6 +23,7 @@ static const struct route routes[] = {
      osb_binding_last_operation_get},
     {HTTP_GET, "/healthz", health_live},
     {HTTP_GET, "/readyz", health_ready},
+    {HTTP_GET, "/metrics", metrics_get},
 };
 
 bool route_is_broker_api(const char *path)

@@ -1,7 +1,6 @@
 /* Request checks that need no I/O: the API version header, basic-auth credentials, ETags. */
 #include "validate.h"
 
-#include <sodium.h>
 #include <string.h>
 
 static const char supported[] = "this broker supports X-Broker-API-Version 2.0 to 2.17 "
@@ -41,37 +40,6 @@ int validate_api_version(const char *header, unsigned *out, struct osbq_error *e
     unsigned version = 200 + (minor > 17 ? 17 : minor);
     *out = version;
     return 0;
-}
-
-static void credentials_digest(const unsigned char key[32], const char *username,
-                               const char *password, unsigned char digest[32])
-{
-    crypto_generichash_state state;
-    crypto_generichash_init(&state, key, 32, 32);
-    crypto_generichash_update(&state, (const unsigned char *)username, strlen(username));
-    /* The NUL cannot occur in either string, so no other split of the same bytes matches. */
-    crypto_generichash_update(&state, (const unsigned char *)"", 1);
-    crypto_generichash_update(&state, (const unsigned char *)password, strlen(password));
-    crypto_generichash_final(&state, digest, 32);
-}
-
-int validate_auth_init(struct validate_auth *auth, const char *username, const char *password)
-{
-    if (sodium_init() < 0)
-        return -1;
-    randombytes_buf(auth->key, sizeof auth->key);
-    credentials_digest(auth->key, username, password, auth->digest);
-    return 0;
-}
-
-bool validate_auth_check(const struct validate_auth *auth, const char *username,
-                         const char *password)
-{
-    if (username == NULL || password == NULL)
-        return false;
-    unsigned char digest[32];
-    credentials_digest(auth->key, username, password, digest);
-    return sodium_memcmp(digest, auth->digest, sizeof digest) == 0;
 }
 
 bool validate_etag_matches(const char *if_none_match, const char *etag)

@@ -1,4 +1,4 @@
-/* Request checks that need no I/O: the API version header, basic-auth credentials, ETags. */
+/* Request checks that need no I/O: the API version header and ETags (credentials: auth.h). */
 #ifndef OSBQ_GATEWAY_VALIDATE_H
 #define OSBQ_GATEWAY_VALIDATE_H
 
@@ -14,21 +14,6 @@
  * 2.17 to 217. Returns 0, or -1 with err (OSBQ_ERR_API_VERSION) saying what is supported
  * when the header is missing (NULL), malformed, or not 2.x. */
 int validate_api_version(const char *header, unsigned *out, struct osbq_error *err);
-
-/* The expected basic-auth credentials, kept only as a keyed hash so comparison takes the same
- * time whatever the presented values. */
-struct validate_auth {
-    unsigned char key[32];    /* random per process */
-    unsigned char digest[32]; /* keyed hash of username NUL password */
-};
-
-/* Prepares auth for username and password. Returns 0, or -1 when libsodium cannot start. */
-int validate_auth_init(struct validate_auth *auth, const char *username, const char *password);
-
-/* True when username and password (either may be NULL: no credentials) match, in constant
- * time with respect to the expected values. */
-bool validate_auth_check(const struct validate_auth *auth, const char *username,
-                         const char *password);
 
 /* True when an If-None-Match header value (a list of entity tags, or "*") matches etag
  * (quoted, strong); weak tags compare by their opaque part, as RFC 7232 asks for GET. */

@@ -294,3 +294,11 @@ void waiter_table_stop(struct waiter_table **tp)
     free(table);
     *tp = NULL;
 }
+
+size_t waiter_table_count(struct waiter_table *table)
+{
+    pthread_mutex_lock(&table->lock);
+    size_t count = table->count;
+    pthread_mutex_unlock(&table->lock);
+    return count;
+}

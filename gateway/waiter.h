@@ -54,6 +54,9 @@ void waiter_table_stop(struct waiter_table **tp);
 int waiter_add(struct waiter_table *table, const char *operation_id, int64_t deadline_ms,
                void *request, struct waiter_result *result, waiter_fn suspend, waiter_fn resume);
 
+/* Requests waiting now. */
+size_t waiter_table_count(struct waiter_table *table);
+
 /* Frees the strings of a result and zeroes it. */
 void waiter_result_clear(struct waiter_result *result);
 

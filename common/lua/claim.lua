@@ -1,6 +1,6 @@
 -- A worker claims an operation before running it: queued -> running, or a running operation
 -- whose lease has expired is taken over. The claim decides who runs a job delivered twice.
--- KEYS: 1 operation hash, 2 queue zset
+-- KEYS: 1 operation hash, 2 queue zset, 3 the operation's history list
 -- ARGV: 1 worker id, 2 attempt the job carries (informational), 3 now (ms), 4 lease (ms),
 --       5 operation id
 -- Returns 1 when claimed, 0 otherwise.
@@ -19,4 +19,7 @@ redis.call('HSET', KEYS[1], 'state', 'running', 'worker', ARGV[1], 'attempt', cl
            'lease_until', until_ms)
 redis.call('HSETNX', KEYS[1], 'started_ms', now)
 redis.call('ZADD', KEYS[2], until_ms, ARGV[5])
+redis.call('RPUSH', KEYS[3], cjson.encode({ms = now, event = 'claimed', worker = ARGV[1],
+                                           attempt = claims}))
+redis.call('LTRIM', KEYS[3], -64, -1)
 return 1

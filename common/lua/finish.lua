@@ -1,12 +1,13 @@
 -- A worker records the outcome of an operation: its state, the instance's new attributes, the
 -- lock freed, the average duration for Retry-After, and synchronous waiters woken. Atomic.
--- KEYS: 1 operation hash, 2 queue zset, 3 waiters set
+-- KEYS: 1 operation hash, 2 queue zset, 3 waiters set, 4 the operation's history list
 -- ARGV: 1 worker id, 2 "1" succeeded / "0" failed, 3 description, 4 dashboard url or "",
 --       5 metadata JSON or "", 6 instance_usable "1"/"0", 7 update_repeatable "1"/"0",
 --       8 now (ms), 9 retention (s), 10 key prefix "<ns>:", 11 operation id,
 --       12 bind: JSON of the binding (credentials, endpoints, ...) or "",
 --       13 "abandon": the recovery loop gives up on an operation whose lease ran out (any
---          worker), or ""
+--          worker); "operator": an operator fails an unfinished operation (osbq-ctl fail);
+--          or ""
 -- Returns 1, or 0 when the operation is no longer this worker's.
 local op_key, queue, waiters = KEYS[1], KEYS[2], KEYS[3]
 local rec = redis.call('HMGET', op_key, 'state', 'worker', 'kind', 'instance_key', 'plan_id',
@@ -17,6 +18,8 @@ if ARGV[13] == 'abandon' then
   if rec[1] ~= 'queued' and not (rec[1] == 'running' and lease < tonumber(ARGV[8])) then
     return 0
   end
+elseif ARGV[13] == 'operator' then
+  if rec[1] ~= 'queued' and rec[1] ~= 'running' then return 0 end
 elseif rec[1] ~= 'running' or rec[2] ~= ARGV[1] then
   return 0
 end
@@ -34,6 +37,13 @@ if not ok and (kind == 'update' or kind == 'deprovision') then
 end
 redis.call('EXPIRE', op_key, retention)
 redis.call('ZREM', queue, op_id)
+local event = ok and 'succeeded' or 'failed'
+if ARGV[13] == 'abandon' then event = 'abandoned' end
+if ARGV[13] == 'operator' then event = 'failed_by_operator' end
+redis.call('RPUSH', KEYS[4], cjson.encode({ms = now, event = event, worker = rec[2],
+                                           description = ARGV[3]}))
+redis.call('LTRIM', KEYS[4], -64, -1)
+redis.call('EXPIRE', KEYS[4], retention)
 
 local binding = rec[10]
 if binding then

@@ -4,14 +4,16 @@
 -- ARGV: 1 now (ms), 2 most operations to return, 3 attempt limit (claims), 4 claim timeout (ms),
 --       5 key prefix "<ns>:", 6 "1" when the caller can resend (a worker has room), else "0":
 --       then only operations to abandon are taken
--- Returns a list of {operation id, "resend"|"abandon", claims so far, encoded job or ""}.
+-- Returns a list of {operation id, "resend"|"abandon", claims so far, encoded job or "",
+-- "lease" when a running operation's lease ran out else "", kind}. Resends are written to the
+-- operation's history list (<prefix>history:<id>).
 local queue, now, limit = KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[3])
 local next_due = now + tonumber(ARGV[4])
 local out = {}
 local due = redis.call('ZRANGEBYSCORE', queue, '-inf', now, 'LIMIT', 0, tonumber(ARGV[2]))
 for _, op_id in ipairs(due) do
   local op = ARGV[5] .. 'op:' .. op_id
-  local rec = redis.call('HMGET', op, 'state', 'lease_until', 'claims', 'job')
+  local rec = redis.call('HMGET', op, 'state', 'lease_until', 'claims', 'job', 'worker', 'kind')
   local state, claims = rec[1], tonumber(rec[3] or '0')
   if not state or state == 'succeeded' or state == 'failed' then
     redis.call('ZREM', queue, op_id)
@@ -21,16 +23,22 @@ for _, op_id in ipairs(due) do
   elseif claims >= limit then
     -- Used up: its lease ran out, or it was given back (deadline, shutdown), that many times.
     redis.call('ZADD', queue, next_due, op_id)
-    table.insert(out, {op_id, 'abandon', claims, ''})
+    table.insert(out, {op_id, 'abandon', claims, '', '', rec[6] or ''})
   elseif ARGV[6] == '1' then
+    local history = ARGV[5] .. 'history:' .. op_id
+    local event = {ms = now, event = 'resent', attempt = claims}
     if state == 'running' then
       -- The lease ran out: the worker died or hangs. Its late outcome will be refused.
       redis.call('HSET', op, 'state', 'queued')
       redis.call('HDEL', op, 'worker', 'lease_until')
+      event.event, event.worker = 'lease_expired', rec[5]
     end
+    redis.call('RPUSH', history, cjson.encode(event))
+    redis.call('LTRIM', history, -64, -1)
     redis.call('HINCRBY', op, 'resends', 1)
     redis.call('ZADD', queue, next_due, op_id)
-    table.insert(out, {op_id, 'resend', claims, rec[4] or ''})
+    table.insert(out, {op_id, 'resend', claims, rec[4] or '', state == 'running' and 'lease' or '',
+                       rec[6] or ''})
   end
 end
 return out

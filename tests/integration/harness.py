@@ -323,12 +323,17 @@ def redis_hash(redis, key):
     return dict(zip(flat[0::2], flat[1::2]))
 
 
+# Keys the processes renew on their own every 2 s (the gateway registry and the processes'
+# status for osbq-ctl): liveness, not data a request could have written.
+_LIVENESS_KEY = _re.compile(r"^[^:]+:(gateways|status:.*)$")
+
+
 def redis_snapshot(redis, pattern="*", ignore=()):
-    """Every key matching pattern, but those in ignore, with its type and content: two equal
-    snapshots mean nothing was written in between."""
+    """Every key matching pattern, but those in ignore and the liveness keys, with its type and
+    content: two equal snapshots mean no request wrote anything in between."""
     snapshot = {}
     for key in redis.keys(pattern):
-        if key in ignore:
+        if key in ignore or _LIVENESS_KEY.match(key):
             continue
         kind = redis.command("TYPE", key)
         if kind == "string":

@@ -304,6 +304,159 @@ static void test_gateway_registry(void **state)
     osbq_store_strings_free(list);
 }
 
+static void test_process_status(void **state)
+{
+    struct fixture *f = *state;
+    struct osbq_error err = {0};
+    char **list = NULL;
+    size_t count = 0;
+    assert_int_equal(
+        osbq_store_status_publish(f->store, "worker", "w-b", "{\"id\":\"w-b\"}", 10000, &err), 0);
+    assert_int_equal(
+        osbq_store_status_publish(f->store, "worker", "w-a", "{\"id\":\"w-a\"}", 10000, &err), 0);
+    assert_int_equal(
+        osbq_store_status_publish(f->store, "worker", "w-old", "{\"id\":\"w-old\"}", 1, &err), 0);
+    assert_int_equal(
+        osbq_store_status_publish(f->store, "gateway", "g-1", "{\"id\":\"g-1\"}", 10000, &err), 0);
+    assert_int_equal(osbq_store_status_publish(f->store, "janitor", "x", "{}", 10000, &err), -1);
+    struct timespec pause = {0, 20000000};
+    nanosleep(&pause, NULL);
+    /* Expired entries are gone; the rest come in id order, each role on its own. */
+    assert_int_equal(osbq_store_status_list(f->store, "worker", &list, &count, &err), 0);
+    assert_int_equal(count, 2);
+    assert_string_equal(list[0], "{\"id\":\"w-a\"}");
+    assert_string_equal(list[1], "{\"id\":\"w-b\"}");
+    osbq_store_strings_free(list);
+    assert_int_equal(osbq_store_status_remove(f->store, "worker", "w-a", &err), 0);
+    assert_int_equal(osbq_store_status_list(f->store, "worker", &list, &count, &err), 0);
+    assert_int_equal(count, 1);
+    osbq_store_strings_free(list);
+    assert_int_equal(osbq_store_status_list(f->store, "gateway", &list, &count, &err), 0);
+    assert_int_equal(count, 1);
+    osbq_store_strings_free(list);
+}
+
+/* The event names of an operation's history, joined by spaces. */
+static void history_events(struct fixture *f, const char *op, char *out, size_t size)
+{
+    struct osbq_fields fields = {0};
+    char **history = NULL;
+    size_t count = 0;
+    struct osbq_error err = {0};
+    out[0] = '\0';
+    assert_int_equal(osbq_store_operation_get(f->store, op, &fields, &history, &count, &err), 1);
+    for (size_t i = 0; i < count; i++) {
+        const char *at = strstr(history[i], "\"event\":\"");
+        assert_non_null(at);
+        at += strlen("\"event\":\"");
+        size_t used = strlen(out);
+        (void)snprintf(out + used, size - used, "%s%.*s", used ? " " : "", (int)strcspn(at, "\""),
+                       at);
+    }
+    /* The encoded job and the digest stay inside Redis. */
+    assert_null(osbq_fields_get(&fields, "job"));
+    assert_null(osbq_fields_get(&fields, "digest"));
+    assert_string_equal(osbq_fields_get(&fields, "kind"), "provision");
+    osbq_fields_clear(&fields);
+    osbq_store_strings_free(history);
+}
+
+static void test_operation_history_and_repairs(void **state)
+{
+    struct fixture *f = *state;
+    struct osbq_error err = {0};
+    char events[512];
+    assert_int_equal(begin(f, "provision", "oph", "ih", "d", "plan-a", NULL, NULL, NULL),
+                     OSBQ_BEGIN_ACCEPTED);
+    assert_int_equal(claim(f, "oph", "w1", 10000), 1);
+    assert_int_equal(osbq_store_release(f->store, "oph", "w1", &err), 1);
+    assert_int_equal(claim(f, "oph", "w2", 10000), 1);
+    /* Resend by an operator: taken from w2, claims start again, due at once. */
+    assert_int_equal(osbq_store_operator_resend(f->store, "oph", &err), 1);
+    assert_string_equal(field(f, "t:op:oph", "state"), "queued");
+    assert_string_equal(field(f, "t:op:oph", "claims"), "0");
+    assert_int_equal(osbq_store_progress(f->store, "oph", "w2", NULL, 10000, &err), 0);
+    assert_int_equal(finish(f, "oph", "w2", true), 0);
+    redisReply *score = redisCommand(f->direct, "ZSCORE t:queue oph");
+    assert_string_equal(score->str, "0");
+    freeReplyObject(score);
+    assert_int_equal(claim(f, "oph", "w3", 10000), 1);
+    /* Failed by an operator while w3 runs it: the lock is free, w3's outcome is refused. */
+    assert_int_equal(osbq_store_operator_fail(f->store, "oph", "Stuck; failed by ops.", &err), 1);
+    assert_int_equal(finish(f, "oph", "w3", true), 0);
+    assert_string_equal(field(f, "t:op:oph", "state"), "failed");
+    assert_string_equal(field(f, "t:op:oph", "description"), "Stuck; failed by ops.");
+    assert_string_equal(field(f, "t:instance:ih", "state"), "failed");
+    assert_string_equal(field(f, "t:instance:ih", "lock_x"), "");
+    history_events(f, "oph", events, sizeof events);
+    assert_string_equal(events,
+                        "claimed released claimed resent_by_operator claimed failed_by_operator");
+    redisReply *ttl = redisCommand(f->direct, "TTL t:history:oph");
+    assert_true(ttl->integer > 0 && ttl->integer <= 3600);
+    freeReplyObject(ttl);
+    /* Nothing to repair once finished; unknown operations are not found. */
+    assert_int_equal(osbq_store_operator_fail(f->store, "oph", "again", &err), 0);
+    assert_int_equal(osbq_store_operator_resend(f->store, "oph", &err), 0);
+    struct osbq_fields fields = {0};
+    char **history = NULL;
+    size_t count = 0;
+    assert_int_equal(osbq_store_operation_get(f->store, "nope", &fields, &history, &count, &err),
+                     0);
+}
+
+static void test_scan_records_hides_secrets(void **state)
+{
+    struct fixture *f = *state;
+    struct osbq_error err = {0};
+    for (int i = 0; i < 30; i++) {
+        char op[16], instance[16];
+        (void)snprintf(op, sizeof op, "sop%d", i);
+        (void)snprintf(instance, sizeof instance, "si%d", i);
+        assert_int_equal(begin(f, "provision", op, instance, "d", "plan-a", NULL, NULL, NULL),
+                         OSBQ_BEGIN_ACCEPTED);
+    }
+    redisReply *r = redisCommand(f->direct, "HSET t:binding:si0:b1 state bound result secret");
+    freeReplyObject(r);
+    size_t seen = 0;
+    uint64_t cursor = 0;
+    int steps = 0;
+    do {
+        struct osbq_fields *records = NULL;
+        size_t n = 0;
+        assert_int_equal(
+            osbq_store_scan_records(f->store, OSBQ_RECORD_INSTANCE, &cursor, 7, &records, &n, &err),
+            0);
+        for (size_t i = 0; i < n; i++) {
+            const char *id = osbq_fields_get(&records[i], "instance_id");
+            if (id != NULL && strncmp(id, "si", 2) == 0)
+                seen++;
+            assert_null(osbq_fields_get(&records[i], "digest"));
+        }
+        osbq_fields_array_free(records, n);
+    } while (cursor != 0 && ++steps < 1000);
+    assert_int_equal(seen, 30);
+    struct osbq_fields *bindings = NULL;
+    size_t n = 0;
+    cursor = 0;
+    do {
+        osbq_fields_array_free(bindings, n);
+        bindings = NULL;
+        n = 0;
+        assert_int_equal(osbq_store_scan_records(f->store, OSBQ_RECORD_BINDING, &cursor, 1000,
+                                                 &bindings, &n, &err),
+                         0);
+    } while (n == 0 && cursor != 0);
+    assert_int_equal(n, 1);
+    assert_string_equal(osbq_fields_get(&bindings[0], "state"), "bound");
+    assert_null(osbq_fields_get(&bindings[0], "result"));
+    osbq_fields_array_free(bindings, n);
+    struct osbq_store_stats stats;
+    assert_int_equal(osbq_store_stats_get(f->store, &stats, &err), 0);
+    assert_true(stats.unfinished >= 30);
+    assert_true(stats.used_memory > 0);
+    assert_true(stats.redis_version[0] != '\0');
+}
+
 static void test_scripts_reload_after_flush(void **state)
 {
     struct fixture *f = *state;
@@ -343,6 +496,8 @@ static void test_recovery_resends_then_abandons(void **state)
     const struct osbq_recovery_item *it = find_item(items, count, "r1");
     assert_non_null(it);
     assert_false(it->abandon);
+    assert_false(it->lease_expired); /* never claimed: no lease ran out */
+    assert_string_equal(it->kind, "provision");
     assert_int_equal(it->claims, 0);
     assert_int_equal(it->job_len, 9);
     assert_memory_equal(it->job, "job-bytes", 9);
@@ -361,6 +516,7 @@ static void test_recovery_resends_then_abandons(void **state)
         assert_non_null(it);
         assert_int_equal(it->claims, attempt);
         assert_int_equal(it->abandon, attempt == 2);
+        assert_int_equal(it->lease_expired, attempt == 1);
         osbq_recovery_free(items, count);
     }
     assert_int_equal(finish(f, "r1", "other", true), 0); /* not its operation */
@@ -370,6 +526,9 @@ static void test_recovery_resends_then_abandons(void **state)
     assert_string_equal(field(f, "t:instance:i7", "state"), "failed");
     assert_string_equal(field(f, "t:instance:i7", "lock_x"), "");
     assert_int_equal(osbq_store_abandon(f->store, "r1", "Again.", &err), 0);
+    char events[256];
+    history_events(f, "r1", events, sizeof events);
+    assert_string_equal(events, "resent claimed lease_expired claimed abandoned");
 }
 
 int main(void)
@@ -382,6 +541,9 @@ int main(void)
         cmocka_unit_test(test_finish_wakes_waiting_gateways),
         cmocka_unit_test(test_ids_cannot_escape_their_keys),
         cmocka_unit_test(test_gateway_registry),
+        cmocka_unit_test(test_process_status),
+        cmocka_unit_test(test_operation_history_and_repairs),
+        cmocka_unit_test(test_scan_records_hides_secrets),
         cmocka_unit_test(test_scripts_reload_after_flush),
         cmocka_unit_test(test_recovery_resends_then_abandons),
     };

@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include "auth.h"
 #include "validate.h"
 
 #define COUNT(a)  (sizeof(a) / sizeof((a)[0]))
@@ -96,10 +97,10 @@ static void test_auth_check(void **state)
         {"broker", "", false},
         {"", "s3cret-pw", false},
     };
-    struct validate_auth auth;
-    assert_int_equal(validate_auth_init(&auth, "broker", "s3cret-pw"), 0);
+    struct osbq_auth auth;
+    assert_int_equal(osbq_auth_init(&auth, "broker", "s3cret-pw"), 0);
     for (size_t i = 0; i < COUNT(cases); i++) {
-        bool got = validate_auth_check(&auth, cases[i].username, cases[i].password);
+        bool got = osbq_auth_check(&auth, cases[i].username, cases[i].password);
         if (got != cases[i].expected)
             fail_msg("case %zu (\"%s\", \"%s\"): got %d", i,
                      cases[i].username ? cases[i].username : "(null)",
@@ -110,26 +111,26 @@ static void test_auth_check(void **state)
 static void test_auth_password_with_colon(void **state)
 {
     (void)state;
-    struct validate_auth auth;
-    assert_int_equal(validate_auth_init(&auth, "broker", "pa:ss:word"), 0);
-    assert_true(validate_auth_check(&auth, "broker", "pa:ss:word"));
-    assert_false(validate_auth_check(&auth, "broker", "pa"));
+    struct osbq_auth auth;
+    assert_int_equal(osbq_auth_init(&auth, "broker", "pa:ss:word"), 0);
+    assert_true(osbq_auth_check(&auth, "broker", "pa:ss:word"));
+    assert_false(osbq_auth_check(&auth, "broker", "pa"));
     /* Another split of the same bytes must not match. */
-    assert_false(validate_auth_check(&auth, "broker:pa", "ss:word"));
-    assert_false(validate_auth_check(&auth, "broker", "pa:ss"));
-    assert_false(validate_auth_check(&auth, "broker", "ss:word"));
+    assert_false(osbq_auth_check(&auth, "broker:pa", "ss:word"));
+    assert_false(osbq_auth_check(&auth, "broker", "pa:ss"));
+    assert_false(osbq_auth_check(&auth, "broker", "ss:word"));
 }
 
 static void test_auth_instances_are_independent(void **state)
 {
     (void)state;
-    struct validate_auth a, b;
-    assert_int_equal(validate_auth_init(&a, "one", "pw-one"), 0);
-    assert_int_equal(validate_auth_init(&b, "two", "pw-two"), 0);
-    assert_true(validate_auth_check(&a, "one", "pw-one"));
-    assert_false(validate_auth_check(&a, "two", "pw-two"));
-    assert_true(validate_auth_check(&b, "two", "pw-two"));
-    assert_false(validate_auth_check(&b, "one", "pw-one"));
+    struct osbq_auth a, b;
+    assert_int_equal(osbq_auth_init(&a, "one", "pw-one"), 0);
+    assert_int_equal(osbq_auth_init(&b, "two", "pw-two"), 0);
+    assert_true(osbq_auth_check(&a, "one", "pw-one"));
+    assert_false(osbq_auth_check(&a, "two", "pw-two"));
+    assert_true(osbq_auth_check(&b, "two", "pw-two"));
+    assert_false(osbq_auth_check(&b, "one", "pw-one"));
     /* Keys are random per instance, so equal credentials do not give equal digests. */
     assert_true(memcmp(a.key, b.key, sizeof a.key) != 0);
 }

@@ -1,0 +1,401 @@
+/* The store's side for operators: live processes' status, walks over records, an operation
+ * and its history, and the two repairs (fail, resend). */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store_internal.h"
+
+/* Status keys: "<ns>:status:<role>" (sorted set of ids scored by expiry, ms) and
+ * "<ns>:status:<role>:<id>" (the JSON text, with the same expiry). */
+static int status_keys(const struct osbq_store *store, const char *role, const char *id,
+                       char *index, char *entry, struct osbq_error *err)
+{
+    char kind[32];
+    if (strcmp(role, "gateway") != 0 && strcmp(role, "worker") != 0)
+        return osbq_error_set(err, OSBQ_ERR_INVALID, "unknown process role \"%s\"", role);
+    (void)snprintf(kind, sizeof kind, "status:%s", role);
+    if (osbq_store_key(store, index, STORE_KEY_MAX, kind) < 0 ||
+        (id != NULL && store_id_key(store, entry, STORE_KEY_MAX, kind, id) < 0))
+        return osbq_error_set(err, OSBQ_ERR_INVALID, "process id too long");
+    return 0;
+}
+
+/* Sends count pipelined commands (already appended on c) and collects their replies; on an
+ * I/O failure or an error reply frees them all and fails. */
+static int pipeline_replies(redisContext *c, redisReply **replies, size_t count, const char *what,
+                            struct osbq_error *err)
+{
+    int rc = 0;
+    for (size_t i = 0; i < count; i++) {
+        replies[i] = NULL;
+        if (rc == 0 && redisGetReply(c, (void **)&replies[i]) != REDIS_OK)
+            rc = osbq_error_set(err, OSBQ_ERR_UNAVAILABLE, "redis %s: %s", what, c->errstr);
+        else if (rc == 0 && replies[i]->type == REDIS_REPLY_ERROR)
+            rc = osbq_error_set(err, OSBQ_ERR_UNAVAILABLE, "redis %s: %s", what, replies[i]->str);
+    }
+    if (rc < 0)
+        for (size_t i = 0; i < count; i++)
+            freeReplyObject(replies[i]);
+    return rc;
+}
+
+int osbq_store_status_publish(struct osbq_store *store, const char *role, const char *id,
+                              const char *status_json, int64_t ttl_ms, struct osbq_error *err)
+{
+    char index[STORE_KEY_MAX], entry[STORE_KEY_MAX];
+    if (status_keys(store, role, id, index, entry, err) < 0)
+        return -1;
+    redisContext *c = store_acquire(store, err);
+    if (c == NULL)
+        return -1;
+    redisAppendCommand(c, "SET %s %s PX %" PRId64, entry, status_json, ttl_ms);
+    redisAppendCommand(c, "ZADD %s %" PRId64 " %s", index, osbq_store_now_ms() + ttl_ms, id);
+    redisReply *replies[2];
+    int rc = pipeline_replies(c, replies, 2, "status", err);
+    if (rc == 0)
+        for (size_t i = 0; i < 2; i++)
+            freeReplyObject(replies[i]);
+    store_release(store, c);
+    return rc;
+}
+
+int osbq_store_status_remove(struct osbq_store *store, const char *role, const char *id,
+                             struct osbq_error *err)
+{
+    char index[STORE_KEY_MAX], entry[STORE_KEY_MAX];
+    if (status_keys(store, role, id, index, entry, err) < 0)
+        return -1;
+    redisContext *c = store_acquire(store, err);
+    if (c == NULL)
+        return -1;
+    redisAppendCommand(c, "DEL %s", entry);
+    redisAppendCommand(c, "ZREM %s %s", index, id);
+    redisReply *replies[2];
+    int rc = pipeline_replies(c, replies, 2, "status", err);
+    if (rc == 0)
+        for (size_t i = 0; i < 2; i++)
+            freeReplyObject(replies[i]);
+    store_release(store, c);
+    return rc;
+}
+
+int osbq_store_status_list(struct osbq_store *store, const char *role, char ***out, size_t *count,
+                           struct osbq_error *err)
+{
+    char index[STORE_KEY_MAX], entry[STORE_KEY_MAX];
+    if (status_keys(store, role, NULL, index, entry, err) < 0)
+        return -1;
+    redisContext *c = store_acquire(store, err);
+    if (c == NULL)
+        return -1;
+    int64_t now = osbq_store_now_ms();
+    redisAppendCommand(c, "ZREMRANGEBYSCORE %s -inf (%" PRId64, index, now);
+    redisAppendCommand(c, "ZRANGEBYSCORE %s %" PRId64 " +inf", index, now);
+    redisReply *listed[2];
+    char **list = NULL;
+    size_t n = 0;
+    int rc = pipeline_replies(c, listed, 2, "status", err);
+    if (rc < 0)
+        goto out_release;
+    const redisReply *ids = listed[1];
+    list = calloc(ids->elements + 1, sizeof *list);
+    if (list == NULL) {
+        rc = osbq_error_set(err, OSBQ_ERR_INTERNAL, "out of memory");
+        goto out;
+    }
+    char kind[32];
+    (void)snprintf(kind, sizeof kind, "status:%s", role);
+    for (size_t i = 0; i < ids->elements; i++) {
+        const redisReply *id = ids->element[i];
+        if (id->type != REDIS_REPLY_STRING ||
+            store_id_key(store, entry, sizeof entry, kind, id->str) < 0)
+            continue;
+        redisAppendCommand(c, "GET %s", entry);
+        n++;
+    }
+    size_t found = 0;
+    for (size_t i = 0; i < n; i++) {
+        redisReply *value = NULL;
+        if (redisGetReply(c, (void **)&value) != REDIS_OK) {
+            rc = osbq_error_set(err, OSBQ_ERR_UNAVAILABLE, "redis status: %s", c->errstr);
+            break;
+        }
+        /* An entry that expired between the two steps is skipped. */
+        if (value->type == REDIS_REPLY_STRING && rc == 0) {
+            list[found] = strndup(value->str, value->len);
+            if (list[found] == NULL)
+                rc = osbq_error_set(err, OSBQ_ERR_INTERNAL, "out of memory");
+            else
+                found++;
+        }
+        freeReplyObject(value);
+    }
+    if (rc == 0) {
+        *out = list;
+        *count = found;
+        list = NULL;
+    }
+out:
+    osbq_store_strings_free(list);
+    freeReplyObject(listed[0]);
+    freeReplyObject(listed[1]);
+out_release:
+    store_release(store, c);
+    return rc;
+}
+
+const char *osbq_fields_get(const struct osbq_fields *fields, const char *name)
+{
+    for (size_t i = 0; i < fields->count; i++)
+        if (strcmp(fields->names[i], name) == 0)
+            return fields->values[i];
+    return NULL;
+}
+
+void osbq_fields_clear(struct osbq_fields *fields)
+{
+    for (size_t i = 0; i < fields->count; i++) {
+        free(fields->names[i]);
+        free(fields->values[i]);
+    }
+    free(fields->names);
+    free(fields->values);
+    memset(fields, 0, sizeof *fields);
+}
+
+void osbq_fields_array_free(struct osbq_fields *records, size_t count)
+{
+    if (records == NULL)
+        return;
+    for (size_t i = 0; i < count; i++)
+        osbq_fields_clear(&records[i]);
+    free(records);
+}
+
+/* Fields an operator never sees: secrets and internal bytes. */
+static bool field_hidden(const char *name, size_t len)
+{
+    static const char *const hidden[] = {"result", "digest", "job"};
+    for (size_t i = 0; i < sizeof hidden / sizeof hidden[0]; i++)
+        if (len == strlen(hidden[i]) && memcmp(name, hidden[i], len) == 0)
+            return true;
+    return false;
+}
+
+/* Copies an HGETALL reply into *out, leaving hidden fields out. Returns 0, or -1 (memory). */
+static int fields_from_reply(const redisReply *reply, struct osbq_fields *out,
+                             struct osbq_error *err)
+{
+    memset(out, 0, sizeof *out);
+    size_t pairs = reply->type == REDIS_REPLY_ARRAY ? reply->elements / 2 : 0;
+    if (pairs == 0)
+        return 0;
+    out->names = calloc(pairs, sizeof *out->names);
+    out->values = calloc(pairs, sizeof *out->values);
+    if (out->names == NULL || out->values == NULL)
+        goto oom;
+    for (size_t i = 0; i < pairs; i++) {
+        const redisReply *name = reply->element[2 * i];
+        const redisReply *value = reply->element[2 * i + 1];
+        if (name->type != REDIS_REPLY_STRING || value->type != REDIS_REPLY_STRING ||
+            field_hidden(name->str, name->len))
+            continue;
+        out->names[out->count] = strndup(name->str, name->len);
+        out->values[out->count] = strndup(value->str, value->len);
+        out->count++;
+        if (out->names[out->count - 1] == NULL || out->values[out->count - 1] == NULL)
+            goto oom;
+    }
+    return 0;
+oom:
+    osbq_fields_clear(out);
+    return osbq_error_set(err, OSBQ_ERR_INTERNAL, "out of memory");
+}
+
+int osbq_store_scan_records(struct osbq_store *store, enum osbq_record_kind kind, uint64_t *cursor,
+                            unsigned count, struct osbq_fields **records, size_t *n,
+                            struct osbq_error *err)
+{
+    char pattern[STORE_KEY_MAX];
+    const char *suffix = kind == OSBQ_RECORD_INSTANCE ? "instance:*" : "binding:*";
+    if (osbq_store_key(store, pattern, sizeof pattern, suffix) < 0)
+        return osbq_error_set(err, OSBQ_ERR_INTERNAL, "key too long");
+    redisContext *c = store_acquire(store, err);
+    if (c == NULL)
+        return -1;
+    int rc = -1;
+    struct osbq_fields *list = NULL;
+    size_t found = 0;
+    redisReply *scan = redisCommand(c, "SCAN %" PRIu64 " MATCH %s COUNT %u", *cursor, pattern,
+                                    count == 0 ? 100U : count);
+    if (store_reply_failed(c, scan, "SCAN", err) < 0)
+        goto out;
+    if (scan->type != REDIS_REPLY_ARRAY || scan->elements != 2 ||
+        scan->element[0]->type != REDIS_REPLY_STRING ||
+        scan->element[1]->type != REDIS_REPLY_ARRAY) {
+        osbq_error_set(err, OSBQ_ERR_INTERNAL, "SCAN: unexpected reply");
+        goto out;
+    }
+    const redisReply *keys = scan->element[1];
+    list = calloc(keys->elements + 1, sizeof *list);
+    if (list == NULL) {
+        osbq_error_set(err, OSBQ_ERR_INTERNAL, "out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < keys->elements; i++)
+        redisAppendCommand(c, "HGETALL %b", keys->element[i]->str, keys->element[i]->len);
+    bool failed = false;
+    for (size_t i = 0; i < keys->elements; i++) {
+        redisReply *hash = NULL;
+        if (redisGetReply(c, (void **)&hash) != REDIS_OK) {
+            osbq_error_set(err, OSBQ_ERR_UNAVAILABLE, "redis HGETALL: %s", c->errstr);
+            failed = true;
+            break;
+        }
+        /* A key of another type matching the pattern (none today) is skipped. */
+        if (!failed && hash->type == REDIS_REPLY_ARRAY && hash->elements > 0) {
+            if (fields_from_reply(hash, &list[found], err) < 0)
+                failed = true;
+            else
+                found++;
+        }
+        freeReplyObject(hash);
+    }
+    if (failed)
+        goto out;
+    *cursor = strtoull(scan->element[0]->str, NULL, 10);
+    *records = list;
+    *n = found;
+    list = NULL;
+    rc = 0;
+out:
+    osbq_fields_array_free(list, found);
+    freeReplyObject(scan);
+    store_release(store, c);
+    return rc;
+}
+
+int osbq_store_operation_get(struct osbq_store *store, const char *operation_id,
+                             struct osbq_fields *op, char ***history, size_t *history_count,
+                             struct osbq_error *err)
+{
+    char key[STORE_KEY_MAX], history_key[STORE_KEY_MAX];
+    if (store_id_key(store, key, sizeof key, "op", operation_id) < 0 ||
+        store_id_key(store, history_key, sizeof history_key, "history", operation_id) < 0)
+        return osbq_error_set(err, OSBQ_ERR_BAD_REQUEST, "operation id too long");
+    redisContext *c = store_acquire(store, err);
+    if (c == NULL)
+        return -1;
+    redisAppendCommand(c, "HGETALL %s", key);
+    redisAppendCommand(c, "LRANGE %s 0 -1", history_key);
+    redisReply *replies[2];
+    int rc = pipeline_replies(c, replies, 2, "operation", err);
+    store_release(store, c);
+    if (rc < 0)
+        return -1;
+    struct osbq_fields fields = {0};
+    char **events = NULL;
+    if (replies[0]->type != REDIS_REPLY_ARRAY || replies[0]->elements == 0) {
+        rc = 0;
+        goto out;
+    }
+    if (fields_from_reply(replies[0], &fields, err) < 0) {
+        rc = -1;
+        goto out;
+    }
+    size_t count = replies[1]->type == REDIS_REPLY_ARRAY ? replies[1]->elements : 0;
+    events = calloc(count + 1, sizeof *events);
+    if (events == NULL) {
+        rc = osbq_error_set(err, OSBQ_ERR_INTERNAL, "out of memory");
+        goto out;
+    }
+    size_t kept = 0;
+    for (size_t i = 0; i < count; i++) {
+        char *event = store_element_dup(replies[1], i);
+        if (event != NULL)
+            events[kept++] = event;
+    }
+    *op = fields;
+    *history = events;
+    *history_count = kept;
+    memset(&fields, 0, sizeof fields);
+    events = NULL;
+    rc = 1;
+out:
+    osbq_fields_clear(&fields);
+    osbq_store_strings_free(events);
+    freeReplyObject(replies[0]);
+    freeReplyObject(replies[1]);
+    return rc;
+}
+
+int osbq_store_operator_resend(struct osbq_store *store, const char *operation_id,
+                               struct osbq_error *err)
+{
+    char op[STORE_KEY_MAX], queue[STORE_KEY_MAX], history[STORE_KEY_MAX], now[24];
+    if (store_id_key(store, op, sizeof op, "op", operation_id) < 0 ||
+        store_id_key(store, history, sizeof history, "history", operation_id) < 0 ||
+        osbq_store_key(store, queue, sizeof queue, "queue") < 0)
+        return osbq_error_set(err, OSBQ_ERR_BAD_REQUEST, "operation id too long");
+    (void)snprintf(now, sizeof now, "%" PRId64, osbq_store_now_ms());
+    const char *argv[] = {op, queue, history, now, operation_id};
+    redisReply *reply = store_eval(store, SCRIPT_RESEND, 3, 5, argv, NULL, err);
+    if (reply == NULL)
+        return -1;
+    int rc = reply->type == REDIS_REPLY_INTEGER
+                 ? (reply->integer == 1 ? 1 : 0)
+                 : osbq_error_set(err, OSBQ_ERR_INTERNAL, "resend: unexpected reply");
+    freeReplyObject(reply);
+    return rc;
+}
+
+/* The integer after "<name>:" in an INFO reply, or -1. */
+static int64_t info_int(const char *info, const char *name)
+{
+    const char *at = strstr(info, name);
+    size_t len = strlen(name);
+    if (at == NULL || at[len] != ':')
+        return -1;
+    return (int64_t)strtoll(at + len + 1, NULL, 10);
+}
+
+int osbq_store_stats_get(struct osbq_store *store, struct osbq_store_stats *out,
+                         struct osbq_error *err)
+{
+    char queue[STORE_KEY_MAX];
+    if (osbq_store_key(store, queue, sizeof queue, "queue") < 0)
+        return osbq_error_set(err, OSBQ_ERR_INTERNAL, "key too long");
+    redisContext *c = store_acquire(store, err);
+    if (c == NULL)
+        return -1;
+    redisAppendCommand(c, "ZCARD %s", queue);
+    redisAppendCommand(c, "ZCOUNT %s -inf %" PRId64, queue, osbq_store_now_ms());
+    redisAppendCommand(c, "INFO");
+    redisReply *replies[3];
+    int rc = pipeline_replies(c, replies, 3, "stats", err);
+    store_release(store, c);
+    if (rc < 0)
+        return -1;
+    memset(out, 0, sizeof *out);
+    out->unfinished = replies[0]->type == REDIS_REPLY_INTEGER ? replies[0]->integer : -1;
+    out->overdue = replies[1]->type == REDIS_REPLY_INTEGER ? replies[1]->integer : -1;
+    out->used_memory = -1;
+    /* hiredis 0.14 answers INFO as a bulk string. */
+    if (replies[2]->type == REDIS_REPLY_STRING) {
+        const char *info = replies[2]->str;
+        out->used_memory = info_int(info, "\r\nused_memory");
+        const char *version = strstr(info, "redis_version:");
+        if (version != NULL) {
+            version += strlen("redis_version:");
+            size_t len = strcspn(version, "\r\n");
+            if (len >= sizeof out->redis_version)
+                len = sizeof out->redis_version - 1;
+            memcpy(out->redis_version, version, len);
+        }
+    }
+    for (size_t i = 0; i < 3; i++)
+        freeReplyObject(replies[i]);
+    return 0;
+}

@@ -1,0 +1,64 @@
+/* What the store's files share (store.c: connections, scripts, operations; store_admin.c:
+ * process status and the operator's reads and repairs). Not for use outside the store. */
+#ifndef OSBQ_STORE_INTERNAL_H
+#define OSBQ_STORE_INTERNAL_H
+
+#include <hiredis/hiredis.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/time.h>
+
+#include "store.h"
+#include "store_scripts.h"
+
+/* Idle connections kept for reuse; more may be open at once while threads are busy. */
+#define STORE_IDLE_MAX 64
+
+struct osbq_store {
+    const struct osbq_config *cfg;      /* borrowed configuration */
+    struct timeval timeout;             /* connect and command timeout */
+    pthread_mutex_t lock;               /* guards idle and idle_count */
+    redisContext *idle[STORE_IDLE_MAX]; /* connected contexts ready for reuse */
+    size_t idle_count;                  /* entries used in idle */
+    char script_sha[SCRIPT_COUNT][41];  /* SHA1 of each loaded script, "" until loaded; guarded
+                                         * by lock */
+    int64_t down_until_ms;              /* Redis failed: fail fast until then (monotonic ms);
+                                         * guarded by lock */
+    bool probing;                       /* one caller is trying Redis again; guarded by lock */
+    atomic_uint_fast64_t errors;        /* failed calls, for osbq_redis_errors_total */
+};
+
+/* Longest key: namespace (64), a kind, and a percent-encoded id of up to 1024 bytes. */
+#define STORE_KEY_MAX 3400
+
+/* Takes an idle connection or opens a new one; fails at once while Redis is marked down
+ * (except for the one caller that probes it). NULL with err. */
+redisContext *store_acquire(struct osbq_store *store, struct osbq_error *err);
+
+/* Gives a connection back, or closes it when it failed (and marks Redis down on I/O errors). */
+void store_release(struct osbq_store *store, redisContext *c);
+
+/* Runs an embedded script by SHA (loading it when Redis does not know it). argv holds the
+ * keys then the arguments; lens may be NULL for C strings. The reply (caller frees) or NULL
+ * with err. */
+redisReply *store_eval(struct osbq_store *store, enum store_script script, int nkeys, int argc,
+                       const char **argv, const size_t *lens, struct osbq_error *err);
+
+/* -1 with err (OSBQ_ERR_UNAVAILABLE) when reply is NULL (I/O) or an error reply; else 0. */
+int store_reply_failed(redisContext *c, redisReply *reply, const char *what,
+                       struct osbq_error *err);
+
+/* Writes "<ns>:<kind>:<id>" with id percent-encoded outside A-Za-z0-9-._~. 0, or -1 when it
+ * does not fit. */
+int store_id_key(const struct osbq_store *store, char *buf, size_t size, const char *kind,
+                 const char *id);
+
+/* Element i of an array reply: as a new string (NULL for nil, empty or missing); compared with
+ * text; as an integer (fallback when absent or not a number). */
+char *store_element_dup(const redisReply *reply, size_t i);
+bool store_element_is(const redisReply *reply, size_t i, const char *text);
+int64_t store_element_int(const redisReply *reply, size_t i, int64_t fallback);
+
+#endif

@@ -1,0 +1,125 @@
+/* The gateway's Prometheus metrics and the GET /metrics handler. */
+#include "gateway_metrics.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "handlers.h"
+#include "reply.h"
+
+static const char *const request_labels[] = {"route", "method", "code"};
+static const char *const route_label[] = {"route"};
+static const char *const operation_labels[] = {"kind", "state"};
+
+/* Sets the gauges that are read rather than tracked. */
+static void refresh_gauges(void *ctx)
+{
+    struct gateway_metrics *gm = ctx;
+    if (gm->dispatch != NULL) {
+        struct dispatch_stats stats;
+        dispatch_get_stats(gm->dispatch, &stats);
+        osbq_series_set(gm->jobs_queued, (double)stats.queued);
+        osbq_series_set(gm->workers, (double)stats.workers);
+        osbq_series_set(gm->free_slots, (double)stats.free_slots);
+    }
+    if (gm->waiters != NULL)
+        osbq_series_set(gm->sync_waits, (double)waiter_table_count(gm->waiters));
+}
+
+static struct osbq_series *plain(struct osbq_metrics *m, enum osbq_metric_type type,
+                                 const char *name, const char *help)
+{
+    struct osbq_metric *f = osbq_metrics_add(m, type, name, help, NULL, 0, NULL, 0);
+    return f ? osbq_metric_series(f, NULL) : NULL;
+}
+
+int gateway_metrics_init(struct gateway_metrics *gm, struct osbq_store *store, const char *version)
+{
+    memset(gm, 0, sizeof *gm);
+    struct osbq_metrics *m = osbq_metrics_new();
+    if (m == NULL)
+        return -1;
+    gm->registry = m;
+    if (osbq_process_metrics_add(&gm->process, m, "gateway", version, store) < 0)
+        goto fail;
+    gm->requests = osbq_metrics_add(m, OSBQ_METRIC_COUNTER, "osbq_http_requests_total",
+                                    "HTTP requests answered, by route pattern, method and status.",
+                                    request_labels, 3, NULL, 0);
+    gm->duration = osbq_metrics_add(
+        m, OSBQ_METRIC_HISTOGRAM, "osbq_http_request_duration_seconds",
+        "Time from a request's first byte to its answer (synchronous waits included).", route_label,
+        1, osbq_metrics_latency_buckets, osbq_metrics_latency_buckets_count);
+    gm->in_flight = plain(m, OSBQ_METRIC_GAUGE, "osbq_http_requests_in_flight",
+                          "Requests received and not answered yet (synchronous waits included).");
+    gm->operations = osbq_metrics_add(
+        m, OSBQ_METRIC_COUNTER, "osbq_operations_total",
+        "Operations by kind and what this gateway did: accepted (recorded and sent), joined (an "
+        "identical request joined the running one), abandoned (failed after its attempts).",
+        operation_labels, 2, NULL, 0);
+    gm->sync_waits = plain(m, OSBQ_METRIC_GAUGE, "osbq_sync_waits_in_flight",
+                           "Synchronous requests suspended until their operation ends.");
+    gm->jobs_queued = plain(m, OSBQ_METRIC_GAUGE, "osbq_jobs_queued",
+                            "Jobs this gateway holds until a worker has a free slot.");
+    gm->workers = plain(m, OSBQ_METRIC_GAUGE, "osbq_workers_live",
+                        "Workers connected to this gateway's bus socket.");
+    gm->free_slots = plain(m, OSBQ_METRIC_GAUGE, "osbq_worker_free_slots",
+                           "Free job slots those workers last announced, summed.");
+    gm->retries = plain(m, OSBQ_METRIC_COUNTER, "osbq_job_retries_total",
+                        "Jobs this gateway's recovery loop sent again: never claimed in time, or "
+                        "their worker's lease ran out.");
+    gm->lease_expiries = plain(m, OSBQ_METRIC_COUNTER, "osbq_lease_expiries_total",
+                               "Of those, the operations whose worker's lease ran out (it died "
+                               "or hung).");
+    if (gm->requests == NULL || gm->duration == NULL || gm->in_flight == NULL ||
+        gm->operations == NULL || gm->sync_waits == NULL || gm->jobs_queued == NULL ||
+        gm->workers == NULL || gm->free_slots == NULL || gm->retries == NULL ||
+        gm->lease_expiries == NULL || osbq_metrics_on_render(m, refresh_gauges, gm) < 0)
+        goto fail;
+    return 0;
+fail:
+    gateway_metrics_clear(gm);
+    return -1;
+}
+
+void gateway_metrics_attach(struct gateway_metrics *gm, struct dispatch *dispatch,
+                            struct waiter_table *waiters)
+{
+    gm->dispatch = dispatch;
+    gm->waiters = waiters;
+}
+
+void gateway_metrics_clear(struct gateway_metrics *gm)
+{
+    osbq_metrics_destroy(&gm->registry);
+    memset(gm, 0, sizeof *gm);
+}
+
+void gateway_metrics_request(struct gateway_metrics *gm, const char *route, const char *method,
+                             unsigned status, double seconds)
+{
+    char code[8];
+    (void)snprintf(code, sizeof code, "%u", status);
+    osbq_series_add(osbq_metric_series(gm->requests, OSBQ_LABELS(route, method, code)), 1);
+    osbq_series_observe(osbq_metric_series(gm->duration, OSBQ_LABELS(route)), seconds);
+}
+
+void gateway_metrics_operation(struct gateway_metrics *gm, const char *kind, const char *state)
+{
+    osbq_series_add(osbq_metric_series(gm->operations, OSBQ_LABELS(kind, state)), 1);
+}
+
+void metrics_get(const struct gateway *gw, const struct request *req, struct reply *out)
+{
+    (void)req;
+    size_t len = 0;
+    char *text = osbq_metrics_render(gw->metrics->registry, &len);
+    if (text == NULL) {
+        reply_error(out, OSBQ_ERR_INTERNAL, "Out of memory while rendering the metrics.");
+        return;
+    }
+    reply_clear(out);
+    out->status = 200;
+    out->body = text;
+    out->body_len = len;
+    out->content_type = OSBQ_METRICS_CONTENT_TYPE;
+}

@@ -1,0 +1,305 @@
+"""The gateway's GET /metrics (docs/metrics.md) against real processes: redis-server, a gateway
+and a worker on loopback with the sim backend (tests/data/catalog-bindings.json). Counters must
+move by exactly what a lifecycle did; the text must be valid Prometheus exposition format; the
+pinned OSBQ_METRICS_USERNAME/PASSWORD protect it when set."""
+
+import base64
+import os
+import re
+import signal
+import time
+import unittest
+import uuid
+
+import harness
+
+CATALOG = os.path.join(harness.SOURCE_DIR, "tests", "data", "catalog-bindings.json")
+SERVICE = "5c1d2e3f-8a9b-4c0d-9e1f-2a3b4c5d6e01"
+FAST = "5c1d2e3f-8a9b-4c0d-9e1f-2a3b4c5d6f01"            # every operation at once
+SLOW_PROVISION = "5c1d2e3f-8a9b-4c0d-9e1f-2a3b4c5d6f11"  # provision 1.5 s
+
+INSTANCE_ROUTE = "/v2/service_instances/:instance_id"
+LAST_OP_ROUTE = INSTANCE_ROUTE + "/last_operation"
+BINDING_ROUTE = INSTANCE_ROUTE + "/service_bindings/:binding_id"
+
+_SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$')
+_LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
+
+
+def parse_metrics(text):
+    """{(name, frozenset(labels)): value}, checking each sample follows its family's # TYPE."""
+    samples = {}
+    types = {}
+    for line in text.splitlines():
+        if line.startswith("# TYPE "):
+            _, _, name, kind = line.split(" ", 3)
+            types[name] = kind
+            continue
+        if line.startswith("#") or not line:
+            continue
+        m = _SAMPLE.match(line)
+        if m is None:
+            raise AssertionError("not a sample line: %r" % line)
+        name, labels, value = m.group(1), m.group(2) or "", m.group(3)
+        family = re.sub(r"_(bucket|sum|count)$", "", name)
+        if name not in types and family not in types:
+            raise AssertionError("sample before its # TYPE: %r" % line)
+        key = (name, frozenset(_LABEL.findall(labels)))
+        if key in samples:
+            raise AssertionError("duplicate sample: %r" % line)
+        samples[key] = float(value)
+    return samples
+
+
+def value(samples, name, **labels):
+    return samples.get((name, frozenset(labels.items())), 0.0)
+
+
+class Scraper:
+    """Scrapes /metrics over its own connection."""
+
+    def __init__(self, stack, gateway, auth=None):
+        self.client = harness.Client(gateway.port)
+        self.auth = auth
+
+    def get(self):
+        headers = {}
+        if self.auth:
+            token = base64.b64encode(("%s:%s" % self.auth).encode()).decode()
+            headers["Authorization"] = "Basic " + token
+        r = self.client.request("GET", "/metrics", headers=headers, auth=False, version=False)
+        if r.status != 200:
+            raise AssertionError("GET /metrics: %d %s" % (r.status, r.body[:200]))
+        return r
+
+    def samples(self):
+        return parse_metrics(self.get().body.decode())
+
+    def close(self):
+        self.client.close()
+
+
+class GatewayMetricsTest(unittest.TestCase):
+    def setUp(self):
+        self.stack = harness.Stack(catalog=CATALOG, extra_env={
+            "OSBQ_RECOVERY_INTERVAL_MS": "200", "OSBQ_LEASE_MS": "1000",
+            "OSBQ_WORKER_CONCURRENCY": "4"})
+        self.gateway = self.stack.start_gateway()
+        self.worker = self.stack.start_worker()
+        harness.wait_workers_connected([self.gateway], 1)
+        self.osb = self.stack.client(self.gateway)
+        self.scraper = Scraper(self.stack, self.gateway)
+
+    def tearDown(self):
+        self.osb.close()
+        self.scraper.close()
+        self.stack.stop()
+
+    def provision(self, instance, plan=FAST, parameters=None):
+        body = {"service_id": SERVICE, "plan_id": plan, "organization_guid": "org",
+                "space_guid": "space"}
+        if parameters is not None:
+            body["parameters"] = parameters
+        return self.osb.request("PUT", "/v2/service_instances/%s?accepts_incomplete=true"
+                                % instance, body)
+
+    def wait_done(self, instance, operation):
+        """Polls last_operation until the operation ends; returns (state, 200 answers). A
+        finished deprovision answers 410 Gone (spec: Polling Last Operation): "gone"."""
+        polls = 0
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            r = self.osb.request("GET", "/v2/service_instances/%s/last_operation?operation=%s"
+                                 % (instance, operation))
+            if r.status == 410:
+                return "gone", polls
+            polls += 1
+            self.assertEqual(r.status, 200, r.body)
+            if r.json()["state"] != "in progress":
+                return r.json()["state"], polls
+            time.sleep(0.05)
+        raise AssertionError("operation %s did not end" % operation)
+
+    def test_format_and_process_metrics(self):
+        r = self.scraper.get()
+        self.assertEqual(r.header("content-type"), "text/plain; version=0.0.4; charset=utf-8")
+        text = r.body.decode()
+        samples = parse_metrics(text)
+        self.assertEqual(value(samples, "osbq_build_info", version=self.version(),
+                               role="gateway"), 1)
+        self.assertGreater(value(samples, "osbq_process_resident_memory_bytes"), 1e6)
+        start = value(samples, "osbq_process_start_time_seconds")
+        self.assertLess(abs(start - time.time()), 120)
+        # The scrape itself is the one request in flight.
+        self.assertEqual(value(samples, "osbq_http_requests_in_flight"), 1)
+        for name in ("osbq_http_requests_total", "osbq_http_request_duration_seconds",
+                     "osbq_operations_total", "osbq_jobs_queued", "osbq_workers_live",
+                     "osbq_worker_free_slots", "osbq_sync_waits_in_flight",
+                     "osbq_job_retries_total", "osbq_lease_expiries_total",
+                     "osbq_redis_errors_total"):
+            self.assertIn("# TYPE %s " % name, text)
+            self.assertIn("# HELP %s " % name, text)
+        harness.wait_until(
+            lambda: value(self.scraper.samples(), "osbq_worker_free_slots") == 4, 10,
+            "the worker's 4 free slots")
+        samples = self.scraper.samples()
+        self.assertEqual(value(samples, "osbq_workers_live"), 1)
+        self.assertEqual(value(samples, "osbq_jobs_queued"), 0)
+        # Not behind the broker credentials when OSBQ_METRICS_USERNAME is unset.
+        self.assertEqual(self.osb.request("GET", "/metrics", auth=False).status, 200)
+
+    def version(self):
+        code, out = harness.run_once([harness.GATEWAY, "--version"], self.stack.env())
+        self.assertEqual(code, 0, out)
+        return out.split()[-1]
+
+    def test_counters_follow_a_lifecycle(self):
+        before = self.scraper.samples()
+        ok, failed, slow, gone = (str(uuid.uuid4()) for _ in range(4))
+        binding = str(uuid.uuid4())
+        polls = 0
+
+        r = self.provision(ok)
+        self.assertEqual(r.status, 202, r.body)
+        state, n = self.wait_done(ok, r.json()["operation"])
+        self.assertEqual(state, "succeeded")
+        polls += n
+
+        r = self.provision(failed, parameters={"sim_fail": True})
+        self.assertEqual(r.status, 202, r.body)
+        state, n = self.wait_done(failed, r.json()["operation"])
+        self.assertEqual(state, "failed")
+        polls += n
+
+        # An identical request while the first runs joins it: accepted once, joined once.
+        first = self.provision(slow, plan=SLOW_PROVISION)
+        again = self.provision(slow, plan=SLOW_PROVISION)
+        self.assertEqual((first.status, again.status), (202, 202))
+        self.assertEqual(first.json()["operation"], again.json()["operation"])
+        state, n = self.wait_done(slow, first.json()["operation"])
+        self.assertEqual(state, "succeeded")
+        polls += n
+
+        bind_body = {"service_id": SERVICE, "plan_id": FAST}
+        r = self.osb.request("PUT", "/v2/service_instances/%s/service_bindings/%s"
+                             % (ok, binding), bind_body)
+        self.assertEqual(r.status, 201, r.body)
+        query = "service_id=%s&plan_id=%s" % (SERVICE, FAST)
+        r = self.osb.request("DELETE", "/v2/service_instances/%s/service_bindings/%s?%s"
+                             % (ok, binding, query))
+        self.assertEqual(r.status, 200, r.body)
+        r = self.osb.request("DELETE", "/v2/service_instances/%s?accepts_incomplete=true&%s"
+                             % (ok, query))
+        self.assertEqual(r.status, 202, r.body)
+        state, n = self.wait_done(ok, r.json()["operation"])
+        self.assertIn(state, ("succeeded", "gone"))
+        polls += n
+        gone_polls = 1 if state == "gone" else 0
+        # Refused requests are counted under their route and status.
+        self.assertEqual(self.osb.request("GET", "/v2/service_instances/%s" % gone,
+                                          auth=False).status, 401)
+        self.assertEqual(self.osb.request("GET", "/nowhere").status, 404)
+
+        after = self.scraper.samples()
+
+        def delta(name, **labels):
+            return value(after, name, **labels) - value(before, name, **labels)
+
+        ops = "osbq_operations_total"
+        self.assertEqual(delta(ops, kind="provision", state="accepted"), 3)
+        self.assertEqual(delta(ops, kind="provision", state="joined"), 1)
+        self.assertEqual(delta(ops, kind="bind", state="accepted"), 1)
+        self.assertEqual(delta(ops, kind="unbind", state="accepted"), 1)
+        self.assertEqual(delta(ops, kind="deprovision", state="accepted"), 1)
+
+        req = "osbq_http_requests_total"
+        self.assertEqual(delta(req, route=INSTANCE_ROUTE, method="PUT", code="202"), 4)
+        self.assertEqual(delta(req, route=INSTANCE_ROUTE, method="DELETE", code="202"), 1)
+        self.assertEqual(delta(req, route=LAST_OP_ROUTE, method="GET", code="200"), polls)
+        self.assertEqual(delta(req, route=LAST_OP_ROUTE, method="GET", code="410"), gone_polls)
+        self.assertEqual(delta(req, route=BINDING_ROUTE, method="PUT", code="201"), 1)
+        self.assertEqual(delta(req, route=BINDING_ROUTE, method="DELETE", code="200"), 1)
+        self.assertEqual(delta(req, route=INSTANCE_ROUTE, method="GET", code="401"), 1)
+        self.assertEqual(delta(req, route="unmatched", method="GET", code="404"), 1)
+        # The histogram counts the same requests, per route, and its buckets are cumulative.
+        hist = "osbq_http_request_duration_seconds"
+        self.assertEqual(delta(hist + "_count", route=LAST_OP_ROUTE), polls + gone_polls)
+        self.assertEqual(delta(hist + "_count", route=INSTANCE_ROUTE), 6)
+        self.assertEqual(delta(hist + "_bucket", route=LAST_OP_ROUTE, le="+Inf"),
+                         polls + gone_polls)
+        buckets = sorted(((float(dict(k[1])["le"]), v) for k, v in after.items()
+                          if k[0] == hist + "_bucket" and dict(k[1])["route"] == BINDING_ROUTE))
+        self.assertEqual([v for _, v in buckets], sorted(v for _, v in buckets))
+        self.assertEqual(value(after, "osbq_sync_waits_in_flight"), 0)
+        # The access log names the operation and instance of the accepted provision.
+        harness.wait_until(lambda: re.search(r"msg=request .*status=202 .*instance=%s .*op=%s"
+                                             % (slow, first.json()["operation"]),
+                                             self.gateway.log()) is not None,
+                           5, "the access-log line of the provision")
+
+    def test_lease_expiry_and_retry_are_counted(self):
+        before = self.scraper.samples()
+        instance = str(uuid.uuid4())
+        r = self.provision(instance, plan=SLOW_PROVISION)
+        self.assertEqual(r.status, 202, r.body)
+        operation = r.json()["operation"]
+        harness.wait_until(lambda: "job_start" in self.worker.log(), 5, "the job to start")
+        harness.kill(self.worker)
+        self.worker = self.stack.start_worker()
+        state, _ = self.wait_done(instance, operation)
+        self.assertEqual(state, "succeeded")
+        after = self.scraper.samples()
+        self.assertEqual(value(after, "osbq_lease_expiries_total")
+                         - value(before, "osbq_lease_expiries_total"), 1)
+        self.assertGreaterEqual(value(after, "osbq_job_retries_total")
+                                - value(before, "osbq_job_retries_total"), 1)
+
+    def test_redis_errors_are_counted(self):
+        before = value(self.scraper.samples(), "osbq_redis_errors_total")
+        self.stack.redis.send_signal(signal.SIGSTOP)
+        try:
+            r = self.osb.request("GET", "/v2/service_instances/%s/last_operation"
+                                 % uuid.uuid4())
+            self.assertEqual(r.status, 503, r.body)
+        finally:
+            self.stack.redis.send_signal(signal.SIGCONT)
+        after = value(self.scraper.samples(), "osbq_redis_errors_total")
+        self.assertGreaterEqual(after - before, 1)
+
+
+class MetricsAuthTest(unittest.TestCase):
+    def setUp(self):
+        self.stack = harness.Stack(catalog=CATALOG)
+
+    def tearDown(self):
+        self.stack.stop()
+
+    def test_credentials_protect_metrics_only(self):
+        gateway = self.stack.start_gateway(OSBQ_METRICS_USERNAME="prom",
+                                           OSBQ_METRICS_PASSWORD="scrape-pw")
+        osb = self.stack.client(gateway)
+        try:
+            r = osb.request("GET", "/metrics", auth=False)
+            self.assertEqual(r.status, 401)
+            self.assertIn("description", r.json())
+            self.assertIn("basic", r.header("www-authenticate").lower())
+            # The broker's credentials are not the metrics credentials.
+            self.assertEqual(osb.request("GET", "/metrics").status, 401)
+            scraper = Scraper(self.stack, gateway, auth=("prom", "scrape-pw"))
+            self.assertIn("osbq_http_requests_total", scraper.get().body.decode())
+            scraper.close()
+            # Probes stay open; the broker API keeps its own credentials.
+            self.assertEqual(osb.request("GET", "/healthz", auth=False).status, 200)
+            self.assertEqual(osb.request("GET", "/v2/catalog").status, 200)
+        finally:
+            osb.close()
+
+    def test_half_set_credentials_stop_start_up(self):
+        for only in ({"OSBQ_METRICS_USERNAME": "prom"}, {"OSBQ_METRICS_PASSWORD": "pw"}):
+            code, out = harness.run_once([harness.GATEWAY], self.stack.env(**only))
+            self.assertNotEqual(code, 0)
+            self.assertIn("OSBQ_METRICS_USERNAME and OSBQ_METRICS_PASSWORD", out)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,7 +1,9 @@
 /* osbq-worker: connects to every live gateway, announces its free slots, hands the jobs it
  * receives to the runner, and on SIGTERM or SIGINT stops taking jobs, lets running ones finish
  * within OSBQ_SHUTDOWN_GRACE_MS, then releases the rest to other workers. The main thread owns
- * every ZeroMQ socket; runner threads only talk to Redis. */
+ * every ZeroMQ socket; runner threads only talk to Redis. It publishes its status (load) for
+ * osbq-ctl every 2 s, and serves its metrics on OSBQ_METRICS_LISTEN when set. */
+#include <jansson.h>
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
@@ -20,9 +22,13 @@
 #include "config.h"
 #include "job.h"
 #include "log.h"
+#include "metrics.h"
+#include "metrics_server.h"
+#include "process_metrics.h"
 #include "runner.h"
 #include "startup.h"
 #include "store.h"
+#include "worker_metrics.h"
 
 #define PROG "osbq-worker"
 
@@ -35,19 +41,26 @@
 
 /* The main thread's state: what its loop reads and the timers it keeps. */
 struct worker {
-    struct osbq_store *store;  /* borrowed: registry reads */
-    struct runner *runner;     /* borrowed: where jobs go */
-    struct bus_link *link;     /* borrowed: the gateway sockets */
-    int signal_fd;             /* readable when SIGTERM or SIGINT arrived */
-    unsigned announced;        /* free slots last announced; UINT_MAX forces an announce */
-    int64_t next_heartbeat_ms; /* when READY goes out again even if nothing changed */
-    int64_t next_registry_ms;  /* when the registry is read next */
-    int64_t registry_backoff;  /* delay before the next read while reads fail */
-    int registry_state;        /* -1 never read, 1 last read worked, 0 failing (logged) */
-    unsigned grace_ms;         /* OSBQ_SHUTDOWN_GRACE_MS: time running jobs get to finish */
-    bool stopping;             /* a stop signal arrived: no new jobs */
-    bool hurried;              /* a second stop signal cut the grace short */
-    int64_t stop_deadline_ms;  /* when running jobs get cancelled */
+    struct osbq_store *store;       /* borrowed: registry reads, status */
+    struct runner *runner;          /* borrowed: where jobs go */
+    struct bus_link *link;          /* borrowed: the gateway sockets */
+    struct worker_metrics *metrics; /* borrowed: rejected jobs, linked gateways */
+    const char *id;                 /* borrowed: this worker's id */
+    const char *metrics_addr;       /* borrowed: "host:port" of the metrics server, or NULL */
+    unsigned slots;                 /* OSBQ_WORKER_CONCURRENCY */
+    int64_t started_ms;             /* wall-clock start time, ms since the epoch */
+    bool status_published;          /* the last status publish worked */
+    int64_t next_status_ms;         /* while stopping: when the status is published next */
+    int signal_fd;                  /* readable when SIGTERM or SIGINT arrived */
+    unsigned announced;             /* free slots last announced; UINT_MAX forces an announce */
+    int64_t next_heartbeat_ms;      /* when READY goes out again even if nothing changed */
+    int64_t next_registry_ms;       /* when the registry is read next */
+    int64_t registry_backoff;       /* delay before the next read while reads fail */
+    int registry_state;             /* -1 never read, 1 last read worked, 0 failing (logged) */
+    unsigned grace_ms;              /* OSBQ_SHUTDOWN_GRACE_MS: time running jobs get to finish */
+    bool stopping;                  /* a stop signal arrived: no new jobs */
+    bool hurried;                   /* a second stop signal cut the grace short */
+    int64_t stop_deadline_ms;       /* when running jobs get cancelled */
 };
 
 static const struct osbq_startup startup = {
@@ -83,6 +96,39 @@ static unsigned free_slots(struct worker *w)
     return w->stopping ? 0 : runner_free_slots(w->runner);
 }
 
+static int64_t wall_ms(void)
+{
+    struct timespec ts;
+    (void)clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Publishes this worker's status for osbq-ctl (ns:status:worker:<id>, 10 s TTL): who it is and
+ * its load now. Redis may be away: a failure is only a debug line, the next one tries again. */
+static void publish_status(struct worker *w)
+{
+    char host[256] = "";
+    (void)gethostname(host, sizeof host - 1);
+    json_t *status = json_pack("{s:s, s:I, s:s, s:s, s:I, s:I, s:I, s:I, s:s?, s:b}", "id", w->id,
+                               "pid", (json_int_t)getpid(), "host", host, "version", OSBQ_VERSION,
+                               "started_ms", (json_int_t)w->started_ms, "slots",
+                               (json_int_t)w->slots, "running", (json_int_t)runner_busy(w->runner),
+                               "gateways", (json_int_t)bus_link_count(w->link), "metrics",
+                               w->metrics_addr, "stopping", (int)w->stopping);
+    char *text = status ? json_dumps(status, JSON_COMPACT) : NULL;
+    json_decref(status);
+    struct osbq_error err = {0};
+    if (text == NULL)
+        osbq_error_set(&err, OSBQ_ERR_INTERNAL, "out of memory");
+    w->status_published =
+        text != NULL && osbq_store_status_publish(w->store, "worker", w->id, text,
+                                                  OSBQ_BUS_REGISTRY_TTL_MS, &err) == 0;
+    if (!w->status_published)
+        log_debug("cannot publish the worker's status (%s); trying again in %d ms", err.text,
+                  OSBQ_BUS_REGISTRY_RENEW_MS);
+    free(text);
+}
+
 /* Reads the live gateways and links to exactly those. While Redis fails the current links
  * stay, the failure is logged once, and reads back off. */
 static void refresh_registry(struct worker *w, int64_t now)
@@ -108,6 +154,9 @@ static void refresh_registry(struct worker *w, int64_t now)
     w->next_registry_ms = now + OSBQ_BUS_REGISTRY_RENEW_MS;
     bus_link_sync(w->link, endpoints, count, free_slots(w));
     osbq_store_strings_free(endpoints);
+    worker_metrics_set_gateways(w->metrics, bus_link_count(w->link));
+    /* Redis just answered: the status goes out with the same rhythm (every 2 s). */
+    publish_status(w);
 }
 
 /* A JOB from a gateway: to the runner when a slot is free, else back to that gateway. */
@@ -124,12 +173,19 @@ static void on_job(void *ctx, zsock_t *dealer, const char *endpoint, const void 
         return;
     /* The gateway sent more than the last READY allowed (the two crossed), or we are
      * stopping: it gives the job to another worker. */
+    worker_metrics_rejected(w->metrics);
+    struct osbq_log_context context = {.operation_id = job.operation_id,
+                                       .instance_id = job.instance_id,
+                                       .binding_id = job.binding_id,
+                                       .request_id = job.request_identity};
+    osbq_log_context_set(&context);
     if (osbq_bus_send_reject(dealer, data, len) < 0)
         log_warnx("operation %s: no free slot and gateway %s cannot take the job back (%s); "
                   "it will be resent from Redis",
                   job.operation_id, endpoint, zmq_strerror(zmq_errno()));
     else
         log_debug("operation %s: no free slot, job handed back to %s", job.operation_id, endpoint);
+    osbq_log_context_set(NULL);
     osbq_job_clear(&job);
 }
 
@@ -150,6 +206,7 @@ static void on_signal(struct worker *w, int64_t now)
     w->stopping = true;
     w->stop_deadline_ms = now + w->grace_ms;
     w->announced = UINT_MAX;
+    w->next_status_ms = now;
     runner_close(w->runner);
 }
 
@@ -169,6 +226,14 @@ static void run(struct worker *w)
             w->next_heartbeat_ms = now + OSBQ_BUS_HEARTBEAT_MS;
         }
         int64_t next = w->next_heartbeat_ms;
+        if (w->stopping && now >= w->next_status_ms) {
+            /* The registry is not read any more: the status (now "stopping") keeps its own
+             * timer, and is left to expire once a publish failed (Redis away) so this loop
+             * does not wait for Redis timeouts while jobs finish. */
+            if (w->status_published)
+                publish_status(w);
+            w->next_status_ms = now + OSBQ_BUS_REGISTRY_RENEW_MS;
+        }
         if (w->stopping) {
             unsigned holding = runner_holding(w->runner);
             if (holding == 0)
@@ -186,6 +251,8 @@ static void run(struct worker *w)
             }
             if (w->stop_deadline_ms < next)
                 next = w->stop_deadline_ms;
+            if (w->next_status_ms < next)
+                next = w->next_status_ms;
         } else if (w->next_registry_ms < next) {
             next = w->next_registry_ms;
         }
@@ -221,8 +288,24 @@ int main(int argc, char **argv)
     static struct osbq_config cfg;
     static struct osbq_catalog *catalog;
     static struct osbq_store *store;
+    /* The metrics too: runner threads left behind keep counting into them. */
+    static struct osbq_metrics *registry;
+    static struct osbq_process_metrics process_metrics;
+    static struct worker_metrics metrics;
     struct osbq_error err = {0};
     osbq_startup_load(&startup, &cfg, &catalog);
+    int64_t started_ms = wall_ms();
+    /* Bound first, so a port already taken stops the worker before it starts anything. */
+    int metrics_fd = -1;
+    char metrics_addr[300] = "";
+    if (cfg.metrics_listen.host != NULL) {
+        metrics_fd = metrics_server_listen(&cfg.metrics_listen, &err);
+        if (metrics_fd < 0)
+            osbq_startup_die(&startup, "OSBQ_METRICS_LISTEN", &err);
+        bool ipv6 = strchr(cfg.metrics_listen.host, ':') != NULL;
+        (void)snprintf(metrics_addr, sizeof metrics_addr, ipv6 ? "[%s]:%u" : "%s:%u",
+                       cfg.metrics_listen.host, (unsigned)cfg.metrics_listen.port);
+    }
     if (sodium_init() < 0)
         fatalx("libsodium cannot start");
     char id[320];
@@ -233,20 +316,39 @@ int main(int argc, char **argv)
     osbq_bus_init();
     store = osbq_store_new(&cfg);
     struct bus_link *link = bus_link_new(id);
-    if (store == NULL || link == NULL)
+    registry = osbq_metrics_new();
+    if (store == NULL || link == NULL || registry == NULL ||
+        osbq_process_metrics_add(&process_metrics, registry, "worker", OSBQ_VERSION, store) < 0 ||
+        worker_metrics_init(&metrics, registry, cfg.worker_concurrency) < 0)
         fatalx("out of memory");
-    struct runner *runner = runner_new(&cfg, catalog, store, id, &err);
+    struct runner *runner = runner_new(&cfg, catalog, store, id, &metrics, &err);
     if (runner == NULL)
         fatalx("cannot start the runner: %s", err.text);
+    worker_metrics_attach(&metrics, runner);
+    struct metrics_server *server = NULL;
+    if (metrics_fd >= 0) {
+        server = metrics_server_start(&cfg, metrics_fd, registry, &err);
+        if (server == NULL) {
+            (void)runner_destroy(&runner);
+            osbq_startup_die(&startup, "OSBQ_METRICS_LISTEN", &err);
+        }
+    }
     log_info("started: id %s, concurrency %u, lease %u ms, shutdown grace %u ms, catalog %s, "
-             "redis %s:%u",
+             "redis %s:%u, metrics %s",
              id, cfg.worker_concurrency, cfg.lease_ms, cfg.shutdown_grace_ms, cfg.catalog_path,
-             cfg.redis.host, (unsigned)cfg.redis.port);
+             cfg.redis.host, (unsigned)cfg.redis.port,
+             metrics_addr[0] != '\0' ? metrics_addr : "off");
 
+    /* The first turn of the loop reads the registry at once, and publishes the status with it. */
     struct worker w = {
         .store = store,
         .runner = runner,
         .link = link,
+        .metrics = &metrics,
+        .id = id,
+        .metrics_addr = metrics_addr[0] != '\0' ? metrics_addr : NULL,
+        .slots = cfg.worker_concurrency,
+        .started_ms = started_ms,
         .signal_fd = signal_fd,
         .announced = UINT_MAX,
         .next_heartbeat_ms = now_ms(),
@@ -257,12 +359,17 @@ int main(int argc, char **argv)
     };
     run(&w);
 
+    /* Scrapes read the runner: the server stops first. */
+    metrics_server_stop(&server);
     /* Cancels whatever still runs, releases its operations, then joins the runner threads, or
      * leaves behind those stuck in a backend that ignores cancellation. */
     unsigned left = runner_destroy(&runner);
     bus_link_destroy(&link);
     close(signal_fd);
+    if (osbq_store_status_remove(store, "worker", id, &err) < 0)
+        log_debug("cannot remove the worker's status (%s); it expires by itself", err.text);
     if (left == 0) {
+        osbq_metrics_destroy(&registry);
         osbq_store_destroy(&store);
         osbq_catalog_destroy(&catalog);
         osbq_config_clear(&cfg);

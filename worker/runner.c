@@ -48,15 +48,16 @@ struct slot {
 };
 
 struct runner {
-    const struct osbq_config *cfg;      /* borrowed: lease_ms and worker_concurrency */
-    const struct osbq_catalog *catalog; /* borrowed: plans by id */
-    struct osbq_store *store;           /* borrowed, shared by every thread */
-    const char *worker_id;              /* borrowed: recorded in each claimed operation */
-    unsigned concurrency;               /* slots, and threads */
-    struct slot *slots;                 /* the pool, concurrency entries */
-    unsigned started;                   /* threads actually started */
-    int event_fd;                       /* counts ended jobs, for the main thread's poll */
-    struct runner *next_left;           /* next runner left behind (runner_destroy) */
+    const struct osbq_config *cfg;        /* borrowed: lease_ms and worker_concurrency */
+    const struct osbq_catalog *catalog;   /* borrowed: plans by id */
+    struct osbq_store *store;             /* borrowed, shared by every thread */
+    const char *worker_id;                /* borrowed: recorded in each claimed operation */
+    const struct worker_metrics *metrics; /* borrowed, or NULL: what is counted */
+    unsigned concurrency;                 /* slots, and threads */
+    struct slot *slots;                   /* the pool, concurrency entries */
+    unsigned started;                     /* threads actually started */
+    int event_fd;                         /* counts ended jobs, for the main thread's poll */
+    struct runner *next_left;             /* next runner left behind (runner_destroy) */
 
     pthread_mutex_t lock;   /* guards the fields below */
     pthread_cond_t work;    /* a job was queued, or the runner closed or cancelled */
@@ -85,7 +86,6 @@ static struct runner *volatile left_behind;
 struct run {
     struct runner *r;           /* the runner */
     const struct osbq_job *job; /* the job; borrowed */
-    const char *kind;           /* its kind's name */
     int64_t deadline_s;         /* the plan's deadline for the kind */
     int64_t deadline_ms;        /* monotonic time the backend is abandoned at */
     bool renew_failing;         /* a renewal failed and was logged; log again only once it works */
@@ -102,6 +102,14 @@ static int64_t now_ms(void)
     struct timespec ts;
     (void)clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Monotonic time in seconds, for durations measured finer than a millisecond. */
+static double now_seconds(void)
+{
+    struct timespec ts;
+    (void)clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 static int64_t min64(int64_t a, int64_t b)
@@ -172,22 +180,27 @@ static bool give_up_locked(struct run *run, const char *why)
     return true;
 }
 
-/* Gives operation op back (osbq_store_release: queued again and due at once, so the recovery
- * loop resends it to a worker) and logs one job_released line; a deadline's is a warning that
- * names it. */
-static void release_op(struct runner *r, const char *op, const char *kind, const char *why,
+/* Gives job's operation back (osbq_store_release: queued again and due at once, so the
+ * recovery loop resends it to a worker), counts it released, and logs one job_released line; a
+ * deadline's is a warning that names it. The line names the job's ids itself: it may be written
+ * from a thread whose log context is another's (release_stuck). */
+static void release_op(struct runner *r, const struct osbq_job *job, const char *why,
                        int64_t deadline_s)
 {
     struct osbq_error err = {0};
-    int rc = osbq_store_release(r->store, op, r->worker_id, &err);
+    worker_metrics_operation(r->metrics, job->kind, WORKER_OP_RELEASED);
+    int rc = osbq_store_release(r->store, job->operation_id, r->worker_id, &err);
     bool deadline = strcmp(why, GAVE_UP_DEADLINE) == 0;
     enum osbq_log_level level = rc < 0 || deadline ? OSBQ_LOG_WARN : OSBQ_LOG_INFO;
     if (!osbq_log_enabled(level))
         return;
     struct osbq_log_line line;
     osbq_log_line_begin(&line, level, "job_released");
-    osbq_log_line_str(&line, "op", op);
-    osbq_log_line_str(&line, "kind", kind);
+    osbq_log_line_str(&line, "op", job->operation_id);
+    osbq_log_line_str(&line, "kind", osbq_job_kind_name(job->kind));
+    osbq_log_line_str(&line, "instance", job->instance_id);
+    osbq_log_line_str(&line, "binding", job->binding_id);
+    osbq_log_line_str(&line, "request_id", job->request_identity);
     osbq_log_line_str(&line, "reason", deadline ? "deadline" : "shutdown");
     if (deadline) {
         osbq_log_line_int(&line, "deadline_s", deadline_s);
@@ -222,7 +235,7 @@ static bool must_stop(struct run *run, int64_t now)
     bool stop = run->gave_up != NULL;
     pthread_mutex_unlock(&r->lock);
     if (why != NULL)
-        release_op(r, run->job->operation_id, run->kind, why, run->deadline_s);
+        release_op(r, run->job, why, run->deadline_s);
     return stop;
 }
 
@@ -249,8 +262,10 @@ static void renew(struct run *run, const char *description, int64_t now)
                   "over), stopping without recording a result",
                   run->job->operation_id);
         pthread_mutex_lock(&r->lock);
-        (void)give_up_locked(run, GAVE_UP_LEASE_LOST);
+        bool lost = give_up_locked(run, GAVE_UP_LEASE_LOST);
         pthread_mutex_unlock(&r->lock);
+        if (lost)
+            worker_metrics_operation(r->metrics, run->job->kind, WORKER_OP_LOST);
     } else {
         if (!run->renew_failing)
             log_warnx("operation %s: cannot renew the lease (%s), retrying", run->job->operation_id,
@@ -466,6 +481,7 @@ static int finish(struct run *run, const struct osbq_op_result *result)
                       op, err.text);
         last = !sleep_unless_cancelled(r, backoff);
         backoff = runner_finish_backoff_ms(backoff);
+        worker_metrics_finish_retry(r->metrics);
     }
 }
 
@@ -479,15 +495,18 @@ static bool run_job(struct slot *slot, const struct osbq_job *job)
     int claimed =
         osbq_store_claim(r->store, job->operation_id, r->worker_id, job->attempt, lease, &err);
     if (claimed == 0) {
+        worker_metrics_claim(r->metrics, WORKER_CLAIM_SKIPPED);
         log_debug("operation %s: finished or held by another worker, dropping the job",
                   job->operation_id);
         return false;
     }
     if (claimed < 0) {
+        worker_metrics_claim(r->metrics, WORKER_CLAIM_ERROR);
         log_warnx("operation %s: cannot claim it (%s), dropping the job; it will be resent",
                   job->operation_id, err.text);
         return false;
     }
+    worker_metrics_claim(r->metrics, WORKER_CLAIM_CLAIMED);
     int64_t started = now_ms();
     int64_t deadline_s = runner_deadline_s(osbq_catalog_plan(r->catalog, job->plan_id), job->kind);
     log_job(job, "job_start", NULL, NULL, -1);
@@ -495,7 +514,6 @@ static bool run_job(struct slot *slot, const struct osbq_job *job)
     struct run run = {
         .r = r,
         .job = job,
-        .kind = osbq_job_kind_name(job->kind),
         .deadline_s = deadline_s,
         .deadline_ms = started + deadline_s * 1000,
         .next_renew_ms = started + lease / 3,
@@ -514,7 +532,9 @@ static bool run_job(struct slot *slot, const struct osbq_job *job)
     pthread_mutex_unlock(&r->lock);
 
     json_t *parameters = NULL;
+    double backend_started = now_seconds();
     int rc = run_backend(r, &call, &parameters);
+    double backend_seconds = now_seconds() - backend_started;
     /* A backend that stopped without an outcome and without being told to (or told only that
      * the process exits) still leaves an operation to give back. */
     const char *release_why = NULL;
@@ -525,7 +545,7 @@ static bool run_job(struct slot *slot, const struct osbq_job *job)
     run.recording = gave_up == NULL;
     pthread_mutex_unlock(&r->lock);
     if (release_why != NULL)
-        release_op(r, job->operation_id, run.kind, release_why, deadline_s);
+        release_op(r, job, release_why, deadline_s);
 
     const char *outcome = gave_up;
     if (gave_up == NULL) {
@@ -537,6 +557,15 @@ static bool run_job(struct slot *slot, const struct osbq_job *job)
             outcome = call.result.succeeded ? "succeeded" : "failed";
         else
             outcome = recorded == 0 ? "dropped" : "not_recorded";
+        /* Not recorded (the worker stopping while Redis is away) counts as released: another
+         * worker runs it once its lease expires. */
+        worker_metrics_operation(
+            r->metrics, job->kind,
+            recorded > 0    ? (call.result.succeeded ? WORKER_OP_SUCCEEDED : WORKER_OP_FAILED)
+            : recorded == 0 ? WORKER_OP_LOST
+                            : WORKER_OP_RELEASED);
+        if (recorded > 0)
+            worker_metrics_duration(r->metrics, job->kind, backend_seconds);
     }
     /* Past its deadline, whatever the backend finally reported was dropped: not its text. */
     log_job(job, "job_end", outcome, gave_up == NULL ? call.result.description : NULL,
@@ -570,11 +599,18 @@ static void *thread_main(void *arg)
         bool cancelled = r->cancelled;
         pthread_mutex_unlock(&r->lock);
 
+        /* Every line written about this job, here and in its backend, names its ids. */
+        struct osbq_log_context context = {.operation_id = job.operation_id,
+                                           .instance_id = job.instance_id,
+                                           .binding_id = job.binding_id,
+                                           .request_id = job.request_identity};
+        osbq_log_context_set(&context);
         bool gave_up = false;
         if (cancelled)
             log_debug("operation %s: stopping, job dropped before its claim", job.operation_id);
         else
             gave_up = run_job(slot, &job);
+        osbq_log_context_set(NULL);
         osbq_job_clear(&job);
 
         pthread_mutex_lock(&r->lock);
@@ -623,7 +659,8 @@ out_attr:
 }
 
 struct runner *runner_new(const struct osbq_config *cfg, const struct osbq_catalog *catalog,
-                          struct osbq_store *store, const char *worker_id, struct osbq_error *err)
+                          struct osbq_store *store, const char *worker_id,
+                          const struct worker_metrics *metrics, struct osbq_error *err)
 {
     struct runner *r = calloc(1, sizeof *r);
     if (r == NULL) {
@@ -634,6 +671,7 @@ struct runner *runner_new(const struct osbq_config *cfg, const struct osbq_catal
     r->catalog = catalog;
     r->store = store;
     r->worker_id = worker_id;
+    r->metrics = metrics;
     r->concurrency = cfg->worker_concurrency > 0 ? cfg->worker_concurrency : 1;
     r->event_fd = -1;
     r->queue = calloc(r->concurrency, sizeof *r->queue);
@@ -690,12 +728,18 @@ static void release_stuck(struct runner *r)
         if (run == NULL || !give_up_locked(run, GAVE_UP_SHUTDOWN))
             continue;
         /* The run's strings may go as soon as the lock is dropped: copy what the release needs. */
-        char *op = strdup(run->job->operation_id);
-        const char *kind = run->kind; /* static */
+        const struct osbq_job *job = run->job;
+        struct osbq_job copy = {
+            .kind = job->kind,
+            .operation_id = strdup(job->operation_id),
+            .instance_id = job->instance_id ? strdup(job->instance_id) : NULL,
+            .binding_id = job->binding_id ? strdup(job->binding_id) : NULL,
+            .request_identity = job->request_identity ? strdup(job->request_identity) : NULL,
+        };
         pthread_mutex_unlock(&r->lock);
-        if (op != NULL)
-            release_op(r, op, kind, GAVE_UP_SHUTDOWN, 0);
-        free(op);
+        if (copy.operation_id != NULL)
+            release_op(r, &copy, GAVE_UP_SHUTDOWN, 0);
+        osbq_job_clear(&copy);
         pthread_mutex_lock(&r->lock);
     }
     pthread_mutex_unlock(&r->lock);

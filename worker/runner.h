@@ -13,18 +13,23 @@
 #include "config.h"
 #include "job.h"
 #include "store.h"
+#include "worker_metrics.h"
 
 /* The longest deadline a plan may set (the catalog's limit for <kind>_deadline_s): a week. */
 #define RUNNER_DEADLINE_S_MAX 604800
 
 struct runner;
 
-/* Starts cfg->worker_concurrency threads. cfg, catalog, store and worker_id are borrowed and
- * must outlive the runner; store must be safe to use from several threads at once. Call with
- * the stop signals blocked: the threads inherit the mask. Caller owns the result
- * (runner_destroy); NULL when memory, an eventfd or a thread cannot be had (err says which). */
+/* Starts cfg->worker_concurrency threads. cfg, catalog, store, worker_id and metrics are
+ * borrowed and must outlive the runner (and any thread runner_destroy leaves behind); store must
+ * be safe to use from several threads at once. metrics may be NULL: nothing is counted. Each
+ * thread sets its log context (osbq_log_context_set) to the job it handles, so every line
+ * written meanwhile names its operation, instance, binding and request identity. Call with the
+ * stop signals blocked: the threads inherit the mask. Caller owns the result (runner_destroy);
+ * NULL when memory, an eventfd or a thread cannot be had (err says which). */
 struct runner *runner_new(const struct osbq_config *cfg, const struct osbq_catalog *catalog,
-                          struct osbq_store *store, const char *worker_id, struct osbq_error *err);
+                          struct osbq_store *store, const char *worker_id,
+                          const struct worker_metrics *metrics, struct osbq_error *err);
 
 /* For the process's exit: closes and cancels the runner (runner_cancel) and tells backends the
  * process exits (backend_call.exiting), then waits for every thread, up to the Redis timeout

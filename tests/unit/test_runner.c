@@ -1,7 +1,8 @@
 /* The runner against a real redis-server (labelled integration): an operation recorded as a
  * gateway would, its job submitted to a runner running sim, and the operation's record
  * checked. Deadlines (a hung backend's operation released while its slot stays busy), the
- * release of running jobs at shutdown, and a result recorded after a Redis outage. */
+ * release of running jobs at shutdown, and a result recorded after a Redis outage; and what
+ * each counts in the worker's metrics (a runner without metrics, too). */
 /* clang-format off: cmocka needs these before cmocka.h, in this order */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -21,9 +22,11 @@
 
 #include "catalog.h"
 #include "job.h"
+#include "metrics.h"
 #include "redis_fixture.h"
 #include "runner.h"
 #include "store.h"
+#include "worker_metrics.h"
 
 #define WORKER_ID "w-test"
 #define LEASE_MS  3000
@@ -107,13 +110,29 @@ static int teardown(void **state)
     return 0;
 }
 
-static struct runner *start_runner(struct fixture *f)
+/* Starts a runner counting into wm, or into nothing when wm is NULL. */
+static struct runner *start_runner(struct fixture *f, struct worker_metrics *wm)
 {
     struct osbq_error err = {0};
-    struct runner *r = runner_new(&f->cfg, f->catalog, f->store, WORKER_ID, &err);
+    struct runner *r = runner_new(&f->cfg, f->catalog, f->store, WORKER_ID, wm, &err);
     if (r == NULL)
         fail_msg("runner_new: %s", err.text);
+    worker_metrics_attach(wm, r);
     return r;
+}
+
+/* A registry of its own for one test, with the worker's families in wm. */
+static struct osbq_metrics *new_metrics(struct fixture *f, struct worker_metrics *wm)
+{
+    struct osbq_metrics *m = osbq_metrics_new();
+    assert_non_null(m);
+    assert_int_equal(worker_metrics_init(wm, m, f->cfg.worker_concurrency), 0);
+    return m;
+}
+
+static double provisions(const struct worker_metrics *wm, enum worker_op_state state)
+{
+    return osbq_series_value(wm->operations[OSBQ_JOB_PROVISION - OSBQ_JOB_PROVISION][state]);
 }
 
 /* The field of operation op's hash, or "" when absent; valid until the next call. */
@@ -202,15 +221,34 @@ static void assert_released(struct fixture *f, const char *op)
 static void test_success(void **state)
 {
     struct fixture *f = *state;
-    struct runner *r = start_runner(f);
+    struct worker_metrics wm;
+    struct osbq_metrics *m = new_metrics(f, &wm);
+    struct runner *r = start_runner(f, &wm);
     provision(f, r, "op-ok", "i-ok", "plan-quick");
     wait_state(f, "op-ok", "succeeded", 5000);
     assert_string_equal(op_field(f, "op-ok", "description"), "Provisioned.");
     for (int i = 0; i < 100 && runner_busy(r) > 0; i++)
         sleep_ms(10);
     assert_int_equal(runner_busy(r), 0);
+    assert_true(provisions(&wm, WORKER_OP_SUCCEEDED) == 1);
+    assert_true(provisions(&wm, WORKER_OP_FAILED) + provisions(&wm, WORKER_OP_RELEASED) +
+                    provisions(&wm, WORKER_OP_LOST) ==
+                0);
+    assert_true(osbq_series_value(wm.claims[WORKER_CLAIM_CLAIMED]) == 1);
+    assert_true(osbq_series_value(wm.duration[0]) == 1);
+    assert_true(osbq_series_value(wm.finish_retries) == 0);
+    /* The render hook reads the runner's busy slots. */
+    size_t len = 0;
+    char *text = osbq_metrics_render(m, &len);
+    assert_non_null(text);
+    assert_non_null(strstr(text, "\nosbq_jobs_running 0\n"));
+    assert_non_null(strstr(text, "\nosbq_worker_slots 2\n"));
+    assert_non_null(
+        strstr(text, "\nosbq_operations_total{kind=\"provision\",state=\"succeeded\"} 1\n"));
+    free(text);
     assert_int_equal(runner_destroy(&r), 0);
     assert_null(r);
+    osbq_metrics_destroy(&m);
 }
 
 /* A backend hanging past the deadline (1 s; it keeps its lease alive until then): the
@@ -219,7 +257,9 @@ static void test_success(void **state)
 static void test_deadline(void **state)
 {
     struct fixture *f = *state;
-    struct runner *r = start_runner(f);
+    struct worker_metrics wm;
+    struct osbq_metrics *m = new_metrics(f, &wm);
+    struct runner *r = start_runner(f, &wm);
     provision(f, r, "op-hang", "i-hang", "plan-hang");
     wait_state(f, "op-hang", "running", 3000);
     int64_t claimed = now_ms();
@@ -233,6 +273,9 @@ static void test_deadline(void **state)
     assert_int_equal(runner_busy(r), 1);
     assert_int_equal(runner_holding(r), 0);
     assert_int_equal(runner_free_slots(r), 1);
+    /* Released once, at the deadline; the abandoned backend still fills its slot. */
+    assert_true(provisions(&wm, WORKER_OP_RELEASED) == 1);
+    assert_true(osbq_series_value(wm.claims[WORKER_CLAIM_CLAIMED]) == 1);
     /* Past the lease: nobody renewed it nor recorded anything. */
     sleep_ms(LEASE_MS / 2);
     assert_released(f, "op-hang");
@@ -242,14 +285,21 @@ static void test_deadline(void **state)
     if (now_ms() - destroying > 1000)
         fail_msg("runner_destroy took %lld ms", (long long)(now_ms() - destroying));
     assert_released(f, "op-hang");
+    /* Counted once: its outcome, never recorded, is not counted again at exit. */
+    assert_true(provisions(&wm, WORKER_OP_RELEASED) == 1);
+    assert_true(provisions(&wm, WORKER_OP_SUCCEEDED) + provisions(&wm, WORKER_OP_FAILED) +
+                    provisions(&wm, WORKER_OP_LOST) ==
+                0);
+    assert_true(osbq_series_value(wm.duration[0]) == 0);
+    osbq_metrics_destroy(&m);
 }
 
 /* Jobs still running when the runner is destroyed (the grace is over): each operation is
- * released at once, the runner returns promptly. */
+ * released at once, the runner returns promptly. This runner has no metrics. */
 static void test_shutdown(void **state)
 {
     struct fixture *f = *state;
-    struct runner *r = start_runner(f);
+    struct runner *r = start_runner(f, NULL);
     provision(f, r, "op-slow1", "i-slow1", "plan-slow");
     provision(f, r, "op-slow2", "i-slow2", "plan-slow");
     wait_state(f, "op-slow1", "running", 3000);
@@ -268,7 +318,9 @@ static void test_shutdown(void **state)
 static void test_finish_after_outage(void **state)
 {
     struct fixture *f = *state;
-    struct runner *r = start_runner(f);
+    struct worker_metrics wm;
+    struct osbq_metrics *m = new_metrics(f, &wm);
+    struct runner *r = start_runner(f, &wm);
     provision(f, r, "op-out", "i-out", "plan-second");
     wait_state(f, "op-out", "running", 3000);
     assert_int_equal(kill(f->redis.pid, SIGSTOP), 0);
@@ -283,7 +335,13 @@ static void test_finish_after_outage(void **state)
     for (int i = 0; i < 800 && runner_busy(r) > 0; i++)
         sleep_ms(10);
     assert_int_equal(runner_busy(r), 0);
+    /* Recorded by this worker's last try (succeeded), or by an earlier one that timed out on
+     * our side, the last try then refused (lost). Whether the finish itself had to be retried
+     * depends on where the outage caught the job (a lease renewal blocks the backend's wait). */
+    assert_true(provisions(&wm, WORKER_OP_SUCCEEDED) + provisions(&wm, WORKER_OP_LOST) == 1);
+    assert_true(provisions(&wm, WORKER_OP_RELEASED) + provisions(&wm, WORKER_OP_FAILED) == 0);
     assert_int_equal(runner_destroy(&r), 0);
+    osbq_metrics_destroy(&m);
 }
 
 int main(void)

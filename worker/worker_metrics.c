@@ -1,0 +1,141 @@
+/* The worker's Prometheus metrics. */
+#include "worker_metrics.h"
+
+#include <string.h>
+
+#include "runner.h"
+
+static const char *const operation_labels[] = {"kind", "state"};
+static const char *const kind_label[] = {"kind"};
+static const char *const result_label[] = {"result"};
+
+/* Label values, in enum order. */
+static const char *const state_names[WORKER_OP_STATES] = {"succeeded", "failed", "released",
+                                                          "lost"};
+static const char *const claim_names[WORKER_CLAIM_RESULTS] = {"claimed", "skipped", "error"};
+
+/* The index of kind in the per-kind arrays, or -1 when it is not one of the five. */
+static int kind_index(enum osbq_job_kind kind)
+{
+    int i = (int)kind - (int)OSBQ_JOB_PROVISION;
+    return i >= 0 && i < WORKER_METRICS_KINDS ? i : -1;
+}
+
+/* Sets the gauges that are read rather than tracked. */
+static void refresh_gauges(void *ctx)
+{
+    struct worker_metrics *wm = ctx;
+    if (wm->runner != NULL)
+        osbq_series_set(wm->running, (double)runner_busy(wm->runner));
+    osbq_series_set(wm->gateways_connected, (double)atomic_load(&wm->gateways));
+}
+
+static struct osbq_series *plain(struct osbq_metrics *m, enum osbq_metric_type type,
+                                 const char *name, const char *help)
+{
+    struct osbq_metric *f = osbq_metrics_add(m, type, name, help, NULL, 0, NULL, 0);
+    return f ? osbq_metric_series(f, NULL) : NULL;
+}
+
+int worker_metrics_init(struct worker_metrics *wm, struct osbq_metrics *registry, unsigned slots)
+{
+    memset(wm, 0, sizeof *wm);
+    atomic_init(&wm->gateways, 0);
+    struct osbq_metrics *m = registry;
+    struct osbq_metric *operations = osbq_metrics_add(
+        m, OSBQ_METRIC_COUNTER, "osbq_operations_total",
+        "Jobs this worker claimed, by kind and how they ended: succeeded or failed (outcome "
+        "recorded), released (given back without an outcome: past the plan's deadline, or the "
+        "worker stopped), lost (no longer this worker's: lease lost or outcome refused).",
+        operation_labels, 2, NULL, 0);
+    struct osbq_metric *duration = osbq_metrics_add(
+        m, OSBQ_METRIC_HISTOGRAM, "osbq_operation_duration_seconds",
+        "Backend run time of the jobs whose outcome this worker recorded, by kind.", kind_label, 1,
+        osbq_metrics_latency_buckets, osbq_metrics_latency_buckets_count);
+    wm->running = plain(m, OSBQ_METRIC_GAUGE, "osbq_jobs_running",
+                        "Jobs queued or running in this worker's slots (including backends "
+                        "abandoned past their deadline that have not returned yet).");
+    wm->slots = plain(m, OSBQ_METRIC_GAUGE, "osbq_worker_slots",
+                      "Jobs this worker runs at once (OSBQ_WORKER_CONCURRENCY).");
+    wm->rejected = plain(m, OSBQ_METRIC_COUNTER, "osbq_jobs_rejected_total",
+                         "Jobs handed back to their gateway because no slot was free (or the "
+                         "worker was stopping).");
+    struct osbq_metric *claims = osbq_metrics_add(
+        m, OSBQ_METRIC_COUNTER, "osbq_claims_total",
+        "Attempts to claim a received job's operation: claimed (it runs), skipped (finished or "
+        "held by another worker), error (Redis failed; it is resent later).",
+        result_label, 1, NULL, 0);
+    wm->finish_retries = plain(m, OSBQ_METRIC_COUNTER, "osbq_finish_retries_total",
+                               "Retries of recording an operation's outcome after Redis failed.");
+    wm->gateways_connected = plain(m, OSBQ_METRIC_GAUGE, "osbq_gateways_connected",
+                                   "Gateways this worker is linked to (from the registry).");
+    if (operations == NULL || duration == NULL || claims == NULL || wm->running == NULL ||
+        wm->slots == NULL || wm->rejected == NULL || wm->finish_retries == NULL ||
+        wm->gateways_connected == NULL)
+        return -1;
+    for (int k = 0; k < WORKER_METRICS_KINDS; k++) {
+        const char *kind = osbq_job_kind_name((enum osbq_job_kind)(k + (int)OSBQ_JOB_PROVISION));
+        for (int s = 0; s < WORKER_OP_STATES; s++) {
+            wm->operations[k][s] =
+                osbq_metric_series(operations, OSBQ_LABELS(kind, state_names[s]));
+            if (wm->operations[k][s] == NULL)
+                return -1;
+        }
+        wm->duration[k] = osbq_metric_series(duration, OSBQ_LABELS(kind));
+        if (wm->duration[k] == NULL)
+            return -1;
+    }
+    for (int c = 0; c < WORKER_CLAIM_RESULTS; c++) {
+        wm->claims[c] = osbq_metric_series(claims, OSBQ_LABELS(claim_names[c]));
+        if (wm->claims[c] == NULL)
+            return -1;
+    }
+    osbq_series_set(wm->slots, (double)slots);
+    return osbq_metrics_on_render(m, refresh_gauges, wm);
+}
+
+void worker_metrics_attach(struct worker_metrics *wm, struct runner *runner)
+{
+    if (wm != NULL)
+        wm->runner = runner;
+}
+
+void worker_metrics_set_gateways(struct worker_metrics *wm, size_t count)
+{
+    if (wm != NULL)
+        atomic_store(&wm->gateways, (unsigned)count);
+}
+
+void worker_metrics_operation(const struct worker_metrics *wm, enum osbq_job_kind kind,
+                              enum worker_op_state state)
+{
+    int k = kind_index(kind);
+    if (wm != NULL && k >= 0 && state < WORKER_OP_STATES)
+        osbq_series_add(wm->operations[k][state], 1);
+}
+
+void worker_metrics_duration(const struct worker_metrics *wm, enum osbq_job_kind kind,
+                             double seconds)
+{
+    int k = kind_index(kind);
+    if (wm != NULL && k >= 0)
+        osbq_series_observe(wm->duration[k], seconds);
+}
+
+void worker_metrics_claim(const struct worker_metrics *wm, enum worker_claim_result result)
+{
+    if (wm != NULL && result < WORKER_CLAIM_RESULTS)
+        osbq_series_add(wm->claims[result], 1);
+}
+
+void worker_metrics_rejected(const struct worker_metrics *wm)
+{
+    if (wm != NULL)
+        osbq_series_add(wm->rejected, 1);
+}
+
+void worker_metrics_finish_retry(const struct worker_metrics *wm)
+{
+    if (wm != NULL)
+        osbq_series_add(wm->finish_retries, 1);
+}

@@ -319,10 +319,11 @@ int osbq_store_operation_get(struct osbq_store *store, const char *operation_id,
 int osbq_store_operator_fail(struct osbq_store *store, const char *operation_id,
                              const char *description, struct osbq_error *err);
 
-/* Operator: sends an unfinished operation again: a running one is taken from its worker (whose
- * outcome will be refused), its claims count restarts at 0, and it is due at once, so the next
- * recovery pass of any gateway sends its job to a worker. Returns 1, 0 when it is finished or
- * unknown, -1. */
+/* Operator: sends an unfinished operation again: a queued one, or a running one whose worker's
+ * lease ran out (that worker's late outcome will be refused), gets its claims count restarted
+ * at 0 and is due at once, so the next recovery pass of any gateway sends its job to a worker.
+ * Returns 1, 0 when it is finished or unknown, 2 when it runs under a live lease (its worker is
+ * alive: resending would run it twice at once; it is left alone), -1. */
 int osbq_store_operator_resend(struct osbq_store *store, const char *operation_id,
                                struct osbq_error *err);
 

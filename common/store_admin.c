@@ -345,7 +345,7 @@ int osbq_store_operator_resend(struct osbq_store *store, const char *operation_i
     if (reply == NULL)
         return -1;
     int rc = reply->type == REDIS_REPLY_INTEGER
-                 ? (reply->integer == 1 ? 1 : 0)
+                 ? (reply->integer >= 0 && reply->integer <= 2 ? (int)reply->integer : 0)
                  : osbq_error_set(err, OSBQ_ERR_INTERNAL, "resend: unexpected reply");
     freeReplyObject(reply);
     return rc;

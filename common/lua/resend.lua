@@ -1,11 +1,14 @@
--- An operator sends an unfinished operation again (osbq-ctl resend): a running one is taken from
--- its worker, whose late outcome and progress will then be refused; its claims restart at 0, and
--- it is due at once, so the next recovery pass of any gateway sends its job to a worker.
+-- An operator sends an unfinished operation again (osbq-ctl resend): a queued one, or a running
+-- one whose lease ran out (its worker died or hangs without renewing), is queued again with its
+-- claims restarted at 0 and due at once, so the next recovery pass of any gateway sends its job
+-- to a worker. A running operation whose lease is live is refused: its worker is alive, and a
+-- second run would race it (fail it instead).
 -- KEYS: 1 operation hash, 2 queue zset, 3 the operation's history list
 -- ARGV: 1 now (ms), 2 operation id
--- Returns 1, or 0 when the operation is finished or unknown.
-local rec = redis.call('HMGET', KEYS[1], 'state', 'worker')
+-- Returns 1, 0 when the operation is finished or unknown, 2 when its worker's lease is live.
+local rec = redis.call('HMGET', KEYS[1], 'state', 'worker', 'lease_until')
 if rec[1] ~= 'queued' and rec[1] ~= 'running' then return 0 end
+if rec[1] == 'running' and tonumber(rec[3] or '0') >= tonumber(ARGV[1]) then return 2 end
 redis.call('HSET', KEYS[1], 'state', 'queued', 'claims', 0)
 redis.call('HDEL', KEYS[1], 'worker', 'lease_until')
 redis.call('ZADD', KEYS[2], 0, ARGV[2])

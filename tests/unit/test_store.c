@@ -371,7 +371,13 @@ static void test_operation_history_and_repairs(void **state)
     assert_int_equal(claim(f, "oph", "w1", 10000), 1);
     assert_int_equal(osbq_store_release(f->store, "oph", "w1", &err), 1);
     assert_int_equal(claim(f, "oph", "w2", 10000), 1);
-    /* Resend by an operator: taken from w2, claims start again, due at once. */
+    assert_int_equal(osbq_store_progress(f->store, "oph", "w2", NULL, 10000, &err), 1);
+    /* w2 renews its lease: resending would run the operation twice at once. */
+    assert_int_equal(osbq_store_operator_resend(f->store, "oph", &err), 2);
+    assert_int_equal(osbq_store_progress(f->store, "oph", "w2", NULL, 1, &err), 1);
+    struct timespec pause = {0, 20000000};
+    nanosleep(&pause, NULL);
+    /* Its lease ran out: taken from w2, claims start again, due at once. */
     assert_int_equal(osbq_store_operator_resend(f->store, "oph", &err), 1);
     assert_string_equal(field(f, "t:op:oph", "state"), "queued");
     assert_string_equal(field(f, "t:op:oph", "claims"), "0");

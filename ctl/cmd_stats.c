@@ -1,0 +1,211 @@
+/* stats: records by state (a full walk), the operation queue, live processes and their slots,
+ * and Redis itself. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctl.h"
+#include "format.h"
+#include "table.h"
+
+/* Records of one kind counted by state. */
+struct state_counts {
+    json_t *by_state;   /* {"state": count}, owned */
+    json_int_t total;   /* records seen */
+    bool out_of_memory; /* the walk stopped for want of memory */
+};
+
+static bool count_record(struct osbq_fields *record, void *ctx)
+{
+    struct state_counts *counts = ctx;
+    const char *state = osbq_fields_get(record, "state");
+    if (state == NULL || state[0] == '\0')
+        state = "unknown";
+    json_t *n = json_object_get(counts->by_state, state);
+    int rc = n != NULL ? json_integer_set(n, json_integer_value(n) + 1)
+                       : json_object_set_new(counts->by_state, state, json_integer(1));
+    if (rc < 0) {
+        counts->out_of_memory = true;
+        return false;
+    }
+    counts->total++;
+    return true;
+}
+
+/* Walks every record of kind into {"total": n, "by_state": {...}} (a new reference in *out). */
+static int count_records(struct ctl *ctl, enum osbq_record_kind kind, json_t **out)
+{
+    const char *plural = kind == OSBQ_RECORD_INSTANCE ? "instances" : "bindings";
+    struct state_counts counts = {.by_state = json_object()};
+    struct osbq_error err = {0};
+    if (counts.by_state == NULL)
+        return ctl_fail("out of memory");
+    if (records_walk(ctl, kind, count_record, &counts, NULL, &err) < 0) {
+        json_decref(counts.by_state);
+        char what[64];
+        (void)snprintf(what, sizeof what, "counting %s", plural);
+        return ctl_fail_store(what, &err);
+    }
+    *out = json_pack("{s:I, s:o}", "total", counts.total, "by_state", counts.by_state);
+    if (counts.out_of_memory || *out == NULL) {
+        json_decref(*out);
+        return ctl_fail("counting %s: out of memory", plural);
+    }
+    return CTL_EXIT_OK;
+}
+
+/* {"live": n} for gateways; for workers also the sums of their "slots" and "running" (null
+ * when no worker publishes the figure). */
+static int count_processes(struct ctl *ctl, const char *role, json_t **out)
+{
+    struct osbq_error err = {0};
+    json_t *statuses = NULL;
+    if (processes_list(ctl, role, &statuses, &err) < 0)
+        return ctl_fail_store(strcmp(role, "worker") == 0 ? "reading the workers' status"
+                                                          : "reading the gateways' status",
+                              &err);
+    *out = json_pack("{s:I}", "live", (json_int_t)json_array_size(statuses));
+    for (size_t k = 0; *out != NULL && strcmp(role, "worker") == 0 && k < 2; k++) {
+        const char *key = k == 0 ? "slots" : "running";
+        json_int_t sum = 0;
+        bool known = false;
+        size_t i;
+        json_t *status;
+        json_array_foreach (statuses, i, status) {
+            json_t *value = json_object_get(status, key);
+            if (json_is_integer(value)) {
+                sum += json_integer_value(value);
+                known = true;
+            }
+        }
+        if (json_object_set_new(*out, key, known ? json_integer(sum) : json_null()) < 0) {
+            json_decref(*out);
+            *out = NULL;
+        }
+    }
+    json_decref(statuses);
+    return *out != NULL ? CTL_EXIT_OK : ctl_fail("out of memory");
+}
+
+/* One state and its count, for the text. */
+struct state_count {
+    const char *state;
+    json_int_t count;
+};
+
+static int by_count(const void *a, const void *b)
+{
+    const struct state_count *x = a, *y = b;
+    if (x->count != y->count)
+        return x->count > y->count ? -1 : 1;
+    return strcmp(x->state, y->state);
+}
+
+/* "12 (provisioned 10, failed 1, provisioning 1)": the most common state first. */
+static void counts_text(const json_t *counts, char *buf, size_t size)
+{
+    const json_t *by_state = json_object_get(counts, "by_state");
+    struct state_count states[16];
+    size_t n = 0;
+    const char *state;
+    json_t *count;
+    json_object_foreach ((json_t *)by_state, state, count) {
+        if (n < sizeof states / sizeof states[0])
+            states[n++] = (struct state_count){state, json_integer_value(count)};
+    }
+    qsort(states, n, sizeof states[0], by_count);
+    size_t len = (size_t)snprintf(buf, size, "%" JSON_INTEGER_FORMAT,
+                                  json_integer_value(json_object_get(counts, "total")));
+    for (size_t i = 0; i < n && len < size; i++)
+        len += (size_t)snprintf(buf + len, size - len, "%s%s %" JSON_INTEGER_FORMAT,
+                                i == 0 ? " (" : ", ", states[i].state, states[i].count);
+    if (n > 0 && len < size)
+        (void)snprintf(buf + len, size - len, ")");
+}
+
+static const char *integer_text(const json_t *value, char *buf, size_t size)
+{
+    if (!json_is_integer(value))
+        return "-";
+    (void)snprintf(buf, size, "%" JSON_INTEGER_FORMAT, json_integer_value(value));
+    return buf;
+}
+
+static int print_text(const json_t *stats)
+{
+    static const struct table_column columns[] = {{NULL, 0, false}, {NULL, 0, false}};
+    const json_t *ops = json_object_get(stats, "operations");
+    const json_t *workers = json_object_get(stats, "workers");
+    const json_t *redis = json_object_get(stats, "redis");
+    char instances[512], bindings[512], operations[96], gateways[48], worker_text[128];
+    char slots[24], running[24], redis_text[96], memory[FORMAT_TEXT_MAX];
+    counts_text(json_object_get(stats, "instances"), instances, sizeof instances);
+    counts_text(json_object_get(stats, "bindings"), bindings, sizeof bindings);
+    (void)snprintf(operations, sizeof operations,
+                   "%" JSON_INTEGER_FORMAT " unfinished, %" JSON_INTEGER_FORMAT " overdue",
+                   json_integer_value(json_object_get(ops, "unfinished")),
+                   json_integer_value(json_object_get(ops, "overdue")));
+    (void)snprintf(gateways, sizeof gateways, "%" JSON_INTEGER_FORMAT " live",
+                   json_integer_value(json_object_get(json_object_get(stats, "gateways"), "live")));
+    (void)snprintf(worker_text, sizeof worker_text,
+                   "%" JSON_INTEGER_FORMAT " live, %s slots, %s running",
+                   json_integer_value(json_object_get(workers, "live")),
+                   integer_text(json_object_get(workers, "slots"), slots, sizeof slots),
+                   integer_text(json_object_get(workers, "running"), running, sizeof running));
+    const json_t *version = json_object_get(redis, "version");
+    const json_t *used = json_object_get(redis, "used_memory");
+    (void)snprintf(redis_text, sizeof redis_text, "version %s, %s used",
+                   json_is_string(version) ? json_string_value(version) : "-",
+                   format_bytes(json_is_integer(used) ? (int64_t)json_integer_value(used) : -1,
+                                memory, sizeof memory));
+    const char *rows[][2] = {
+        {"instances", instances}, {"bindings", bindings},   {"operations", operations},
+        {"gateways", gateways},   {"workers", worker_text}, {"redis", redis_text},
+    };
+    struct table *table = table_new(columns, 2);
+    int rc = table != NULL ? CTL_EXIT_OK : ctl_fail("out of memory");
+    for (size_t i = 0; rc == CTL_EXIT_OK && i < sizeof rows / sizeof rows[0]; i++)
+        if (table_add(table, rows[i]) < 0)
+            rc = ctl_fail("out of memory");
+    if (rc == CTL_EXIT_OK)
+        table_print(table, stdout);
+    table_destroy(&table);
+    return rc;
+}
+
+int cmd_stats(struct ctl *ctl)
+{
+    struct osbq_store_stats queue;
+    struct osbq_error err = {0};
+    json_t *instances = NULL, *bindings = NULL, *gateways = NULL, *workers = NULL;
+    int rc = count_records(ctl, OSBQ_RECORD_INSTANCE, &instances);
+    if (rc == CTL_EXIT_OK)
+        rc = count_records(ctl, OSBQ_RECORD_BINDING, &bindings);
+    if (rc == CTL_EXIT_OK)
+        rc = count_processes(ctl, "gateway", &gateways);
+    if (rc == CTL_EXIT_OK)
+        rc = count_processes(ctl, "worker", &workers);
+    if (rc == CTL_EXIT_OK && osbq_store_stats_get(ctl->store, &queue, &err) < 0)
+        rc = ctl_fail_store("reading the queue and Redis figures", &err);
+    if (rc != CTL_EXIT_OK) {
+        json_decref(instances);
+        json_decref(bindings);
+        json_decref(gateways);
+        json_decref(workers);
+        return rc;
+    }
+    json_t *stats = json_pack(
+        "{s:o, s:o, s:{s:I, s:I}, s:o, s:o, s:{s:o, s:o}}", "instances", instances, "bindings",
+        bindings, "operations", "unfinished", (json_int_t)queue.unfinished, "overdue",
+        (json_int_t)queue.overdue, "gateways", gateways, "workers", workers, "redis", "version",
+        queue.redis_version[0] != '\0' ? format_json_string(queue.redis_version) : json_null(),
+        "used_memory", queue.used_memory >= 0 ? json_integer(queue.used_memory) : json_null());
+    if (stats == NULL)
+        return ctl_fail("out of memory");
+    if (ctl->opt.json)
+        return format_print_json(stats) < 0 ? ctl_fail("cannot write the statistics as JSON")
+                                            : CTL_EXIT_OK;
+    rc = print_text(stats);
+    json_decref(stats);
+    return rc;
+}

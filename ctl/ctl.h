@@ -1,0 +1,76 @@
+/* osbq-ctl: what its files share: the parsed command line, the exit statuses, one function per
+ * command (each in the cmd_*.c file of its concern), and the walks two commands share. */
+#ifndef CTL_H
+#define CTL_H
+
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "config.h"
+#include "store.h"
+
+#define CTL_PROG "osbq-ctl"
+
+/* Exit statuses (docs/ctl.md). */
+enum ctl_exit {
+    CTL_EXIT_OK = 0,        /* done */
+    CTL_EXIT_FAILURE = 1,   /* bad configuration, Redis unreachable, other runtime failure */
+    CTL_EXIT_USAGE = 2,     /* bad command line, or a destructive command without --yes */
+    CTL_EXIT_NOT_FOUND = 3, /* no such operation, or fail/resend found nothing to do */
+    CTL_EXIT_REFUSED = 4,   /* resend: the operation runs under a live lease (its worker is
+                             * alive); nothing changed */
+};
+
+/* The command line, checked. Strings are borrowed from argv. */
+struct ctl_options {
+    bool json;                /* --json: one JSON document on stdout */
+    bool yes;                 /* --yes: destructive commands may act */
+    const char *state;        /* --state: only records in this state, or NULL */
+    const char *instance;     /* --instance: only bindings of this instance, or NULL */
+    const char *description;  /* --description (fail), or NULL for the default */
+    unsigned limit;           /* --limit: most records listed; 0 for all */
+    const char *operation_id; /* OPERATION_ID of operation, fail and resend */
+};
+
+/* What a command runs with. */
+struct ctl {
+    struct ctl_options opt;        /* the command line */
+    const struct osbq_config *cfg; /* OSBQ_REDIS_URL, OSBQ_NAMESPACE, ... */
+    struct osbq_store *store;      /* the only way to Redis */
+};
+
+/* Prints "osbq-ctl: <message>" on stderr; returns CTL_EXIT_FAILURE. */
+int ctl_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Prints "osbq-ctl: <what>: <err->text>" on stderr; returns CTL_EXIT_FAILURE. */
+int ctl_fail_store(const char *what, const struct osbq_error *err);
+
+/* Prints a message on stderr with the same prefix, without choosing an exit status. */
+void ctl_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* The commands. Each returns an enum ctl_exit. */
+int cmd_instances(struct ctl *ctl); /* cmd_records.c */
+int cmd_bindings(struct ctl *ctl);  /* cmd_records.c */
+int cmd_operation(struct ctl *ctl); /* cmd_operation.c */
+int cmd_fail(struct ctl *ctl);      /* cmd_operation.c */
+int cmd_resend(struct ctl *ctl);    /* cmd_operation.c */
+int cmd_gateways(struct ctl *ctl);  /* cmd_processes.c */
+int cmd_workers(struct ctl *ctl);   /* cmd_processes.c */
+int cmd_stats(struct ctl *ctl);     /* cmd_stats.c */
+
+/* Called by records_walk for each record found; may take the record over (move it and zero
+ * *record). Returns true to go on, false to stop the walk. */
+typedef bool (*records_visit_fn)(struct osbq_fields *record, void *ctx);
+
+/* Walks every record of kind with osbq_store_scan_records, about 500 keys a step, until the
+ * walk ends or visit says stop. *stopped (may be NULL) tells whether visit stopped it. Returns
+ * 0, or -1 with err. A record written while the walk runs may be seen twice or not at all. */
+int records_walk(struct ctl *ctl, enum osbq_record_kind kind, records_visit_fn visit, void *ctx,
+                 bool *stopped, struct osbq_error *err);
+
+/* The status objects live processes of role ("gateway" or "worker") published, parsed, in id
+ * order; a status that is not a JSON object is skipped with a warning. Returns 0 with *out (a
+ * new array), or -1 with err. */
+int processes_list(struct ctl *ctl, const char *role, json_t **out, struct osbq_error *err);
+
+#endif

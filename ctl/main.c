@@ -1,0 +1,414 @@
+/* osbq-ctl: the operators' command. Checks the command line, loads the configuration (what
+ * reaching Redis needs, nothing more), and runs one command through the store. docs/ctl.md is
+ * its reference. */
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "ctl.h"
+#include "log.h"
+#include "store.h"
+
+/* Options of commands; --json, --namespace, --help and --version are global. */
+enum option_flag {
+    OPT_STATE = 1 << 0,
+    OPT_LIMIT = 1 << 1,
+    OPT_INSTANCE = 1 << 2,
+    OPT_DESCRIPTION = 1 << 3,
+    OPT_YES = 1 << 4,
+};
+
+static const struct {
+    const char *name; /* as written on the command line */
+    unsigned flag;    /* its enum option_flag */
+    bool takes_value; /* followed by a value (or written --name=value) */
+} command_options[] = {
+    {"--state", OPT_STATE, true},       {"--limit", OPT_LIMIT, true},
+    {"--instance", OPT_INSTANCE, true}, {"--description", OPT_DESCRIPTION, true},
+    {"--yes", OPT_YES, false},
+};
+
+static const char *const instance_states[] = {"provisioning", "provisioned", "failed", "gone",
+                                              NULL};
+static const char *const binding_states[] = {"binding", "bound", "failed", "gone", NULL};
+
+/* The default --limit of listings. */
+#define LIMIT_DEFAULT 100U
+#define LIMIT_MAX     100000000UL
+/* Longest operation id and --description accepted. */
+#define OPERATION_ID_MAX 1024
+#define DESCRIPTION_MAX  1024
+
+struct command {
+    const char *name;            /* the COMMAND word */
+    int (*run)(struct ctl *ctl); /* NULL for help */
+    unsigned options;            /* the enum option_flag it takes */
+    bool takes_operation;        /* needs OPERATION_ID */
+    const char *const *states;   /* what --state may be, NULL-terminated */
+    const char *would[2];        /* destructive: what it would do, before and after the id */
+    const char *args;            /* its arguments, for the usage */
+    const char *about;           /* one line, for the usage */
+};
+
+static const struct command commands[] = {
+    {.name = "instances",
+     .run = cmd_instances,
+     .options = OPT_STATE | OPT_LIMIT,
+     .states = instance_states,
+     .args = "[--state STATE] [--limit N]",
+     .about = "list service instances"},
+    {.name = "bindings",
+     .run = cmd_bindings,
+     .options = OPT_INSTANCE | OPT_STATE | OPT_LIMIT,
+     .states = binding_states,
+     .args = "[--instance ID] [--state STATE] [--limit N]",
+     .about = "list service bindings"},
+    {.name = "operation",
+     .run = cmd_operation,
+     .takes_operation = true,
+     .args = "OPERATION_ID",
+     .about = "show an operation and its history"},
+    {.name = "gateways",
+     .run = cmd_gateways,
+     .args = "",
+     .about = "list live gateways, their load"},
+    {.name = "workers", .run = cmd_workers, .args = "", .about = "list live workers, their load"},
+    {.name = "stats",
+     .run = cmd_stats,
+     .args = "",
+     .about = "count records, operations, processes; Redis"},
+    {.name = "fail",
+     .run = cmd_fail,
+     .options = OPT_DESCRIPTION | OPT_YES,
+     .takes_operation = true,
+     .would = {"mark operation ", " failed whoever runs it, free its lock and answer the "
+                                  "requests waiting for it"},
+     .args = "OPERATION_ID [--description TEXT] --yes",
+     .about = "mark a stuck operation failed"},
+    {.name = "resend",
+     .run = cmd_resend,
+     .options = OPT_YES,
+     .takes_operation = true,
+     .would = {"take operation ", " from the worker running it (if any) and have a gateway "
+                                  "send it to a worker again"},
+     .args = "OPERATION_ID --yes",
+     .about = "send a stuck operation to a worker again"},
+    {.name = "help", .args = "", .about = "print this help"},
+};
+
+static void vsay(const char *fmt, va_list ap)
+{
+    fprintf(stderr, "%s: ", CTL_PROG);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+}
+
+void ctl_say(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsay(fmt, ap);
+    va_end(ap);
+}
+
+int ctl_fail(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsay(fmt, ap);
+    va_end(ap);
+    return CTL_EXIT_FAILURE;
+}
+
+int ctl_fail_store(const char *what, const struct osbq_error *err)
+{
+    return ctl_fail("%s: %s", what, err->text[0] != '\0' ? err->text : "failed");
+}
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: %s [--json] [--namespace NS] COMMAND [ARGS]\n"
+            "The operators' command of osbq: reads the broker's state in Redis, and "
+            "repairs stuck operations.\n\nCommands:\n",
+            CTL_PROG);
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+        char line[96];
+        (void)snprintf(line, sizeof line, "%s %s", commands[i].name, commands[i].args);
+        fprintf(out, "  %-52s %s\n", line, commands[i].about);
+    }
+    fprintf(out,
+            "\nOptions (anywhere on the line; --name=value works too):\n"
+            "  --json          print one JSON document on stdout, for scripts\n"
+            "  --namespace NS  the key namespace to read, instead of OSBQ_NAMESPACE\n"
+            "  --limit N       most records listed (default %u; 0 lists all)\n"
+            "  --yes           let fail and resend act (they refuse without it)\n"
+            "  -h, --help      print this help\n"
+            "  --version       print the version\n"
+            "\nExit status: 0 done; 1 bad configuration, Redis unreachable or another failure;\n"
+            "2 bad command line, or fail/resend without --yes; 3 no such operation, or\n"
+            "fail/resend found it already finished. Reference: docs/ctl.md.\n\n",
+            LIMIT_DEFAULT);
+    osbq_config_print_help(out, OSBQ_ROLE_CTL);
+}
+
+/* Prints "osbq-ctl: <message>" and a hint; returns CTL_EXIT_USAGE. */
+static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int usage_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsay(fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "Try '%s --help'.\n", CTL_PROG);
+    return CTL_EXIT_USAGE;
+}
+
+/* The command line as read, before it is checked against the command. */
+struct command_line {
+    const struct command *command; /* the COMMAND, or NULL when none was given */
+    const char *args[2];           /* its positional arguments */
+    size_t nargs;                  /* how many */
+    unsigned seen;                 /* options given (enum option_flag) */
+    const char *values[sizeof command_options / sizeof command_options[0]]; /* their values */
+    const char *namespace_;   /* --namespace, or NULL */
+    bool json, help, version; /* the global flags */
+};
+
+static const struct command *command_find(const char *name)
+{
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (strcmp(commands[i].name, name) == 0)
+            return &commands[i];
+    return NULL;
+}
+
+/* True when arg is the option name, alone or as "name=value" (*value then points past '='). */
+static bool option_is(const char *arg, const char *name, const char **value)
+{
+    size_t len = strlen(name);
+    if (strncmp(arg, name, len) != 0)
+        return false;
+    if (arg[len] == '\0') {
+        *value = NULL;
+        return true;
+    }
+    if (arg[len] == '=') {
+        *value = arg + len + 1;
+        return true;
+    }
+    return false;
+}
+
+/* Reads an option that takes a value: from "=value" or the next argument. Returns 0 or
+ * CTL_EXIT_USAGE. */
+static int option_value(int argc, char **argv, int *i, const char *name, const char *inline_value,
+                        const char **out)
+{
+    if (inline_value != NULL) {
+        *out = inline_value;
+    } else if (*i + 1 < argc) {
+        *out = argv[++*i];
+    } else {
+        return usage_error("option %s needs a value", name);
+    }
+    if ((*out)[0] == '\0')
+        return usage_error("option %s needs a non-empty value", name);
+    return 0;
+}
+
+/* Reads one option argv[*i] (which may consume the next argument). */
+static int read_option(int argc, char **argv, int *i, struct command_line *line)
+{
+    const char *arg = argv[*i], *value = NULL;
+    if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
+        line->help = true;
+        return 0;
+    }
+    if (strcmp(arg, "--version") == 0) {
+        line->version = true;
+        return 0;
+    }
+    if (option_is(arg, "--json", &value)) {
+        if (value != NULL)
+            return usage_error("option --json takes no value");
+        line->json = true;
+        return 0;
+    }
+    if (option_is(arg, "--namespace", &value))
+        return option_value(argc, argv, i, "--namespace", value, &line->namespace_);
+    for (size_t k = 0; k < sizeof command_options / sizeof command_options[0]; k++) {
+        const char *name = command_options[k].name;
+        if (!option_is(arg, name, &value))
+            continue;
+        if (line->seen & command_options[k].flag)
+            return usage_error("option %s given twice", name);
+        line->seen |= command_options[k].flag;
+        if (!command_options[k].takes_value) {
+            if (value != NULL)
+                return usage_error("option %s takes no value", name);
+            return 0;
+        }
+        return option_value(argc, argv, i, name, value, &line->values[k]);
+    }
+    return usage_error("unknown option %s", arg);
+}
+
+static int read_command_line(int argc, char **argv, struct command_line *line)
+{
+    bool options_done = false;
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        if (!options_done && strcmp(arg, "--") == 0) {
+            options_done = true;
+        } else if (!options_done && arg[0] == '-' && arg[1] != '\0') {
+            int rc = read_option(argc, argv, &i, line);
+            if (rc != 0)
+                return rc;
+        } else if (line->command == NULL) {
+            line->command = command_find(arg);
+            if (line->command == NULL)
+                return usage_error("unknown command \"%s\"", arg);
+        } else if (line->nargs < sizeof line->args / sizeof line->args[0]) {
+            line->args[line->nargs++] = arg;
+        } else {
+            return usage_error("unexpected argument \"%s\"", arg);
+        }
+    }
+    return 0;
+}
+
+static const char *value_of(const struct command_line *line, unsigned flag)
+{
+    for (size_t k = 0; k < sizeof command_options / sizeof command_options[0]; k++)
+        if (command_options[k].flag == flag)
+            return line->values[k];
+    return NULL;
+}
+
+/* Checks the options and arguments against the command, filling *opt. */
+static int check_command_line(const struct command_line *line, struct ctl_options *opt)
+{
+    const struct command *cmd = line->command;
+    for (size_t k = 0; k < sizeof command_options / sizeof command_options[0]; k++)
+        if ((line->seen & command_options[k].flag) && !(cmd->options & command_options[k].flag))
+            return usage_error("option %s does not apply to %s", command_options[k].name,
+                               cmd->name);
+    if (cmd->takes_operation && line->nargs == 0)
+        return usage_error("%s needs an OPERATION_ID", cmd->name);
+    if (line->nargs > (cmd->takes_operation ? 1U : 0U))
+        return usage_error("unexpected argument \"%s\"", line->args[cmd->takes_operation ? 1 : 0]);
+    opt->json = line->json;
+    opt->yes = (line->seen & OPT_YES) != 0;
+    opt->limit = LIMIT_DEFAULT;
+    if (cmd->takes_operation) {
+        opt->operation_id = line->args[0];
+        if (opt->operation_id[0] == '\0' || strlen(opt->operation_id) > OPERATION_ID_MAX)
+            return usage_error("OPERATION_ID must be 1 to %d bytes", OPERATION_ID_MAX);
+    }
+    const char *limit = value_of(line, OPT_LIMIT);
+    if (limit != NULL) {
+        char *end = NULL;
+        unsigned long n = strtoul(limit, &end, 10);
+        if (limit[0] < '0' || limit[0] > '9' || *end != '\0' || n > LIMIT_MAX)
+            return usage_error("--limit: \"%s\" is not a count from 0 (all) to %lu", limit,
+                               LIMIT_MAX);
+        opt->limit = (unsigned)n;
+    }
+    opt->state = value_of(line, OPT_STATE);
+    if (opt->state != NULL) {
+        bool known = false;
+        for (size_t i = 0; cmd->states[i] != NULL; i++)
+            known = known || strcmp(cmd->states[i], opt->state) == 0;
+        if (!known) {
+            char list[128] = "";
+            for (size_t i = 0; cmd->states[i] != NULL; i++)
+                (void)snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s",
+                               i > 0 ? ", " : "", cmd->states[i]);
+            return usage_error("--state: \"%s\" is not a state of %s (%s)", opt->state, cmd->name,
+                               list);
+        }
+    }
+    opt->instance = value_of(line, OPT_INSTANCE);
+    opt->description = value_of(line, OPT_DESCRIPTION);
+    if (opt->description != NULL) {
+        /* It reaches platforms in last_operation's JSON: UTF-8 only (json_string checks). */
+        json_t *probe = json_string(opt->description);
+        json_decref(probe);
+        if (probe == NULL || strlen(opt->description) > DESCRIPTION_MAX)
+            return usage_error("--description must be UTF-8 text of at most %d bytes",
+                               DESCRIPTION_MAX);
+    }
+    if (cmd->would[0] != NULL && !opt->yes) {
+        ctl_say("%s changes the broker's state: it would %s%s%s. Add --yes to do it.", cmd->name,
+                cmd->would[0], opt->operation_id, cmd->would[1]);
+        return CTL_EXIT_USAGE;
+    }
+    return 0;
+}
+
+/* OSBQ_NAMESPACE comes from --namespace when it was given. */
+static const char *lookup_env(const char *name, void *ctx)
+{
+    const char *namespace_ = ctx;
+    if (namespace_ != NULL && strcmp(name, "OSBQ_NAMESPACE") == 0)
+        return namespace_;
+    return getenv(name);
+}
+
+/* Runs cmd with the configuration loaded and Redis reachable. */
+static int run(const struct command *cmd, const struct ctl_options *opt, const char *namespace_)
+{
+    struct osbq_error err = {0};
+    struct osbq_config cfg;
+    if (osbq_config_load(&cfg, OSBQ_ROLE_CTL, lookup_env, (void *)namespace_, &err) < 0)
+        return ctl_fail("%s%s", namespace_ != NULL ? "(--namespace sets OSBQ_NAMESPACE) " : "",
+                        err.text);
+    osbq_log_init(CTL_PROG, cfg.log_level);
+    struct ctl ctl = {.opt = *opt, .cfg = &cfg, .store = osbq_store_new(&cfg)};
+    int rc;
+    if (ctl.store == NULL) {
+        rc = ctl_fail("out of memory");
+    } else if (osbq_store_ping(ctl.store, &err) < 0) {
+        bool ipv6 = strchr(cfg.redis.host, ':') != NULL;
+        rc = ctl_fail("cannot reach Redis at %s%s%s:%u (OSBQ_REDIS_URL): %s", ipv6 ? "[" : "",
+                      cfg.redis.host, ipv6 ? "]" : "", (unsigned)cfg.redis.port, err.text);
+    } else {
+        log_debug("%s in namespace %s", cmd->name, cfg.namespace_);
+        rc = cmd->run(&ctl);
+    }
+    osbq_store_destroy(&ctl.store);
+    osbq_config_clear(&cfg);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    struct command_line line = {0};
+    struct ctl_options opt = {0};
+    int rc = read_command_line(argc, argv, &line);
+    if (rc != 0)
+        return rc;
+    if (line.help || (line.command != NULL && line.command->run == NULL)) {
+        usage(stdout);
+        return CTL_EXIT_OK;
+    }
+    if (line.version) {
+        printf("%s %s\n", CTL_PROG, OSBQ_VERSION);
+        return CTL_EXIT_OK;
+    }
+    if (line.command == NULL) {
+        usage(stderr);
+        return CTL_EXIT_USAGE;
+    }
+    rc = check_command_line(&line, &opt);
+    if (rc != 0)
+        return rc;
+    rc = run(line.command, &opt, line.namespace_);
+    if (fflush(stdout) != 0 || ferror(stdout))
+        return ctl_fail("cannot write the output");
+    return rc;
+}

@@ -1,0 +1,479 @@
+"""osbq-ctl against a live stack (docs/ctl.md): every subcommand in text and --json form, bad
+command lines, an unknown operation, fail and resend of stuck operations, and Redis down.
+
+A stuck operation is made by provisioning while no worker runs: the gateway accepts it (202)
+and it stays queued, since recovery resends only while a worker has room. Every osbq-ctl run
+is bounded (RUN_TIMEOUT_S) and its stderr checked for sanitizer reports."""
+
+import json
+import os
+import subprocess
+import time
+import unittest
+import uuid
+
+import harness
+
+CTL = os.path.join(harness.BUILD_DIR, "bin", "osbq-ctl")
+CATALOG = os.path.join(harness.SOURCE_DIR, "tests", "data", "catalog-faults.json")
+
+SERVICE = "9d2c4e6a-1b3f-4a5c-8e7d-0f1a2b3c4e01"
+FAST = "9d2c4e6a-1b3f-4a5c-8e7d-0f1a2b3c4f01"  # every operation at once
+
+# Not the default "osbq", so the test shows OSBQ_NAMESPACE is honoured.
+NAMESPACE = "ctl-test"
+ENV = {
+    "OSBQ_NAMESPACE": NAMESPACE,
+    "OSBQ_RECOVERY_INTERVAL_MS": "200",
+    "OSBQ_CLAIM_TIMEOUT_MS": "1000",
+}
+
+RUN_TIMEOUT_S = 10.0
+OP_TIMEOUT_S = 10.0
+# How long a process may take to publish its first status.
+STATUS_TIMEOUT_S = 5.0
+POLL_S = 0.05
+
+
+def new_id():
+    return str(uuid.uuid4())
+
+
+def instance_body(plan=FAST):
+    return {"service_id": SERVICE, "plan_id": plan,
+            "context": {"platform": "osbq-tests", "instance_name": "ctl"},
+            "organization_guid": "org-guid-1", "space_guid": "space-guid-1"}
+
+
+def ipath(iid, suffix="", incomplete=False):
+    return "/v2/service_instances/%s%s%s" % (iid, suffix,
+                                             "?accepts_incomplete=true" if incomplete else "")
+
+
+class CtlTestCase(unittest.TestCase):
+    """Runs osbq-ctl against self.stack (or a given environment)."""
+
+    stack = None
+
+    def ctl_env(self, **overrides):
+        env = {k: v for k, v in os.environ.items() if not k.startswith("OSBQ_")}
+        if self.stack is not None:
+            env["OSBQ_REDIS_URL"] = self.stack.redis.url
+            env["OSBQ_NAMESPACE"] = NAMESPACE
+        env.update({k: str(v) for k, v in overrides.items()})
+        return env
+
+    def ctl(self, *args, env=None):
+        """Runs osbq-ctl; returns (status, stdout, stderr)."""
+        r = subprocess.run([CTL] + list(args), env=env or self.ctl_env(),
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           stdin=subprocess.DEVNULL, timeout=RUN_TIMEOUT_S)
+        out, err = r.stdout.decode(), r.stderr.decode()
+        for marker in harness.SANITIZER_MARKERS:
+            self.assertNotIn(marker, err, "osbq-ctl %s: sanitizer report:\n%s" % (args, err))
+        return r.returncode, out, err
+
+    def ctl_ok(self, *args):
+        status, out, err = self.ctl(*args)
+        self.assertEqual(status, 0, "osbq-ctl %s exited %d:\n%s%s" % (args, status, out, err))
+        return out
+
+    def ctl_json(self, *args):
+        return json.loads(self.ctl_ok("--json", *args))
+
+    def records_snapshot(self):
+        """Every record osbq-ctl could change (not the processes' heartbeats)."""
+        snapshot = {}
+        for kind in ("instance", "binding", "bindings", "op", "history", "waiters"):
+            snapshot.update(harness.redis_snapshot(self.stack.redis,
+                                                   "%s:%s:*" % (NAMESPACE, kind)))
+        snapshot.update(harness.redis_snapshot(self.stack.redis, NAMESPACE + ":queue"))
+        return snapshot
+
+    def wait_ended(self, client, iid):
+        """Polls the instance's last_operation until it is no longer in progress."""
+        deadline = time.monotonic() + OP_TIMEOUT_S
+        while True:
+            r = client.request("GET", ipath(iid, "/last_operation"))
+            self.assertEqual(r.status, 200, r.body)
+            if r.json()["state"] != "in progress":
+                return r.json()
+            if time.monotonic() > deadline:
+                self.fail("operation of %s still in progress after %.0f s" % (iid, OP_TIMEOUT_S))
+            time.sleep(POLL_S)
+
+
+class TestCtlReads(CtlTestCase):
+    """One gateway and one worker; three instances, two bindings on the first."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.stack = harness.Stack(catalog=CATALOG, extra_env=ENV)
+        try:
+            cls.gateway = cls.stack.start_gateway()
+            cls.worker = cls.stack.start_worker()
+            harness.wait_workers_connected([cls.gateway], 1)
+            cls.client = cls.stack.client(cls.gateway)
+            cls.instances = [new_id() for _ in range(3)]
+            for iid in cls.instances:
+                r = cls.client.request("PUT", ipath(iid), instance_body())
+                assert r.status == 201, (r.status, r.body)
+            cls.bindings = ["binding-a", "binding-b"]
+            for bid in cls.bindings:
+                r = cls.client.request("PUT", ipath(cls.instances[0], "/service_bindings/" + bid),
+                                       {"service_id": SERVICE, "plan_id": FAST})
+                assert r.status == 201, (r.status, r.body)
+        except BaseException:
+            cls.stack.stop()
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.client.close()
+        cls.stack.stop()
+
+    def test_instances(self):
+        out = self.ctl_ok("instances")
+        lines = out.splitlines()
+        self.assertEqual(lines[0].split(),
+                         ["ID", "STATE", "SERVICE", "PLAN", "LOCK", "LAST_OP", "CREATED"])
+        self.assertEqual(len(lines), 4, out)
+        for iid in self.instances:
+            row = [line for line in lines if line.startswith(iid)]
+            self.assertEqual(len(row), 1, out)
+            cells = row[0].split()
+            self.assertEqual(cells[1:4], ["provisioned", SERVICE, FAST])
+            self.assertEqual(cells[4], "-")  # no lock
+            self.assertRegex(cells[6], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
+
+        records = self.ctl_json("instances")
+        self.assertEqual(sorted(r["instance_id"] for r in records), sorted(self.instances))
+        for r in records:
+            self.assertEqual(r["state"], "provisioned")
+            self.assertIsInstance(r["created_ms"], int)
+            self.assertNotIn("digest", r)
+
+    def test_instances_filters_and_limit(self):
+        self.assertEqual(len(self.ctl_json("instances", "--state", "provisioned")), 3)
+        self.assertEqual(self.ctl_json("instances", "--state=failed"), [])
+        status, out, err = self.ctl("instances", "--json", "--limit", "1")
+        self.assertEqual(status, 0, err)
+        self.assertEqual(len(json.loads(out)), 1)
+        self.assertIn("--limit 0", err)
+        self.assertEqual(len(self.ctl_json("instances", "--limit", "0")), 3)
+        out = self.ctl_ok("instances", "--state", "gone")
+        self.assertEqual(len(out.splitlines()), 1, out)  # the header only
+
+    def test_bindings(self):
+        out = self.ctl_ok("bindings", "--instance", self.instances[0])
+        lines = out.splitlines()
+        self.assertEqual(lines[0].split(),
+                         ["ID", "INSTANCE", "STATE", "PLAN", "LOCK", "LAST_OP", "CREATED"])
+        self.assertEqual(sorted(line.split()[0] for line in lines[1:]), self.bindings)
+        for line in lines[1:]:
+            self.assertEqual(line.split()[1:4], [self.instances[0], "bound", FAST])
+
+        records = self.ctl_json("bindings")
+        self.assertEqual(sorted(r["binding_id"] for r in records), self.bindings)
+        for r in records:
+            self.assertEqual(r["instance_id"], self.instances[0])
+            self.assertEqual(r["state"], "bound")
+            # The credentials (the record's result) never leave Redis through osbq-ctl.
+            self.assertNotIn("result", r)
+            self.assertNotIn("password", json.dumps(r))
+        self.assertEqual(self.ctl_json("bindings", "--instance", self.instances[1]), [])
+        self.assertEqual(self.ctl_json("bindings", "--state", "failed"), [])
+
+    def test_operation(self):
+        record = [r for r in self.ctl_json("instances") if r["instance_id"] == self.instances[1]]
+        op = record[0]["last_op"]
+
+        out = self.ctl_ok("operation", op)
+        self.assertRegex(out, r"(?m)^operation +%s$" % op)
+        self.assertRegex(out, r"(?m)^kind +provision$")
+        self.assertRegex(out, r"(?m)^state +succeeded$")
+        self.assertRegex(out, r"(?m)^instance +%s$" % self.instances[1])
+        self.assertIn("history (2 events", out)
+        history = out.split("history", 1)[1].splitlines()
+        self.assertEqual(history[1].split(),
+                         ["TIME", "EVENT", "WORKER", "ATTEMPT", "DESCRIPTION"])
+        self.assertEqual([line.split()[1] for line in history[2:]], ["claimed", "succeeded"])
+
+        doc = self.ctl_json("operation", op)
+        self.assertEqual(doc["operation_id"], op)
+        self.assertEqual(doc["kind"], "provision")
+        self.assertEqual(doc["state"], "succeeded")
+        self.assertEqual(doc["instance"], self.instances[1])
+        self.assertLessEqual(doc["created_ms"], doc["started_ms"])
+        self.assertLessEqual(doc["started_ms"], doc["finished_ms"])
+        self.assertNotIn("job", doc)
+        self.assertNotIn("digest", doc)
+        events = [e["event"] for e in doc["history"]]
+        self.assertEqual(events, ["claimed", "succeeded"])
+        self.assertEqual(doc["history"][0]["worker"], doc["worker"])
+
+    def test_operation_of_a_binding(self):
+        record = [r for r in self.ctl_json("bindings") if r["binding_id"] == "binding-a"][0]
+        doc = self.ctl_json("operation", record["last_op"])
+        self.assertEqual((doc["kind"], doc["binding"], doc["state"]),
+                         ("bind", "binding-a", "succeeded"))
+        self.assertRegex(self.ctl_ok("operation", record["last_op"]), r"(?m)^binding +binding-a$")
+
+    def test_unknown_operation(self):
+        for args in (("operation", "no-such-op"), ("--json", "operation", "no-such-op")):
+            status, out, err = self.ctl(*args)
+            self.assertEqual(status, 3, err)
+            self.assertEqual(out, "")
+            self.assertIn("no operation no-such-op", err)
+        for command in ("fail", "resend"):
+            status, out, err = self.ctl("--json", command, "no-such-op", "--yes")
+            self.assertEqual(status, 3, err)
+            self.assertEqual(json.loads(out)["result"], "not_found")
+
+    def test_repair_of_a_finished_operation(self):
+        op = self.ctl_json("instances")[0]["last_op"]
+        for command in ("fail", "resend"):
+            status, out, err = self.ctl(command, op, "--yes")
+            self.assertEqual(status, 3, out + err)
+            self.assertIn("nothing to do", err)
+            self.assertIn("already finished (succeeded)", err)
+            status, out, err = self.ctl("--json", command, op, "--yes")
+            self.assertEqual(status, 3, out + err)
+            self.assertEqual(json.loads(out),
+                             {"result": "already_finished", "operation_id": op,
+                              "state": "succeeded"})
+        self.assertEqual(self.ctl_json("operation", op)["state"], "succeeded")
+
+    def wait_statuses(self, role, count):
+        """The --json list of role ("gateways", "workers") once it has count entries."""
+        deadline = time.monotonic() + STATUS_TIMEOUT_S
+        while True:
+            statuses = self.ctl_json(role)
+            if len(statuses) == count or time.monotonic() > deadline:
+                return statuses
+            time.sleep(0.2)
+
+    def test_gateways(self):
+        statuses = self.wait_statuses("gateways", 1)
+        self.assertEqual(len(statuses), 1,
+                         "the live gateway publishes no status (osbq_store_status_publish "
+                         "with role \"gateway\"): %r" % statuses)
+        self.assertEqual(statuses[0].get("pid"), self.gateway.pid, statuses)
+        out = self.ctl_ok("gateways")
+        lines = out.splitlines()
+        self.assertEqual(lines[0].split()[:5], ["ID", "PID", "HOST", "VERSION", "UPTIME"])
+        self.assertEqual(len(lines), 2, out)
+        self.assertEqual(lines[1].split()[1], str(self.gateway.pid))
+
+    def test_workers(self):
+        statuses = self.wait_statuses("workers", 1)
+        self.assertEqual(len(statuses), 1,
+                         "the live worker publishes no status (osbq_store_status_publish "
+                         "with role \"worker\"): %r" % statuses)
+        self.assertEqual(statuses[0].get("pid"), self.worker.pid, statuses)
+        out = self.ctl_ok("workers")
+        lines = out.splitlines()
+        self.assertEqual(lines[0].split(), ["ID", "PID", "HOST", "VERSION", "UPTIME", "SLOTS",
+                                            "RUNNING", "GATEWAYS"])
+        self.assertEqual(len(lines), 2, out)
+        self.assertEqual(lines[1].split()[1], str(self.worker.pid))
+
+    def test_stats(self):
+        stats = self.ctl_json("stats")
+        self.assertEqual(stats["instances"], {"total": 3, "by_state": {"provisioned": 3}})
+        self.assertEqual(stats["bindings"], {"total": 2, "by_state": {"bound": 2}})
+        self.assertEqual(stats["operations"], {"unfinished": 0, "overdue": 0})
+        self.assertEqual(stats["gateways"]["live"], len(self.ctl_json("gateways")))
+        self.assertEqual(stats["workers"]["live"], len(self.ctl_json("workers")))
+        self.assertRegex(stats["redis"]["version"], r"^\d+\.\d+")
+        self.assertGreater(stats["redis"]["used_memory"], 0)
+
+        out = self.ctl_ok("stats")
+        self.assertRegex(out, r"(?m)^instances +3 \(provisioned 3\)$")
+        self.assertRegex(out, r"(?m)^bindings +2 \(bound 2\)$")
+        self.assertRegex(out, r"(?m)^operations +0 unfinished, 0 overdue$")
+        self.assertRegex(out, r"(?m)^redis +version \d+\.\d+")
+
+    def test_namespace(self):
+        """--namespace overrides OSBQ_NAMESPACE; another namespace holds nothing."""
+        env = self.ctl_env(OSBQ_NAMESPACE="elsewhere")
+        status, out, err = self.ctl("--json", "instances", env=env)
+        self.assertEqual((status, json.loads(out)), (0, []), err)
+        status, out, err = self.ctl("--json", "--namespace", NAMESPACE, "instances", env=env)
+        self.assertEqual(status, 0, err)
+        self.assertEqual(len(json.loads(out)), 3)
+        status, out, err = self.ctl("instances", "--namespace", "bad:ns")
+        self.assertEqual(status, 1)
+        self.assertIn("OSBQ_NAMESPACE", err)
+
+    def test_bad_arguments(self):
+        op = self.ctl_json("instances")[0]["last_op"]
+        before = self.records_snapshot()
+        cases = [
+            ((), "usage:"),
+            (("bogus",), "unknown command"),
+            (("--json",), "usage:"),
+            (("instances", "--bogus"), "unknown option --bogus"),
+            (("instances", "--limit"), "needs a value"),
+            (("instances", "--limit", "x"), "--limit"),
+            (("instances", "--limit", "-1"), "--limit"),
+            (("instances", "--limit", "12abc"), "--limit"),
+            (("instances", "--state", "nope"), "not a state of instances"),
+            (("bindings", "--state", "provisioned"), "not a state of bindings"),
+            (("instances", "--instance", "x"), "does not apply to instances"),
+            (("instances", "extra"), "unexpected argument"),
+            (("operation",), "needs an OPERATION_ID"),
+            (("operation", op, "more"), "unexpected argument"),
+            (("stats", "--yes"), "does not apply to stats"),
+            (("resend", op, "--description", "x", "--yes"), "does not apply to resend"),
+            (("instances", "--state", "failed", "--state", "gone"), "given twice"),
+            (("fail", op), "Add --yes"),
+            (("resend", op), "Add --yes"),
+            (("--json", "fail", op, "--description", "why"), "Add --yes"),
+        ]
+        for args, message in cases:
+            with self.subTest(args=args):
+                status, out, err = self.ctl(*args)
+                self.assertEqual(status, 2, out + err)
+                self.assertEqual(out, "")
+                self.assertIn(message, err)
+        # Refused commands wrote nothing.
+        self.assertEqual(self.records_snapshot(), before)
+
+    def test_help_and_version(self):
+        for args in (("--help",), ("-h",), ("help",), ("instances", "--help")):
+            status, out, _ = self.ctl(*args)
+            self.assertEqual(status, 0)
+            self.assertIn("usage: osbq-ctl", out)
+            for command in ("instances", "bindings", "operation", "gateways", "workers", "stats",
+                            "fail", "resend"):
+                self.assertIn(command, out)
+        status, out, _ = self.ctl("--version")
+        self.assertEqual(status, 0)
+        self.assertRegex(out, r"^osbq-ctl \d+\.\d+\.\d+\n$")
+
+
+class TestCtlRepairs(CtlTestCase):
+    """fail and resend of an operation stuck in the queue: a gateway and no worker."""
+
+    def setUp(self):
+        self.stack = harness.Stack(catalog=CATALOG, extra_env=ENV)
+        self.addCleanup(self.stack.stop)
+        self.gateway = self.stack.start_gateway()
+        self.client = self.stack.client(self.gateway)
+        self.addCleanup(self.client.close)
+
+    def provision_stuck(self):
+        iid = new_id()
+        r = self.client.request("PUT", ipath(iid, incomplete=True), instance_body())
+        self.assertEqual(r.status, 202, r.body)
+        op = r.json()["operation"]
+        self.assertEqual(self.ctl_json("operation", op)["state"], "queued")
+        return iid, op
+
+    def test_fail(self):
+        iid, op = self.provision_stuck()
+        # Without --yes: refused, nothing written.
+        before = self.records_snapshot()
+        status, out, err = self.ctl("fail", op, "--description", "Stuck; failed by ops.")
+        self.assertEqual(status, 2, out + err)
+        self.assertIn("--yes", err)
+        self.assertEqual(self.records_snapshot(), before)
+        self.assertEqual(self.ctl_json("operation", op)["state"], "queued")
+        # The instance is locked by the operation.
+        row = self.ctl_json("instances")[0]
+        self.assertEqual((row["instance_id"], row["lock_x"]), (iid, op))
+
+        status, out, err = self.ctl("--json", "fail", op, "--description",
+                                    "Stuck; failed by ops.", "--yes")
+        self.assertEqual(status, 0, out + err)
+        self.assertEqual(json.loads(out), {"result": "failed", "operation_id": op,
+                                           "previous_state": "queued",
+                                           "description": "Stuck; failed by ops."})
+
+        body = self.wait_ended(self.client, iid)
+        self.assertEqual((body["state"], body["description"]), ("failed", "Stuck; failed by ops."))
+        doc = self.ctl_json("operation", op)
+        self.assertEqual(doc["state"], "failed")
+        self.assertEqual([e["event"] for e in doc["history"]], ["failed_by_operator"])
+        row = self.ctl_json("instances")[0]
+        self.assertEqual(row["state"], "failed")
+        self.assertNotIn("lock_x", row)
+        self.assertEqual(self.ctl_json("stats")["operations"]["unfinished"], 0)
+
+        # The lock is free: a new operation on the instance is accepted.
+        r = self.client.request("PUT", ipath(iid, incomplete=True), instance_body())
+        self.assertEqual(r.status, 202, r.body)
+        self.assertNotEqual(r.json()["operation"], op)
+
+        # Failing it again: nothing to do.
+        status, out, err = self.ctl("fail", op, "--yes")
+        self.assertEqual(status, 3, out + err)
+        self.assertIn("already finished (failed)", err)
+
+    def test_fail_text_and_default_description(self):
+        iid, op = self.provision_stuck()
+        status, out, err = self.ctl("fail", op, "--yes")
+        self.assertEqual(status, 0, out + err)
+        self.assertIn("operation %s (provision of instance %s) was queued" % (op, iid), out)
+        body = self.wait_ended(self.client, iid)
+        self.assertEqual((body["state"], body["description"]), ("failed", "Failed by an operator."))
+
+    def test_resend(self):
+        iid, op = self.provision_stuck()
+        status, out, err = self.ctl("resend", op)
+        self.assertEqual(status, 2, out + err)
+        self.assertIn("--yes", err)
+        self.assertNotIn("resent_by_operator",
+                         [e["event"] for e in self.ctl_json("operation", op)["history"]])
+
+        status, out, err = self.ctl("resend", op, "--yes")
+        self.assertEqual(status, 0, out + err)
+        self.assertIn("operation %s (provision of instance %s) was queued" % (op, iid), out)
+        doc = self.ctl_json("operation", op)
+        self.assertEqual(doc["state"], "queued")
+        self.assertEqual(doc["claims"], 0)
+        self.assertEqual([e["event"] for e in doc["history"]], ["resent_by_operator"])
+        self.assertEqual(self.ctl_json("stats")["operations"]["overdue"], 1)
+
+        # A worker arrives: the operation runs and succeeds.
+        self.stack.start_worker()
+        self.assertEqual(self.wait_ended(self.client, iid)["state"], "succeeded")
+        doc = self.ctl_json("operation", op)
+        events = [e["event"] for e in doc["history"]]
+        self.assertEqual(events[0], "resent_by_operator")
+        self.assertIn("claimed", events)
+        self.assertEqual(events[-1], "succeeded")
+        self.assertEqual(self.ctl_json("instances")[0]["state"], "provisioned")
+
+        status, out, err = self.ctl("--json", "resend", op, "--yes")
+        self.assertEqual(status, 3, out + err)
+        self.assertEqual(json.loads(out)["result"], "already_finished")
+
+
+class TestCtlRedisDown(CtlTestCase):
+    """No Redis: exit 1 at once, naming the cause."""
+
+    def test_redis_unreachable(self):
+        env = self.ctl_env(OSBQ_REDIS_URL="redis://127.0.0.1:%d/0" % harness.free_port(),
+                           OSBQ_REDIS_TIMEOUT_MS="500")
+        for args in (("instances",), ("--json", "stats"), ("operation", "x"),
+                     ("fail", "x", "--yes"), ("gateways",)):
+            with self.subTest(args=args):
+                started = time.monotonic()
+                status, out, err = self.ctl(*args, env=env)
+                self.assertLess(time.monotonic() - started, 3.0)
+                self.assertEqual(status, 1, out + err)
+                self.assertEqual(out, "")
+                self.assertIn("cannot reach Redis at 127.0.0.1:", err)
+                self.assertIn("OSBQ_REDIS_URL", err)
+
+    def test_bad_configuration(self):
+        env = self.ctl_env(OSBQ_REDIS_URL="http://127.0.0.1:1/")
+        status, out, err = self.ctl("instances", env=env)
+        self.assertEqual(status, 1, out + err)
+        self.assertIn("OSBQ_REDIS_URL", err)
+
+
+if __name__ == "__main__":
+    unittest.main()

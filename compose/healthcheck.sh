@@ -1,7 +1,8 @@
 #!/bin/bash
 # Container health check of the osbq images, with nothing but bash (no curl in the image).
 #   osbq-healthcheck [PATH]              GET PATH (default /healthz) from the gateway on
-#                                        OSBQ_LISTEN's port; healthy on a 200 status line
+#                                        OSBQ_LISTEN's port (a worker: OSBQ_METRICS_LISTEN's);
+#                                        healthy on a 200 status line
 #   osbq-healthcheck --process NAME      healthy while a process named NAME runs (not a zombie)
 set -u
 if [ "${1:-}" = "--process" ]; then
@@ -15,7 +16,7 @@ if [ "${1:-}" = "--process" ]; then
   exit 1
 fi
 path=${1:-/healthz}
-listen=${OSBQ_LISTEN:-0.0.0.0:8080}
+listen=${OSBQ_LISTEN:-${OSBQ_METRICS_LISTEN:-0.0.0.0:8080}}
 port=${listen##*:}
 host=${listen%:*}; host=${host#[}; host=${host%]}
 case "$host" in ''|0.0.0.0|'*') host=127.0.0.1 ;; ::) host=::1 ;; esac

@@ -550,11 +550,11 @@ struct http_server *http_start(const struct gateway *gw, int listen_fd, struct o
     /* ITC: needed to quiesce the daemon (stop accepting) while requests finish. */
     server->daemon = MHD_start_daemon(
         MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ITC,
-        0, NULL, NULL, on_access, server, MHD_OPTION_LISTEN_SOCKET, listen_fd,
-        MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)gw->cfg->http_threads,
-        MHD_OPTION_NOTIFY_COMPLETED, on_completed, server, MHD_OPTION_UNESCAPE_CALLBACK,
-        keep_escaped, NULL, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)60, MHD_OPTION_END);
+        0, NULL, NULL, on_access, server, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+        MHD_OPTION_LISTEN_SOCKET, listen_fd, MHD_OPTION_THREAD_POOL_SIZE,
+        (unsigned int)gw->cfg->http_threads, MHD_OPTION_NOTIFY_COMPLETED, on_completed, server,
+        MHD_OPTION_UNESCAPE_CALLBACK, keep_escaped, NULL, MHD_OPTION_CONNECTION_TIMEOUT,
+        (unsigned int)60, MHD_OPTION_END);
     if (server->daemon == NULL) {
         close(listen_fd);
         free(server);
@@ -582,9 +582,10 @@ void http_stop(struct http_server **sp)
     struct http_server *server = sp ? *sp : NULL;
     if (server == NULL)
         return;
+    /* libmicrohttpd closes a socket given with MHD_OPTION_LISTEN_SOCKET itself, unless the
+     * daemon was quiesced (then http_quiesce closed it): closing it here too could close a
+     * descriptor another thread has been handed meanwhile. */
     MHD_stop_daemon(server->daemon);
-    if (server->listen_fd >= 0)
-        close(server->listen_fd);
     free(server);
     *sp = NULL;
 }

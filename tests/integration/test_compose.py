@@ -211,6 +211,10 @@ class ComposeTest(unittest.TestCase):
                         if instr == "HEALTHCHECK"]
         self.assertEqual(len(healthchecks), 1)
         self.assertIn("/healthz", healthchecks[0])
+        # Workers are checked on their metrics listener, which the compose file turns on.
+        self.assertIn("/healthz", " ".join(self.service("worker")["healthcheck"]["test"]))
+        self.assertEqual(self.env_of("worker")["OSBQ_METRICS_LISTEN"], "0.0.0.0:9100")
+        self.assertIn("9100", [str(p) for p in self.service("worker")["expose"]])
 
     def test_redis_persistence(self):
         redis = self.service("redis")

@@ -8,10 +8,6 @@
 
 struct http_server;
 
-/* Opens a listening TCP socket on addr. Returns the descriptor, or -1 with err saying why
- * (e.g. "cannot listen on 0.0.0.0:8080: Address already in use"). */
-int http_listen(const struct osbq_listen_addr *addr, struct osbq_error *err);
-
 /* Starts serving listen_fd (which it takes over) with gw's handlers on the configured number
  * of threads. gw is borrowed and must outlive the server. NULL with err on failure. */
 struct http_server *http_start(const struct gateway *gw, int listen_fd, struct osbq_error *err);

@@ -18,6 +18,7 @@
 #include "registry.h"
 #include "startup.h"
 #include "store.h"
+#include "tcp_listen.h"
 
 #define PROG "osbq-gateway"
 
@@ -38,7 +39,7 @@ int main(int argc, char **argv)
     struct osbq_config cfg;
     struct osbq_catalog *catalog = NULL;
     osbq_startup_load(&startup, &cfg, &catalog);
-    int listen_fd = http_listen(&cfg.listen, &err);
+    int listen_fd = osbq_tcp_listen(&cfg.listen, 1024, &err);
     if (listen_fd < 0)
         osbq_startup_die(&startup, "OSBQ_LISTEN", &err);
     osbq_bus_init();

@@ -22,37 +22,8 @@ INSTANCE_ROUTE = "/v2/service_instances/:instance_id"
 LAST_OP_ROUTE = INSTANCE_ROUTE + "/last_operation"
 BINDING_ROUTE = INSTANCE_ROUTE + "/service_bindings/:binding_id"
 
-_SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$')
-_LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
-
-
-def parse_metrics(text):
-    """{(name, frozenset(labels)): value}, checking each sample follows its family's # TYPE."""
-    samples = {}
-    types = {}
-    for line in text.splitlines():
-        if line.startswith("# TYPE "):
-            _, _, name, kind = line.split(" ", 3)
-            types[name] = kind
-            continue
-        if line.startswith("#") or not line:
-            continue
-        m = _SAMPLE.match(line)
-        if m is None:
-            raise AssertionError("not a sample line: %r" % line)
-        name, labels, value = m.group(1), m.group(2) or "", m.group(3)
-        family = re.sub(r"_(bucket|sum|count)$", "", name)
-        if name not in types and family not in types:
-            raise AssertionError("sample before its # TYPE: %r" % line)
-        key = (name, frozenset(_LABEL.findall(labels)))
-        if key in samples:
-            raise AssertionError("duplicate sample: %r" % line)
-        samples[key] = float(value)
-    return samples
-
-
-def value(samples, name, **labels):
-    return samples.get((name, frozenset(labels.items())), 0.0)
+parse_metrics = harness.parse_metrics
+value = harness.metric_value
 
 
 class Scraper:

@@ -28,58 +28,11 @@ NAMESPACE = "osbq"
 KINDS = ("provision", "update", "deprovision", "bind", "unbind")
 STATES = ("succeeded", "failed", "released", "lost")
 
-_SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$')
-_LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
+parse_metrics = harness.parse_metrics
+value = harness.metric_value
+
 # One logfmt field: key=bare or key="quoted with \" escapes".
 _FIELD = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)=("(?:[^"\\]|\\.)*"|\S*)')
-
-
-def parse_metrics(text):
-    """{(name, frozenset(labels)): value}, checking the format basics: every sample follows its
-    family's # TYPE (and # HELP), no sample is listed twice, every line ends."""
-    if not text.endswith("\n"):
-        raise AssertionError("exposition text does not end with a newline")
-    samples = {}
-    types = {}
-    helps = set()
-    for line in text.splitlines():
-        if line.startswith("# HELP "):
-            helps.add(line.split(" ", 3)[2])
-            continue
-        if line.startswith("# TYPE "):
-            _, _, name, kind = line.split(" ", 3)
-            if name not in helps:
-                raise AssertionError("# TYPE without # HELP before it: %r" % line)
-            if kind not in ("counter", "gauge", "histogram"):
-                raise AssertionError("unexpected type: %r" % line)
-            types[name] = kind
-            continue
-        if line.startswith("#") or not line:
-            continue
-        m = _SAMPLE.match(line)
-        if m is None:
-            raise AssertionError("not a sample line: %r" % line)
-        name, labels, value = m.group(1), m.group(2) or "", m.group(3)
-        family = re.sub(r"_(bucket|sum|count)$", "", name)
-        if name in types:
-            kind = types[name]
-        elif family in types and types[family] == "histogram":
-            kind = "histogram"
-        else:
-            raise AssertionError("sample before its # TYPE: %r" % line)
-        if kind == "counter" and not name.endswith("_total"):
-            raise AssertionError("counter not named *_total: %r" % line)
-        if not name.startswith("osbq_"):
-            raise AssertionError("metric name without the osbq_ prefix: %r" % line)
-        key = (name, frozenset(_LABEL.findall(labels)))
-        if key in samples:
-            raise AssertionError("duplicate sample: %r" % line)
-        samples[key] = float(value)
-    return samples
-
-
-def value(samples, name, **labels):
-    return samples.get((name, frozenset(labels.items())), 0.0)
 
 
 def logfmt(line):

@@ -596,17 +596,16 @@ static int op_script(struct osbq_store *store, enum store_script script, int nke
 int osbq_store_claim(struct osbq_store *store, const char *operation_id, const char *worker_id,
                      uint32_t attempt, int64_t lease_ms, struct osbq_error *err)
 {
-    char op[STORE_KEY_MAX], queue[STORE_KEY_MAX], history[STORE_KEY_MAX];
+    char op[STORE_KEY_MAX], queue[STORE_KEY_MAX];
     char attempt_text[12], now[24], lease[24];
     if (store_id_key(store, op, sizeof op, "op", operation_id) < 0 ||
-        store_id_key(store, history, sizeof history, "history", operation_id) < 0 ||
         osbq_store_key(store, queue, sizeof queue, "queue") < 0)
         return osbq_error_set(err, OSBQ_ERR_BAD_REQUEST, "id too long");
     (void)snprintf(attempt_text, sizeof attempt_text, "%" PRIu32, attempt);
     (void)snprintf(now, sizeof now, "%" PRId64, osbq_store_now_ms());
     (void)snprintf(lease, sizeof lease, "%" PRId64, lease_ms);
-    const char *argv[] = {op, queue, history, worker_id, attempt_text, now, lease, operation_id};
-    return op_script(store, SCRIPT_CLAIM, 3, 8, argv, err);
+    const char *argv[] = {op, queue, worker_id, attempt_text, now, lease, operation_id};
+    return op_script(store, SCRIPT_CLAIM, 2, 7, argv, err);
 }
 
 int osbq_store_progress(struct osbq_store *store, const char *operation_id, const char *worker_id,
@@ -663,11 +662,10 @@ static int finish_op(struct osbq_store *store, const char *operation_id, const c
     static const char *const modes[] = {[FINISH_BY_WORKER] = "",
                                         [FINISH_BY_RECOVERY] = "abandon",
                                         [FINISH_BY_OPERATOR] = "operator"};
-    char op[STORE_KEY_MAX], queue[STORE_KEY_MAX], waiters[STORE_KEY_MAX], history[STORE_KEY_MAX];
+    char op[STORE_KEY_MAX], queue[STORE_KEY_MAX], waiters[STORE_KEY_MAX];
     char now[24], retention[16], prefix[96];
     if (store_id_key(store, op, sizeof op, "op", operation_id) < 0 ||
         store_id_key(store, waiters, sizeof waiters, "waiters", operation_id) < 0 ||
-        store_id_key(store, history, sizeof history, "history", operation_id) < 0 ||
         osbq_store_key(store, queue, sizeof queue, "queue") < 0)
         return osbq_error_set(err, OSBQ_ERR_BAD_REQUEST, "id too long");
     (void)snprintf(now, sizeof now, "%" PRId64, osbq_store_now_ms());
@@ -680,7 +678,6 @@ static int finish_op(struct osbq_store *store, const char *operation_id, const c
         op,
         queue,
         waiters,
-        history,
         worker_id,
         result->succeeded ? "1" : "0",
         description,
@@ -695,7 +692,7 @@ static int finish_op(struct osbq_store *store, const char *operation_id, const c
         result->binding ? result->binding : "",
         modes[by],
     };
-    return op_script(store, SCRIPT_FINISH, 4, (int)(sizeof argv / sizeof argv[0]), argv, err);
+    return op_script(store, SCRIPT_FINISH, 3, (int)(sizeof argv / sizeof argv[0]), argv, err);
 }
 
 int osbq_store_gateway_register(struct osbq_store *store, const char *endpoint, int64_t ttl_ms,
@@ -992,14 +989,13 @@ void osbq_recovery_free(struct osbq_recovery_item *items, size_t count)
 int osbq_store_release(struct osbq_store *store, const char *operation_id, const char *worker_id,
                        struct osbq_error *err)
 {
-    char op[STORE_KEY_MAX], queue[STORE_KEY_MAX], history[STORE_KEY_MAX], now[24];
+    char op[STORE_KEY_MAX], queue[STORE_KEY_MAX], now[24];
     if (store_id_key(store, op, sizeof op, "op", operation_id) < 0 ||
-        store_id_key(store, history, sizeof history, "history", operation_id) < 0 ||
         osbq_store_key(store, queue, sizeof queue, "queue") < 0)
         return osbq_error_set(err, OSBQ_ERR_BAD_REQUEST, "id too long");
     (void)snprintf(now, sizeof now, "%" PRId64, osbq_store_now_ms());
-    const char *argv[] = {op, queue, history, worker_id, now, operation_id};
-    return op_script(store, SCRIPT_RELEASE, 3, 6, argv, err);
+    const char *argv[] = {op, queue, worker_id, now, operation_id};
+    return op_script(store, SCRIPT_RELEASE, 2, 5, argv, err);
 }
 
 uint64_t osbq_store_error_count(const struct osbq_store *store)

@@ -177,7 +177,7 @@ void osbq_fields_array_free(struct osbq_fields *records, size_t count)
 /* Fields an operator never sees: secrets and internal bytes. */
 static bool field_hidden(const char *name, size_t len)
 {
-    static const char *const hidden[] = {"result", "digest", "job"};
+    static const char *const hidden[] = {"result", "digest", "job", "history"};
     for (size_t i = 0; i < sizeof hidden / sizeof hidden[0]; i++)
         if (len == strlen(hidden[i]) && memcmp(name, hidden[i], len) == 0)
             return true;
@@ -277,19 +277,42 @@ out:
     return rc;
 }
 
+/* Splits the history field (one JSON object per line) into a NULL-terminated array. */
+static char **history_lines(const char *text, size_t len, size_t *count)
+{
+    size_t lines = len > 0 ? 1 : 0;
+    for (size_t i = 0; i < len; i++)
+        lines += text[i] == '\n';
+    char **out = calloc(lines + 1, sizeof *out);
+    if (out == NULL)
+        return NULL;
+    size_t n = 0, start = 0;
+    for (size_t i = 0; i <= len && len > 0; i++) {
+        if (i < len && text[i] != '\n')
+            continue;
+        if (i > start && (out[n] = strndup(text + start, i - start)) == NULL) {
+            osbq_store_strings_free(out);
+            return NULL;
+        }
+        n += i > start;
+        start = i + 1;
+    }
+    *count = n;
+    return out;
+}
+
 int osbq_store_operation_get(struct osbq_store *store, const char *operation_id,
                              struct osbq_fields *op, char ***history, size_t *history_count,
                              struct osbq_error *err)
 {
-    char key[STORE_KEY_MAX], history_key[STORE_KEY_MAX];
-    if (store_id_key(store, key, sizeof key, "op", operation_id) < 0 ||
-        store_id_key(store, history_key, sizeof history_key, "history", operation_id) < 0)
+    char key[STORE_KEY_MAX];
+    if (store_id_key(store, key, sizeof key, "op", operation_id) < 0)
         return osbq_error_set(err, OSBQ_ERR_BAD_REQUEST, "operation id too long");
     redisContext *c = store_acquire(store, err);
     if (c == NULL)
         return -1;
     redisAppendCommand(c, "HGETALL %s", key);
-    redisAppendCommand(c, "LRANGE %s 0 -1", history_key);
+    redisAppendCommand(c, "HGET %s history", key);
     redisReply *replies[2];
     int rc = pipeline_replies(c, replies, 2, "operation", err);
     store_release(store, c);
@@ -297,6 +320,7 @@ int osbq_store_operation_get(struct osbq_store *store, const char *operation_id,
         return -1;
     struct osbq_fields fields = {0};
     char **events = NULL;
+    size_t count = 0;
     if (replies[0]->type != REDIS_REPLY_ARRAY || replies[0]->elements == 0) {
         rc = 0;
         goto out;
@@ -305,21 +329,16 @@ int osbq_store_operation_get(struct osbq_store *store, const char *operation_id,
         rc = -1;
         goto out;
     }
-    size_t count = replies[1]->type == REDIS_REPLY_ARRAY ? replies[1]->elements : 0;
-    events = calloc(count + 1, sizeof *events);
+    bool has_history = replies[1]->type == REDIS_REPLY_STRING;
+    events = history_lines(has_history ? replies[1]->str : "", has_history ? replies[1]->len : 0,
+                           &count);
     if (events == NULL) {
         rc = osbq_error_set(err, OSBQ_ERR_INTERNAL, "out of memory");
         goto out;
     }
-    size_t kept = 0;
-    for (size_t i = 0; i < count; i++) {
-        char *event = store_element_dup(replies[1], i);
-        if (event != NULL)
-            events[kept++] = event;
-    }
     *op = fields;
     *history = events;
-    *history_count = kept;
+    *history_count = count;
     memset(&fields, 0, sizeof fields);
     events = NULL;
     rc = 1;
@@ -334,14 +353,13 @@ out:
 int osbq_store_operator_resend(struct osbq_store *store, const char *operation_id,
                                struct osbq_error *err)
 {
-    char op[STORE_KEY_MAX], queue[STORE_KEY_MAX], history[STORE_KEY_MAX], now[24];
+    char op[STORE_KEY_MAX], queue[STORE_KEY_MAX], now[24];
     if (store_id_key(store, op, sizeof op, "op", operation_id) < 0 ||
-        store_id_key(store, history, sizeof history, "history", operation_id) < 0 ||
         osbq_store_key(store, queue, sizeof queue, "queue") < 0)
         return osbq_error_set(err, OSBQ_ERR_BAD_REQUEST, "operation id too long");
     (void)snprintf(now, sizeof now, "%" PRId64, osbq_store_now_ms());
-    const char *argv[] = {op, queue, history, now, operation_id};
-    redisReply *reply = store_eval(store, SCRIPT_RESEND, 3, 5, argv, NULL, err);
+    const char *argv[] = {op, queue, now, operation_id};
+    redisReply *reply = store_eval(store, SCRIPT_RESEND, 2, 4, argv, NULL, err);
     if (reply == NULL)
         return -1;
     int rc = reply->type == REDIS_REPLY_INTEGER

@@ -53,6 +53,12 @@ static bool pattern_matches(const char *pattern, const char *path, struct route_
             /* libmicrohttpd's decoder: the raw path reaches us undecoded so that an encoded
              * '/' stays inside its segment. */
             size_t decoded = MHD_http_unescape(value);
+            /* An encoded NUL (%00) would cut the id short as a C string, and the request would
+             * act on another id than it named: it becomes DEL, a control character, which the
+             * id checks refuse with a 400 that says so. */
+            for (char *nul = memchr(value, '\0', decoded); nul != NULL;
+                 nul = memchr(nul, '\0', decoded - (size_t)(nul - value)))
+                *nul = 0x7f;
             params->values[params->count++] = value;
             used += decoded + 1;
         } else if (plen != slen || memcmp(pattern, path, plen) != 0) {

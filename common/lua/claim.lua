@@ -1,9 +1,21 @@
 -- A worker claims an operation before running it: queued -> running, or a running operation
 -- whose lease has expired is taken over. The claim decides who runs a job delivered twice.
--- KEYS: 1 operation hash, 2 queue zset, 3 the operation's history list
+-- KEYS: 1 operation hash, 2 queue zset
 -- ARGV: 1 worker id, 2 attempt the job carries (informational), 3 now (ms), 4 lease (ms),
 --       5 operation id
 -- Returns 1 when claimed, 0 otherwise.
+-- Appends event to the operation's history: one JSON object per line in its `history` field,
+-- the oldest lines dropped past 4 KB. A field of the hash, not a key of its own: no key to
+-- create per operation, and it expires with the operation.
+local function add_history(op_key, event)
+  local line = cjson.encode(event)
+  local h = redis.call('HGET', op_key, 'history')
+  if h and #h > 4096 then
+    local cut = string.find(h, '\n', #h - 4096, true)
+    h = cut and string.sub(h, cut + 1) or nil
+  end
+  redis.call('HSET', op_key, 'history', h and (h .. '\n' .. line) or line)
+end
 local state = redis.call('HGET', KEYS[1], 'state')
 local now = tonumber(ARGV[3])
 if state == 'running' then
@@ -19,7 +31,6 @@ redis.call('HSET', KEYS[1], 'state', 'running', 'worker', ARGV[1], 'attempt', cl
            'lease_until', until_ms)
 redis.call('HSETNX', KEYS[1], 'started_ms', now)
 redis.call('ZADD', KEYS[2], until_ms, ARGV[5])
-redis.call('RPUSH', KEYS[3], cjson.encode({ms = now, event = 'claimed', worker = ARGV[1],
-                                           attempt = claims}))
-redis.call('LTRIM', KEYS[3], -64, -1)
+add_history(KEYS[1], {ms = now, event = 'claimed', worker = ARGV[1],
+                     attempt = claims})
 return 1

@@ -1,6 +1,6 @@
 -- A worker records the outcome of an operation: its state, the instance's new attributes, the
 -- lock freed, the average duration for Retry-After, and synchronous waiters woken. Atomic.
--- KEYS: 1 operation hash, 2 queue zset, 3 waiters set, 4 the operation's history list
+-- KEYS: 1 operation hash, 2 queue zset, 3 waiters set
 -- ARGV: 1 worker id, 2 "1" succeeded / "0" failed, 3 description, 4 dashboard url or "",
 --       5 metadata JSON or "", 6 instance_usable "1"/"0", 7 update_repeatable "1"/"0",
 --       8 now (ms), 9 retention (s), 10 key prefix "<ns>:", 11 operation id,
@@ -9,6 +9,18 @@
 --          worker); "operator": an operator fails an unfinished operation (osbq-ctl fail);
 --          or ""
 -- Returns 1, or 0 when the operation is no longer this worker's.
+-- Appends event to the operation's history: one JSON object per line in its `history` field,
+-- the oldest lines dropped past 4 KB. A field of the hash, not a key of its own: no key to
+-- create per operation, and it expires with the operation.
+local function add_history(op_key, event)
+  local line = cjson.encode(event)
+  local h = redis.call('HGET', op_key, 'history')
+  if h and #h > 4096 then
+    local cut = string.find(h, '\n', #h - 4096, true)
+    h = cut and string.sub(h, cut + 1) or nil
+  end
+  redis.call('HSET', op_key, 'history', h and (h .. '\n' .. line) or line)
+end
 local op_key, queue, waiters = KEYS[1], KEYS[2], KEYS[3]
 local rec = redis.call('HMGET', op_key, 'state', 'worker', 'kind', 'instance_key', 'plan_id',
                        'parameters', 'context', 'maintenance_version', 'created_ms',
@@ -40,10 +52,8 @@ redis.call('ZREM', queue, op_id)
 local event = ok and 'succeeded' or 'failed'
 if ARGV[13] == 'abandon' then event = 'abandoned' end
 if ARGV[13] == 'operator' then event = 'failed_by_operator' end
-redis.call('RPUSH', KEYS[4], cjson.encode({ms = now, event = event, worker = rec[2],
-                                           description = ARGV[3]}))
-redis.call('LTRIM', KEYS[4], -64, -1)
-redis.call('EXPIRE', KEYS[4], retention)
+add_history(op_key, {ms = now, event = event, worker = rec[2],
+                     description = ARGV[3]})
 
 local binding = rec[10]
 if binding then

@@ -6,7 +6,19 @@
 --       then only operations to abandon are taken
 -- Returns a list of {operation id, "resend"|"abandon", claims so far, encoded job or "",
 -- "lease" when a running operation's lease ran out else "", kind}. Resends are written to the
--- operation's history list (<prefix>history:<id>).
+-- operation's history.
+-- Appends event to the operation's history: one JSON object per line in its `history` field,
+-- the oldest lines dropped past 4 KB. A field of the hash, not a key of its own: no key to
+-- create per operation, and it expires with the operation.
+local function add_history(op_key, event)
+  local line = cjson.encode(event)
+  local h = redis.call('HGET', op_key, 'history')
+  if h and #h > 4096 then
+    local cut = string.find(h, '\n', #h - 4096, true)
+    h = cut and string.sub(h, cut + 1) or nil
+  end
+  redis.call('HSET', op_key, 'history', h and (h .. '\n' .. line) or line)
+end
 local queue, now, limit = KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[3])
 local next_due = now + tonumber(ARGV[4])
 local out = {}
@@ -25,7 +37,6 @@ for _, op_id in ipairs(due) do
     redis.call('ZADD', queue, next_due, op_id)
     table.insert(out, {op_id, 'abandon', claims, '', '', rec[6] or ''})
   elseif ARGV[6] == '1' then
-    local history = ARGV[5] .. 'history:' .. op_id
     local event = {ms = now, event = 'resent', attempt = claims}
     if state == 'running' then
       -- The lease ran out: the worker died or hangs. Its late outcome will be refused.
@@ -33,8 +44,7 @@ for _, op_id in ipairs(due) do
       redis.call('HDEL', op, 'worker', 'lease_until')
       event.event, event.worker = 'lease_expired', rec[5]
     end
-    redis.call('RPUSH', history, cjson.encode(event))
-    redis.call('LTRIM', history, -64, -1)
+    add_history(op, event)
     redis.call('HINCRBY', op, 'resends', 1)
     redis.call('ZADD', queue, next_due, op_id)
     table.insert(out, {op_id, 'resend', claims, rec[4] or '', state == 'running' and 'lease' or '',

@@ -3,16 +3,27 @@
 -- claims restarted at 0 and due at once, so the next recovery pass of any gateway sends its job
 -- to a worker. A running operation whose lease is live is refused: its worker is alive, and a
 -- second run would race it (fail it instead).
--- KEYS: 1 operation hash, 2 queue zset, 3 the operation's history list
+-- KEYS: 1 operation hash, 2 queue zset
 -- ARGV: 1 now (ms), 2 operation id
 -- Returns 1, 0 when the operation is finished or unknown, 2 when its worker's lease is live.
+-- Appends event to the operation's history: one JSON object per line in its `history` field,
+-- the oldest lines dropped past 4 KB. A field of the hash, not a key of its own: no key to
+-- create per operation, and it expires with the operation.
+local function add_history(op_key, event)
+  local line = cjson.encode(event)
+  local h = redis.call('HGET', op_key, 'history')
+  if h and #h > 4096 then
+    local cut = string.find(h, '\n', #h - 4096, true)
+    h = cut and string.sub(h, cut + 1) or nil
+  end
+  redis.call('HSET', op_key, 'history', h and (h .. '\n' .. line) or line)
+end
 local rec = redis.call('HMGET', KEYS[1], 'state', 'worker', 'lease_until')
 if rec[1] ~= 'queued' and rec[1] ~= 'running' then return 0 end
 if rec[1] == 'running' and tonumber(rec[3] or '0') >= tonumber(ARGV[1]) then return 2 end
 redis.call('HSET', KEYS[1], 'state', 'queued', 'claims', 0)
 redis.call('HDEL', KEYS[1], 'worker', 'lease_until')
 redis.call('ZADD', KEYS[2], 0, ARGV[2])
-redis.call('RPUSH', KEYS[3], cjson.encode({ms = tonumber(ARGV[1]), event = 'resent_by_operator',
-                                           worker = rec[2]}))
-redis.call('LTRIM', KEYS[3], -64, -1)
+add_history(KEYS[1], {ms = tonumber(ARGV[1]), event = 'resent_by_operator',
+                     worker = rec[2]})
 return 1

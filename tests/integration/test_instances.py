@@ -362,6 +362,13 @@ class RequestValidation(InstanceTestCase):
             self.refused(lambda: self.put(iid, body, True))
             self.refused(lambda: self.put(iid, body))
 
+    def test_provision_400_id_with_control_characters_nul_or_too_long(self):
+        """Provisioning, Parameters: instance_id (the spec recommends URL-safe ids): an id
+        holding a control character, an encoded NUL (which would otherwise cut it short) or
+        more than 255 bytes is refused with 400, and nothing is written."""
+        for iid in ("ab\x00cd", "\x00", "a\nb", "tab\tx", "x" * 256):
+            self.refused(lambda: self.put(iid, body_for(FAST), True))
+
     def test_provision_400_parameters_or_context_not_objects(self):
         """Provisioning, Body: parameters and context are objects."""
         for field in ("parameters", "context"):

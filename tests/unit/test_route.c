@@ -107,6 +107,29 @@ static void test_route_match_table(void **state)
     }
 }
 
+static void test_path_ids_are_decoded_per_segment(void **state)
+{
+    (void)state;
+    const struct route *route = NULL;
+    struct route_params params;
+    unsigned allowed = NO_BITS;
+    assert_int_equal(route_match("/v2/service_instances/a%2Fb/service_bindings/c%3Ad", HTTP_PUT,
+                                 &route, &params, &allowed),
+                     ROUTE_FOUND);
+    assert_int_equal(params.count, 2);
+    assert_string_equal(params.values[0], "a/b"); /* an encoded '/' stays inside its id */
+    assert_string_equal(params.values[1], "c:d");
+    /* An encoded NUL must not shorten the id: it shows as a control character (refused). */
+    assert_int_equal(
+        route_match("/v2/service_instances/ab%00cd", HTTP_GET, &route, &params, &allowed),
+        ROUTE_FOUND);
+    assert_int_equal(strlen(params.values[0]), 5);
+    assert_memory_equal(params.values[0],
+                        "ab\x7f"
+                        "cd",
+                        5);
+}
+
 static void test_put_catalog_allow_header_is_get_head(void **state)
 {
     (void)state;
@@ -185,6 +208,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_route_match_table),
+        cmocka_unit_test(test_path_ids_are_decoded_per_segment),
         cmocka_unit_test(test_put_catalog_allow_header_is_get_head),
         cmocka_unit_test(test_allow_header_lists_methods_in_order),
         cmocka_unit_test(test_allow_header_never_overflows),

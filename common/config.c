@@ -400,6 +400,9 @@ UINT_SETTING(parse_claim_timeout, claim_timeout_ms, 100, 3600000)
 UINT_SETTING(parse_max_attempts, max_attempts, 1, 100)
 UINT_SETTING(parse_recovery_interval, recovery_interval_ms, 50, 60000)
 UINT_SETTING(parse_shutdown_grace, shutdown_grace_ms, 0, 3600000)
+UINT_SETTING(parse_max_connections, max_connections, 16, 1000000)
+UINT_SETTING(parse_max_connections_per_ip, max_connections_per_ip, 0, 1000000)
+UINT_SETTING(parse_http_idle_timeout, http_idle_timeout_s, 1, 86400)
 
 /* The one table of variables; order matters where a default derives from an earlier value. */
 static const struct config_var config_vars[] = {
@@ -417,6 +420,13 @@ static const struct config_var config_vars[] = {
      "host:port of the HTTP API"},
     {"OSBQ_HTTP_THREADS", OSBQ_ROLE_GATEWAY, "0", "0 (number of cores)", false, parse_http_threads,
      "HTTP threads (libmicrohttpd's epoll thread pool)"},
+    {"OSBQ_MAX_CONNECTIONS", OSBQ_ROLE_GATEWAY, "4096", NULL, false, parse_max_connections,
+     "HTTP connections open at once; more are refused at accept"},
+    {"OSBQ_MAX_CONNECTIONS_PER_IP", OSBQ_ROLE_GATEWAY, "0", "0 (no limit)", false,
+     parse_max_connections_per_ip,
+     "HTTP connections one client address may hold (behind a load balancer: leave 0)"},
+    {"OSBQ_HTTP_IDLE_TIMEOUT_S", OSBQ_ROLE_GATEWAY, "60", NULL, false, parse_http_idle_timeout,
+     "a connection idle (or sending nothing) this long is closed"},
     {"OSBQ_MAX_BODY_BYTES", OSBQ_ROLE_GATEWAY, "1048576", NULL, false, parse_max_body,
      "largest request body accepted; larger ones get 413"},
     {"OSBQ_BROKER_USERNAME", OSBQ_ROLE_GATEWAY, NULL, "none (required)", true, parse_username,

@@ -520,7 +520,9 @@ struct http_server *http_start(const struct gateway *gw, int listen_fd, struct o
         MHD_OPTION_LISTEN_SOCKET, listen_fd, MHD_OPTION_THREAD_POOL_SIZE,
         (unsigned int)gw->cfg->http_threads, MHD_OPTION_NOTIFY_COMPLETED, on_completed, server,
         MHD_OPTION_UNESCAPE_CALLBACK, keep_escaped, NULL, MHD_OPTION_CONNECTION_TIMEOUT,
-        (unsigned int)60, MHD_OPTION_END);
+        (unsigned int)gw->cfg->http_idle_timeout_s, MHD_OPTION_CONNECTION_LIMIT,
+        (unsigned int)gw->cfg->max_connections, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+        (unsigned int)gw->cfg->max_connections_per_ip, MHD_OPTION_END);
     if (server->daemon == NULL) {
         close(listen_fd);
         free(server);

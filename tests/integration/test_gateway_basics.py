@@ -207,6 +207,59 @@ class GatewayBasics(unittest.TestCase):
         self.assertNotIn("s3cret-pass", self.gateway.log())
 
 
+class ConnectionLimits(unittest.TestCase):
+    """OSBQ_MAX_CONNECTIONS_PER_IP and OSBQ_HTTP_IDLE_TIMEOUT_S: a client holding connections
+    open (slowloris) cannot take more than its share, and idle connections close."""
+
+    def setUp(self):
+        self.stack = harness.Stack()
+        self.gateway = self.stack.start_gateway(OSBQ_MAX_CONNECTIONS_PER_IP=2,
+                                                OSBQ_HTTP_IDLE_TIMEOUT_S=2)
+        self.sockets = []
+
+    def tearDown(self):
+        for s in self.sockets:
+            s.close()
+        self.stack.stop()
+
+    def connect(self):
+        s = socket.create_connection(("127.0.0.1", self.gateway.port), timeout=5)
+        self.sockets.append(s)
+        return s
+
+    def served(self, s):
+        """True when s gets an HTTP answer to GET /healthz, False when the gateway closed it."""
+        try:
+            s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            return s.recv(64).startswith(b"HTTP/1.1 200")
+        except OSError:
+            return False
+
+    def test_per_ip_limit_refuses_extra_connections(self):
+        held = [self.connect(), self.connect()]
+        # Both are accepted before the third arrives.
+        time.sleep(0.3)
+        self.assertFalse(self.served(self.connect()))
+        held[0].close()
+        time.sleep(0.3)
+        self.assertTrue(self.served(self.connect()))
+        self.assertTrue(self.served(held[1]))
+
+    def test_idle_connections_close(self):
+        s = self.connect()
+        s.sendall(b"GET /heal")  # a request never finished
+        started = time.monotonic()
+        s.settimeout(10)
+        try:
+            data = s.recv(64)
+        except ConnectionResetError:
+            data = b""
+        self.assertEqual(data, b"")
+        self.assertLess(time.monotonic() - started, 6)
+        # The gateway still serves others.
+        self.assertTrue(self.served(self.connect()))
+
+
 class Readiness(unittest.TestCase):
     def test_readyz_fails_once_redis_stops_and_recovers(self):
         stack = harness.Stack()

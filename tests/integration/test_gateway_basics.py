@@ -213,8 +213,7 @@ class ConnectionLimits(unittest.TestCase):
 
     def setUp(self):
         self.stack = harness.Stack()
-        self.gateway = self.stack.start_gateway(OSBQ_MAX_CONNECTIONS_PER_IP=2,
-                                                OSBQ_HTTP_IDLE_TIMEOUT_S=2)
+        self.gateway = None
         self.sockets = []
 
     def tearDown(self):
@@ -223,7 +222,7 @@ class ConnectionLimits(unittest.TestCase):
         self.stack.stop()
 
     def connect(self):
-        s = socket.create_connection(("127.0.0.1", self.gateway.port), timeout=5)
+        s = socket.create_connection(("127.0.0.1", self.gateway.port), timeout=15)
         self.sockets.append(s)
         return s
 
@@ -231,21 +230,38 @@ class ConnectionLimits(unittest.TestCase):
         """True when s gets an HTTP answer to GET /healthz, False when the gateway closed it."""
         try:
             s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
-            return s.recv(64).startswith(b"HTTP/1.1 200")
+            answer = s.recv(4096)
+            # Read the whole answer (body included), so the next request on s starts clean.
+            while answer and b"\r\n\r\n" in answer and not answer.endswith(b"}"):
+                more = s.recv(4096)
+                if not more:
+                    break
+                answer += more
+            return answer.startswith(b"HTTP/1.1 200")
         except OSError:
             return False
 
     def test_per_ip_limit_refuses_extra_connections(self):
-        held = [self.connect(), self.connect()]
-        # Both are accepted before the third arrives.
-        time.sleep(0.3)
+        self.gateway = self.stack.start_gateway(OSBQ_MAX_CONNECTIONS_PER_IP=2)
+        held = []
+
+        def two_served():
+            # The start-up probe's connection may still count until the gateway sees it close.
+            for s in held:
+                s.close()
+            held[:] = [self.connect(), self.connect()]
+            return all(self.served(s) for s in held)
+
+        harness.wait_until(two_served, 10, "two connections from one address to be served")
+        # Both stay open (keep-alive): a third from the same address is closed unserved.
         self.assertFalse(self.served(self.connect()))
-        held[0].close()
-        time.sleep(0.3)
-        self.assertTrue(self.served(self.connect()))
         self.assertTrue(self.served(held[1]))
+        held[0].close()
+        harness.wait_until(lambda: self.served(self.connect()), 10,
+                           "a connection to be served once one was released")
 
     def test_idle_connections_close(self):
+        self.gateway = self.stack.start_gateway(OSBQ_HTTP_IDLE_TIMEOUT_S=2)
         s = self.connect()
         s.sendall(b"GET /heal")  # a request never finished
         started = time.monotonic()

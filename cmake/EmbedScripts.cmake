@@ -1,5 +1,7 @@
 # Embeds the Lua scripts of common/lua/ into a generated C file, so the store ships them inside
-# the binaries and they stay readable as .lua files in the source tree.
+# the binaries and they stay readable as .lua files in the source tree. A script with a line
+# "-- requires: <lib>" gets common/lua/lib/<lib>.lua prepended, so a helper several scripts need
+# is written once (Redis runs each script on its own: they cannot share functions at run time).
 function(osbq_embed_lua out_c)
   set(body "/* Generated from the Lua files in common/lua by cmake/EmbedScripts.cmake; do not edit. */\n")
   string(APPEND body "#include \"store_scripts.h\"\n\n")
@@ -7,7 +9,16 @@ function(osbq_embed_lua out_c)
   foreach(name ${ARGN})
     set(path ${CMAKE_CURRENT_SOURCE_DIR}/lua/${name}.lua)
     set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${path})
-    file(READ ${path} hex HEX)
+    file(READ ${path} text)
+    string(REGEX MATCHALL "\n-- requires: [a-z_]+" requires "${text}")
+    foreach(line ${requires})
+      string(REGEX REPLACE "\n-- requires: " "" lib "${line}")
+      set(lib_path ${CMAKE_CURRENT_SOURCE_DIR}/lua/lib/${lib}.lua)
+      set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${lib_path})
+      file(READ ${lib_path} lib_text)
+      string(PREPEND text "${lib_text}")
+    endforeach()
+    string(HEX "${text}" hex)
     string(REGEX REPLACE "([0-9a-f][0-9a-f])" "0x\\1," bytes "${hex}")
     string(APPEND body "static const char script_${name}[] = {${bytes}0x00};\n")
     string(APPEND table "    {\"${name}\", script_${name}},\n")

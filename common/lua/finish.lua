@@ -9,18 +9,7 @@
 --          worker); "operator": an operator fails an unfinished operation (osbq-ctl fail);
 --          or ""
 -- Returns 1, or 0 when the operation is no longer this worker's.
--- Appends event to the operation's history: one JSON object per line in its `history` field,
--- the oldest lines dropped past 4 KB. A field of the hash, not a key of its own: no key to
--- create per operation, and it expires with the operation.
-local function add_history(op_key, event)
-  local line = cjson.encode(event)
-  local h = redis.call('HGET', op_key, 'history')
-  if h and #h > 4096 then
-    local cut = string.find(h, '\n', #h - 4096, true)
-    h = cut and string.sub(h, cut + 1) or nil
-  end
-  redis.call('HSET', op_key, 'history', h and (h .. '\n' .. line) or line)
-end
+-- requires: history (common/lua/lib/history.lua: add_history)
 local op_key, queue, waiters = KEYS[1], KEYS[2], KEYS[3]
 local rec = redis.call('HMGET', op_key, 'state', 'worker', 'kind', 'instance_key', 'plan_id',
                        'parameters', 'context', 'maintenance_version', 'created_ms',

@@ -6,18 +6,7 @@
 -- KEYS: 1 operation hash, 2 queue zset
 -- ARGV: 1 now (ms), 2 operation id
 -- Returns 1, 0 when the operation is finished or unknown, 2 when its worker's lease is live.
--- Appends event to the operation's history: one JSON object per line in its `history` field,
--- the oldest lines dropped past 4 KB. A field of the hash, not a key of its own: no key to
--- create per operation, and it expires with the operation.
-local function add_history(op_key, event)
-  local line = cjson.encode(event)
-  local h = redis.call('HGET', op_key, 'history')
-  if h and #h > 4096 then
-    local cut = string.find(h, '\n', #h - 4096, true)
-    h = cut and string.sub(h, cut + 1) or nil
-  end
-  redis.call('HSET', op_key, 'history', h and (h .. '\n' .. line) or line)
-end
+-- requires: history (common/lua/lib/history.lua: add_history)
 local rec = redis.call('HMGET', KEYS[1], 'state', 'worker', 'lease_until')
 if rec[1] ~= 'queued' and rec[1] ~= 'running' then return 0 end
 if rec[1] == 'running' and tonumber(rec[3] or '0') >= tonumber(ARGV[1]) then return 2 end

@@ -268,7 +268,8 @@ int osbq_store_status_publish(struct osbq_store *store, const char *role, const 
 int osbq_store_status_remove(struct osbq_store *store, const char *role, const char *id,
                              struct osbq_error *err);
 
-/* Lists the status texts of live processes of role, in id order; expired ones are pruned.
+/* Lists the status texts of live processes of role, the least recently renewed first (the
+ * order of their expiry); expired ones are pruned.
  * *out is a NULL-terminated array freed with osbq_store_strings_free, *count its length. */
 int osbq_store_status_list(struct osbq_store *store, const char *role, char ***out, size_t *count,
                            struct osbq_error *err);

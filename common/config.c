@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #ifndef OSBQ_DEFAULT_CATALOG
@@ -303,6 +304,47 @@ static int parse_metrics_listen(struct osbq_config *cfg, const char *value, stru
                                              : parse_host_port(value, &cfg->metrics_listen, err);
 }
 
+/* An optional path that must name a readable file (directory when dir is set) at start-up, so a
+ * typo stops the process here instead of at the first request or reload. */
+static int parse_path(char **out, const char *value, bool dir, struct osbq_error *err)
+{
+    if (value == NULL || value[0] == '\0')
+        return 0;
+    struct stat st;
+    if (stat(value, &st) < 0)
+        return osbq_error_set(err, OSBQ_ERR_INVALID, "cannot read %s: %s", value, strerror(errno));
+    if (dir ? !S_ISDIR(st.st_mode) : !S_ISREG(st.st_mode))
+        return osbq_error_set(err, OSBQ_ERR_INVALID, "%s is not a %s", value,
+                              dir ? "directory" : "regular file");
+    if (access(value, dir ? R_OK | X_OK : R_OK) < 0)
+        return osbq_error_set(err, OSBQ_ERR_INVALID, "cannot read %s: %s", value, strerror(errno));
+    *out = xstrdup(value, err);
+    return *out ? 0 : -1;
+}
+
+/* Parsers of optional paths: the field, and whether it names a directory. */
+#define PATH_SETTING(fn, field, dir)                                                               \
+    static int fn(struct osbq_config *cfg, const char *value, struct osbq_error *err)              \
+    {                                                                                              \
+        return parse_path(&cfg->field, value, dir, err);                                           \
+    }
+
+PATH_SETTING(parse_tls_cert, tls_cert_path, false)
+PATH_SETTING(parse_tls_key, tls_key_path, false)
+PATH_SETTING(parse_secret_key_file, secret_key_file, false)
+PATH_SETTING(parse_bus_server_cert, bus_server_cert, false)
+PATH_SETTING(parse_bus_client_cert, bus_client_cert, false)
+PATH_SETTING(parse_bus_clients_dir, bus_clients_dir, true)
+
+static int parse_max_header(struct osbq_config *cfg, const char *value, struct osbq_error *err)
+{
+    unsigned long n = 0;
+    if (parse_uint(value, 1024, 1024ul * 1024, &n, err) < 0)
+        return -1;
+    cfg->max_header_bytes = n;
+    return 0;
+}
+
 static int parse_bus_bind(struct osbq_config *cfg, const char *value, struct osbq_error *err)
 {
     if (strncmp(value, "tcp://", 6) != 0)
@@ -429,6 +471,12 @@ static const struct config_var config_vars[] = {
      "a connection idle (or sending nothing) this long is closed"},
     {"OSBQ_MAX_BODY_BYTES", OSBQ_ROLE_GATEWAY, "1048576", NULL, false, parse_max_body,
      "largest request body accepted; larger ones get 413"},
+    {"OSBQ_MAX_HEADER_BYTES", OSBQ_ROLE_GATEWAY, "16384", NULL, false, parse_max_header,
+     "largest request line plus headers; larger ones get 431"},
+    {"OSBQ_TLS_CERT", OSBQ_ROLE_GATEWAY, NULL, "none (plain HTTP)", false, parse_tls_cert,
+     "PEM certificate chain of the HTTPS API (set with OSBQ_TLS_KEY); reread on SIGHUP"},
+    {"OSBQ_TLS_KEY", OSBQ_ROLE_GATEWAY, NULL, "none (plain HTTP)", false, parse_tls_key,
+     "PEM private key of OSBQ_TLS_CERT; reread on SIGHUP"},
     {"OSBQ_BROKER_USERNAME", OSBQ_ROLE_GATEWAY, NULL, "none (required)", true, parse_username,
      "basic-auth user name platforms use"},
     {"OSBQ_BROKER_PASSWORD", OSBQ_ROLE_GATEWAY, NULL, "none (required)", true, parse_password,
@@ -437,6 +485,16 @@ static const struct config_var config_vars[] = {
      "ZeroMQ endpoint the gateway binds for jobs"},
     {"OSBQ_BUS_ADVERTISE", OSBQ_ROLE_GATEWAY, NULL, "tcp://<hostname>:<port of OSBQ_BUS_BIND>",
      false, parse_bus_advertise, "endpoint workers connect to, published in Redis"},
+    {"OSBQ_BUS_CURVE_SERVER_CERT", OSBQ_ROLE_BOTH, NULL, "none (bus not authenticated)", false,
+     parse_bus_server_cert,
+     "the gateways' CurveZMQ certificate (gateway: secret file; worker: public file)"},
+    {"OSBQ_BUS_CURVE_CLIENT_CERT", OSBQ_ROLE_WORKER, NULL, "none (bus not authenticated)", false,
+     parse_bus_client_cert, "the worker's CurveZMQ secret certificate"},
+    {"OSBQ_BUS_CURVE_CLIENTS_DIR", OSBQ_ROLE_GATEWAY, NULL, "none (bus not authenticated)", false,
+     parse_bus_clients_dir, "directory of the public certificates of workers allowed on the bus"},
+    {"OSBQ_SECRET_KEY_FILE", OSBQ_ROLE_BOTH, NULL, "none (credentials stored in plaintext)", false,
+     parse_secret_key_file,
+     "keys for binding credentials at rest: 64 hex characters a line, the first encrypts"},
     {"OSBQ_WORKER_CONCURRENCY", OSBQ_ROLE_WORKER, "16", NULL, false, parse_concurrency,
      "jobs one worker runs at once"},
     {"OSBQ_RETENTION_S", OSBQ_ROLE_ALL, "604800", "604800 (7 days)", false, parse_retention,
@@ -554,6 +612,30 @@ int osbq_config_load(struct osbq_config *cfg, enum osbq_role role, osbq_config_g
                        loaded.metrics_username ? "OSBQ_METRICS_PASSWORD" : "OSBQ_METRICS_USERNAME");
         goto fail;
     }
+    if ((loaded.tls_cert_path == NULL) != (loaded.tls_key_path == NULL)) {
+        osbq_error_set(err, OSBQ_ERR_INVALID,
+                       "%s: set both OSBQ_TLS_CERT and OSBQ_TLS_KEY, or neither",
+                       loaded.tls_cert_path ? "OSBQ_TLS_KEY" : "OSBQ_TLS_CERT");
+        goto fail;
+    }
+    if ((role & OSBQ_ROLE_GATEWAY) &&
+        (loaded.bus_server_cert == NULL) != (loaded.bus_clients_dir == NULL)) {
+        osbq_error_set(err, OSBQ_ERR_INVALID,
+                       "%s: set both OSBQ_BUS_CURVE_SERVER_CERT and OSBQ_BUS_CURVE_CLIENTS_DIR, or "
+                       "neither",
+                       loaded.bus_server_cert ? "OSBQ_BUS_CURVE_CLIENTS_DIR"
+                                              : "OSBQ_BUS_CURVE_SERVER_CERT");
+        goto fail;
+    }
+    if ((role & OSBQ_ROLE_WORKER) &&
+        (loaded.bus_server_cert == NULL) != (loaded.bus_client_cert == NULL)) {
+        osbq_error_set(err, OSBQ_ERR_INVALID,
+                       "%s: set both OSBQ_BUS_CURVE_SERVER_CERT and OSBQ_BUS_CURVE_CLIENT_CERT, or "
+                       "neither",
+                       loaded.bus_server_cert ? "OSBQ_BUS_CURVE_CLIENT_CERT"
+                                              : "OSBQ_BUS_CURVE_SERVER_CERT");
+        goto fail;
+    }
     *cfg = loaded;
     return 0;
 fail:
@@ -583,6 +665,12 @@ void osbq_config_clear(struct osbq_config *cfg)
     free_secret(&cfg->metrics_username);
     free_secret(&cfg->metrics_password);
     free(cfg->metrics_listen.host);
+    free(cfg->tls_cert_path);
+    free(cfg->tls_key_path);
+    free(cfg->secret_key_file);
+    free(cfg->bus_server_cert);
+    free(cfg->bus_client_cert);
+    free(cfg->bus_clients_dir);
     memset(cfg, 0, sizeof *cfg);
 }
 

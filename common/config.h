@@ -67,6 +67,16 @@ struct osbq_config {
                                     * (then /metrics is open); never logged */
     char *metrics_password;        /* OSBQ_METRICS_PASSWORD[_FILE]: set with the user name */
     struct osbq_listen_addr metrics_listen; /* OSBQ_METRICS_LISTEN (worker); host NULL: off */
+    size_t max_header_bytes; /* OSBQ_MAX_HEADER_BYTES (gateway): request line + headers */
+    char *tls_cert_path;     /* OSBQ_TLS_CERT (gateway): PEM chain, or NULL (plain HTTP) */
+    char *tls_key_path;      /* OSBQ_TLS_KEY (gateway): PEM key; set with tls_cert_path */
+    char *secret_key_file;   /* OSBQ_SECRET_KEY_FILE (both): credential keys, or NULL */
+    char *bus_server_cert;   /* OSBQ_BUS_CURVE_SERVER_CERT (both): the gateways' CurveZMQ
+                              * certificate (gateway: with its secret key; worker: the public
+                              * one is enough), or NULL (bus not authenticated) */
+    char *bus_client_cert;   /* OSBQ_BUS_CURVE_CLIENT_CERT (worker): its secret certificate */
+    char *bus_clients_dir;   /* OSBQ_BUS_CURVE_CLIENTS_DIR (gateway): public certificates of
+                              * the workers allowed on the bus */
 };
 
 /* Looks up one environment variable; returns NULL when unset. ctx is passed through. */

@@ -608,6 +608,78 @@ static void test_secret_and_secret_file_both_set_is_an_error(void **state)
     }
 }
 
+/* The paths of the security settings: unset means off, a readable file or directory is kept,
+ * anything else stops start-up naming the variable; the pairs must be set together. */
+static void test_security_paths(void **state)
+{
+    (void)state;
+    char file[64], dir[] = "/tmp/osbq-test-config-dir-XXXXXX";
+    write_temp(BYTES("x\n"), file, sizeof file);
+    assert_non_null(mkdtemp(dir));
+    struct fake_env env;
+    struct osbq_config cfg;
+    struct osbq_error err;
+
+    env_gateway(&env);
+    load_ok(&env, OSBQ_ROLE_GATEWAY, &cfg);
+    assert_null(cfg.tls_cert_path);
+    assert_null(cfg.secret_key_file);
+    assert_null(cfg.bus_server_cert);
+    assert_int_equal(cfg.max_header_bytes, 16384);
+    osbq_config_clear(&cfg);
+
+    env_set(&env, "OSBQ_TLS_CERT", file);
+    env_set(&env, "OSBQ_TLS_KEY", file);
+    env_set(&env, "OSBQ_SECRET_KEY_FILE", file);
+    env_set(&env, "OSBQ_BUS_CURVE_SERVER_CERT", file);
+    env_set(&env, "OSBQ_BUS_CURVE_CLIENTS_DIR", dir);
+    env_set(&env, "OSBQ_MAX_HEADER_BYTES", "1024");
+    load_ok(&env, OSBQ_ROLE_GATEWAY, &cfg);
+    assert_string_equal(cfg.tls_cert_path, file);
+    assert_string_equal(cfg.tls_key_path, file);
+    assert_string_equal(cfg.secret_key_file, file);
+    assert_string_equal(cfg.bus_server_cert, file);
+    assert_string_equal(cfg.bus_clients_dir, dir);
+    assert_int_equal(cfg.max_header_bytes, 1024);
+    osbq_config_clear(&cfg);
+
+    env_set(&env, "OSBQ_TLS_KEY", NULL);
+    load_fails(&env, OSBQ_ROLE_GATEWAY, "OSBQ_TLS_KEY", &err);
+    env_set(&env, "OSBQ_TLS_KEY", file);
+    env_set(&env, "OSBQ_TLS_CERT", NULL);
+    load_fails(&env, OSBQ_ROLE_GATEWAY, "OSBQ_TLS_CERT", &err);
+    env_set(&env, "OSBQ_TLS_CERT", "/nonexistent/cert.pem");
+    load_fails(&env, OSBQ_ROLE_GATEWAY, "OSBQ_TLS_CERT", &err);
+    assert_non_null(strstr(err.text, "/nonexistent/cert.pem"));
+    env_set(&env, "OSBQ_TLS_CERT", dir);
+    load_fails(&env, OSBQ_ROLE_GATEWAY, "OSBQ_TLS_CERT", &err);
+    env_set(&env, "OSBQ_TLS_CERT", file);
+    env_set(&env, "OSBQ_BUS_CURVE_CLIENTS_DIR", file);
+    load_fails(&env, OSBQ_ROLE_GATEWAY, "OSBQ_BUS_CURVE_CLIENTS_DIR", &err);
+    env_set(&env, "OSBQ_BUS_CURVE_CLIENTS_DIR", NULL);
+    load_fails(&env, OSBQ_ROLE_GATEWAY, "OSBQ_BUS_CURVE_CLIENTS_DIR", &err);
+    env_set(&env, "OSBQ_BUS_CURVE_CLIENTS_DIR", dir);
+    env_set(&env, "OSBQ_MAX_HEADER_BYTES", "1023");
+    load_fails(&env, OSBQ_ROLE_GATEWAY, "OSBQ_MAX_HEADER_BYTES", &err);
+    env_set(&env, "OSBQ_MAX_HEADER_BYTES", "1048577");
+    load_fails(&env, OSBQ_ROLE_GATEWAY, "OSBQ_MAX_HEADER_BYTES", &err);
+
+    /* A worker pairs the gateways' certificate with its own, and reads no TLS setting. */
+    memset(&env, 0, sizeof env);
+    env_set(&env, "OSBQ_BUS_CURVE_SERVER_CERT", file);
+    load_fails(&env, OSBQ_ROLE_WORKER, "OSBQ_BUS_CURVE_CLIENT_CERT", &err);
+    env_set(&env, "OSBQ_BUS_CURVE_CLIENT_CERT", file);
+    env_set(&env, "OSBQ_TLS_CERT", "/nonexistent");
+    load_ok(&env, OSBQ_ROLE_WORKER, &cfg);
+    assert_string_equal(cfg.bus_client_cert, file);
+    assert_null(cfg.tls_cert_path);
+    assert_false(env_was_read(&env, "OSBQ_TLS"));
+    osbq_config_clear(&cfg);
+
+    assert_int_equal(unlink(file), 0);
+    assert_int_equal(rmdir(dir), 0);
+}
+
 static void test_bus_advertise_defaults_to_bound_address(void **state)
 {
     (void)state;
@@ -798,6 +870,7 @@ int main(void)
         cmocka_unit_test(test_secret_file_too_large_is_rejected),
         cmocka_unit_test(test_secret_file_missing_names_the_file_variable),
         cmocka_unit_test(test_secret_and_secret_file_both_set_is_an_error),
+        cmocka_unit_test(test_security_paths),
         cmocka_unit_test(test_bus_advertise_defaults_to_bound_address),
         cmocka_unit_test(test_bus_advertise_wildcard_bind_uses_host_name),
         cmocka_unit_test(test_bus_advertise_explicit_value_wins),

@@ -2,6 +2,7 @@
 #include "osb_request.h"
 
 #include "log.h"
+#include "validate.h"
 #include "waiter.h"
 
 #include <sodium.h>
@@ -9,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 /* Deeper documents are refused: parameters nest a few levels, never hundreds. */
 #define BODY_MAX_DEPTH 64
@@ -62,7 +62,7 @@ static size_t depth(const json_t *value)
 
 json_t *osb_parse_body(const struct request *req, struct reply *out)
 {
-    if (req->content_type != NULL && strncasecmp(req->content_type, "application/json", 16) != 0) {
+    if (req->content_type != NULL && !validate_json_content_type(req->content_type)) {
         osb_bad_request(out, "The request body must be JSON (Content-Type: application/json).");
         return NULL;
     }

@@ -1,7 +1,8 @@
-/* Request checks that need no I/O: the API version header, basic-auth credentials, ETags. */
+/* Request checks that need no I/O: the API version header, ETags, the body's media type. */
 #include "validate.h"
 
 #include <string.h>
+#include <strings.h>
 
 static const char supported[] = "this broker supports X-Broker-API-Version 2.0 to 2.17 "
                                 "(e.g. \"X-Broker-API-Version: 2.17\")";
@@ -63,4 +64,18 @@ bool validate_etag_matches(const char *if_none_match, const char *etag)
             return true;
         p = end + 1;
     }
+}
+
+bool validate_json_content_type(const char *content_type)
+{
+    static const char json[] = "application/json";
+    const char *p = content_type;
+    while (*p == ' ' || *p == '\t')
+        p++;
+    if (strncasecmp(p, json, sizeof json - 1) != 0)
+        return false;
+    p += sizeof json - 1;
+    while (*p == ' ' || *p == '\t')
+        p++;
+    return *p == '\0' || *p == ';';
 }

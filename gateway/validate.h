@@ -1,4 +1,5 @@
-/* Request checks that need no I/O: the API version header and ETags (credentials: auth.h). */
+/* Request checks that need no I/O: the API version header, ETags and the body's media type
+ * (credentials: auth.h). */
 #ifndef OSBQ_GATEWAY_VALIDATE_H
 #define OSBQ_GATEWAY_VALIDATE_H
 
@@ -18,5 +19,9 @@ int validate_api_version(const char *header, unsigned *out, struct osbq_error *e
 /* True when an If-None-Match header value (a list of entity tags, or "*") matches etag
  * (quoted, strong); weak tags compare by their opaque part, as RFC 7232 asks for GET. */
 bool validate_etag_matches(const char *if_none_match, const char *etag);
+
+/* True when a Content-Type value names JSON: the media type application/json (any case),
+ * alone or followed by parameters ("; charset=utf-8"). "application/jsonx" is not JSON. */
+bool validate_json_content_type(const char *content_type);
 
 #endif

@@ -172,6 +172,31 @@ static void test_etag_matches(void **state)
     }
 }
 
+static void test_json_content_type(void **state)
+{
+    (void)state;
+    static const char *const json[] = {"application/json",
+                                       "APPLICATION/JSON",
+                                       "application/json; charset=utf-8",
+                                       "application/json;charset=UTF-8",
+                                       " application/json ",
+                                       "Application/Json\t;q=1"};
+    static const char *const other[] = {"",
+                                        "application/jsonx",
+                                        "application/json-patch+json",
+                                        "application/x-json",
+                                        "text/plain",
+                                        "application/js",
+                                        "application/json,text/plain",
+                                        "multipart/form-data; boundary=application/json"};
+    for (size_t i = 0; i < sizeof json / sizeof json[0]; i++)
+        if (!validate_json_content_type(json[i]))
+            fail_msg("\"%s\" should name JSON", json[i]);
+    for (size_t i = 0; i < sizeof other / sizeof other[0]; i++)
+        if (validate_json_content_type(other[i]))
+            fail_msg("\"%s\" should not name JSON", other[i]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -182,6 +207,7 @@ int main(void)
         cmocka_unit_test(test_auth_password_with_colon),
         cmocka_unit_test(test_auth_instances_are_independent),
         cmocka_unit_test(test_etag_matches),
+        cmocka_unit_test(test_json_content_type),
     };
     return cmocka_run_group_tests_name("validate", tests, NULL, NULL);
 }

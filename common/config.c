@@ -448,7 +448,7 @@ UINT_SETTING(parse_http_idle_timeout, http_idle_timeout_s, 1, 86400)
 
 /* The one table of variables; order matters where a default derives from an earlier value. */
 static const struct config_var config_vars[] = {
-    {"OSBQ_REDIS_URL", OSBQ_ROLE_ALL, "redis://127.0.0.1:6379/0", NULL, false, parse_redis_url,
+    {"OSBQ_REDIS_URL", OSBQ_ROLE_ALL, "redis://127.0.0.1:6379/0", NULL, true, parse_redis_url,
      "redis://[user:password@]host:port[/db] of the Redis that holds all state"},
     {"OSBQ_REDIS_TIMEOUT_MS", OSBQ_ROLE_ALL, "2000", NULL, false, parse_redis_timeout,
      "timeout of a Redis connect or command, in ms"},

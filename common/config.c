@@ -335,6 +335,7 @@ PATH_SETTING(parse_secret_key_file, secret_key_file, false)
 PATH_SETTING(parse_bus_server_cert, bus_server_cert, false)
 PATH_SETTING(parse_bus_client_cert, bus_client_cert, false)
 PATH_SETTING(parse_bus_clients_dir, bus_clients_dir, true)
+PATH_SETTING(parse_policy, policy_path, false)
 
 static int parse_max_header(struct osbq_config *cfg, const char *value, struct osbq_error *err)
 {
@@ -492,6 +493,8 @@ static const struct config_var config_vars[] = {
      parse_bus_client_cert, "the worker's CurveZMQ secret certificate"},
     {"OSBQ_BUS_CURVE_CLIENTS_DIR", OSBQ_ROLE_GATEWAY, NULL, "none (bus not authenticated)", false,
      parse_bus_clients_dir, "directory of the public certificates of workers allowed on the bus"},
+    {"OSBQ_POLICY", OSBQ_ROLE_GATEWAY | OSBQ_ROLE_CTL, NULL, "none (no quotas or deny rules)",
+     false, parse_policy, "JSON file of instance quotas and deny rules (docs/policies.md)"},
     {"OSBQ_SECRET_KEY_FILE", OSBQ_ROLE_BOTH, NULL, "none (credentials stored in plaintext)", false,
      parse_secret_key_file,
      "keys for binding credentials at rest: 64 hex characters a line, the first encrypts"},
@@ -671,6 +674,7 @@ void osbq_config_clear(struct osbq_config *cfg)
     free(cfg->bus_server_cert);
     free(cfg->bus_client_cert);
     free(cfg->bus_clients_dir);
+    free(cfg->policy_path);
     memset(cfg, 0, sizeof *cfg);
 }
 

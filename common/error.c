@@ -49,6 +49,7 @@ const char *osbq_err_name(enum osbq_err code)
         [OSBQ_OK] = "OK",
         [OSBQ_ERR_BAD_REQUEST] = "BAD_REQUEST",
         [OSBQ_ERR_UNAUTHORIZED] = "UNAUTHORIZED",
+        [OSBQ_ERR_FORBIDDEN] = "FORBIDDEN",
         [OSBQ_ERR_NOT_FOUND] = "NOT_FOUND",
         [OSBQ_ERR_METHOD] = "METHOD",
         [OSBQ_ERR_CONFLICT] = "CONFLICT",

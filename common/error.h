@@ -9,6 +9,7 @@ enum osbq_err {
     OSBQ_OK = 0,
     OSBQ_ERR_BAD_REQUEST,      /* malformed or missing mandatory data: 400 */
     OSBQ_ERR_UNAUTHORIZED,     /* authentication failed: 401 */
+    OSBQ_ERR_FORBIDDEN,        /* a broker policy (OSBQ_POLICY) refuses the request: 403 */
     OSBQ_ERR_NOT_FOUND,        /* route, instance or binding not found: 404 */
     OSBQ_ERR_METHOD,           /* known route, wrong method: 405 */
     OSBQ_ERR_CONFLICT,         /* exists with different attributes: 409 */

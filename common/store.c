@@ -236,6 +236,64 @@ static int binding_key(const struct osbq_store *store, char *buf, size_t size,
     return append_id(buf, size, &used, binding_id);
 }
 
+/* Writes the counter key of quota name for value (NULL: the quota's one counter). */
+static int quota_key(const struct osbq_store *store, char *buf, size_t size, const char *name,
+                     const char *value)
+{
+    if (value == NULL)
+        return store_id_key(store, buf, size, "quota", name);
+    if (store_id_key(store, buf, size, "quota", name) < 0)
+        return -1;
+    size_t used = strlen(buf);
+    if (used + 2 >= size)
+        return -1;
+    buf[used++] = ':';
+    return append_id(buf, size, &used, value);
+}
+
+char *osbq_store_quota_spec(const struct osbq_store *store, const struct osbq_policy_use *uses,
+                            size_t count)
+{
+    size_t cap = 1 + count * (STORE_KEY_MAX + 24), len = 0;
+    char *spec = malloc(cap);
+    if (spec == NULL)
+        return NULL;
+    spec[0] = '\0';
+    for (size_t i = 0; i < count; i++) {
+        char key[STORE_KEY_MAX];
+        if (quota_key(store, key, sizeof key, uses[i].name, uses[i].value) < 0) {
+            free(spec);
+            return NULL;
+        }
+        int n =
+            snprintf(spec + len, cap - len, "%s%" PRId64 " %s", i ? "\n" : "", uses[i].limit, key);
+        if (n < 0 || (size_t)n >= cap - len) {
+            free(spec);
+            return NULL;
+        }
+        len += (size_t)n;
+    }
+    return spec;
+}
+
+int osbq_store_quota_used(struct osbq_store *store, const char *name, const char *value,
+                          int64_t *used, struct osbq_error *err)
+{
+    char key[STORE_KEY_MAX];
+    if (quota_key(store, key, sizeof key, name, value) < 0)
+        return osbq_error_set(err, OSBQ_ERR_BAD_REQUEST, "quota key too long");
+    redisContext *c = store_acquire(store, err);
+    if (c == NULL)
+        return -1;
+    redisReply *reply = redisCommand(c, "GET %s", key);
+    int rc = store_reply_failed(c, reply, "GET", err);
+    if (rc == 0)
+        *used = reply->type == REDIS_REPLY_STRING ? strtoll(reply->str, NULL, 10) : 0;
+    freeReplyObject(reply);
+    store_release(store, c);
+    return rc;
+}
+
 int64_t osbq_store_now_ms(void)
 {
     struct timespec ts;
@@ -404,6 +462,7 @@ int osbq_store_begin_instance(struct osbq_store *store, const struct osbq_begin_
         prefix,
         req->instance_id,
         api,
+        req->quotas ? req->quotas : "",
     };
     size_t lens[sizeof argv / sizeof argv[0]] = {0};
     lens[16] = req->job_len;
@@ -433,6 +492,7 @@ static int begin_answer(redisReply *reply, struct osbq_begin_reply *out, struct 
         {"no_instance", OSBQ_BEGIN_NO_INSTANCE},
         {"instance_busy", OSBQ_BEGIN_INSTANCE_BUSY},
         {"bad_predecessor", OSBQ_BEGIN_BAD_PREDECESSOR},
+        {"quota", OSBQ_BEGIN_QUOTA},
     };
     int rc = osbq_error_set(err, OSBQ_ERR_INTERNAL, "begin: unexpected reply");
     for (size_t i = 0; i < sizeof answers / sizeof answers[0]; i++) {
@@ -440,6 +500,13 @@ static int begin_answer(redisReply *reply, struct osbq_begin_reply *out, struct 
             continue;
         memset(out, 0, sizeof *out);
         out->answer = answers[i].answer;
+        if (out->answer == OSBQ_BEGIN_QUOTA) {
+            int64_t line = store_element_int(reply, 1, 0);
+            out->quota_index = line > 0 ? (size_t)(line - 1) : 0;
+            out->quota_used = store_element_int(reply, 2, 0);
+            rc = 0;
+            break;
+        }
         out->operation_id = store_element_dup(reply, 1);
         out->dashboard_url = store_element_dup(reply, 2);
         out->metadata = store_element_dup(reply, 3);

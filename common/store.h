@@ -9,6 +9,7 @@
 
 #include "config.h"
 #include "error.h"
+#include "policy.h"
 
 struct osbq_store;
 
@@ -64,7 +65,33 @@ struct osbq_begin_request {
     size_t job_len;                  /* bytes in job */
     unsigned api_version;            /* the request's API version */
     int64_t claim_timeout_ms;        /* how long the job may wait for a worker's claim */
+    const char *quotas; /* from osbq_store_quota_spec: counters the instance must hold; NULL:
+                         * none; OSBQ_STORE_QUOTAS_UNCHANGED: an update keeping its plan */
 };
+
+/* begin_request.quotas of an update that keeps the instance's plan (and so its counters). */
+#define OSBQ_STORE_QUOTAS_UNCHANGED "-"
+
+/* The quota counters (common/policy.h) a request counts against, as begin_instance.lua reads
+ * them: "<limit> <key>" lines, keys "<ns>:quota:<name>[:<value, encoded>]". Returns a new
+ * string (free), or NULL when out of memory or a key would be too long. */
+char *osbq_store_quota_spec(const struct osbq_store *store, const struct osbq_policy_use *uses,
+                            size_t count);
+
+/* The counter of quota name (for value of its field, or NULL): how many instances hold it.
+ * Returns 0 with *used, or -1 with err. For osbq-ctl. */
+int osbq_store_quota_used(struct osbq_store *store, const char *name, const char *value,
+                          int64_t *used, struct osbq_error *err);
+
+/* Called for each counter of a per-field quota: the value as its key holds it (bytes outside
+ * A-Za-z0-9-._~ percent-encoded) and its count. Returns 0 to go on, -1 to stop. */
+typedef int (*osbq_store_quota_visit_fn)(const char *value, int64_t used, void *ctx);
+
+/* Walks every counter of the per-field quota name (SCAN, about 500 keys a step); a counter
+ * written meanwhile may be seen twice or not at all. Returns 0, or -1 with err (or when visit
+ * stopped). For osbq-ctl. */
+int osbq_store_quota_walk(struct osbq_store *store, const char *name,
+                          osbq_store_quota_visit_fn visit, void *ctx, struct osbq_error *err);
 
 /* What osbq_store_begin_instance found. */
 enum osbq_begin_answer {
@@ -80,6 +107,7 @@ enum osbq_begin_answer {
     OSBQ_BEGIN_NO_INSTANCE,     /* bind: the instance does not exist (or failed, or is gone) */
     OSBQ_BEGIN_INSTANCE_BUSY,   /* bind/unbind: an instance operation holds the instance */
     OSBQ_BEGIN_BAD_PREDECESSOR, /* bind: the predecessor is not a live binding of it */
+    OSBQ_BEGIN_QUOTA,           /* a quota is full: quota_index says which, quota_used how full */
 };
 
 struct osbq_begin_reply {
@@ -88,6 +116,8 @@ struct osbq_begin_reply {
     char *dashboard_url;           /* the instance's dashboard URL, or NULL; owned */
     char *metadata;                /* the instance's metadata JSON, or NULL; owned */
     char *binding_result;          /* bind DONE: the binding's JSON (credentials...); owned */
+    size_t quota_index;            /* QUOTA: the full quota's place in the request's list */
+    int64_t quota_used;            /* QUOTA: instances it counted */
 };
 
 /* Takes the instance's lock and records the operation in one round trip (see

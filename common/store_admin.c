@@ -417,3 +417,46 @@ int osbq_store_stats_get(struct osbq_store *store, struct osbq_store_stats *out,
         freeReplyObject(replies[i]);
     return 0;
 }
+
+int osbq_store_quota_walk(struct osbq_store *store, const char *name,
+                          osbq_store_quota_visit_fn visit, void *ctx, struct osbq_error *err)
+{
+    char key[STORE_KEY_MAX], pattern[STORE_KEY_MAX + 2];
+    if (store_id_key(store, key, sizeof key, "quota", name) < 0)
+        return osbq_error_set(err, OSBQ_ERR_INTERNAL, "key too long");
+    size_t prefix_len = strlen(key) + 1;
+    (void)snprintf(pattern, sizeof pattern, "%s:*", key);
+    redisContext *c = store_acquire(store, err);
+    if (c == NULL)
+        return -1;
+    uint64_t cursor = 0;
+    int rc = 0;
+    do {
+        redisReply *scan = redisCommand(c, "SCAN %" PRIu64 " MATCH %s COUNT 500", cursor, pattern);
+        rc = store_reply_failed(c, scan, "SCAN", err);
+        if (rc == 0 && (scan->type != REDIS_REPLY_ARRAY || scan->elements != 2 ||
+                        scan->element[0]->type != REDIS_REPLY_STRING ||
+                        scan->element[1]->type != REDIS_REPLY_ARRAY))
+            rc = osbq_error_set(err, OSBQ_ERR_INTERNAL, "SCAN: unexpected reply");
+        const redisReply *keys = rc == 0 ? scan->element[1] : NULL;
+        for (size_t i = 0; keys != NULL && i < keys->elements; i++)
+            redisAppendCommand(c, "GET %b", keys->element[i]->str, keys->element[i]->len);
+        for (size_t i = 0; keys != NULL && i < keys->elements; i++) {
+            redisReply *got = NULL;
+            if (redisGetReply(c, (void **)&got) != REDIS_OK) {
+                rc = osbq_error_set(err, OSBQ_ERR_UNAVAILABLE, "redis GET: %s", c->errstr);
+                break;
+            }
+            const redisReply *found = keys->element[i];
+            if (rc == 0 && got->type == REDIS_REPLY_STRING && found->len > prefix_len &&
+                visit(found->str + prefix_len, strtoll(got->str, NULL, 10), ctx) < 0)
+                rc = osbq_error_set(err, OSBQ_ERR_INTERNAL, "stopped");
+            freeReplyObject(got);
+        }
+        if (rc == 0)
+            cursor = strtoull(scan->element[0]->str, NULL, 10);
+        freeReplyObject(scan);
+    } while (rc == 0 && cursor != 0);
+    store_release(store, c);
+    return rc;
+}

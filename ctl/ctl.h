@@ -57,6 +57,7 @@ int cmd_resend(struct ctl *ctl);    /* cmd_operation.c */
 int cmd_gateways(struct ctl *ctl);  /* cmd_processes.c */
 int cmd_workers(struct ctl *ctl);   /* cmd_processes.c */
 int cmd_stats(struct ctl *ctl);     /* cmd_stats.c */
+int cmd_quotas(struct ctl *ctl);    /* cmd_quotas.c */
 
 /* Called by records_walk for each record found; may take the record over (move it and zero
  * *record). Returns true to go on, false to stop the walk. */

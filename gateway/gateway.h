@@ -7,6 +7,7 @@
 #include "config.h"
 #include "dispatch.h"
 #include "gateway_metrics.h"
+#include "policy.h"
 #include "store.h"
 #include "validate.h"
 #include "waiter.h"
@@ -15,6 +16,7 @@
 struct gateway {
     const struct osbq_config *cfg;      /* the configuration */
     const struct osbq_catalog *catalog; /* the validated catalog */
+    const struct osbq_policy *policy;   /* OSBQ_POLICY, or NULL: no quotas, nothing denied */
     struct osbq_store *store;           /* Redis (its own locking makes it thread-safe) */
     struct osbq_auth auth;              /* the broker credentials, hashed */
     struct dispatch *dispatch;          /* sends jobs to workers (thread-safe submit) */

@@ -39,6 +39,10 @@ int main(int argc, char **argv)
     struct osbq_config cfg;
     struct osbq_catalog *catalog = NULL;
     osbq_startup_load(&startup, &cfg, &catalog);
+    struct osbq_policy *policy = NULL;
+    if (cfg.policy_path != NULL &&
+        osbq_policy_load_file(cfg.policy_path, catalog, &policy, &err) < 0)
+        osbq_startup_die(&startup, "OSBQ_POLICY", &err);
     int listen_fd = osbq_tcp_listen(&cfg.listen, 1024, &err);
     if (listen_fd < 0)
         osbq_startup_die(&startup, "OSBQ_LISTEN", &err);
@@ -49,6 +53,7 @@ int main(int argc, char **argv)
 
     struct gateway gw = {.cfg = &cfg,
                          .catalog = catalog,
+                         .policy = policy,
                          .version = OSBQ_VERSION,
                          .started_ms = osbq_store_now_ms()};
     struct gateway_metrics metrics;
@@ -109,6 +114,7 @@ int main(int argc, char **argv)
     dispatch_stop(&gw.dispatch);
     gateway_metrics_clear(&metrics);
     osbq_store_destroy(&gw.store);
+    osbq_policy_destroy(&policy);
     osbq_catalog_destroy(&catalog);
     osbq_config_clear(&cfg);
     sodium_memzero(&gw.auth, sizeof gw.auth);

@@ -160,8 +160,42 @@ static void accept_binding(const struct gateway *gw, const struct request *req,
         reply_error(out, OSBQ_ERR_BAD_REQUEST,
                     "predecessor_binding_id must name a live binding of this service instance.");
         break;
+    case OSBQ_BEGIN_QUOTA: /* instance quotas only: begin_binding never gives it */
+        reply_error(out, OSBQ_ERR_INTERNAL, NULL);
+        break;
     }
     osbq_begin_reply_clear(&got);
+}
+
+/* OSBQ_POLICY's deny rules for a bind: they look at the bind's context, or at the instance's
+ * when the platform sends none (read only when a rule could need it). False with the reply
+ * set. */
+static bool binding_allowed(const struct gateway *gw, const struct osbq_plan *plan,
+                            const char *instance_id, const json_t *context, struct reply *out)
+{
+    if (!osbq_policy_denies_by_context(gw->policy, OSBQ_POLICY_BIND, plan))
+        return true;
+    struct osbq_instance inst = {0};
+    json_t *stored = NULL;
+    if (context == NULL) {
+        struct osbq_error err = {0};
+        int found = osbq_store_instance_get(gw->store, instance_id, &inst, &err);
+        if (found < 0) {
+            osb_store_unavailable(out, &err);
+            return false;
+        }
+        if (found > 0 && inst.context != NULL)
+            stored = json_loads(inst.context, 0, NULL);
+    }
+    struct osbq_policy_context ctx;
+    osbq_policy_context_from(&ctx, context ? context : stored, NULL, NULL);
+    char why[OSBQ_ERROR_TEXT_MAX];
+    bool denied = osbq_policy_denied(gw->policy, OSBQ_POLICY_BIND, plan, &ctx, why, sizeof why);
+    if (denied)
+        reply_error(out, OSBQ_ERR_FORBIDDEN, why);
+    json_decref(stored);
+    osbq_instance_clear(&inst);
+    return !denied;
 }
 
 /* Asynchronous bindings exist from 2.14 on; older platforms always get a synchronous answer. */
@@ -227,6 +261,8 @@ void osb_binding_put(const struct gateway *gw, const struct request *req, struct
         osb_bad_request(out, "A binding cannot be its own predecessor.");
         goto out;
     }
+    if (!binding_allowed(gw, plan, instance_id, context, out))
+        goto out;
     /* Platforms before 2.8 send only the top-level app_guid: backends read bind_resource. */
     if (resource == NULL && app_guid != NULL)
         resource = own_resource = json_pack("{s:s}", "app_guid", app_guid);

@@ -23,7 +23,33 @@ struct accept {
     const char *dashboard_url;       /* provision: decided now, or NULL */
     const char *expected_plan_id;    /* update: the plan validated against */
     const char *digest;              /* idempotency digest */
+    const struct osbq_policy_use *quotas; /* the quotas it counts against (their refusals) */
+    const char *quota_spec; /* those quotas for the store (begin_request.quotas), or NULL */
 };
+
+/* What OSBQ_POLICY says of a new instance of plan (or a move to it) from ctx: false with a 403
+ * when a deny rule refuses it; otherwise the quotas it counts against, as *spec for the
+ * store (caller frees; NULL when there are none). */
+static bool policy_admits(const struct gateway *gw, const struct osbq_plan *plan,
+                          const struct osbq_policy_context *ctx, struct osbq_policy_use *uses,
+                          char **spec, struct reply *out)
+{
+    char why[OSBQ_ERROR_TEXT_MAX];
+    *spec = NULL;
+    if (osbq_policy_denied(gw->policy, OSBQ_POLICY_PROVISION, plan, ctx, why, sizeof why)) {
+        reply_error(out, OSBQ_ERR_FORBIDDEN, why);
+        return false;
+    }
+    size_t n = osbq_policy_quotas(gw->policy, plan, ctx, uses);
+    if (n == 0)
+        return true;
+    *spec = osbq_store_quota_spec(gw->store, uses, n);
+    if (*spec == NULL) {
+        reply_error(out, OSBQ_ERR_INTERNAL, "Cannot build the quota counters' keys.");
+        return false;
+    }
+    return true;
+}
 
 /* The metadata object a version may see: labels from 2.16, attributes from 2.17. */
 static json_t *metadata_for(const char *text, unsigned api_version)
@@ -96,6 +122,7 @@ static void accept_operation(const struct gateway *gw, const struct request *req
         .job_len = len,
         .api_version = req->api_version,
         .claim_timeout_ms = gw->cfg->claim_timeout_ms,
+        .quotas = a->quota_spec,
     };
     struct osbq_begin_reply got = {0};
     struct osbq_error err = {0};
@@ -151,6 +178,14 @@ static void accept_operation(const struct gateway *gw, const struct request *req
         reply_error(out, OSBQ_ERR_BAD_REQUEST,
                     "service_id and plan_id must be the service instance's.");
         break;
+    case OSBQ_BEGIN_QUOTA: {
+        char why[OSBQ_ERROR_TEXT_MAX] = "A quota of the broker's policy is full.";
+        if (a->quotas != NULL)
+            osbq_policy_quota_description(&a->quotas[got.quota_index], got.quota_used, why,
+                                          sizeof why);
+        reply_error(out, OSBQ_ERR_FORBIDDEN, why);
+        break;
+    }
     case OSBQ_BEGIN_NO_INSTANCE:
     case OSBQ_BEGIN_INSTANCE_BUSY:
     case OSBQ_BEGIN_BAD_PREDECESSOR:
@@ -206,6 +241,8 @@ void osb_instance_put(const struct gateway *gw, const struct request *req, struc
     json_t *parameters, *context, *info;
     const struct osbq_plan *plan;
     char *params_text = NULL, *context_text = NULL, *info_text = NULL, *dashboard = NULL;
+    char *quota_spec = NULL;
+    struct osbq_policy_use uses[OSBQ_POLICY_QUOTAS_MAX];
     if (!osb_optional_string(body, "service_id", &service_id, out) ||
         !osb_optional_string(body, "plan_id", &plan_id, out) ||
         !osb_optional_string(body, "organization_guid", &org, out) ||
@@ -230,6 +267,10 @@ void osb_instance_put(const struct gateway *gw, const struct request *req, struc
     }
     if (!check_maintenance(body, plan, &mv, &info, out))
         goto out;
+    struct osbq_policy_context ctx;
+    osbq_policy_context_from(&ctx, context, org, space);
+    if (!policy_admits(gw, plan, &ctx, uses, &quota_spec, out))
+        goto out;
     json_t *identity =
         json_pack("{s:s, s:s, s:O?, s:O?, s:s?, s:s?, s:s?}", "service_id", service_id, "plan_id",
                   plan_id, "parameters", parameters, "context", context, "organization_guid", org,
@@ -253,6 +294,8 @@ void osb_instance_put(const struct gateway *gw, const struct request *req, struc
         .maintenance_version = mv,
         .dashboard_url = dashboard,
         .digest = digest,
+        .quotas = uses,
+        .quota_spec = quota_spec,
     };
     accept_operation(gw, req, &a, out);
 out:
@@ -260,6 +303,7 @@ out:
     free(context_text);
     free(info_text);
     free(dashboard);
+    free(quota_spec);
     json_decref(body);
 }
 
@@ -275,7 +319,9 @@ void osb_instance_patch(const struct gateway *gw, const struct request *req, str
     json_t *parameters, *context, *previous, *info;
     struct osbq_instance inst = {0};
     struct osbq_error err = {0};
-    char *params_text = NULL, *context_text = NULL, *info_text = NULL;
+    char *params_text = NULL, *context_text = NULL, *info_text = NULL, *quota_spec = NULL;
+    json_t *stored_context = NULL;
+    struct osbq_policy_use uses[OSBQ_POLICY_QUOTAS_MAX];
     if (!osb_optional_string(body, "service_id", &service_id, out) ||
         !osb_optional_string(body, "plan_id", &plan_id, out) ||
         !osb_optional_object(body, "parameters", &parameters, out) ||
@@ -324,6 +370,20 @@ void osb_instance_patch(const struct gateway *gw, const struct request *req, str
     }
     if (!check_maintenance(body, target, &mv, &info, out))
         goto out;
+    /* Moving to another plan is provisioning it, as far as the policy goes; the instance's
+     * stored context stands in when the platform sends none. */
+    if (current != target) {
+        struct osbq_policy_context ctx;
+        if (context == NULL && inst.context != NULL)
+            stored_context = json_loads(inst.context, 0, NULL);
+        osbq_policy_context_from(&ctx, context ? context : stored_context, NULL, NULL);
+        if (!policy_admits(gw, target, &ctx, uses, &quota_spec, out))
+            goto out;
+        if (quota_spec == NULL && (quota_spec = strdup("")) == NULL) {
+            reply_error(out, OSBQ_ERR_INTERNAL, NULL);
+            goto out;
+        }
+    }
     json_t *identity =
         json_pack("{s:s, s:s, s:O?, s:O?, s:s?}", "service_id", service_id, "plan_id", target->id,
                   "parameters", parameters, "context", context, "maintenance_version", mv);
@@ -345,12 +405,16 @@ void osb_instance_patch(const struct gateway *gw, const struct request *req, str
         .maintenance_version = mv,
         .expected_plan_id = inst.plan_id,
         .digest = digest,
+        .quotas = uses,
+        .quota_spec = quota_spec ? quota_spec : OSBQ_STORE_QUOTAS_UNCHANGED,
     };
     accept_operation(gw, req, &a, out);
 out:
     free(params_text);
     free(context_text);
     free(info_text);
+    free(quota_spec);
+    json_decref(stored_context);
     osbq_instance_clear(&inst);
     json_decref(body);
 }

@@ -9,6 +9,7 @@ static const struct reply_error_row error_rows[OSBQ_ERR_COUNT_] = {
     [OSBQ_OK] = {200, NULL, "OK"},
     [OSBQ_ERR_BAD_REQUEST] = {400, NULL, "The request is malformed or misses mandatory data."},
     [OSBQ_ERR_UNAUTHORIZED] = {401, NULL, "Authentication failed."},
+    [OSBQ_ERR_FORBIDDEN] = {403, NULL, "The broker's policy does not allow this request."},
     [OSBQ_ERR_NOT_FOUND] = {404, NULL, "Not found."},
     [OSBQ_ERR_METHOD] = {405, NULL, "Method not allowed on this resource."},
     [OSBQ_ERR_CONFLICT] = {409, NULL, "The resource already exists with different attributes."},

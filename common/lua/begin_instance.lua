@@ -7,9 +7,12 @@
 --       6 service id, 7 plan id, 8 parameters JSON or "", 9 context JSON or "",
 --       10 maintenance version or "", 11 dashboard url or "", 12 encoded job,
 --       13 claim deadline (ms), 14 expected current plan or "", 15 key prefix "<ns>:",
---       16 instance id, 17 api version
+--       16 instance id, 17 api version,
+--       18 quotas (common/policy.h) the instance counts against: lines "<limit> <counter key>";
+--          "" for none; "-" on an update that keeps the plan (its counters stay as they are)
 -- Returns {answer, operation id?, dashboard url?, metadata?}; answers: accepted, in_progress,
--- done, conflict, busy, not_found, gone, changed, mismatch.
+-- done, conflict, busy, not_found, gone, changed, mismatch; or {'quota', line, used} when the
+-- quota on that line (1-based) is full.
 local inst, op_key, queue, waiters = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local kind, op_id, digest, now, gateway = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local prefix = ARGV[15]
@@ -26,6 +29,44 @@ local function join(running)
     redis.call('PEXPIRE', prefix .. 'waiters:' .. running, 86400000)
   end
   return {'in_progress', running}
+end
+
+-- Quotas: every counter counts the instances that hold it (their 'quota_keys' field); taking
+-- one checks all first, so a refusal writes nothing. finish.lua gives them back.
+local function parse_quotas(spec)
+  local list = {}
+  for limit, key in string.gmatch(spec, '(%d+) ([^\n]+)') do
+    list[#list + 1] = {key = key, limit = tonumber(limit)}
+  end
+  return list
+end
+
+local function quota_refusal(list, held)
+  for i, q in ipairs(list) do
+    if not held[q.key] then
+      local used = tonumber(redis.call('GET', q.key) or '0')
+      if used >= q.limit then return {'quota', tostring(i), tostring(used)} end
+    end
+  end
+  return nil
+end
+
+-- Counts the instance against every quota of list it does not hold yet; returns what it took.
+local function quota_take(list, held)
+  local taken = {}
+  for _, q in ipairs(list) do
+    if not held[q.key] then
+      redis.call('INCR', q.key)
+      taken[#taken + 1] = q.key
+    end
+  end
+  return table.concat(taken, '\n')
+end
+
+local function key_list(list)
+  local keys = {}
+  for _, q in ipairs(list) do keys[#keys + 1] = q.key end
+  return table.concat(keys, '\n')
 end
 
 local function record(plan_id, prev_plan)
@@ -57,9 +98,14 @@ if kind == 'provision' then
     return join(lock_x)
   end
   if lock_x or lock_s > 0 then return {'busy'} end
+  local quotas = parse_quotas(ARGV[18])
+  local refused = quota_refusal(quotas, {})
+  if refused then return refused end
   redis.call('DEL', inst)
   redis.call('HSET', inst, 'instance_id', ARGV[16], 'service_id', ARGV[6], 'plan_id', ARGV[7],
              'state', 'provisioning', 'digest', digest, 'created_ms', now)
+  local taken = quota_take(quotas, {})
+  if taken ~= '' then redis.call('HSET', inst, 'quota_keys', taken) end
   if ARGV[8] ~= '' then redis.call('HSET', inst, 'parameters', ARGV[8]) end
   if ARGV[9] ~= '' then redis.call('HSET', inst, 'context', ARGV[9]) end
   if ARGV[10] ~= '' then redis.call('HSET', inst, 'maintenance_version', ARGV[10]) end
@@ -78,7 +124,20 @@ if kind == 'update' then
   if lock_s > 0 then return {'busy'} end
   if ARGV[14] ~= '' and ARGV[14] ~= current_plan then return {'changed'} end
   local target = ARGV[7] ~= '' and ARGV[7] or current_plan
-  return record(target, current_plan)
+  if ARGV[18] == '-' then return record(target, current_plan) end
+  -- A plan change counts against the new plan's quotas now; finish.lua gives back the old
+  -- plan's on success, or what was taken here on failure.
+  local held = {}
+  for key in string.gmatch(redis.call('HGET', inst, 'quota_keys') or '', '[^\n]+') do
+    held[key] = true
+  end
+  local quotas = parse_quotas(ARGV[18])
+  local refused = quota_refusal(quotas, held)
+  if refused then return refused end
+  local reply = record(target, current_plan)
+  redis.call('HSET', op_key, 'quota_taken', quota_take(quotas, held), 'quota_keys',
+             key_list(quotas))
+  return reply
 end
 
 if kind == 'deprovision' then

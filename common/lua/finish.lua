@@ -13,7 +13,7 @@
 local op_key, queue, waiters = KEYS[1], KEYS[2], KEYS[3]
 local rec = redis.call('HMGET', op_key, 'state', 'worker', 'kind', 'instance_key', 'plan_id',
                        'parameters', 'context', 'maintenance_version', 'created_ms',
-                       'binding_key', 'bindings_key')
+                       'binding_key', 'bindings_key', 'quota_taken', 'quota_keys')
 if ARGV[13] == 'abandon' then
   local lease = tonumber(redis.call('HGET', op_key, 'lease_until') or '0')
   if rec[1] ~= 'queued' and not (rec[1] == 'running' and lease < tonumber(ARGV[8])) then
@@ -44,6 +44,13 @@ if ARGV[13] == 'operator' then event = 'failed_by_operator' end
 add_history(op_key, {ms = now, event = event, worker = rec[2],
                      description = ARGV[3]})
 
+-- Gives back quota counters (begin_instance.lua took them), except those in keep.
+local function quota_release(keys_text, keep)
+  for key in string.gmatch(keys_text or '', '[^\n]+') do
+    if not keep[key] and tonumber(redis.call('DECR', key)) <= 0 then redis.call('DEL', key) end
+  end
+end
+
 local binding = rec[10]
 if binding then
   -- Binding operations hold the instance shared and their binding exclusively.
@@ -69,12 +76,31 @@ if ok and not binding then
 end
 if kind == 'provision' then
   redis.call('HSET', inst, 'state', ok and 'provisioned' or 'failed')
+  if not ok then
+    quota_release(redis.call('HGET', inst, 'quota_keys'), {})
+    redis.call('HDEL', inst, 'quota_keys')
+  end
+elseif kind == 'update' and not ok then
+  quota_release(rec[12], {})
 elseif kind == 'update' and ok then
+  if rec[13] then
+    -- The plan changed: the instance now holds the new plan's quotas and no others.
+    local keep = {}
+    for key in string.gmatch(rec[13], '[^\n]+') do keep[key] = true end
+    quota_release(redis.call('HGET', inst, 'quota_keys'), keep)
+    if rec[13] ~= '' then
+      redis.call('HSET', inst, 'quota_keys', rec[13])
+    else
+      redis.call('HDEL', inst, 'quota_keys')
+    end
+  end
   redis.call('HSET', inst, 'plan_id', plan_id)
   if rec[6] then redis.call('HSET', inst, 'parameters', rec[6]) end
   if rec[7] then redis.call('HSET', inst, 'context', rec[7]) end
   if rec[8] then redis.call('HSET', inst, 'maintenance_version', rec[8]) end
 elseif kind == 'deprovision' and ok then
+  quota_release(redis.call('HGET', inst, 'quota_keys'), {})
+  redis.call('HDEL', inst, 'quota_keys')
   redis.call('HSET', inst, 'state', 'gone')
   redis.call('EXPIRE', inst, retention)
   -- Bindings the platform did not delete first go with their instance (docs/decisions/0004).

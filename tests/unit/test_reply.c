@@ -33,6 +33,7 @@ struct expected_row {
 static const struct expected_row expected_rows[] = {
     {OSBQ_ERR_BAD_REQUEST, 400, NULL, NULL},
     {OSBQ_ERR_UNAUTHORIZED, 401, NULL, NULL},
+    {OSBQ_ERR_FORBIDDEN, 403, NULL, NULL},
     {OSBQ_ERR_NOT_FOUND, 404, NULL, NULL},
     {OSBQ_ERR_METHOD, 405, NULL, NULL},
     {OSBQ_ERR_CONFLICT, 409, NULL, NULL},

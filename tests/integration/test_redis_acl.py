@@ -53,7 +53,14 @@ class RedisAcl(unittest.TestCase):
         cls.url = {name: "redis://%s:%s@127.0.0.1:%d/0" % (
             name, urllib.parse.quote(cls.password, safe=""), redis.port) for name in cls.users}
         app = cls.url["osbq-app"]
-        cls.gateway = cls.stack.start_gateway(OSBQ_REDIS_URL=app, OSBQ_RECOVERY_INTERVAL_MS=200)
+        # A quota, so the counters' commands (docs/policies.md) go through the ACL too.
+        cls.policy = os.path.join(cls.stack.workdir, "policy.json")
+        with open(cls.policy, "w") as f:
+            json.dump({"quotas": [{"name": "total", "max_instances": 100},
+                                  {"name": "per-space", "per": "space_guid",
+                                   "max_instances": 10}]}, f)
+        cls.gateway = cls.stack.start_gateway(OSBQ_REDIS_URL=app, OSBQ_RECOVERY_INTERVAL_MS=200,
+                                              OSBQ_POLICY=cls.policy)
         cls.worker = cls.stack.start_worker(OSBQ_REDIS_URL=app)
         harness.wait_workers_connected([cls.gateway], 1)
 
@@ -68,14 +75,16 @@ class RedisAcl(unittest.TestCase):
         self.client.close()
 
     def ctl(self, *args):
-        env = self.stack.env(OSBQ_REDIS_URL=self.url["osbq-ctl"])
+        env = self.stack.env(OSBQ_REDIS_URL=self.url["osbq-ctl"], OSBQ_POLICY=self.policy)
         return harness.run_once([CTL] + list(args), env)
 
     def test_documented_users_exist(self):
         self.assertEqual(sorted(self.users), ["osbq-app", "osbq-ctl"])
 
     def test_lifecycle_through_the_restricted_users(self):
-        body = {"service_id": SERVICE, "plan_id": PLAN, "context": {"platform": "test"}}
+        body = {"service_id": SERVICE, "plan_id": PLAN,
+                "context": {"platform": "cloudfoundry", "organization_guid": "o",
+                            "space_guid": "s"}}
         r = self.client.request("PUT", "/v2/service_instances/acl-sync", body)
         self.assertEqual(r.status, 201, r.body)
         r = self.client.request("PUT", "/v2/service_instances/acl-sync/service_bindings/b1",
@@ -105,11 +114,16 @@ class RedisAcl(unittest.TestCase):
         self.assertEqual(status, 0, out)
         status, out = self.ctl("workers")
         self.assertEqual(status, 0, out)
+        status, out = self.ctl("quotas", "--json")
+        self.assertEqual(status, 0, out)
+        used = {(q["quota"], q["value"]): q["used"] for q in json.loads(out)}
+        self.assertEqual(used, {("total", None): 2, ("per-space", "s"): 2})
         for path in ("/v2/service_instances/acl-sync/service_bindings/b1",
                      "/v2/service_instances/acl-sync", "/v2/service_instances/acl-async"):
             r = self.client.request("DELETE", "%s?service_id=%s&plan_id=%s" % (
                 path, SERVICE, SLOW_PLAN if "async" in path else PLAN))
             self.assertEqual(r.status, 200, r.body)
+        self.assertIsNone(self.stack.redis.command("GET", "osbq:quota:total"))
         for p in (self.gateway, self.worker):
             self.assertTrue(p.alive())
             self.assertNotIn("NOPERM", p.log())

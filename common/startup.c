@@ -38,7 +38,11 @@ void osbq_startup_block_signals(sigset_t *stop)
     sigemptyset(stop);
     sigaddset(stop, SIGINT);
     sigaddset(stop, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, stop, NULL);
+    sigset_t blocked = *stop;
+    /* SIGHUP's default action ends the process: blocked everywhere, it only does what a
+     * process that waits for it does (the gateway rereads its TLS certificate). */
+    sigaddset(&blocked, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &blocked, NULL);
     signal(SIGPIPE, SIG_IGN);
 }
 

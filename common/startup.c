@@ -39,8 +39,8 @@ void osbq_startup_block_signals(sigset_t *stop)
     sigaddset(stop, SIGINT);
     sigaddset(stop, SIGTERM);
     sigset_t blocked = *stop;
-    /* SIGHUP's default action ends the process: blocked everywhere, it only does what a
-     * process that waits for it does (the gateway rereads its TLS certificate). */
+    /* SIGHUP's default action ends the process. Blocked in every thread, it does nothing
+     * unless the process waits for it: the gateway does, to reread its TLS certificate. */
     sigaddset(&blocked, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &blocked, NULL);
     signal(SIGPIPE, SIG_IGN);

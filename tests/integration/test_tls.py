@@ -414,6 +414,8 @@ class StartupChecks(TlsFiles):
 
 class EndToEnd(TlsFiles):
     def test_provision_last_operation_deprovision_over_https(self):
+        """Asynchronous provision and deprovision polled with last_operation, then synchronous
+        ones, all over one HTTPS keep-alive connection, with a worker."""
         stack = harness.Stack()
         try:
             gateway = self.start_tls_gateway(stack, self.a[0], self.a[1])
@@ -435,6 +437,13 @@ class EndToEnd(TlsFiles):
             self.wait_ended(c, instance, r, b"deleted", b'"state":"succeeded"')
             r = c.request("DELETE", "/v2/service_instances/%s?%s" % (instance, q))
             self.assertEqual(r.status, 410, r.body)
+            # Synchronous: the connection is suspended while the worker runs, then resumed.
+            sync = str(uuid.uuid4())
+            r = c.request("PUT", "/v2/service_instances/%s" % sync, body=body)
+            self.assertEqual(r.status, 201, r.body)
+            r = c.request("DELETE", "/v2/service_instances/%s?service_id=%s&plan_id=%s"
+                          % (sync, SERVICE, PLAN))
+            self.assertEqual(r.status, 200, r.body)
             c.close()
             self.assertTrue(worker.alive(), worker.log())
         finally:

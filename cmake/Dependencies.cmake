@@ -2,6 +2,8 @@
 find_package(PkgConfig REQUIRED)
 find_package(Threads REQUIRED)
 pkg_check_modules(MHD REQUIRED IMPORTED_TARGET libmicrohttpd>=0.9.71)
+# The gateway's HTTPS credentials are GnuTLS objects handed to libmicrohttpd's sessions.
+pkg_check_modules(GNUTLS REQUIRED IMPORTED_TARGET gnutls>=3.6)
 pkg_check_modules(JANSSON REQUIRED IMPORTED_TARGET jansson>=2.13)
 pkg_check_modules(HIREDIS REQUIRED IMPORTED_TARGET hiredis>=0.14)
 pkg_check_modules(CZMQ REQUIRED IMPORTED_TARGET libczmq>=4.2)

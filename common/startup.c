@@ -38,7 +38,11 @@ void osbq_startup_block_signals(sigset_t *stop)
     sigemptyset(stop);
     sigaddset(stop, SIGINT);
     sigaddset(stop, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, stop, NULL);
+    sigset_t blocked = *stop;
+    /* SIGHUP's default action ends the process. Blocked in every thread, it does nothing
+     * unless the process waits for it: the gateway does, to reread its TLS certificate. */
+    sigaddset(&blocked, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &blocked, NULL);
     signal(SIGPIPE, SIG_IGN);
 }
 

@@ -21,8 +21,9 @@ struct osbq_startup {
  * argument prints the usage and exits 2. */
 void osbq_startup_args(const struct osbq_startup *s, int argc, char **argv);
 
-/* Blocks SIGINT and SIGTERM (call before any thread starts, so every thread inherits the mask
- * and only the main thread receives them) and ignores SIGPIPE. *stop gets the two signals. */
+/* Blocks SIGINT, SIGTERM and SIGHUP (call before any thread starts, so every thread inherits
+ * the mask and only the main thread receives them) and ignores SIGPIPE. *stop gets SIGINT and
+ * SIGTERM; SIGHUP stays pending unless the process waits for it (the gateway: TLS reload). */
 void osbq_startup_block_signals(sigset_t *stop);
 
 /* Prints "<prog>: [<what>: ]<err->text>" and exits 1. */

@@ -22,6 +22,10 @@
 #include "route.h"
 #include "validate.h"
 
+/* Memory pool bytes beyond twice OSBQ_MAX_HEADER_BYTES: the body's read buffer and the
+ * response head. */
+#define POOL_READ_ROOM 16384
+
 struct http_server {
     const struct gateway *gw;  /* borrowed: what handlers use */
     struct MHD_Daemon *daemon; /* libmicrohttpd's daemon and its threads */
@@ -372,6 +376,26 @@ static bool body_append(struct exchange *ex, const char *data, size_t size, size
     return true;
 }
 
+static enum MHD_Result add_field_size(void *cls, enum MHD_ValueKind kind, const char *key,
+                                      const char *value)
+{
+    size_t *total = cls;
+    (void)kind;
+    *total += strlen(key) + (value ? strlen(value) : 0) + 4; /* "key: value\r\n", "k=v&" */
+    return MHD_YES;
+}
+
+/* The size of the request line and headers as sent, give or take a few spaces: what
+ * OSBQ_MAX_HEADER_BYTES limits. libmicrohttpd keeps them parsed, not as sent. */
+static size_t request_head_size(struct MHD_Connection *conn, const char *method, const char *url,
+                                const char *version)
+{
+    size_t total = strlen(method) + strlen(url) + strlen(version) + 6; /* spaces, CRLF x2 */
+    (void)MHD_get_connection_values(conn, MHD_HEADER_KIND, add_field_size, &total);
+    (void)MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, add_field_size, &total);
+    return total;
+}
+
 static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const char *url,
                                  const char *method, const char *version, const char *upload_data,
                                  size_t *upload_data_size, void **con_cls)
@@ -379,7 +403,6 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
     struct http_server *server = cls;
     const struct gateway *gw = server->gw;
     struct exchange *ex = *con_cls;
-    (void)version;
 
     if (ex == NULL) {
         ex = exchange_new(conn, url, method);
@@ -388,6 +411,16 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
         atomic_fetch_add(&server->inflight, 1);
         osbq_series_add(gw->metrics->in_flight, 1);
         *con_cls = ex;
+        /* Before authentication: a client without credentials cannot make the gateway hold
+         * more than the limit either. */
+        if (request_head_size(conn, method, url, version) > gw->cfg->max_header_bytes) {
+            static const char too_large[] =
+                "{\"description\":\"The request line and headers are larger than the broker "
+                "accepts (OSBQ_MAX_HEADER_BYTES).\"}";
+            struct reply r = {0};
+            reply_static(&r, 431, too_large, sizeof too_large - 1);
+            return queue_reply(conn, ex, &r);
+        }
         /* Refuse an announced oversized body before reading any of it. Answering on this
          * first call makes libmicrohttpd close the connection, which is what we want here;
          * every other answer waits for a later call so keep-alive survives. */
@@ -502,8 +535,15 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
     log_debug("libmicrohttpd: %s", msg);
 }
 
-struct http_server *http_start(const struct gateway *gw, int listen_fd, struct osbq_error *err)
+struct http_server *http_start(const struct gateway *gw, int listen_fd, struct tls_credentials *tls,
+                               struct osbq_error *err)
 {
+    if (tls != NULL && MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
+        close(listen_fd);
+        osbq_error_set(err, OSBQ_ERR_INVALID,
+                       "OSBQ_TLS_CERT: this libmicrohttpd was built without TLS");
+        return NULL;
+    }
     struct http_server *server = calloc(1, sizeof *server);
     if (server == NULL) {
         close(listen_fd);
@@ -513,16 +553,35 @@ struct http_server *http_start(const struct gateway *gw, int listen_fd, struct o
     server->gw = gw;
     server->listen_fd = listen_fd;
     atomic_init(&server->inflight, 0);
+    const struct osbq_config *cfg = gw->cfg;
+    /* The per-connection memory pool holds the request head and its parsed headers (about 64
+     * bytes each besides the text): twice the head limit plus room for reading the body, so a
+     * head a little over the limit still reaches on_access and gets the JSON 431. */
+    size_t pool = 2 * cfg->max_header_bytes + POOL_READ_ROOM;
+    struct MHD_OptionItem limits[] = {
+        {MHD_OPTION_LISTEN_SOCKET, listen_fd, NULL},
+        {MHD_OPTION_THREAD_POOL_SIZE, (intptr_t)cfg->http_threads, NULL},
+        {MHD_OPTION_CONNECTION_TIMEOUT, (intptr_t)cfg->http_idle_timeout_s, NULL},
+        {MHD_OPTION_CONNECTION_LIMIT, (intptr_t)cfg->max_connections, NULL},
+        {MHD_OPTION_PER_IP_CONNECTION_LIMIT, (intptr_t)cfg->max_connections_per_ip, NULL},
+        {MHD_OPTION_CONNECTION_MEMORY_LIMIT, (intptr_t)pool, NULL},
+        {MHD_OPTION_END, 0, NULL},
+    };
     /* ITC: needed to quiesce the daemon (stop accepting) while requests finish. */
-    server->daemon = MHD_start_daemon(
-        MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ITC,
-        0, NULL, NULL, on_access, server, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
-        MHD_OPTION_LISTEN_SOCKET, listen_fd, MHD_OPTION_THREAD_POOL_SIZE,
-        (unsigned int)gw->cfg->http_threads, MHD_OPTION_NOTIFY_COMPLETED, on_completed, server,
-        MHD_OPTION_UNESCAPE_CALLBACK, keep_escaped, NULL, MHD_OPTION_CONNECTION_TIMEOUT,
-        (unsigned int)gw->cfg->http_idle_timeout_s, MHD_OPTION_CONNECTION_LIMIT,
-        (unsigned int)gw->cfg->max_connections, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-        (unsigned int)gw->cfg->max_connections_per_ip, MHD_OPTION_END);
+    unsigned flags =
+        MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ITC;
+    if (tls == NULL)
+        server->daemon = MHD_start_daemon(
+            flags, 0, NULL, NULL, on_access, server, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+            MHD_OPTION_ARRAY, limits, MHD_OPTION_NOTIFY_COMPLETED, on_completed, server,
+            MHD_OPTION_UNESCAPE_CALLBACK, keep_escaped, NULL, MHD_OPTION_END);
+    else
+        server->daemon = MHD_start_daemon(
+            flags | MHD_USE_TLS, 0, NULL, NULL, on_access, server, MHD_OPTION_EXTERNAL_LOGGER,
+            mhd_log, NULL, MHD_OPTION_ARRAY, limits, MHD_OPTION_NOTIFY_COMPLETED, on_completed,
+            server, MHD_OPTION_UNESCAPE_CALLBACK, keep_escaped, NULL, MHD_OPTION_HTTPS_PRIORITIES,
+            TLS_PRIORITIES, MHD_OPTION_HTTPS_CERT_CALLBACK, tls_refuse_handshake,
+            MHD_OPTION_NOTIFY_CONNECTION, tls_on_connection, tls, MHD_OPTION_END);
     if (server->daemon == NULL) {
         close(listen_fd);
         free(server);

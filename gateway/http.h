@@ -5,12 +5,15 @@
 #include "config.h"
 #include "error.h"
 #include "gateway.h"
+#include "tls.h"
 
 struct http_server;
 
 /* Starts serving listen_fd (which it takes over) with gw's handlers on the configured number
- * of threads. gw is borrowed and must outlive the server. NULL with err on failure. */
-struct http_server *http_start(const struct gateway *gw, int listen_fd, struct osbq_error *err);
+ * of threads: HTTPS with tls's certificate when tls is not NULL, else plain HTTP. gw and tls
+ * are borrowed and must outlive the server. NULL with err on failure. */
+struct http_server *http_start(const struct gateway *gw, int listen_fd, struct tls_credentials *tls,
+                               struct osbq_error *err);
 
 /* Stops accepting connections (the listening socket closes); requests on open connections
  * are still served. */

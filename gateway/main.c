@@ -1,5 +1,6 @@
 /* osbq-gateway: the stateless HTTP front of the broker. Reads the configuration and the
- * catalog, binds the HTTP and bus sockets, serves until SIGTERM or SIGINT. */
+ * catalog, binds the HTTP and bus sockets, serves until SIGTERM or SIGINT; SIGHUP rereads the
+ * TLS certificate and key. */
 #include <pthread.h>
 #include <signal.h>
 #include <sodium.h>
@@ -19,6 +20,7 @@
 #include "startup.h"
 #include "store.h"
 #include "tcp_listen.h"
+#include "tls.h"
 
 #define PROG "osbq-gateway"
 
@@ -43,6 +45,12 @@ int main(int argc, char **argv)
     if (cfg.policy_path != NULL &&
         osbq_policy_load_file(cfg.policy_path, catalog, &policy, &err) < 0)
         osbq_startup_die(&startup, "OSBQ_POLICY", &err);
+    struct tls_credentials *tls = NULL;
+    if (cfg.tls_cert_path != NULL) {
+        tls = tls_credentials_load(cfg.tls_cert_path, cfg.tls_key_path, &err);
+        if (tls == NULL)
+            osbq_startup_die(&startup, NULL, &err);
+    }
     int listen_fd = osbq_tcp_listen(&cfg.listen, 1024, &err);
     if (listen_fd < 0)
         osbq_startup_die(&startup, "OSBQ_LISTEN", &err);
@@ -79,7 +87,7 @@ int main(int argc, char **argv)
     if (gw.waiters == NULL)
         fatalx("%s", err.text);
     gateway_metrics_attach(&metrics, gw.dispatch, gw.waiters);
-    struct http_server *server = http_start(&gw, listen_fd, &err);
+    struct http_server *server = http_start(&gw, listen_fd, tls, &err);
     if (server == NULL)
         osbq_startup_die(&startup, "OSBQ_LISTEN", &err);
     struct registry *registry = registry_start(&gw, &err);
@@ -88,14 +96,27 @@ int main(int argc, char **argv)
     struct recovery *recovery = recovery_start(&cfg, gw.store, gw.dispatch, &metrics, &err);
     if (recovery == NULL)
         fatalx("%s", err.text);
-    log_info("gateway %s listening on %s:%u, bus %s (advertised as %s), %u HTTP threads, "
+    log_info("gateway %s listening on %s:%u (%s), bus %s (advertised as %s), %u HTTP threads, "
              "catalog %s",
-             gw.gateway_id, cfg.listen.host, (unsigned)cfg.listen.port, cfg.bus_bind,
-             cfg.bus_advertise, cfg.http_threads, cfg.catalog_path);
+             gw.gateway_id, cfg.listen.host, (unsigned)cfg.listen.port,
+             tls ? "HTTPS" : "plain HTTP", cfg.bus_bind, cfg.bus_advertise, cfg.http_threads,
+             cfg.catalog_path);
 
+    sigset_t signals = stop_signals;
+    sigaddset(&signals, SIGHUP);
     int signo = 0;
-    while (sigwait(&stop_signals, &signo) != 0)
-        ;
+    for (;;) {
+        if (sigwait(&signals, &signo) != 0)
+            continue;
+        if (signo != SIGHUP)
+            break;
+        if (tls == NULL)
+            log_info("received SIGHUP: nothing to reload (no OSBQ_TLS_CERT)");
+        else if (tls_credentials_reload(tls, &err) < 0)
+            log_warnx("received SIGHUP: keeping the current TLS certificate: %s", err.text);
+        else
+            log_info("received SIGHUP: new connections use the reloaded TLS certificate");
+    }
     log_info("received %s, stopping", signo == SIGINT ? "SIGINT" : "SIGTERM");
 
     /* Workers drop this gateway first; no new connection is accepted; requests in flight
@@ -110,6 +131,7 @@ int main(int argc, char **argv)
         nanosleep(&tick, NULL);
     waiter_table_drain(gw.waiters);
     http_stop(&server);
+    tls_credentials_free(&tls);
     waiter_table_stop(&gw.waiters);
     dispatch_stop(&gw.dispatch);
     gateway_metrics_clear(&metrics);

@@ -23,7 +23,8 @@ usage: scripts/run-local.sh [--port N] [--gateways N] [--workers M] [--var DIR] 
 
 With more than one gateway or worker, each output line of a gateway or worker starts with its
 name ([gateway-1], [worker-2], ...). Ctrl-C or SIGTERM stops every process it started; the exit
-status is 0 when all of them stopped cleanly.
+status is 0 when all of them stopped cleanly. With OSBQ_TLS_CERT and OSBQ_TLS_KEY in the
+environment, the gateways serve HTTPS with that certificate (docs/security.md).
 TEXT
 }
 
@@ -224,6 +225,11 @@ export OSBQ_CATALOG="${OSBQ_CATALOG:-$top/examples/catalog.json}"
 export OSBQ_BROKER_USERNAME=osbq
 export OSBQ_BROKER_PASSWORD_FILE="$var/broker-password"
 unset OSBQ_BROKER_PASSWORD OSBQ_LISTEN OSBQ_BUS_BIND OSBQ_BUS_ADVERTISE
+# OSBQ_TLS_CERT and OSBQ_TLS_KEY in the environment: the gateways serve HTTPS only. The probe
+# below only asks whether the processes started here answer, so it skips verification.
+scheme=http
+probe_tls=()
+if [ -n "${OSBQ_TLS_CERT:-}" ]; then scheme=https; probe_tls=(--insecure); fi
 
 # Gateways first: workers find them in Redis, and connect to any started later within ~2 s.
 for ((i = 0; i < gateways; i++)); do
@@ -248,7 +254,8 @@ ready=0
 for _ in $(seq 1 100); do
   ready=0
   for ((i = 0; i < gateways; i++)); do
-    if curl -fsS --max-time 1 "http://127.0.0.1:$((port + i))/readyz" >/dev/null 2>&1; then
+    if curl -fsS --max-time 1 "${probe_tls[@]}" "$scheme://127.0.0.1:$((port + i))/readyz" \
+      >/dev/null 2>&1; then
       ready=$((ready + 1))
     fi
   done
@@ -263,8 +270,8 @@ print_summary() {
   echo
   echo "osbq is running on 127.0.0.1 (data, Redis logs and the password in $var):"
   for ((i = 0; i < gateways; i++)); do
-    printf '  %-12s http://127.0.0.1:%-6s bus tcp://127.0.0.1:%-6s pid %s\n' \
-      "gateway-$((i + 1))" "$((port + i))" "${bus_ports[i]}" "${daemons[i]}"
+    printf '  %-12s %s://127.0.0.1:%-6s bus tcp://127.0.0.1:%-6s pid %s\n' \
+      "gateway-$((i + 1))" "$scheme" "$((port + i))" "${bus_ports[i]}" "${daemons[i]}"
   done
   for ((i = 0; i < workers; i++)); do
     printf '  %-12s pid %s\n' "worker-$((i + 1))" "${daemons[gateways + i]}"
@@ -282,7 +289,7 @@ print_summary() {
   echo "  password:  $password"
   if [ "$gateways" = 1 ]; then echo "Try:"; else echo "Try (every gateway answers the same):"; fi
   for ((i = 0; i < gateways; i++)); do
-    echo "  curl -u 'osbq:$password' -H 'X-Broker-API-Version: 2.17' http://127.0.0.1:$((port + i))/v2/catalog"
+    echo "  curl ${OSBQ_TLS_CERT:+--cacert '$OSBQ_TLS_CERT' }-u 'osbq:$password' -H 'X-Broker-API-Version: 2.17' $scheme://127.0.0.1:$((port + i))/v2/catalog"
   done
   echo "Ctrl-C stops everything."
   echo

@@ -160,13 +160,16 @@ class Response:
 
 
 class Client:
-    """An HTTP/1.1 client for one gateway; keeps one keep-alive connection."""
+    """An HTTP/1.1 client for one gateway; keeps one keep-alive connection. With ssl_context
+    it speaks HTTPS, verifying the gateway's certificate with that context."""
 
-    def __init__(self, port, username=None, password=None, api_version="2.17"):
+    def __init__(self, port, username=None, password=None, api_version="2.17",
+                 ssl_context=None):
         self.port = port
         self.username = username
         self.password = password
         self.api_version = api_version
+        self.ssl_context = ssl_context
         self.conn = None
 
     def close(self):
@@ -185,7 +188,10 @@ class Client:
             body = json.dumps(body)
             h["Content-Type"] = "application/json"
         h.update(headers or {})
-        if self.conn is None:
+        if self.conn is None and self.ssl_context is not None:
+            self.conn = http.client.HTTPSConnection("127.0.0.1", self.port, timeout=10,
+                                                    context=self.ssl_context)
+        elif self.conn is None:
             self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
         try:
             self.conn.request(method, path, body=body, headers=h)
@@ -232,18 +238,21 @@ class Stack:
                 env[k] = str(v)
         return env
 
-    def start_gateway(self, **overrides):
+    def start_gateway(self, ssl_context=None, **overrides):
+        """Starts a gateway and waits for its /healthz; ssl_context: it serves HTTPS (with
+        OSBQ_TLS_CERT/KEY among the overrides), probed and later reached with that context."""
         port = free_port()
         env = self.env(OSBQ_LISTEN="127.0.0.1:%d" % port,
                        OSBQ_BUS_BIND="tcp://127.0.0.1:%d" % free_port(), **overrides)
         p = Process("gateway-%d" % port, [GATEWAY], env, self.workdir)
         p.port = port
+        p.ssl_context = ssl_context
         self.processes.append(p)
 
         def healthy():
             if not p.alive():
                 raise AssertionError("gateway exited:\n" + p.log())
-            c = Client(port)
+            c = Client(port, ssl_context=ssl_context)
             try:
                 return c.request("GET", "/healthz").status == 200
             except OSError:
@@ -262,6 +271,7 @@ class Stack:
 
     def client(self, gateway, **kwargs):
         kwargs.setdefault("username", self.username)
+        kwargs.setdefault("ssl_context", getattr(gateway, "ssl_context", None))
         kwargs.setdefault("password", self.password)
         return Client(gateway.port, **kwargs)
 

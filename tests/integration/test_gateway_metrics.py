@@ -170,6 +170,13 @@ class GatewayMetricsTest(unittest.TestCase):
         self.assertEqual(self.osb.request("GET", "/v2/service_instances/%s" % gone,
                                           auth=False).status, 401)
         self.assertEqual(self.osb.request("GET", "/nowhere").status, 404)
+        # A request is counted when its response has gone out, which may be just after the
+        # client read it; the 404 was the last one on this connection.
+        harness.wait_until(
+            lambda: value(self.scraper.samples(), "osbq_http_requests_total", route="unmatched",
+                          method="GET", code="404")
+            - value(before, "osbq_http_requests_total", route="unmatched", method="GET",
+                    code="404") == 1, 5, "the last request to be counted")
 
         after = self.scraper.samples()
 

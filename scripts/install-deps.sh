@@ -8,6 +8,7 @@ packages=(
   libmicrohttpd-dev libjansson-dev libhiredis-dev libczmq-dev libmsgpack-dev
   libsodium-dev libcurl4-gnutls-dev libcmocka-dev
   redis-server curl python3 clang-format git jq postgresql docker-compose haproxy
+  libpcre2-dev json-schema-test-suite # plan schemas: regexes, and the suite their tests run
 )
 
 missing=()

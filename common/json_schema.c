@@ -847,9 +847,12 @@ static int draft_of(struct compiler *c, json_t *doc, enum json_schema_draft fall
 }
 
 struct json_schema *json_schema_compile(json_t *doc, enum json_schema_draft default_draft,
-                                        enum json_schema_status *status, char *msg, size_t msg_size)
+                                        const char *root_name, enum json_schema_status *status,
+                                        char *msg, size_t msg_size)
 {
     struct compiler c = {.msg = msg, .msg_size = msg_size, .status = JSON_SCHEMA_OK};
+    if (root_name != NULL && root_name[0] != '\0')
+        path_push(&c, root_name);
     if (msg_size > 0)
         msg[0] = '\0';
     c.schema = calloc(1, sizeof *c.schema);

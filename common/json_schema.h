@@ -43,11 +43,12 @@ enum json_schema_result {
 
 /* Compiles doc (an object, or a boolean from draft-06 on). The draft is taken from doc's
  * "$schema" (draft-04, -06 or -07 meta-schema URIs; anything else is refused) or, when absent,
- * is default_draft. Returns NULL with *status and msg ("properties.size.type: ...") on failure.
- * The compiled schema holds a reference to doc; doc must not be modified afterwards. */
+ * is default_draft. Returns NULL with *status and msg on failure: "<root_name>.<schema path>:
+ * <what>", e.g. "properties.size.type: must be ..." when root_name is NULL or "". The compiled
+ * schema holds a reference to doc; doc must not be modified afterwards. */
 struct json_schema *json_schema_compile(json_t *doc, enum json_schema_draft default_draft,
-                                        enum json_schema_status *status, char *msg,
-                                        size_t msg_size);
+                                        const char *root_name, enum json_schema_status *status,
+                                        char *msg, size_t msg_size);
 
 /* Frees a compiled schema; accepts NULL. */
 void json_schema_free(struct json_schema *schema);

@@ -44,8 +44,8 @@ static void run_file(const char *dir, const char *draft_name, enum json_schema_d
         enum json_schema_status status = JSON_SCHEMA_OK;
         struct json_schema *schema = NULL;
         if (!remote_file)
-            schema = json_schema_compile(json_object_get(group, "schema"), draft, &status, msg,
-                                         sizeof msg);
+            schema = json_schema_compile(json_object_get(group, "schema"), draft, NULL, &status,
+                                         msg, sizeof msg);
         if (remote_file || status == JSON_SCHEMA_REMOTE_REF) {
             t.skipped += (unsigned)json_array_size(tests);
             skip_reason = remote_file ? "remote $ref to http://localhost:1234 (not supported)"

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "catalog.h"
 #include "json_schema.h"
 
 #define DRAFT4 "http://json-schema.org/draft-04/schema#"
@@ -32,7 +33,7 @@ static struct json_schema *compile_text(const char *text)
     char msg[512];
     enum json_schema_status status;
     struct json_schema *schema =
-        json_schema_compile(doc, JSON_SCHEMA_DRAFT7, &status, msg, sizeof msg);
+        json_schema_compile(doc, JSON_SCHEMA_DRAFT7, NULL, &status, msg, sizeof msg);
     json_decref(doc);
     if (schema == NULL)
         fail_msg("schema refused: %s", msg);
@@ -49,7 +50,7 @@ static void assert_refused(const char *text, enum json_schema_status expected_st
     char msg[512];
     enum json_schema_status status = JSON_SCHEMA_OK;
     struct json_schema *schema =
-        json_schema_compile(doc, JSON_SCHEMA_DRAFT7, &status, msg, sizeof msg);
+        json_schema_compile(doc, JSON_SCHEMA_DRAFT7, NULL, &status, msg, sizeof msg);
     json_decref(doc);
     assert_null(schema);
     assert_int_equal(status, expected_status);
@@ -383,6 +384,46 @@ static void test_too_costly_wins_inside_branches(void **state)
     json_schema_free(schema);
 }
 
+/* ---- the catalog compiles each plan's schemas once ---- */
+
+static void test_catalog_plan_schemas(void **state)
+{
+    (void)state;
+    static const char text[] =
+        "{\"services\": [{\"name\": \"s\", \"id\": \"s-id\", \"description\": \"d\","
+        " \"bindable\": true, \"plans\": ["
+        " {\"id\": \"p1\", \"name\": \"p1\", \"description\": \"d\", \"osbq\": {\"backend\": "
+        "\"sim\"},"
+        "  \"schemas\": {\"service_instance\": {"
+        "    \"create\": {\"parameters\": {\"$schema\": \"" DRAFT4 "\", \"required\": [\"size\"]}},"
+        "    \"update\": {\"parameters\": {\"$schema\": \"" DRAFT7 "\", \"maxProperties\": 1}}},"
+        "   \"service_binding\": {\"create\": {\"parameters\": {\"$schema\": \"" DRAFT7 "\","
+        "    \"properties\": {\"role\": {\"enum\": [\"ro\", \"rw\"]}}}}}}},"
+        " {\"id\": \"p2\", \"name\": \"p2\", \"description\": \"d\", \"osbq\": {\"backend\": "
+        "\"sim\"}}]}]}";
+    struct osbq_catalog *cat = NULL;
+    struct osbq_error err = {0};
+    if (osbq_catalog_load_text(text, sizeof text - 1, &cat, &err) < 0)
+        fail_msg("%s", err.text);
+    const struct osbq_plan *p1 = osbq_catalog_plan(cat, "p1");
+    const struct osbq_plan *p2 = osbq_catalog_plan(cat, "p2");
+    assert_non_null(p1->provision_schema);
+    assert_non_null(p1->update_schema);
+    assert_non_null(p1->bind_schema);
+    assert_null(p2->provision_schema);
+    assert_null(p2->update_schema);
+    assert_null(p2->bind_schema);
+    char msg[256];
+    assert_int_equal(check(p1->provision_schema, "{}", msg, sizeof msg), JSON_SCHEMA_MISMATCH);
+    assert_string_equal(msg, "parameters: the required property \"size\" is missing");
+    assert_int_equal(check(p1->update_schema, "{\"a\": 1, \"b\": 2}", msg, sizeof msg),
+                     JSON_SCHEMA_MISMATCH);
+    assert_string_equal(msg, "parameters: 2 properties is more than the maxProperties of 1");
+    assert_int_equal(check(p1->bind_schema, "{\"role\": \"ro\"}", msg, sizeof msg),
+                     JSON_SCHEMA_VALID);
+    osbq_catalog_destroy(&cat);
+}
+
 /* ---- threads ---- */
 
 struct worker {
@@ -442,6 +483,7 @@ int main(void)
         cmocka_unit_test(test_nested_schema_is_bounded),
         cmocka_unit_test(test_step_budget),
         cmocka_unit_test(test_too_costly_wins_inside_branches),
+        cmocka_unit_test(test_catalog_plan_schemas),
         cmocka_unit_test(test_threads_share_a_compiled_schema),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

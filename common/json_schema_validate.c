@@ -83,6 +83,20 @@ static size_t write_path(const struct validation *v, char *buf, size_t size)
     return used;
 }
 
+/* The length of the longest prefix of s (len bytes) that does not end inside a UTF-8
+ * sequence, so a cut message stays valid UTF-8 (a JSON description must be). */
+static size_t utf8_boundary(const char *s, size_t len)
+{
+    size_t start = len;
+    while (start > 0 && ((unsigned char)s[start - 1] & 0xC0) == 0x80 && len - start < 4)
+        start--;
+    if (start == 0)
+        return len;
+    unsigned char lead = (unsigned char)s[start - 1];
+    size_t need = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
+    return len - (start - 1) >= need ? len : start - 1;
+}
+
 /* A JSON value for a message: compact, cut at 60 bytes. */
 static void render(const json_t *value, char *buf, size_t size)
 {
@@ -90,7 +104,7 @@ static void render(const json_t *value, char *buf, size_t size)
     if (text == NULL) {
         (void)snprintf(buf, size, "(value)");
     } else if (strlen(text) > 60) {
-        (void)snprintf(buf, size, "%.57s...", text);
+        (void)snprintf(buf, size, "%.*s...", (int)utf8_boundary(text, 57), text);
     } else {
         (void)snprintf(buf, size, "%s", text);
     }
@@ -106,6 +120,7 @@ static void report(struct validation *v, const char *fmt, va_list ap)
         append(v->msg, v->msg_size, &used, ": ");
     if (used < v->msg_size)
         (void)vsnprintf(v->msg + used, v->msg_size - used, fmt, ap);
+    v->msg[utf8_boundary(v->msg, strlen(v->msg))] = '\0';
     v->reported = true;
 }
 

@@ -192,6 +192,26 @@ static void test_long_values_are_cut(void **state)
     assert_int_equal(check(schema, long_value, small, sizeof small), JSON_SCHEMA_MISMATCH);
     assert_string_equal(small, "parameters: \"00");
     json_schema_free(schema);
+
+    /* Cuts never split a UTF-8 sequence: a description must be valid UTF-8. */
+    schema = compile_text("{\"pattern\": \"^a\"}");
+    json_t *accented = json_string(
+        "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9"
+        "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9"
+        "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9"
+        "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9");
+    assert_non_null(accented);
+    for (size_t size = 10; size < 120; size++) {
+        char cut[120];
+        assert_int_equal(json_schema_validate(schema, accented, "parameters", cut, size),
+                         JSON_SCHEMA_MISMATCH);
+        json_t *as_json = json_string(cut);
+        if (as_json == NULL)
+            fail_msg("not UTF-8 with a %zu-byte buffer: %s", size, cut);
+        json_decref(as_json);
+    }
+    json_decref(accented);
+    json_schema_free(schema);
 }
 
 /* ---- checks of the schema itself ---- */

@@ -1,6 +1,7 @@
 /* Compiling a JSON Schema: checks each keyword's value against its draft's rules, resolves
  * $ref (JSON pointers, $id/id base URIs, plain-name fragments) inside the document and builds
  * the node tree json_schema_validate.c walks. */
+#include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -384,11 +385,11 @@ static int count_keyword(struct compiler *c, json_t *obj, const char *keyword, j
     if (v == NULL)
         return 0;
     double d = json_number_value(v);
+    /* Draft-06 on: 1.0 is an integer. The range check comes first: the cast needs it. */
     bool whole = json_is_integer(v) || (c->draft != JSON_SCHEMA_DRAFT4 && json_is_real(v) &&
-                                        d == (double)(json_int_t)d && d < 9e18);
+                                        d >= 0 && d < 9e18 && d == floor(d));
     if (!whole || d < 0) {
-        size_t mark = path_push(c, keyword);
-        (void)mark;
+        path_push(c, keyword);
         return fail(c, JSON_SCHEMA_INVALID, "must be a non-negative integer");
     }
     *out = json_is_integer(v) ? json_integer_value(v) : (json_int_t)d;
@@ -594,7 +595,8 @@ static int compile_properties(struct compiler *c, json_t *s, const char *base, s
         if (!json_is_object(props))
             return fail(c, JSON_SCHEMA_INVALID, "must be an object of schemas");
         n->properties = calloc(json_object_size(props) + 1, sizeof *n->properties);
-        if (n->properties == NULL)
+        n->property_index = json_object();
+        if (n->properties == NULL || n->property_index == NULL)
             return no_memory(c);
         const char *key;
         json_t *child;
@@ -602,6 +604,9 @@ static int compile_properties(struct compiler *c, json_t *s, const char *base, s
             struct js_property *p = &n->properties[n->property_count];
             size_t key_mark = path_push(c, key);
             p->name = key;
+            if (json_object_set_new(n->property_index, key,
+                                    json_integer((json_int_t)n->property_count)) < 0)
+                return no_memory(c);
             if (compile(c, child, base, c->draft != JSON_SCHEMA_DRAFT4, &p->schema) < 0)
                 return -1;
             n->property_count++;
@@ -896,6 +901,7 @@ static void free_node(struct js_node *n)
     free(n->one_of.items);
     free(n->item_list.items);
     free(n->properties);
+    json_decref(n->property_index);
     for (size_t i = 0; i < n->pattern_property_count; i++)
         pcre2_code_free(n->pattern_properties[i].regex.code);
     free(n->pattern_properties);

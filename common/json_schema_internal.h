@@ -90,6 +90,7 @@ struct js_node {
     const struct js_node *contains;
     struct js_property *properties;
     size_t property_count;
+    json_t *property_index; /* name -> index into properties: one lookup per member */
     struct js_pattern_property *pattern_properties;
     size_t pattern_property_count;
     const struct js_node *additional_properties;

@@ -462,12 +462,12 @@ static bool check_member(struct validation *v, const struct js_node *n, const ch
                          const json_t *value)
 {
     bool matched = false;
-    for (size_t i = 0; i < n->property_count; i++)
-        if (strcmp(n->properties[i].name, key) == 0) {
-            matched = true;
-            if (!apply_at(v, n->properties[i].schema, value, key, 0))
-                return false;
-        }
+    const json_t *index = json_object_get(n->property_index, key);
+    if (index != NULL) {
+        matched = true;
+        if (!apply_at(v, n->properties[json_integer_value(index)].schema, value, key, 0))
+            return false;
+    }
     for (size_t i = 0; i < n->pattern_property_count; i++) {
         const struct js_pattern_property *p = &n->pattern_properties[i];
         int rc = regex_matches(v, &p->regex, key, strlen(key));

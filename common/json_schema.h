@@ -16,8 +16,9 @@
 /* PCRE2's match limit (backtracking steps of one match) and depth limit. */
 #define JSON_SCHEMA_REGEX_MATCH_LIMIT 100000
 #define JSON_SCHEMA_REGEX_DEPTH_LIMIT 1000
-/* Nesting of the schema document itself (compile recursion). */
-#define JSON_SCHEMA_MAX_SCHEMA_DEPTH 256
+/* Nesting of the schema itself, refused at compile time: no deeper than a validation may go,
+ * so a schema that compiles can be applied in full. */
+#define JSON_SCHEMA_MAX_SCHEMA_DEPTH JSON_SCHEMA_MAX_DEPTH
 
 struct json_schema;
 

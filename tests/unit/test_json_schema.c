@@ -349,21 +349,32 @@ static void test_ref_cycle_is_bounded(void **state)
     json_schema_free(schema);
 }
 
-static void test_nested_schema_is_bounded(void **state)
+/* allOf nested depth levels around {"minimum": 1}. Caller frees. */
+static char *nested_all_of(size_t depth)
 {
-    (void)state;
-    /* allOf nested 300 deep: refused when compiled. */
-    size_t depth = 300;
-    size_t len = depth * 12 + 16;
+    size_t len = depth * 12 + 32;
     char *text = malloc(len);
     assert_non_null(text);
     size_t used = 0;
     for (size_t i = 0; i < depth; i++)
         used += (size_t)snprintf(text + used, len - used, "{\"allOf\":[");
-    used += (size_t)snprintf(text + used, len - used, "{}");
+    used += (size_t)snprintf(text + used, len - used, "{\"minimum\": 1}");
     for (size_t i = 0; i < depth; i++)
         used += (size_t)snprintf(text + used, len - used, "]}");
-    assert_refused(text, JSON_SCHEMA_INVALID, "schema nested deeper than 256 levels");
+    return text;
+}
+
+static void test_nested_schema_is_bounded(void **state)
+{
+    (void)state;
+    /* Deeper than a validation may go: refused when compiled, not at every request. */
+    char *text = nested_all_of(300);
+    assert_refused(text, JSON_SCHEMA_INVALID, "schema nested deeper than 128 levels");
+    free(text);
+    /* 100 levels compile and validate, first failure reported from the innermost schema. */
+    text = nested_all_of(100);
+    assert_valid(text, "5");
+    assert_mismatch(text, "0", "parameters: 0 is less than the minimum of 1");
     free(text);
 }
 

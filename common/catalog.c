@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json_schema.h"
 #include "semver.h"
 
 /* Spec: "Schemas MUST NOT be larger than 64kB". */
@@ -31,6 +32,8 @@ struct osbq_catalog {
     char *body;                         /* the public body, compact JSON without "osbq" */
     size_t body_len;                    /* strlen(body) */
     char etag[2 * ETAG_HASH_BYTES + 3]; /* the quoted hex digest of body */
+    struct json_schema **schemas;       /* the plans' compiled parameter schemas, to free */
+    size_t schema_count;                /* number of schemas */
 };
 
 /* ---- the osbq plan settings ---- */
@@ -641,6 +644,46 @@ static void fill_plan(struct osbq_plan *p, json_t *plan, const struct osbq_servi
     p->json = plan;
 }
 
+/* Compiles one schemas.<group>.<action>.parameters of plan (services[si].plans[pi]) into *out;
+ * the catalog owns it. Checked here rather than in check_catalog so each is compiled once. */
+static int compile_schema(struct osbq_catalog *cat, const json_t *plan, size_t si, size_t pi,
+                          const char *group, const char *action, const struct json_schema **out,
+                          struct osbq_error *err)
+{
+    json_t *params = json_object_get(
+        json_object_get(json_object_get(json_object_get(plan, "schemas"), group), action),
+        "parameters");
+    *out = NULL;
+    if (params == NULL)
+        return 0;
+    char where[160];
+    (void)snprintf(where, sizeof where, "services[%zu].plans[%zu].schemas.%s.%s.parameters", si, pi,
+                   group, action);
+    char msg[OSBQ_ERROR_TEXT_MAX];
+    enum json_schema_status status;
+    struct json_schema *schema =
+        json_schema_compile(params, JSON_SCHEMA_DRAFT4, where, &status, msg, sizeof msg);
+    if (schema == NULL)
+        return status == JSON_SCHEMA_NO_MEMORY ? out_of_memory(err)
+                                               : osbq_error_set(err, OSBQ_ERR_INVALID, "%s", msg);
+    cat->schemas[cat->schema_count++] = schema;
+    *out = schema;
+    return 0;
+}
+
+static int compile_plan_schemas(struct osbq_catalog *cat, struct osbq_plan *p, size_t si, size_t pi,
+                                struct osbq_error *err)
+{
+    return compile_schema(cat, p->json, si, pi, "service_instance", "create", &p->provision_schema,
+                          err) < 0 ||
+                   compile_schema(cat, p->json, si, pi, "service_instance", "update",
+                                  &p->update_schema, err) < 0 ||
+                   compile_schema(cat, p->json, si, pi, "service_binding", "create",
+                                  &p->bind_schema, err) < 0
+               ? -1
+               : 0;
+}
+
 /* Fills the service and plan arrays and the id indexes from the validated root. */
 static int build_tables(struct osbq_catalog *cat, struct osbq_error *err)
 {
@@ -659,10 +702,11 @@ static int build_tables(struct osbq_catalog *cat, struct osbq_error *err)
     cat->services = calloc(n + 1, sizeof *cat->services);
     cat->plans = calloc(plan_total + 1, sizeof *cat->plans);
     cat->requires_lists = calloc(requires_total + n + 1, sizeof *cat->requires_lists);
+    cat->schemas = calloc(3 * plan_total + 1, sizeof *cat->schemas); /* 3 schemas per plan */
     cat->service_index = json_object();
     cat->plan_index = json_object();
     if (cat->services == NULL || cat->plans == NULL || cat->requires_lists == NULL ||
-        cat->service_index == NULL || cat->plan_index == NULL)
+        cat->service_index == NULL || cat->plan_index == NULL || cat->schemas == NULL)
         return out_of_memory(err);
 
     const char **next_require = cat->requires_lists;
@@ -688,6 +732,8 @@ static int build_tables(struct osbq_catalog *cat, struct osbq_error *err)
         s->plan_count = json_array_size(plans);
         json_array_foreach (plans, j, item) {
             fill_plan(&cat->plans[cat->plan_count], item, s);
+            if (compile_plan_schemas(cat, &cat->plans[cat->plan_count], i, j, err) < 0)
+                return -1;
             if (json_object_set_new(cat->plan_index, cat->plans[cat->plan_count].id,
                                     json_integer((json_int_t)cat->plan_count)) < 0)
                 return out_of_memory(err);
@@ -824,6 +870,9 @@ void osbq_catalog_destroy(struct osbq_catalog **cp)
     free(cat->services);
     free(cat->plans);
     free(cat->requires_lists);
+    for (size_t i = 0; i < cat->schema_count; i++)
+        json_schema_free(cat->schemas[i]);
+    free(cat->schemas);
     json_decref(cat->service_index);
     json_decref(cat->plan_index);
     free(cat->body);

@@ -5,6 +5,7 @@
 
 #include "handlers.h"
 #include "log.h"
+#include "osb_parameters.h"
 #include "osb_request.h"
 
 /* API versions that added binding fields. */
@@ -241,6 +242,8 @@ void osb_binding_put(const struct gateway *gw, const struct request *req, struct
         osb_bad_request(out, "The plan \"%s\" is not bindable.", plan->name);
         goto out;
     }
+    if (!osb_parameters_valid(plan->bind_schema, parameters, true, out))
+        goto out;
     bool async = binding_async(req);
     if (plan->bind_async_required && !async) {
         reply_error(out, OSBQ_ERR_ASYNC_REQUIRED, NULL);

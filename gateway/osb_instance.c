@@ -6,6 +6,7 @@
 
 #include "handlers.h"
 #include "log.h"
+#include "osb_parameters.h"
 #include "osb_request.h"
 
 /* What an accepted request needs to become an operation. */
@@ -261,6 +262,8 @@ void osb_instance_put(const struct gateway *gw, const struct request *req, struc
     }
     if (!find_plan(gw, service_id, plan_id, &plan, out))
         goto out;
+    if (!osb_parameters_valid(plan->provision_schema, parameters, true, out))
+        goto out;
     if (plan->async_required && !osb_accepts_incomplete(req)) {
         reply_error(out, OSBQ_ERR_ASYNC_REQUIRED, NULL);
         goto out;
@@ -364,6 +367,9 @@ void osb_instance_patch(const struct gateway *gw, const struct request *req, str
                     "The instance's plan does not allow changing plans (plan_updateable).");
         goto out;
     }
+    /* Against the plan the instance moves to: its update schema describes the result. */
+    if (!osb_parameters_valid(target->update_schema, parameters, false, out))
+        goto out;
     if (target->async_required && !osb_accepts_incomplete(req)) {
         reply_error(out, OSBQ_ERR_ASYNC_REQUIRED, NULL);
         goto out;

@@ -9,6 +9,7 @@ packages=(
   libsodium-dev libcurl4-gnutls-dev libcmocka-dev
   redis-server curl python3 clang-format git jq postgresql docker-compose haproxy
   libgnutls28-dev openssl  # the gateway's HTTPS (GnuTLS); test certificates (openssl)
+  libpcre2-dev json-schema-test-suite # plan schemas: regexes, and the suite their tests run
 )
 
 missing=()

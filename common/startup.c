@@ -2,6 +2,7 @@
 #include "startup.h"
 
 #include <pthread.h>
+#include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,4 +61,28 @@ void osbq_startup_load(const struct osbq_startup *s, struct osbq_config *cfg,
         (void)snprintf(what, sizeof what, "OSBQ_CATALOG: %s", cfg->catalog_path);
         osbq_startup_die(s, what, &err);
     }
+}
+
+struct osbq_secrets *osbq_startup_secrets(const struct osbq_startup *s,
+                                          const struct osbq_config *cfg)
+{
+    if (cfg->secret_key_file == NULL) {
+        log_warnx("OSBQ_SECRET_KEY_FILE is not set: binding credentials are stored in Redis in "
+                  "plaintext (docs/security.md)");
+        return NULL;
+    }
+    struct osbq_error err = {0};
+    struct osbq_secrets *secrets = NULL;
+    if (sodium_init() < 0)
+        osbq_error_set(&err, OSBQ_ERR_INVALID, "libsodium cannot start");
+    else
+        secrets = osbq_secrets_load(cfg->secret_key_file, &err);
+    if (secrets == NULL) {
+        char what[600];
+        (void)snprintf(what, sizeof what, "OSBQ_SECRET_KEY_FILE (%s)", cfg->secret_key_file);
+        osbq_startup_die(s, what, &err);
+    }
+    log_info("binding credentials are sealed with key %s (%zu keys in OSBQ_SECRET_KEY_FILE)",
+             osbq_secrets_current_id(secrets), osbq_secrets_count(secrets));
+    return secrets;
 }

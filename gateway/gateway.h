@@ -7,6 +7,7 @@
 #include "config.h"
 #include "dispatch.h"
 #include "gateway_metrics.h"
+#include "secrets.h"
 #include "store.h"
 #include "validate.h"
 #include "waiter.h"
@@ -16,6 +17,7 @@ struct gateway {
     const struct osbq_config *cfg;      /* the configuration */
     const struct osbq_catalog *catalog; /* the validated catalog */
     struct osbq_store *store;           /* Redis (its own locking makes it thread-safe) */
+    const struct osbq_secrets *secrets; /* opens stored binding results; NULL: no key file */
     struct osbq_auth auth;              /* the broker credentials, hashed */
     struct dispatch *dispatch;          /* sends jobs to workers (thread-safe submit) */
     struct waiter_table *waiters;       /* suspended synchronous requests */

@@ -39,6 +39,7 @@ int main(int argc, char **argv)
     struct osbq_config cfg;
     struct osbq_catalog *catalog = NULL;
     osbq_startup_load(&startup, &cfg, &catalog);
+    struct osbq_secrets *secrets = osbq_startup_secrets(&startup, &cfg);
     int listen_fd = osbq_tcp_listen(&cfg.listen, 1024, &err);
     if (listen_fd < 0)
         osbq_startup_die(&startup, "OSBQ_LISTEN", &err);
@@ -49,6 +50,7 @@ int main(int argc, char **argv)
 
     struct gateway gw = {.cfg = &cfg,
                          .catalog = catalog,
+                         .secrets = secrets,
                          .version = OSBQ_VERSION,
                          .started_ms = osbq_store_now_ms()};
     struct gateway_metrics metrics;
@@ -110,6 +112,7 @@ int main(int argc, char **argv)
     gateway_metrics_clear(&metrics);
     osbq_store_destroy(&gw.store);
     osbq_catalog_destroy(&catalog);
+    osbq_secrets_destroy(&secrets);
     osbq_config_clear(&cfg);
     sodium_memzero(&gw.auth, sizeof gw.auth);
     sodium_memzero(&gw.metrics_auth, sizeof gw.metrics_auth);

@@ -292,8 +292,10 @@ int main(int argc, char **argv)
     static struct osbq_metrics *registry;
     static struct osbq_process_metrics process_metrics;
     static struct worker_metrics metrics;
+    static struct osbq_secrets *secrets;
     struct osbq_error err = {0};
     osbq_startup_load(&startup, &cfg, &catalog);
+    secrets = osbq_startup_secrets(&startup, &cfg);
     int64_t started_ms = wall_ms();
     /* Bound first, so a port already taken stops the worker before it starts anything. */
     int metrics_fd = -1;
@@ -324,6 +326,7 @@ int main(int argc, char **argv)
     struct runner *runner = runner_new(&cfg, catalog, store, id, &metrics, &err);
     if (runner == NULL)
         fatalx("cannot start the runner: %s", err.text);
+    runner_set_secrets(runner, secrets);
     worker_metrics_attach(&metrics, runner);
     struct metrics_server *server = NULL;
     if (metrics_fd >= 0) {
@@ -372,6 +375,7 @@ int main(int argc, char **argv)
         osbq_metrics_destroy(&registry);
         osbq_store_destroy(&store);
         osbq_catalog_destroy(&catalog);
+        osbq_secrets_destroy(&secrets);
         osbq_config_clear(&cfg);
     }
     /* Otherwise the threads left behind may still use them: the process exit frees them. */

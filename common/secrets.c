@@ -31,8 +31,10 @@ struct osbq_secrets {
     size_t count;
 };
 
+_Static_assert(OSBQ_SECRETS_KEY_BYTES == KEY_BYTES, "the key size the header announces");
+
 /* A keyed hash of a fixed label: names the key, and without the key says nothing of it. */
-static void key_id(const unsigned char key[KEY_BYTES], char out[OSBQ_SECRETS_ID_SIZE])
+void osbq_secrets_key_id(const unsigned char *key, char out[OSBQ_SECRETS_ID_SIZE])
 {
     static const char label[] = "osbq secret key id";
     unsigned char id[ID_BYTES];
@@ -113,7 +115,7 @@ static int parse_keys(struct osbq_secrets *s, const char *text, size_t len, stru
             bin_len != KEY_BYTES || end != start + n)
             return osbq_error_set(err, OSBQ_ERR_INVALID,
                                   "line %u: not a key: a key is 64 hex characters", line);
-        key_id(key, s->ids[s->count]);
+        osbq_secrets_key_id(key, s->ids[s->count]);
         for (size_t i = 0; i < s->count; i++)
             if (sodium_memcmp(s->keys[i], key, KEY_BYTES) == 0)
                 return osbq_error_set(err, OSBQ_ERR_INVALID, "line %u: the same key as line %zu",

@@ -10,6 +10,8 @@
 
 /* Keys one file may hold: the current one and the older ones kept for reading. */
 #define OSBQ_SECRETS_KEYS_MAX 16
+/* Bytes in a key; a line of the key file holds twice as many hex characters. */
+#define OSBQ_SECRETS_KEY_BYTES 32
 /* A key id as text: 16 hex characters and the NUL. */
 #define OSBQ_SECRETS_ID_SIZE 17
 /* What every sealed value starts with; anything else is plaintext from before the keys. */
@@ -43,6 +45,9 @@ size_t osbq_secrets_count(const struct osbq_secrets *secrets);
 /* The id of the key that seals (the first line's), as 16 hex characters. Ids are a keyed hash
  * of the key: they name it in logs and envelopes without revealing anything of it. */
 const char *osbq_secrets_current_id(const struct osbq_secrets *secrets);
+
+/* Writes the id of key (OSBQ_SECRETS_KEY_BYTES bytes) into out. Needs sodium_init(). */
+void osbq_secrets_key_id(const unsigned char *key, char out[OSBQ_SECRETS_ID_SIZE]);
 
 /* Seals len bytes of plain for place under the current key, with a random nonce:
  * "osbq:v1:<key id>:<base64 of nonce, ciphertext and tag>". Returns the NUL-terminated

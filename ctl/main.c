@@ -47,6 +47,7 @@ struct command {
     int (*run)(struct ctl *ctl); /* NULL for help */
     unsigned options;            /* the enum option_flag it takes */
     bool takes_operation;        /* needs OPERATION_ID */
+    bool offline;                /* runs without the configuration and Redis */
     const char *const *states;   /* what --state may be, NULL-terminated */
     const char *would[2];        /* destructive: what it would do, before and after the id */
     const char *args;            /* its arguments, for the usage */
@@ -96,6 +97,11 @@ static const struct command commands[] = {
                                   "send it to a worker again"},
      .args = "OPERATION_ID --yes",
      .about = "send a stuck operation to a worker again"},
+    {.name = "secret-key",
+     .run = cmd_secret_key,
+     .offline = true,
+     .args = "",
+     .about = "print a new key for OSBQ_SECRET_KEY_FILE"},
     {.name = "help", .args = "", .about = "print this help"},
 };
 
@@ -407,7 +413,12 @@ int main(int argc, char **argv)
     rc = check_command_line(&line, &opt);
     if (rc != 0)
         return rc;
-    rc = run(line.command, &opt, line.namespace_);
+    if (line.command->offline) {
+        struct ctl offline = {.opt = opt};
+        rc = line.command->run(&offline);
+    } else {
+        rc = run(line.command, &opt, line.namespace_);
+    }
     if (fflush(stdout) != 0 || ferror(stdout))
         return ctl_fail("cannot write the output");
     return rc;

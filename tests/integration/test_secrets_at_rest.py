@@ -8,8 +8,11 @@ file stops the process with one line."""
 
 import base64
 import hashlib
+import json
 import os
+import re
 import secrets
+import subprocess
 import time
 import unittest
 import uuid
@@ -20,6 +23,7 @@ CATALOG = os.path.join(harness.SOURCE_DIR, "tests", "data", "catalog-bindings.js
 SERVICE = "5c1d2e3f-8a9b-4c0d-9e1f-2a3b4c5d6e01"
 FAST = "5c1d2e3f-8a9b-4c0d-9e1f-2a3b4c5d6f01"  # every operation at once
 NAMESPACE = "osbq"
+CTL = os.path.join(harness.BUILD_DIR, "bin", "osbq-ctl")
 OP_TIMEOUT_S = 10.0
 BINDINGS = 6
 
@@ -225,6 +229,28 @@ class SecretsAtRest(unittest.TestCase):
         self.assertTrue(self.stored(iid, bid_sealed).startswith("osbq:v1:%s:" % key_id(key)))
         self.assertNotIn(creds_sealed["password"], self.stored(iid, bid_sealed))
         self.assertEqual(self.fetch(iid, bid_sealed), creds_sealed)
+
+    def test_ctl_secret_key(self):
+        """osbq-ctl secret-key needs no configuration; its keys make a working key file."""
+        env = {k: v for k, v in os.environ.items() if not k.startswith("OSBQ_")}
+        keys = []
+        for _ in range(2):
+            r = subprocess.run([CTL, "--json", "secret-key"], env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, timeout=10, check=True)
+            doc = json.loads(r.stdout)
+            self.assertRegex(doc["key"], r"^[0-9a-f]{64}$")
+            self.assertEqual(doc["key_id"], key_id(bytes.fromhex(doc["key"])))
+            keys.append(bytes.fromhex(doc["key"]))
+        self.assertNotEqual(keys[0], keys[1])
+        r = subprocess.run([CTL, "secret-key"], env=env, stdout=subprocess.PIPE, timeout=10,
+                           check=True)
+        self.assertTrue(re.fullmatch(rb"[0-9a-f]{64}\n", r.stdout), r.stdout)
+        self.write_keys(*keys)
+        self.start()
+        iid = self.provision()
+        bid, creds = self.bind(iid)
+        self.assertTrue(self.stored(iid, bid).startswith("osbq:v1:%s:" % key_id(keys[0])))
+        self.assertEqual(self.fetch(iid, bid), creds)
 
     def test_bad_key_file_stops_the_process(self):
         good = new_key().hex()

@@ -13,6 +13,7 @@
 #include "config.h"
 #include "gateway.h"
 #include "http.h"
+#include "json_wipe.h"
 #include "log.h"
 #include "recovery.h"
 #include "registry.h"
@@ -32,6 +33,7 @@ static const struct osbq_startup startup = {
 int main(int argc, char **argv)
 {
     osbq_startup_args(&startup, argc, argv);
+    osbq_json_wipe_on_free();
     sigset_t stop_signals;
     osbq_startup_block_signals(&stop_signals);
 

@@ -21,6 +21,7 @@
 #include "catalog.h"
 #include "config.h"
 #include "job.h"
+#include "json_wipe.h"
 #include "log.h"
 #include "metrics.h"
 #include "metrics_server.h"
@@ -277,6 +278,7 @@ static void run(struct worker *w)
 int main(int argc, char **argv)
 {
     osbq_startup_args(&startup, argc, argv);
+    osbq_json_wipe_on_free();
     /* Blocked before any thread starts (czmq's, the runner's), so every thread inherits the
      * mask and the signals arrive only through signal_fd. */
     sigset_t stop_signals;

@@ -127,6 +127,10 @@ static int parse_keys(struct osbq_secrets *s, const char *text, size_t len, stru
 
 struct osbq_secrets *osbq_secrets_load(const char *path, struct osbq_error *err)
 {
+    if (sodium_init() < 0) {
+        osbq_error_set(err, OSBQ_ERR_INVALID, "libsodium cannot start");
+        return NULL;
+    }
     struct osbq_secrets *s = calloc(1, sizeof *s);
     char *text = sodium_malloc(FILE_MAX);
     if (s != NULL)

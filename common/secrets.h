@@ -30,10 +30,9 @@ struct osbq_secret_place {
 /* Reads the key ring from path: one key a line, 64 hex characters (32 bytes), the first one
  * seals, every one opens; LF or CRLF line ends; no blank line, no comment, at most
  * OSBQ_SECRETS_KEYS_MAX keys, no key twice. Refuses a file group or others may write, warns
- * (log) when they may read it. The keys live in guarded, locked, read-only memory. Needs
- * sodium_init(). Returns the ring (osbq_secrets_destroy), or NULL with err->code
- * OSBQ_ERR_INVALID and a text "line N: what is wrong" (no line for file-wide problems) that
- * never quotes the file's content. */
+ * (log) when they may read it. The keys live in guarded, locked, read-only memory. Returns the ring
+ * (osbq_secrets_destroy), or NULL with err->code OSBQ_ERR_INVALID and a text "line N: what is
+ * wrong" (no line for file-wide problems) that never quotes the file's content. */
 struct osbq_secrets *osbq_secrets_load(const char *path, struct osbq_error *err);
 
 /* Wipes the keys and frees the ring; sets *sp to NULL; accepts NULL. */

@@ -2,7 +2,6 @@
 #include "startup.h"
 
 #include <pthread.h>
-#include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,11 +71,7 @@ struct osbq_secrets *osbq_startup_secrets(const struct osbq_startup *s,
         return NULL;
     }
     struct osbq_error err = {0};
-    struct osbq_secrets *secrets = NULL;
-    if (sodium_init() < 0)
-        osbq_error_set(&err, OSBQ_ERR_INVALID, "libsodium cannot start");
-    else
-        secrets = osbq_secrets_load(cfg->secret_key_file, &err);
+    struct osbq_secrets *secrets = osbq_secrets_load(cfg->secret_key_file, &err);
     if (secrets == NULL) {
         char what[600];
         (void)snprintf(what, sizeof what, "OSBQ_SECRET_KEY_FILE (%s)", cfg->secret_key_file);

@@ -58,6 +58,7 @@ int cmd_gateways(struct ctl *ctl);   /* cmd_processes.c */
 int cmd_workers(struct ctl *ctl);    /* cmd_processes.c */
 int cmd_stats(struct ctl *ctl);      /* cmd_stats.c */
 int cmd_secret_key(struct ctl *ctl); /* cmd_secret_key.c; needs no configuration or Redis */
+int cmd_reencrypt(struct ctl *ctl);  /* cmd_reencrypt.c */
 
 /* Called by records_walk for each record found; may take the record over (move it and zero
  * *record). Returns true to go on, false to stop the walk. */

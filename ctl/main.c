@@ -97,6 +97,14 @@ static const struct command commands[] = {
                                   "send it to a worker again"},
      .args = "OPERATION_ID --yes",
      .about = "send a stuck operation to a worker again"},
+    {.name = "reencrypt",
+     .run = cmd_reencrypt,
+     .options = OPT_YES,
+     .would = {"rewrite every stored binding result under the first key of "
+               "OSBQ_SECRET_KEY_FILE",
+               ""},
+     .args = "--yes",
+     .about = "reseal binding credentials under the first key"},
     {.name = "secret-key",
      .run = cmd_secret_key,
      .offline = true,
@@ -151,7 +159,7 @@ static void usage(FILE *out)
             "  --json          print one JSON document on stdout, for scripts\n"
             "  --namespace NS  the key namespace to read, instead of OSBQ_NAMESPACE\n"
             "  --limit N       most records listed (default %u; 0 lists all)\n"
-            "  --yes           let fail and resend act (they refuse without it)\n"
+            "  --yes           let fail, resend and reencrypt act (they refuse without it)\n"
             "  -h, --help      print this help\n"
             "  --version       print the version\n"
             "\nExit status: 0 done; 1 bad configuration, Redis unreachable or another failure;\n"
@@ -350,7 +358,7 @@ static int check_command_line(const struct command_line *line, struct ctl_option
     }
     if (cmd->would[0] != NULL && !opt->yes) {
         ctl_say("%s changes the broker's state: it would %s%s%s. Add --yes to do it.", cmd->name,
-                cmd->would[0], opt->operation_id, cmd->would[1]);
+                cmd->would[0], opt->operation_id != NULL ? opt->operation_id : "", cmd->would[1]);
         return CTL_EXIT_USAGE;
     }
     return 0;

@@ -65,11 +65,8 @@ void osbq_startup_load(const struct osbq_startup *s, struct osbq_config *cfg,
 struct osbq_secrets *osbq_startup_secrets(const struct osbq_startup *s,
                                           const struct osbq_config *cfg)
 {
-    if (cfg->secret_key_file == NULL) {
-        log_warnx("OSBQ_SECRET_KEY_FILE is not set: binding credentials are stored in Redis in "
-                  "plaintext (docs/security.md)");
+    if (cfg->secret_key_file == NULL)
         return NULL;
-    }
     struct osbq_error err = {0};
     struct osbq_secrets *secrets = osbq_secrets_load(cfg->secret_key_file, &err);
     if (secrets == NULL) {
@@ -77,7 +74,15 @@ struct osbq_secrets *osbq_startup_secrets(const struct osbq_startup *s,
         (void)snprintf(what, sizeof what, "OSBQ_SECRET_KEY_FILE (%s)", cfg->secret_key_file);
         osbq_startup_die(s, what, &err);
     }
-    log_info("binding credentials are sealed with key %s (%zu keys in OSBQ_SECRET_KEY_FILE)",
-             osbq_secrets_current_id(secrets), osbq_secrets_count(secrets));
     return secrets;
+}
+
+void osbq_startup_secrets_report(const struct osbq_secrets *secrets)
+{
+    if (secrets == NULL)
+        log_warnx("OSBQ_SECRET_KEY_FILE is not set: binding credentials are stored in Redis in "
+                  "plaintext (docs/security.md)");
+    else
+        log_info("binding credentials are sealed with key %s (%zu keys in OSBQ_SECRET_KEY_FILE)",
+                 osbq_secrets_current_id(secrets), osbq_secrets_count(secrets));
 }

@@ -87,6 +87,7 @@ int main(int argc, char **argv)
     struct recovery *recovery = recovery_start(&cfg, gw.store, gw.dispatch, &metrics, &err);
     if (recovery == NULL)
         fatalx("%s", err.text);
+    osbq_startup_secrets_report(secrets);
     log_info("gateway %s listening on %s:%u, bus %s (advertised as %s), %u HTTP threads, "
              "catalog %s",
              gw.gateway_id, cfg.listen.host, (unsigned)cfg.listen.port, cfg.bus_bind,

@@ -338,6 +338,7 @@ int main(int argc, char **argv)
             osbq_startup_die(&startup, "OSBQ_METRICS_LISTEN", &err);
         }
     }
+    osbq_startup_secrets_report(secrets);
     log_info("started: id %s, concurrency %u, lease %u ms, shutdown grace %u ms, catalog %s, "
              "redis %s:%u, metrics %s",
              id, cfg.worker_concurrency, cfg.lease_ms, cfg.shutdown_grace_ms, cfg.catalog_path,

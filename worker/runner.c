@@ -579,7 +579,11 @@ static bool run_job(struct slot *slot, const struct osbq_job *job)
             add_plan_expiry(&call);
         char *sealed = seal_binding(r, job, &call);
         int recorded = finish(&run, &call.result);
-        free(sealed);
+        if (sealed != NULL) {
+            /* The envelope goes; the plaintext stays in the call until it is cleared. */
+            call.result.binding = NULL;
+            free(sealed);
+        }
         if (recorded > 0)
             outcome = call.result.succeeded ? "succeeded" : "failed";
         else

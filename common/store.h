@@ -348,8 +348,8 @@ struct osbq_stored_result {
     char *result;      /* the stored result (sealed, or plaintext from before the keys) */
 };
 
-/* One step of a walk over every binding that has a result: SCAN from *cursor (0 to start)
- * asking for about count keys, their ids and results read in the same pipeline. Sets *cursor
+/* One step of a walk over every binding that has a result (and its ids): SCAN from *cursor (0 to
+ * start) asking for about count keys, their ids and results read in the same pipeline. Sets *cursor
  * to where the next step starts (0: the walk is over). *results (free with
  * osbq_stored_results_free) holds *n entries. */
 int osbq_store_scan_results(struct osbq_store *store, uint64_t *cursor, unsigned count,

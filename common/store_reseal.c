@@ -69,16 +69,20 @@ int osbq_store_scan_results(struct osbq_store *store, uint64_t *cursor, unsigned
             break;
         }
         struct osbq_stored_result *r = &list[found];
-        if (!failed && got->type == REDIS_REPLY_ARRAY && got->elements == 3 &&
-            got->element[2]->type == REDIS_REPLY_STRING) {
+        /* Records without a result, or without the ids its sealing is bound to (begin_binding
+         * writes both ids with the record: none osbq made), are not results to rewrite. */
+        bool usable = got->type == REDIS_REPLY_ARRAY && got->elements == 3;
+        for (size_t k = 0; usable && k < 3; k++)
+            usable = got->element[k]->type == REDIS_REPLY_STRING;
+        if (!failed && usable) {
             r->key = strndup(keys->element[i]->str, keys->element[i]->len);
-            r->instance_id = store_element_dup(got, 0);
-            r->binding_id = store_element_dup(got, 1);
-            r->result = store_element_dup(got, 2);
+            r->instance_id = strndup(got->element[0]->str, got->element[0]->len);
+            r->binding_id = strndup(got->element[1]->str, got->element[1]->len);
+            r->result = strndup(got->element[2]->str, got->element[2]->len);
             found++;
             if (r->key == NULL || r->instance_id == NULL || r->binding_id == NULL ||
                 r->result == NULL) {
-                osbq_error_set(err, OSBQ_ERR_INTERNAL, "out of memory or a record without ids");
+                osbq_error_set(err, OSBQ_ERR_INTERNAL, "out of memory");
                 failed = true;
             }
         }

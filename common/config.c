@@ -495,7 +495,7 @@ static const struct config_var config_vars[] = {
      parse_bus_clients_dir, "directory of the public certificates of workers allowed on the bus"},
     {"OSBQ_POLICY", OSBQ_ROLE_GATEWAY | OSBQ_ROLE_CTL, NULL, "none (no quotas or deny rules)",
      false, parse_policy, "JSON file of instance quotas and deny rules (docs/policies.md)"},
-    {"OSBQ_SECRET_KEY_FILE", OSBQ_ROLE_BOTH, NULL, "none (credentials stored in plaintext)", false,
+    {"OSBQ_SECRET_KEY_FILE", OSBQ_ROLE_ALL, NULL, "none (credentials stored in plaintext)", false,
      parse_secret_key_file,
      "keys for binding credentials at rest: 64 hex characters a line, the first encrypts"},
     {"OSBQ_WORKER_CONCURRENCY", OSBQ_ROLE_WORKER, "16", NULL, false, parse_concurrency,

@@ -65,3 +65,28 @@ void osbq_startup_load(const struct osbq_startup *s, struct osbq_config *cfg,
         osbq_startup_die(s, what, &err);
     }
 }
+
+struct osbq_secrets *osbq_startup_secrets(const struct osbq_startup *s,
+                                          const struct osbq_config *cfg)
+{
+    if (cfg->secret_key_file == NULL)
+        return NULL;
+    struct osbq_error err = {0};
+    struct osbq_secrets *secrets = osbq_secrets_load(cfg->secret_key_file, &err);
+    if (secrets == NULL) {
+        char what[600];
+        (void)snprintf(what, sizeof what, "OSBQ_SECRET_KEY_FILE (%s)", cfg->secret_key_file);
+        osbq_startup_die(s, what, &err);
+    }
+    return secrets;
+}
+
+void osbq_startup_secrets_report(const struct osbq_secrets *secrets)
+{
+    if (secrets == NULL)
+        log_warnx("OSBQ_SECRET_KEY_FILE is not set: binding credentials are stored in Redis in "
+                  "plaintext (docs/security.md)");
+    else
+        log_info("binding credentials are sealed with key %s (%zu keys in OSBQ_SECRET_KEY_FILE)",
+                 osbq_secrets_current_id(secrets), osbq_secrets_count(secrets));
+}

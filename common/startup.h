@@ -8,6 +8,7 @@
 #include "catalog.h"
 #include "config.h"
 #include "error.h"
+#include "secrets.h"
 
 /* Who is starting. */
 struct osbq_startup {
@@ -34,5 +35,16 @@ void osbq_startup_die(const struct osbq_startup *s, const char *what, const stru
  * frees with osbq_catalog_destroy); stops the process with one line on the first problem. */
 void osbq_startup_load(const struct osbq_startup *s, struct osbq_config *cfg,
                        struct osbq_catalog **catalog);
+
+/* Loads the key ring of OSBQ_SECRET_KEY_FILE (caller frees with osbq_secrets_destroy),
+ * stopping the process with one line naming the variable and the line on any problem; NULL
+ * without the variable. */
+struct osbq_secrets *osbq_startup_secrets(const struct osbq_startup *s,
+                                          const struct osbq_config *cfg);
+
+/* Logs which key seals binding credentials, or warns that they are stored in plaintext
+ * (secrets NULL). Call once start-up can no longer fail, so a failing start-up still prints
+ * one line. */
+void osbq_startup_secrets_report(const struct osbq_secrets *secrets);
 
 #endif

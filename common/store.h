@@ -368,6 +368,30 @@ struct osbq_store_stats {
 int osbq_store_stats_get(struct osbq_store *store, struct osbq_store_stats *out,
                          struct osbq_error *err);
 
+/* ---- Binding results at rest (osbq-ctl reencrypt, docs/decisions/0007) ---- */
+
+/* One binding's stored result as read. Owned (osbq_stored_results_free). */
+struct osbq_stored_result {
+    char *key;         /* the record's key, opaque: give it back to osbq_store_result_replace */
+    char *instance_id; /* its instance */
+    char *binding_id;  /* the binding */
+    char *result;      /* the stored result (sealed, or plaintext from before the keys) */
+};
+
+/* One step of a walk over every binding that has a result (and its ids): SCAN from *cursor (0 to
+ * start) asking for about count keys, their ids and results read in the same pipeline. Sets *cursor
+ * to where the next step starts (0: the walk is over). *results (free with
+ * osbq_stored_results_free) holds *n entries. */
+int osbq_store_scan_results(struct osbq_store *store, uint64_t *cursor, unsigned count,
+                            struct osbq_stored_result **results, size_t *n, struct osbq_error *err);
+void osbq_stored_results_free(struct osbq_stored_result *results, size_t n);
+
+/* Replaces the result of the binding at key (as osbq_store_scan_results gave it) with
+ * replacement, only while it still is expected (common/lua/reseal.lua). Returns 1 replaced,
+ * 0 changed meanwhile (left alone), -1 with err. */
+int osbq_store_result_replace(struct osbq_store *store, const char *key, const char *expected,
+                              const char *replacement, struct osbq_error *err);
+
 /* How many Redis calls failed (I/O errors, timeouts, error replies) since the store was made:
  * for osbq_redis_errors_total. */
 uint64_t osbq_store_error_count(const struct osbq_store *store);

@@ -13,6 +13,7 @@ enum store_script {
     SCRIPT_RECOVER,
     SCRIPT_RELEASE,
     SCRIPT_RESEND,
+    SCRIPT_RESEAL,
     SCRIPT_COUNT
 };
 

@@ -49,15 +49,17 @@ int ctl_fail_store(const char *what, const struct osbq_error *err);
 void ctl_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* The commands. Each returns an enum ctl_exit. */
-int cmd_instances(struct ctl *ctl); /* cmd_records.c */
-int cmd_bindings(struct ctl *ctl);  /* cmd_records.c */
-int cmd_operation(struct ctl *ctl); /* cmd_operation.c */
-int cmd_fail(struct ctl *ctl);      /* cmd_operation.c */
-int cmd_resend(struct ctl *ctl);    /* cmd_operation.c */
-int cmd_gateways(struct ctl *ctl);  /* cmd_processes.c */
-int cmd_workers(struct ctl *ctl);   /* cmd_processes.c */
-int cmd_stats(struct ctl *ctl);     /* cmd_stats.c */
-int cmd_quotas(struct ctl *ctl);    /* cmd_quotas.c */
+int cmd_instances(struct ctl *ctl);  /* cmd_records.c */
+int cmd_bindings(struct ctl *ctl);   /* cmd_records.c */
+int cmd_operation(struct ctl *ctl);  /* cmd_operation.c */
+int cmd_fail(struct ctl *ctl);       /* cmd_operation.c */
+int cmd_resend(struct ctl *ctl);     /* cmd_operation.c */
+int cmd_gateways(struct ctl *ctl);   /* cmd_processes.c */
+int cmd_workers(struct ctl *ctl);    /* cmd_processes.c */
+int cmd_stats(struct ctl *ctl);      /* cmd_stats.c */
+int cmd_quotas(struct ctl *ctl);     /* cmd_quotas.c */
+int cmd_secret_key(struct ctl *ctl); /* cmd_secret_key.c; needs no configuration or Redis */
+int cmd_reencrypt(struct ctl *ctl);  /* cmd_reencrypt.c */
 
 /* Called by records_walk for each record found; may take the record over (move it and zero
  * *record). Returns true to go on, false to stop the walk. */

@@ -47,6 +47,7 @@ struct command {
     int (*run)(struct ctl *ctl); /* NULL for help */
     unsigned options;            /* the enum option_flag it takes */
     bool takes_operation;        /* needs OPERATION_ID */
+    bool offline;                /* runs without the configuration and Redis */
     const char *const *states;   /* what --state may be, NULL-terminated */
     const char *would[2];        /* destructive: what it would do, before and after the id */
     const char *args;            /* its arguments, for the usage */
@@ -100,6 +101,19 @@ static const struct command commands[] = {
                                   "send it to a worker again"},
      .args = "OPERATION_ID --yes",
      .about = "send a stuck operation to a worker again"},
+    {.name = "reencrypt",
+     .run = cmd_reencrypt,
+     .options = OPT_YES,
+     .would = {"rewrite every stored binding result under the first key of "
+               "OSBQ_SECRET_KEY_FILE",
+               ""},
+     .args = "--yes",
+     .about = "reseal binding credentials under the first key"},
+    {.name = "secret-key",
+     .run = cmd_secret_key,
+     .offline = true,
+     .args = "",
+     .about = "print a new key for OSBQ_SECRET_KEY_FILE"},
     {.name = "help", .args = "", .about = "print this help"},
 };
 
@@ -149,7 +163,7 @@ static void usage(FILE *out)
             "  --json          print one JSON document on stdout, for scripts\n"
             "  --namespace NS  the key namespace to read, instead of OSBQ_NAMESPACE\n"
             "  --limit N       most records listed (default %u; 0 lists all)\n"
-            "  --yes           let fail and resend act (they refuse without it)\n"
+            "  --yes           let fail, resend and reencrypt act (they refuse without it)\n"
             "  -h, --help      print this help\n"
             "  --version       print the version\n"
             "\nExit status: 0 done; 1 bad configuration, Redis unreachable or another failure;\n"
@@ -348,7 +362,7 @@ static int check_command_line(const struct command_line *line, struct ctl_option
     }
     if (cmd->would[0] != NULL && !opt->yes) {
         ctl_say("%s changes the broker's state: it would %s%s%s. Add --yes to do it.", cmd->name,
-                cmd->would[0], opt->operation_id, cmd->would[1]);
+                cmd->would[0], opt->operation_id != NULL ? opt->operation_id : "", cmd->would[1]);
         return CTL_EXIT_USAGE;
     }
     return 0;
@@ -411,7 +425,12 @@ int main(int argc, char **argv)
     rc = check_command_line(&line, &opt);
     if (rc != 0)
         return rc;
-    rc = run(line.command, &opt, line.namespace_);
+    if (line.command->offline) {
+        struct ctl offline = {.opt = opt};
+        rc = line.command->run(&offline);
+    } else {
+        rc = run(line.command, &opt, line.namespace_);
+    }
     if (fflush(stdout) != 0 || ferror(stdout))
         return ctl_fail("cannot write the output");
     return rc;

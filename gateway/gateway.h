@@ -8,6 +8,7 @@
 #include "dispatch.h"
 #include "gateway_metrics.h"
 #include "policy.h"
+#include "secrets.h"
 #include "store.h"
 #include "validate.h"
 #include "waiter.h"
@@ -18,6 +19,7 @@ struct gateway {
     const struct osbq_catalog *catalog; /* the validated catalog */
     const struct osbq_policy *policy;   /* OSBQ_POLICY, or NULL: no quotas, nothing denied */
     struct osbq_store *store;           /* Redis (its own locking makes it thread-safe) */
+    const struct osbq_secrets *secrets; /* opens stored binding results; NULL: no key file */
     struct osbq_auth auth;              /* the broker credentials, hashed */
     struct dispatch *dispatch;          /* sends jobs to workers (thread-safe submit) */
     struct waiter_table *waiters;       /* suspended synchronous requests */

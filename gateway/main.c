@@ -14,6 +14,7 @@
 #include "config.h"
 #include "gateway.h"
 #include "http.h"
+#include "json_wipe.h"
 #include "log.h"
 #include "recovery.h"
 #include "registry.h"
@@ -34,6 +35,7 @@ static const struct osbq_startup startup = {
 int main(int argc, char **argv)
 {
     osbq_startup_args(&startup, argc, argv);
+    osbq_json_wipe_on_free();
     sigset_t stop_signals;
     osbq_startup_block_signals(&stop_signals);
 
@@ -51,6 +53,7 @@ int main(int argc, char **argv)
         if (tls == NULL)
             osbq_startup_die(&startup, NULL, &err);
     }
+    struct osbq_secrets *secrets = osbq_startup_secrets(&startup, &cfg);
     int listen_fd = osbq_tcp_listen(&cfg.listen, 1024, &err);
     if (listen_fd < 0)
         osbq_startup_die(&startup, "OSBQ_LISTEN", &err);
@@ -62,6 +65,7 @@ int main(int argc, char **argv)
     struct gateway gw = {.cfg = &cfg,
                          .catalog = catalog,
                          .policy = policy,
+                         .secrets = secrets,
                          .version = OSBQ_VERSION,
                          .started_ms = osbq_store_now_ms()};
     struct gateway_metrics metrics;
@@ -96,6 +100,7 @@ int main(int argc, char **argv)
     struct recovery *recovery = recovery_start(&cfg, gw.store, gw.dispatch, &metrics, &err);
     if (recovery == NULL)
         fatalx("%s", err.text);
+    osbq_startup_secrets_report(secrets);
     log_info("gateway %s listening on %s:%u (%s), bus %s (advertised as %s), %u HTTP threads, "
              "catalog %s",
              gw.gateway_id, cfg.listen.host, (unsigned)cfg.listen.port,
@@ -138,6 +143,7 @@ int main(int argc, char **argv)
     osbq_store_destroy(&gw.store);
     osbq_policy_destroy(&policy);
     osbq_catalog_destroy(&catalog);
+    osbq_secrets_destroy(&secrets);
     osbq_config_clear(&cfg);
     sodium_memzero(&gw.auth, sizeof gw.auth);
     sodium_memzero(&gw.metrics_auth, sizeof gw.metrics_auth);

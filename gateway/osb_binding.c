@@ -1,5 +1,6 @@
 /* Service bindings: bind (PUT), unbind (DELETE), fetch (GET), and the answer to a synchronous
  * bind or unbind. docs/decisions/0004 has the status table. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,14 +33,40 @@ static void copy_field(json_t *body, json_t *result, const char *key, bool allow
         json_object_set(body, key, value);
 }
 
+/* Where a binding's result is stored, for opening it. */
+struct binding_ref {
+    const char *instance_id;
+    const char *binding_id;
+    const char *service_id;
+};
+
 /* The binding as a platform of this version may see it: credentials always; the other fields
- * when the version knows them and the service's `requires` allows them. New reference. */
-static json_t *binding_body(const struct gateway *gw, const char *service_id,
-                            const char *result_text, unsigned api_version)
+ * when the version knows them and the service's `requires` allows them. stored is the result
+ * as read from Redis, sealed (docs/decisions/0007) or plaintext from before the keys. New
+ * reference, or NULL after answering 500 when the result cannot be opened. */
+static json_t *binding_body(const struct gateway *gw, const struct binding_ref *ref,
+                            const char *stored, unsigned api_version, struct reply *out)
 {
-    const struct osbq_service *service = osbq_catalog_service(gw->catalog, service_id);
+    json_t *result = NULL;
+    if (stored != NULL) {
+        const struct osbq_secret_place place = {gw->cfg->namespace_, ref->instance_id,
+                                                ref->binding_id};
+        char *plain = NULL;
+        struct osbq_error err = {0};
+        if (osbq_secrets_open(gw->secrets, &place, stored, &plain, &err) < 0) {
+            log_warnx("cannot open the stored result of binding %s of instance %s: %s",
+                      ref->binding_id, ref->instance_id, err.text);
+            char description[OSBQ_ERROR_TEXT_MAX + 64];
+            (void)snprintf(description, sizeof description,
+                           "The binding's credentials cannot be decrypted: %s.", err.text);
+            reply_error(out, OSBQ_ERR_INTERNAL, description);
+            return NULL;
+        }
+        result = json_loads(plain, 0, NULL);
+        osbq_secrets_free_text(plain);
+    }
+    const struct osbq_service *service = osbq_catalog_service(gw->catalog, ref->service_id);
     json_t *body = json_object();
-    json_t *result = result_text ? json_loads(result_text, 0, NULL) : NULL;
     copy_field(body, result, "credentials", true);
     copy_field(body, result, "syslog_drain_url", requires(service, "syslog_drain"));
     copy_field(body, result, "route_service_url",
@@ -50,6 +77,16 @@ static json_t *binding_body(const struct gateway *gw, const char *service_id,
     copy_field(body, result, "metadata", api_version >= API_METADATA);
     json_decref(result);
     return body;
+}
+
+/* Answers status with the binding, or 500 when its result cannot be opened. */
+static void reply_binding(const struct gateway *gw, const struct binding_ref *ref,
+                          const char *stored, unsigned api_version, unsigned status,
+                          struct reply *out)
+{
+    json_t *body = binding_body(gw, ref, stored, api_version, out);
+    if (body != NULL)
+        reply_json(out, status, body);
 }
 
 /* What a bind or unbind needs to become an operation. */
@@ -133,9 +170,11 @@ static void accept_binding(const struct gateway *gw, const struct request *req,
     case OSBQ_BEGIN_ACCEPTED:
     case OSBQ_BEGIN_IN_PROGRESS:
         break;
-    case OSBQ_BEGIN_DONE:
-        reply_json(out, 200, binding_body(gw, a->service_id, got.binding_result, req->api_version));
+    case OSBQ_BEGIN_DONE: {
+        const struct binding_ref ref = {a->instance_id, a->binding_id, a->service_id};
+        reply_binding(gw, &ref, got.binding_result, req->api_version, 200, out);
         break;
+    }
     case OSBQ_BEGIN_CONFLICT:
         reply_error(out, OSBQ_ERR_CONFLICT,
                     "A service binding with this id already exists with different "
@@ -359,7 +398,10 @@ void osb_binding_get(const struct gateway *gw, const struct request *req, struct
                              "(bindings_retrievable).");
         goto out;
     }
-    json_t *body = binding_body(gw, b.service_id, b.result, req->api_version);
+    const struct binding_ref ref = {instance_id, binding_id, b.service_id};
+    json_t *body = binding_body(gw, &ref, b.result, req->api_version, out);
+    if (body == NULL)
+        goto out;
     json_t *parameters = b.parameters ? json_loads(b.parameters, 0, NULL) : NULL;
     if (parameters != NULL)
         json_object_set_new(body, "parameters", parameters);
@@ -383,8 +425,9 @@ void osb_binding_finished(const struct gateway *gw, const struct reply_wait *wai
     struct osbq_binding b = {0};
     struct osbq_error err = {0};
     int found = osbq_store_binding_get(gw->store, wait->instance_id, wait->binding_id, &b, &err);
+    const struct binding_ref ref = {wait->instance_id, wait->binding_id, b.service_id};
     if (found == 1 && strcmp(b.state, "bound") == 0)
-        reply_json(out, 201, binding_body(gw, b.service_id, b.result, wait->api_version));
+        reply_binding(gw, &ref, b.result, wait->api_version, 201, out);
     else
         reply_error(out, OSBQ_ERR_UNAVAILABLE,
                     "The binding was made but cannot be read now; retry the same request.");

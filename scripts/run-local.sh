@@ -16,7 +16,8 @@ usage: scripts/run-local.sh [--port N] [--gateways N] [--workers M] [--var DIR] 
                   127.0.0.1:N, N+1, ..., and all those ports must be free
   --gateways N    number of gateways, 1 to 16 (default 1)
   --workers M     number of workers, 1 to 16 (default 1)
-  --var DIR       where Redis keeps its data, the logs and the broker password are
+  --var DIR       where Redis keeps its data, the logs, the broker password and the key
+                  sealing binding credentials (secret-keys) are
                   (default var/ in the repository, which git ignores)
   --no-install    skip scripts/install-deps.sh and scripts/build.sh: run the binaries of an
                   existing build, $OSBQ_BUILD_DIR/bin (default build/bin)
@@ -130,6 +131,11 @@ fi
 if [ ! -s "$var/target-password" ]; then
   (umask 077; head -c 18 /dev/urandom | base64 | tr '+/' '-_' >"$var/target-password")
 fi
+# The key that seals binding credentials in Redis (OSBQ_SECRET_KEY_FILE, docs/security.md), made
+# once and kept: bindings stored under it stay readable across runs.
+if [ ! -s "$var/secret-keys" ]; then
+  (umask 077; { head -c 32 /dev/urandom | od -An -v -tx1 | tr -d ' \n'; echo; } >"$var/secret-keys")
+fi
 pick_port 6390; redis_port=$picked
 pick_port $((redis_port + 1)); target_port=$picked
 bus_ports=()
@@ -224,6 +230,7 @@ export OSBQ_REDIS_TARGET_URL="redis://:$target_password@127.0.0.1:$target_port/0
 export OSBQ_CATALOG="${OSBQ_CATALOG:-$top/examples/catalog.json}"
 export OSBQ_BROKER_USERNAME=osbq
 export OSBQ_BROKER_PASSWORD_FILE="$var/broker-password"
+export OSBQ_SECRET_KEY_FILE="$var/secret-keys"
 unset OSBQ_BROKER_PASSWORD OSBQ_LISTEN OSBQ_BUS_BIND OSBQ_BUS_ADVERTISE
 # OSBQ_TLS_CERT and OSBQ_TLS_KEY in the environment: the gateways serve HTTPS only. The probe
 # below only asks whether the processes started here answer, so it skips verification.

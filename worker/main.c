@@ -21,6 +21,7 @@
 #include "catalog.h"
 #include "config.h"
 #include "job.h"
+#include "json_wipe.h"
 #include "log.h"
 #include "metrics.h"
 #include "metrics_server.h"
@@ -277,6 +278,7 @@ static void run(struct worker *w)
 int main(int argc, char **argv)
 {
     osbq_startup_args(&startup, argc, argv);
+    osbq_json_wipe_on_free();
     /* Blocked before any thread starts (czmq's, the runner's), so every thread inherits the
      * mask and the signals arrive only through signal_fd. */
     sigset_t stop_signals;
@@ -292,8 +294,10 @@ int main(int argc, char **argv)
     static struct osbq_metrics *registry;
     static struct osbq_process_metrics process_metrics;
     static struct worker_metrics metrics;
+    static struct osbq_secrets *secrets;
     struct osbq_error err = {0};
     osbq_startup_load(&startup, &cfg, &catalog);
+    secrets = osbq_startup_secrets(&startup, &cfg);
     int64_t started_ms = wall_ms();
     /* Bound first, so a port already taken stops the worker before it starts anything. */
     int metrics_fd = -1;
@@ -324,6 +328,7 @@ int main(int argc, char **argv)
     struct runner *runner = runner_new(&cfg, catalog, store, id, &metrics, &err);
     if (runner == NULL)
         fatalx("cannot start the runner: %s", err.text);
+    runner_set_secrets(runner, secrets);
     worker_metrics_attach(&metrics, runner);
     struct metrics_server *server = NULL;
     if (metrics_fd >= 0) {
@@ -333,6 +338,7 @@ int main(int argc, char **argv)
             osbq_startup_die(&startup, "OSBQ_METRICS_LISTEN", &err);
         }
     }
+    osbq_startup_secrets_report(secrets);
     log_info("started: id %s, concurrency %u, lease %u ms, shutdown grace %u ms, catalog %s, "
              "redis %s:%u, metrics %s",
              id, cfg.worker_concurrency, cfg.lease_ms, cfg.shutdown_grace_ms, cfg.catalog_path,
@@ -372,6 +378,7 @@ int main(int argc, char **argv)
         osbq_metrics_destroy(&registry);
         osbq_store_destroy(&store);
         osbq_catalog_destroy(&catalog);
+        osbq_secrets_destroy(&secrets);
         osbq_config_clear(&cfg);
     }
     /* Otherwise the threads left behind may still use them: the process exit frees them. */

@@ -17,6 +17,7 @@
 
 #include "backend.h"
 #include "log.h"
+#include "secrets.h"
 
 /* A result whose recording fails (Redis away) is retried with this backoff until it is
  * recorded, refused, or the worker stops past its grace. */
@@ -53,6 +54,7 @@ struct runner {
     struct osbq_store *store;             /* borrowed, shared by every thread */
     const char *worker_id;                /* borrowed: recorded in each claimed operation */
     const struct worker_metrics *metrics; /* borrowed, or NULL: what is counted */
+    const struct osbq_secrets *secrets;   /* borrowed, or NULL: bind results stored in plaintext */
     unsigned concurrency;                 /* slots, and threads */
     struct slot *slots;                   /* the pool, concurrency entries */
     unsigned started;                     /* threads actually started */
@@ -445,6 +447,29 @@ static void add_plan_expiry(struct backend_call *call)
     backend_call_fail(call, "The broker could not set the binding's expiry.", true, false);
 }
 
+/* Seals a successful bind's result under the first key of OSBQ_SECRET_KEY_FILE, bound to its
+ * binding (docs/decisions/0007): Redis only ever receives the envelope. Returns the envelope
+ * (caller frees; the plaintext stays in the call, which zeroes it) or NULL when there is
+ * nothing to seal; a bind that cannot be sealed fails rather than store plaintext. */
+static char *seal_binding(const struct runner *r, const struct osbq_job *job,
+                          struct backend_call *call)
+{
+    if (r->secrets == NULL || job->kind != OSBQ_JOB_BIND || !call->result.succeeded ||
+        call->result.binding == NULL)
+        return NULL;
+    const struct osbq_secret_place place = {r->cfg->namespace_, job->instance_id, job->binding_id};
+    char *sealed =
+        osbq_secrets_seal(r->secrets, &place, call->result.binding, strlen(call->result.binding));
+    if (sealed != NULL) {
+        call->result.binding = sealed;
+        return sealed;
+    }
+    log_warnx("operation %s: cannot seal the binding's credentials (out of memory)",
+              job->operation_id);
+    backend_call_fail(call, "The broker could not encrypt the binding's credentials.", true, false);
+    return NULL;
+}
+
 /* Records the outcome, retrying with backoff while Redis fails: until it is recorded (1) or
  * refused because the operation is no longer this worker's (0), or the runner is cancelled
  * (the worker stopping past its grace: one last try, then -1). A report that timed out may
@@ -552,7 +577,13 @@ static bool run_job(struct slot *slot, const struct osbq_job *job)
         if (call.result.succeeded && job->kind == OSBQ_JOB_BIND && call.plan != NULL &&
             call.plan->binding_ttl_s > 0)
             add_plan_expiry(&call);
+        char *sealed = seal_binding(r, job, &call);
         int recorded = finish(&run, &call.result);
+        if (sealed != NULL) {
+            /* The envelope goes; the plaintext stays in the call until it is cleared. */
+            call.result.binding = NULL;
+            free(sealed);
+        }
         if (recorded > 0)
             outcome = call.result.succeeded ? "succeeded" : "failed";
         else
@@ -576,6 +607,13 @@ static bool run_job(struct slot *slot, const struct osbq_job *job)
     json_decref(parameters);
     backend_call_clear(&call);
     return gave_up != NULL;
+}
+
+void runner_set_secrets(struct runner *r, const struct osbq_secrets *secrets)
+{
+    pthread_mutex_lock(&r->lock);
+    r->secrets = secrets;
+    pthread_mutex_unlock(&r->lock);
 }
 
 /* ---- the pool ---- */

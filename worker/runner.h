@@ -12,6 +12,7 @@
 #include "catalog.h"
 #include "config.h"
 #include "job.h"
+#include "secrets.h"
 #include "store.h"
 #include "worker_metrics.h"
 
@@ -30,6 +31,10 @@ struct runner;
 struct runner *runner_new(const struct osbq_config *cfg, const struct osbq_catalog *catalog,
                           struct osbq_store *store, const char *worker_id,
                           const struct worker_metrics *metrics, struct osbq_error *err);
+
+/* Gives the runner the key ring that seals bind results (NULL: stored in plaintext). Call
+ * before the first runner_submit; borrowed, it must outlive the runner. */
+void runner_set_secrets(struct runner *r, const struct osbq_secrets *secrets);
 
 /* For the process's exit: closes and cancels the runner (runner_cancel) and tells backends the
  * process exits (backend_call.exiting), then waits for every thread, up to the Redis timeout

@@ -119,6 +119,8 @@ class ComposeTest(unittest.TestCase):
             shutil.copy(os.path.join(COMPOSE_DIR, name), cls.copy)
         with open(os.path.join(cls.copy, "secrets", "broker_password"), "w") as f:
             f.write("test-password\n")
+        with open(os.path.join(cls.copy, "secrets", "secret_keys"), "w") as f:
+            f.write("00" * 32 + "\n")
         # Nothing from the caller's environment substitutes into the file.
         cls.env = {k: v for k, v in os.environ.items()
                    if not k.startswith(("OSBQ_", "COMPOSE_", "DOCKER_"))}
@@ -198,6 +200,15 @@ class ComposeTest(unittest.TestCase):
                       [s["source"] if isinstance(s, dict) else s
                        for s in self.service("gateway")["secrets"]])
         self.assertEqual(self.env_of("worker")["OSBQ_REDIS_URL"], "redis://redis:6379/0")
+        # Binding credentials sealed at rest: workers encrypt, gateways decrypt, same keys.
+        for svc in ("gateway", "worker"):
+            with self.subTest(service=svc):
+                self.assertEqual(self.env_of(svc)["OSBQ_SECRET_KEY_FILE"],
+                                 "/run/secrets/secret_keys")
+                self.assertIn("secret_keys", [s["source"] if isinstance(s, dict) else s
+                                              for s in self.service(svc)["secrets"]])
+        self.assertEqual(self.resolved["secrets"]["secret_keys"]["file"],
+                         os.path.join(self.copy, "secrets", "secret_keys"))
         for svc in ("gateway", "worker"):
             with self.subTest(service=svc):
                 s = self.service(svc)

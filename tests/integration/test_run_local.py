@@ -241,6 +241,10 @@ class RunLocalTest(unittest.TestCase):
             self.assertRegex(text, r"gateway-%d +http://127\.0\.0\.1:%d " % (i + 1, self.port + i))
         with open(os.path.join(self.var, "broker-password")) as f:
             self.password = f.read().strip()
+        keys = os.path.join(self.var, "secret-keys")
+        self.assertEqual(os.stat(keys).st_mode & 0o777, 0o600)
+        with open(keys) as f:
+            self.assertRegex(f.read(), r"^[0-9a-f]{64}\n$")
         worker_names = self.wait_workers_connected()
 
         gw = [self.client(i) for i in range(GATEWAYS)]
@@ -269,6 +273,10 @@ class RunLocalTest(unittest.TestCase):
             r = gw[a].request("PUT", path, {"service_id": SERVICE, "plan_id": PLAN})
             self.assertEqual(r.status, 201, r.body)
             self.assertIsInstance(r.json(), dict)
+            # Sealed at rest under the key the script made (docs/security.md).
+            stored = redis_command(self.redis_port, "HGET",
+                                   "%s:binding:%s:%s" % (NAMESPACE, iid, bid), "result")
+            self.assertTrue(stored.startswith("osbq:v1:"), stored[:20])
             r = gw[1 - a].request("DELETE", path + "?" + query)
             self.assertEqual(r.status, 200, r.body)
         deprovisions = []

@@ -540,6 +540,54 @@ static void test_recovery_resends_then_abandons(void **state)
     assert_string_equal(events, "resent claimed lease_expired claimed abandoned");
 }
 
+/* osbq-ctl reencrypt's two steps: the walk finds every binding with a result (and only those),
+ * and the replacement is a compare-and-set: a result written since the walk read it stays. */
+static void test_results_walk_and_compare_and_set(void **state)
+{
+    struct fixture *f = *state;
+    struct osbq_error err = {0};
+    for (int i = 0; i < 25; i++) {
+        redisReply *r = redisCommand(f->direct,
+                                     "HSET t:binding:ri:rb%d instance_id ri binding_id rb%d "
+                                     "state bound result old-%d",
+                                     i, i, i);
+        freeReplyObject(r);
+    }
+    freeReplyObject(redisCommand(f->direct, "HSET t:binding:ri:gone state gone"));
+    freeReplyObject(redisCommand(f->direct, "HSET t:binding:ri:noids state bound result x"));
+    size_t seen = 0;
+    uint64_t cursor = 0;
+    int steps = 0;
+    char key[64] = "";
+    do {
+        struct osbq_stored_result *results = NULL;
+        size_t n = 0;
+        if (osbq_store_scan_results(f->store, &cursor, 5, &results, &n, &err) < 0)
+            fail_msg("scan: %s", err.text);
+        for (size_t i = 0; i < n; i++) {
+            /* Neither "gone" (no result) nor "noids" (no ids to bind a seal to) is walked. */
+            assert_string_equal(results[i].instance_id, "ri");
+            assert_memory_equal(results[i].result, "old-", 4);
+            assert_string_equal(results[i].result + 4, results[i].binding_id + 2);
+            if (strcmp(results[i].binding_id, "rb7") == 0)
+                (void)snprintf(key, sizeof key, "%s", results[i].key);
+            seen++;
+        }
+        osbq_stored_results_free(results, n);
+    } while (cursor != 0 && ++steps < 1000);
+    assert_int_equal(seen, 25);
+    assert_string_equal(key, "t:binding:ri:rb7");
+    assert_int_equal(osbq_store_result_replace(f->store, key, "old-7", "new-7", &err), 1);
+    assert_string_equal(field(f, key, "result"), "new-7");
+    /* Written meanwhile (the walk read old-7): left alone. */
+    assert_int_equal(osbq_store_result_replace(f->store, key, "old-7", "newer", &err), 0);
+    assert_string_equal(field(f, key, "result"), "new-7");
+    /* Deleted meanwhile (an unbind): not brought back. */
+    freeReplyObject(redisCommand(f->direct, "HDEL %s result", key));
+    assert_int_equal(osbq_store_result_replace(f->store, key, "new-7", "again", &err), 0);
+    assert_string_equal(field(f, key, "result"), "");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -555,6 +603,7 @@ int main(void)
         cmocka_unit_test(test_scan_records_hides_secrets),
         cmocka_unit_test(test_scripts_reload_after_flush),
         cmocka_unit_test(test_recovery_resends_then_abandons),
+        cmocka_unit_test(test_results_walk_and_compare_and_set),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

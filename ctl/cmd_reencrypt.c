@@ -1,0 +1,115 @@
+/* osbq-ctl reencrypt: after a new key was put first in OSBQ_SECRET_KEY_FILE, rewrites every
+ * stored binding result under it (plaintext ones from before the keys too), so the old keys
+ * can go (docs/decisions/0007). Walks the bindings in SCAN steps; each rewrite is a
+ * compare-and-set, so a bind finishing or an unbind meanwhile is never overwritten. */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctl.h"
+#include "secrets.h"
+
+/* Keys asked for per SCAN step, and most steps (a bound far above any real keyspace). */
+#define SCAN_COUNT 100U
+#define SCAN_STEPS 100000000UL
+
+struct tally {
+    unsigned long resealed;   /* rewritten under the first key */
+    unsigned long plaintext;  /* of those, plaintext before */
+    unsigned long current;    /* already under the first key */
+    unsigned long changed;    /* written meanwhile by someone else: left alone */
+    unsigned long unreadable; /* do not open (missing key, altered): left alone */
+};
+
+/* Reseals one result. 0, or -1 when Redis failed (err). */
+static int reseal(struct ctl *ctl, const struct osbq_secrets *secrets,
+                  const struct osbq_stored_result *r, struct tally *t, struct osbq_error *err)
+{
+    char head[64];
+    (void)snprintf(head, sizeof head, "%sv1:%s:", OSBQ_SECRETS_PREFIX,
+                   osbq_secrets_current_id(secrets));
+    if (strncmp(r->result, head, strlen(head)) == 0) {
+        t->current++;
+        return 0;
+    }
+    const struct osbq_secret_place place = {ctl->cfg->namespace_, r->instance_id, r->binding_id};
+    char *plain = NULL;
+    struct osbq_error why = {0};
+    int opened = osbq_secrets_open(secrets, &place, r->result, &plain, &why);
+    if (opened < 0) {
+        ctl_say("binding %s of instance %s left as it is: %s", r->binding_id, r->instance_id,
+                why.text);
+        t->unreadable++;
+        return 0;
+    }
+    char *sealed = osbq_secrets_seal(secrets, &place, plain, strlen(plain));
+    osbq_secrets_free_text(plain);
+    if (sealed == NULL)
+        return osbq_error_set(err, OSBQ_ERR_INTERNAL, "out of memory");
+    int replaced = osbq_store_result_replace(ctl->store, r->key, r->result, sealed, err);
+    free(sealed);
+    if (replaced < 0)
+        return -1;
+    if (replaced == 0) {
+        t->changed++;
+    } else {
+        t->resealed++;
+        t->plaintext += opened == 0;
+    }
+    return 0;
+}
+
+static int report(const struct ctl *ctl, const struct osbq_secrets *secrets, const struct tally *t)
+{
+    const char *id = osbq_secrets_current_id(secrets);
+    if (ctl->opt.json) {
+        json_t *doc = json_pack("{s:s, s:I, s:I, s:I, s:I, s:I}", "key_id", id, "resealed",
+                                (json_int_t)t->resealed, "from_plaintext", (json_int_t)t->plaintext,
+                                "already_current", (json_int_t)t->current, "changed_meanwhile",
+                                (json_int_t)t->changed, "unreadable", (json_int_t)t->unreadable);
+        int rc = doc == NULL || json_dumpf(doc, stdout, JSON_COMPACT) < 0 ? -1 : 0;
+        json_decref(doc);
+        if (rc < 0)
+            return ctl_fail("cannot write the result as JSON");
+        putchar('\n');
+    } else {
+        printf("resealed with key %s: %lu (%lu of them were plaintext)\n"
+               "already under key %s: %lu\n"
+               "changed meanwhile, left alone: %lu\n"
+               "cannot be opened, left alone: %lu\n",
+               id, t->resealed, t->plaintext, id, t->current, t->changed, t->unreadable);
+    }
+    return t->unreadable > 0 ? CTL_EXIT_FAILURE : CTL_EXIT_OK;
+}
+
+int cmd_reencrypt(struct ctl *ctl)
+{
+    if (ctl->cfg->secret_key_file == NULL)
+        return ctl_fail("OSBQ_SECRET_KEY_FILE is not set: reencrypt needs the broker's keys");
+    struct osbq_error err = {0};
+    struct osbq_secrets *secrets = osbq_secrets_load(ctl->cfg->secret_key_file, &err);
+    if (secrets == NULL)
+        return ctl_fail("OSBQ_SECRET_KEY_FILE (%s): %s", ctl->cfg->secret_key_file, err.text);
+    struct tally t = {0};
+    uint64_t cursor = 0;
+    int rc = CTL_EXIT_OK;
+    for (unsigned long step = 0; step < SCAN_STEPS; step++) {
+        struct osbq_stored_result *results = NULL;
+        size_t n = 0;
+        if (osbq_store_scan_results(ctl->store, &cursor, SCAN_COUNT, &results, &n, &err) < 0) {
+            rc = ctl_fail_store("reading the bindings", &err);
+            break;
+        }
+        for (size_t i = 0; i < n && rc == CTL_EXIT_OK; i++)
+            if (reseal(ctl, secrets, &results[i], &t, &err) < 0)
+                rc = ctl_fail_store("rewriting a binding's result", &err);
+        osbq_stored_results_free(results, n);
+        if (rc != CTL_EXIT_OK || cursor == 0)
+            break;
+    }
+    if (rc == CTL_EXIT_OK)
+        rc = report(ctl, secrets, &t);
+    osbq_secrets_destroy(&secrets);
+    return rc;
+}

@@ -30,13 +30,15 @@ struct ctl_options {
     const char *description;  /* --description (fail), or NULL for the default */
     unsigned limit;           /* --limit: most records listed; 0 for all */
     const char *operation_id; /* OPERATION_ID of operation, fail and resend */
+    const char *path;         /* PATH of bus-cert */
 };
 
 /* What a command runs with. */
 struct ctl {
     struct ctl_options opt;        /* the command line */
-    const struct osbq_config *cfg; /* OSBQ_REDIS_URL, OSBQ_NAMESPACE, ... */
-    struct osbq_store *store;      /* the only way to Redis */
+    const struct osbq_config *cfg; /* OSBQ_REDIS_URL, OSBQ_NAMESPACE, ...; NULL for offline
+                                    * commands */
+    struct osbq_store *store;      /* the only way to Redis; NULL for offline commands */
 };
 
 /* Prints "osbq-ctl: <message>" on stderr; returns CTL_EXIT_FAILURE. */
@@ -57,6 +59,7 @@ int cmd_resend(struct ctl *ctl);    /* cmd_operation.c */
 int cmd_gateways(struct ctl *ctl);  /* cmd_processes.c */
 int cmd_workers(struct ctl *ctl);   /* cmd_processes.c */
 int cmd_stats(struct ctl *ctl);     /* cmd_stats.c */
+int cmd_bus_cert(struct ctl *ctl);  /* cmd_bus_cert.c: offline */
 
 /* Called by records_walk for each record found; may take the record over (move it and zero
  * *record). Returns true to go on, false to stop the walk. */

@@ -47,6 +47,8 @@ struct command {
     int (*run)(struct ctl *ctl); /* NULL for help */
     unsigned options;            /* the enum option_flag it takes */
     bool takes_operation;        /* needs OPERATION_ID */
+    bool takes_path;             /* needs PATH */
+    bool offline;                /* runs without the configuration and Redis */
     const char *const *states;   /* what --state may be, NULL-terminated */
     const char *would[2];        /* destructive: what it would do, before and after the id */
     const char *args;            /* its arguments, for the usage */
@@ -96,6 +98,12 @@ static const struct command commands[] = {
                                   "send it to a worker again"},
      .args = "OPERATION_ID --yes",
      .about = "send a stuck operation to a worker again"},
+    {.name = "bus-cert",
+     .run = cmd_bus_cert,
+     .takes_path = true,
+     .offline = true,
+     .args = "PATH",
+     .about = "new bus key pair: PATH (public), PATH_secret"},
     {.name = "help", .args = "", .about = "print this help"},
 };
 
@@ -299,11 +307,16 @@ static int check_command_line(const struct command_line *line, struct ctl_option
                                cmd->name);
     if (cmd->takes_operation && line->nargs == 0)
         return usage_error("%s needs an OPERATION_ID", cmd->name);
-    if (line->nargs > (cmd->takes_operation ? 1U : 0U))
-        return usage_error("unexpected argument \"%s\"", line->args[cmd->takes_operation ? 1 : 0]);
+    if (cmd->takes_path && (line->nargs == 0 || line->args[0][0] == '\0'))
+        return usage_error("%s needs a PATH", cmd->name);
+    size_t operands = cmd->takes_operation || cmd->takes_path ? 1 : 0;
+    if (line->nargs > operands)
+        return usage_error("unexpected argument \"%s\"", line->args[operands]);
     opt->json = line->json;
     opt->yes = (line->seen & OPT_YES) != 0;
     opt->limit = LIMIT_DEFAULT;
+    if (cmd->takes_path)
+        opt->path = line->args[0];
     if (cmd->takes_operation) {
         opt->operation_id = line->args[0];
         if (opt->operation_id[0] == '\0' || strlen(opt->operation_id) > OPERATION_ID_MAX)
@@ -407,7 +420,12 @@ int main(int argc, char **argv)
     rc = check_command_line(&line, &opt);
     if (rc != 0)
         return rc;
-    rc = run(line.command, &opt, line.namespace_);
+    if (line.command->offline) {
+        struct ctl ctl = {.opt = opt};
+        rc = line.command->run(&ctl);
+    } else {
+        rc = run(line.command, &opt, line.namespace_);
+    }
     if (fflush(stdout) != 0 || ferror(stdout))
         return ctl_fail("cannot write the output");
     return rc;

@@ -88,8 +88,48 @@ void osbq_bus_curve_clear(struct osbq_bus_curve *curve)
     memset(curve, 0, sizeof *curve);
 }
 
+/* czmq's certificate store asserts (aborts the process) when two certificates in the directory
+ * hold the same public key: refuse such a directory with a clear line instead. Reads it as the
+ * store does (every regular file, subdirectories too, but *_secret). */
+static int check_clients_dir(const char *clients_dir, struct osbq_error *err)
+{
+    zdir_t *dir = zdir_new(clients_dir, NULL);
+    if (dir == NULL)
+        return osbq_error_set(err, OSBQ_ERR_INVALID, "%s cannot be read as a directory",
+                              clients_dir);
+    zfile_t **files = zdir_flatten(dir);
+    zhashx_t *seen = zhashx_new();
+    int rc = files != NULL && seen != NULL ? 0 : -1;
+    if (rc < 0)
+        osbq_error_set(err, OSBQ_ERR_INTERNAL, "out of memory");
+    for (size_t i = 0; rc == 0 && files[i] != NULL; i++) {
+        const char *name = zfile_filename(files[i], NULL);
+        size_t len = strlen(name);
+        if (!zfile_is_regular(files[i]) || (len >= 7 && strcmp(name + len - 7, "_secret") == 0))
+            continue;
+        zcert_t *cert = zcert_load(name);
+        if (cert == NULL)
+            continue;
+        const char *other = zhashx_lookup(seen, zcert_public_txt(cert));
+        if (other != NULL)
+            rc = osbq_error_set(err, OSBQ_ERR_INVALID,
+                                "%s and %s hold the same public key; keep one (czmq stops the "
+                                "process on such a directory)",
+                                other, name);
+        else
+            zhashx_insert(seen, zcert_public_txt(cert), (void *)name);
+        zcert_destroy(&cert);
+    }
+    zhashx_destroy(&seen);
+    zdir_flatten_free(&files);
+    zdir_destroy(&dir);
+    return rc;
+}
+
 zactor_t *osbq_bus_auth_start(const char *clients_dir, bool verbose, struct osbq_error *err)
 {
+    if (check_clients_dir(clients_dir, err) < 0)
+        return NULL;
     zactor_t *auth = zactor_new(zauth, NULL);
     if (auth == NULL) {
         osbq_error_set(err, OSBQ_ERR_INTERNAL, "cannot start the bus authenticator (zauth)");

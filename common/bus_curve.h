@@ -38,7 +38,8 @@ void osbq_bus_curve_clear(struct osbq_bus_curve *curve);
  * certificate in clients_dir has its public key (the directory is read again whenever its
  * files change). Call before the ROUTER binds: a CURVE server without a ZAP handler admits any
  * client. verbose makes zauth log each decision. Caller owns it (zactor_destroy). NULL with err
- * when the actor cannot start. */
+ * when the directory cannot be read, holds two certificates with the same public key (czmq
+ * would abort at the first handshake), or the actor cannot start. */
 zactor_t *osbq_bus_auth_start(const char *clients_dir, bool verbose, struct osbq_error *err);
 
 #endif

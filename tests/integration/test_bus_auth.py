@@ -272,6 +272,16 @@ class TestBusAuthStartup(BusAuthTestCase):
         self.assertIn("osbq-gateway: OSBQ_BUS_CURVE_SERVER_CERT: %s holds no secret key"
                       % self.cert("server"), out)
 
+    def test_the_same_public_key_twice_in_the_clients_directory(self):
+        """czmq's certificate store aborts on it: the gateway refuses to start instead."""
+        shutil.copy(self.cert("alice"), os.path.join(self.clients_dir, "alice-again"))
+        status, out = self.run_binary(harness.GATEWAY,
+                                      OSBQ_BUS_CURVE_SERVER_CERT=self.cert("server", secret=True),
+                                      OSBQ_BUS_CURVE_CLIENTS_DIR=self.clients_dir)
+        self.assertEqual(status, 1, out)
+        self.assertIn("osbq-gateway: OSBQ_BUS_CURVE_CLIENTS_DIR: ", out)
+        self.assertIn("hold the same public key", out)
+
     def test_not_a_certificate(self):
         junk = os.path.join(self.certs, "junk")
         with open(junk, "w") as f:

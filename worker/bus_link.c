@@ -320,6 +320,9 @@ int bus_link_poll(struct bus_link *b, zmq_pollitem_t *extra, size_t nextra, long
     int64_t now = now_ms();
     for (size_t i = 0; i < b->count; i++) {
         struct gateway *gw = &b->gateways[i];
+        /* Events still unread may tell the handshake succeeded meanwhile: read them first. */
+        if (gw->dealer != NULL && gw->redial_at != 0 && now >= gw->redial_at && gw->monitor != NULL)
+            watch(b, gw);
         if (gw->dealer != NULL && gw->redial_at != 0 && now >= gw->redial_at) {
             osbq_bus_monitor_stop(gw->dealer, &gw->monitor);
             zsock_destroy(&gw->dealer);

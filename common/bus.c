@@ -7,6 +7,9 @@
 void osbq_bus_init(void)
 {
     zsys_handler_set(NULL);
+    /* czmq's own lines (zauth's decisions at debug level, certificate parse errors) go where
+     * osbq's log goes, not to a buffered stdout. */
+    zsys_set_logstream(stderr);
 }
 
 zsock_t *osbq_bus_gateway_bind(const char *endpoint, const struct osbq_bus_curve *curve,

@@ -31,26 +31,32 @@ static const struct osbq_startup startup = {
 
 /* Loads the bus's server certificate into *curve and starts the ZAP handler that admits only
  * the workers in OSBQ_BUS_CURVE_CLIENTS_DIR (the handler is returned; the caller destroys it
- * after the bus socket); without the settings, warns that the bus is open and returns NULL. */
+ * after the bus socket); without the settings, returns NULL. */
 static zactor_t *start_bus_security(const struct osbq_config *cfg, struct osbq_bus_curve *curve)
 {
     struct osbq_error err = {0};
     const char *variable = NULL;
     if (osbq_bus_curve_load(curve, cfg, OSBQ_ROLE_GATEWAY, &variable, &err) < 0)
         osbq_startup_die(&startup, variable, &err);
-    if (!osbq_bus_curve_on(curve)) {
-        log_warnx("the job bus is not authenticated nor encrypted: anyone who reaches %s can "
-                  "take jobs (set OSBQ_BUS_CURVE_SERVER_CERT and OSBQ_BUS_CURVE_CLIENTS_DIR)",
-                  cfg->bus_bind);
+    if (!osbq_bus_curve_on(curve))
         return NULL;
-    }
     zactor_t *auth =
         osbq_bus_auth_start(cfg->bus_clients_dir, osbq_log_enabled(OSBQ_LOG_DEBUG), &err);
     if (auth == NULL)
         osbq_startup_die(&startup, "OSBQ_BUS_CURVE_CLIENTS_DIR", &err);
-    log_info("job bus: CurveZMQ, server key %s, workers allowed from %s",
-             zcert_public_txt(curve->own), cfg->bus_clients_dir);
     return auth;
+}
+
+/* Says how the bus is secured, once it is bound (a start-up failure stays a single line). */
+static void log_bus_security(const struct osbq_config *cfg, const struct osbq_bus_curve *curve)
+{
+    if (osbq_bus_curve_on(curve))
+        log_info("job bus: CurveZMQ, server key %s, workers allowed from %s",
+                 zcert_public_txt(curve->own), cfg->bus_clients_dir);
+    else
+        log_warnx("the job bus is not authenticated nor encrypted: anyone who reaches %s can "
+                  "take jobs (set OSBQ_BUS_CURVE_SERVER_CERT and OSBQ_BUS_CURVE_CLIENTS_DIR)",
+                  cfg->bus_bind);
 }
 
 int main(int argc, char **argv)
@@ -70,9 +76,10 @@ int main(int argc, char **argv)
     struct osbq_bus_curve curve;
     zactor_t *bus_auth = start_bus_security(&cfg, &curve);
     zsock_t *bus = osbq_bus_gateway_bind(cfg.bus_bind, &curve, &err);
-    osbq_bus_curve_clear(&curve);
     if (bus == NULL)
         osbq_startup_die(&startup, "OSBQ_BUS_BIND", &err);
+    log_bus_security(&cfg, &curve);
+    osbq_bus_curve_clear(&curve);
 
     struct gateway gw = {.cfg = &cfg,
                          .catalog = catalog,

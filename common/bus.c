@@ -1,12 +1,19 @@
 /* The job bus: ZeroMQ sockets between gateways and workers (czmq). */
 #include "bus.h"
 
+#include <stdatomic.h>
+#include <string.h>
+
 void osbq_bus_init(void)
 {
     zsys_handler_set(NULL);
+    /* czmq's own lines (zauth's decisions at debug level, certificate parse errors) go where
+     * osbq's log goes, not to a buffered stdout. */
+    zsys_set_logstream(stderr);
 }
 
-zsock_t *osbq_bus_gateway_bind(const char *endpoint, struct osbq_error *err)
+zsock_t *osbq_bus_gateway_bind(const char *endpoint, const struct osbq_bus_curve *curve,
+                               struct osbq_error *err)
 {
     zsock_t *sock = zsock_new(ZMQ_ROUTER);
     if (sock == NULL) {
@@ -15,6 +22,12 @@ zsock_t *osbq_bus_gateway_bind(const char *endpoint, struct osbq_error *err)
     }
     /* Unsent jobs are the recovery loop's business, never a reason to block shutdown. */
     zsock_set_linger(sock, 0);
+    if (osbq_bus_curve_on(curve)) {
+        /* Set before the bind: they apply to the connections it accepts. */
+        zsock_set_zap_domain(sock, OSBQ_BUS_ZAP_DOMAIN);
+        zcert_apply(curve->own, sock);
+        zsock_set_curve_server(sock, 1);
+    }
     if (zsock_bind(sock, "%s", endpoint) < 0) {
         osbq_error_set(err, OSBQ_ERR_INVALID, "cannot bind %s: %s", endpoint,
                        zmq_strerror(zmq_errno()));
@@ -24,7 +37,8 @@ zsock_t *osbq_bus_gateway_bind(const char *endpoint, struct osbq_error *err)
     return sock;
 }
 
-zsock_t *osbq_bus_worker_connect(const char *endpoint, struct osbq_error *err)
+zsock_t *osbq_bus_worker_connect(const char *endpoint, const struct osbq_bus_curve *curve,
+                                 struct osbq_error *err)
 {
     zsock_t *sock = zsock_new(ZMQ_DEALER);
     if (sock == NULL) {
@@ -37,6 +51,10 @@ zsock_t *osbq_bus_worker_connect(const char *endpoint, struct osbq_error *err)
     zsock_set_immediate(sock, 1);
     /* With immediate set and no live peer a send would block for ever: fail instead. */
     zsock_set_sndtimeo(sock, 0);
+    if (osbq_bus_curve_on(curve)) {
+        zcert_apply(curve->own, sock);
+        zsock_set_curve_serverkey(sock, curve->server_public);
+    }
     if (zsock_connect(sock, "%s", endpoint) < 0) {
         osbq_error_set(err, OSBQ_ERR_INVALID, "cannot connect to %s: %s", endpoint,
                        zmq_strerror(zmq_errno()));
@@ -61,4 +79,55 @@ int osbq_bus_send_reject(zsock_t *dealer, const void *job, size_t len)
 int osbq_bus_send_job(zsock_t *router, zframe_t *identity, const void *job, size_t len)
 {
     return zsock_send(router, "fsb", identity, OSBQ_BUS_JOB, job, len);
+}
+
+zsock_t *osbq_bus_monitor_start(zsock_t *sock)
+{
+    /* One inproc endpoint per monitor ever started: a closed one may linger a moment. */
+    static atomic_ulong started;
+    char endpoint[64];
+    (void)snprintf(endpoint, sizeof endpoint, "inproc://osbq-bus-monitor-%lu",
+                   atomic_fetch_add(&started, 1));
+    int events = ZMQ_EVENT_CONNECTED | ZMQ_EVENT_DISCONNECTED | ZMQ_EVENT_HANDSHAKE_SUCCEEDED |
+                 ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
+                 ZMQ_EVENT_HANDSHAKE_FAILED_AUTH;
+    if (zmq_socket_monitor(zsock_resolve(sock), endpoint, events) != 0)
+        return NULL;
+    zsock_t *monitor = zsock_new(ZMQ_PAIR);
+    if (monitor == NULL || zsock_connect(monitor, "%s", endpoint) < 0) {
+        zsock_destroy(&monitor);
+        (void)zmq_socket_monitor(zsock_resolve(sock), NULL, 0);
+        return NULL;
+    }
+    zsock_set_linger(monitor, 0);
+    zsock_set_rcvtimeo(monitor, 0);
+    return monitor;
+}
+
+void osbq_bus_monitor_stop(zsock_t *sock, zsock_t **monitorp)
+{
+    if (*monitorp == NULL)
+        return;
+    if (sock != NULL)
+        (void)zmq_socket_monitor(zsock_resolve(sock), NULL, 0);
+    zsock_destroy(monitorp);
+}
+
+int osbq_bus_event_read(zsock_t *monitor, struct osbq_bus_event *event)
+{
+    zmsg_t *msg = zmsg_recv(monitor);
+    if (msg == NULL)
+        return -1;
+    /* The first frame is the event (16 bits) and its value (32 bits), in host order. */
+    zframe_t *head = zmsg_first(msg);
+    int rc = -1;
+    if (head != NULL && zframe_size(head) == 6) {
+        uint16_t kind;
+        memcpy(&kind, zframe_data(head), sizeof kind);
+        memcpy(&event->value, zframe_data(head) + 2, sizeof event->value);
+        event->kind = kind;
+        rc = 0;
+    }
+    zmsg_destroy(&msg);
+    return rc;
 }

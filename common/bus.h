@@ -4,6 +4,7 @@
 
 #include <czmq.h>
 
+#include "bus_curve.h"
 #include "error.h"
 
 /* Stops czmq from installing its own SIGINT/SIGTERM handlers: osbq's binaries wait for
@@ -11,9 +12,12 @@
 void osbq_bus_init(void);
 
 /* Creates the gateway's ROUTER socket and binds it to endpoint (OSBQ_BUS_BIND). Workers
- * connect to it. Caller owns the socket (zsock_destroy); NULL with err when the bind fails
- * (e.g. the port is in use). The socket belongs to the thread that uses it. */
-zsock_t *osbq_bus_gateway_bind(const char *endpoint, struct osbq_error *err);
+ * connect to it. With curve keys (osbq_bus_curve_on) it is a CurveZMQ server that asks the ZAP
+ * handler (osbq_bus_auth_start, started before) about each client; otherwise plain. Caller owns
+ * the socket (zsock_destroy); NULL with err when the bind fails (e.g. the port is in use). The
+ * socket belongs to the thread that uses it. */
+zsock_t *osbq_bus_gateway_bind(const char *endpoint, const struct osbq_bus_curve *curve,
+                               struct osbq_error *err);
 
 /* The bus protocol: multipart messages whose first frame is a command word.
  *   worker -> gateway  READY  <worker id> <free slots, decimal>   on every change, and every
@@ -30,8 +34,28 @@ zsock_t *osbq_bus_gateway_bind(const char *endpoint, struct osbq_error *err);
 #define OSBQ_BUS_REGISTRY_TTL_MS   10000
 #define OSBQ_BUS_REGISTRY_RENEW_MS 2000
 
-/* Creates a worker's DEALER socket connected to one gateway's endpoint. Caller owns it. */
-zsock_t *osbq_bus_worker_connect(const char *endpoint, struct osbq_error *err);
+/* Creates a worker's DEALER socket connected to one gateway's endpoint; with curve keys a
+ * CurveZMQ client that accepts only the gateways' public key. Caller owns it. */
+zsock_t *osbq_bus_worker_connect(const char *endpoint, const struct osbq_bus_curve *curve,
+                                 struct osbq_error *err);
+
+/* The connection events of a socket, for logging why a peer cannot be reached (ZeroMQ itself
+ * retries silently): connected, disconnected, handshake succeeded or failed. */
+struct osbq_bus_event {
+    unsigned kind;  /* ZMQ_EVENT_* */
+    uint32_t value; /* its value: errno, ZMQ_PROTOCOL_ERROR_* or the ZAP status code */
+};
+
+/* Starts watching sock's connection events; returns the socket to read them from (owned by
+ * the caller, read with osbq_bus_event_read, stopped with osbq_bus_monitor_stop), or NULL when
+ * the monitor cannot start (the bus works without it). */
+zsock_t *osbq_bus_monitor_start(zsock_t *sock);
+
+/* Stops watching sock and destroys *monitorp; accepts *monitorp NULL. Call before sock goes. */
+void osbq_bus_monitor_stop(zsock_t *sock, zsock_t **monitorp);
+
+/* Reads one waiting event without blocking. 0, or -1 when none is waiting. */
+int osbq_bus_event_read(zsock_t *monitor, struct osbq_bus_event *event);
 
 /* Worker side: sends READY with the number of free slots. 0 or -1. */
 int osbq_bus_send_ready(zsock_t *dealer, const char *worker_id, unsigned free_slots);

@@ -30,13 +30,15 @@ struct ctl_options {
     const char *description;  /* --description (fail), or NULL for the default */
     unsigned limit;           /* --limit: most records listed; 0 for all */
     const char *operation_id; /* OPERATION_ID of operation, fail and resend */
+    const char *path;         /* PATH of bus-cert */
 };
 
 /* What a command runs with. */
 struct ctl {
     struct ctl_options opt;        /* the command line */
-    const struct osbq_config *cfg; /* OSBQ_REDIS_URL, OSBQ_NAMESPACE, ... */
-    struct osbq_store *store;      /* the only way to Redis */
+    const struct osbq_config *cfg; /* OSBQ_REDIS_URL, OSBQ_NAMESPACE, ...; NULL for offline
+                                    * commands */
+    struct osbq_store *store;      /* the only way to Redis; NULL for offline commands */
 };
 
 /* Prints "osbq-ctl: <message>" on stderr; returns CTL_EXIT_FAILURE. */
@@ -60,6 +62,7 @@ int cmd_stats(struct ctl *ctl);      /* cmd_stats.c */
 int cmd_quotas(struct ctl *ctl);     /* cmd_quotas.c */
 int cmd_secret_key(struct ctl *ctl); /* cmd_secret_key.c; needs no configuration or Redis */
 int cmd_reencrypt(struct ctl *ctl);  /* cmd_reencrypt.c */
+int cmd_bus_cert(struct ctl *ctl);   /* cmd_bus_cert.c: offline */
 
 /* Called by records_walk for each record found; may take the record over (move it and zero
  * *record). Returns true to go on, false to stop the walk. */

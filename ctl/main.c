@@ -47,6 +47,7 @@ struct command {
     int (*run)(struct ctl *ctl); /* NULL for help */
     unsigned options;            /* the enum option_flag it takes */
     bool takes_operation;        /* needs OPERATION_ID */
+    bool takes_path;             /* needs PATH */
     bool offline;                /* runs without the configuration and Redis */
     const char *const *states;   /* what --state may be, NULL-terminated */
     const char *would[2];        /* destructive: what it would do, before and after the id */
@@ -114,6 +115,12 @@ static const struct command commands[] = {
      .offline = true,
      .args = "",
      .about = "print a new key for OSBQ_SECRET_KEY_FILE"},
+    {.name = "bus-cert",
+     .run = cmd_bus_cert,
+     .takes_path = true,
+     .offline = true,
+     .args = "PATH",
+     .about = "new bus key pair: PATH (public), PATH_secret"},
     {.name = "help", .args = "", .about = "print this help"},
 };
 
@@ -317,11 +324,16 @@ static int check_command_line(const struct command_line *line, struct ctl_option
                                cmd->name);
     if (cmd->takes_operation && line->nargs == 0)
         return usage_error("%s needs an OPERATION_ID", cmd->name);
-    if (line->nargs > (cmd->takes_operation ? 1U : 0U))
-        return usage_error("unexpected argument \"%s\"", line->args[cmd->takes_operation ? 1 : 0]);
+    if (cmd->takes_path && (line->nargs == 0 || line->args[0][0] == '\0'))
+        return usage_error("%s needs a PATH", cmd->name);
+    size_t operands = cmd->takes_operation || cmd->takes_path ? 1 : 0;
+    if (line->nargs > operands)
+        return usage_error("unexpected argument \"%s\"", line->args[operands]);
     opt->json = line->json;
     opt->yes = (line->seen & OPT_YES) != 0;
     opt->limit = LIMIT_DEFAULT;
+    if (cmd->takes_path)
+        opt->path = line->args[0];
     if (cmd->takes_operation) {
         opt->operation_id = line->args[0];
         if (opt->operation_id[0] == '\0' || strlen(opt->operation_id) > OPERATION_ID_MAX)

@@ -32,6 +32,36 @@ static const struct osbq_startup startup = {
     .role = OSBQ_ROLE_GATEWAY,
 };
 
+/* Loads the bus's server certificate into *curve and starts the ZAP handler that admits only
+ * the workers in OSBQ_BUS_CURVE_CLIENTS_DIR (the handler is returned; the caller destroys it
+ * after the bus socket); without the settings, returns NULL. */
+static zactor_t *start_bus_security(const struct osbq_config *cfg, struct osbq_bus_curve *curve)
+{
+    struct osbq_error err = {0};
+    const char *variable = NULL;
+    if (osbq_bus_curve_load(curve, cfg, OSBQ_ROLE_GATEWAY, &variable, &err) < 0)
+        osbq_startup_die(&startup, variable, &err);
+    if (!osbq_bus_curve_on(curve))
+        return NULL;
+    zactor_t *auth =
+        osbq_bus_auth_start(cfg->bus_clients_dir, osbq_log_enabled(OSBQ_LOG_DEBUG), &err);
+    if (auth == NULL)
+        osbq_startup_die(&startup, "OSBQ_BUS_CURVE_CLIENTS_DIR", &err);
+    return auth;
+}
+
+/* Says how the bus is secured, once it is bound (a start-up failure stays a single line). */
+static void log_bus_security(const struct osbq_config *cfg, const struct osbq_bus_curve *curve)
+{
+    if (osbq_bus_curve_on(curve))
+        log_info("job bus: CurveZMQ, server key %s, workers allowed from %s",
+                 zcert_public_txt(curve->own), cfg->bus_clients_dir);
+    else
+        log_warnx("the job bus is not authenticated nor encrypted: anyone who reaches %s can "
+                  "take jobs (set OSBQ_BUS_CURVE_SERVER_CERT and OSBQ_BUS_CURVE_CLIENTS_DIR)",
+                  cfg->bus_bind);
+}
+
 int main(int argc, char **argv)
 {
     osbq_startup_args(&startup, argc, argv);
@@ -58,9 +88,13 @@ int main(int argc, char **argv)
     if (listen_fd < 0)
         osbq_startup_die(&startup, "OSBQ_LISTEN", &err);
     osbq_bus_init();
-    zsock_t *bus = osbq_bus_gateway_bind(cfg.bus_bind, &err);
+    struct osbq_bus_curve curve;
+    zactor_t *bus_auth = start_bus_security(&cfg, &curve);
+    zsock_t *bus = osbq_bus_gateway_bind(cfg.bus_bind, &curve, &err);
     if (bus == NULL)
         osbq_startup_die(&startup, "OSBQ_BUS_BIND", &err);
+    log_bus_security(&cfg, &curve);
+    osbq_bus_curve_clear(&curve);
 
     struct gateway gw = {.cfg = &cfg,
                          .catalog = catalog,
@@ -139,6 +173,7 @@ int main(int argc, char **argv)
     tls_credentials_free(&tls);
     waiter_table_stop(&gw.waiters);
     dispatch_stop(&gw.dispatch);
+    zactor_destroy(&bus_auth);
     gateway_metrics_clear(&metrics);
     osbq_store_destroy(&gw.store);
     osbq_policy_destroy(&policy);

@@ -81,7 +81,7 @@ if [ "$install" = 1 ]; then
 else
   bin="${OSBQ_BUILD_DIR:-$top/build}/bin"
 fi
-for b in osbq-gateway osbq-worker; do
+for b in osbq-gateway osbq-worker osbq-ctl; do
   if [ ! -x "$bin/$b" ]; then
     echo "run-local: $bin/$b is missing; build first (scripts/build.sh) or drop --no-install" >&2
     exit 1
@@ -136,6 +136,17 @@ fi
 if [ ! -s "$var/secret-keys" ]; then
   (umask 077; { head -c 32 /dev/urandom | od -An -v -tx1 | tr -d ' \n'; echo; } >"$var/secret-keys")
 fi
+# The job bus's CurveZMQ keys (docs/security.md, "The job bus"), made once and kept like the
+# passwords: the gateways' pair, and one pair the workers share, admitted through clients/.
+bus_keys="$var/bus"
+mkdir -p "$bus_keys/clients"
+for pair in gateways worker; do
+  if [ ! -s "$bus_keys/${pair}_secret" ]; then
+    rm -f "$bus_keys/$pair"
+    "$bin/osbq-ctl" bus-cert "$bus_keys/$pair" >/dev/null
+  fi
+done
+cp "$bus_keys/worker" "$bus_keys/clients/worker"
 pick_port 6390; redis_port=$picked
 pick_port $((redis_port + 1)); target_port=$picked
 bus_ports=()
@@ -237,14 +248,18 @@ unset OSBQ_BROKER_PASSWORD OSBQ_LISTEN OSBQ_BUS_BIND OSBQ_BUS_ADVERTISE
 scheme=http
 probe_tls=()
 if [ -n "${OSBQ_TLS_CERT:-}" ]; then scheme=https; probe_tls=(--insecure); fi
+unset OSBQ_BUS_CURVE_SERVER_CERT OSBQ_BUS_CURVE_CLIENT_CERT OSBQ_BUS_CURVE_CLIENTS_DIR
 
 # Gateways first: workers find them in Redis, and connect to any started later within ~2 s.
 for ((i = 0; i < gateways; i++)); do
   start_daemon "gateway-$((i + 1))" env OSBQ_LISTEN="127.0.0.1:$((port + i))" \
-    OSBQ_BUS_BIND="tcp://127.0.0.1:${bus_ports[i]}" "$bin/osbq-gateway"
+    OSBQ_BUS_BIND="tcp://127.0.0.1:${bus_ports[i]}" \
+    OSBQ_BUS_CURVE_SERVER_CERT="$bus_keys/gateways_secret" \
+    OSBQ_BUS_CURVE_CLIENTS_DIR="$bus_keys/clients" "$bin/osbq-gateway"
 done
 for ((i = 1; i <= workers; i++)); do
-  start_daemon "worker-$i" "$bin/osbq-worker"
+  start_daemon "worker-$i" env OSBQ_BUS_CURVE_SERVER_CERT="$bus_keys/gateways" \
+    OSBQ_BUS_CURVE_CLIENT_CERT="$bus_keys/worker_secret" "$bin/osbq-worker"
 done
 
 # exited: true if a process this script started has ended (bash reaps its children as they end).
@@ -275,7 +290,7 @@ print_summary() {
   local password i
   password=$(cat "$var/broker-password")
   echo
-  echo "osbq is running on 127.0.0.1 (data, Redis logs and the password in $var):"
+  echo "osbq is running on 127.0.0.1 (data, Redis logs, the password and the bus keys in $var):"
   for ((i = 0; i < gateways; i++)); do
     printf '  %-12s %s://127.0.0.1:%-6s bus tcp://127.0.0.1:%-6s pid %s\n' \
       "gateway-$((i + 1))" "$scheme" "$((port + i))" "${bus_ports[i]}" "${daemons[i]}"

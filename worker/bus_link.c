@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "bus.h"
 #include "log.h"
@@ -16,37 +17,53 @@
 #define RECEIVE_BATCH 64
 /* Bytes of an unknown command word quoted in the log. */
 #define COMMAND_QUOTE_MAX 32
+/* A gateway whose handshakes keep failing is logged at most this often (unless the reason
+ * changes). */
+#define HANDSHAKE_LOG_INTERVAL_MS 30000
+/* After a failed handshake the socket is replaced this much later: ZeroMQ gives up on a
+ * connection whose handshake failed for a protocol or authentication reason, and a worker whose
+ * certificate is added to the gateway's directory must get in without a restart. */
+#define REDIAL_MS 2000
 
 /* One gateway. */
 struct gateway {
-    char *endpoint;  /* its advertised endpoint; owned */
-    zsock_t *dealer; /* our socket to it; owned; NULL when connecting failed (logged once,
-                      * skipped while the registry keeps listing it) */
-    bool ready_owed; /* the last READY could not be sent: send the latest once writable */
-    bool listed;     /* scratch for bus_link_sync: still in the registry */
+    char *endpoint;         /* its advertised endpoint; owned */
+    zsock_t *dealer;        /* our socket to it; owned; NULL when connecting failed (logged once,
+                             * skipped while the registry keeps listing it) */
+    zsock_t *monitor;       /* the dealer's connection events; owned; NULL when unavailable */
+    bool ready_owed;        /* the last READY could not be sent: send the latest once writable */
+    bool listed;            /* scratch for bus_link_sync: still in the registry */
+    bool connecting;        /* TCP connected, handshake outcome not seen yet */
+    unsigned failures;      /* handshakes failed since the last success or log line */
+    int64_t failure_logged; /* CLOCK_MONOTONIC ms of the last failure logged; 0: none yet */
+    struct osbq_bus_event logged; /* the failure last logged */
+    int64_t redial_at;            /* CLOCK_MONOTONIC ms to open a new socket; 0: not due */
 };
 
 struct bus_link {
-    const char *worker_id;    /* borrowed: sent with every READY */
-    unsigned free_slots;      /* the count last announced; what an owed READY sends */
-    struct gateway *gateways; /* the linked gateways, count of them; owned */
-    size_t count;             /* gateways in use */
-    size_t cap;               /* gateways allocated */
-    zmq_pollitem_t *items;    /* poll set scratch, items_cap of them; owned */
-    size_t items_cap;         /* items allocated */
+    const char *worker_id;              /* borrowed: sent with every READY */
+    const struct osbq_bus_curve *curve; /* borrowed: the keys of every socket */
+    unsigned free_slots;                /* the count last announced; what an owed READY sends */
+    struct gateway *gateways;           /* the linked gateways, count of them; owned */
+    size_t count;                       /* gateways in use */
+    size_t cap;                         /* gateways allocated */
+    zmq_pollitem_t *items;              /* poll set scratch, items_cap of them; owned */
+    size_t items_cap;                   /* items allocated */
 };
 
-struct bus_link *bus_link_new(const char *worker_id)
+struct bus_link *bus_link_new(const char *worker_id, const struct osbq_bus_curve *curve)
 {
     struct bus_link *b = calloc(1, sizeof *b);
     if (b == NULL)
         return NULL;
     b->worker_id = worker_id;
+    b->curve = curve;
     return b;
 }
 
 static void gateway_clear(struct gateway *gw)
 {
+    osbq_bus_monitor_stop(gw->dealer, &gw->monitor);
     zsock_destroy(&gw->dealer);
     free(gw->endpoint);
     gw->endpoint = NULL;
@@ -83,6 +100,29 @@ static struct gateway *find(struct bus_link *b, const char *endpoint)
     return NULL;
 }
 
+/* Opens gw's socket (and its monitor) and owes the gateway a READY. */
+static void dial(struct bus_link *b, struct gateway *gw)
+{
+    struct osbq_error err = {0};
+    gw->connecting = false;
+    gw->redial_at = 0;
+    gw->dealer = osbq_bus_worker_connect(gw->endpoint, b->curve, &err);
+    if (gw->dealer == NULL) {
+        log_warnx("gateway %s: %s; ignoring it while the registry lists it", gw->endpoint,
+                  err.text);
+        return;
+    }
+    /* Neither side may ever block the main thread: a gateway that cannot take a message now
+     * gets it later (READY) or never (REJECT: the job is in Redis and gets resent). */
+    zsock_set_sndtimeo(gw->dealer, 0);
+    zsock_set_rcvtimeo(gw->dealer, 0);
+    gw->monitor = osbq_bus_monitor_start(gw->dealer);
+    if (gw->monitor == NULL)
+        log_warnx("gateway %s: cannot watch the connection; handshake failures go unlogged",
+                  gw->endpoint);
+    send_ready(b, gw);
+}
+
 /* Adds endpoint and connects to it. Returns the new gateway, or NULL when out of memory. */
 static struct gateway *add(struct bus_link *b, const char *endpoint)
 {
@@ -100,18 +140,8 @@ static struct gateway *add(struct bus_link *b, const char *endpoint)
     if (gw->endpoint == NULL)
         return NULL;
     b->count++;
-    struct osbq_error err = {0};
-    gw->dealer = osbq_bus_worker_connect(endpoint, &err);
-    if (gw->dealer == NULL) {
-        log_warnx("gateway %s: %s; ignoring it while the registry lists it", endpoint, err.text);
-        return gw;
-    }
-    /* Neither side may ever block the main thread: a gateway that cannot take a message now
-     * gets it later (READY) or never (REJECT: the job is in Redis and gets resent). */
-    zsock_set_sndtimeo(gw->dealer, 0);
-    zsock_set_rcvtimeo(gw->dealer, 0);
     log_info("gateway %s: connecting", endpoint);
-    send_ready(b, gw);
+    dial(b, gw);
     return gw;
 }
 
@@ -194,10 +224,112 @@ static void receive(struct gateway *gw, bus_link_job_fn on_job, void *ctx)
     }
 }
 
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    (void)clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Why a handshake failed, in an operator's words. */
+static void describe_failure(const struct bus_link *b, const struct osbq_bus_event *ev, char *out,
+                             size_t size)
+{
+    /* A CurveZMQ server that cannot read our HELLO (another server key) just closes. */
+    const char *closed_hint = osbq_bus_curve_on(b->curve)
+                                  ? "; check that the gateway's server key is the one in "
+                                    "OSBQ_BUS_CURVE_SERVER_CERT"
+                                  : "";
+    if (ev->kind == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH)
+        (void)snprintf(out, size,
+                       "the gateway refused this worker's key (ZAP status %u): its public "
+                       "certificate is not in the gateway's OSBQ_BUS_CURVE_CLIENTS_DIR",
+                       (unsigned)ev->value);
+    else if (ev->kind == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL &&
+             ev->value == ZMQ_PROTOCOL_ERROR_ZMTP_MECHANISM_MISMATCH)
+        (void)snprintf(out, size,
+                       "security mechanism mismatch: CurveZMQ is configured on one side only "
+                       "(OSBQ_BUS_CURVE_*)");
+    else if (ev->kind == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL)
+        (void)snprintf(out, size, "protocol error 0x%x", (unsigned)ev->value);
+    else if (ev->kind == ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL)
+        (void)snprintf(out, size, "connection lost during the handshake (%s)%s",
+                       zmq_strerror((int)ev->value), closed_hint);
+    else
+        (void)snprintf(out, size, "the gateway closed the connection during the handshake%s",
+                       closed_hint);
+}
+
+static void handshake_failed(struct bus_link *b, struct gateway *gw,
+                             const struct osbq_bus_event *ev)
+{
+    gw->connecting = false;
+    gw->failures++;
+    int64_t now = now_ms();
+    if (gw->redial_at == 0)
+        gw->redial_at = now + REDIAL_MS;
+    /* A refusal or a mechanism mismatch says more than a lost connection: logged at once. */
+    bool telling = ev->kind == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL ||
+                   ev->kind == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH;
+    bool news = telling && (gw->logged.kind != ev->kind || gw->logged.value != ev->value);
+    if (gw->failure_logged != 0 && now - gw->failure_logged < HANDSHAKE_LOG_INTERVAL_MS && !news)
+        return;
+    gw->logged = *ev;
+    char why[200];
+    describe_failure(b, ev, why, sizeof why);
+    log_warnx("handshake with %s failed: %s. No job comes from this gateway until a handshake "
+              "succeeds; retrying (%u failed since the last such line)",
+              gw->endpoint, why, gw->failures);
+    gw->failures = 0;
+    gw->failure_logged = now;
+}
+
+/* Reads gw's connection events: failed handshakes are logged (rate-limited), a success after
+ * them too. */
+static void watch(struct bus_link *b, struct gateway *gw)
+{
+    struct osbq_bus_event ev;
+    for (int i = 0; i < RECEIVE_BATCH && osbq_bus_event_read(gw->monitor, &ev) == 0; i++) {
+        switch (ev.kind) {
+        case ZMQ_EVENT_CONNECTED:
+            gw->connecting = true;
+            break;
+        case ZMQ_EVENT_HANDSHAKE_SUCCEEDED:
+            gw->connecting = false;
+            if (gw->failure_logged != 0)
+                log_info("handshake with %s succeeded", gw->endpoint);
+            gw->failure_logged = 0;
+            gw->failures = 0;
+            gw->redial_at = 0;
+            memset(&gw->logged, 0, sizeof gw->logged);
+            break;
+        case ZMQ_EVENT_DISCONNECTED:
+            if (gw->connecting)
+                handshake_failed(b, gw, &ev);
+            break;
+        default:
+            handshake_failed(b, gw, &ev);
+            break;
+        }
+    }
+}
+
 int bus_link_poll(struct bus_link *b, zmq_pollitem_t *extra, size_t nextra, long timeout_ms,
                   bus_link_job_fn on_job, void *ctx)
 {
-    size_t need = nextra + b->count;
+    int64_t now = now_ms();
+    for (size_t i = 0; i < b->count; i++) {
+        struct gateway *gw = &b->gateways[i];
+        /* Events still unread may tell the handshake succeeded meanwhile: read them first. */
+        if (gw->dealer != NULL && gw->redial_at != 0 && now >= gw->redial_at && gw->monitor != NULL)
+            watch(b, gw);
+        if (gw->dealer != NULL && gw->redial_at != 0 && now >= gw->redial_at) {
+            osbq_bus_monitor_stop(gw->dealer, &gw->monitor);
+            zsock_destroy(&gw->dealer);
+            dial(b, gw);
+        }
+    }
+    size_t need = nextra + 2 * b->count;
     if (need > b->items_cap) {
         zmq_pollitem_t *grown = realloc(b->items, need * sizeof *grown);
         if (grown == NULL) {
@@ -214,11 +346,13 @@ int bus_link_poll(struct bus_link *b, zmq_pollitem_t *extra, size_t nextra, long
         struct gateway *gw = &b->gateways[i];
         if (gw->dealer == NULL)
             continue;
-        b->items[n] = (zmq_pollitem_t){
+        b->items[n++] = (zmq_pollitem_t){
             .socket = zsock_resolve(gw->dealer),
             .events = (short)(ZMQ_POLLIN | (gw->ready_owed ? ZMQ_POLLOUT : 0)),
         };
-        n++;
+        if (gw->monitor != NULL)
+            b->items[n++] =
+                (zmq_pollitem_t){.socket = zsock_resolve(gw->monitor), .events = ZMQ_POLLIN};
     }
     int rc = zmq_poll(b->items, (int)n, timeout_ms);
     if (rc < 0)
@@ -231,6 +365,8 @@ int bus_link_poll(struct bus_link *b, zmq_pollitem_t *extra, size_t nextra, long
         if (gw->dealer == NULL)
             continue;
         short revents = b->items[k++].revents;
+        if (gw->monitor != NULL && (b->items[k++].revents & ZMQ_POLLIN))
+            watch(b, gw);
         if ((revents & ZMQ_POLLOUT) && gw->ready_owed)
             send_ready(b, gw);
         if (revents & ZMQ_POLLIN)

@@ -7,6 +7,8 @@
 #include <czmq.h>
 #include <stddef.h>
 
+#include "bus_curve.h"
+
 struct bus_link;
 
 /* Called for each JOB message: dealer is the socket it came on (borrowed: reply REJECT on it),
@@ -14,9 +16,10 @@ struct bus_link;
 typedef void (*bus_link_job_fn)(void *ctx, zsock_t *dealer, const char *endpoint, const void *job,
                                 size_t len);
 
-/* A link with no gateway yet. worker_id is borrowed and must outlive the link. Caller owns the
- * result (bus_link_destroy); NULL when out of memory. */
-struct bus_link *bus_link_new(const char *worker_id);
+/* A link with no gateway yet. worker_id and curve (the keys every gateway socket uses; plain
+ * when it holds none) are borrowed and must outlive the link. Caller owns the result
+ * (bus_link_destroy); NULL when out of memory. */
+struct bus_link *bus_link_new(const char *worker_id, const struct osbq_bus_curve *curve);
 
 /* Closes every socket and frees the link; sets *bp to NULL; accepts NULL. */
 void bus_link_destroy(struct bus_link **bp);

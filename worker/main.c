@@ -318,8 +318,20 @@ int main(int argc, char **argv)
     if (signal_fd < 0)
         fatal("signalfd");
     osbq_bus_init();
+    /* Loaded once: a certificate changed on disk takes effect at the next start. */
+    static struct osbq_bus_curve curve;
+    const char *curve_variable = NULL;
+    if (osbq_bus_curve_load(&curve, &cfg, OSBQ_ROLE_WORKER, &curve_variable, &err) < 0)
+        osbq_startup_die(&startup, curve_variable, &err);
+    if (osbq_bus_curve_on(&curve))
+        log_info("job bus: CurveZMQ, client key %s, gateways' key %s", zcert_public_txt(curve.own),
+                 curve.server_public);
+    else
+        log_warnx("the job bus is not authenticated nor encrypted: this worker runs jobs from "
+                  "any process registered as a gateway (set OSBQ_BUS_CURVE_SERVER_CERT and "
+                  "OSBQ_BUS_CURVE_CLIENT_CERT)");
     store = osbq_store_new(&cfg);
-    struct bus_link *link = bus_link_new(id);
+    struct bus_link *link = bus_link_new(id, &curve);
     registry = osbq_metrics_new();
     if (store == NULL || link == NULL || registry == NULL ||
         osbq_process_metrics_add(&process_metrics, registry, "worker", OSBQ_VERSION, store) < 0 ||
@@ -371,6 +383,7 @@ int main(int argc, char **argv)
      * leaves behind those stuck in a backend that ignores cancellation. */
     unsigned left = runner_destroy(&runner);
     bus_link_destroy(&link);
+    osbq_bus_curve_clear(&curve);
     close(signal_fd);
     if (osbq_store_status_remove(store, "worker", id, &err) < 0)
         log_debug("cannot remove the worker's status (%s); it expires by itself", err.text);

@@ -284,6 +284,28 @@ class ComposeTest(unittest.TestCase):
         published = [svc for svc, s in self.raw["services"].items() if s.get("ports")]
         self.assertEqual(published, ["lb"])
 
+    # The job bus runs with CurveZMQ (docs/deploy.md, "The job bus's keys").
+    def test_bus_keys(self):
+        def secrets_of(svc):
+            return {x["source"] if isinstance(x, dict) else x
+                    for x in self.service(svc).get("secrets", [])}
+
+        gw, wk = self.env_of("gateway"), self.env_of("worker")
+        self.assertEqual(gw["OSBQ_BUS_CURVE_SERVER_CERT"], "/run/secrets/bus_gateways_secret")
+        self.assertIn("bus_gateways_secret", secrets_of("gateway"))
+        self.assertEqual(wk["OSBQ_BUS_CURVE_SERVER_CERT"], "/run/secrets/bus_gateways")
+        self.assertEqual(wk["OSBQ_BUS_CURVE_CLIENT_CERT"], "/run/secrets/bus_worker_secret")
+        self.assertEqual(secrets_of("worker"), {"bus_gateways", "bus_worker_secret"})
+        # The workers never get the gateways' secret key.
+        self.assertNotIn("bus_gateways_secret", secrets_of("worker"))
+        mounts = " ".join(str(v) for v in self.service("gateway")["volumes"])
+        self.assertIn(gw["OSBQ_BUS_CURVE_CLIENTS_DIR"], mounts)
+        files = {name: os.path.relpath(self.resolved["secrets"][name]["file"], self.copy)
+                 for name in ("bus_gateways_secret", "bus_gateways", "bus_worker_secret")}
+        self.assertEqual(files, {"bus_gateways_secret": "secrets/bus/gateways_secret",
+                                 "bus_gateways": "secrets/bus/gateways",
+                                 "bus_worker_secret": "secrets/bus/worker_secret"})
+
     def test_duration_parser(self):
         self.assertEqual(duration_s("30s"), 30)
         self.assertEqual(duration_s("1m30s"), 90)

@@ -7,7 +7,10 @@ is bounded (RUN_TIMEOUT_S) and its stderr checked for sanitizer reports."""
 
 import json
 import os
+import shutil
+import stat
 import subprocess
+import tempfile
 import time
 import unittest
 import uuid
@@ -473,6 +476,59 @@ class TestCtlRedisDown(CtlTestCase):
         status, out, err = self.ctl("instances", env=env)
         self.assertEqual(status, 1, out + err)
         self.assertIn("OSBQ_REDIS_URL", err)
+
+
+class TestCtlBusCert(CtlTestCase):
+    """bus-cert writes a new key pair as czmq certificates, without Redis, and never
+    overwrites one."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="osbq-ctl-cert-")
+        self.addCleanup(shutil.rmtree, self.dir, True)
+
+    def test_new_pair(self):
+        path = os.path.join(self.dir, "worker-1")
+        # No OSBQ_REDIS_URL reachable: bus-cert does not need Redis.
+        env = self.ctl_env(OSBQ_REDIS_URL="redis://127.0.0.1:%d/0" % harness.free_port())
+        status, out, err = self.ctl("--json", "bus-cert", path, env=env)
+        self.assertEqual(status, 0, out + err)
+        doc = json.loads(out)
+        self.assertEqual(doc["public_file"], path)
+        self.assertEqual(doc["secret_file"], path + "_secret")
+        self.assertEqual(len(doc["public_key"]), 40)
+        self.assertEqual(stat.S_IMODE(os.stat(path + "_secret").st_mode), 0o600)
+        with open(path) as f:
+            public = f.read()
+        with open(path + "_secret") as f:
+            secret = f.read()
+        self.assertIn('public-key = "%s"' % doc["public_key"], public)
+        self.assertNotIn("secret-key", public)
+        self.assertIn('public-key = "%s"' % doc["public_key"], secret)
+        self.assertRegex(secret, r'secret-key = ".{40}"')
+        # Text form; another pair has another key.
+        status, out, err = self.ctl("bus-cert", os.path.join(self.dir, "worker-2"), env=env)
+        self.assertEqual(status, 0, out + err)
+        self.assertRegex(out, r"public key  \S{40}\n")
+        self.assertNotIn(doc["public_key"], out)
+
+    def test_refuses_to_overwrite_and_bad_command_lines(self):
+        path = os.path.join(self.dir, "gateways")
+        self.ctl_ok("bus-cert", path)
+        with open(path + "_secret") as f:
+            before = f.read()
+        status, out, err = self.ctl("bus-cert", path)
+        self.assertEqual(status, 1, out + err)
+        self.assertIn("exists already", err)
+        with open(path + "_secret") as f:
+            self.assertEqual(f.read(), before)
+        status, out, err = self.ctl("bus-cert")
+        self.assertEqual(status, 2, out + err)
+        self.assertIn("bus-cert needs a PATH", err)
+        status, out, err = self.ctl("bus-cert", path + "-a", path + "-b")
+        self.assertEqual(status, 2, out + err)
+        status, out, err = self.ctl("bus-cert", os.path.join(self.dir, "missing", "dir", "x"))
+        self.assertEqual(status, 1, out + err)
+        self.assertIn("cannot write", err)
 
 
 if __name__ == "__main__":

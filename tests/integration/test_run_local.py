@@ -246,6 +246,10 @@ class RunLocalTest(unittest.TestCase):
         with open(keys) as f:
             self.assertRegex(f.read(), r"^[0-9a-f]{64}\n$")
         worker_names = self.wait_workers_connected()
+        # The bus runs with the keys the script made in --var (docs/security.md, "The job bus").
+        self.assertIn("job bus: CurveZMQ", self.output())
+        self.assertNotIn("job bus is not authenticated", self.output())
+        self.assertTrue(os.path.exists(os.path.join(self.var, "bus", "clients", "worker")))
 
         gw = [self.client(i) for i in range(GATEWAYS)]
         body = {"service_id": SERVICE, "plan_id": PLAN,

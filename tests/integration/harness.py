@@ -118,6 +118,8 @@ class Redis(Process):
             return self.command("PING") == "PONG"
         except OSError:
             return False
+        except RuntimeError:  # an error reply: LOADING while a restarted server reads its AOF
+            return False
 
     def keys(self, pattern="*"):
         return self.command("KEYS", pattern)

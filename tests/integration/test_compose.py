@@ -295,7 +295,7 @@ class ComposeTest(unittest.TestCase):
         self.assertIn("bus_gateways_secret", secrets_of("gateway"))
         self.assertEqual(wk["OSBQ_BUS_CURVE_SERVER_CERT"], "/run/secrets/bus_gateways")
         self.assertEqual(wk["OSBQ_BUS_CURVE_CLIENT_CERT"], "/run/secrets/bus_worker_secret")
-        self.assertEqual(secrets_of("worker"), {"bus_gateways", "bus_worker_secret"})
+        self.assertEqual(secrets_of("worker"), {"bus_gateways", "bus_worker_secret", "secret_keys"})
         # The workers never get the gateways' secret key.
         self.assertNotIn("bus_gateways_secret", secrets_of("worker"))
         mounts = " ".join(str(v) for v in self.service("gateway")["volumes"])

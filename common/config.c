@@ -185,6 +185,39 @@ static int parse_redis_url(struct osbq_config *cfg, const char *value, struct os
     return osbq_redis_addr_parse(value, &cfg->redis, err);
 }
 
+static int parse_sentinels(struct osbq_config *cfg, const char *value, struct osbq_error *err)
+{
+    if (value == NULL || value[0] == '\0')
+        return 0;
+    char *list = xstrdup(value, err);
+    if (list == NULL)
+        return -1;
+    int rc = 0;
+    char *save = NULL;
+    for (char *item = strtok_r(list, ",", &save); item != NULL && rc == 0;
+         item = strtok_r(NULL, ",", &save)) {
+        if (cfg->sentinel_count == OSBQ_SENTINELS_MAX)
+            rc = osbq_error_set(err, OSBQ_ERR_INVALID, "at most %d Sentinels", OSBQ_SENTINELS_MAX);
+        else
+            rc = parse_host_port(item, &cfg->sentinels[cfg->sentinel_count++], err);
+    }
+    free(list);
+    if (rc == 0 && cfg->sentinel_count == 0)
+        rc = osbq_error_set(err, OSBQ_ERR_INVALID, "\"%s\" names no host:port", value);
+    return rc;
+}
+
+static int parse_master_name(struct osbq_config *cfg, const char *value, struct osbq_error *err)
+{
+    if (value == NULL || value[0] == '\0')
+        return 0;
+    for (const char *p = value; *p; p++)
+        if (*p <= ' ' || *p == 0x7f)
+            return osbq_error_set(err, OSBQ_ERR_INVALID, "no spaces or control characters");
+    cfg->redis_master_name = xstrdup(value, err);
+    return cfg->redis_master_name ? 0 : -1;
+}
+
 static int parse_redis_timeout(struct osbq_config *cfg, const char *value, struct osbq_error *err)
 {
     unsigned long n = 0;
@@ -453,6 +486,10 @@ static const struct config_var config_vars[] = {
      "redis://[user:password@]host:port[/db] of the Redis that holds all state"},
     {"OSBQ_REDIS_TIMEOUT_MS", OSBQ_ROLE_ALL, "2000", NULL, false, parse_redis_timeout,
      "timeout of a Redis connect or command, in ms"},
+    {"OSBQ_REDIS_SENTINELS", OSBQ_ROLE_ALL, NULL, "none (OSBQ_REDIS_URL names the primary)", false,
+     parse_sentinels, "host:port,host:port of Redis Sentinels that know the primary"},
+    {"OSBQ_REDIS_MASTER_NAME", OSBQ_ROLE_ALL, NULL, "none", false, parse_master_name,
+     "the Sentinels' name of the primary (set with OSBQ_REDIS_SENTINELS)"},
     {"OSBQ_NAMESPACE", OSBQ_ROLE_ALL, "osbq", NULL, false, parse_namespace,
      "prefix of every Redis key, so several stacks can share one Redis"},
     {"OSBQ_CATALOG", OSBQ_ROLE_BOTH, OSBQ_DEFAULT_CATALOG, NULL, false, parse_catalog,
@@ -615,6 +652,12 @@ int osbq_config_load(struct osbq_config *cfg, enum osbq_role role, osbq_config_g
                        loaded.metrics_username ? "OSBQ_METRICS_PASSWORD" : "OSBQ_METRICS_USERNAME");
         goto fail;
     }
+    if ((loaded.sentinel_count == 0) != (loaded.redis_master_name == NULL)) {
+        osbq_error_set(err, OSBQ_ERR_INVALID,
+                       "%s: set both OSBQ_REDIS_SENTINELS and OSBQ_REDIS_MASTER_NAME, or neither",
+                       loaded.sentinel_count ? "OSBQ_REDIS_MASTER_NAME" : "OSBQ_REDIS_SENTINELS");
+        goto fail;
+    }
     if ((loaded.tls_cert_path == NULL) != (loaded.tls_key_path == NULL)) {
         osbq_error_set(err, OSBQ_ERR_INVALID,
                        "%s: set both OSBQ_TLS_CERT and OSBQ_TLS_KEY, or neither",
@@ -668,6 +711,9 @@ void osbq_config_clear(struct osbq_config *cfg)
     free_secret(&cfg->metrics_username);
     free_secret(&cfg->metrics_password);
     free(cfg->metrics_listen.host);
+    for (size_t i = 0; i < cfg->sentinel_count; i++)
+        free(cfg->sentinels[i].host);
+    free(cfg->redis_master_name);
     free(cfg->tls_cert_path);
     free(cfg->tls_key_path);
     free(cfg->secret_key_file);

@@ -34,17 +34,25 @@ struct osbq_listen_addr {
     uint16_t port; /* TCP port, 1..65535 */
 };
 
+/* Most Sentinels OSBQ_REDIS_SENTINELS may list. */
+#define OSBQ_SENTINELS_MAX 16
+
 /* Everything the binaries are configured with. Strings are owned (osbq_config_clear). */
 struct osbq_config {
-    struct osbq_redis_addr redis;    /* OSBQ_REDIS_URL */
-    unsigned redis_timeout_ms;       /* OSBQ_REDIS_TIMEOUT_MS: connect and command timeout */
-    char *namespace_;                /* OSBQ_NAMESPACE: prefix of every Redis key */
-    char *catalog_path;              /* OSBQ_CATALOG */
-    enum osbq_log_level log_level;   /* OSBQ_LOG_LEVEL */
-    struct osbq_listen_addr listen;  /* OSBQ_LISTEN (gateway) */
-    unsigned http_threads;           /* OSBQ_HTTP_THREADS (gateway); 0 in the variable = cores */
-    size_t max_body_bytes;           /* OSBQ_MAX_BODY_BYTES (gateway) */
-    unsigned max_connections;        /* OSBQ_MAX_CONNECTIONS (gateway): open at once */
+    struct osbq_redis_addr redis; /* OSBQ_REDIS_URL (with Sentinels: its host and port are
+                                   * not used, its user, password and db are) */
+    struct osbq_listen_addr sentinels[OSBQ_SENTINELS_MAX]; /* OSBQ_REDIS_SENTINELS */
+    size_t sentinel_count;                                 /* 0: no Sentinel, OSBQ_REDIS_URL's
+                                                            * host is the primary */
+    char *redis_master_name;        /* OSBQ_REDIS_MASTER_NAME: the Sentinels' name of the primary */
+    unsigned redis_timeout_ms;      /* OSBQ_REDIS_TIMEOUT_MS: connect and command timeout */
+    char *namespace_;               /* OSBQ_NAMESPACE: prefix of every Redis key */
+    char *catalog_path;             /* OSBQ_CATALOG */
+    enum osbq_log_level log_level;  /* OSBQ_LOG_LEVEL */
+    struct osbq_listen_addr listen; /* OSBQ_LISTEN (gateway) */
+    unsigned http_threads;          /* OSBQ_HTTP_THREADS (gateway); 0 in the variable = cores */
+    size_t max_body_bytes;          /* OSBQ_MAX_BODY_BYTES (gateway) */
+    unsigned max_connections;       /* OSBQ_MAX_CONNECTIONS (gateway): open at once */
     unsigned max_connections_per_ip; /* OSBQ_MAX_CONNECTIONS_PER_IP (gateway); 0: no limit */
     unsigned http_idle_timeout_s;  /* OSBQ_HTTP_IDLE_TIMEOUT_S (gateway): idle connections close */
     char *broker_username;         /* OSBQ_BROKER_USERNAME[_FILE] (gateway); never logged */

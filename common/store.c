@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "log.h"
 #include "store_internal.h"
 #include "store_scripts.h"
 
@@ -80,17 +81,41 @@ static int expect_ok(redisContext *c, struct osbq_error *err, const char *what, 
     return rc;
 }
 
+/* With Sentinels: logs when the primary is not the one connected to last time. */
+static void note_primary(struct osbq_store *store, const char *host, uint16_t port)
+{
+    char now[sizeof store->primary];
+    (void)snprintf(now, sizeof now, "%s:%u", host, (unsigned)port);
+    pthread_mutex_lock(&store->lock);
+    bool changed = strcmp(store->primary, now) != 0;
+    bool first = store->primary[0] == '\0';
+    if (changed)
+        memcpy(store->primary, now, sizeof now);
+    pthread_mutex_unlock(&store->lock);
+    if (changed)
+        log_info("redis primary %s %s (from Sentinel)", first ? "is" : "is now", now);
+}
+
 static redisContext *store_connect(struct osbq_store *store, struct osbq_error *err)
 {
     const struct osbq_redis_addr *addr = &store->cfg->redis;
-    redisContext *c = redisConnectWithTimeout(addr->host, addr->port, store->timeout);
+    const char *host = addr->host;
+    uint16_t port = addr->port;
+    char primary[256];
+    bool sentinel = store->cfg->sentinel_count > 0;
+    if (sentinel) {
+        if (store_sentinel_primary(store, primary, sizeof primary, &port, err) < 0)
+            return NULL;
+        host = primary;
+    }
+    redisContext *c = redisConnectWithTimeout(host, port, store->timeout);
     if (c == NULL) {
         osbq_error_set(err, OSBQ_ERR_UNAVAILABLE, "redis: out of memory");
         return NULL;
     }
     if (c->err) {
-        osbq_error_set(err, OSBQ_ERR_UNAVAILABLE, "redis %s:%u: %s", addr->host,
-                       (unsigned)addr->port, c->errstr);
+        osbq_error_set(err, OSBQ_ERR_UNAVAILABLE, "redis %s:%u: %s", host, (unsigned)port,
+                       c->errstr);
         goto out_free;
     }
     if (redisSetTimeout(c, store->timeout) != REDIS_OK) {
@@ -107,6 +132,11 @@ static redisContext *store_connect(struct osbq_store *store, struct osbq_error *
     if (addr->db != 0 &&
         expect_ok(c, err, "redis SELECT", redisCommand(c, "SELECT %u", addr->db)) < 0)
         goto out_free;
+    if (sentinel) {
+        if (store_check_primary(c, err) < 0)
+            goto out_free;
+        note_primary(store, host, port);
+    }
     return c;
 out_free:
     redisFree(c);
@@ -305,8 +335,15 @@ int store_reply_failed(redisContext *c, redisReply *reply, const char *what, str
 {
     if (reply == NULL)
         return osbq_error_set(err, OSBQ_ERR_UNAVAILABLE, "redis %s: %s", what, c->errstr);
-    if (reply->type == REDIS_REPLY_ERROR)
+    if (reply->type == REDIS_REPLY_ERROR) {
+        /* A primary demoted to a replica by a failover: this connection must go (store_release
+         * drops it and marks Redis down), so the next one asks the Sentinels again. */
+        if (strncmp(reply->str, "READONLY", 8) == 0 && c->err == 0) {
+            c->err = REDIS_ERR_EOF;
+            (void)snprintf(c->errstr, sizeof c->errstr, "the server is a replica now");
+        }
         return osbq_error_set(err, OSBQ_ERR_UNAVAILABLE, "redis %s: %s", what, reply->str);
+    }
     return 0;
 }
 

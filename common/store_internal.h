@@ -28,7 +28,18 @@ struct osbq_store {
                                          * guarded by lock */
     bool probing;                       /* one caller is trying Redis again; guarded by lock */
     atomic_uint_fast64_t errors;        /* failed calls, for osbq_redis_errors_total */
+    char primary[300];                  /* with Sentinels: the primary last connected to
+                                         * ("host:port"), to log a switch; guarded by lock */
 };
+
+/* With Sentinels: asks them in order for the primary's address. 0, or -1 with err
+ * (common/store_sentinel.c). */
+int store_sentinel_primary(struct osbq_store *store, char *host, size_t size, uint16_t *port,
+                           struct osbq_error *err);
+
+/* 0 when c is connected to a primary (ROLE), -1 with err: a Sentinel's answer may be stale
+ * during a failover, and writes to a replica fail. */
+int store_check_primary(redisContext *c, struct osbq_error *err);
 
 /* Longest key: namespace (64), a kind, and a percent-encoded id of up to 1024 bytes. */
 #define STORE_KEY_MAX 3400

@@ -680,6 +680,43 @@ static void test_security_paths(void **state)
     assert_int_equal(rmdir(dir), 0);
 }
 
+/* OSBQ_REDIS_SENTINELS: a list of host:port (IPv6 in brackets), at most 16, set together with
+ * OSBQ_REDIS_MASTER_NAME; ctl reads them too. */
+static void test_sentinels(void **state)
+{
+    (void)state;
+    struct fake_env env;
+    struct osbq_config cfg;
+    struct osbq_error err;
+    memset(&env, 0, sizeof env);
+    env_set(&env, "OSBQ_REDIS_SENTINELS", "10.0.0.1:26379,[::1]:26380,s3:1");
+    env_set(&env, "OSBQ_REDIS_MASTER_NAME", "osbq-primary");
+    load_ok(&env, OSBQ_ROLE_CTL, &cfg);
+    assert_int_equal(cfg.sentinel_count, 3);
+    assert_string_equal(cfg.sentinels[0].host, "10.0.0.1");
+    assert_int_equal(cfg.sentinels[0].port, 26379);
+    assert_string_equal(cfg.sentinels[1].host, "::1");
+    assert_string_equal(cfg.sentinels[2].host, "s3");
+    assert_string_equal(cfg.redis_master_name, "osbq-primary");
+    osbq_config_clear(&cfg);
+    env_set(&env, "OSBQ_REDIS_MASTER_NAME", NULL);
+    load_fails(&env, OSBQ_ROLE_WORKER, "OSBQ_REDIS_MASTER_NAME", &err);
+    env_set(&env, "OSBQ_REDIS_MASTER_NAME", "a b");
+    load_fails(&env, OSBQ_ROLE_WORKER, "OSBQ_REDIS_MASTER_NAME", &err);
+    env_set(&env, "OSBQ_REDIS_MASTER_NAME", "m");
+    env_set(&env, "OSBQ_REDIS_SENTINELS", "h:1,h:0");
+    load_fails(&env, OSBQ_ROLE_WORKER, "OSBQ_REDIS_SENTINELS", &err);
+    env_set(&env, "OSBQ_REDIS_SENTINELS", ",,,");
+    load_fails(&env, OSBQ_ROLE_WORKER, "OSBQ_REDIS_SENTINELS", &err);
+    env_set(&env, "OSBQ_REDIS_SENTINELS",
+            "h:1,h:2,h:3,h:4,h:5,h:6,h:7,h:8,h:9,h:10,h:11,h:12,"
+            "h:13,h:14,h:15,h:16,h:17");
+    load_fails(&env, OSBQ_ROLE_WORKER, "OSBQ_REDIS_SENTINELS", &err);
+    assert_non_null(strstr(err.text, "at most 16"));
+    env_set(&env, "OSBQ_REDIS_SENTINELS", NULL);
+    load_fails(&env, OSBQ_ROLE_WORKER, "OSBQ_REDIS_SENTINELS", &err);
+}
+
 static void test_bus_advertise_defaults_to_bound_address(void **state)
 {
     (void)state;
@@ -871,6 +908,7 @@ int main(void)
         cmocka_unit_test(test_secret_file_missing_names_the_file_variable),
         cmocka_unit_test(test_secret_and_secret_file_both_set_is_an_error),
         cmocka_unit_test(test_security_paths),
+        cmocka_unit_test(test_sentinels),
         cmocka_unit_test(test_bus_advertise_defaults_to_bound_address),
         cmocka_unit_test(test_bus_advertise_wildcard_bind_uses_host_name),
         cmocka_unit_test(test_bus_advertise_explicit_value_wins),

@@ -8,6 +8,7 @@ packages=(
   libmicrohttpd-dev libjansson-dev libhiredis-dev libczmq-dev libmsgpack-dev
   libsodium-dev libcurl4-gnutls-dev libcmocka-dev
   redis-server curl python3 clang-format git jq postgresql docker-compose haproxy
+  clang libclang-rt-14-dev  # scripts/fuzz.sh: libFuzzer (-fsanitize=fuzzer) comes with clang's runtime
 )
 
 missing=()

@@ -82,8 +82,9 @@ static void test_last_result_line_wins(void **state)
 }
 
 /* A result line of exactly EXEC_LINE_MAX bytes is kept, however the reads split it: in one
- * read, or in a read that ends right at the limit with the newline in the next one (the fuzz
- * target found the second way discarded it). One byte more is too long either way. */
+ * read, or in a read that ends right at the limit with the newline in the next one (that way
+ * it used to be discarded, as it was when stdout ended right after it). One byte more is too
+ * long either way. The fuzz target's split-read property covers the same ground on short lines. */
 static void test_line_at_the_limit(void **state)
 {
     (void)state;

@@ -21,21 +21,13 @@
 #include <unistd.h>
 
 #include "backend.h"
+#include "exec_output.h"
 #include "log.h"
 
 extern char **environ;
 
 /* The plan's timeout_ms when it sets none: ten minutes, as the issue pins. */
 #define EXEC_DEFAULT_TIMEOUT_MS 600000
-/* Longest stdout line kept: a progress line or the result. Longer lines are discarded as they
- * arrive (a result that long fails the operation), so a flood costs no memory. */
-#define EXEC_LINE_MAX (64 * 1024)
-/* Bytes of stderr kept, the latest ones: only the tail ends up in a failure's description. */
-#define EXEC_STDERR_MAX (64 * 1024)
-/* Bytes of that tail a failure shows: the description buffer is BACKEND_DESCRIPTION_MAX. */
-#define EXEC_STDERR_SHOWN 900
-/* Longest progress text kept (before " (NN%)" is added). */
-#define EXEC_PROGRESS_MAX 200
 /* Bytes read from a pipe at once. */
 #define EXEC_CHUNK 65536
 /* How often the loop looks at cancellation and renews the lease (through wait) while the
@@ -50,13 +42,6 @@ extern char **environ;
 #define EXEC_EXIT_POLL_MS 5
 
 #define EXEC_NO_MEMORY "The broker ran out of memory."
-
-/* What the last stdout line starting with '{' turned out to be. */
-enum result_state {
-    RESULT_NONE,     /* no such line */
-    RESULT_LINE,     /* in result[] */
-    RESULT_TOO_LONG, /* longer than EXEC_LINE_MAX: discarded */
-};
 
 /* Why the program was stopped by the broker. */
 enum stop_reason {
@@ -80,15 +65,7 @@ struct exec_run {
     enum stop_reason stop;
     int64_t timeout_ms;
 
-    char line[EXEC_LINE_MAX]; /* the stdout line being assembled */
-    size_t line_len;
-    bool line_overlong; /* the current line passed EXEC_LINE_MAX: discarding to its end */
-    char result[EXEC_LINE_MAX];
-    size_t result_len;
-    enum result_state result_state;
-    char err_tail[EXEC_STDERR_MAX]; /* the latest stderr bytes */
-    size_t err_len;
-    char last_progress[EXEC_PROGRESS_MAX]; /* the last progress text, "" when none */
+    struct exec_output output; /* what it printed, parsed */
     char chunk[EXEC_CHUNK];
 };
 
@@ -102,92 +79,6 @@ static int64_t now_ms(void)
 static bool exiting(struct backend_call *call)
 {
     return call->exiting != NULL && call->exiting(call);
-}
-
-/* ---- text shown to users ---- */
-
-/* The length of the valid UTF-8 character at p (left bytes available), or 0 when the bytes
- * there are not one (overlong forms and surrogates included): descriptions end up in JSON,
- * which must be valid UTF-8. */
-static size_t utf8_char_len(const unsigned char *p, size_t left)
-{
-    unsigned char c = p[0];
-    size_t n;
-    uint32_t cp;
-    if (c < 0x80)
-        return 1;
-    if (c >= 0xc2 && c <= 0xdf) {
-        n = 2;
-        cp = c & 0x1fu;
-    } else if (c >= 0xe0 && c <= 0xef) {
-        n = 3;
-        cp = c & 0x0fu;
-    } else if (c >= 0xf0 && c <= 0xf4) {
-        n = 4;
-        cp = c & 0x07u;
-    } else {
-        return 0;
-    }
-    if (left < n)
-        return 0;
-    for (size_t i = 1; i < n; i++) {
-        if ((p[i] & 0xc0) != 0x80)
-            return 0;
-        cp = (cp << 6) | (p[i] & 0x3fu);
-    }
-    if (n == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff)))
-        return 0;
-    if (n == 4 && (cp < 0x10000 || cp > 0x10ffff))
-        return 0;
-    return n;
-}
-
-/* Copies len bytes of text into out (out_size > 0) as one line of valid UTF-8: control
- * characters and blanks collapse into single spaces, invalid bytes become '?', leading and
- * trailing blanks go; cut at a character boundary when out is too small. */
-static void clean_text(const char *text, size_t len, char *out, size_t out_size)
-{
-    const unsigned char *p = (const unsigned char *)text;
-    size_t o = 0;
-    bool space = false;
-    for (size_t i = 0; i < len;) {
-        size_t n = utf8_char_len(p + i, len - i);
-        if (n == 1 && (p[i] <= 0x20 || p[i] == 0x7f)) {
-            space = o > 0;
-            i++;
-            continue;
-        }
-        const char *src = n == 0 ? "?" : text + i;
-        size_t src_len = n == 0 ? 1 : n;
-        if (o + src_len + (space ? 1 : 0) >= out_size)
-            break;
-        if (space)
-            out[o++] = ' ';
-        space = false;
-        memcpy(out + o, src, src_len);
-        o += src_len;
-        i += n == 0 ? 1 : n;
-    }
-    out[o] = '\0';
-}
-
-/* The failure description from the stderr tail: its last EXEC_STDERR_SHOWN bytes or less,
- * starting at a line when the cut fell inside one, as one line. "" when stderr was empty. */
-static void stderr_description(const struct exec_run *x, char *out, size_t out_size)
-{
-    size_t end = x->err_len;
-    while (end > 0 && (unsigned char)x->err_tail[end - 1] <= 0x20)
-        end--;
-    size_t start = end > EXEC_STDERR_SHOWN ? end - EXEC_STDERR_SHOWN : 0;
-    if (start > 0 || x->err_len == EXEC_STDERR_MAX) {
-        /* Cut: begin with a whole line when one starts in the window, else at a character. */
-        const char *nl = memchr(x->err_tail + start, '\n', end - start);
-        if (nl != NULL && nl + 1 < x->err_tail + end)
-            start = (size_t)(nl + 1 - x->err_tail);
-        while (start < end && ((unsigned char)x->err_tail[start] & 0xc0) == 0x80)
-            start++;
-    }
-    clean_text(x->err_tail + start, end - start, out, out_size);
 }
 
 /* ---- the job on stdin ---- */
@@ -398,109 +289,11 @@ out:
 
 /* ---- reading its output ---- */
 
-/* True when text (n bytes) starts, after blanks, with '{': a result line. */
-static bool starts_object(const char *text, size_t n)
+/* The parser's progress callback: forwards to the call. */
+static void report_progress(void *ctx, const char *description)
 {
-    size_t i = 0;
-    while (i < n && (text[i] == ' ' || text[i] == '\t'))
-        i++;
-    return i < n && text[i] == '{';
-}
-
-/* "progress <percent> <text>": reports "<text> (<percent>%)" and keeps the text for the
- * success description. True when the line was one. */
-static bool progress_line(struct exec_run *x, const char *line, size_t len)
-{
-    static const char prefix[] = "progress ";
-    size_t i = sizeof prefix - 1;
-    if (len < i || memcmp(line, prefix, i) != 0)
-        return false;
-    unsigned percent = 0;
-    size_t digits = 0;
-    while (i < len && line[i] >= '0' && line[i] <= '9' && digits < 4) {
-        percent = percent * 10 + (unsigned)(line[i] - '0');
-        i++;
-        digits++;
-    }
-    if (digits == 0 || percent > 100 || (i < len && line[i] != ' '))
-        return false;
-    char text[EXEC_PROGRESS_MAX];
-    clean_text(line + i, len - i, text, sizeof text);
-    if (text[0] != '\0')
-        (void)snprintf(x->last_progress, sizeof x->last_progress, "%s", text);
-    char description[EXEC_PROGRESS_MAX + 16];
-    (void)snprintf(description, sizeof description, "%s (%u%%)", text[0] != '\0' ? text : "Working",
-                   percent);
-    x->call->progress(x->call, description);
-    return true;
-}
-
-/* One complete stdout line (without its newline). */
-static void stdout_line(struct exec_run *x, const char *line, size_t len)
-{
-    if (len > 0 && line[len - 1] == '\r')
-        len--;
-    if (progress_line(x, line, len))
-        return;
-    if (!starts_object(line, len))
-        return;
-    sodium_memzero(x->result, x->result_len);
-    memcpy(x->result, line, len);
-    x->result_len = len;
-    x->result_state = RESULT_LINE;
-}
-
-/* Splits stdout bytes into lines; keeps at most EXEC_LINE_MAX bytes of one. */
-static void stdout_bytes(struct exec_run *x, const char *data, size_t n)
-{
-    while (n > 0) {
-        const char *nl = memchr(data, '\n', n);
-        size_t seg = nl != NULL ? (size_t)(nl - data) : n;
-        if (!x->line_overlong) {
-            size_t room = EXEC_LINE_MAX - x->line_len;
-            size_t take = seg < room ? seg : room;
-            memcpy(x->line + x->line_len, data, take);
-            x->line_len += take;
-            if (take < seg || (nl == NULL && x->line_len == EXEC_LINE_MAX)) {
-                /* Too long to keep: discard it up to its end. A result line that long fails
-                 * the operation rather than be read in part. */
-                if (starts_object(x->line, x->line_len)) {
-                    sodium_memzero(x->result, x->result_len);
-                    x->result_len = 0;
-                    x->result_state = RESULT_TOO_LONG;
-                }
-                sodium_memzero(x->line, x->line_len);
-                x->line_len = 0;
-                x->line_overlong = true;
-            }
-        }
-        if (nl == NULL)
-            return;
-        if (!x->line_overlong)
-            stdout_line(x, x->line, x->line_len);
-        sodium_memzero(x->line, x->line_len);
-        x->line_len = 0;
-        x->line_overlong = false;
-        data = nl + 1;
-        n -= seg + 1;
-    }
-}
-
-/* Keeps the latest EXEC_STDERR_MAX bytes of stderr. */
-static void stderr_bytes(struct exec_run *x, const char *data, size_t n)
-{
-    if (n >= EXEC_STDERR_MAX) {
-        memcpy(x->err_tail, data + n - EXEC_STDERR_MAX, EXEC_STDERR_MAX);
-        x->err_len = EXEC_STDERR_MAX;
-        return;
-    }
-    if (x->err_len + n > EXEC_STDERR_MAX) {
-        size_t drop = x->err_len + n - EXEC_STDERR_MAX;
-        memmove(x->err_tail, x->err_tail + drop, x->err_len - drop);
-        x->err_len -= drop;
-    }
-    memcpy(x->err_tail + x->err_len, data, n);
-    x->err_len += n;
+    struct backend_call *call = ctx;
+    call->progress(call, description);
 }
 
 /* Reads what *fd has; closes it at EOF or on an error (a last partial stdout line counts). */
@@ -509,15 +302,15 @@ static void read_pipe(struct exec_run *x, int *fd, bool is_stdout)
     ssize_t n = read(*fd, x->chunk, sizeof x->chunk);
     if (n > 0) {
         if (is_stdout)
-            stdout_bytes(x, x->chunk, (size_t)n);
+            exec_output_stdout(&x->output, x->chunk, (size_t)n);
         else
-            stderr_bytes(x, x->chunk, (size_t)n);
+            exec_output_stderr(&x->output, x->chunk, (size_t)n);
         return;
     }
     if (n < 0 && (errno == EAGAIN || errno == EINTR))
         return;
-    if (is_stdout && !x->line_overlong && x->line_len > 0)
-        stdout_line(x, x->line, x->line_len);
+    if (is_stdout)
+        exec_output_stdout_end(&x->output);
     close_fd(fd);
 }
 
@@ -736,16 +529,8 @@ static void report(struct exec_run *x)
     struct backend_call *call = x->call;
     const char *op = call->job->operation_id;
     char text[BACKEND_DESCRIPTION_MAX];
-    json_t *result = NULL;
-    bool result_bad = false;
-    if (x->result_state == RESULT_LINE) {
-        result = json_loadb(x->result, x->result_len, JSON_REJECT_DUPLICATES, NULL);
-        if (!json_is_object(result)) {
-            json_decref(result);
-            result = NULL;
-            result_bad = true;
-        }
-    }
+    bool result_bad;
+    json_t *result = exec_output_result(&x->output, &result_bad);
 
     if (x->stop == STOP_TIMEOUT) {
         log_warnx("operation %s: the exec program ran past its timeout of %lld ms; killed", op,
@@ -766,11 +551,11 @@ static void report(struct exec_run *x)
     } else if (!WIFEXITED(x->status) || WEXITSTATUS(x->status) != 0) {
         int code = WIFEXITED(x->status) ? WEXITSTATUS(x->status) : -1;
         log_info("operation %s: the exec program exited with status %d", op, code);
-        stderr_description(x, text, sizeof text);
+        exec_output_stderr_description(&x->output, text, sizeof text);
         if (text[0] == '\0')
             (void)snprintf(text, sizeof text, "The program exited with status %d.", code);
         fail(call, text, result);
-    } else if (x->result_state == RESULT_TOO_LONG) {
+    } else if (x->output.result_state == EXEC_RESULT_TOO_LONG) {
         (void)snprintf(text, sizeof text,
                        "The program's result (its last stdout line starting with '{') is longer "
                        "than %d bytes.",
@@ -782,7 +567,8 @@ static void report(struct exec_run *x)
              "object.",
              NULL);
     } else {
-        backend_call_succeed(call, x->last_progress[0] != '\0' ? x->last_progress : "Succeeded.");
+        backend_call_succeed(call, x->output.last_progress[0] != '\0' ? x->output.last_progress
+                                                                      : "Succeeded.");
         if (result != NULL) {
             if (call->job->kind == OSBQ_JOB_BIND)
                 (void)set_binding(call, result);
@@ -803,6 +589,7 @@ static int exec_operation(struct backend_call *call)
         return 0;
     }
     x->call = call;
+    exec_output_init(&x->output, report_progress, call);
     x->in_fd = x->out_fd = x->err_fd = -1;
     json_int_t timeout = json_integer_value(json_object_get(call->plan->settings, "timeout_ms"));
     x->timeout_ms = timeout > 0 ? (int64_t)timeout : EXEC_DEFAULT_TIMEOUT_MS;

@@ -1129,10 +1129,16 @@ class Unbinding(BindingTestCase):
         some other operation", error ConcurrencyError; 0004: a bind of it runs."""
         iid = self.provisioned(SLOW)
         bid, op = self.bind_async(iid, SLOW)
+        refused = 0
         for version in VERSIONS:
             for incomplete in (None, True):
+                # On a loaded machine the 1.5 s bind may end before every case was tried.
+                if self.binding_record(iid, bid).get("state") != "binding":
+                    break
                 self.assertRefused(iid, bid, lambda: self.unbind(
                     iid, bid, SLOW, incomplete, 1, version), 422, "ConcurrencyError")
+                refused += 1
+        self.assertGreater(refused, 0)
         self.wait_state(iid, bid, "succeeded", op)
         uop = self.assertAccepted(self.unbind(iid, bid, SLOW, True))
         self.wait_gone(iid, bid, uop)
@@ -1150,10 +1156,17 @@ class Unbinding(BindingTestCase):
         r = self.deprovision(deprovisioning, SLOW_CHANGE, True)
         self.assertEqual(r.status, 202, r.body)
         for iid, bid in ((updating, ubid), (deprovisioning, dbid)):
+            refused = 0
             for version in VERSIONS:
                 for incomplete in (None, True):
+                    # On a loaded machine the 1.5 s operation may end before every case ran.
+                    if "lock_x" not in harness.redis_hash(self.stack.redis,
+                                                          NAMESPACE + ":instance:" + iid):
+                        break
                     self.assertRefused(iid, bid, lambda: self.unbind(
                         iid, bid, SLOW_CHANGE, incomplete, 0, version), 422, "ConcurrencyError")
+                    refused += 1
+            self.assertGreater(refused, 0)
         self.wait_instance(updating, update_op)
         r = self.unbind(updating, ubid, SLOW_CHANGE)
         self.assertEqual(r.status, 200, r.body)

@@ -465,7 +465,8 @@ class TestCtlRedisDown(CtlTestCase):
             with self.subTest(args=args):
                 started = time.monotonic()
                 status, out, err = self.ctl(*args, env=env)
-                self.assertLess(time.monotonic() - started, 3.0)
+                # Generous for a loaded machine: it must not wait for retries or long timeouts.
+                self.assertLess(time.monotonic() - started, 8.0)
                 self.assertEqual(status, 1, out + err)
                 self.assertEqual(out, "")
                 self.assertIn("cannot reach Redis at 127.0.0.1:", err)

@@ -112,6 +112,9 @@ static void render(const json_t *value, char *buf, size_t size)
 }
 
 static void report(struct validation *v, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0)));
+
+static void report(struct validation *v, const char *fmt, va_list ap)
 {
     if (v->reported || v->msg_size == 0)
         return;

@@ -132,16 +132,19 @@ static enum MHD_Result queue_reply(struct MHD_Connection *conn, struct exchange 
     if (r->retry_after[0] != '\0')
         ok &= MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, r->retry_after) == MHD_YES;
     enum MHD_Result rc = MHD_NO;
-    /* One WWW-Authenticate per scheme the platform accepts (RFC 7235 allows several). */
-    if (ok && r->www_authenticate && (r->auth_schemes & REPLY_AUTH_BEARER))
-        ok &= MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
-                                      "Bearer realm=\"osbq\"") == MHD_YES;
-    if (ok && r->www_authenticate && r->auth_schemes == REPLY_AUTH_BEARER)
-        rc = MHD_queue_response(conn, r->status, resp);
-    else if (ok && r->www_authenticate)
+    /* A platform taking Bearer tokens names every scheme it accepts in one challenge list
+     * (RFC 7235); Basic alone keeps libmicrohttpd's challenge, as before platforms. */
+    if (ok && r->www_authenticate && (r->auth_schemes & REPLY_AUTH_BEARER)) {
+        const char *challenge = (r->auth_schemes & REPLY_AUTH_BASIC)
+                                    ? "Basic realm=\"osbq\", Bearer realm=\"osbq\""
+                                    : "Bearer realm=\"osbq\"";
+        if (MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, challenge) == MHD_YES)
+            rc = MHD_queue_response(conn, r->status, resp);
+    } else if (ok && r->www_authenticate) {
         rc = MHD_queue_basic_auth_fail_response(conn, "osbq", resp);
-    else if (ok)
+    } else if (ok) {
         rc = MHD_queue_response(conn, r->status, resp);
+    }
     MHD_destroy_response(resp);
     ex->status = r->status;
     ex->answered = true;

@@ -17,8 +17,9 @@
 #define SCHEMA_MAX_BYTES 65536
 /* 128 bits of BLAKE2b: plenty to tell catalog versions apart, short enough for a header. */
 #define ETAG_HASH_BYTES 16
-#define HOUR_MS         3600000
-#define DAY_MS          86400000
+_Static_assert(2 * ETAG_HASH_BYTES + 3 == OSBQ_CATALOG_ETAG_SIZE, "ETag size");
+#define HOUR_MS 3600000
+#define DAY_MS  86400000
 
 struct osbq_catalog {
     json_t *root;                       /* the parsed file; everything borrowed points into it */
@@ -764,36 +765,69 @@ static char *dump_body(const json_t *doc)
     return json_dumps(doc, flags | JSON_REAL_PRECISION(17));
 }
 
-static int build_body(struct osbq_catalog *cat, struct osbq_error *err)
+/* Dumps copy (osbq objects already removed) as a served body and computes its quoted ETag. */
+static int body_and_etag(const json_t *copy, char **body, size_t *len,
+                         char etag[2 * ETAG_HASH_BYTES + 3], struct osbq_error *err)
+{
+    *body = dump_body(copy);
+    if (*body == NULL)
+        return out_of_memory(err);
+    *len = strlen(*body);
+    unsigned char hash[ETAG_HASH_BYTES];
+    char hex[2 * ETAG_HASH_BYTES + 1];
+    if (crypto_generichash(hash, sizeof hash, (const unsigned char *)*body, *len, NULL, 0) != 0) {
+        free(*body);
+        *body = NULL;
+        return osbq_error_set(err, OSBQ_ERR_INTERNAL, "cannot hash the catalog body");
+    }
+    sodium_bin2hex(hex, sizeof hex, hash, sizeof hash);
+    etag[0] = '"';
+    memcpy(etag + 1, hex, 2 * ETAG_HASH_BYTES);
+    etag[2 * ETAG_HASH_BYTES + 1] = '"';
+    etag[2 * ETAG_HASH_BYTES + 2] = '\0';
+    return 0;
+}
+
+/* A deep copy of the catalog without "osbq" objects and, when keep is not NULL, without the
+ * services whose keep[i] is false. */
+static json_t *public_copy(const struct osbq_catalog *cat, const bool *keep)
 {
     json_t *copy = json_deep_copy(cat->root);
     if (copy == NULL)
-        return out_of_memory(err);
-    size_t i;
-    json_t *service;
-    json_array_foreach (json_object_get(copy, "services"), i, service) {
+        return NULL;
+    json_t *services = json_object_get(copy, "services");
+    for (size_t i = json_array_size(services), k = cat->service_count; i > 0; i--) {
+        if (keep != NULL && i <= k && !keep[i - 1]) {
+            json_array_remove(services, i - 1);
+            continue;
+        }
         size_t j;
         json_t *plan;
-        json_array_foreach (json_object_get(service, "plans"), j, plan)
+        json_array_foreach (json_object_get(json_array_get(services, i - 1), "plans"), j, plan)
             json_object_del(plan, "osbq");
     }
-    cat->body = dump_body(copy);
-    json_decref(copy);
-    if (cat->body == NULL)
-        return out_of_memory(err);
-    cat->body_len = strlen(cat->body);
+    return copy;
+}
 
-    unsigned char hash[ETAG_HASH_BYTES];
-    char hex[2 * ETAG_HASH_BYTES + 1];
-    if (crypto_generichash(hash, sizeof hash, (const unsigned char *)cat->body, cat->body_len, NULL,
-                           0) != 0)
-        return osbq_error_set(err, OSBQ_ERR_INTERNAL, "cannot hash the catalog body");
-    sodium_bin2hex(hex, sizeof hex, hash, sizeof hash);
-    cat->etag[0] = '"';
-    memcpy(cat->etag + 1, hex, 2 * ETAG_HASH_BYTES);
-    cat->etag[2 * ETAG_HASH_BYTES + 1] = '"';
-    cat->etag[2 * ETAG_HASH_BYTES + 2] = '\0';
-    return 0;
+static int build_body(struct osbq_catalog *cat, struct osbq_error *err)
+{
+    json_t *copy = public_copy(cat, NULL);
+    if (copy == NULL)
+        return out_of_memory(err);
+    int rc = body_and_etag(copy, &cat->body, &cat->body_len, cat->etag, err);
+    json_decref(copy);
+    return rc;
+}
+
+int osbq_catalog_body_subset(const struct osbq_catalog *catalog, const bool *keep, char **body,
+                             size_t *len, char etag[OSBQ_CATALOG_ETAG_SIZE], struct osbq_error *err)
+{
+    json_t *copy = public_copy(catalog, keep);
+    if (copy == NULL)
+        return out_of_memory(err);
+    int rc = body_and_etag(copy, body, len, etag, err);
+    json_decref(copy);
+    return rc;
 }
 
 /* Takes ownership of root whatever the outcome. */

@@ -76,6 +76,16 @@ const char *osbq_catalog_body(const struct osbq_catalog *catalog, size_t *len);
 /* The strong ETag of that body, quotes included (e.g. "\"3f2a...\""); borrowed. */
 const char *osbq_catalog_etag(const struct osbq_catalog *catalog);
 
+/* Bytes of a quoted ETag as osbq_catalog_etag gives it, NUL included. */
+#define OSBQ_CATALOG_ETAG_SIZE 35
+
+/* The public body of the catalog reduced to the services i whose keep[i] is true (keep has
+ * osbq_catalog_service_count entries), and its ETag: what one platform sees. Returns 0 with
+ * *body (caller frees) and *len, or -1 with err. */
+int osbq_catalog_body_subset(const struct osbq_catalog *catalog, const bool *keep, char **body,
+                             size_t *len, char etag[OSBQ_CATALOG_ETAG_SIZE],
+                             struct osbq_error *err);
+
 /* Lookups by id; borrowed results, NULL when unknown. */
 const struct osbq_service *osbq_catalog_service(const struct osbq_catalog *catalog,
                                                 const char *service_id);

@@ -305,13 +305,19 @@ static int parse_credential(char **out, const char *value, const char *what, boo
     return *out ? 0 : -1;
 }
 
+/* With OSBQ_PLATFORMS (parsed before them), the broker credentials are optional: set, they make
+ * one more platform, "default" (docs/platforms.md); the pair is checked after loading. */
 static int parse_username(struct osbq_config *cfg, const char *value, struct osbq_error *err)
 {
+    if (value == NULL && cfg->platforms_path != NULL)
+        return 0;
     return parse_credential(&cfg->broker_username, value, "user name", true, err);
 }
 
 static int parse_password(struct osbq_config *cfg, const char *value, struct osbq_error *err)
 {
+    if (value == NULL && cfg->platforms_path != NULL)
+        return 0;
     return parse_credential(&cfg->broker_password, value, "password", false, err);
 }
 
@@ -369,6 +375,7 @@ PATH_SETTING(parse_bus_server_cert, bus_server_cert, false)
 PATH_SETTING(parse_bus_client_cert, bus_client_cert, false)
 PATH_SETTING(parse_bus_clients_dir, bus_clients_dir, true)
 PATH_SETTING(parse_policy, policy_path, false)
+PATH_SETTING(parse_platforms, platforms_path, false)
 
 static int parse_max_header(struct osbq_config *cfg, const char *value, struct osbq_error *err)
 {
@@ -515,6 +522,9 @@ static const struct config_var config_vars[] = {
      "PEM certificate chain of the HTTPS API (set with OSBQ_TLS_KEY); reread on SIGHUP"},
     {"OSBQ_TLS_KEY", OSBQ_ROLE_GATEWAY, NULL, "none (plain HTTP)", false, parse_tls_key,
      "PEM private key of OSBQ_TLS_CERT; reread on SIGHUP"},
+    {"OSBQ_PLATFORMS", OSBQ_ROLE_GATEWAY, NULL, "none (one platform: OSBQ_BROKER_USERNAME)", false,
+     parse_platforms,
+     "JSON file of the platforms served: credentials, URL prefix, services (docs/platforms.md)"},
     {"OSBQ_BROKER_USERNAME", OSBQ_ROLE_GATEWAY, NULL, "none (required)", true, parse_username,
      "basic-auth user name platforms use"},
     {"OSBQ_BROKER_PASSWORD", OSBQ_ROLE_GATEWAY, NULL, "none (required)", true, parse_password,
@@ -658,6 +668,13 @@ int osbq_config_load(struct osbq_config *cfg, enum osbq_role role, osbq_config_g
                        loaded.sentinel_count ? "OSBQ_REDIS_MASTER_NAME" : "OSBQ_REDIS_SENTINELS");
         goto fail;
     }
+    if ((loaded.broker_username == NULL) != (loaded.broker_password == NULL)) {
+        osbq_error_set(err, OSBQ_ERR_INVALID,
+                       "%s: set both OSBQ_BROKER_USERNAME and OSBQ_BROKER_PASSWORD, or neither "
+                       "(with OSBQ_PLATFORMS)",
+                       loaded.broker_username ? "OSBQ_BROKER_PASSWORD" : "OSBQ_BROKER_USERNAME");
+        goto fail;
+    }
     if ((loaded.tls_cert_path == NULL) != (loaded.tls_key_path == NULL)) {
         osbq_error_set(err, OSBQ_ERR_INVALID,
                        "%s: set both OSBQ_TLS_CERT and OSBQ_TLS_KEY, or neither",
@@ -721,6 +738,7 @@ void osbq_config_clear(struct osbq_config *cfg)
     free(cfg->bus_client_cert);
     free(cfg->bus_clients_dir);
     free(cfg->policy_path);
+    free(cfg->platforms_path);
     memset(cfg, 0, sizeof *cfg);
 }
 

@@ -84,6 +84,7 @@ struct osbq_config {
                               * one is enough), or NULL (bus not authenticated) */
     char *bus_client_cert;   /* OSBQ_BUS_CURVE_CLIENT_CERT (worker): its secret certificate */
     char *policy_path;       /* OSBQ_POLICY (gateway, ctl): quotas and deny rules, or NULL */
+    char *platforms_path;    /* OSBQ_PLATFORMS (gateway): the platforms file, or NULL */
     char *bus_clients_dir;   /* OSBQ_BUS_CURVE_CLIENTS_DIR (gateway): public certificates of
                               * the workers allowed on the bus */
 };

@@ -500,6 +500,7 @@ int osbq_store_begin_instance(struct osbq_store *store, const struct osbq_begin_
         req->instance_id,
         api,
         req->quotas ? req->quotas : "",
+        req->platform ? req->platform : "default",
     };
     size_t lens[sizeof argv / sizeof argv[0]] = {0};
     lens[16] = req->job_len;
@@ -578,10 +579,10 @@ int osbq_store_instance_get(struct osbq_store *store, const char *instance_id,
     redisReply *reply =
         redisCommand(c,
                      "HMGET %s state service_id plan_id parameters context maintenance_version "
-                     "dashboard_url metadata lock_x lock_s",
+                     "dashboard_url metadata lock_x lock_s platform",
                      inst);
     int rc = store_reply_failed(c, reply, "HMGET", err);
-    if (rc == 0 && (reply->type != REDIS_REPLY_ARRAY || reply->elements != 10))
+    if (rc == 0 && (reply->type != REDIS_REPLY_ARRAY || reply->elements != 11))
         rc = osbq_error_set(err, OSBQ_ERR_INTERNAL, "HMGET: unexpected reply");
     if (rc == 0) {
         struct osbq_instance got = {0};
@@ -597,6 +598,7 @@ int osbq_store_instance_get(struct osbq_store *store, const char *instance_id,
         for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
             *fields[i] = store_element_dup(reply, i + 1);
         got.shared_holders = (long)store_element_int(reply, 9, 0);
+        got.platform = store_element_dup(reply, 10);
         if (got.lock_holder != NULL) {
             char op[STORE_KEY_MAX];
             redisReply *kind = NULL;
@@ -626,6 +628,7 @@ void osbq_instance_clear(struct osbq_instance *instance)
     free(instance->metadata);
     free(instance->lock_holder);
     free(instance->lock_kind);
+    free(instance->platform);
     memset(instance, 0, sizeof *instance);
 }
 
@@ -638,15 +641,24 @@ int osbq_store_last_operation(struct osbq_store *store, const char *instance_id,
                               const char *binding_id, const char *operation_id,
                               struct osbq_last_op *out, struct osbq_error *err)
 {
+    return osbq_store_last_operation_of(store, instance_id, binding_id, operation_id, NULL, out,
+                                        err);
+}
+
+int osbq_store_last_operation_of(struct osbq_store *store, const char *instance_id,
+                                 const char *binding_id, const char *operation_id,
+                                 const char *platform, struct osbq_last_op *out,
+                                 struct osbq_error *err)
+{
     char key[STORE_KEY_MAX], prefix[96];
     int built = binding_id != NULL ? binding_key(store, key, sizeof key, instance_id, binding_id)
                                    : store_id_key(store, key, sizeof key, "instance", instance_id);
     if (built < 0)
         return osbq_error_set(err, OSBQ_ERR_BAD_REQUEST, "id too long");
     (void)snprintf(prefix, sizeof prefix, "%s:", store->cfg->namespace_);
-    const char *argv[] = {key, operation_id ? operation_id : "", prefix, instance_id,
-                          binding_id ? binding_id : ""};
-    redisReply *reply = store_eval(store, SCRIPT_LAST_OPERATION, 1, 5, argv, NULL, err);
+    const char *argv[] = {key,         operation_id ? operation_id : "", prefix,
+                          instance_id, binding_id ? binding_id : "",     platform ? platform : ""};
+    redisReply *reply = store_eval(store, SCRIPT_LAST_OPERATION, 1, 6, argv, NULL, err);
     if (reply == NULL)
         return -1;
     int rc;
@@ -958,6 +970,7 @@ int osbq_store_begin_binding(struct osbq_store *store, const struct osbq_bind_re
         api,
         pred,
         req->predecessor_binding_id ? req->predecessor_binding_id : "",
+        req->platform ? req->platform : "default",
     };
     size_t lens[sizeof argv / sizeof argv[0]] = {0};
     lens[16] = req->job_len;
@@ -978,9 +991,9 @@ int osbq_store_binding_get(struct osbq_store *store, const char *instance_id,
     if (c == NULL)
         return -1;
     redisReply *reply =
-        redisCommand(c, "HMGET %s state service_id plan_id parameters result lock_x", key);
+        redisCommand(c, "HMGET %s state service_id plan_id parameters result lock_x platform", key);
     int rc = store_reply_failed(c, reply, "HMGET", err);
-    if (rc == 0 && (reply->type != REDIS_REPLY_ARRAY || reply->elements != 6))
+    if (rc == 0 && (reply->type != REDIS_REPLY_ARRAY || reply->elements != 7))
         rc = osbq_error_set(err, OSBQ_ERR_INTERNAL, "HMGET: unexpected reply");
     if (rc == 0) {
         struct osbq_binding got = {0};
@@ -991,6 +1004,7 @@ int osbq_store_binding_get(struct osbq_store *store, const char *instance_id,
             got.parameters = store_element_dup(reply, 3);
             got.result = store_element_dup(reply, 4);
             got.lock_holder = store_element_dup(reply, 5);
+            got.platform = store_element_dup(reply, 6);
             *out = got;
             rc = 1;
         }
@@ -1012,6 +1026,7 @@ void osbq_binding_clear(struct osbq_binding *binding)
         free(binding->result);
     }
     free(binding->lock_holder);
+    free(binding->platform);
     memset(binding, 0, sizeof *binding);
 }
 

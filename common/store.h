@@ -65,8 +65,10 @@ struct osbq_begin_request {
     size_t job_len;                  /* bytes in job */
     unsigned api_version;            /* the request's API version */
     int64_t claim_timeout_ms;        /* how long the job may wait for a worker's claim */
-    const char *quotas; /* from osbq_store_quota_spec: counters the instance must hold; NULL:
-                         * none; OSBQ_STORE_QUOTAS_UNCHANGED: an update keeping its plan */
+    const char *quotas;   /* from osbq_store_quota_spec: counters the instance must hold; NULL:
+                           * none; OSBQ_STORE_QUOTAS_UNCHANGED: an update keeping its plan */
+    const char *platform; /* the platform asking (records it; another's instance is not found);
+                           * NULL: "default" */
 };
 
 /* begin_request.quotas of an update that keeps the instance's plan (and so its counters). */
@@ -145,6 +147,8 @@ struct osbq_bind_request {
     size_t job_len;                     /* bytes in job */
     unsigned api_version;               /* the request's API version */
     int64_t claim_timeout_ms;           /* how long the job may wait for a worker's claim */
+    const char *platform; /* the platform asking (records it; another's instance or binding is
+                           * not found); NULL: "default" */
 };
 
 /* Holds the instance shared and the binding exclusively, and records the operation, in one
@@ -160,6 +164,7 @@ struct osbq_binding {
     char *parameters;  /* JSON text of the bind parameters */
     char *result;      /* JSON text: credentials, endpoints, syslog_drain_url, ... */
     char *lock_holder; /* operation running on it, or NULL */
+    char *platform;    /* the platform that made it; NULL: recorded before platforms, "default" */
 };
 
 /* Reads a binding. Returns 1 with *out, 0 when there is no record, -1 with err. */
@@ -181,6 +186,8 @@ struct osbq_instance {
     char *lock_holder;         /* operation holding the instance exclusively, or NULL */
     char *lock_kind;           /* that operation's kind, or NULL */
     long shared_holders;       /* binding operations holding it in shared mode */
+    char *platform;            /* the platform that made it; NULL: recorded before platforms,
+                                * "default" */
 };
 
 /* Reads an instance. Returns 1 with *out filled, 0 when there is no record, -1 with err. */
@@ -208,6 +215,13 @@ int osbq_store_last_operation(struct osbq_store *store, const char *instance_id,
                               const char *binding_id, const char *operation_id,
                               struct osbq_last_op *out, struct osbq_error *err);
 void osbq_last_op_clear(struct osbq_last_op *op);
+
+/* osbq_store_last_operation for platform: an instance (binding) another platform made is
+ * unknown (0). platform NULL: any. */
+int osbq_store_last_operation_of(struct osbq_store *store, const char *instance_id,
+                                 const char *binding_id, const char *operation_id,
+                                 const char *platform, struct osbq_last_op *out,
+                                 struct osbq_error *err);
 
 /* Opens a new connection (not from the pool) subscribed to "<ns>:events:<gateway_id>", where
  * finished operations that this gateway waits for are announced. Caller owns it (redisFree)

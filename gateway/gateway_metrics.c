@@ -10,6 +10,7 @@
 static const char *const request_labels[] = {"route", "method", "code"};
 static const char *const route_label[] = {"route"};
 static const char *const operation_labels[] = {"kind", "state"};
+static const char *const platform_labels[] = {"platform", "code"};
 
 /* Sets the gauges that are read rather than tracked. */
 static void refresh_gauges(void *ctx)
@@ -70,10 +71,15 @@ int gateway_metrics_init(struct gateway_metrics *gm, struct osbq_store *store, c
     gm->lease_expiries = plain(m, OSBQ_METRIC_COUNTER, "osbq_lease_expiries_total",
                                "Of those, the operations whose worker's lease ran out (it died "
                                "or hung).");
-    if (gm->requests == NULL || gm->duration == NULL || gm->in_flight == NULL ||
-        gm->operations == NULL || gm->sync_waits == NULL || gm->jobs_queued == NULL ||
-        gm->workers == NULL || gm->free_slots == NULL || gm->retries == NULL ||
-        gm->lease_expiries == NULL || osbq_metrics_on_render(m, refresh_gauges, gm) < 0)
+    gm->platform_requests = osbq_metrics_add(
+        m, OSBQ_METRIC_COUNTER, "osbq_platform_requests_total",
+        "Broker API requests answered, by the platform their URL prefix names and status.",
+        platform_labels, 2, NULL, 0);
+    if (gm->requests == NULL || gm->platform_requests == NULL || gm->duration == NULL ||
+        gm->in_flight == NULL || gm->operations == NULL || gm->sync_waits == NULL ||
+        gm->jobs_queued == NULL || gm->workers == NULL || gm->free_slots == NULL ||
+        gm->retries == NULL || gm->lease_expiries == NULL ||
+        osbq_metrics_on_render(m, refresh_gauges, gm) < 0)
         goto fail;
     return 0;
 fail:
@@ -101,6 +107,14 @@ void gateway_metrics_request(struct gateway_metrics *gm, const char *route, cons
     (void)snprintf(code, sizeof code, "%u", status);
     osbq_series_add(osbq_metric_series(gm->requests, OSBQ_LABELS(route, method, code)), 1);
     osbq_series_observe(osbq_metric_series(gm->duration, OSBQ_LABELS(route)), seconds);
+}
+
+void gateway_metrics_platform_request(struct gateway_metrics *gm, const char *platform,
+                                      unsigned status)
+{
+    char code[8];
+    (void)snprintf(code, sizeof code, "%u", status);
+    osbq_series_add(osbq_metric_series(gm->platform_requests, OSBQ_LABELS(platform, code)), 1);
 }
 
 void gateway_metrics_operation(struct gateway_metrics *gm, const char *kind, const char *state)

@@ -11,20 +11,21 @@
 
 /* Made in main.c before any thread that updates it starts; freed after they all stopped. */
 struct gateway_metrics {
-    struct osbq_metrics *registry;       /* owned: the process's registry */
-    struct osbq_process_metrics process; /* build, start time, memory, Redis errors */
-    struct osbq_metric *requests;        /* osbq_http_requests_total{route,method,code} */
-    struct osbq_metric *duration;        /* osbq_http_request_duration_seconds{route} */
-    struct osbq_metric *operations;      /* osbq_operations_total{kind,state} */
-    struct osbq_series *in_flight;       /* osbq_http_requests_in_flight */
-    struct osbq_series *retries;         /* osbq_job_retries_total */
-    struct osbq_series *lease_expiries;  /* osbq_lease_expiries_total */
-    struct osbq_series *jobs_queued;     /* osbq_jobs_queued (read at scrape) */
-    struct osbq_series *workers;         /* osbq_workers_live (read at scrape) */
-    struct osbq_series *free_slots;      /* osbq_worker_free_slots (read at scrape) */
-    struct osbq_series *sync_waits;      /* osbq_sync_waits_in_flight (read at scrape) */
-    struct dispatch *dispatch;           /* borrowed, read at scrape; NULL until attached */
-    struct waiter_table *waiters;        /* borrowed, read at scrape; NULL until attached */
+    struct osbq_metrics *registry;         /* owned: the process's registry */
+    struct osbq_process_metrics process;   /* build, start time, memory, Redis errors */
+    struct osbq_metric *requests;          /* osbq_http_requests_total{route,method,code} */
+    struct osbq_metric *platform_requests; /* osbq_platform_requests_total{platform,code} */
+    struct osbq_metric *duration;          /* osbq_http_request_duration_seconds{route} */
+    struct osbq_metric *operations;        /* osbq_operations_total{kind,state} */
+    struct osbq_series *in_flight;         /* osbq_http_requests_in_flight */
+    struct osbq_series *retries;           /* osbq_job_retries_total */
+    struct osbq_series *lease_expiries;    /* osbq_lease_expiries_total */
+    struct osbq_series *jobs_queued;       /* osbq_jobs_queued (read at scrape) */
+    struct osbq_series *workers;           /* osbq_workers_live (read at scrape) */
+    struct osbq_series *free_slots;        /* osbq_worker_free_slots (read at scrape) */
+    struct osbq_series *sync_waits;        /* osbq_sync_waits_in_flight (read at scrape) */
+    struct dispatch *dispatch;             /* borrowed, read at scrape; NULL until attached */
+    struct waiter_table *waiters;          /* borrowed, read at scrape; NULL until attached */
 };
 
 /* Creates the registry and every family; version labels osbq_build_info. Returns 0, or -1 when out
@@ -43,6 +44,11 @@ void gateway_metrics_clear(struct gateway_metrics *gm);
  * one of the names http.c knows, status the HTTP status, seconds from first byte to answer. */
 void gateway_metrics_request(struct gateway_metrics *gm, const char *route, const char *method,
                              unsigned status, double seconds);
+
+/* Counts one answered broker API request of platform (a name from OSBQ_PLATFORMS, so the
+ * label's values stay few). */
+void gateway_metrics_platform_request(struct gateway_metrics *gm, const char *platform,
+                                      unsigned status);
 
 /* Counts an operation event: state "accepted" (recorded and sent), "joined" (an identical
  * request joined the running one) or "abandoned" (failed by recovery after its attempts). */

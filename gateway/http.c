@@ -54,7 +54,9 @@ struct exchange {
     const char *route;                /* matched pattern (static), "unmatched" or NULL before */
     char *instance_id;                /* decoded path ids, for the access log, or NULL */
     char *binding_id;
-    char operation_id[33]; /* operation started or joined, for the access log */
+    char operation_id[33];                /* operation started or joined, for the access log */
+    struct osbq_platforms *platforms;     /* the set this request uses (a reference) */
+    const struct osbq_platform *platform; /* its platform (in platforms), or NULL off /v2 */
 };
 
 /* The query parameters OSB requests use; decoded once per request. */
@@ -130,10 +132,19 @@ static enum MHD_Result queue_reply(struct MHD_Connection *conn, struct exchange 
     if (r->retry_after[0] != '\0')
         ok &= MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, r->retry_after) == MHD_YES;
     enum MHD_Result rc = MHD_NO;
-    if (ok && r->www_authenticate)
+    /* A platform taking Bearer tokens names every scheme it accepts in one challenge list
+     * (RFC 7235); Basic alone keeps libmicrohttpd's challenge, as before platforms. */
+    if (ok && r->www_authenticate && (r->auth_schemes & REPLY_AUTH_BEARER)) {
+        const char *challenge = (r->auth_schemes & REPLY_AUTH_BASIC)
+                                    ? "Basic realm=\"osbq\", Bearer realm=\"osbq\""
+                                    : "Bearer realm=\"osbq\"";
+        if (MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, challenge) == MHD_YES)
+            rc = MHD_queue_response(conn, r->status, resp);
+    } else if (ok && r->www_authenticate) {
         rc = MHD_queue_basic_auth_fail_response(conn, "osbq", resp);
-    else if (ok)
+    } else if (ok) {
         rc = MHD_queue_response(conn, r->status, resp);
+    }
     MHD_destroy_response(resp);
     ex->status = r->status;
     ex->answered = true;
@@ -149,6 +160,22 @@ static enum MHD_Result queue_error(struct MHD_Connection *conn, struct exchange 
     struct reply r = {0};
     reply_error(&r, code, description);
     return queue_reply(conn, ex, &r);
+}
+
+/* The 401 of a /v2 request whose credentials are not its platform's: names what it accepts. */
+static void platform_unauthorized(const struct osbq_platform *platform, struct reply *out)
+{
+    const char *description =
+        platform->token_count == 0
+            ? "Authentication failed: send the broker's user name and password with HTTP "
+              "basic authentication."
+        : !platform->basic ? "Authentication failed: send one of the platform's tokens as "
+                             "\"Authorization: Bearer <token>\"."
+                           : "Authentication failed: send the platform's user name and password "
+                             "with HTTP basic authentication, or one of its Bearer tokens.";
+    reply_error(out, OSBQ_ERR_UNAUTHORIZED, description);
+    out->auth_schemes = (platform->basic ? REPLY_AUTH_BASIC : 0u) |
+                        (platform->token_count ? REPLY_AUTH_BEARER : 0u);
 }
 
 /* Checks basic credentials against auth; false when absent or wrong. */
@@ -201,16 +228,25 @@ static void dispatch(const struct gateway *gw, struct MHD_Connection *conn, stru
     const struct route *route = NULL;
     struct route_params params;
     unsigned allowed = 0;
-    enum route_result matched = route_match(ex->path, ex->method, &route, &params, &allowed);
+    /* "<prefix>/v2/...": the prefix names the platform, the router sees the rest. */
+    const char *path = ex->path;
+    const struct osbq_platform *platform = NULL;
+    bool broker = osbq_platforms_route(ex->platforms, ex->path, &platform, &path);
+    enum route_result matched = route_match(path, ex->method, &route, &params, &allowed);
     ex->route = matched == ROUTE_FOUND ? route->pattern : "unmatched";
 
-    if (route_is_broker_api(ex->path)) {
-        if (!credentials_match(conn, &gw->auth)) {
-            reply_error(out, OSBQ_ERR_UNAUTHORIZED,
-                        "Authentication failed: send the broker's user name and password with "
-                        "HTTP basic authentication.");
+    if (broker) {
+        if (platform == NULL) {
+            reply_error(out, OSBQ_ERR_NOT_FOUND, "No platform of the broker has this URL prefix.");
             return;
         }
+        ex->platform = platform;
+        if (!osbq_platform_authenticate(ex->platforms, platform,
+                                        header(conn, MHD_HTTP_HEADER_AUTHORIZATION))) {
+            platform_unauthorized(platform, out);
+            return;
+        }
+        req.platform = platform;
         if (validate_api_version(header(conn, "X-Broker-API-Version"), &req.api_version, &err) <
             0) {
             reply_error_from(out, &err);
@@ -279,6 +315,7 @@ static void exchange_free(struct exchange *ex)
     free(ex->trace);
     free(ex->instance_id);
     free(ex->binding_id);
+    osbq_platforms_release(ex->platforms);
     reply_wait_clear(&ex->wait);
     waiter_result_clear(&ex->wait_result);
     free(ex);
@@ -326,12 +363,14 @@ static enum MHD_Result start_waiting(const struct gateway *gw, struct MHD_Connec
     return MHD_YES;
 }
 
-static struct exchange *exchange_new(struct MHD_Connection *conn, const char *url,
-                                     const char *method)
+static struct exchange *exchange_new(const struct gateway *gw, struct MHD_Connection *conn,
+                                     const char *url, const char *method)
 {
     struct exchange *ex = calloc(1, sizeof *ex);
     if (ex == NULL)
         return NULL;
+    /* Held to the end of the request: a reload meanwhile does not change its platform. */
+    ex->platforms = osbq_platforms_acquire(gw->platforms);
     (void)clock_gettime(CLOCK_MONOTONIC, &ex->started);
     ex->method = parse_method(method);
     ex->method_name = strdup(method);
@@ -405,7 +444,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
     struct exchange *ex = *con_cls;
 
     if (ex == NULL) {
-        ex = exchange_new(conn, url, method);
+        ex = exchange_new(gw, conn, url, method);
         if (ex == NULL)
             return MHD_NO;
         atomic_fetch_add(&server->inflight, 1);
@@ -493,6 +532,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     /* A request cut off before any answer (status 0) is counted as code "0". */
     gateway_metrics_request(metrics, ex->route ? ex->route : "unmatched", method_label(ex->method),
                             ex->status, (double)micros / 1e6);
+    if (ex->platform != NULL)
+        gateway_metrics_platform_request(metrics, ex->platform->name, ex->status);
     if (osbq_log_enabled(OSBQ_LOG_INFO)) {
         struct osbq_log_line line;
         osbq_log_line_begin(&line, OSBQ_LOG_INFO, "request");
@@ -503,6 +544,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         osbq_log_line_str(&line, "request_id", ex->request_identity);
         osbq_log_line_str(&line, "instance", ex->instance_id);
         osbq_log_line_str(&line, "binding", ex->binding_id);
+        if (ex->platform != NULL)
+            osbq_log_line_str(&line, "platform", ex->platform->name);
         if (ex->operation_id[0] != '\0')
             osbq_log_line_str(&line, "op", ex->operation_id);
         if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK)

@@ -1,6 +1,6 @@
 /* osbq-gateway: the stateless HTTP front of the broker. Reads the configuration and the
  * catalog, binds the HTTP and bus sockets, serves until SIGTERM or SIGINT; SIGHUP rereads the
- * TLS certificate and key. */
+ * TLS certificate and key, and the platforms file. */
 #include <pthread.h>
 #include <signal.h>
 #include <sodium.h>
@@ -16,6 +16,7 @@
 #include "http.h"
 #include "json_wipe.h"
 #include "log.h"
+#include "platforms.h"
 #include "recovery.h"
 #include "registry.h"
 #include "startup.h"
@@ -62,6 +63,53 @@ static void log_bus_security(const struct osbq_config *cfg, const struct osbq_bu
                   cfg->bus_bind);
 }
 
+/* The platforms: OSBQ_PLATFORMS (with OSBQ_BROKER_USERNAME's "default" when that is set), or
+ * the default platform alone. Returns the set, or NULL with err. */
+static struct osbq_platforms *load_platforms(const struct osbq_config *cfg,
+                                             const struct osbq_catalog *catalog,
+                                             struct osbq_error *err)
+{
+    const struct osbq_platform_basic dflt = {cfg->broker_username, cfg->broker_password};
+    struct osbq_platforms *set = NULL;
+    int rc = cfg->platforms_path != NULL
+                 ? osbq_platforms_load_file(cfg->platforms_path, catalog, &dflt, &set, err)
+                 : osbq_platforms_default(catalog, &dflt, &set, err);
+    return rc < 0 ? NULL : set;
+}
+
+/* Names the platforms served, one line. */
+static void log_platforms(const char *what, const struct osbq_platforms *set)
+{
+    char names[512] = "";
+    size_t used = 0;
+    for (size_t i = 0; i < set->count && used < sizeof names; i++) {
+        const struct osbq_platform *p = &set->list[i];
+        int n = snprintf(names + used, sizeof names - used, "%s%s (%s%s%s)", i ? ", " : "", p->name,
+                         p->prefix[0] ? p->prefix : "no prefix", p->basic ? ", basic" : "",
+                         p->token_count ? ", bearer" : "");
+        if (n < 0)
+            break;
+        used += (size_t)n;
+    }
+    log_info("%s %zu platform%s: %s", what, set->count, set->count == 1 ? "" : "s", names);
+}
+
+/* SIGHUP: the new platforms file replaces the set; requests in flight keep theirs. */
+static void reload_platforms(const struct osbq_config *cfg, const struct osbq_catalog *catalog,
+                             struct osbq_platforms_holder *holder)
+{
+    if (cfg->platforms_path == NULL)
+        return;
+    struct osbq_error err = {0};
+    struct osbq_platforms *set = load_platforms(cfg, catalog, &err);
+    if (set == NULL) {
+        log_warnx("received SIGHUP: keeping the current platforms: OSBQ_PLATFORMS: %s", err.text);
+        return;
+    }
+    log_platforms("received SIGHUP: now serving", set);
+    osbq_platforms_swap(holder, set);
+}
+
 int main(int argc, char **argv)
 {
     osbq_startup_args(&startup, argc, argv);
@@ -77,6 +125,12 @@ int main(int argc, char **argv)
     if (cfg.policy_path != NULL &&
         osbq_policy_load_file(cfg.policy_path, catalog, &policy, &err) < 0)
         osbq_startup_die(&startup, "OSBQ_POLICY", &err);
+    struct osbq_platforms *platforms = load_platforms(&cfg, catalog, &err);
+    if (platforms == NULL)
+        osbq_startup_die(&startup, "OSBQ_PLATFORMS", &err);
+    struct osbq_platforms_holder platforms_holder;
+    if (osbq_platforms_holder_init(&platforms_holder, platforms) < 0)
+        fatalx("cannot initialise: out of memory");
     struct tls_credentials *tls = NULL;
     if (cfg.tls_cert_path != NULL) {
         tls = tls_credentials_load(cfg.tls_cert_path, cfg.tls_key_path, &err);
@@ -99,6 +153,7 @@ int main(int argc, char **argv)
     struct gateway gw = {.cfg = &cfg,
                          .catalog = catalog,
                          .policy = policy,
+                         .platforms = &platforms_holder,
                          .secrets = secrets,
                          .version = OSBQ_VERSION,
                          .started_ms = osbq_store_now_ms()};
@@ -106,7 +161,6 @@ int main(int argc, char **argv)
     gw.store = osbq_store_new(&cfg);
     gw.metrics_auth_on = cfg.metrics_username != NULL;
     if (gw.store == NULL ||
-        osbq_auth_init(&gw.auth, cfg.broker_username, cfg.broker_password) < 0 ||
         (gw.metrics_auth_on &&
          osbq_auth_init(&gw.metrics_auth, cfg.metrics_username, cfg.metrics_password) < 0) ||
         gateway_metrics_init(&metrics, gw.store, OSBQ_VERSION) < 0)
@@ -135,6 +189,7 @@ int main(int argc, char **argv)
     if (recovery == NULL)
         fatalx("%s", err.text);
     osbq_startup_secrets_report(secrets);
+    log_platforms("serving", platforms);
     log_info("gateway %s listening on %s:%u (%s), bus %s (advertised as %s), %u HTTP threads, "
              "catalog %s",
              gw.gateway_id, cfg.listen.host, (unsigned)cfg.listen.port,
@@ -149,8 +204,11 @@ int main(int argc, char **argv)
             continue;
         if (signo != SIGHUP)
             break;
-        if (tls == NULL)
-            log_info("received SIGHUP: nothing to reload (no OSBQ_TLS_CERT)");
+        reload_platforms(&cfg, catalog, &platforms_holder);
+        if (tls == NULL && cfg.platforms_path == NULL)
+            log_info("received SIGHUP: nothing to reload (no OSBQ_TLS_CERT nor OSBQ_PLATFORMS)");
+        else if (tls == NULL)
+            continue;
         else if (tls_credentials_reload(tls, &err) < 0)
             log_warnx("received SIGHUP: keeping the current TLS certificate: %s", err.text);
         else
@@ -177,10 +235,10 @@ int main(int argc, char **argv)
     gateway_metrics_clear(&metrics);
     osbq_store_destroy(&gw.store);
     osbq_policy_destroy(&policy);
+    osbq_platforms_holder_clear(&platforms_holder);
     osbq_catalog_destroy(&catalog);
     osbq_secrets_destroy(&secrets);
     osbq_config_clear(&cfg);
-    sodium_memzero(&gw.auth, sizeof gw.auth);
     sodium_memzero(&gw.metrics_auth, sizeof gw.metrics_auth);
     log_info("stopped");
     return 0;

@@ -7,6 +7,7 @@
 #include "handlers.h"
 #include "log.h"
 #include "osb_parameters.h"
+#include "osb_platform.h"
 #include "osb_request.h"
 
 /* API versions that added binding fields. */
@@ -144,6 +145,7 @@ static void accept_binding(const struct gateway *gw, const struct request *req,
         .job_len = len,
         .api_version = req->api_version,
         .claim_timeout_ms = gw->cfg->claim_timeout_ms,
+        .platform = osb_platform_name(req),
     };
     struct osbq_begin_reply got = {0};
     struct osbq_error err = {0};
@@ -210,8 +212,9 @@ static void accept_binding(const struct gateway *gw, const struct request *req,
 /* OSBQ_POLICY's deny rules for a bind: they look at the bind's context, or at the instance's
  * when the platform sends none (read only when a rule could need it). False with the reply
  * set. */
-static bool binding_allowed(const struct gateway *gw, const struct osbq_plan *plan,
-                            const char *instance_id, const json_t *context, struct reply *out)
+static bool binding_allowed(const struct gateway *gw, const struct request *req,
+                            const struct osbq_plan *plan, const char *instance_id,
+                            const json_t *context, struct reply *out)
 {
     if (!osbq_policy_denies_by_context(gw->policy, OSBQ_POLICY_BIND, plan))
         return true;
@@ -224,7 +227,8 @@ static bool binding_allowed(const struct gateway *gw, const struct osbq_plan *pl
             osb_store_unavailable(out, &err);
             return false;
         }
-        if (found > 0 && inst.context != NULL)
+        /* Another platform's instance is refused by the begin script as absent. */
+        if (found > 0 && inst.context != NULL && osb_platform_owns(req, inst.platform))
             stored = json_loads(inst.context, 0, NULL);
     }
     struct osbq_policy_context ctx;
@@ -271,7 +275,7 @@ void osb_binding_put(const struct gateway *gw, const struct request *req, struct
         osb_bad_request(out, "\"service_id\" and \"plan_id\" are required.");
         goto out;
     }
-    const struct osbq_plan *plan = osbq_catalog_plan(gw->catalog, plan_id);
+    const struct osbq_plan *plan = osb_platform_plan(gw, req, plan_id);
     if (plan == NULL || strcmp(plan->service->id, service_id) != 0) {
         osb_bad_request(out, "The plan \"%s\" is not a plan of the service \"%s\".", plan_id,
                         service_id);
@@ -303,7 +307,7 @@ void osb_binding_put(const struct gateway *gw, const struct request *req, struct
         osb_bad_request(out, "A binding cannot be its own predecessor.");
         goto out;
     }
-    if (!binding_allowed(gw, plan, instance_id, context, out))
+    if (!binding_allowed(gw, req, plan, instance_id, context, out))
         goto out;
     /* Platforms before 2.8 send only the top-level app_guid: backends read bind_resource. */
     if (resource == NULL && app_guid != NULL)
@@ -352,7 +356,7 @@ void osb_binding_delete(const struct gateway *gw, const struct request *req, str
         osb_bad_request(out, "The query parameters service_id and plan_id are required.");
         return;
     }
-    const struct osbq_plan *plan = osbq_catalog_plan(gw->catalog, req->query_plan_id);
+    const struct osbq_plan *plan = osb_platform_plan(gw, req, req->query_plan_id);
     bool async = binding_async(req);
     if (plan != NULL && plan->bind_async_required && !async) {
         reply_error(out, OSBQ_ERR_ASYNC_REQUIRED, NULL);
@@ -388,7 +392,7 @@ void osb_binding_get(const struct gateway *gw, const struct request *req, struct
         osb_store_unavailable(out, &err);
         return;
     }
-    if (found == 0 || strcmp(b.state, "bound") != 0) {
+    if (found == 0 || !osb_platform_owns(req, b.platform) || strcmp(b.state, "bound") != 0) {
         reply_error(out, OSBQ_ERR_NOT_FOUND, "The service binding does not exist.");
         goto out;
     }

@@ -1,16 +1,18 @@
-/* GET /v2/catalog: served from the body built once at start-up. */
+/* GET /v2/catalog: served from the body built once per platform at start-up (or reload). */
 #include "catalog.h"
 #include "handlers.h"
+#include "platforms.h"
 
 void osb_catalog_get(const struct gateway *gw, const struct request *req, struct reply *out)
 {
-    const char *etag = osbq_catalog_etag(gw->catalog);
-    if (req->if_none_match != NULL && validate_etag_matches(req->if_none_match, etag)) {
+    /* Each platform gets the services it sees, built once when its set was loaded; the set
+     * outlives the response (http.c holds it until the request completes). */
+    const char *etag = NULL;
+    size_t len = 0;
+    const char *body = osbq_platform_catalog(req->platform, gw->catalog, &len, &etag);
+    if (req->if_none_match != NULL && validate_etag_matches(req->if_none_match, etag))
         reply_static(out, 304, "", 0);
-    } else {
-        size_t len;
-        const char *body = osbq_catalog_body(gw->catalog, &len);
+    else
         reply_static(out, 200, body, len);
-    }
     out->etag = etag;
 }

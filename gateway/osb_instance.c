@@ -7,6 +7,7 @@
 #include "handlers.h"
 #include "log.h"
 #include "osb_parameters.h"
+#include "osb_platform.h"
 #include "osb_request.h"
 
 /* What an accepted request needs to become an operation. */
@@ -124,6 +125,7 @@ static void accept_operation(const struct gateway *gw, const struct request *req
         .api_version = req->api_version,
         .claim_timeout_ms = gw->cfg->claim_timeout_ms,
         .quotas = a->quota_spec,
+        .platform = osb_platform_name(req),
     };
     struct osbq_begin_reply got = {0};
     struct osbq_error err = {0};
@@ -217,11 +219,12 @@ static bool check_maintenance(json_t *body, const struct osbq_plan *plan, const 
     return true;
 }
 
-/* Finds the plan and checks it belongs to service_id; false with a 400. */
-static bool find_plan(const struct gateway *gw, const char *service_id, const char *plan_id,
-                      const struct osbq_plan **plan, struct reply *out)
+/* Finds the plan (among the platform's services) and checks it belongs to service_id; false
+ * with a 400. */
+static bool find_plan(const struct gateway *gw, const struct request *req, const char *service_id,
+                      const char *plan_id, const struct osbq_plan **plan, struct reply *out)
 {
-    *plan = osbq_catalog_plan(gw->catalog, plan_id);
+    *plan = osb_platform_plan(gw, req, plan_id);
     if (*plan == NULL)
         return osb_bad_request(out, "Unknown plan_id \"%s\".", plan_id);
     if (strcmp((*plan)->service->id, service_id) != 0)
@@ -260,7 +263,7 @@ void osb_instance_put(const struct gateway *gw, const struct request *req, struc
                              "\"context\" is absent.");
         goto out;
     }
-    if (!find_plan(gw, service_id, plan_id, &plan, out))
+    if (!find_plan(gw, req, service_id, plan_id, &plan, out))
         goto out;
     if (!osb_parameters_valid(plan->provision_schema, parameters, true, out))
         goto out;
@@ -340,7 +343,8 @@ void osb_instance_patch(const struct gateway *gw, const struct request *req, str
         osb_store_unavailable(out, &err);
         goto out;
     }
-    if (found == 0 || strcmp(inst.state, "failed") == 0 || strcmp(inst.state, "gone") == 0) {
+    if (found == 0 || !osb_platform_owns(req, inst.platform) || strcmp(inst.state, "failed") == 0 ||
+        strcmp(inst.state, "gone") == 0) {
         reply_error(out, OSBQ_ERR_NOT_FOUND, "The service instance does not exist.");
         goto out;
     }
@@ -353,9 +357,9 @@ void osb_instance_patch(const struct gateway *gw, const struct request *req, str
                         inst.service_id, service_id);
         goto out;
     }
-    const struct osbq_plan *current = osbq_catalog_plan(gw->catalog, inst.plan_id);
+    const struct osbq_plan *current = osb_platform_plan(gw, req, inst.plan_id);
     const struct osbq_plan *target = current;
-    if (plan_id != NULL && !find_plan(gw, service_id, plan_id, &target, out))
+    if (plan_id != NULL && !find_plan(gw, req, service_id, plan_id, &target, out))
         goto out;
     if (target == NULL) {
         reply_error(out, OSBQ_ERR_UNPROCESSABLE,
@@ -437,7 +441,7 @@ void osb_instance_delete(const struct gateway *gw, const struct request *req, st
     }
     /* The plan may have left the catalog since the instance was made: deprovisioning must
      * still work, with the defaults. */
-    const struct osbq_plan *plan = osbq_catalog_plan(gw->catalog, req->query_plan_id);
+    const struct osbq_plan *plan = osb_platform_plan(gw, req, req->query_plan_id);
     if (plan != NULL && plan->async_required && !osb_accepts_incomplete(req)) {
         reply_error(out, OSBQ_ERR_ASYNC_REQUIRED, NULL);
         return;
@@ -469,7 +473,8 @@ void osb_instance_get(const struct gateway *gw, const struct request *req, struc
         osb_store_unavailable(out, &err);
         return;
     }
-    if (found == 0 || strcmp(inst.state, "provisioned") != 0) {
+    if (found == 0 || !osb_platform_owns(req, inst.platform) ||
+        strcmp(inst.state, "provisioned") != 0) {
         reply_error(out, OSBQ_ERR_NOT_FOUND, "The service instance does not exist.");
         goto out;
     }

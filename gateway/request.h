@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "job.h"
+#include "platforms.h"
 
 /* HTTP methods the router knows, as bits so a route can accept several. */
 enum http_method {
@@ -22,14 +23,15 @@ enum http_method {
 
 /* A parsed request. Strings are borrowed from the connection, valid while the handler runs. */
 struct request {
-    enum http_method method;          /* HEAD arrives as HTTP_GET: libmicrohttpd drops the body */
-    const char *path;                 /* the path as sent, still percent-encoded */
-    unsigned api_version;             /* X-Broker-API-Version as major*100+minor; 0 off /v2 */
-    const char *request_identity;     /* X-Broker-API-Request-Identity, or NULL */
-    const char *originating_identity; /* X-Broker-API-Originating-Identity, or NULL */
-    const char *trace;                /* JSON object of the B3 trace headers sent, or NULL */
-    const char *if_none_match;        /* If-None-Match, or NULL */
-    const char *content_type;         /* Content-Type, or NULL */
+    enum http_method method; /* HEAD arrives as HTTP_GET: libmicrohttpd drops the body */
+    const char *path;        /* the path as sent, still percent-encoded */
+    const struct osbq_platform *platform; /* the authenticated platform (/v2), or NULL off /v2 */
+    unsigned api_version;                 /* X-Broker-API-Version as major*100+minor; 0 off /v2 */
+    const char *request_identity;         /* X-Broker-API-Request-Identity, or NULL */
+    const char *originating_identity;     /* X-Broker-API-Originating-Identity, or NULL */
+    const char *trace;                    /* JSON object of the B3 trace headers sent, or NULL */
+    const char *if_none_match;            /* If-None-Match, or NULL */
+    const char *content_type;             /* Content-Type, or NULL */
     const char *params[ROUTE_MAX_PARAMS]; /* decoded path parameters in pattern order */
     const char *accepts_incomplete;       /* decoded query parameters, or NULL when absent */
     const char *query_service_id;         /* ?service_id= */
@@ -53,6 +55,10 @@ struct reply_wait {
     size_t job_len;          /* bytes in job */
 };
 
+/* The schemes a 401's WWW-Authenticate names. */
+#define REPLY_AUTH_BASIC  1u
+#define REPLY_AUTH_BEARER 2u
+
 /* A response under construction: handlers fill it through reply.h, http.c sends it. */
 struct reply {
     unsigned status;          /* HTTP status */
@@ -62,6 +68,7 @@ struct reply {
     const char *etag;         /* ETag header value (borrowed, static lifetime), or NULL */
     char allow[64];           /* Allow header for 405, or empty */
     bool www_authenticate;    /* add WWW-Authenticate (401) */
+    unsigned auth_schemes;    /* REPLY_AUTH_* bits it names; 0: Basic */
     char retry_after[16];     /* Retry-After header (seconds), or empty */
     const char *content_type; /* Content-Type (static string); NULL: application/json */
     char operation_id[33];    /* the operation the request started or joined, for the access

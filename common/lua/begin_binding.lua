@@ -8,16 +8,22 @@
 --       10 bind_resource JSON or "", 11 encoded job, 12 claim deadline (ms), 13 key prefix,
 --       14 instance id, 15 binding id, 16 api version, 17 predecessor binding key or "",
 --       18 predecessor binding id or ""
+--       19 the platform asking: recorded on a new binding; another platform's instance or
+--          binding answers as if it did not exist
 -- Returns {answer, operation id?, "", "", binding result JSON?}; answers: accepted, in_progress, done,
 -- conflict, busy, no_instance, instance_busy, gone, mismatch, bad_predecessor.
 local inst, binding, op_key, queue, waiters, set = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5],
                                                    KEYS[6]
 local kind, op_id, digest, now, gateway = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
-local prefix = ARGV[13]
+local prefix, platform = ARGV[13], ARGV[19]
 
-local irec = redis.call('HMGET', inst, 'state', 'lock_x', 'service_id', 'plan_id')
-local brec = redis.call('HMGET', binding, 'state', 'digest', 'lock_x', 'last_op', 'result')
+local irec = redis.call('HMGET', inst, 'state', 'lock_x', 'service_id', 'plan_id', 'platform')
+local brec = redis.call('HMGET', binding, 'state', 'digest', 'lock_x', 'last_op', 'result',
+                        'platform')
 local istate, ilock, bstate, bdigest, block = irec[1], irec[2], brec[1], brec[2], brec[3]
+-- Records from before platforms were recorded belong to the default platform.
+local instance_theirs = istate and (irec[5] or 'default') ~= platform
+local binding_theirs = bstate and (brec[6] or 'default') ~= platform
 
 local function join(running)
   if gateway ~= '' then
@@ -31,7 +37,8 @@ local function record()
   redis.call('HSET', op_key, 'kind', kind, 'instance', ARGV[14], 'binding', ARGV[15],
              'instance_key', inst, 'binding_key', binding, 'service_id', ARGV[6],
              'plan_id', ARGV[7], 'digest', digest, 'state', 'queued', 'attempt', '0',
-             'created_ms', now, 'api', ARGV[16], 'job', ARGV[11], 'bindings_key', set)
+             'created_ms', now, 'api', ARGV[16], 'job', ARGV[11], 'bindings_key', set,
+             'platform', platform)
   redis.call('ZADD', queue, ARGV[12], op_id)
   if gateway ~= '' then
     redis.call('SADD', waiters, gateway)
@@ -43,7 +50,11 @@ local function record()
 end
 
 if kind == 'bind' then
-  if not istate or istate == 'failed' or istate == 'gone' then return {'no_instance'} end
+  if not istate or istate == 'failed' or istate == 'gone' or instance_theirs then
+    return {'no_instance'}
+  end
+  -- A binding left by another platform under this id (of an earlier instance) stays its own.
+  if binding_theirs and bstate ~= 'gone' then return {'conflict'} end
   if istate ~= 'provisioned' or ilock then return {'instance_busy'} end
   if ARGV[6] ~= irec[3] or ARGV[7] ~= irec[4] then return {'mismatch'} end
   if bstate and bstate ~= 'failed' and bstate ~= 'gone' then
@@ -63,7 +74,7 @@ if kind == 'bind' then
   redis.call('DEL', binding)
   redis.call('HSET', binding, 'binding_id', ARGV[15], 'instance_id', ARGV[14],
              'service_id', ARGV[6], 'plan_id', ARGV[7], 'state', 'binding', 'digest', digest,
-             'created_ms', now)
+             'created_ms', now, 'platform', platform)
   if ARGV[8] ~= '' then redis.call('HSET', binding, 'parameters', ARGV[8]) end
   if ARGV[9] ~= '' then redis.call('HSET', binding, 'context', ARGV[9]) end
   if ARGV[10] ~= '' then redis.call('HSET', binding, 'bind_resource', ARGV[10]) end
@@ -73,7 +84,7 @@ if kind == 'bind' then
 end
 
 if kind == 'unbind' then
-  if not bstate or bstate == 'gone' then return {'gone'} end
+  if not bstate or bstate == 'gone' or binding_theirs then return {'gone'} end
   if block then
     local running = redis.call('HGET', prefix .. 'op:' .. block, 'kind')
     if running == 'unbind' then return join(block) end

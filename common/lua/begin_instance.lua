@@ -10,17 +10,21 @@
 --       16 instance id, 17 api version,
 --       18 quotas (common/policy.h) the instance counts against: lines "<limit> <counter key>";
 --          "" for none; "-" on an update that keeps the plan (its counters stay as they are)
+--       19 the platform asking: recorded on a new instance; an instance another platform
+--          made answers as if it did not exist (provision over a live one: conflict)
 -- Returns {answer, operation id?, dashboard url?, metadata?}; answers: accepted, in_progress,
 -- done, conflict, busy, not_found, gone, changed, mismatch; or {'quota', line, used} when the
 -- quota on that line (1-based) is full.
 local inst, op_key, queue, waiters = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local kind, op_id, digest, now, gateway = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
-local prefix = ARGV[15]
+local prefix, platform = ARGV[15], ARGV[19]
 
 local rec = redis.call('HMGET', inst, 'state', 'digest', 'lock_x', 'lock_s', 'last_op',
-                       'plan_id', 'dashboard_url', 'metadata')
+                       'plan_id', 'dashboard_url', 'metadata', 'platform')
 local state, inst_digest, lock_x, lock_s = rec[1], rec[2], rec[3], tonumber(rec[4] or '0')
 local last_op, current_plan = rec[5], rec[6]
+-- Records from before platforms were recorded belong to the default platform.
+local theirs = state and (rec[9] or 'default') ~= platform
 
 -- A request identical to the operation already running waits for it (sync) or gets its id.
 local function join(running)
@@ -73,7 +77,7 @@ local function record(plan_id, prev_plan)
   redis.call('HSET', op_key, 'kind', kind, 'instance', ARGV[16], 'instance_key', inst,
              'service_id', ARGV[6], 'plan_id', plan_id, 'prev_plan_id', prev_plan,
              'digest', digest, 'state', 'queued', 'attempt', '0', 'created_ms', now,
-             'api', ARGV[17], 'job', ARGV[12], 'bindings_key', KEYS[5])
+             'api', ARGV[17], 'job', ARGV[12], 'bindings_key', KEYS[5], 'platform', platform)
   if ARGV[8] ~= '' then redis.call('HSET', op_key, 'parameters', ARGV[8]) end
   if ARGV[9] ~= '' then redis.call('HSET', op_key, 'context', ARGV[9]) end
   if ARGV[10] ~= '' then redis.call('HSET', op_key, 'maintenance_version', ARGV[10]) end
@@ -87,6 +91,9 @@ local function record(plan_id, prev_plan)
 end
 
 if kind == 'provision' then
+  -- Another platform's id stays its own until deleted (a failed one too: its platform may
+  -- still deprovision it).
+  if theirs and state ~= 'gone' then return {'conflict'} end
   if state and state ~= 'failed' and state ~= 'gone' then
     if inst_digest ~= digest then return {'conflict'} end
     if state == 'provisioned' then
@@ -103,7 +110,7 @@ if kind == 'provision' then
   if refused then return refused end
   redis.call('DEL', inst)
   redis.call('HSET', inst, 'instance_id', ARGV[16], 'service_id', ARGV[6], 'plan_id', ARGV[7],
-             'state', 'provisioning', 'digest', digest, 'created_ms', now)
+             'state', 'provisioning', 'digest', digest, 'created_ms', now, 'platform', platform)
   local taken = quota_take(quotas, {})
   if taken ~= '' then redis.call('HSET', inst, 'quota_keys', taken) end
   if ARGV[8] ~= '' then redis.call('HSET', inst, 'parameters', ARGV[8]) end
@@ -115,7 +122,7 @@ if kind == 'provision' then
 end
 
 if kind == 'update' then
-  if state ~= 'provisioned' then return {'not_found'} end
+  if state ~= 'provisioned' or theirs then return {'not_found'} end
   if lock_x then
     local running = redis.call('HMGET', prefix .. 'op:' .. lock_x, 'kind', 'digest')
     if running[1] == 'update' and running[2] == digest then return join(lock_x) end
@@ -141,7 +148,7 @@ if kind == 'update' then
 end
 
 if kind == 'deprovision' then
-  if not state or state == 'gone' then return {'gone'} end
+  if not state or state == 'gone' or theirs then return {'gone'} end
   -- The job runs the backend of the plan it names: it must be the instance's.
   local service = redis.call('HGET', inst, 'service_id')
   if ARGV[7] ~= current_plan or ARGV[6] ~= service then return {'mismatch', '', '', ''} end

@@ -1,10 +1,13 @@
 -- Reads what last_operation answers for an instance or a binding, in one round trip.
 -- KEYS: 1 the instance or binding hash
--- ARGV: 1 operation id or "", 2 key prefix "<ns>:", 3 instance id, 4 binding id or ""
+-- ARGV: 1 operation id or "", 2 key prefix "<ns>:", 3 instance id, 4 binding id or "",
+--       5 the platform asking, or "" for any: another platform's record is not found
 -- Returns {"not_found"}, {"unknown_operation"}, or {"ok", record state, kind, state,
 -- description, instance_usable, update_repeatable, created_ms, plan_id, average ms or ""}.
-local rec = redis.call('HMGET', KEYS[1], 'state', 'last_op')
+local rec = redis.call('HMGET', KEYS[1], 'state', 'last_op', 'platform')
 if not rec[1] then return {'not_found'} end
+-- Records from before platforms were recorded belong to the default platform.
+if ARGV[5] and ARGV[5] ~= '' and (rec[3] or 'default') ~= ARGV[5] then return {'not_found'} end
 local op_id = ARGV[1] ~= '' and ARGV[1] or rec[2]
 if not op_id then return {'not_found'} end
 local op = redis.call('HMGET', ARGV[2] .. 'op:' .. op_id, 'kind', 'instance', 'state',

@@ -423,6 +423,36 @@ static void test_gateway_requires_credentials(void **state)
     load_fails(&env, OSBQ_ROLE_GATEWAY, "OSBQ_BROKER_USERNAME", &err);
 }
 
+/* With OSBQ_PLATFORMS the broker credentials are optional, but still both or neither; the
+ * path must name a readable file. */
+static void test_platforms_make_credentials_optional(void **state)
+{
+    (void)state;
+    struct fake_env env;
+    struct osbq_error err = {0};
+    struct osbq_config cfg;
+    const char *file = OSBQ_SOURCE_DIR "/examples/catalog.json"; /* any readable file */
+
+    memset(&env, 0, sizeof env);
+    env_set(&env, "OSBQ_PLATFORMS", file);
+    assert_int_equal(osbq_config_load(&cfg, OSBQ_ROLE_GATEWAY, fake_lookup, &env, &err), 0);
+    assert_string_equal(cfg.platforms_path, file);
+    assert_null(cfg.broker_username);
+    assert_null(cfg.broker_password);
+    osbq_config_clear(&cfg);
+
+    env_set(&env, "OSBQ_BROKER_USERNAME", "admin");
+    load_fails(&env, OSBQ_ROLE_GATEWAY, "OSBQ_BROKER_PASSWORD", &err);
+    env_set(&env, "OSBQ_BROKER_PASSWORD", "hunter2");
+    assert_int_equal(osbq_config_load(&cfg, OSBQ_ROLE_GATEWAY, fake_lookup, &env, &err), 0);
+    assert_string_equal(cfg.broker_username, "admin");
+    osbq_config_clear(&cfg);
+
+    memset(&env, 0, sizeof env);
+    env_set(&env, "OSBQ_PLATFORMS", "/nonexistent/platforms.json");
+    load_fails(&env, OSBQ_ROLE_GATEWAY, "OSBQ_PLATFORMS", &err);
+}
+
 static void test_gateway_loads_credentials(void **state)
 {
     (void)state;
@@ -917,6 +947,7 @@ int main(void)
         cmocka_unit_test(test_clear_accepts_zeroed_config),
         cmocka_unit_test(test_help_lists_gateway_variables_only),
         cmocka_unit_test(test_help_lists_worker_variables_only),
+        cmocka_unit_test(test_platforms_make_credentials_optional),
     };
     return cmocka_run_group_tests_name("config", tests, NULL, NULL);
 }

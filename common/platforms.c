@@ -480,7 +480,7 @@ int osbq_platforms_load_file(const char *path, const struct osbq_catalog *catalo
     if (slash == NULL)
         (void)snprintf(dir, sizeof dir, ".");
     else
-        (void)snprintf(dir, sizeof dir, "%.*s", (int)(slash - path ? slash - path : 1), path);
+        (void)snprintf(dir, sizeof dir, "%.*s", (int)(slash != path ? slash - path : 1), path);
     int rc = osbq_platforms_load_text(text, dir, catalog, dflt, out, err);
     free(text);
     return rc;

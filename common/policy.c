@@ -16,6 +16,7 @@ static const char *const field_names[OSBQ_POLICY_FIELD_COUNT_] = {
     [OSBQ_POLICY_NAMESPACE] = "namespace",
     [OSBQ_POLICY_ORGANIZATION_GUID] = "organization_guid",
     [OSBQ_POLICY_SPACE_GUID] = "space_guid",
+    [OSBQ_POLICY_PLATFORM] = "platform",
 };
 
 /* The deny rules' list members, one per field, and how refusals name them. */
@@ -23,11 +24,13 @@ static const char *const field_lists[OSBQ_POLICY_FIELD_COUNT_] = {
     [OSBQ_POLICY_NAMESPACE] = "namespaces",
     [OSBQ_POLICY_ORGANIZATION_GUID] = "organization_guids",
     [OSBQ_POLICY_SPACE_GUID] = "space_guids",
+    [OSBQ_POLICY_PLATFORM] = "platforms",
 };
 static const char *const field_words[OSBQ_POLICY_FIELD_COUNT_] = {
     [OSBQ_POLICY_NAMESPACE] = "namespace",
     [OSBQ_POLICY_ORGANIZATION_GUID] = "organization",
     [OSBQ_POLICY_SPACE_GUID] = "space",
+    [OSBQ_POLICY_PLATFORM] = "platform",
 };
 
 /* A list of strings borrowed from the policy's JSON; count 0 means "not given". */
@@ -209,7 +212,8 @@ static int parse_quota(const json_t *obj, const char *where, const struct osbq_c
                 q->field = f;
         if (q->field < 0)
             return fail(err, where,
-                        "\"per\" must be \"namespace\", \"organization_guid\" or \"space_guid\"");
+                        "\"per\" must be \"namespace\", \"organization_guid\", \"space_guid\" or "
+                        "\"platform\"");
     }
     return 0;
 }
@@ -219,7 +223,7 @@ static int parse_deny(const json_t *obj, const char *where, const struct osbq_ca
 {
     static const char *const keys[] = {"name",        "plans",      "services",
                                        "operations",  "namespaces", "organization_guids",
-                                       "space_guids", NULL};
+                                       "space_guids", "platforms",  NULL};
     if (!json_is_object(obj))
         return fail(err, where, "must be an object");
     if (check_keys(obj, where, keys, err) < 0 || parse_name(obj, where, &d->name, err) < 0 ||
@@ -233,7 +237,8 @@ static int parse_deny(const json_t *obj, const char *where, const struct osbq_ca
     }
     if (!any)
         return fail(err, where,
-                    "name at least one of \"namespaces\", \"organization_guids\", \"space_guids\"");
+                    "name at least one of \"namespaces\", \"organization_guids\", \"space_guids\", "
+                    "\"platforms\"");
     struct id_list ops = {0};
     int rc = parse_list(obj, "operations", where, &ops, err);
     d->ops = ops.count == 0 ? OSBQ_POLICY_PROVISION | OSBQ_POLICY_BIND : 0;
@@ -381,13 +386,15 @@ static const char *string_member(const json_t *obj, const char *name)
 }
 
 void osbq_policy_context_from(struct osbq_policy_context *ctx, const json_t *context,
-                              const char *organization_guid, const char *space_guid)
+                              const char *organization_guid, const char *space_guid,
+                              const char *platform)
 {
     memset(ctx, 0, sizeof *ctx);
     if (json_is_object(context)) {
-        for (int f = 0; f < OSBQ_POLICY_FIELD_COUNT_; f++)
+        for (int f = 0; f < OSBQ_POLICY_PLATFORM; f++)
             ctx->values[f] = string_member(context, field_names[f]);
     }
+    ctx->values[OSBQ_POLICY_PLATFORM] = platform;
     if (ctx->values[OSBQ_POLICY_ORGANIZATION_GUID] == NULL)
         ctx->values[OSBQ_POLICY_ORGANIZATION_GUID] = organization_guid;
     if (ctx->values[OSBQ_POLICY_SPACE_GUID] == NULL)

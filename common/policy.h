@@ -20,6 +20,8 @@ enum osbq_policy_field {
     OSBQ_POLICY_NAMESPACE,         /* Kubernetes: context.namespace */
     OSBQ_POLICY_ORGANIZATION_GUID, /* Cloud Foundry: context.organization_guid */
     OSBQ_POLICY_SPACE_GUID,        /* Cloud Foundry: context.space_guid */
+    OSBQ_POLICY_PLATFORM,          /* the OSBQ_PLATFORMS platform that made the request (not
+                                    * the context's "platform", which names its kind) */
     OSBQ_POLICY_FIELD_COUNT_
 };
 
@@ -62,9 +64,10 @@ void osbq_policy_destroy(struct osbq_policy **pp);
 
 /* Fills ctx from a request's context object (either platform's shape) and, for platforms that
  * send no context (API < 2.12), its top-level organization_guid/space_guid (NULL when
- * absent). Borrows from the JSON values. */
+ * absent), and the name of the platform that made it (NULL: none). Borrows every string. */
 void osbq_policy_context_from(struct osbq_policy_context *ctx, const json_t *context,
-                              const char *organization_guid, const char *space_guid);
+                              const char *organization_guid, const char *space_guid,
+                              const char *platform);
 
 /* Whether any deny rule names a context field for op on plan: only then does a request
  * without a context need the instance's. */

@@ -232,7 +232,7 @@ static bool binding_allowed(const struct gateway *gw, const struct request *req,
             stored = json_loads(inst.context, 0, NULL);
     }
     struct osbq_policy_context ctx;
-    osbq_policy_context_from(&ctx, context ? context : stored, NULL, NULL);
+    osbq_policy_context_from(&ctx, context ? context : stored, NULL, NULL, osb_platform_name(req));
     char why[OSBQ_ERROR_TEXT_MAX];
     bool denied = osbq_policy_denied(gw->policy, OSBQ_POLICY_BIND, plan, &ctx, why, sizeof why);
     if (denied)

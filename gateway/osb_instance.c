@@ -274,7 +274,7 @@ void osb_instance_put(const struct gateway *gw, const struct request *req, struc
     if (!check_maintenance(body, plan, &mv, &info, out))
         goto out;
     struct osbq_policy_context ctx;
-    osbq_policy_context_from(&ctx, context, org, space);
+    osbq_policy_context_from(&ctx, context, org, space, osb_platform_name(req));
     if (!policy_admits(gw, plan, &ctx, uses, &quota_spec, out))
         goto out;
     json_t *identity =
@@ -386,7 +386,8 @@ void osb_instance_patch(const struct gateway *gw, const struct request *req, str
         struct osbq_policy_context ctx;
         if (context == NULL && inst.context != NULL)
             stored_context = json_loads(inst.context, 0, NULL);
-        osbq_policy_context_from(&ctx, context ? context : stored_context, NULL, NULL);
+        osbq_policy_context_from(&ctx, context ? context : stored_context, NULL, NULL,
+                                 osb_platform_name(req));
         if (!policy_admits(gw, target, &ctx, uses, &quota_spec, out))
             goto out;
         if (quota_spec == NULL && (quota_spec = strdup("")) == NULL) {

@@ -28,6 +28,8 @@ POLICY = {
          "max_instances": 2},
         {"name": "large", "plans": [LARGE], "max_instances": 1},
         {"name": "broken", "plans": [BROKEN], "max_instances": 1},
+        # Without OSBQ_PLATFORMS every request is the "default" platform's.
+        {"name": "tiny-per-platform", "plans": [TINY], "per": "platform", "max_instances": 2},
     ],
     "deny": [
         {"name": "no-large-in-dev", "plans": [LARGE], "operations": ["provision"],
@@ -237,6 +239,12 @@ class Policies(unittest.TestCase):
         r = self.client.request("PUT", "/v2/service_instances/cache-open/service_bindings/b3",
                                 {"service_id": CACHE, "plan_id": TINY})
         self.assertEqual(r.status, 201, r.body)
+        # Counted per platform (docs/policies.md): the two instances above are "default"'s.
+        self.assertEqual(self.counter("tiny-per-platform", "default"), 2)
+        self.assertForbidden(
+            self.provision("cache-third", TINY, cf("o", "space-open")),
+            "Quota \"tiny-per-platform\" exceeded: the platform \"default\" has 2 of at most 2 "
+            "instances.")
 
 
 class PolicyStartup(unittest.TestCase):

@@ -78,7 +78,7 @@ static void context_of(struct osbq_policy_context *ctx, const char *json)
 {
     json_t *context = json_loads(json, 0, NULL);
     assert_non_null(context);
-    osbq_policy_context_from(ctx, context, NULL, NULL);
+    osbq_policy_context_from(ctx, context, NULL, NULL, NULL);
     /* Copy out before the JSON goes: the tests keep only string literals alive. */
     static char kept[OSBQ_POLICY_FIELD_COUNT_][64];
     for (int i = 0; i < OSBQ_POLICY_FIELD_COUNT_; i++) {
@@ -104,9 +104,13 @@ static void test_context_shapes(void **state)
     assert_string_equal(ctx.values[OSBQ_POLICY_ORGANIZATION_GUID], "o");
     assert_string_equal(ctx.values[OSBQ_POLICY_SPACE_GUID], "s");
     /* Before 2.12: no context, the top-level fields. */
-    osbq_policy_context_from(&ctx, NULL, "top-org", "top-space");
+    osbq_policy_context_from(&ctx, NULL, "top-org", "top-space", "cf-prod");
     assert_string_equal(ctx.values[OSBQ_POLICY_ORGANIZATION_GUID], "top-org");
     assert_string_equal(ctx.values[OSBQ_POLICY_SPACE_GUID], "top-space");
+    assert_string_equal(ctx.values[OSBQ_POLICY_PLATFORM], "cf-prod");
+    /* The context's own "platform" names its kind, not the broker's platform. */
+    context_of(&ctx, "{\"platform\": \"kubernetes\"}");
+    assert_null(ctx.values[OSBQ_POLICY_PLATFORM]);
     /* Empty or non-string values say nothing. */
     context_of(&ctx, "{\"namespace\": \"\", \"organization_guid\": 5}");
     assert_null(ctx.values[OSBQ_POLICY_NAMESPACE]);
@@ -254,6 +258,34 @@ static void test_without_catalog_ids_are_not_checked(void **state)
     osbq_policy_destroy(&p);
 }
 
+/* Quotas and deny rules by the OSBQ_PLATFORMS platform that sent the request. */
+static void test_per_platform(void **state)
+{
+    struct fixture *f = *state;
+    static const char text[] =
+        "{\"quotas\": [{\"name\": \"per-platform\", \"per\": \"platform\", \"max_instances\": 7}],"
+        " \"deny\": [{\"name\": \"no-cache-on-k8s-dev\", \"services\": [\"cache-id\"],"
+        "  \"platforms\": [\"k8s-dev\"]}]}";
+    struct osbq_policy *p = NULL;
+    struct osbq_error err = {0};
+    if (osbq_policy_load_text(text, sizeof text - 1, f->catalog, &p, &err) < 0)
+        fail_msg("%s", err.text);
+    struct osbq_policy_context ctx;
+    struct osbq_policy_use uses[OSBQ_POLICY_QUOTAS_MAX];
+    char why[256];
+    osbq_policy_context_from(&ctx, NULL, NULL, NULL, "k8s-dev");
+    assert_int_equal(osbq_policy_quotas(p, f->small, &ctx, uses), 1);
+    assert_string_equal(uses[0].value, "k8s-dev");
+    osbq_policy_quota_description(&uses[0], 7, why, sizeof why);
+    assert_string_equal(why, "Quota \"per-platform\" exceeded: the platform \"k8s-dev\" has 7 of "
+                             "at most 7 instances.");
+    assert_true(osbq_policy_denied(p, OSBQ_POLICY_PROVISION, f->tiny, &ctx, why, sizeof why));
+    assert_non_null(strstr(why, "in the platform \"k8s-dev\""));
+    osbq_policy_context_from(&ctx, NULL, NULL, NULL, "cf-prod");
+    assert_false(osbq_policy_denied(p, OSBQ_POLICY_PROVISION, f->tiny, &ctx, why, sizeof why));
+    osbq_policy_destroy(&p);
+}
+
 static void test_file_errors_name_the_path(void **state)
 {
     (void)state;
@@ -282,6 +314,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_quotas_a_request_counts_against, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_policies, setup, teardown),
         cmocka_unit_test(test_without_catalog_ids_are_not_checked),
+        cmocka_unit_test_setup_teardown(test_per_platform, setup, teardown),
         cmocka_unit_test(test_file_errors_name_the_path),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

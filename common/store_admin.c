@@ -214,6 +214,27 @@ oom:
     return osbq_error_set(err, OSBQ_ERR_INTERNAL, "out of memory");
 }
 
+int store_scan_step(redisContext *c, const char *pattern, uint64_t cursor, unsigned count,
+                    redisReply **scan, const redisReply **keys, uint64_t *next,
+                    struct osbq_error *err)
+{
+    redisReply *r = redisCommand(c, "SCAN %" PRIu64 " MATCH %s COUNT %u", cursor, pattern,
+                                 count == 0 ? 100U : count);
+    if (store_reply_failed(c, r, "SCAN", err) < 0) {
+        freeReplyObject(r);
+        return -1;
+    }
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+        r->element[0]->type != REDIS_REPLY_STRING || r->element[1]->type != REDIS_REPLY_ARRAY) {
+        freeReplyObject(r);
+        return osbq_error_set(err, OSBQ_ERR_INTERNAL, "SCAN: unexpected reply");
+    }
+    *scan = r;
+    *keys = r->element[1];
+    *next = strtoull(r->element[0]->str, NULL, 10);
+    return 0;
+}
+
 int osbq_store_scan_records(struct osbq_store *store, enum osbq_record_kind kind, uint64_t *cursor,
                             unsigned count, struct osbq_fields **records, size_t *n,
                             struct osbq_error *err)
@@ -228,17 +249,11 @@ int osbq_store_scan_records(struct osbq_store *store, enum osbq_record_kind kind
     int rc = -1;
     struct osbq_fields *list = NULL;
     size_t found = 0;
-    redisReply *scan = redisCommand(c, "SCAN %" PRIu64 " MATCH %s COUNT %u", *cursor, pattern,
-                                    count == 0 ? 100U : count);
-    if (store_reply_failed(c, scan, "SCAN", err) < 0)
+    redisReply *scan = NULL;
+    const redisReply *keys = NULL;
+    uint64_t next = 0;
+    if (store_scan_step(c, pattern, *cursor, count, &scan, &keys, &next, err) < 0)
         goto out;
-    if (scan->type != REDIS_REPLY_ARRAY || scan->elements != 2 ||
-        scan->element[0]->type != REDIS_REPLY_STRING ||
-        scan->element[1]->type != REDIS_REPLY_ARRAY) {
-        osbq_error_set(err, OSBQ_ERR_INTERNAL, "SCAN: unexpected reply");
-        goto out;
-    }
-    const redisReply *keys = scan->element[1];
     list = calloc(keys->elements + 1, sizeof *list);
     if (list == NULL) {
         osbq_error_set(err, OSBQ_ERR_INTERNAL, "out of memory");
@@ -265,7 +280,7 @@ int osbq_store_scan_records(struct osbq_store *store, enum osbq_record_kind kind
     }
     if (failed)
         goto out;
-    *cursor = strtoull(scan->element[0]->str, NULL, 10);
+    *cursor = next;
     *records = list;
     *n = found;
     list = NULL;
@@ -432,13 +447,9 @@ int osbq_store_quota_walk(struct osbq_store *store, const char *name,
     uint64_t cursor = 0;
     int rc = 0;
     do {
-        redisReply *scan = redisCommand(c, "SCAN %" PRIu64 " MATCH %s COUNT 500", cursor, pattern);
-        rc = store_reply_failed(c, scan, "SCAN", err);
-        if (rc == 0 && (scan->type != REDIS_REPLY_ARRAY || scan->elements != 2 ||
-                        scan->element[0]->type != REDIS_REPLY_STRING ||
-                        scan->element[1]->type != REDIS_REPLY_ARRAY))
-            rc = osbq_error_set(err, OSBQ_ERR_INTERNAL, "SCAN: unexpected reply");
-        const redisReply *keys = rc == 0 ? scan->element[1] : NULL;
+        redisReply *scan = NULL;
+        const redisReply *keys = NULL;
+        rc = store_scan_step(c, pattern, cursor, 500, &scan, &keys, &cursor, err);
         for (size_t i = 0; keys != NULL && i < keys->elements; i++)
             redisAppendCommand(c, "GET %b", keys->element[i]->str, keys->element[i]->len);
         for (size_t i = 0; keys != NULL && i < keys->elements; i++) {
@@ -453,8 +464,6 @@ int osbq_store_quota_walk(struct osbq_store *store, const char *name,
                 rc = osbq_error_set(err, OSBQ_ERR_INTERNAL, "stopped");
             freeReplyObject(got);
         }
-        if (rc == 0)
-            cursor = strtoull(scan->element[0]->str, NULL, 10);
         freeReplyObject(scan);
     } while (rc == 0 && cursor != 0);
     store_release(store, c);

@@ -40,17 +40,11 @@ int osbq_store_scan_results(struct osbq_store *store, uint64_t *cursor, unsigned
     int rc = -1;
     struct osbq_stored_result *list = NULL;
     size_t found = 0;
-    redisReply *scan = redisCommand(c, "SCAN %" PRIu64 " MATCH %s COUNT %u", *cursor, pattern,
-                                    count == 0 ? 100U : count);
-    if (store_reply_failed(c, scan, "SCAN", err) < 0)
+    redisReply *scan = NULL;
+    const redisReply *keys = NULL;
+    uint64_t next = 0;
+    if (store_scan_step(c, pattern, *cursor, count, &scan, &keys, &next, err) < 0)
         goto out;
-    if (scan->type != REDIS_REPLY_ARRAY || scan->elements != 2 ||
-        scan->element[0]->type != REDIS_REPLY_STRING ||
-        scan->element[1]->type != REDIS_REPLY_ARRAY) {
-        osbq_error_set(err, OSBQ_ERR_INTERNAL, "SCAN: unexpected reply");
-        goto out;
-    }
-    const redisReply *keys = scan->element[1];
     list = calloc(keys->elements + 1, sizeof *list);
     if (list == NULL) {
         osbq_error_set(err, OSBQ_ERR_INTERNAL, "out of memory");
@@ -90,7 +84,7 @@ int osbq_store_scan_results(struct osbq_store *store, uint64_t *cursor, unsigned
     }
     if (failed)
         goto out;
-    *cursor = strtoull(scan->element[0]->str, NULL, 10);
+    *cursor = next;
     *results = list;
     *n = found;
     list = NULL;

@@ -11,6 +11,7 @@ import socket
 import subprocess
 import tempfile
 import time
+import unittest
 
 BUILD_DIR = os.environ.get("OSBQ_BUILD_DIR", os.path.join(os.path.dirname(__file__), "../../build"))
 SOURCE_DIR = os.path.abspath(os.path.join(os.path.dirname(__file__), "../.."))
@@ -294,6 +295,27 @@ class Stack:
         shutil.rmtree(self.workdir, ignore_errors=True)
         if errors:
             raise AssertionError("\n".join(errors))
+
+
+class GatewayTestCase(unittest.TestCase):
+    """A test case against cls.stack's cls.gateway: a keep-alive client per test, and the check
+    every error answer must pass (a JSON object with a non-empty description)."""
+
+    def setUp(self):
+        self.client = self.stack.client(self.gateway)
+
+    def tearDown(self):
+        self.client.close()
+
+    def assertJsonError(self, r, status, what=None):
+        what = what or ""
+        self.assertEqual(r.status, status, "%s %s" % (what, r.body[:300]))
+        self.assertEqual(r.header("Content-Type"), "application/json", what)
+        body = r.json()
+        self.assertIsInstance(body, dict, what)
+        self.assertIsInstance(body.get("description"), str, what)
+        self.assertNotEqual(body["description"], "", what)
+        return body
 
 
 def run_once(argv, env, timeout_s=10):

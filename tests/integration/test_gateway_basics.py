@@ -36,7 +36,7 @@ def has_key(value, key):
     return False
 
 
-class GatewayBasics(unittest.TestCase):
+class GatewayBasics(harness.GatewayTestCase):
     @classmethod
     def setUpClass(cls):
         cls.stack = harness.Stack()
@@ -45,21 +45,6 @@ class GatewayBasics(unittest.TestCase):
     @classmethod
     def tearDownClass(cls):
         cls.stack.stop()
-
-    def setUp(self):
-        self.client = self.stack.client(self.gateway)
-
-    def tearDown(self):
-        self.client.close()
-
-    def assertJsonError(self, r, status):
-        self.assertEqual(r.status, status, r.body)
-        self.assertEqual(r.header("Content-Type"), "application/json")
-        body = r.json()
-        self.assertIsInstance(body, dict)
-        self.assertIsInstance(body.get("description"), str)
-        self.assertNotEqual(body["description"], "")
-        return body
 
     # Catalog Management: 200 with the catalog; private "osbq" settings never leave the broker.
     def test_catalog_equals_file_without_osbq_settings(self):

@@ -58,7 +58,7 @@ def quote_id(raw):
     return "".join(out)
 
 
-class HostileInput(unittest.TestCase):
+class HostileInput(harness.GatewayTestCase):
     @classmethod
     def setUpClass(cls):
         cls.stack = harness.Stack(catalog=CATALOG, extra_env={"OSBQ_NAMESPACE": NAMESPACE})
@@ -69,20 +69,6 @@ class HostileInput(unittest.TestCase):
     @classmethod
     def tearDownClass(cls):
         cls.stack.stop()
-
-    def setUp(self):
-        self.client = self.stack.client(self.gateway)
-
-    def tearDown(self):
-        self.client.close()
-
-    def assertJsonError(self, r, status, what):
-        self.assertEqual(r.status, status, "%s: %s" % (what, r.body[:300]))
-        self.assertEqual(r.header("Content-Type"), "application/json", what)
-        body = r.json()
-        self.assertIsInstance(body, dict, what)
-        self.assertIsInstance(body.get("description"), str, what)
-        self.assertNotEqual(body["description"], "", what)
 
     def provision_body(self):
         return {"service_id": SERVICE, "plan_id": PLAN, "organization_guid": "o",

@@ -20,7 +20,7 @@ FREE_FORM = "7e1d2e3f-8a9b-4c0d-9e1f-2a3b4c5d6f03"
 BACKTRACKING = "7e1d2e3f-8a9b-4c0d-9e1f-2a3b4c5d6f04"
 
 
-class PlanSchemas(unittest.TestCase):
+class PlanSchemas(harness.GatewayTestCase):
     @classmethod
     def setUpClass(cls):
         cls.stack = harness.Stack(catalog=CATALOG)
@@ -35,12 +35,6 @@ class PlanSchemas(unittest.TestCase):
     @classmethod
     def tearDownClass(cls):
         cls.stack.stop()
-
-    def setUp(self):
-        self.client = self.stack.client(self.gateway)
-
-    def tearDown(self):
-        self.client.close()
 
     def new_id(self, what):
         return "%s-%s" % (what, uuid.uuid4())

@@ -48,7 +48,7 @@ def cf(org, space):
     return {"platform": "cloudfoundry", "organization_guid": org, "space_guid": space}
 
 
-class Policies(unittest.TestCase):
+class Policies(harness.GatewayTestCase):
     @classmethod
     def setUpClass(cls):
         cls.policy_file = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)
@@ -63,12 +63,6 @@ class Policies(unittest.TestCase):
     def tearDownClass(cls):
         cls.stack.stop()
         os.unlink(cls.policy_file.name)
-
-    def setUp(self):
-        self.client = self.stack.client(self.gateway)
-
-    def tearDown(self):
-        self.client.close()
 
     def provision(self, iid, plan, context, client=None, asynchronous=False):
         body = {"service_id": CACHE if plan == TINY else DB, "plan_id": plan, "context": context}

@@ -37,7 +37,7 @@ def documented_users():
     return users
 
 
-class RedisAcl(unittest.TestCase):
+class RedisAcl(harness.GatewayTestCase):
     @classmethod
     def setUpClass(cls):
         cls.users = documented_users()
@@ -67,12 +67,6 @@ class RedisAcl(unittest.TestCase):
     @classmethod
     def tearDownClass(cls):
         cls.stack.stop()
-
-    def setUp(self):
-        self.client = self.stack.client(self.gateway)
-
-    def tearDown(self):
-        self.client.close()
 
     def ctl(self, *args):
         env = self.stack.env(OSBQ_REDIS_URL=self.url["osbq-ctl"], OSBQ_POLICY=self.policy)

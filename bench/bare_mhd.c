@@ -23,7 +23,15 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *connection, cons
                               const char *method, const char *version, const char *upload_data,
                               size_t *upload_data_size, void **state)
 {
-    (void)url, (void)method, (void)version, (void)upload_data, (void)upload_data_size, (void)state;
+    (void)url, (void)method, (void)version, (void)upload_data;
+    /* The first call only sees the headers: a response queued then makes libmicrohttpd close
+     * the connection (the body may be unread), so the answer goes on the second call. */
+    static int seen;
+    if (*state == NULL) {
+        *state = &seen;
+        return MHD_YES;
+    }
+    *upload_data_size = 0;
     return MHD_queue_response(connection, MHD_HTTP_OK, cls);
 }
 

@@ -109,11 +109,11 @@ def redis_client_ports(pid, redis_port):
     return ports
 
 
-def report(phase, requests, named, background, worker):
+def report(phase, count, named, background, worker, unit="request"):
     """One line per phase on stderr; bench/run.sh's round_trips case prints these."""
-    sys.stderr.write("ROUND_TRIPS phase=%s requests=%d gateway_per_request=%.2f "
-                     "gateway_background=%d worker_commands=%d\n"
-                     % (phase, requests, named / requests, background, worker))
+    sys.stderr.write("\nROUND_TRIPS %-16s %4d %ss: gateway %.2f commands per %s "
+                     "(+%d background in the window), worker %d commands\n"
+                     % (phase, count, unit, named / count, unit, background, worker))
 
 
 class RoundTripTest(unittest.TestCase):
@@ -185,13 +185,13 @@ class RoundTripTest(unittest.TestCase):
             window.append((owner, command.upper(), command + rest))
         return results, window
 
-    def assert_round_trips(self, phase, window, ids, per_request):
+    def assert_round_trips(self, phase, window, ids, per_request, unit="request"):
         """The gateway's commands naming one of ids are exactly per_request per id; its other
         commands (background) are fewer than half a command per request."""
         named = [c for c in window if c[0] == "gateway" and any(i in c[2] for i in ids)]
         other = [c for c in window if c[0] == "gateway" and not any(i in c[2] for i in ids)]
         report(phase, len(ids), len(named), len(other),
-               sum(1 for c in window if c[0] == "worker"))
+               sum(1 for c in window if c[0] == "worker"), unit)
         kinds = {}
         for c in named:  # EVALSHA by digest, other commands by name and first key's kind
             words = c[2].split(" ")
@@ -276,7 +276,8 @@ class RoundTripTest(unittest.TestCase):
             per_lifecycle = sum(GATEWAY_ROUND_TRIPS[k] for k in (
                 "sync_provision", "sync_bind", "sync_unbind", "sync_deprovision"))
             # Binding ids hold no instance id, but every binding command names its instance.
-            self.assert_round_trips("sync_lifecycle", window, instances, per_lifecycle)
+            self.assert_round_trips("sync_lifecycle", window, instances, per_lifecycle,
+                                    "lifecycle")
             worker = [c for c in window if c[0] == "worker"]
             jobs = 4 * LIFECYCLES
             # The worker also renews its status every 2 s: a few commands over the window.

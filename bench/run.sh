@@ -374,6 +374,7 @@ problem() {
 
 service_id="0b5e7c1a-9d3f-4e2b-8a61-b7c4d2e9f001" # bench/catalog.json, also in bench/lua/common.lua
 plan_instant="0b5e7c1a-9d3f-4e2b-8a61-b7c4d2e9f101"
+plan_hold="0b5e7c1a-9d3f-4e2b-8a61-b7c4d2e9f102"
 context_json='{"platform":"cloudfoundry","organization_guid":"7a1e3c55-0f2b-4d8e-9c6a-1b2d3e4f5a6b","space_guid":"c4d5e6f7-8a9b-4c0d-8e1f-2a3b4c5d6e7f","instance_name":"bench"}'
 
 provision_body() {
@@ -845,15 +846,20 @@ case_memory() {
   wait "$load_pid" || die "wrk failed in the memory case"
   forget_pid "$load_pid"
   parse_bench "$workdir/memory-256.out" "memory at 256 connections"
-  echo "  at 256 connections (catalog, $(printf %.0f "$rate") req/s): gateway $(rss_mb "$gw") MB," \
-    "worker $(rss_mb "$wk") MB RSS"
+  local at256
+  read -r -a at256 <"$workdir/memory-256"
+  echo "  at 256 connections (catalog, $(printf %.0f "$rate") req/s; RSS read during the load):" \
+    "gateway ${at256[0]} MB, worker ${at256[1]} MB RSS"
   # Suspended: sync provisions on the hold plan (an hour), each on its own connection.
+  local body
+  body=$(provision_body "$plan_hold")
   local hold_cmd=(python3 "$top/bench/hold_connections.py" "$http_port" "$suspended" held-
-    "$auth_header" "$version_header" "$(provision_body "$plan_hold")")
+    "$auth_header" "$version_header" "$body")
   record_command "${hold_cmd[@]//$auth_header/Authorization: Basic ...}"
   start_process "$workdir/memory-hold.out" "${hold_cmd[@]}"
   local hold_pid=$started_pid i n=0
-  for ((i = 0; i < 1200; i++)); do
+  # Bounded: 30 s, plus 1 s per 250 requests to send.
+  for ((i = 0; i < 300 + suspended / 25; i++)); do
     n=$(sync_waits)
     [ "${n:-0}" -ge "$suspended" ] && break
     kill -0 "$hold_pid" 2>/dev/null || break

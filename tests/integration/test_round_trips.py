@@ -155,10 +155,21 @@ class RoundTripTest(unittest.TestCase):
         with ThreadPoolExecutor(max_workers=CLIENTS) as pool:
             return list(pool.map(fn, items))
 
+    def socket_owners(self):
+        """{"127.0.0.1:<port>": "gateway" or "worker"} for their connections to Redis."""
+        owners = {}
+        for name, proc in (("gateway", self.gateway), ("worker", self.worker)):
+            for port in redis_client_ports(proc.pid, self.stack.redis.port):
+                owners["127.0.0.1:%d" % port] = name
+        return owners
+
     def measure(self, phase, fn, items):
         """Runs fn over items between two markers; returns the commands of the window as
         (owner, command, text) with owner "gateway", "worker" or "script"."""
         marker = "%s-%s" % (self.tag, phase)
+        # Sockets are mapped before and after the window: a connection a process replaced in
+        # between (a reconnect) still counts as that process's.
+        owners = self.socket_owners()
         self.stack.redis.command("ECHO", marker + "-start")
         results = self.run_parallel(fn, items)
         self.stack.redis.command("ECHO", marker + "-end")
@@ -167,10 +178,7 @@ class RoundTripTest(unittest.TestCase):
         lines = self.monitor.lines()
         start = next(i for i, l in enumerate(lines) if marker + "-start" in l)
         end = next(i for i, l in enumerate(lines) if marker + "-end" in l)
-        owners = {}
-        for name, proc in (("gateway", self.gateway), ("worker", self.worker)):
-            for port in redis_client_ports(proc.pid, self.stack.redis.port):
-                owners["127.0.0.1:%d" % port] = name
+        owners.update(self.socket_owners())
         window = []
         for line in lines[start + 1:end]:
             m = _MONITOR_LINE.match(line)

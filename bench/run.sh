@@ -455,13 +455,14 @@ measure_wrk() { # $1 case, $2 run number, $3 unit, rest: wrk command
 
 # Two wrk at once, one per gateway of gateway_urls (each with half the threads and
 # connections); the row's rate is their sum, its latencies the higher of the two.
-measure_wrk_pair() { # $1 case, $2 run, $3 unit, $4 script, rest: script arguments
-  local case=$1 run=$2 unit=$3 script=$4 i pids=() outs=()
-  shift 4
+measure_wrk_pair() { # $1 case, $2 run, $3 unit, $4 script, $5 id tag, rest: script arguments
+  local case=$1 run=$2 unit=$3 script=$4 tag=$5 i pids=() outs=()
+  shift 5
   local wrk_threads=$(((threads + 1) / 2)) wrk_connections=$((connections / 2))
   for i in 0 1; do
     base_url=${gateway_urls[$i]}
-    wrk_command "$script" "$duration" "$@" "tag=g$i"
+    # Ids unique per run and per gateway: a repeated id would be a repeated request.
+    wrk_command "$script" "$duration" "$@" "tag=${tag}g$i"
     record_command "${wrk_cmd[@]}"
     outs+=("$workdir/$case-$run-$i.out")
     start_process "${outs[$i]}" "${wrk_cmd[@]}"
@@ -482,6 +483,9 @@ measure_wrk_pair() { # $1 case, $2 run, $3 unit, $4 script, rest: script argumen
     BEGIN { print sum(r), sum(q), hi(a), hi(b), hi(m) }')"
   bad=$((u[0] + u[1])) sock=$((k[0] + k[1]))
   record_row "$case" "$run" "$unit" "2x2"
+  for i in 0 1; do
+    sed -n "s/^BENCH_UNEXPECTED /    gateway $i unexpected: /p; s/^BENCH_COUNTS /    gateway $i answers: /p" "${outs[$i]}"
+  done
 }
 
 # A short unrecorded run first: the first seconds of a fresh process (page faults, Redis
@@ -747,7 +751,7 @@ case_lifecycle() {
   start_stack lifecycle2 2
   for ((run = 1; run <= runs; run++)); do
     wait_queue_at_most 0 60
-    measure_wrk_pair lifecycle2 "$run" cycles/s lifecycle.lua "tag=m$run"
+    measure_wrk_pair lifecycle2 "$run" cycles/s lifecycle.lua "m$run"
   done
   stop_stack
 }

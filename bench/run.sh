@@ -943,7 +943,7 @@ print_ratio() { # $1 label, $2 numerator file, $3 denominator file, $4 column, $
   local a b
   a=$(median_of "$2" "$4") b=$(median_of "$3" "$4")
   [ -n "$a" ] && [ -n "$b" ] || return 0
-  awk -v l="$1" -v a="$a" -v b="$b" -v t="$5" 'BEGIN { printf "%-44s %10.2f  (%.0f / %.0f; target %s)\n", l, a / b, a, b, t }'
+  awk -v l="$1" -v a="$a" -v b="$b" -v t="$5" 'BEGIN { printf "%-44s %10.2f  (%.6g / %.6g; target %s)\n", l, a / b, a, b, t }'
 }
 
 print_summary() {

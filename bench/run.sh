@@ -972,8 +972,8 @@ print_summary() {
   print_ratio "accept / Redis-script ceiling" "$w/accept.tsv" "$w/redis.tsv" 1 ">= 0.5"
   print_ratio "last_operation / redis-benchmark GET" "$w/last_op.tsv" "$w/last_op_get.tsv" 1 ">= 0.5"
   print_ratio "lifecycles 2x2 / 1x1" "$w/lifecycle2.tsv" "$w/lifecycle.tsv" 1 "(scaling)"
-  print_ratio "scale p50: 1M / 10k" "$w/scale_large.tsv" "$w/scale_small.tsv" 3 "<= 1.10"
-  print_ratio "scale p99: 1M / 10k" "$w/scale_large.tsv" "$w/scale_small.tsv" 4 "(p99)"
+  print_ratio "scale p50: ${scale_instances} / 10k" "$w/scale_large.tsv" "$w/scale_small.tsv" 3 "<= 1.10"
+  print_ratio "scale p99: ${scale_instances} / 10k" "$w/scale_large.tsv" "$w/scale_small.tsv" 4 "(p99)"
   if [ -s "$w/sync_cycle.tsv" ]; then
     printf 'sync_cycle counts two requests per cycle: median %.0f req/s\n' "$(median_of "$w/sync_cycle.tsv" 2)"
   fi

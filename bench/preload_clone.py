@@ -1,0 +1,90 @@
+#!/usr/bin/env python3
+"""Prints the Redis protocol that clones one finished instance COUNT times, for
+`redis-cli --pipe` (bench/run.sh's scale case). The template is a real instance the gateway and
+worker wrote (a synchronous provision), so the clones have exactly the shape they write: every
+key that names the instance id or its last operation id (today the instance hash and the
+operation hash), with every field, and the same remaining time to live, with the two ids
+replaced. Clone n is instance PREFIX<n>; its operation id is the template's with the last 12
+hex digits replaced by n.
+
+usage: preload_clone.py REDIS_PORT TEMPLATE_INSTANCE_ID COUNT PREFIX [FIRST]"""
+
+import socket
+import sys
+
+
+def command(sock_file, sock, *args):
+    payload = b"*%d\r\n" % len(args)
+    for a in args:
+        a = a if isinstance(a, bytes) else str(a).encode()
+        payload += b"$%d\r\n%s\r\n" % (len(a), a)
+    sock.sendall(payload)
+    return read_reply(sock_file)
+
+
+def read_reply(f):
+    line = f.readline()
+    kind, rest = line[:1], line[1:-2]
+    if kind == b"+":
+        return rest
+    if kind == b"-":
+        raise RuntimeError(rest.decode())
+    if kind == b":":
+        return int(rest)
+    if kind == b"$":
+        n = int(rest)
+        return None if n < 0 else f.read(n + 2)[:-2]
+    if kind == b"*":
+        n = int(rest)
+        return [read_reply(f) for _ in range(n)]
+    raise RuntimeError("bad reply %r" % line)
+
+
+def resp(args):
+    out = [b"*%d\r\n" % len(args)]
+    for a in args:
+        out.append(b"$%d\r\n%s\r\n" % (len(a), a))
+    return b"".join(out)
+
+
+def main():
+    if len(sys.argv) not in (5, 6):
+        sys.exit(__doc__)
+    port, template, count, prefix = int(sys.argv[1]), sys.argv[2].encode(), int(sys.argv[3]), \
+        sys.argv[4].encode()
+    first = int(sys.argv[5]) if len(sys.argv) == 6 else 0
+    sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+    f = sock.makefile("rb")
+    ns = b"osbq:"
+    last_op = command(f, sock, "HGET", ns + b"instance:" + template, "last_op")
+    if not last_op or len(last_op) < 12:
+        sys.exit("preload_clone: %s has no last operation" % template.decode())
+    keys = [k for k in command(f, sock, "KEYS", ns + b"*")
+            if template in k.split(b":") or last_op in k]
+    templates = []
+    for key in sorted(keys):
+        kind = command(f, sock, "TYPE", key)
+        if kind != b"hash":
+            sys.exit("preload_clone: %s is a %s; only hashes are cloned" % (key, kind))
+        flat = command(f, sock, "HGETALL", key)
+        ttl = command(f, sock, "PTTL", key)
+        templates.append((key, flat, ttl))
+    sock.close()
+    out = sys.stdout.buffer
+    op_stem = last_op[:-12]
+    for n in range(first, first + count):
+        instance = prefix + str(n).encode()
+        op = op_stem + b"%012x" % n
+        chunk = []
+        for key, flat, ttl in templates:
+            def swap(v):
+                return v.replace(last_op, op).replace(template, instance)
+            chunk.append(resp([b"HSET", swap(key)] + [swap(v) for v in flat]))
+            if ttl > 0:
+                chunk.append(resp([b"PEXPIRE", swap(key), str(ttl).encode()]))
+        out.write(b"".join(chunk))
+    out.flush()
+
+
+if __name__ == "__main__":
+    main()

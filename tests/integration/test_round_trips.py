@@ -1,0 +1,300 @@
+"""The regression guard of the fast path (issue 9, docs/benchmarks.md "Round trips"): a short
+smoke of the benchmark's catalog, provision-accept, last_operation and sync-lifecycle cases
+through a real gateway and worker, failing when a request costs more (or fewer) Redis round
+trips than documented. It counts commands, not time: timings are too noisy for CI.
+
+How commands are attributed (docs/decisions/0013-benchmark-suite.md): a MONITOR connection
+sees every command in the order Redis runs it, with the client's address; the commands a Lua
+script runs show as "lua" and are not round trips. Each client address is mapped to the process
+that owns the socket (/proc/<pid>/fd against /proc/net/tcp), so gateway and worker are counted
+apart and the test's own marker commands (ECHO) bound each measured window exactly. A request's
+commands are those that name its ids (every id is unique to the test run); the rest of what the
+gateway sends in a window is its background (registry renewal, status, recovery scans) and must
+stay far below one command per request. The worker's commands per lifecycle are counted too."""
+
+import os
+import re
+import socket
+import sys
+import threading
+import unittest
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+
+import harness
+
+CATALOG = os.path.join(harness.SOURCE_DIR, "bench", "catalog.json")
+SERVICE = "0b5e7c1a-9d3f-4e2b-8a61-b7c4d2e9f001"  # bench/catalog.json
+INSTANT = "0b5e7c1a-9d3f-4e2b-8a61-b7c4d2e9f101"   # sim, every operation 0 ms
+
+# Redis round trips per request on the gateway's own connections (docs/benchmarks.md). A change
+# that adds one fails here; one that removes one updates these numbers and the doc together.
+GATEWAY_ROUND_TRIPS = {
+    "catalog": 0,
+    "provision_accept": 1,
+    "last_operation": 1,
+    "sync_provision": 1,
+    # begin_binding.lua, then HMGET of the binding once the worker is done: credentials are
+    # read from the one place they are stored, never carried by the event (decision 0007).
+    "sync_bind": 2,
+    "sync_unbind": 1,
+    "sync_deprovision": 1,
+}
+# Commands the worker sends for one job (claim, finish), whatever the operation.
+WORKER_ROUND_TRIPS_PER_JOB = 2
+
+REQUESTS = 120      # per measured phase; a few hundred requests in all
+LIFECYCLES = 40     # sync provision, bind, unbind, deprovision: 160 requests
+CLIENTS = 8         # concurrent keep-alive connections
+
+_MONITOR_LINE = re.compile(r'^\d+\.\d+ \[\d+ ([^\]]+)\] "([^"]*)"(.*)$')
+
+
+class Monitor:
+    """A MONITOR connection read by a thread; lines() returns those seen so far."""
+
+    def __init__(self, port):
+        self._sock = socket.create_connection(("127.0.0.1", port), timeout=5)
+        self._sock.sendall(b"MONITOR\r\n")
+        self._file = self._sock.makefile("rb")
+        if self._file.readline() != b"+OK\r\n":
+            raise AssertionError("MONITOR refused")
+        self._sock.settimeout(None)
+        self._lines = []
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._read, daemon=True)
+        self._thread.start()
+
+    def _read(self):
+        try:
+            for raw in self._file:  # ends when stop() shuts the socket down
+                with self._lock:
+                    self._lines.append(raw.decode(errors="replace").rstrip("\r\n").lstrip("+"))
+        except (OSError, ValueError):
+            pass
+
+    def lines(self):
+        with self._lock:
+            return list(self._lines)
+
+    def stop(self):
+        try:
+            self._sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self._thread.join(timeout=5)
+        self._file.close()
+        self._sock.close()
+
+
+def redis_client_ports(pid, redis_port):
+    """The local ports of the TCP connections process pid holds to 127.0.0.1:redis_port."""
+    inodes = set()
+    fd_dir = "/proc/%d/fd" % pid
+    for fd in os.listdir(fd_dir):
+        try:
+            target = os.readlink(os.path.join(fd_dir, fd))
+        except OSError:
+            continue  # closed meanwhile
+        if target.startswith("socket:["):
+            inodes.add(target[len("socket:["):-1])
+    ports = set()
+    with open("/proc/net/tcp") as f:
+        next(f)
+        for line in f:
+            fields = line.split()
+            local, remote, inode = fields[1], fields[2], fields[9]
+            if inode in inodes and int(remote.split(":")[1], 16) == redis_port:
+                ports.add(int(local.split(":")[1], 16))
+    return ports
+
+
+def report(phase, count, named, background, worker, unit="request"):
+    """One line per phase on stderr; bench/run.sh's round_trips case prints these."""
+    sys.stderr.write("\nROUND_TRIPS %-16s %4d %ss: gateway %.2f commands per %s "
+                     "(+%d background in the window), worker %d commands\n"
+                     % (phase, count, unit, named / count, unit, background, worker))
+
+
+class RoundTripTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.stack = harness.Stack(catalog=CATALOG, extra_env={
+            # Recovery scans are background: once a minute keeps them out of most windows.
+            "OSBQ_RECOVERY_INTERVAL_MS": "60000",
+        })
+        try:
+            cls.gateway = cls.stack.start_gateway()
+            cls.worker = cls.stack.start_worker()
+            harness.wait_workers_connected([cls.gateway], 1)
+            cls.monitor = Monitor(cls.stack.redis.port)
+        except BaseException:
+            cls.stack.stop()
+            raise
+        cls.tag = "rt" + uuid.uuid4().hex[:8]
+        cls.local = threading.local()
+        cls.clients = []
+        cls.clients_lock = threading.Lock()
+
+    @classmethod
+    def tearDownClass(cls):
+        for c in cls.clients:
+            c.close()
+        cls.monitor.stop()
+        cls.stack.stop()
+
+    def client(self):
+        c = getattr(self.local, "client", None)
+        if c is None:
+            c = self.local.client = self.stack.client(self.gateway)
+            with self.clients_lock:
+                self.clients.append(c)
+        return c
+
+    def run_parallel(self, fn, items):
+        with ThreadPoolExecutor(max_workers=CLIENTS) as pool:
+            return list(pool.map(fn, items))
+
+    def socket_owners(self):
+        """{"127.0.0.1:<port>": "gateway" or "worker"} for their connections to Redis."""
+        owners = {}
+        for name, proc in (("gateway", self.gateway), ("worker", self.worker)):
+            for port in redis_client_ports(proc.pid, self.stack.redis.port):
+                owners["127.0.0.1:%d" % port] = name
+        return owners
+
+    def measure(self, phase, fn, items):
+        """Runs fn over items between two markers; returns the commands of the window as
+        (owner, command, text) with owner "gateway", "worker" or "script"."""
+        marker = "%s-%s" % (self.tag, phase)
+        # Sockets are mapped before and after the window: a connection a process replaced in
+        # between (a reconnect) still counts as that process's.
+        owners = self.socket_owners()
+        self.stack.redis.command("ECHO", marker + "-start")
+        results = self.run_parallel(fn, items)
+        self.stack.redis.command("ECHO", marker + "-end")
+        harness.wait_until(lambda: any(marker + "-end" in l for l in self.monitor.lines()), 10,
+                           "the end marker on the MONITOR connection")
+        lines = self.monitor.lines()
+        start = next(i for i, l in enumerate(lines) if marker + "-start" in l)
+        end = next(i for i, l in enumerate(lines) if marker + "-end" in l)
+        owners.update(self.socket_owners())
+        window = []
+        for line in lines[start + 1:end]:
+            m = _MONITOR_LINE.match(line)
+            self.assertIsNotNone(m, "unexpected MONITOR line: %r" % line)
+            source, command, rest = m.groups()
+            if source == "lua":
+                owner = "script"
+            else:
+                owner = owners.get(source)
+                self.assertIsNotNone(owner, "a command from a client that is neither the "
+                                     "gateway nor the worker: %r" % line)
+            window.append((owner, command.upper(), command + rest))
+        return results, window
+
+    def assert_round_trips(self, phase, window, ids, per_request, unit="request"):
+        """The gateway's commands naming one of ids are exactly per_request per id; its other
+        commands (background) are fewer than half a command per request."""
+        named = [c for c in window if c[0] == "gateway" and any(i in c[2] for i in ids)]
+        other = [c for c in window if c[0] == "gateway" and not any(i in c[2] for i in ids)]
+        report(phase, len(ids), len(named), len(other),
+               sum(1 for c in window if c[0] == "worker"), unit)
+        kinds = {}
+        for c in named:  # EVALSHA by digest, other commands by name and first key's kind
+            words = c[2].split(" ")
+            kind = " ".join(w.split(":")[1] if ":" in w else w for w in words[:2])
+            kinds[kind] = kinds.get(kind, 0) + 1
+        self.assertEqual(len(named), per_request * len(ids),
+                         "%s: %d gateway commands name the %d requests' ids, expected %d each; "
+                         "by command: %s" % (phase, len(named), len(ids), per_request, kinds))
+        self.assertLess(len(other), len(ids) / 2,
+                        "%s: %d gateway commands in the window name no request: a round trip "
+                        "per request without its id? first:\n%s"
+                        % (phase, len(other), "\n".join(c[2][:160] for c in other[:12])))
+
+    def test_round_trips_per_request(self):
+        # One test method: the phases share the stack and run in order (accept, then poll the
+        # instances it made, then the lifecycles), each in its own marked window.
+        with self.subTest("catalog"):
+            def catalog(_):
+                return self.client().request("GET", "/v2/catalog").status
+
+            statuses, window = self.measure("catalog", catalog, range(REQUESTS))
+            self.assertEqual(statuses, [200] * REQUESTS)
+            gateway = [c for c in window if c[0] == "gateway"]
+            report("catalog", REQUESTS, 0, len(gateway), 0)
+            self.assertLess(len(gateway), REQUESTS / 2,
+                            "catalog: %d gateway commands for %d requests, expected none but "
+                            "background: %s" % (len(gateway), REQUESTS,
+                                                [c[2][:80] for c in gateway[:8]]))
+
+        body = {"service_id": SERVICE, "plan_id": INSTANT, "organization_guid": "org",
+                "space_guid": "space"}
+        accepted = ["%s-a-%d" % (self.tag, n) for n in range(REQUESTS)]
+        with self.subTest("provision_accept"):
+            def accept(instance):
+                r = self.client().request(
+                    "PUT", "/v2/service_instances/%s?accepts_incomplete=true" % instance, body)
+                return r.status
+
+            statuses, window = self.measure("accept", accept, accepted)
+            self.assertEqual(statuses, [202] * REQUESTS)
+            self.assert_round_trips("provision_accept", window, accepted,
+                                    GATEWAY_ROUND_TRIPS["provision_accept"])
+            self.assertEqual([c[1] for c in window if c[0] == "gateway" and
+                              any(i in c[2] for i in accepted)], ["EVALSHA"] * REQUESTS,
+                             "an accept is one EVALSHA (begin_instance.lua by its digest)")
+
+        with self.subTest("last_operation"):
+            def poll(instance):
+                r = self.client().request(
+                    "GET", "/v2/service_instances/%s/last_operation" % instance)
+                return r.status
+
+            statuses, window = self.measure("last_operation", poll, accepted)
+            self.assertEqual(statuses, [200] * REQUESTS)
+            self.assert_round_trips("last_operation", window, accepted,
+                                    GATEWAY_ROUND_TRIPS["last_operation"])
+
+        # The accepted jobs are done before the lifecycles are measured: their claims and
+        # finishes would otherwise count as the lifecycles' worker commands.
+        harness.wait_until(lambda: self.stack.redis.command(
+            "ZCARD", "osbq:queue") == 0, 30, "the accepted jobs to finish")
+
+        with self.subTest("sync_lifecycle"):
+            def lifecycle(n):
+                instance = "%s-l-%d" % (self.tag, n)
+                binding = "%s-b-%d" % (self.tag, n)
+                c = self.client()
+                q = "service_id=%s&plan_id=%s" % (SERVICE, INSTANT)
+                return [
+                    c.request("PUT", "/v2/service_instances/%s" % instance, body).status,
+                    c.request("PUT", "/v2/service_instances/%s/service_bindings/%s"
+                              % (instance, binding),
+                              {"service_id": SERVICE, "plan_id": INSTANT}).status,
+                    c.request("DELETE", "/v2/service_instances/%s/service_bindings/%s?%s"
+                              % (instance, binding, q)).status,
+                    c.request("DELETE", "/v2/service_instances/%s?%s" % (instance, q)).status,
+                ]
+
+            statuses, window = self.measure("lifecycle", lifecycle, range(LIFECYCLES))
+            self.assertEqual(statuses, [[201, 201, 200, 200]] * LIFECYCLES)
+            instances = ["%s-l-%d" % (self.tag, n) for n in range(LIFECYCLES)]
+            per_lifecycle = sum(GATEWAY_ROUND_TRIPS[k] for k in (
+                "sync_provision", "sync_bind", "sync_unbind", "sync_deprovision"))
+            # Binding ids hold no instance id, but every binding command names its instance.
+            self.assert_round_trips("sync_lifecycle", window, instances, per_lifecycle,
+                                    "lifecycle")
+            worker = [c for c in window if c[0] == "worker"]
+            jobs = 4 * LIFECYCLES
+            # The worker also renews its status every 2 s: a few commands over the window.
+            self.assertEqual(round(len(worker) / jobs), WORKER_ROUND_TRIPS_PER_JOB,
+                             "sync_lifecycle: the worker sent %d commands for %d jobs, expected "
+                             "%d per job; first: %s" % (len(worker), jobs,
+                                                        WORKER_ROUND_TRIPS_PER_JOB,
+                                                        [c[2][:80] for c in worker[:8]]))
+
+
+if __name__ == "__main__":
+    unittest.main()

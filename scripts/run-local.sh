@@ -229,7 +229,8 @@ start_daemon() {
 
 target_password=$(cat "$var/target-password")
 redis-server --port "$redis_port" --bind 127.0.0.1 --dir "$var/redis" \
-  --appendonly yes --appendfsync everysec --save "" --logfile "$var/redis.log" &
+  --appendonly yes --appendfsync everysec --save "" --hash-max-listpack-value 1024 \
+  --logfile "$var/redis.log" &
 servers+=($!); server_names+=(redis)
 redis-server --port "$target_port" --bind 127.0.0.1 --dir "$var/redis-target" \
   --appendonly yes --appendfsync everysec --save "" --logfile "$var/redis-target.log" \

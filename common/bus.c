@@ -91,7 +91,8 @@ int osbq_bus_send_job_owned(zsock_t *router, zframe_t *identity, void *job, size
         return -1;
     zmq_msg_t body;
     if (zmq_msg_init_data(&body, job, len, release, owner) != 0) {
-        /* The identity frame is out: end the message so the socket stays usable. */
+        /* Out of memory with the identity frame out: end the message so the socket stays
+         * usable (the worker ignores a lone JOB frame); the caller keeps the job. */
         (void)zmq_send(sock, OSBQ_BUS_JOB, strlen(OSBQ_BUS_JOB), 0);
         return -1;
     }

@@ -81,6 +81,32 @@ int osbq_bus_send_job(zsock_t *router, zframe_t *identity, const void *job, size
     return zsock_send(router, "fsb", identity, OSBQ_BUS_JOB, job, len);
 }
 
+int osbq_bus_send_job_owned(zsock_t *router, zframe_t *identity, void *job, size_t len,
+                            void (*release)(void *data, void *owner), void *owner)
+{
+    void *sock = zsock_resolve(router);
+    /* With ROUTER_MANDATORY an unreachable worker fails the identity frame, before anything
+     * is queued: the job is still the caller's. */
+    if (zmq_send(sock, zframe_data(identity), zframe_size(identity), ZMQ_SNDMORE) < 0)
+        return -1;
+    zmq_msg_t body;
+    if (zmq_msg_init_data(&body, job, len, release, owner) != 0) {
+        /* Out of memory with the identity frame out: end the message so the socket stays
+         * usable (the worker ignores a lone JOB frame); the caller keeps the job. */
+        (void)zmq_send(sock, OSBQ_BUS_JOB, strlen(OSBQ_BUS_JOB), 0);
+        return -1;
+    }
+    if (zmq_send(sock, OSBQ_BUS_JOB, strlen(OSBQ_BUS_JOB), ZMQ_SNDMORE) < 0 ||
+        zmq_msg_send(&body, sock, 0) < 0) {
+        /* Not sent: closing the message hands the job back through release, so the caller
+         * must not touch it; report success to keep ownership rules simple (recovery resends
+         * an operation whose job was lost). */
+        zmq_msg_close(&body);
+        return 0;
+    }
+    return 0;
+}
+
 zsock_t *osbq_bus_monitor_start(zsock_t *sock)
 {
     /* One inproc endpoint per monitor ever started: a closed one may linger a moment. */

@@ -368,6 +368,74 @@ static int script_load(struct osbq_store *store, redisContext *c, enum store_scr
     return 0;
 }
 
+/* Decimal digits of n written at out; returns how many. */
+static size_t put_decimal(char *out, size_t n)
+{
+    char digits[24];
+    size_t count = 0;
+    do {
+        digits[count++] = (char)('0' + n % 10);
+        n /= 10;
+    } while (n > 0);
+    for (size_t i = 0; i < count; i++)
+        out[i] = digits[count - 1 - i];
+    return count;
+}
+
+static size_t decimal_width(size_t n)
+{
+    size_t width = 1;
+    while (n >= 10) {
+        n /= 10;
+        width++;
+    }
+    return width;
+}
+
+/* The bytes of argv as one RESP command, what redisCommandArgv would send. hiredis builds it
+ * with sdscatfmt, a printf-like formatter that cost more instructions than everything else a
+ * request does with Redis (docs/decisions/0012); this is a length pass and memcpys. Returns
+ * the command in buf when it fits in size bytes, else in a new block (caller frees it: compare
+ * with buf); NULL when out of memory. *len gets its length. */
+static char *resp_command(char *buf, size_t size, int argc, const char **argv, const size_t *lens,
+                          size_t *len)
+{
+    size_t total = 1 + decimal_width((size_t)argc) + 2;
+    for (int i = 0; i < argc; i++)
+        total += 1 + decimal_width(lens[i]) + 2 + lens[i] + 2;
+    char *out = total <= size ? buf : malloc(total);
+    if (out == NULL)
+        return NULL;
+    size_t at = 0;
+    out[at++] = '*';
+    at += put_decimal(out + at, (size_t)argc);
+    out[at++] = '\r';
+    out[at++] = '\n';
+    for (int i = 0; i < argc; i++) {
+        out[at++] = '$';
+        at += put_decimal(out + at, lens[i]);
+        out[at++] = '\r';
+        out[at++] = '\n';
+        memcpy(out + at, argv[i], lens[i]);
+        at += lens[i];
+        out[at++] = '\r';
+        out[at++] = '\n';
+    }
+    *len = at;
+    return out;
+}
+
+/* Sends a command made by resp_command and waits for its reply: NULL on an I/O error (c->err
+ * says which), as redisCommandArgv. */
+static redisReply *run_command(redisContext *c, const char *command, size_t len)
+{
+    void *reply = NULL;
+    if (redisAppendFormattedCommand(c, command, len) != REDIS_OK ||
+        redisGetReply(c, &reply) != REDIS_OK)
+        return NULL;
+    return reply;
+}
+
 /* Runs one of the embedded scripts with EVALSHA, loading it first when Redis does not know it
  * (first use, or Redis restarted). argv holds the keys then the arguments; lengths may be 0
  * for C strings. Returns the reply (caller frees) or NULL with err. */
@@ -402,18 +470,32 @@ redisReply *store_eval(struct osbq_store *store, enum store_script script, int n
         full[i + 3] = argv[i];
         full_len[i + 3] = lens && lens[i] ? lens[i] : strlen(argv[i]);
     }
-    redisReply *reply = redisCommandArgv(c, argc + 3, full, full_len);
+    /* Most commands fit here; a larger one (a big job or parameters) gets a block. */
+    char local[4096];
+    size_t command_len = 0;
+    char *command = resp_command(local, sizeof local, argc + 3, full, full_len, &command_len);
+    if (command == NULL) {
+        store_release(store, c);
+        osbq_error_set(err, OSBQ_ERR_INTERNAL, "out of memory");
+        return NULL;
+    }
+    redisReply *reply = run_command(c, command, command_len);
     if (reply != NULL && reply->type == REDIS_REPLY_ERROR &&
         strncmp(reply->str, "NOSCRIPT", 8) == 0) {
         freeReplyObject(reply);
         reply = NULL;
+        /* SCRIPT LOAD gives the same SHA (it is the text's SHA-1): the command stands. */
         if (script_load(store, c, script, sha, err) == 0)
-            reply = redisCommandArgv(c, argc + 3, full, full_len);
+            reply = run_command(c, command, command_len);
         else {
+            if (command != local)
+                free(command);
             store_release(store, c);
             return NULL;
         }
     }
+    if (command != local)
+        free(command);
     if (store_reply_failed(c, reply, store_script_texts[script].name, err) < 0) {
         if (reply != NULL) /* an error reply; I/O failures are counted by store_release */
             atomic_fetch_add(&store->errors, 1);

@@ -18,6 +18,9 @@
 /* How long the thread sleeps when nothing happens: bounds the time to notice a stop. */
 #define DISPATCH_TICK_MS 100
 
+/* Messages read from the workers per wake-up at most (the rest on the next turn). */
+#define DISPATCH_READ_BATCH 1024
+
 /* One queued job. */
 struct job_buf {
     char operation_id[65]; /* its operation: the key of the queued set */
@@ -126,11 +129,13 @@ static void requeue_front(struct dispatch *d, const char *operation_id, const vo
     pthread_mutex_unlock(&d->lock);
 }
 
-static void handle_message(struct dispatch *d)
+/* Reads and handles one message; false when none is waiting (the ROUTER's receive timeout
+ * is 0, so this never blocks). */
+static bool handle_message(struct dispatch *d)
 {
     zmsg_t *msg = zmsg_recv(d->router);
     if (msg == NULL)
-        return;
+        return false;
     zframe_t *identity = zmsg_pop(msg);
     char *command = zmsg_popstr(msg);
     if (identity == NULL || command == NULL)
@@ -183,6 +188,14 @@ out:
     free(command);
     zframe_destroy(&identity);
     zmsg_destroy(&msg);
+    return true;
+}
+
+/* ZeroMQ's free function for a job sent without a copy (called from its I/O thread). */
+static void job_buf_release(void *data, void *owner)
+{
+    (void)data;
+    free(owner);
 }
 
 /* The live worker with the most free slots, or NULL. */
@@ -210,15 +223,17 @@ static void send_queued(struct dispatch *d)
         pthread_mutex_unlock(&d->lock);
         if (job == NULL)
             return;
-        if (osbq_bus_send_job(d->router, w->identity, job->data, job->len) < 0) {
+        /* Zero copy: ZeroMQ frees the buffer once it has written it. */
+        if (osbq_bus_send_job_owned(d->router, w->identity, job->data, job->len, job_buf_release,
+                                    job) < 0) {
             /* ROUTER_MANDATORY: the worker is gone. Keep the job for another one. */
             log_info("worker %s unreachable, forgetting it", w->id);
             requeue_front(d, job->operation_id, job->data, job->len);
             worker_remove(d, w);
+            free(job);
         } else {
             w->free--;
         }
-        free(job);
     }
 }
 
@@ -274,9 +289,12 @@ static void *dispatch_thread(void *arg)
             uint64_t count;
             (void)!read(d->wake_fd, &count, sizeof count);
         }
-        /* Read everything pending so the credits are current before sending. */
-        while (zsock_events(d->router) & ZMQ_POLLIN)
-            handle_message(d);
+        /* Read everything pending so the credits are current before sending. Non-blocking
+         * receives until none is left: asking ZMQ_EVENTS before each one costs a poll(2)
+         * and a getpid(2) per message. Bounded so sending is never starved. */
+        if (items[0].revents & ZMQ_POLLIN)
+            for (int i = 0; i < DISPATCH_READ_BATCH && handle_message(d); i++)
+                ;
         if (now_ms() >= next_expiry) {
             expire_workers(d);
             next_expiry = now_ms() + 500;
@@ -303,6 +321,8 @@ struct dispatch *dispatch_start(zsock_t **routerp, unsigned max_queued, struct o
     d->router = *routerp;
     /* A send to a worker that vanished must fail, not vanish silently. */
     zsock_set_router_mandatory(d->router, 1);
+    /* Receives never block: the thread waits in zmq_poll only. */
+    zsock_set_rcvtimeo(d->router, 0);
     if (pthread_create(&d->thread, NULL, dispatch_thread, d) != 0) {
         pthread_mutex_destroy(&d->lock);
         goto out_free;
@@ -333,9 +353,14 @@ int dispatch_submit(struct dispatch *d, const char *operation_id, const void *jo
     if (buf == NULL)
         return -1;
     pthread_mutex_lock(&d->lock);
+    /* The thread empties the queue whenever it can send, so it needs waking only when the
+     * queue was empty: under load one wake-up then carries many jobs, instead of an eventfd
+     * write and a thread switch per job. A queue left full for want of worker room is sent
+     * when a worker's READY arrives. */
+    bool was_empty = zlistx_size(d->queue) == 0;
     int rc = enqueue_locked(d, buf, false);
     pthread_mutex_unlock(&d->lock);
-    if (rc == 0)
+    if (rc == 0 && was_empty)
         wake_thread(d);
     return rc;
 }

@@ -159,6 +159,16 @@ static void wait_state(struct fixture *f, const char *op, const char *state, int
     }
 }
 
+/* Hands an encoded job to r as the bus would: decoded into strings the runner owns. */
+static void submit_bytes(struct runner *r, const char *bytes, size_t len)
+{
+    char reason[256];
+    struct osbq_job owned = {0};
+    if (osbq_job_decode(bytes, len, &owned, reason, sizeof reason) < 0)
+        fail_msg("decode: %s", reason);
+    assert_int_equal(runner_submit(r, &owned), 0);
+}
+
 /* Records a provision of instance on plan as a gateway would (operation op) and submits its
  * job to r. */
 static void provision(struct fixture *f, struct runner *r, const char *op, const char *instance,
@@ -196,12 +206,29 @@ static void provision(struct fixture *f, struct runner *r, const char *op, const
         fail_msg("begin: %s", err.text);
     assert_int_equal(reply.answer, OSBQ_BEGIN_ACCEPTED);
     osbq_begin_reply_clear(&reply);
-    /* The runner takes a job whose strings it owns, as decoded from the bus. */
-    struct osbq_job owned = {0};
-    if (osbq_job_decode(bytes, len, &owned, reason, sizeof reason) < 0)
-        fail_msg("decode: %s", reason);
+    submit_bytes(r, bytes, len);
     free(bytes);
-    assert_int_equal(runner_submit(r, &owned), 0);
+}
+
+/* Waits up to ms for op to be running; a claim that failed (the runner dropped the job, as it
+ * does when Redis does not answer in time) is resent from the stored job, as the gateways'
+ * recovery loop would, up to three times. */
+static void wait_running(struct fixture *f, struct runner *r, const char *op, int64_t ms)
+{
+    for (int sent = 1;; sent++) {
+        int64_t until = now_ms() + ms;
+        while (strcmp(op_field(f, op, "state"), "running") != 0 && now_ms() < until)
+            sleep_ms(10);
+        if (strcmp(op_field(f, op, "state"), "running") == 0)
+            return;
+        if (sent == 3)
+            fail_msg("operation %s: not running after %d sends", op, sent);
+        redisReply *job = redisCommand(f->direct, "HGET t:op:%s job", op);
+        assert_non_null(job);
+        assert_int_equal(job->type, REDIS_REPLY_STRING);
+        submit_bytes(r, job->str, job->len);
+        freeReplyObject(job);
+    }
 }
 
 /* Checks op was given back: queued, no worker, no lease, due now in the queue. */
@@ -322,7 +349,7 @@ static void test_finish_after_outage(void **state)
     struct osbq_metrics *m = new_metrics(f, &wm);
     struct runner *r = start_runner(f, &wm);
     provision(f, r, "op-out", "i-out", "plan-second");
-    wait_state(f, "op-out", "running", 3000);
+    wait_running(f, r, "op-out", 3000);
     assert_int_equal(kill(f->redis.pid, SIGSTOP), 0);
     sleep_ms(5000);
     /* The backend (1 s) ended long ago: its result waits to be recorded. */

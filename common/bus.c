@@ -76,13 +76,8 @@ int osbq_bus_send_reject(zsock_t *dealer, const void *job, size_t len)
     return zsock_send(dealer, "sb", OSBQ_BUS_REJECT, job, len);
 }
 
-int osbq_bus_send_job(zsock_t *router, zframe_t *identity, const void *job, size_t len)
-{
-    return zsock_send(router, "fsb", identity, OSBQ_BUS_JOB, job, len);
-}
-
-int osbq_bus_send_job_owned(zsock_t *router, zframe_t *identity, void *job, size_t len,
-                            void (*release)(void *data, void *owner), void *owner)
+int osbq_bus_send_job(zsock_t *router, zframe_t *identity, void *job, size_t len,
+                      void (*release)(void *data, void *owner), void *owner)
 {
     void *sock = zsock_resolve(router);
     /* With ROUTER_MANDATORY an unreachable worker fails the identity frame, before anything

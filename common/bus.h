@@ -63,13 +63,11 @@ int osbq_bus_send_ready(zsock_t *dealer, const char *worker_id, unsigned free_sl
 /* Worker side: hands a job back (REJECT). 0 or -1. */
 int osbq_bus_send_reject(zsock_t *dealer, const void *job, size_t len);
 
-/* Gateway side: sends a JOB to the worker whose ROUTER identity is given. 0 or -1. */
-int osbq_bus_send_job(zsock_t *router, zframe_t *identity, const void *job, size_t len);
-
-/* Gateway side: the same without copying the job: on success ZeroMQ owns owner and calls
- * release(data, owner) once the bytes are written, from its own I/O thread. On -1 (the worker
- * is unreachable) nothing was sent and the caller still owns owner. */
-int osbq_bus_send_job_owned(zsock_t *router, zframe_t *identity, void *job, size_t len,
-                            void (*release)(void *data, void *owner), void *owner);
+/* Gateway side: sends a JOB to the worker whose ROUTER identity is given, without copying the
+ * job: on success ZeroMQ owns owner and calls release(data, owner) once the bytes are written,
+ * from its own I/O thread. On -1 (the worker is unreachable) nothing was sent and the caller
+ * still owns owner. */
+int osbq_bus_send_job(zsock_t *router, zframe_t *identity, void *job, size_t len,
+                      void (*release)(void *data, void *owner), void *owner);
 
 #endif

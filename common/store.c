@@ -721,16 +721,8 @@ static int flag_value(const redisReply *reply, size_t i)
 
 int osbq_store_last_operation(struct osbq_store *store, const char *instance_id,
                               const char *binding_id, const char *operation_id,
-                              struct osbq_last_op *out, struct osbq_error *err)
-{
-    return osbq_store_last_operation_of(store, instance_id, binding_id, operation_id, NULL, out,
-                                        err);
-}
-
-int osbq_store_last_operation_of(struct osbq_store *store, const char *instance_id,
-                                 const char *binding_id, const char *operation_id,
-                                 const char *platform, struct osbq_last_op *out,
-                                 struct osbq_error *err)
+                              const char *platform, struct osbq_last_op *out,
+                              struct osbq_error *err)
 {
     char key[STORE_KEY_MAX], prefix[96];
     int built = binding_id != NULL ? binding_key(store, key, sizeof key, instance_id, binding_id)

@@ -208,20 +208,14 @@ struct osbq_last_op {
 };
 
 /* Reads the last operation of an instance (binding_id NULL) or of one of its bindings, or the
- * named one (operation_id not NULL). Returns 1 with *out, 0 when the instance (binding) is
- * unknown, 2 when the named operation is not one of its operations, -1 with err. One round
- * trip. */
+ * named one (operation_id not NULL), as platform sees it (NULL: any platform). Returns 1 with
+ * *out, 0 when the instance (binding) is unknown or another platform's, 2 when the named
+ * operation is not one of its operations, -1 with err. One round trip. */
 int osbq_store_last_operation(struct osbq_store *store, const char *instance_id,
                               const char *binding_id, const char *operation_id,
-                              struct osbq_last_op *out, struct osbq_error *err);
+                              const char *platform, struct osbq_last_op *out,
+                              struct osbq_error *err);
 void osbq_last_op_clear(struct osbq_last_op *op);
-
-/* osbq_store_last_operation for platform: an instance (binding) another platform made is
- * unknown (0). platform NULL: any. */
-int osbq_store_last_operation_of(struct osbq_store *store, const char *instance_id,
-                                 const char *binding_id, const char *operation_id,
-                                 const char *platform, struct osbq_last_op *out,
-                                 struct osbq_error *err);
 
 /* Opens a new connection (not from the pool) subscribed to "<ns>:events:<gateway_id>", where
  * finished operations that this gateway waits for are announced. Caller owns it (redisFree)

@@ -224,8 +224,8 @@ static void send_queued(struct dispatch *d)
         if (job == NULL)
             return;
         /* Zero copy: ZeroMQ frees the buffer once it has written it. */
-        if (osbq_bus_send_job_owned(d->router, w->identity, job->data, job->len, job_buf_release,
-                                    job) < 0) {
+        if (osbq_bus_send_job(d->router, w->identity, job->data, job->len, job_buf_release, job) <
+            0) {
             /* ROUTER_MANDATORY: the worker is gone. Keep the job for another one. */
             log_info("worker %s unreachable, forgetting it", w->id);
             requeue_front(d, job->operation_id, job->data, job->len);

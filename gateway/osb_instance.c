@@ -390,10 +390,6 @@ void osb_instance_patch(const struct gateway *gw, const struct request *req, str
                                  osb_platform_name(req));
         if (!policy_admits(gw, target, &ctx, uses, &quota_spec, out))
             goto out;
-        if (quota_spec == NULL && (quota_spec = strdup("")) == NULL) {
-            reply_error(out, OSBQ_ERR_INTERNAL, NULL);
-            goto out;
-        }
     }
     json_t *identity =
         json_pack("{s:s, s:s, s:O?, s:O?, s:s?}", "service_id", service_id, "plan_id", target->id,
@@ -417,7 +413,10 @@ void osb_instance_patch(const struct gateway *gw, const struct request *req, str
         .expected_plan_id = inst.plan_id,
         .digest = digest,
         .quotas = uses,
-        .quota_spec = quota_spec ? quota_spec : OSBQ_STORE_QUOTAS_UNCHANGED,
+        /* A plan change holds exactly the new plan's quotas (none: ""); otherwise the
+         * instance's counters stay as they are. */
+        .quota_spec = current == target ? OSBQ_STORE_QUOTAS_UNCHANGED
+                                        : (quota_spec != NULL ? quota_spec : ""),
     };
     accept_operation(gw, req, &a, out);
 out:

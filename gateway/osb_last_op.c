@@ -39,8 +39,8 @@ static void last_operation(const struct gateway *gw, const struct request *req,
     }
     struct osbq_last_op op = {0};
     struct osbq_error err = {0};
-    int found = osbq_store_last_operation_of(gw->store, instance_id, binding_id, operation,
-                                             osb_platform_name(req), &op, &err);
+    int found = osbq_store_last_operation(gw->store, instance_id, binding_id, operation,
+                                          osb_platform_name(req), &op, &err);
     if (found < 0) {
         osb_store_unavailable(out, &err);
         return;

@@ -20,7 +20,7 @@ void osb_sync_reply(const struct gateway *gw, const struct reply_wait *wait,
     case WAITER_TIMEOUT: {
         struct osbq_error err = {0};
         int found = osbq_store_last_operation(gw->store, wait->instance_id, wait->binding_id,
-                                              wait->operation_id, &op, &err);
+                                              wait->operation_id, NULL, &op, &err);
         bool ended =
             found == 1 && (strcmp(op.state, "succeeded") == 0 || strcmp(op.state, "failed") == 0);
         if (!ended) {

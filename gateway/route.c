@@ -26,11 +26,6 @@ static const struct route routes[] = {
     {HTTP_GET, "/metrics", metrics_get},
 };
 
-bool route_is_broker_api(const char *path)
-{
-    return strncmp(path, "/v2/", 4) == 0 || strcmp(path, "/v2") == 0;
-}
-
 /* Matches path against pattern; captures ":name" segments decoded into params. */
 static bool pattern_matches(const char *pattern, const char *path, struct route_params *params)
 {

@@ -40,7 +40,4 @@ enum route_result route_match(const char *path, enum http_method method, const s
 /* Writes the methods in bits as an Allow header value ("GET, PUT"). */
 void route_allow_header(unsigned bits, char *buf, size_t size);
 
-/* True for paths that need broker authentication and an API version (/v2/...). */
-bool route_is_broker_api(const char *path);
-
 #endif

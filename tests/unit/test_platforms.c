@@ -198,6 +198,21 @@ static void test_routing(void **state)
 
     /* Without a platform lacking a prefix, "/v2/..." has none. */
     set = load(f, two_platforms, NULL);
+    /* What is the broker API at all: "/v2" and below, exactly. */
+    static const struct {
+        const char *path;
+        bool api;
+    } paths[] = {
+        {"/v2/catalog", true},  {"/v2", true},
+        {"/v2/", true},         {"/v2/service_instances/x", true},
+        {"/v2x", false},        {"/v20/catalog", false},
+        {"/healthz", false},    {"/readyz", false},
+        {"/", false},           {"", false},
+        {"/V2/catalog", false}, {"v2/catalog", false},
+    };
+    for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++)
+        if (osbq_platforms_route(set, paths[i].path, &p, &rest) != paths[i].api)
+            fail_msg("\"%s\": want %s", paths[i].path, paths[i].api ? "the API" : "not the API");
     assert_true(osbq_platforms_route(set, "/v2/catalog", &p, &rest));
     assert_null(p);
     osbq_platforms_release(set);

@@ -185,25 +185,6 @@ static void test_allow_header_never_overflows(void **state)
     }
 }
 
-static void test_is_broker_api(void **state)
-{
-    (void)state;
-    static const struct {
-        const char *path;
-        bool expected;
-    } cases[] = {
-        {"/v2/catalog", true},  {"/v2", true},
-        {"/v2/", true},         {"/v2/service_instances/x", true},
-        {"/v2x", false},        {"/v20/catalog", false},
-        {"/healthz", false},    {"/readyz", false},
-        {"/", false},           {"", false},
-        {"/V2/catalog", false}, {"v2/catalog", false},
-    };
-    for (size_t i = 0; i < COUNT(cases); i++)
-        if (route_is_broker_api(cases[i].path) != cases[i].expected)
-            fail_msg("\"%s\": want %s", cases[i].path, cases[i].expected ? "true" : "false");
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -212,7 +193,6 @@ int main(void)
         cmocka_unit_test(test_put_catalog_allow_header_is_get_head),
         cmocka_unit_test(test_allow_header_lists_methods_in_order),
         cmocka_unit_test(test_allow_header_never_overflows),
-        cmocka_unit_test(test_is_broker_api),
     };
     return cmocka_run_group_tests_name("route", tests, NULL, NULL);
 }

@@ -219,16 +219,17 @@ static void test_deprovision_and_reuse(void **state)
 
     struct osbq_last_op op = {0};
     struct osbq_error err = {0};
-    assert_int_equal(osbq_store_last_operation(f->store, "i3", NULL, NULL, &op, &err), 1);
+    assert_int_equal(osbq_store_last_operation(f->store, "i3", NULL, NULL, NULL, &op, &err), 1);
     assert_string_equal(op.kind, "deprovision");
     assert_string_equal(op.state, "succeeded");
     osbq_last_op_clear(&op);
-    assert_int_equal(osbq_store_last_operation(f->store, "i3", NULL, "x1", &op, &err), 1);
+    assert_int_equal(osbq_store_last_operation(f->store, "i3", NULL, "x1", NULL, &op, &err), 1);
     assert_string_equal(op.kind, "provision");
     assert_string_equal(op.state, "failed");
     osbq_last_op_clear(&op);
-    assert_int_equal(osbq_store_last_operation(f->store, "i3", NULL, "u1", &op, &err), 2);
-    assert_int_equal(osbq_store_last_operation(f->store, "unknown", NULL, NULL, &op, &err), 0);
+    assert_int_equal(osbq_store_last_operation(f->store, "i3", NULL, "u1", NULL, &op, &err), 2);
+    assert_int_equal(osbq_store_last_operation(f->store, "unknown", NULL, NULL, NULL, &op, &err),
+                     0);
 
     assert_int_equal(begin(f, "deprovision", "x5", "i3", "", "plan-a", NULL, NULL, NULL),
                      OSBQ_BEGIN_GONE);

@@ -17,22 +17,22 @@
  * Redis is away, requests get their 503 at once instead of each waiting for a timeout. */
 #define STORE_DOWN_MS 250
 
-static int64_t monotonic_ms(void)
+int64_t store_monotonic_ms(void)
 {
     struct timespec ts;
     (void)clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Records that Redis failed: idle connections are dropped (they may be dead too) and callers
- * fail fast for STORE_DOWN_MS. */
-static void store_mark_down(struct osbq_store *store)
+/* Idle connections are dropped (they may be dead too) and callers fail fast for
+ * STORE_DOWN_MS. */
+void store_mark_down(struct osbq_store *store)
 {
     redisContext *stale[STORE_IDLE_MAX];
     size_t n;
     atomic_fetch_add(&store->errors, 1);
     pthread_mutex_lock(&store->lock);
-    store->down_until_ms = monotonic_ms() + STORE_DOWN_MS;
+    store->down_until_ms = store_monotonic_ms() + STORE_DOWN_MS;
     store->probing = false;
     n = store->idle_count;
     memcpy(stale, store->idle, n * sizeof stale[0]);
@@ -151,7 +151,7 @@ redisContext *store_acquire(struct osbq_store *store, struct osbq_error *err)
     bool probe = false;
     pthread_mutex_lock(&store->lock);
     if (store->down_until_ms != 0) {
-        if (store->probing || monotonic_ms() < store->down_until_ms) {
+        if (store->probing || store_monotonic_ms() < store->down_until_ms) {
             pthread_mutex_unlock(&store->lock);
             osbq_error_set(err, OSBQ_ERR_UNAVAILABLE, "redis unavailable (it failed just now)");
             return NULL;
@@ -368,6 +368,15 @@ static int script_load(struct osbq_store *store, redisContext *c, enum store_scr
     return 0;
 }
 
+int store_script_sha(struct osbq_store *store, redisContext *c, enum store_script script,
+                     char sha[41], struct osbq_error *err)
+{
+    pthread_mutex_lock(&store->lock);
+    memcpy(sha, store->script_sha[script], 41);
+    pthread_mutex_unlock(&store->lock);
+    return sha[0] != '\0' ? 0 : script_load(store, c, script, sha, err);
+}
+
 /* Decimal digits of n written at out; returns how many. */
 static size_t put_decimal(char *out, size_t n)
 {
@@ -392,117 +401,165 @@ static size_t decimal_width(size_t n)
     return width;
 }
 
-/* The bytes of argv as one RESP command, what redisCommandArgv would send. hiredis builds it
- * with sdscatfmt, a printf-like formatter that cost more instructions than everything else a
- * request does with Redis (docs/decisions/0012); this is a length pass and memcpys. Returns
- * the command in buf when it fits in size bytes, else in a new block (caller frees it: compare
- * with buf); NULL when out of memory. *len gets its length. */
-static char *resp_command(char *buf, size_t size, int argc, const char **argv, const size_t *lens,
-                          size_t *len)
+/* Writes "$<len>\r\n<bytes>\r\n" at out; returns the bytes written. */
+static size_t put_bulk(char *out, const char *bytes, size_t len)
 {
-    size_t total = 1 + decimal_width((size_t)argc) + 2;
-    for (int i = 0; i < argc; i++)
-        total += 1 + decimal_width(lens[i]) + 2 + lens[i] + 2;
-    char *out = total <= size ? buf : malloc(total);
-    if (out == NULL)
-        return NULL;
     size_t at = 0;
-    out[at++] = '*';
-    at += put_decimal(out + at, (size_t)argc);
+    out[at++] = '$';
+    at += put_decimal(out + at, len);
     out[at++] = '\r';
     out[at++] = '\n';
-    for (int i = 0; i < argc; i++) {
-        out[at++] = '$';
-        at += put_decimal(out + at, lens[i]);
-        out[at++] = '\r';
-        out[at++] = '\n';
-        memcpy(out + at, argv[i], lens[i]);
-        at += lens[i];
-        out[at++] = '\r';
-        out[at++] = '\n';
-    }
-    *len = at;
-    return out;
+    memcpy(out + at, bytes, len);
+    at += len;
+    out[at++] = '\r';
+    out[at++] = '\n';
+    return at;
 }
 
-/* Sends a command made by resp_command and waits for its reply: NULL on an I/O error (c->err
- * says which), as redisCommandArgv. */
-static redisReply *run_command(redisContext *c, const char *command, size_t len)
+/* The arguments are written as RESP by the store itself, with one length pass and memcpys:
+ * hiredis formats through sdscatfmt, a printf-like formatter that cost more instructions than
+ * everything else a request does with Redis (docs/decisions/0012). One block holds the call
+ * and its bytes. */
+struct osbq_store_call *store_call_new(enum store_script script, int nkeys, int argc,
+                                       const char **argv, const size_t *lens,
+                                       struct osbq_error *err)
+{
+    enum { EVAL_ARGS_MAX = 40 };
+    size_t arg_len[EVAL_ARGS_MAX];
+    if (argc > EVAL_ARGS_MAX || argc < 0) {
+        osbq_error_set(err, OSBQ_ERR_INTERNAL, "too many script arguments");
+        return NULL;
+    }
+    char nkeys_text[12];
+    size_t nkeys_len = put_decimal(nkeys_text, (size_t)nkeys);
+    size_t total = 1 + decimal_width(nkeys_len) + 2 + nkeys_len + 2;
+    for (int i = 0; i < argc; i++) {
+        arg_len[i] = lens && lens[i] ? lens[i] : strlen(argv[i]);
+        total += 1 + decimal_width(arg_len[i]) + 2 + arg_len[i] + 2;
+    }
+    struct osbq_store_call *call = calloc(1, sizeof *call + total);
+    if (call == NULL) {
+        osbq_error_set(err, OSBQ_ERR_INTERNAL, "out of memory");
+        return NULL;
+    }
+    call->script = script;
+    call->elements = (size_t)argc + 1;
+    call->tail = (char *)(call + 1);
+    size_t at = put_bulk(call->tail, nkeys_text, nkeys_len);
+    for (int i = 0; i < argc; i++)
+        at += put_bulk(call->tail + at, argv[i], arg_len[i]);
+    call->tail_len = at;
+    return call;
+}
+
+size_t store_call_head(const struct osbq_store_call *call, const char sha[41], char *buf)
+{
+    size_t at = 0;
+    buf[at++] = '*';
+    at += put_decimal(buf + at, call->elements + 2);
+    buf[at++] = '\r';
+    buf[at++] = '\n';
+    at += put_bulk(buf + at, "EVALSHA", 7);
+    at += put_bulk(buf + at, sha, 40);
+    return at;
+}
+
+void osbq_store_call_free(struct osbq_store_call **cp)
+{
+    struct osbq_store_call *call = cp ? *cp : NULL;
+    if (call == NULL)
+        return;
+    freeReplyObject(call->reply);
+    free(call);
+    *cp = NULL;
+}
+
+bool store_call_settle(struct osbq_store *store, struct osbq_store_call *call, redisReply *reply)
+{
+    call->reply = NULL;
+    if (reply->type != REDIS_REPLY_ERROR) {
+        call->reply = reply;
+        return false;
+    }
+    /* A primary demoted to a replica by a failover: its connection must go, so the next one
+     * asks the Sentinels again. */
+    bool drop = strncmp(reply->str, "READONLY", 8) == 0;
+    osbq_error_set(&call->err, OSBQ_ERR_UNAVAILABLE, "redis %s: %s",
+                   store_script_texts[call->script].name, reply->str);
+    atomic_fetch_add(&store->errors, 1);
+    freeReplyObject(reply);
+    return drop;
+}
+
+/* Sends call's command on c and waits for its reply: NULL on an I/O error (c->err says which),
+ * as redisCommandArgv. hiredis appends formatted commands to its output buffer as they are,
+ * so the head and the tail go out as one command. */
+static redisReply *run_call(redisContext *c, const char *head, size_t head_len,
+                            const struct osbq_store_call *call)
 {
     void *reply = NULL;
-    if (redisAppendFormattedCommand(c, command, len) != REDIS_OK ||
+    if (redisAppendFormattedCommand(c, head, head_len) != REDIS_OK ||
+        redisAppendFormattedCommand(c, call->tail, call->tail_len) != REDIS_OK ||
         redisGetReply(c, &reply) != REDIS_OK)
         return NULL;
     return reply;
 }
 
-/* Runs one of the embedded scripts with EVALSHA, loading it first when Redis does not know it
- * (first use, or Redis restarted). argv holds the keys then the arguments; lengths may be 0
- * for C strings. Returns the reply (caller frees) or NULL with err. */
-redisReply *store_eval(struct osbq_store *store, enum store_script script, int nkeys, int argc,
-                       const char **argv, const size_t *lens, struct osbq_error *err)
+/* EVALSHA, loading the script first when Redis does not know it (first use, or Redis
+ * restarted: SCRIPT LOAD gives the same SHA, the text's SHA-1, so the head stands). */
+void osbq_store_call_run(struct osbq_store *store, struct osbq_store_call *call)
 {
-    enum { EVAL_ARGS_MAX = 40 };
-    const char *full[EVAL_ARGS_MAX + 3];
-    size_t full_len[EVAL_ARGS_MAX + 3];
-    char sha[41], nkeys_text[12];
-    if (argc > EVAL_ARGS_MAX) {
-        osbq_error_set(err, OSBQ_ERR_INTERNAL, "too many script arguments");
-        return NULL;
-    }
-    redisContext *c = store_acquire(store, err);
+    char sha[41], head[STORE_CALL_HEAD_MAX];
+    redisContext *c = store_acquire(store, &call->err);
     if (c == NULL)
-        return NULL;
-    pthread_mutex_lock(&store->lock);
-    memcpy(sha, store->script_sha[script], sizeof sha);
-    pthread_mutex_unlock(&store->lock);
-    if (sha[0] == '\0' && script_load(store, c, script, sha, err) < 0) {
+        return;
+    if (store_script_sha(store, c, call->script, sha, &call->err) < 0) {
         store_release(store, c);
-        return NULL;
+        return;
     }
-    (void)snprintf(nkeys_text, sizeof nkeys_text, "%d", nkeys);
-    full[0] = "EVALSHA";
-    full[1] = sha;
-    full[2] = nkeys_text;
-    for (int i = 0; i < 3; i++)
-        full_len[i] = strlen(full[i]);
-    for (int i = 0; i < argc; i++) {
-        full[i + 3] = argv[i];
-        full_len[i + 3] = lens && lens[i] ? lens[i] : strlen(argv[i]);
-    }
-    /* Most commands fit here; a larger one (a big job or parameters) gets a block. */
-    char local[4096];
-    size_t command_len = 0;
-    char *command = resp_command(local, sizeof local, argc + 3, full, full_len, &command_len);
-    if (command == NULL) {
-        store_release(store, c);
-        osbq_error_set(err, OSBQ_ERR_INTERNAL, "out of memory");
-        return NULL;
-    }
-    redisReply *reply = run_command(c, command, command_len);
+    size_t head_len = store_call_head(call, sha, head);
+    redisReply *reply = run_call(c, head, head_len, call);
     if (reply != NULL && reply->type == REDIS_REPLY_ERROR &&
         strncmp(reply->str, "NOSCRIPT", 8) == 0) {
         freeReplyObject(reply);
         reply = NULL;
-        /* SCRIPT LOAD gives the same SHA (it is the text's SHA-1): the command stands. */
-        if (script_load(store, c, script, sha, err) == 0)
-            reply = run_command(c, command, command_len);
-        else {
-            if (command != local)
-                free(command);
+        if (script_load(store, c, call->script, sha, &call->err) < 0) {
             store_release(store, c);
-            return NULL;
+            return;
         }
+        reply = run_call(c, head, head_len, call);
     }
-    if (command != local)
-        free(command);
-    if (store_reply_failed(c, reply, store_script_texts[script].name, err) < 0) {
-        if (reply != NULL) /* an error reply; I/O failures are counted by store_release */
-            atomic_fetch_add(&store->errors, 1);
-        freeReplyObject(reply);
-        reply = NULL;
+    if (reply == NULL) /* I/O: counted (and Redis marked down) by store_release */
+        osbq_error_set(&call->err, OSBQ_ERR_UNAVAILABLE, "redis %s: %s",
+                       store_script_texts[call->script].name, c->errstr);
+    else if (store_call_settle(store, call, reply) && c->err == 0) {
+        c->err = REDIS_ERR_EOF;
+        (void)snprintf(c->errstr, sizeof c->errstr, "the server is a replica now");
     }
     store_release(store, c);
+}
+
+/* Takes the reply out of an answered call: NULL with err (the call's) when it has none. */
+static redisReply *call_take_reply(struct osbq_store_call *call, struct osbq_error *err)
+{
+    redisReply *reply = call->reply;
+    call->reply = NULL;
+    if (reply == NULL)
+        *err = call->err;
+    return reply;
+}
+
+/* Runs one of the embedded scripts with EVALSHA. argv holds the keys then the arguments;
+ * lengths may be 0 for C strings. Returns the reply (caller frees) or NULL with err. */
+redisReply *store_eval(struct osbq_store *store, enum store_script script, int nkeys, int argc,
+                       const char **argv, const size_t *lens, struct osbq_error *err)
+{
+    struct osbq_store_call *call = store_call_new(script, nkeys, argc, argv, lens, err);
+    if (call == NULL)
+        return NULL;
+    osbq_store_call_run(store, call);
+    redisReply *reply = call_take_reply(call, err);
+    osbq_store_call_free(&call);
     return reply;
 }
 
@@ -542,8 +599,9 @@ int64_t store_element_int(const redisReply *reply, size_t i, int64_t fallback)
 
 static int begin_answer(redisReply *reply, struct osbq_begin_reply *out, struct osbq_error *err);
 
-int osbq_store_begin_instance(struct osbq_store *store, const struct osbq_begin_request *req,
-                              struct osbq_begin_reply *out, struct osbq_error *err)
+struct osbq_store_call *osbq_store_begin_instance_call(struct osbq_store *store,
+                                                       const struct osbq_begin_request *req,
+                                                       struct osbq_error *err)
 {
     char inst[STORE_KEY_MAX], op[STORE_KEY_MAX], queue[STORE_KEY_MAX], waiters[STORE_KEY_MAX];
     char set[STORE_KEY_MAX], prefix[96], now[24], deadline[24], api[12];
@@ -551,8 +609,10 @@ int osbq_store_begin_instance(struct osbq_store *store, const struct osbq_begin_
         store_id_key(store, set, sizeof set, "bindings", req->instance_id) < 0 ||
         store_id_key(store, op, sizeof op, "op", req->operation_id) < 0 ||
         store_id_key(store, waiters, sizeof waiters, "waiters", req->operation_id) < 0 ||
-        osbq_store_key(store, queue, sizeof queue, "queue") < 0)
-        return osbq_error_set(err, OSBQ_ERR_BAD_REQUEST, "id too long");
+        osbq_store_key(store, queue, sizeof queue, "queue") < 0) {
+        osbq_error_set(err, OSBQ_ERR_BAD_REQUEST, "id too long");
+        return NULL;
+    }
     int64_t now_ms = osbq_store_now_ms();
     (void)snprintf(prefix, sizeof prefix, "%s:", store->cfg->namespace_);
     (void)snprintf(now, sizeof now, "%" PRId64, now_ms);
@@ -586,11 +646,33 @@ int osbq_store_begin_instance(struct osbq_store *store, const struct osbq_begin_
     };
     size_t lens[sizeof argv / sizeof argv[0]] = {0};
     lens[16] = req->job_len;
-    redisReply *reply = store_eval(store, SCRIPT_BEGIN_INSTANCE, 5,
-                                   (int)(sizeof argv / sizeof argv[0]), argv, lens, err);
-    if (reply == NULL)
+    return store_call_new(SCRIPT_BEGIN_INSTANCE, 5, (int)(sizeof argv / sizeof argv[0]), argv, lens,
+                          err);
+}
+
+int osbq_store_begin_result(struct osbq_store_call *call, struct osbq_begin_reply *out,
+                            struct osbq_error *err)
+{
+    redisReply *reply = call_take_reply(call, err);
+    return reply != NULL ? begin_answer(reply, out, err) : -1;
+}
+
+/* Runs a begin call at once: the blocking form of both begin steps. */
+static int begin_now(struct osbq_store *store, struct osbq_store_call *call,
+                     struct osbq_begin_reply *out, struct osbq_error *err)
+{
+    if (call == NULL)
         return -1;
-    return begin_answer(reply, out, err);
+    osbq_store_call_run(store, call);
+    int rc = osbq_store_begin_result(call, out, err);
+    osbq_store_call_free(&call);
+    return rc;
+}
+
+int osbq_store_begin_instance(struct osbq_store *store, const struct osbq_begin_request *req,
+                              struct osbq_begin_reply *out, struct osbq_error *err)
+{
+    return begin_now(store, osbq_store_begin_instance_call(store, req, err), out, err);
 }
 
 /* Turns a begin script's reply into *out; frees the reply. */
@@ -719,20 +801,29 @@ static int flag_value(const redisReply *reply, size_t i)
     return store_element_is(reply, i, "1") ? 1 : store_element_is(reply, i, "0") ? 0 : -1;
 }
 
-int osbq_store_last_operation(struct osbq_store *store, const char *instance_id,
-                              const char *binding_id, const char *operation_id,
-                              const char *platform, struct osbq_last_op *out,
-                              struct osbq_error *err)
+struct osbq_store_call *osbq_store_last_operation_call(struct osbq_store *store,
+                                                       const char *instance_id,
+                                                       const char *binding_id,
+                                                       const char *operation_id,
+                                                       const char *platform, struct osbq_error *err)
 {
     char key[STORE_KEY_MAX], prefix[96];
     int built = binding_id != NULL ? binding_key(store, key, sizeof key, instance_id, binding_id)
                                    : store_id_key(store, key, sizeof key, "instance", instance_id);
-    if (built < 0)
-        return osbq_error_set(err, OSBQ_ERR_BAD_REQUEST, "id too long");
+    if (built < 0) {
+        osbq_error_set(err, OSBQ_ERR_BAD_REQUEST, "id too long");
+        return NULL;
+    }
     (void)snprintf(prefix, sizeof prefix, "%s:", store->cfg->namespace_);
     const char *argv[] = {key,         operation_id ? operation_id : "", prefix,
                           instance_id, binding_id ? binding_id : "",     platform ? platform : ""};
-    redisReply *reply = store_eval(store, SCRIPT_LAST_OPERATION, 1, 6, argv, NULL, err);
+    return store_call_new(SCRIPT_LAST_OPERATION, 1, 6, argv, NULL, err);
+}
+
+int osbq_store_last_operation_result(struct osbq_store_call *call, struct osbq_last_op *out,
+                                     struct osbq_error *err)
+{
+    redisReply *reply = call_take_reply(call, err);
     if (reply == NULL)
         return -1;
     int rc;
@@ -756,6 +847,21 @@ int osbq_store_last_operation(struct osbq_store *store, const char *instance_id,
         rc = osbq_error_set(err, OSBQ_ERR_INTERNAL, "last_operation: unexpected reply");
     }
     freeReplyObject(reply);
+    return rc;
+}
+
+int osbq_store_last_operation(struct osbq_store *store, const char *instance_id,
+                              const char *binding_id, const char *operation_id,
+                              const char *platform, struct osbq_last_op *out,
+                              struct osbq_error *err)
+{
+    struct osbq_store_call *call =
+        osbq_store_last_operation_call(store, instance_id, binding_id, operation_id, platform, err);
+    if (call == NULL)
+        return -1;
+    osbq_store_call_run(store, call);
+    int rc = osbq_store_last_operation_result(call, out, err);
+    osbq_store_call_free(&call);
     return rc;
 }
 
@@ -997,8 +1103,9 @@ redisContext *osbq_store_subscribe_events(struct osbq_store *store, const char *
     return c;
 }
 
-int osbq_store_begin_binding(struct osbq_store *store, const struct osbq_bind_request *req,
-                             struct osbq_begin_reply *out, struct osbq_error *err)
+struct osbq_store_call *osbq_store_begin_binding_call(struct osbq_store *store,
+                                                      const struct osbq_bind_request *req,
+                                                      struct osbq_error *err)
 {
     char inst[STORE_KEY_MAX], binding[STORE_KEY_MAX], op[STORE_KEY_MAX], queue[STORE_KEY_MAX];
     char waiters[STORE_KEY_MAX], set[STORE_KEY_MAX], pred[STORE_KEY_MAX];
@@ -1008,12 +1115,15 @@ int osbq_store_begin_binding(struct osbq_store *store, const struct osbq_bind_re
         store_id_key(store, op, sizeof op, "op", req->operation_id) < 0 ||
         store_id_key(store, waiters, sizeof waiters, "waiters", req->operation_id) < 0 ||
         store_id_key(store, set, sizeof set, "bindings", req->instance_id) < 0 ||
-        osbq_store_key(store, queue, sizeof queue, "queue") < 0)
-        return osbq_error_set(err, OSBQ_ERR_BAD_REQUEST, "id too long");
-    pred[0] = '\0';
-    if (req->predecessor_binding_id != NULL &&
-        binding_key(store, pred, sizeof pred, req->instance_id, req->predecessor_binding_id) < 0)
-        return osbq_error_set(err, OSBQ_ERR_BAD_REQUEST, "id too long");
+        osbq_store_key(store, queue, sizeof queue, "queue") < 0 ||
+        (req->predecessor_binding_id != NULL &&
+         binding_key(store, pred, sizeof pred, req->instance_id, req->predecessor_binding_id) <
+             0)) {
+        osbq_error_set(err, OSBQ_ERR_BAD_REQUEST, "id too long");
+        return NULL;
+    }
+    if (req->predecessor_binding_id == NULL)
+        pred[0] = '\0';
     int64_t now_ms = osbq_store_now_ms();
     (void)snprintf(prefix, sizeof prefix, "%s:", store->cfg->namespace_);
     (void)snprintf(now, sizeof now, "%" PRId64, now_ms);
@@ -1048,11 +1158,14 @@ int osbq_store_begin_binding(struct osbq_store *store, const struct osbq_bind_re
     };
     size_t lens[sizeof argv / sizeof argv[0]] = {0};
     lens[16] = req->job_len;
-    redisReply *reply = store_eval(store, SCRIPT_BEGIN_BINDING, 6,
-                                   (int)(sizeof argv / sizeof argv[0]), argv, lens, err);
-    if (reply == NULL)
-        return -1;
-    return begin_answer(reply, out, err);
+    return store_call_new(SCRIPT_BEGIN_BINDING, 6, (int)(sizeof argv / sizeof argv[0]), argv, lens,
+                          err);
+}
+
+int osbq_store_begin_binding(struct osbq_store *store, const struct osbq_bind_request *req,
+                             struct osbq_begin_reply *out, struct osbq_error *err)
+{
+    return begin_now(store, osbq_store_begin_binding_call(store, req, err), out, err);
 }
 
 int osbq_store_binding_get(struct osbq_store *store, const char *instance_id,

@@ -29,6 +29,25 @@ int osbq_store_ping(struct osbq_store *store, struct osbq_error *err);
 /* Writes "<namespace>:<suffix>" into buf; returns its length, or -1 when it does not fit. */
 int osbq_store_key(const struct osbq_store *store, char *buf, size_t size, const char *suffix);
 
+/* ---- Calls that do not block the caller (common/store_pipeline.h sends them) ---- */
+
+/* One call of a store script: made by an osbq_store_*_call function, sent through a pipeline
+ * (or run at once by the blocking function of the same name), read by the matching
+ * osbq_store_*_result function. Owned by whoever made it (osbq_store_call_free), except while
+ * a pipeline holds it. */
+struct osbq_store_call;
+
+/* Called once for each call a pipeline took, from the pipeline's thread, when the call holds
+ * its reply or the reason it has none. */
+typedef void (*osbq_store_call_done_fn)(void *ctx);
+
+/* Frees a call (and a reply it still holds); sets *cp to NULL; accepts NULL. */
+void osbq_store_call_free(struct osbq_store_call **cp);
+
+/* Runs call on one of the store's connections, blocking until its reply or a failure is in
+ * it. */
+void osbq_store_call_run(struct osbq_store *store, struct osbq_store_call *call);
+
 /* ---- Gateway registry (the pinned bus topology) ---- */
 
 /* Publishes endpoint as a live gateway until now + ttl_ms. Call again before it expires. */
@@ -129,6 +148,14 @@ int osbq_store_begin_instance(struct osbq_store *store, const struct osbq_begin_
                               struct osbq_begin_reply *out, struct osbq_error *err);
 void osbq_begin_reply_clear(struct osbq_begin_reply *reply);
 
+/* osbq_store_begin_instance in two halves, for a pipeline: the call (NULL with err), then,
+ * once it is answered, what it found (the same returns; the call's reply is consumed). */
+struct osbq_store_call *osbq_store_begin_instance_call(struct osbq_store *store,
+                                                       const struct osbq_begin_request *req,
+                                                       struct osbq_error *err);
+int osbq_store_begin_result(struct osbq_store_call *call, struct osbq_begin_reply *out,
+                            struct osbq_error *err);
+
 /* What the gateway asks for when it accepts a bind or unbind. Borrowed. */
 struct osbq_bind_request {
     const char *kind;                   /* "bind" or "unbind" */
@@ -155,6 +182,11 @@ struct osbq_bind_request {
  * round trip (common/lua/begin_binding.lua). Returns 0 with *out, or -1 with err. */
 int osbq_store_begin_binding(struct osbq_store *store, const struct osbq_bind_request *req,
                              struct osbq_begin_reply *out, struct osbq_error *err);
+
+/* Its call, for a pipeline; osbq_store_begin_result reads the answer. */
+struct osbq_store_call *osbq_store_begin_binding_call(struct osbq_store *store,
+                                                      const struct osbq_bind_request *req,
+                                                      struct osbq_error *err);
 
 /* A binding record. Strings owned (osbq_binding_clear); absent ones are NULL. */
 struct osbq_binding {
@@ -216,6 +248,15 @@ int osbq_store_last_operation(struct osbq_store *store, const char *instance_id,
                               const char *platform, struct osbq_last_op *out,
                               struct osbq_error *err);
 void osbq_last_op_clear(struct osbq_last_op *op);
+
+/* osbq_store_last_operation in two halves, for a pipeline: the call (NULL with err), then what
+ * it found (the same returns; the call's reply is consumed). */
+struct osbq_store_call *
+osbq_store_last_operation_call(struct osbq_store *store, const char *instance_id,
+                               const char *binding_id, const char *operation_id,
+                               const char *platform, struct osbq_error *err);
+int osbq_store_last_operation_result(struct osbq_store_call *call, struct osbq_last_op *out,
+                                     struct osbq_error *err);
 
 /* Opens a new connection (not from the pool) subscribed to "<ns>:events:<gateway_id>", where
  * finished operations that this gateway waits for are announced. Caller owns it (redisFree)

@@ -44,6 +44,52 @@ int store_check_primary(redisContext *c, struct osbq_error *err);
 /* Longest key: namespace (64), a kind, and a percent-encoded id of up to 1024 bytes. */
 #define STORE_KEY_MAX 3400
 
+/* Milliseconds on CLOCK_MONOTONIC. */
+int64_t store_monotonic_ms(void);
+
+/* Records that Redis failed: idle connections are dropped and callers fail fast for a moment
+ * (STORE_DOWN_MS in store.c). */
+void store_mark_down(struct osbq_store *store);
+
+/* A script call made ready for Redis: what osbq_store_*_call functions return. The EVALSHA
+ * and the SHA are not in it (the sender writes them: it knows the SHA its connection loaded),
+ * so a call can be made before any connection exists. */
+struct osbq_store_call {
+    enum store_script script; /* which script */
+    size_t elements;          /* RESP elements in tail: numkeys, keys, arguments */
+    char *tail;               /* numkeys, keys and arguments in RESP (points into this block) */
+    size_t tail_len;          /* bytes in tail */
+    redisReply *reply;        /* the reply once answered (never an error reply), or NULL */
+    struct osbq_error err;    /* why there is no reply */
+    /* The pipeline's (common/store_pipeline.c), while it holds the call. */
+    int64_t deadline_ms;          /* no reply by then (monotonic ms): Redis is not answering */
+    bool resent;                  /* sent again once after NOSCRIPT */
+    osbq_store_call_done_fn done; /* called once the reply or the failure is in */
+    void *done_ctx;               /* its argument */
+    struct osbq_store_call *next; /* in the pipeline's submission list */
+};
+
+/* Makes a call of script with argv (the keys, then the arguments); lens may be NULL for C
+ * strings, and an entry 0 for one. NULL with err when out of memory or too many arguments. */
+struct osbq_store_call *store_call_new(enum store_script script, int nkeys, int argc,
+                                       const char **argv, const size_t *lens,
+                                       struct osbq_error *err);
+
+/* Writes the head of call's command ("EVALSHA <sha>" and the element count) into buf (at least
+ * STORE_CALL_HEAD_MAX bytes); returns its length. */
+#define STORE_CALL_HEAD_MAX 80
+size_t store_call_head(const struct osbq_store_call *call, const char sha[41], char *buf);
+
+/* Fills call->reply, or call->err: a reply that is an error (the script failed, or NOSCRIPT
+ * twice) becomes err. Counts failures in store->errors. For error replies that mean the
+ * connection must go (READONLY: the server is a replica now) returns true. */
+bool store_call_settle(struct osbq_store *store, struct osbq_store_call *call, redisReply *reply);
+
+/* The SHA of script as c's Redis knows it: the one loaded before, else loads it now. 0, or -1
+ * with err. */
+int store_script_sha(struct osbq_store *store, redisContext *c, enum store_script script,
+                     char sha[41], struct osbq_error *err);
+
 /* Takes an idle connection or opens a new one; fails at once while Redis is marked down
  * (except for the one caller that probes it). NULL with err. */
 redisContext *store_acquire(struct osbq_store *store, struct osbq_error *err);

@@ -11,6 +11,7 @@
 #include "policy.h"
 #include "secrets.h"
 #include "store.h"
+#include "store_pipeline.h"
 #include "validate.h"
 #include "waiter.h"
 
@@ -21,6 +22,7 @@ struct gateway {
     const struct osbq_catalog *catalog;      /* the validated catalog */
     const struct osbq_policy *policy;        /* OSBQ_POLICY, or NULL: no quotas, nothing denied */
     struct osbq_store *store;                /* Redis (its own locking makes it thread-safe) */
+    struct osbq_store_pipeline *pipeline;    /* the requests' Redis calls (thread-safe submit) */
     const struct osbq_secrets *secrets;      /* opens stored binding results; NULL: no key file */
     struct osbq_platforms_holder *platforms; /* the platforms served (swapped on SIGHUP) */
     struct dispatch *dispatch;               /* sends jobs to workers (thread-safe submit) */

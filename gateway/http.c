@@ -20,6 +20,7 @@
 #include "log.h"
 #include "reply.h"
 #include "route.h"
+#include "store_pipeline.h"
 #include "validate.h"
 
 /* Memory pool bytes beyond twice OSBQ_MAX_HEADER_BYTES: the body's read buffer and the
@@ -57,6 +58,10 @@ struct exchange {
     char operation_id[33];                /* operation started or joined, for the access log */
     struct osbq_platforms *platforms;     /* the set this request uses (a reference) */
     const struct osbq_platform *platform; /* its platform (in platforms), or NULL off /v2 */
+    struct request req;                   /* what the handler saw, kept for its second half */
+    struct route_params params;           /* req.params point here */
+    bool deferred;                        /* suspended until defer.call is answered */
+    struct reply_defer defer;             /* the handler's Redis call and second half */
 };
 
 /* The query parameters OSB requests use; decoded once per request. */
@@ -209,7 +214,8 @@ static void remember_ids(struct exchange *ex, const struct route *route,
 static void dispatch(const struct gateway *gw, struct MHD_Connection *conn, struct exchange *ex,
                      struct reply *out)
 {
-    struct request req = {
+    struct request *req = &ex->req;
+    *req = (struct request){
         .method = ex->method,
         .path = ex->path,
         .request_identity = ex->request_identity,
@@ -226,13 +232,13 @@ static void dispatch(const struct gateway *gw, struct MHD_Connection *conn, stru
     };
     struct osbq_error err = {0};
     const struct route *route = NULL;
-    struct route_params params;
+    struct route_params *params = &ex->params;
     unsigned allowed = 0;
     /* "<prefix>/v2/...": the prefix names the platform, the router sees the rest. */
     const char *path = ex->path;
     const struct osbq_platform *platform = NULL;
     bool broker = osbq_platforms_route(ex->platforms, ex->path, &platform, &path);
-    enum route_result matched = route_match(path, ex->method, &route, &params, &allowed);
+    enum route_result matched = route_match(path, ex->method, &route, params, &allowed);
     ex->route = matched == ROUTE_FOUND ? route->pattern : "unmatched";
 
     if (broker) {
@@ -246,8 +252,8 @@ static void dispatch(const struct gateway *gw, struct MHD_Connection *conn, stru
             platform_unauthorized(platform, out);
             return;
         }
-        req.platform = platform;
-        if (validate_api_version(header(conn, "X-Broker-API-Version"), &req.api_version, &err) <
+        req->platform = platform;
+        if (validate_api_version(header(conn, "X-Broker-API-Version"), &req->api_version, &err) <
             0) {
             reply_error_from(out, &err);
             return;
@@ -271,15 +277,15 @@ static void dispatch(const struct gateway *gw, struct MHD_Connection *conn, stru
     case ROUTE_FOUND:
         break;
     }
-    for (size_t i = 0; i < params.count; i++)
-        req.params[i] = params.values[i];
-    remember_ids(ex, route, &params);
+    for (size_t i = 0; i < params->count; i++)
+        req->params[i] = params->values[i];
+    remember_ids(ex, route, params);
     /* Every line the handler logs names the request's ids; the operation joins when known. */
     struct osbq_log_context context = {.instance_id = ex->instance_id,
                                        .binding_id = ex->binding_id,
                                        .request_id = ex->request_identity};
     osbq_log_context_set(&context);
-    route->handler(gw, &req, out);
+    route->handler(gw, req, out);
     osbq_log_context_set(NULL);
 }
 
@@ -318,6 +324,7 @@ static void exchange_free(struct exchange *ex)
     osbq_platforms_release(ex->platforms);
     reply_wait_clear(&ex->wait);
     waiter_result_clear(&ex->wait_result);
+    reply_defer_clear(&ex->defer);
     free(ex);
 }
 
@@ -361,6 +368,61 @@ static enum MHD_Result start_waiting(const struct gateway *gw, struct MHD_Connec
     free(ex->wait.job);
     ex->wait.job = NULL;
     return MHD_YES;
+}
+
+/* The pipeline answered the request's call (from its thread): on_access runs the rest. */
+static void call_answered(void *request)
+{
+    struct exchange *ex = request;
+    MHD_resume_connection(ex->conn);
+}
+
+/* Suspends the request while its Redis call travels through the pipeline with other requests'
+ * calls (suspended first, so that the answer cannot come before). A refused call (the gateway
+ * is stopping) resumes at once and is answered from the error in it. */
+static enum MHD_Result start_call(const struct gateway *gw, struct MHD_Connection *conn,
+                                  struct exchange *ex, struct reply *r)
+{
+    ex->defer = r->defer;
+    memset(&r->defer, 0, sizeof r->defer);
+    reply_clear(r);
+    ex->deferred = true;
+    MHD_suspend_connection(conn);
+    if (osbq_store_pipeline_submit(gw->pipeline, ex->defer.call, call_answered, ex) < 0)
+        MHD_resume_connection(conn);
+    return MHD_YES;
+}
+
+/* Sends what a handler (or its second half) made of the request: a call to Redis, a wait for
+ * its operation, or the response. */
+static enum MHD_Result respond(const struct gateway *gw, struct MHD_Connection *conn,
+                               struct exchange *ex, struct reply *r)
+{
+    if (r->defer.call != NULL)
+        return start_call(gw, conn, ex, r);
+    if (r->wait.operation_id != NULL)
+        return start_waiting(gw, conn, ex, r);
+    return queue_reply(conn, ex, r);
+}
+
+/* Resumed with the handler's call answered: its second half makes the reply. */
+static enum MHD_Result finish_call(const struct gateway *gw, struct MHD_Connection *conn,
+                                   struct exchange *ex)
+{
+    struct reply_defer defer = ex->defer;
+    memset(&ex->defer, 0, sizeof ex->defer);
+    ex->deferred = false;
+    struct osbq_log_context context = {.operation_id =
+                                           ex->operation_id[0] ? ex->operation_id : NULL,
+                                       .instance_id = ex->instance_id,
+                                       .binding_id = ex->binding_id,
+                                       .request_id = ex->request_identity};
+    struct reply r = {0};
+    osbq_log_context_set(&context);
+    defer.resume(gw, &ex->req, defer.call, defer.state, &r);
+    osbq_log_context_set(NULL);
+    reply_defer_clear(&defer);
+    return respond(gw, conn, ex, &r);
 }
 
 static struct exchange *exchange_new(const struct gateway *gw, struct MHD_Connection *conn,
@@ -494,6 +556,8 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
     if (ex->discarded > 0)
         return queue_error(conn, ex, OSBQ_ERR_TOO_LARGE,
                            "The request body is larger than the broker accepts.");
+    if (ex->deferred)
+        return finish_call(gw, conn, ex);
     struct reply r = {0};
     if (ex->waiting) {
         /* Resumed: the operation ended, or the wait did. */
@@ -509,9 +573,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
         return queue_reply(conn, ex, &r);
     }
     dispatch(gw, conn, ex, &r);
-    if (r.wait.operation_id != NULL)
-        return start_waiting(gw, conn, ex, &r);
-    return queue_reply(conn, ex, &r);
+    return respond(gw, conn, ex, &r);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,

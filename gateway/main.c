@@ -172,6 +172,9 @@ int main(int argc, char **argv)
     if (osbq_store_ping(gw.store, &err) < 0)
         log_warnx("Redis is not reachable yet (%s); /readyz fails until it is", err.text);
 
+    gw.pipeline = osbq_store_pipeline_start(gw.store, &err);
+    if (gw.pipeline == NULL)
+        fatalx("%s", err.text);
     gw.dispatch = dispatch_start(&bus, cfg.max_queued_jobs, &err);
     if (gw.dispatch == NULL)
         fatalx("%s", err.text);
@@ -227,7 +230,11 @@ int main(int argc, char **argv)
          waited += 20)
         nanosleep(&tick, NULL);
     waiter_table_drain(gw.waiters);
+    /* Calls still travelling end within the Redis timeout; their requests are answered, then
+     * new calls are refused (503), so no connection stays suspended when the server stops. */
+    osbq_store_pipeline_drain(gw.pipeline);
     http_stop(&server);
+    osbq_store_pipeline_free(&gw.pipeline);
     tls_credentials_free(&tls);
     waiter_table_stop(&gw.waiters);
     dispatch_stop(&gw.dispatch);

@@ -106,74 +106,57 @@ struct binding_accept {
     bool async;              /* the platform accepts 202 */
 };
 
-static void accept_binding(const struct gateway *gw, const struct request *req,
-                           const struct binding_accept *a, struct reply *out)
+/* What the answer to a bind or unbind needs once begin_binding.lua has answered. */
+struct binding_pending {
+    enum osbq_job_kind kind; /* bind or unbind */
+    char operation_id[33];   /* the operation it proposed */
+    bool async;              /* the platform accepts 202 */
+    int64_t timeout_ms;      /* a synchronous wait's limit */
+    char *service_id;        /* as the request named it: opens a binding already made */
+    char *job;               /* the encoded job, sent when accepted */
+    size_t job_len;          /* bytes in job */
+};
+
+static void binding_pending_free(void *state)
 {
-    char operation_id[33];
-    osb_new_operation_id(operation_id);
-    struct osbq_job job = {
-        .operation_id = operation_id,
-        .kind = a->kind,
-        .instance_id = (char *)(uintptr_t)a->instance_id,
-        .binding_id = (char *)(uintptr_t)a->binding_id,
-        .service_id = (char *)(uintptr_t)a->service_id,
-        .plan_id = (char *)(uintptr_t)a->plan_id,
-        .parameters = (char *)(uintptr_t)a->parameters,
-        .context = (char *)(uintptr_t)a->context,
-        .bind_resource = (char *)(uintptr_t)a->bind_resource,
-        .predecessor_binding_id = (char *)(uintptr_t)a->predecessor,
-    };
-    osb_job_from_request(&job, req);
-    size_t len = 0;
-    char *bytes = osb_encode_job(&job, &len, out);
-    if (bytes == NULL)
-        return;
-    struct osbq_bind_request begin = {
-        .kind = osbq_job_kind_name(a->kind),
-        .operation_id = operation_id,
-        .instance_id = a->instance_id,
-        .binding_id = a->binding_id,
-        .digest = a->digest,
-        .waiting_gateway = a->async ? NULL : gw->gateway_id,
-        .service_id = a->service_id,
-        .plan_id = a->plan_id,
-        .parameters = a->parameters,
-        .context = a->context,
-        .bind_resource = a->bind_resource,
-        .predecessor_binding_id = a->predecessor,
-        .job = bytes,
-        .job_len = len,
-        .api_version = req->api_version,
-        .claim_timeout_ms = gw->cfg->claim_timeout_ms,
-        .platform = osb_platform_name(req),
-    };
+    struct binding_pending *p = state;
+    free(p->service_id);
+    free(p->job);
+    free(p);
+}
+
+/* The answer once begin_binding.lua has answered: 202, a wait, the binding, or why not. */
+static void binding_answer(const struct gateway *gw, const struct request *req,
+                           struct osbq_store_call *call, void *state, struct reply *out)
+{
+    struct binding_pending *p = state;
+    const char *instance_id = req->params[0], *binding_id = req->params[1];
     struct osbq_begin_reply got = {0};
     struct osbq_error err = {0};
-    if (osbq_store_begin_binding(gw->store, &begin, &got, &err) < 0) {
-        free(bytes);
+    if (osbq_store_begin_result(call, &got, &err) < 0) {
         osb_store_unavailable(out, &err);
         return;
     }
     if (got.answer == OSBQ_BEGIN_ACCEPTED || got.answer == OSBQ_BEGIN_IN_PROGRESS) {
         struct osb_started started = {
-            .kind = a->kind,
-            .instance_id = a->instance_id,
-            .binding_id = a->binding_id,
-            .operation_id = operation_id,
-            .async = a->async,
-            .timeout_ms = a->plan ? a->plan->sync_timeout_ms : OSBQ_CATALOG_SYNC_TIMEOUT_MS_DEFAULT,
+            .kind = p->kind,
+            .instance_id = instance_id,
+            .binding_id = binding_id,
+            .operation_id = p->operation_id,
+            .async = p->async,
+            .timeout_ms = p->timeout_ms,
         };
-        osb_reply_started(gw, req, &started, &got, bytes, len, out);
+        osb_reply_started(gw, req, &started, &got, p->job, p->job_len, out);
+        p->job = NULL; /* osb_reply_started took it */
         osbq_begin_reply_clear(&got);
         return;
     }
-    free(bytes);
     switch (got.answer) {
     case OSBQ_BEGIN_ACCEPTED:
     case OSBQ_BEGIN_IN_PROGRESS:
         break;
     case OSBQ_BEGIN_DONE: {
-        const struct binding_ref ref = {a->instance_id, a->binding_id, a->service_id};
+        const struct binding_ref ref = {instance_id, binding_id, p->service_id};
         reply_binding(gw, &ref, got.binding_result, req->api_version, 200, out);
         break;
     }
@@ -207,6 +190,67 @@ static void accept_binding(const struct gateway *gw, const struct request *req,
         break;
     }
     osbq_begin_reply_clear(&got);
+}
+
+/* Records the operation (begin_binding.lua, through the pipeline); binding_answer answers. */
+static void accept_binding(const struct gateway *gw, const struct request *req,
+                           const struct binding_accept *a, struct reply *out)
+{
+    struct binding_pending *p = calloc(1, sizeof *p);
+    if (p == NULL || (p->service_id = strdup(a->service_id)) == NULL) {
+        free(p);
+        reply_error(out, OSBQ_ERR_INTERNAL, NULL);
+        return;
+    }
+    p->kind = a->kind;
+    p->async = a->async;
+    p->timeout_ms = a->plan ? a->plan->sync_timeout_ms : OSBQ_CATALOG_SYNC_TIMEOUT_MS_DEFAULT;
+    osb_new_operation_id(p->operation_id);
+    struct osbq_job job = {
+        .operation_id = p->operation_id,
+        .kind = a->kind,
+        .instance_id = (char *)(uintptr_t)a->instance_id,
+        .binding_id = (char *)(uintptr_t)a->binding_id,
+        .service_id = (char *)(uintptr_t)a->service_id,
+        .plan_id = (char *)(uintptr_t)a->plan_id,
+        .parameters = (char *)(uintptr_t)a->parameters,
+        .context = (char *)(uintptr_t)a->context,
+        .bind_resource = (char *)(uintptr_t)a->bind_resource,
+        .predecessor_binding_id = (char *)(uintptr_t)a->predecessor,
+    };
+    osb_job_from_request(&job, req);
+    p->job = osb_encode_job(&job, &p->job_len, out);
+    if (p->job == NULL) {
+        binding_pending_free(p);
+        return;
+    }
+    struct osbq_bind_request begin = {
+        .kind = osbq_job_kind_name(a->kind),
+        .operation_id = p->operation_id,
+        .instance_id = a->instance_id,
+        .binding_id = a->binding_id,
+        .digest = a->digest,
+        .waiting_gateway = a->async ? NULL : gw->gateway_id,
+        .service_id = a->service_id,
+        .plan_id = a->plan_id,
+        .parameters = a->parameters,
+        .context = a->context,
+        .bind_resource = a->bind_resource,
+        .predecessor_binding_id = a->predecessor,
+        .job = p->job,
+        .job_len = p->job_len,
+        .api_version = req->api_version,
+        .claim_timeout_ms = gw->cfg->claim_timeout_ms,
+        .platform = osb_platform_name(req),
+    };
+    struct osbq_error err = {0};
+    struct osbq_store_call *call = osbq_store_begin_binding_call(gw->store, &begin, &err);
+    if (call == NULL) {
+        binding_pending_free(p);
+        reply_error_from(out, &err);
+        return;
+    }
+    reply_defer(out, call, binding_answer, p, binding_pending_free);
 }
 
 /* OSBQ_POLICY's deny rules for a bind: they look at the bind's context, or at the instance's

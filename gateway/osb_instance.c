@@ -26,18 +26,20 @@ struct accept {
     const char *expected_plan_id;    /* update: the plan validated against */
     const char *digest;              /* idempotency digest */
     const struct osbq_policy_use *quotas; /* the quotas it counts against (their refusals) */
+    size_t quota_count;                   /* entries in quotas */
     const char *quota_spec; /* those quotas for the store (begin_request.quotas), or NULL */
 };
 
 /* What OSBQ_POLICY says of a new instance of plan (or a move to it) from ctx: false with a 403
- * when a deny rule refuses it; otherwise the quotas it counts against, as *spec for the
- * store (caller frees; NULL when there are none). */
+ * when a deny rule refuses it; otherwise the quotas it counts against, in uses (*count of
+ * them) and as *spec for the store (caller frees; NULL when there are none). */
 static bool policy_admits(const struct gateway *gw, const struct osbq_plan *plan,
                           const struct osbq_policy_context *ctx, struct osbq_policy_use *uses,
-                          char **spec, struct reply *out)
+                          size_t *count, char **spec, struct reply *out)
 {
     char why[OSBQ_ERROR_TEXT_MAX];
     *spec = NULL;
+    *count = 0;
     if (osbq_policy_denied(gw->policy, OSBQ_POLICY_PROVISION, plan, ctx, why, sizeof why)) {
         reply_error(out, OSBQ_ERR_FORBIDDEN, why);
         return false;
@@ -45,6 +47,7 @@ static bool policy_admits(const struct gateway *gw, const struct osbq_plan *plan
     size_t n = osbq_policy_quotas(gw->policy, plan, ctx, uses);
     if (n == 0)
         return true;
+    *count = n;
     *spec = osbq_store_quota_spec(gw->store, uses, n);
     if (*spec == NULL) {
         reply_error(out, OSBQ_ERR_INTERNAL, "Cannot build the quota counters' keys.");
@@ -79,76 +82,77 @@ static int64_t sync_timeout_ms(const struct osbq_plan *plan)
     return plan ? plan->sync_timeout_ms : OSBQ_CATALOG_SYNC_TIMEOUT_MS_DEFAULT;
 }
 
-/* The dashboard URL a 202 carries: a provision's, decided when it was accepted. */
-static const char *dashboard_for(const struct accept *a, const struct osbq_begin_reply *got)
+/* What the answer to an accept needs once begin_instance.lua has answered. */
+struct accept_pending {
+    enum osbq_job_kind kind;        /* provision, update or deprovision */
+    char operation_id[33];          /* the operation it proposed */
+    bool async;                     /* the platform accepts 202 */
+    int64_t timeout_ms;             /* a synchronous wait's limit */
+    char *job;                      /* the encoded job, sent when accepted */
+    size_t job_len;                 /* bytes in job */
+    size_t quota_count;             /* quotas it counted against, for a refusal's text */
+    struct osbq_policy_use *quotas; /* their copies, or NULL */
+    char *quota_values[OSBQ_POLICY_QUOTAS_MAX]; /* the values those copies point at */
+};
+
+static void accept_pending_free(void *state)
 {
-    return a->kind == OSBQ_JOB_PROVISION ? got->dashboard_url : NULL;
+    struct accept_pending *p = state;
+    free(p->job);
+    for (size_t i = 0; i < p->quota_count; i++)
+        free(p->quota_values[i]);
+    free(p->quotas);
+    free(p);
 }
 
-/* Records the operation and answers: 202 (async), a wait (sync), or why not. */
-static void accept_operation(const struct gateway *gw, const struct request *req,
-                             const struct accept *a, struct reply *out)
+/* Keeps the request's quotas for the refusal text: their values live in the request's JSON,
+ * which is gone by the time Redis answers. */
+static bool keep_quotas(struct accept_pending *p, const struct osbq_policy_use *uses, size_t n)
 {
-    char operation_id[33];
-    osb_new_operation_id(operation_id);
-    bool async = osb_accepts_incomplete(req);
-    struct osbq_job job = {
-        .operation_id = operation_id,
-        .kind = a->kind,
-        .instance_id = (char *)(uintptr_t)a->instance_id,
-        .service_id = (char *)(uintptr_t)a->service_id,
-        .plan_id = (char *)(uintptr_t)a->plan_id,
-        .parameters = (char *)(uintptr_t)a->parameters,
-        .context = (char *)(uintptr_t)a->context,
-        .maintenance_info = (char *)(uintptr_t)a->maintenance_info,
-    };
-    osb_job_from_request(&job, req);
-    size_t len = 0;
-    char *bytes = osb_encode_job(&job, &len, out);
-    if (bytes == NULL)
-        return;
-    struct osbq_begin_request begin = {
-        .kind = osbq_job_kind_name(a->kind),
-        .operation_id = operation_id,
-        .instance_id = a->instance_id,
-        .digest = a->digest,
-        .waiting_gateway = async ? NULL : gw->gateway_id,
-        .service_id = a->service_id,
-        .plan_id = a->plan_id,
-        .parameters = a->parameters,
-        .context = a->context,
-        .maintenance_version = a->maintenance_version,
-        .dashboard_url = a->dashboard_url,
-        .expected_plan_id = a->expected_plan_id,
-        .job = bytes,
-        .job_len = len,
-        .api_version = req->api_version,
-        .claim_timeout_ms = gw->cfg->claim_timeout_ms,
-        .quotas = a->quota_spec,
-        .platform = osb_platform_name(req),
-    };
+    if (n == 0)
+        return true;
+    p->quotas = calloc(n, sizeof *p->quotas);
+    if (p->quotas == NULL)
+        return false;
+    p->quota_count = n;
+    for (size_t i = 0; i < n; i++) {
+        p->quotas[i] = uses[i];
+        if (uses[i].value == NULL)
+            continue;
+        p->quota_values[i] = strdup(uses[i].value);
+        if (p->quota_values[i] == NULL)
+            return false;
+        p->quotas[i].value = p->quota_values[i];
+    }
+    return true;
+}
+
+/* The answer once begin_instance.lua has answered: 202 (async), a wait (sync), or why not. */
+static void accept_answer(const struct gateway *gw, const struct request *req,
+                          struct osbq_store_call *call, void *state, struct reply *out)
+{
+    struct accept_pending *p = state;
     struct osbq_begin_reply got = {0};
     struct osbq_error err = {0};
-    if (osbq_store_begin_instance(gw->store, &begin, &got, &err) < 0) {
-        free(bytes);
+    if (osbq_store_begin_result(call, &got, &err) < 0) {
         osb_store_unavailable(out, &err);
         return;
     }
     if (got.answer == OSBQ_BEGIN_ACCEPTED || got.answer == OSBQ_BEGIN_IN_PROGRESS) {
         struct osb_started started = {
-            .kind = a->kind,
-            .instance_id = a->instance_id,
-            .operation_id = operation_id,
-            .async = async,
-            .timeout_ms = sync_timeout_ms(a->plan),
-            .accepted_dashboard = dashboard_for(a, &got),
+            .kind = p->kind,
+            .instance_id = req->params[0],
+            .operation_id = p->operation_id,
+            .async = p->async,
+            .timeout_ms = p->timeout_ms,
+            .accepted_dashboard = p->kind == OSBQ_JOB_PROVISION ? got.dashboard_url : NULL,
             .wait_dashboard = got.dashboard_url,
         };
-        osb_reply_started(gw, req, &started, &got, bytes, len, out);
+        osb_reply_started(gw, req, &started, &got, p->job, p->job_len, out);
+        p->job = NULL; /* osb_reply_started took it */
         osbq_begin_reply_clear(&got);
         return;
     }
-    free(bytes);
     switch (got.answer) {
     case OSBQ_BEGIN_ACCEPTED:
     case OSBQ_BEGIN_IN_PROGRESS:
@@ -183,8 +187,8 @@ static void accept_operation(const struct gateway *gw, const struct request *req
         break;
     case OSBQ_BEGIN_QUOTA: {
         char why[OSBQ_ERROR_TEXT_MAX] = "A quota of the broker's policy is full.";
-        if (a->quotas != NULL)
-            osbq_policy_quota_description(&a->quotas[got.quota_index], got.quota_used, why,
+        if (got.quota_index < p->quota_count)
+            osbq_policy_quota_description(&p->quotas[got.quota_index], got.quota_used, why,
                                           sizeof why);
         reply_error(out, OSBQ_ERR_FORBIDDEN, why);
         break;
@@ -197,6 +201,67 @@ static void accept_operation(const struct gateway *gw, const struct request *req
         break;
     }
     osbq_begin_reply_clear(&got);
+}
+
+/* Records the operation (begin_instance.lua, through the pipeline); accept_answer answers. */
+static void accept_operation(const struct gateway *gw, const struct request *req,
+                             const struct accept *a, struct reply *out)
+{
+    struct accept_pending *p = calloc(1, sizeof *p);
+    if (p == NULL || !keep_quotas(p, a->quotas, a->quota_count)) {
+        if (p != NULL)
+            accept_pending_free(p);
+        reply_error(out, OSBQ_ERR_INTERNAL, NULL);
+        return;
+    }
+    p->kind = a->kind;
+    p->async = osb_accepts_incomplete(req);
+    p->timeout_ms = sync_timeout_ms(a->plan);
+    osb_new_operation_id(p->operation_id);
+    struct osbq_job job = {
+        .operation_id = p->operation_id,
+        .kind = a->kind,
+        .instance_id = (char *)(uintptr_t)a->instance_id,
+        .service_id = (char *)(uintptr_t)a->service_id,
+        .plan_id = (char *)(uintptr_t)a->plan_id,
+        .parameters = (char *)(uintptr_t)a->parameters,
+        .context = (char *)(uintptr_t)a->context,
+        .maintenance_info = (char *)(uintptr_t)a->maintenance_info,
+    };
+    osb_job_from_request(&job, req);
+    p->job = osb_encode_job(&job, &p->job_len, out);
+    if (p->job == NULL) {
+        accept_pending_free(p);
+        return;
+    }
+    struct osbq_begin_request begin = {
+        .kind = osbq_job_kind_name(a->kind),
+        .operation_id = p->operation_id,
+        .instance_id = a->instance_id,
+        .digest = a->digest,
+        .waiting_gateway = p->async ? NULL : gw->gateway_id,
+        .service_id = a->service_id,
+        .plan_id = a->plan_id,
+        .parameters = a->parameters,
+        .context = a->context,
+        .maintenance_version = a->maintenance_version,
+        .dashboard_url = a->dashboard_url,
+        .expected_plan_id = a->expected_plan_id,
+        .job = p->job,
+        .job_len = p->job_len,
+        .api_version = req->api_version,
+        .claim_timeout_ms = gw->cfg->claim_timeout_ms,
+        .quotas = a->quota_spec,
+        .platform = osb_platform_name(req),
+    };
+    struct osbq_error err = {0};
+    struct osbq_store_call *call = osbq_store_begin_instance_call(gw->store, &begin, &err);
+    if (call == NULL) {
+        accept_pending_free(p);
+        reply_error_from(out, &err);
+        return;
+    }
+    reply_defer(out, call, accept_answer, p, accept_pending_free);
 }
 
 /* Checks a maintenance_info member against plan; false with the reply set. */
@@ -246,6 +311,7 @@ void osb_instance_put(const struct gateway *gw, const struct request *req, struc
     const struct osbq_plan *plan;
     char *params_text = NULL, *context_text = NULL, *info_text = NULL, *dashboard = NULL;
     char *quota_spec = NULL;
+    size_t quota_count = 0;
     struct osbq_policy_use uses[OSBQ_POLICY_QUOTAS_MAX];
     if (!osb_optional_string(body, "service_id", &service_id, out) ||
         !osb_optional_string(body, "plan_id", &plan_id, out) ||
@@ -275,7 +341,7 @@ void osb_instance_put(const struct gateway *gw, const struct request *req, struc
         goto out;
     struct osbq_policy_context ctx;
     osbq_policy_context_from(&ctx, context, org, space, osb_platform_name(req));
-    if (!policy_admits(gw, plan, &ctx, uses, &quota_spec, out))
+    if (!policy_admits(gw, plan, &ctx, uses, &quota_count, &quota_spec, out))
         goto out;
     json_t *identity =
         json_pack("{s:s, s:s, s:O?, s:O?, s:s?, s:s?, s:s?}", "service_id", service_id, "plan_id",
@@ -301,6 +367,7 @@ void osb_instance_put(const struct gateway *gw, const struct request *req, struc
         .dashboard_url = dashboard,
         .digest = digest,
         .quotas = uses,
+        .quota_count = quota_count,
         .quota_spec = quota_spec,
     };
     accept_operation(gw, req, &a, out);
@@ -326,6 +393,7 @@ void osb_instance_patch(const struct gateway *gw, const struct request *req, str
     struct osbq_instance inst = {0};
     struct osbq_error err = {0};
     char *params_text = NULL, *context_text = NULL, *info_text = NULL, *quota_spec = NULL;
+    size_t quota_count = 0;
     json_t *stored_context = NULL;
     struct osbq_policy_use uses[OSBQ_POLICY_QUOTAS_MAX];
     if (!osb_optional_string(body, "service_id", &service_id, out) ||
@@ -388,7 +456,7 @@ void osb_instance_patch(const struct gateway *gw, const struct request *req, str
             stored_context = json_loads(inst.context, 0, NULL);
         osbq_policy_context_from(&ctx, context ? context : stored_context, NULL, NULL,
                                  osb_platform_name(req));
-        if (!policy_admits(gw, target, &ctx, uses, &quota_spec, out))
+        if (!policy_admits(gw, target, &ctx, uses, &quota_count, &quota_spec, out))
             goto out;
     }
     json_t *identity =
@@ -413,6 +481,7 @@ void osb_instance_patch(const struct gateway *gw, const struct request *req, str
         .expected_plan_id = inst.plan_id,
         .digest = digest,
         .quotas = uses,
+        .quota_count = quota_count,
         /* A plan change holds exactly the new plan's quotas (none: ""); otherwise the
          * instance's counters stay as they are. */
         .quota_spec = current == target ? OSBQ_STORE_QUOTAS_UNCHANGED

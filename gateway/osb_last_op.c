@@ -1,4 +1,5 @@
-/* GET .../last_operation of a service instance or of a service binding: one round trip. */
+/* GET .../last_operation of a service instance or of a service binding: one round trip,
+ * through the store's pipeline. */
 #include <stdio.h>
 #include <string.h>
 
@@ -23,24 +24,17 @@ static unsigned retry_after_s(const struct osbq_config *cfg, const struct osbq_l
     return (unsigned)s;
 }
 
-/* Answers for the instance (binding_id NULL) or one of its bindings. */
-static void last_operation(const struct gateway *gw, const struct request *req,
-                           const char *binding_id, struct reply *out)
+/* The answer once the script's reply is in: for the instance (binding_id NULL) or one of its
+ * bindings. */
+static void last_operation_answer(const struct gateway *gw, const struct request *req,
+                                  const char *binding_id, struct osbq_store_call *call,
+                                  struct reply *out)
 {
-    const char *instance_id = req->params[0];
     const char *what = binding_id ? "service binding" : "service instance";
-    if (!osb_valid_id(instance_id, "instance_id", out) ||
-        (binding_id != NULL && !osb_valid_id(binding_id, "binding_id", out)))
-        return;
     const char *operation = req->query_operation;
-    if (operation != NULL && operation[0] == '\0') {
-        osb_bad_request(out, "The operation query parameter must not be empty.");
-        return;
-    }
     struct osbq_last_op op = {0};
     struct osbq_error err = {0};
-    int found = osbq_store_last_operation(gw->store, instance_id, binding_id, operation,
-                                          osb_platform_name(req), &op, &err);
+    int found = osbq_store_last_operation_result(call, &op, &err);
     if (found < 0) {
         osb_store_unavailable(out, &err);
         return;
@@ -78,6 +72,43 @@ static void last_operation(const struct gateway *gw, const struct request *req,
                        retry_after_s(gw->cfg, &op));
 out:
     osbq_last_op_clear(&op);
+}
+
+static void instance_answer(const struct gateway *gw, const struct request *req,
+                            struct osbq_store_call *call, void *state, struct reply *out)
+{
+    (void)state;
+    last_operation_answer(gw, req, NULL, call, out);
+}
+
+static void binding_answer(const struct gateway *gw, const struct request *req,
+                           struct osbq_store_call *call, void *state, struct reply *out)
+{
+    (void)state;
+    last_operation_answer(gw, req, req->params[1], call, out);
+}
+
+/* Checks the request and sends its one script call (last_operation.lua). */
+static void last_operation(const struct gateway *gw, const struct request *req,
+                           const char *binding_id, struct reply *out)
+{
+    const char *instance_id = req->params[0];
+    if (!osb_valid_id(instance_id, "instance_id", out) ||
+        (binding_id != NULL && !osb_valid_id(binding_id, "binding_id", out)))
+        return;
+    const char *operation = req->query_operation;
+    if (operation != NULL && operation[0] == '\0') {
+        osb_bad_request(out, "The operation query parameter must not be empty.");
+        return;
+    }
+    struct osbq_error err = {0};
+    struct osbq_store_call *call = osbq_store_last_operation_call(
+        gw->store, instance_id, binding_id, operation, osb_platform_name(req), &err);
+    if (call == NULL) {
+        reply_error_from(out, &err);
+        return;
+    }
+    reply_defer(out, call, binding_id ? binding_answer : instance_answer, NULL, NULL);
 }
 
 void osb_last_operation_get(const struct gateway *gw, const struct request *req, struct reply *out)

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "store.h"
+
 /* Kubernetes' OSB client recognises the 422 codes only with these exact descriptions. */
 static const struct reply_error_row error_rows[OSBQ_ERR_COUNT_] = {
     [OSBQ_OK] = {200, NULL, "OK"},
@@ -120,9 +122,25 @@ void reply_wait_clear(struct reply_wait *wait)
     memset(wait, 0, sizeof *wait);
 }
 
+void reply_defer(struct reply *out, struct osbq_store_call *call, reply_resume_fn resume,
+                 void *state, void (*state_free)(void *state))
+{
+    reply_clear(out);
+    out->defer = (struct reply_defer){call, resume, state, state_free};
+}
+
+void reply_defer_clear(struct reply_defer *defer)
+{
+    osbq_store_call_free(&defer->call);
+    if (defer->state != NULL && defer->state_free != NULL)
+        defer->state_free(defer->state);
+    memset(defer, 0, sizeof *defer);
+}
+
 void reply_clear(struct reply *out)
 {
     free(out->body);
     reply_wait_clear(&out->wait);
+    reply_defer_clear(&out->defer);
     memset(out, 0, sizeof *out);
 }

@@ -36,6 +36,14 @@ void reply_json(struct reply *out, unsigned status, json_t *body);
 /* Fills out with status and a body that outlives the reply (borrowed). */
 void reply_static(struct reply *out, unsigned status, const char *body, size_t len);
 
+/* Makes out a deferred reply: call goes to Redis, then resume(state) answers. Takes call and
+ * state (state_free frees it; NULL when there is none). */
+void reply_defer(struct reply *out, struct osbq_store_call *call, reply_resume_fn resume,
+                 void *state, void (*state_free)(void *state));
+
+/* Frees what a deferral owns and zeroes it. */
+void reply_defer_clear(struct reply_defer *defer);
+
 /* Frees what out owns and zeroes it. */
 void reply_clear(struct reply *out);
 

@@ -55,6 +55,26 @@ struct reply_wait {
     size_t job_len;          /* bytes in job */
 };
 
+struct gateway;
+struct osbq_store_call;
+struct reply;
+
+/* The second half of a handler that needed Redis: runs on an HTTP thread once call is answered
+ * (its reply, or why none came, is in it), with the same request and the state the first half
+ * kept, and fills out (which may defer again, or wait). */
+typedef void (*reply_resume_fn)(const struct gateway *gw, const struct request *req,
+                                struct osbq_store_call *call, void *state, struct reply *out);
+
+/* A handler's Redis call: http.c suspends the connection, the store's pipeline sends the call
+ * with other requests' calls, and its reply resumes the connection. No HTTP thread waits for
+ * Redis. */
+struct reply_defer {
+    struct osbq_store_call *call;    /* owned; NULL when the request does not defer */
+    reply_resume_fn resume;          /* what answers once call is answered */
+    void *state;                     /* owned: what resume needs beyond the request, or NULL */
+    void (*state_free)(void *state); /* frees state */
+};
+
 /* The schemes a 401's WWW-Authenticate names. */
 #define REPLY_AUTH_BASIC  1u
 #define REPLY_AUTH_BEARER 2u
@@ -74,6 +94,7 @@ struct reply {
     char operation_id[33];    /* the operation the request started or joined, for the access
                                * log; empty when none */
     struct reply_wait wait;   /* set instead of a status when the request waits */
+    struct reply_defer defer; /* set instead of a status when the handler needs Redis */
 };
 
 #endif

@@ -1,0 +1,416 @@
+/* The store's pipeline. Calls are appended to one connection's output as they come and their
+ * replies are read back in the same order (Redis answers a connection's commands in order), so
+ * the calls of many requests share each write and each read, and no caller waits on the
+ * socket. hiredis sets the connection up (address, Sentinels, AUTH, SELECT, scripts) and
+ * parses replies; the reads and writes are this thread's, on a non-blocking socket. */
+#include "store_pipeline.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "store_internal.h"
+
+/* One command written (or being written) to Redis and not answered yet. */
+struct sent {
+    struct osbq_store_call *call; /* whose reply it is; NULL: a SCRIPT LOAD after NOSCRIPT */
+    int64_t deadline_ms;          /* no reply by then: Redis is not answering */
+};
+
+struct osbq_store_pipeline {
+    struct osbq_store *store; /* borrowed: connections, scripts, fail-fast state */
+    pthread_t thread;         /* runs pipeline_main until drained */
+    bool running;             /* the thread has not been joined */
+    int wake_fd;              /* eventfd: calls were submitted, or the pipeline is draining */
+    pthread_mutex_t lock;     /* guards first, last and stopping */
+    struct osbq_store_call *first, *last; /* submitted and not sent yet, oldest first */
+    bool stopping;                        /* draining: refuse new calls */
+    atomic_size_t pending;                /* taken and not finished */
+    /* The thread's own. */
+    redisContext *c;            /* the connection (non-blocking), or NULL */
+    char sha[SCRIPT_COUNT][41]; /* the scripts as c's Redis knows them */
+    struct sent *sent;          /* ring of commands sent, oldest at sent_at */
+    size_t sent_cap, sent_at, sent_count;
+    char *out; /* bytes to write to c, from out_at to out_len */
+    size_t out_at, out_len, out_cap;
+};
+
+/* Hands a call back: its reply or error is in it. The call is not touched afterwards. */
+static void finish(struct osbq_store_pipeline *p, struct osbq_store_call *call)
+{
+    atomic_fetch_sub(&p->pending, 1);
+    call->done(call->done_ctx);
+}
+
+static void fail(struct osbq_store_pipeline *p, struct osbq_store_call *call,
+                 const struct osbq_error *why)
+{
+    call->err = *why;
+    finish(p, call);
+}
+
+/* The connection failed (or Redis stopped answering): every call sent on it fails, the
+ * connection goes, and the store fails fast for a moment, as for any caller. */
+static void drop_connection(struct osbq_store_pipeline *p, const char *why)
+{
+    struct osbq_error err = {0};
+    osbq_error_set(&err, OSBQ_ERR_UNAVAILABLE, "redis: %s", why);
+    log_warnx("redis pipeline: %s; %zu call(s) failed", why, p->sent_count);
+    for (; p->sent_count > 0; p->sent_count--) {
+        struct sent *s = &p->sent[p->sent_at];
+        p->sent_at = (p->sent_at + 1) % p->sent_cap;
+        if (s->call != NULL)
+            fail(p, s->call, &err);
+    }
+    p->sent_at = 0;
+    p->out_at = p->out_len = 0;
+    redisFree(p->c);
+    p->c = NULL;
+    store_mark_down(p->store);
+}
+
+static bool out_append(struct osbq_store_pipeline *p, const char *bytes, size_t len)
+{
+    if (p->out_at > 0 && p->out_at == p->out_len)
+        p->out_at = p->out_len = 0;
+    if (len > p->out_cap - p->out_len) {
+        size_t cap = p->out_cap ? p->out_cap : 65536;
+        while (cap - p->out_len < len)
+            cap *= 2;
+        char *grown = realloc(p->out, cap);
+        if (grown == NULL)
+            return false;
+        p->out = grown;
+        p->out_cap = cap;
+    }
+    memcpy(p->out + p->out_len, bytes, len);
+    p->out_len += len;
+    return true;
+}
+
+static bool sent_push(struct osbq_store_pipeline *p, struct osbq_store_call *call,
+                      int64_t deadline_ms)
+{
+    if (p->sent_count == p->sent_cap) {
+        size_t cap = p->sent_cap ? 2 * p->sent_cap : 256;
+        struct sent *grown = malloc(cap * sizeof *grown);
+        if (grown == NULL)
+            return false;
+        for (size_t i = 0; i < p->sent_count; i++)
+            grown[i] = p->sent[(p->sent_at + i) % p->sent_cap];
+        free(p->sent);
+        p->sent = grown;
+        p->sent_cap = cap;
+        p->sent_at = 0;
+    }
+    p->sent[(p->sent_at + p->sent_count) % p->sent_cap] = (struct sent){call, deadline_ms};
+    p->sent_count++;
+    return true;
+}
+
+/* Connects through the store (fail-fast, Sentinels, AUTH, SELECT), makes sure Redis knows every
+ * script, then makes the socket non-blocking. */
+static bool pipeline_connect(struct osbq_store_pipeline *p, struct osbq_error *err)
+{
+    redisContext *c = store_acquire(p->store, err);
+    if (c == NULL)
+        return false;
+    for (int i = 0; i < SCRIPT_COUNT; i++) {
+        if (store_script_sha(p->store, c, (enum store_script)i, p->sha[i], err) < 0) {
+            store_release(p->store, c);
+            return false;
+        }
+    }
+    int flags = fcntl(c->fd, F_GETFL);
+    if (flags < 0 || fcntl(c->fd, F_SETFL, flags | O_NONBLOCK) < 0) {
+        osbq_error_set(err, OSBQ_ERR_UNAVAILABLE, "redis: cannot make the socket non-blocking");
+        redisFree(c);
+        return false;
+    }
+    p->c = c;
+    return true;
+}
+
+/* Appends call's command to the output; false when out of memory. */
+static bool append_call(struct osbq_store_pipeline *p, struct osbq_store_call *call)
+{
+    char head[STORE_CALL_HEAD_MAX];
+    size_t head_len = store_call_head(call, p->sha[call->script], head);
+    size_t mark = p->out_len;
+    if (!out_append(p, head, head_len) || !out_append(p, call->tail, call->tail_len) ||
+        !sent_push(p, call, call->deadline_ms)) {
+        p->out_len = mark;
+        return false;
+    }
+    return true;
+}
+
+static void send_call(struct osbq_store_pipeline *p, struct osbq_store_call *call)
+{
+    struct osbq_error err = {0};
+    if (p->c == NULL && !pipeline_connect(p, &err)) {
+        fail(p, call, &err);
+        return;
+    }
+    if (!append_call(p, call)) {
+        osbq_error_set(&err, OSBQ_ERR_INTERNAL, "out of memory");
+        fail(p, call, &err);
+    }
+}
+
+/* NOSCRIPT (the script cache was flushed): SCRIPT LOAD, then the call again, once. The SHA is
+ * the text's SHA-1, so the command stands as it was. */
+static void resend_after_noscript(struct osbq_store_pipeline *p, struct osbq_store_call *call)
+{
+    char *load = NULL;
+    int len = redisFormatCommand(&load, "SCRIPT LOAD %s", store_script_texts[call->script].text);
+    bool ok = len > 0 && out_append(p, load, (size_t)len) &&
+              sent_push(p, NULL, call->deadline_ms) && append_call(p, call);
+    redisFreeCommand(load);
+    call->resent = true;
+    if (!ok) {
+        struct osbq_error err = {0};
+        osbq_error_set(&err, OSBQ_ERR_INTERNAL, "out of memory");
+        fail(p, call, &err);
+    }
+}
+
+/* Gives each reply parsed so far to the oldest command sent. */
+static void take_replies(struct osbq_store_pipeline *p)
+{
+    for (;;) {
+        void *got = NULL;
+        if (redisReaderGetReply(p->c->reader, &got) != REDIS_OK) {
+            drop_connection(p, "protocol error in a reply");
+            return;
+        }
+        if (got == NULL)
+            return;
+        redisReply *reply = got;
+        if (p->sent_count == 0) {
+            freeReplyObject(reply);
+            drop_connection(p, "a reply to no command");
+            return;
+        }
+        struct osbq_store_call *call = p->sent[p->sent_at].call;
+        p->sent_at = (p->sent_at + 1) % p->sent_cap;
+        p->sent_count--;
+        if (call == NULL) { /* a SCRIPT LOAD: the call after it says whether it worked */
+            freeReplyObject(reply);
+            continue;
+        }
+        if (reply->type == REDIS_REPLY_ERROR && !call->resent &&
+            strncmp(reply->str, "NOSCRIPT", 8) == 0) {
+            freeReplyObject(reply);
+            resend_after_noscript(p, call);
+            continue;
+        }
+        bool replica = store_call_settle(p->store, call, reply);
+        finish(p, call);
+        if (replica) {
+            drop_connection(p, "the server is a replica now");
+            return;
+        }
+    }
+}
+
+static void read_replies(struct osbq_store_pipeline *p)
+{
+    char buf[16384];
+    while (p->c != NULL) {
+        ssize_t n = read(p->c->fd, buf, sizeof buf);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return;
+        if (n <= 0) {
+            drop_connection(p, n == 0 ? "connection closed by the server" : strerror(errno));
+            return;
+        }
+        if (redisReaderFeed(p->c->reader, buf, (size_t)n) != REDIS_OK) {
+            drop_connection(p, "cannot buffer a reply");
+            return;
+        }
+        take_replies(p);
+        if ((size_t)n < sizeof buf)
+            return;
+    }
+}
+
+static void write_out(struct osbq_store_pipeline *p)
+{
+    while (p->c != NULL && p->out_at < p->out_len) {
+        ssize_t n = send(p->c->fd, p->out + p->out_at, p->out_len - p->out_at, MSG_NOSIGNAL);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return;
+        if (n < 0) {
+            drop_connection(p, strerror(errno));
+            return;
+        }
+        p->out_at += (size_t)n;
+    }
+}
+
+/* Takes the calls submitted since the last turn; *stopping says whether draining began. */
+static struct osbq_store_call *take_submitted(struct osbq_store_pipeline *p, bool *stopping)
+{
+    uint64_t count;
+    while (read(p->wake_fd, &count, sizeof count) < 0 && errno == EINTR)
+        ;
+    pthread_mutex_lock(&p->lock);
+    struct osbq_store_call *calls = p->first;
+    p->first = p->last = NULL;
+    *stopping = p->stopping;
+    pthread_mutex_unlock(&p->lock);
+    return calls;
+}
+
+static void *pipeline_main(void *arg)
+{
+    struct osbq_store_pipeline *p = arg;
+    bool stopping = false;
+    for (;;) {
+        struct osbq_store_call *calls = take_submitted(p, &stopping);
+        while (calls != NULL) {
+            struct osbq_store_call *next = calls->next;
+            send_call(p, calls);
+            calls = next;
+        }
+        write_out(p);
+        if (stopping && p->sent_count == 0)
+            break;
+        int timeout = -1;
+        if (p->sent_count > 0) {
+            int64_t left = p->sent[p->sent_at].deadline_ms - store_monotonic_ms();
+            if (left <= 0) {
+                drop_connection(p, "no reply within OSBQ_REDIS_TIMEOUT_MS");
+                continue;
+            }
+            timeout = left > INT32_MAX ? INT32_MAX : (int)left;
+        }
+        struct pollfd fds[2] = {{.fd = p->wake_fd, .events = POLLIN}, {.fd = -1}};
+        if (p->c != NULL) {
+            fds[1].fd = p->c->fd;
+            fds[1].events = (short)(POLLIN | (p->out_at < p->out_len ? POLLOUT : 0));
+        }
+        if (poll(fds, 2, timeout) < 0 && errno != EINTR) {
+            log_warnx("redis pipeline: poll: %s", strerror(errno));
+            continue;
+        }
+        if (fds[1].revents & (POLLIN | POLLERR | POLLHUP))
+            read_replies(p);
+        if (p->c != NULL && (fds[1].revents & POLLOUT))
+            write_out(p);
+    }
+    /* Draining: what was submitted meanwhile was taken above; the thread ends with nothing
+     * pending, and the connection cannot go back to the store's pool (it is non-blocking). */
+    redisFree(p->c);
+    p->c = NULL;
+    return NULL;
+}
+
+struct osbq_store_pipeline *osbq_store_pipeline_start(struct osbq_store *store,
+                                                      struct osbq_error *err)
+{
+    struct osbq_store_pipeline *p = calloc(1, sizeof *p);
+    if (p == NULL) {
+        osbq_error_set(err, OSBQ_ERR_INTERNAL, "out of memory");
+        return NULL;
+    }
+    p->store = store;
+    atomic_init(&p->pending, 0);
+    p->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (p->wake_fd < 0 || pthread_mutex_init(&p->lock, NULL) != 0) {
+        if (p->wake_fd >= 0)
+            close(p->wake_fd);
+        free(p);
+        osbq_error_set(err, OSBQ_ERR_INTERNAL, "redis pipeline: %s", strerror(errno));
+        return NULL;
+    }
+    if (pthread_create(&p->thread, NULL, pipeline_main, p) != 0) {
+        pthread_mutex_destroy(&p->lock);
+        close(p->wake_fd);
+        free(p);
+        osbq_error_set(err, OSBQ_ERR_INTERNAL, "redis pipeline: cannot start its thread");
+        return NULL;
+    }
+    p->running = true;
+    return p;
+}
+
+static void wake(struct osbq_store_pipeline *p)
+{
+    uint64_t one = 1;
+    while (write(p->wake_fd, &one, sizeof one) < 0 && errno == EINTR)
+        ;
+}
+
+int osbq_store_pipeline_submit(struct osbq_store_pipeline *p, struct osbq_store_call *call,
+                               osbq_store_call_done_fn done, void *ctx)
+{
+    call->done = done;
+    call->done_ctx = ctx;
+    call->next = NULL;
+    call->resent = false;
+    call->deadline_ms = store_monotonic_ms() + (int64_t)p->store->cfg->redis_timeout_ms;
+    pthread_mutex_lock(&p->lock);
+    if (p->stopping) {
+        pthread_mutex_unlock(&p->lock);
+        return osbq_error_set(&call->err, OSBQ_ERR_UNAVAILABLE,
+                              "the broker is stopping: no new Redis calls");
+    }
+    atomic_fetch_add(&p->pending, 1);
+    /* One wake-up per batch: the thread takes the whole list when it wakes. */
+    bool was_empty = p->first == NULL;
+    if (was_empty)
+        p->first = call;
+    else
+        p->last->next = call;
+    p->last = call;
+    pthread_mutex_unlock(&p->lock);
+    if (was_empty)
+        wake(p);
+    return 0;
+}
+
+size_t osbq_store_pipeline_pending(struct osbq_store_pipeline *p)
+{
+    return atomic_load(&p->pending);
+}
+
+void osbq_store_pipeline_drain(struct osbq_store_pipeline *p)
+{
+    pthread_mutex_lock(&p->lock);
+    p->stopping = true;
+    pthread_mutex_unlock(&p->lock);
+    wake(p);
+    if (p->running) {
+        pthread_join(p->thread, NULL);
+        p->running = false;
+    }
+}
+
+void osbq_store_pipeline_free(struct osbq_store_pipeline **pp)
+{
+    struct osbq_store_pipeline *p = pp ? *pp : NULL;
+    if (p == NULL)
+        return;
+    osbq_store_pipeline_drain(p);
+    pthread_mutex_destroy(&p->lock);
+    close(p->wake_fd);
+    free(p->sent);
+    free(p->out);
+    free(p);
+    *pp = NULL;
+}

@@ -1,0 +1,369 @@
+/* The store's pipeline (common/store_pipeline.c) against a real redis-server: replies reach the
+ * calls they answer while several threads submit at once, NOSCRIPT, a server that stops
+ * answering, a connection the server closes, and draining. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* cmocka needs the headers above first. */
+#include <cmocka.h>
+
+#include <hiredis/hiredis.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "redis_fixture.h"
+#include "store.h"
+#include "store_pipeline.h"
+
+#define TIMEOUT_MS 600
+
+struct fixture {
+    struct redis_fixture redis;           /* the server */
+    struct osbq_config cfg;               /* configuration pointing at it */
+    struct osbq_store *store;             /* the store the pipeline uses */
+    struct osbq_store_pipeline *pipeline; /* under test */
+    redisContext *direct;                 /* a plain connection to inspect and disturb */
+};
+
+static int setup(void **state)
+{
+    struct fixture *f = calloc(1, sizeof *f);
+    if (f == NULL || redis_fixture_start(&f->redis) < 0)
+        return -1;
+    f->cfg.redis.host = strdup("127.0.0.1");
+    f->cfg.redis.port = (uint16_t)f->redis.port;
+    f->cfg.redis_timeout_ms = TIMEOUT_MS;
+    f->cfg.namespace_ = strdup("t");
+    f->cfg.retention_s = 3600;
+    f->store = osbq_store_new(&f->cfg);
+    struct osbq_error err = {0};
+    f->pipeline = f->store ? osbq_store_pipeline_start(f->store, &err) : NULL;
+    f->direct = redisConnect("127.0.0.1", f->redis.port);
+    *state = f;
+    return f->pipeline != NULL && f->direct != NULL && f->direct->err == 0 ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    struct fixture *f = *state;
+    osbq_store_pipeline_free(&f->pipeline);
+    redisFree(f->direct);
+    osbq_store_destroy(&f->store);
+    redis_fixture_stop(&f->redis);
+    free(f->cfg.redis.host);
+    free(f->cfg.namespace_);
+    free(f);
+    return 0;
+}
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    (void)clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Counts answered calls; a waiter sleeps until enough are in. */
+struct answers {
+    pthread_mutex_t lock;
+    pthread_cond_t changed;
+    size_t count;
+};
+
+static void answered(void *ctx)
+{
+    struct answers *a = ctx;
+    pthread_mutex_lock(&a->lock);
+    a->count++;
+    pthread_cond_broadcast(&a->changed);
+    pthread_mutex_unlock(&a->lock);
+}
+
+static void answers_init(struct answers *a)
+{
+    pthread_mutex_init(&a->lock, NULL);
+    pthread_cond_init(&a->changed, NULL);
+    a->count = 0;
+}
+
+/* Waits until count calls were answered, at most 10 s; returns how many were. */
+static size_t answers_wait(struct answers *a, size_t count)
+{
+    struct timespec until;
+    (void)clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 10;
+    pthread_mutex_lock(&a->lock);
+    while (a->count < count && pthread_cond_timedwait(&a->changed, &a->lock, &until) == 0)
+        ;
+    size_t got = a->count;
+    pthread_mutex_unlock(&a->lock);
+    return got;
+}
+
+static void answers_clear(struct answers *a)
+{
+    pthread_cond_destroy(&a->changed);
+    pthread_mutex_destroy(&a->lock);
+}
+
+static struct osbq_store_call *provision_call(struct fixture *f, const char *op,
+                                              const char *instance)
+{
+    struct osbq_begin_request req = {
+        .kind = "provision",
+        .operation_id = op,
+        .instance_id = instance,
+        .digest = "d",
+        .service_id = "svc",
+        .plan_id = "plan",
+        .job = "job-bytes",
+        .job_len = 9,
+        .api_version = 217,
+        .claim_timeout_ms = 30000,
+    };
+    struct osbq_error err = {0};
+    struct osbq_store_call *call = osbq_store_begin_instance_call(f->store, &req, &err);
+    if (call == NULL)
+        fail_msg("begin_instance_call: %s", err.text);
+    return call;
+}
+
+/* One submitting thread: its calls, each for its own instance, all in flight at once. */
+struct submitter {
+    struct fixture *f;
+    int index;              /* which thread */
+    struct answers answers; /* its calls answered */
+    struct osbq_store_call *calls[400];
+};
+
+#define CALLS_PER_THREAD 400
+#define THREADS          4
+
+static void *submit_many(void *arg)
+{
+    struct submitter *s = arg;
+    for (int i = 0; i < CALLS_PER_THREAD; i++) {
+        char op[32], instance[32];
+        (void)snprintf(op, sizeof op, "op-%d-%d", s->index, i);
+        (void)snprintf(instance, sizeof instance, "i-%d-%d", s->index, i);
+        s->calls[i] = provision_call(s->f, op, instance);
+        if (osbq_store_pipeline_submit(s->f->pipeline, s->calls[i], answered, &s->answers) != 0)
+            return s;
+    }
+    return NULL;
+}
+
+/* Several threads' calls share the connection; each reply reaches the call it answers: an
+ * accepted provision's reply names the operation that call proposed. */
+static void test_replies_reach_their_calls(void **state)
+{
+    struct fixture *f = *state;
+    struct submitter s[THREADS];
+    pthread_t threads[THREADS];
+    for (int t = 0; t < THREADS; t++) {
+        s[t].f = f;
+        s[t].index = t;
+        answers_init(&s[t].answers);
+        assert_int_equal(pthread_create(&threads[t], NULL, submit_many, &s[t]), 0);
+    }
+    for (int t = 0; t < THREADS; t++) {
+        void *refused = NULL;
+        pthread_join(threads[t], &refused);
+        assert_null(refused);
+    }
+    for (int t = 0; t < THREADS; t++) {
+        assert_int_equal(answers_wait(&s[t].answers, CALLS_PER_THREAD), CALLS_PER_THREAD);
+        for (int i = 0; i < CALLS_PER_THREAD; i++) {
+            struct osbq_begin_reply got = {0};
+            struct osbq_error err = {0};
+            char op[32];
+            (void)snprintf(op, sizeof op, "op-%d-%d", t, i);
+            assert_int_equal(osbq_store_begin_result(s[t].calls[i], &got, &err), 0);
+            assert_int_equal(got.answer, OSBQ_BEGIN_ACCEPTED);
+            assert_non_null(got.operation_id);
+            assert_string_equal(got.operation_id, op);
+            osbq_begin_reply_clear(&got);
+            osbq_store_call_free(&s[t].calls[i]);
+        }
+        answers_clear(&s[t].answers);
+    }
+    assert_int_equal(osbq_store_pipeline_pending(f->pipeline), 0);
+    /* The same instance again: the script saw the first call's write. */
+    struct answers one;
+    answers_init(&one);
+    struct osbq_store_call *call = provision_call(f, "op-again", "i-2-7");
+    assert_int_equal(osbq_store_pipeline_submit(f->pipeline, call, answered, &one), 0);
+    assert_int_equal(answers_wait(&one, 1), 1);
+    struct osbq_begin_reply got = {0};
+    struct osbq_error err = {0};
+    assert_int_equal(osbq_store_begin_result(call, &got, &err), 0);
+    assert_int_equal(got.answer, OSBQ_BEGIN_IN_PROGRESS);
+    assert_string_equal(got.operation_id, "op-2-7");
+    osbq_begin_reply_clear(&got);
+    osbq_store_call_free(&call);
+    answers_clear(&one);
+}
+
+/* Submits one last_operation call and waits for it; returns what the result says. */
+static int last_operation(struct fixture *f, const char *instance, struct osbq_last_op *op,
+                          struct osbq_error *err, int64_t *took_ms)
+{
+    struct answers one;
+    answers_init(&one);
+    struct osbq_store_call *call =
+        osbq_store_last_operation_call(f->store, instance, NULL, NULL, NULL, err);
+    assert_non_null(call);
+    int64_t start = now_ms();
+    assert_int_equal(osbq_store_pipeline_submit(f->pipeline, call, answered, &one), 0);
+    assert_int_equal(answers_wait(&one, 1), 1);
+    if (took_ms != NULL)
+        *took_ms = now_ms() - start;
+    int rc = osbq_store_last_operation_result(call, op, err);
+    osbq_store_call_free(&call);
+    answers_clear(&one);
+    return rc;
+}
+
+static void provision(struct fixture *f, const char *op, const char *instance)
+{
+    struct answers one;
+    answers_init(&one);
+    struct osbq_store_call *call = provision_call(f, op, instance);
+    assert_int_equal(osbq_store_pipeline_submit(f->pipeline, call, answered, &one), 0);
+    assert_int_equal(answers_wait(&one, 1), 1);
+    struct osbq_begin_reply got = {0};
+    struct osbq_error err = {0};
+    assert_int_equal(osbq_store_begin_result(call, &got, &err), 0);
+    assert_int_equal(got.answer, OSBQ_BEGIN_ACCEPTED);
+    osbq_begin_reply_clear(&got);
+    osbq_store_call_free(&call);
+    answers_clear(&one);
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* The script cache flushed under a live connection: the call is answered all the same. */
+static void test_noscript_loads_and_resends(void **state)
+{
+    struct fixture *f = *state;
+    provision(f, "op-ns", "i-ns");
+    redisReply *r = redisCommand(f->direct, "SCRIPT FLUSH");
+    assert_non_null(r);
+    freeReplyObject(r);
+    struct osbq_last_op op = {0};
+    struct osbq_error err = {0};
+    assert_int_equal(last_operation(f, "i-ns", &op, &err, NULL), 1);
+    assert_string_equal(op.state, "queued");
+    osbq_last_op_clear(&op);
+}
+
+/* Redis stopped (SIGSTOP): the call fails within the timeout, not later; once Redis is back the
+ * pipeline reconnects. */
+static void test_unanswered_call_fails_within_the_timeout(void **state)
+{
+    struct fixture *f = *state;
+    provision(f, "op-st", "i-st");
+    assert_int_equal(kill(f->redis.pid, SIGSTOP), 0);
+    struct osbq_last_op op = {0};
+    struct osbq_error err = {0};
+    int64_t took = 0;
+    int rc = last_operation(f, "i-st", &op, &err, &took);
+    assert_int_equal(kill(f->redis.pid, SIGCONT), 0);
+    assert_int_equal(rc, -1);
+    assert_int_equal(err.code, OSBQ_ERR_UNAVAILABLE);
+    assert_non_null(strstr(err.text, "OSBQ_REDIS_TIMEOUT_MS"));
+    assert_true(took >= TIMEOUT_MS - 50);
+    assert_true(took < TIMEOUT_MS + 1500);
+    /* Right after the failure the store fails fast; then one call reconnects. */
+    sleep_ms(400);
+    memset(&err, 0, sizeof err);
+    assert_int_equal(last_operation(f, "i-st", &op, &err, NULL), 1);
+    osbq_last_op_clear(&op);
+}
+
+/* The server closes the connection: the next call after the fail-fast moment reconnects. */
+static void test_reconnects_after_the_server_closed_it(void **state)
+{
+    struct fixture *f = *state;
+    provision(f, "op-k", "i-k");
+    redisReply *r = redisCommand(f->direct, "CLIENT KILL TYPE normal SKIPME yes");
+    assert_non_null(r);
+    assert_true(r->type == REDIS_REPLY_INTEGER && r->integer >= 1);
+    freeReplyObject(r);
+    struct osbq_last_op op = {0};
+    struct osbq_error err = {0};
+    int rc = 0;
+    /* The first call may find the dead connection (and fail) or a new one; within a second it
+     * must work. */
+    for (int i = 0; i < 20 && rc != 1; i++) {
+        memset(&err, 0, sizeof err);
+        rc = last_operation(f, "i-k", &op, &err, NULL);
+        if (rc != 1)
+            sleep_ms(100);
+    }
+    assert_int_equal(rc, 1);
+    assert_string_equal(op.state, "queued");
+    osbq_last_op_clear(&op);
+}
+
+/* Draining answers what was taken, then refuses (the call stays the caller's, with a reason). */
+static void test_drain_answers_then_refuses(void **state)
+{
+    struct fixture *f = *state;
+    struct answers some;
+    answers_init(&some);
+    struct osbq_store_call *calls[50];
+    for (int i = 0; i < 50; i++) {
+        char op[32], instance[32];
+        (void)snprintf(op, sizeof op, "op-dr-%d", i);
+        (void)snprintf(instance, sizeof instance, "i-dr-%d", i);
+        calls[i] = provision_call(f, op, instance);
+        assert_int_equal(osbq_store_pipeline_submit(f->pipeline, calls[i], answered, &some), 0);
+    }
+    osbq_store_pipeline_drain(f->pipeline);
+    assert_int_equal(answers_wait(&some, 50), 50);
+    for (int i = 0; i < 50; i++) {
+        struct osbq_begin_reply got = {0};
+        struct osbq_error err = {0};
+        assert_int_equal(osbq_store_begin_result(calls[i], &got, &err), 0);
+        assert_int_equal(got.answer, OSBQ_BEGIN_ACCEPTED);
+        osbq_begin_reply_clear(&got);
+        osbq_store_call_free(&calls[i]);
+    }
+    struct osbq_store_call *late = provision_call(f, "op-late", "i-late");
+    assert_int_equal(osbq_store_pipeline_submit(f->pipeline, late, answered, &some), -1);
+    struct osbq_begin_reply got = {0};
+    struct osbq_error err = {0};
+    assert_int_equal(osbq_store_begin_result(late, &got, &err), -1);
+    assert_int_equal(err.code, OSBQ_ERR_UNAVAILABLE);
+    osbq_store_call_free(&late);
+    answers_clear(&some);
+    /* Nothing of the refused call reached Redis. */
+    redisReply *r = redisCommand(f->direct, "EXISTS t:instance:i-late");
+    assert_true(r != NULL && r->type == REDIS_REPLY_INTEGER && r->integer == 0);
+    freeReplyObject(r);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_replies_reach_their_calls, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_noscript_loads_and_resends, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unanswered_call_fails_within_the_timeout, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_reconnects_after_the_server_closed_it, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_drain_answers_then_refuses, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

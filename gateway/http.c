@@ -53,13 +53,13 @@ struct exchange {
     struct reply_wait wait;           /* what a synchronous request waits for */
     struct waiter_result wait_result; /* how the wait ended */
     const char *route;                /* matched pattern (static), "unmatched" or NULL before */
-    char *instance_id;                /* decoded path ids, for the access log, or NULL */
-    char *binding_id;
+    char *params[ROUTE_MAX_PARAMS];   /* decoded path parameters (req.params point here) */
+    const char *instance_id;          /* the ones that are ids, for the access log, or NULL */
+    const char *binding_id;
     char operation_id[33];                /* operation started or joined, for the access log */
     struct osbq_platforms *platforms;     /* the set this request uses (a reference) */
     const struct osbq_platform *platform; /* its platform (in platforms), or NULL off /v2 */
     struct request req;                   /* what the handler saw, kept for its second half */
-    struct route_params params;           /* req.params point here */
     bool deferred;                        /* suspended until defer.call is answered */
     struct reply_defer defer;             /* the handler's Redis call and second half */
 };
@@ -198,14 +198,22 @@ static bool credentials_match(struct MHD_Connection *conn, const struct osbq_aut
     return authenticated;
 }
 
-/* Keeps the decoded path ids of a matched route for the access log and the log context. */
-static void remember_ids(struct exchange *ex, const struct route *route,
-                         const struct route_params *params)
+/* Keeps the decoded path parameters of a matched route for the handler (and its second half,
+ * after the route's buffer is gone) and its ids for the access log. false when out of memory. */
+static bool keep_params(struct exchange *ex, const struct route *route,
+                        const struct route_params *params)
 {
+    for (size_t i = 0; i < params->count; i++) {
+        ex->params[i] = strdup(params->values[i]);
+        if (ex->params[i] == NULL)
+            return false;
+        ex->req.params[i] = ex->params[i];
+    }
     if (params->count > 0 && strstr(route->pattern, ":instance_id") != NULL)
-        ex->instance_id = strdup(params->values[0]);
+        ex->instance_id = ex->params[0];
     if (params->count > 1 && strstr(route->pattern, ":binding_id") != NULL)
-        ex->binding_id = strdup(params->values[1]);
+        ex->binding_id = ex->params[1];
+    return true;
 }
 
 /* Authenticates /v2 requests (and /metrics when it has credentials), reads their API version,
@@ -232,13 +240,13 @@ static void dispatch(const struct gateway *gw, struct MHD_Connection *conn, stru
     };
     struct osbq_error err = {0};
     const struct route *route = NULL;
-    struct route_params *params = &ex->params;
+    struct route_params params;
     unsigned allowed = 0;
     /* "<prefix>/v2/...": the prefix names the platform, the router sees the rest. */
     const char *path = ex->path;
     const struct osbq_platform *platform = NULL;
     bool broker = osbq_platforms_route(ex->platforms, ex->path, &platform, &path);
-    enum route_result matched = route_match(path, ex->method, &route, params, &allowed);
+    enum route_result matched = route_match(path, ex->method, &route, &params, &allowed);
     ex->route = matched == ROUTE_FOUND ? route->pattern : "unmatched";
 
     if (broker) {
@@ -277,9 +285,10 @@ static void dispatch(const struct gateway *gw, struct MHD_Connection *conn, stru
     case ROUTE_FOUND:
         break;
     }
-    for (size_t i = 0; i < params->count; i++)
-        req->params[i] = params->values[i];
-    remember_ids(ex, route, params);
+    if (!keep_params(ex, route, &params)) {
+        reply_error(out, OSBQ_ERR_INTERNAL, "Out of memory.");
+        return;
+    }
     /* Every line the handler logs names the request's ids; the operation joins when known. */
     struct osbq_log_context context = {.instance_id = ex->instance_id,
                                        .binding_id = ex->binding_id,
@@ -319,8 +328,8 @@ static void exchange_free(struct exchange *ex)
     for (size_t i = 0; i < sizeof ex->query / sizeof ex->query[0]; i++)
         free(ex->query[i]);
     free(ex->trace);
-    free(ex->instance_id);
-    free(ex->binding_id);
+    for (size_t i = 0; i < ROUTE_MAX_PARAMS; i++)
+        free(ex->params[i]);
     osbq_platforms_release(ex->platforms);
     reply_wait_clear(&ex->wait);
     waiter_result_clear(&ex->wait_result);

@@ -356,16 +356,23 @@ void osb_binding_put(const struct gateway *gw, const struct request *req, struct
     /* Platforms before 2.8 send only the top-level app_guid: backends read bind_resource. */
     if (resource == NULL && app_guid != NULL)
         resource = own_resource = json_pack("{s:s}", "app_guid", app_guid);
-    json_t *identity =
-        json_pack("{s:s, s:s, s:s?, s:O?, s:O?, s:O?, s:s?}", "service_id", service_id, "plan_id",
-                  plan_id, "app_guid", app_guid, "bind_resource", resource, "parameters",
-                  parameters, "context", context, "predecessor", predecessor);
-    char digest[33];
-    osb_digest(identity, digest);
-    json_decref(identity);
     params_text = osb_canonical(parameters);
     context_text = osb_canonical(context);
     resource_text = osb_canonical(resource);
+    char digest[33];
+    struct osb_digest d;
+    osb_digest_begin(&d);
+    osb_digest_string(&d, "app_guid", app_guid);
+    osb_digest_json(&d, "bind_resource", resource_text);
+    osb_digest_json(&d, "context", context_text);
+    osb_digest_json(&d, "parameters", params_text);
+    osb_digest_string(&d, "plan_id", plan_id);
+    osb_digest_string(&d, "predecessor", predecessor);
+    osb_digest_string(&d, "service_id", service_id);
+    if (!osb_digest_end(&d, digest)) {
+        reply_error(out, OSBQ_ERR_INTERNAL, "Out of memory.");
+        goto out;
+    }
     struct binding_accept a = {
         .kind = OSBQ_JOB_BIND,
         .instance_id = instance_id,

@@ -343,16 +343,23 @@ void osb_instance_put(const struct gateway *gw, const struct request *req, struc
     osbq_policy_context_from(&ctx, context, org, space, osb_platform_name(req));
     if (!policy_admits(gw, plan, &ctx, uses, &quota_count, &quota_spec, out))
         goto out;
-    json_t *identity =
-        json_pack("{s:s, s:s, s:O?, s:O?, s:s?, s:s?, s:s?}", "service_id", service_id, "plan_id",
-                  plan_id, "parameters", parameters, "context", context, "organization_guid", org,
-                  "space_guid", space, "maintenance_version", mv);
-    char digest[33];
-    osb_digest(identity, digest);
-    json_decref(identity);
     params_text = osb_canonical(parameters);
     context_text = osb_canonical(context);
     info_text = osb_canonical(info);
+    char digest[33];
+    struct osb_digest d;
+    osb_digest_begin(&d);
+    osb_digest_json(&d, "context", context_text);
+    osb_digest_string(&d, "maintenance_version", mv);
+    osb_digest_string(&d, "organization_guid", org);
+    osb_digest_json(&d, "parameters", params_text);
+    osb_digest_string(&d, "plan_id", plan_id);
+    osb_digest_string(&d, "service_id", service_id);
+    osb_digest_string(&d, "space_guid", space);
+    if (!osb_digest_end(&d, digest)) {
+        reply_error(out, OSBQ_ERR_INTERNAL, "Out of memory.");
+        goto out;
+    }
     dashboard = osbq_plan_dashboard_url(plan, instance_id);
     struct accept a = {
         .kind = OSBQ_JOB_PROVISION,
@@ -459,15 +466,21 @@ void osb_instance_patch(const struct gateway *gw, const struct request *req, str
         if (!policy_admits(gw, target, &ctx, uses, &quota_count, &quota_spec, out))
             goto out;
     }
-    json_t *identity =
-        json_pack("{s:s, s:s, s:O?, s:O?, s:s?}", "service_id", service_id, "plan_id", target->id,
-                  "parameters", parameters, "context", context, "maintenance_version", mv);
-    char digest[33];
-    osb_digest(identity, digest);
-    json_decref(identity);
     params_text = osb_canonical(parameters);
     context_text = osb_canonical(context);
     info_text = osb_canonical(info);
+    char digest[33];
+    struct osb_digest d;
+    osb_digest_begin(&d);
+    osb_digest_json(&d, "context", context_text);
+    osb_digest_string(&d, "maintenance_version", mv);
+    osb_digest_json(&d, "parameters", params_text);
+    osb_digest_string(&d, "plan_id", target->id);
+    osb_digest_string(&d, "service_id", service_id);
+    if (!osb_digest_end(&d, digest)) {
+        reply_error(out, OSBQ_ERR_INTERNAL, "Out of memory.");
+        goto out;
+    }
     struct accept a = {
         .kind = OSBQ_JOB_UPDATE,
         .instance_id = instance_id,

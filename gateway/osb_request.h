@@ -3,6 +3,7 @@
 #define OSBQ_GATEWAY_OSB_REQUEST_H
 
 #include <jansson.h>
+#include <sodium.h>
 #include <stdbool.h>
 
 #include "gateway.h"
@@ -39,8 +40,24 @@ bool osb_optional_object(json_t *body, const char *key, json_t **value, struct r
 /* Compact JSON text of value with sorted keys (canonical); NULL for NULL. Caller frees. */
 char *osb_canonical(const json_t *value);
 
-/* Hex BLAKE2b-128 of the canonical JSON of value. */
-void osb_digest(const json_t *value, char out[33]);
+/* A request's idempotency digest: hex BLAKE2b-128 of the canonical JSON (osb_canonical) of an
+ * object of the members that identify it. The text is hashed as it is streamed from the
+ * members' own texts (the canonical parameters and context a request stores anyway), so no
+ * object is built and nothing is dumped twice; the digest is the same as the sorted dump's
+ * (stored digests stay valid). Members go in strcmp order of their keys, as a sorted dump
+ * writes them; a NULL value is JSON null. */
+struct osb_digest {
+    crypto_generichash_state state; /* BLAKE2b over the text so far */
+    bool failed;                    /* out of memory escaping a string */
+    char next;                      /* what goes before the next member: '{' or ',' */
+};
+void osb_digest_begin(struct osb_digest *d);
+/* A member whose value is JSON text already canonical (osb_canonical's), or NULL. */
+void osb_digest_json(struct osb_digest *d, const char *key, const char *canonical);
+/* A member whose value is a string (UTF-8), or NULL. */
+void osb_digest_string(struct osb_digest *d, const char *key, const char *value);
+/* The hex digest; false when a string could not be escaped (out of memory). */
+bool osb_digest_end(struct osb_digest *d, char out[33]);
 
 /* A new random operation id (32 hex characters). */
 void osb_new_operation_id(char out[33]);

@@ -8,6 +8,7 @@
 #                with "redis" also selected, each run is followed by a run of the ceiling:
 #   redis        redis-benchmark running the EVALSHA call a gateway makes for an accept (its
 #                arguments captured with MONITOR): ratio accept / Redis-script ceiling
+#   accept_alone the accept case with no worker (jobs wait in Redis): the accept path alone
 #   last_op      last_operation polling over --instances instances, half done, half in progress;
 #                each run followed by redis-benchmark GET at 50 clients on the same Redis: ratio
 #   lifecycle    sync provision -> sync bind -> unbind -> deprovision, sim 0 ms, one gateway and
@@ -34,7 +35,7 @@ threads=2
 instances=10000
 scale_instances=1000000
 suspended=10000
-all_cases="catalog,accept,redis,last_op,lifecycle,sync_cycle,scale,memory,round_trips"
+all_cases="catalog,accept,redis,accept_alone,last_op,lifecycle,sync_cycle,scale,memory,round_trips"
 cases=$all_cases
 build_dir="$top/build-bench"
 
@@ -49,7 +50,8 @@ usage: bench/run.sh [options]
   --scale-instances N  finished instances preloaded by the scale case (default 1000000)
   --suspended N     sync requests held waiting by the memory case (default 10000)
   --cases LIST      comma-separated subset of (default all):
-                    catalog,accept,redis,last_op,lifecycle,sync_cycle,scale,memory,round_trips
+                    catalog,accept,redis,accept_alone,last_op,lifecycle,sync_cycle,scale,
+                    memory,round_trips
   --build-dir DIR   where to build the Release binaries (default build-bench/)
   --quick           a smoke run of every case: --runs 1 --duration 2 --instances 2000
                     --scale-instances 50000 --suspended 1000 (options after it still apply)
@@ -676,6 +678,25 @@ case_accept() {
   stop_stack
 }
 
+# The accept path by itself: no worker, so every job waits in Redis and in the gateway's queue
+# (a burst taken in before workers catch up). In case_accept the worker runs each job at once,
+# adding a claim and a finish script in the same Redis and its own CPU on the same 2 cores;
+# the ceiling is the accept script alone. One fresh stack per run: nothing queued from before,
+# and the claim timeout is long enough that the recovery loop stays idle.
+case_accept_alone() {
+  echo "== 2b accept_alone: async provision accept with no worker running (jobs wait in Redis)"
+  local run saved=("${osbq_extra_env[@]}")
+  osbq_extra_env=(OSBQ_CLAIM_TIMEOUT_MS=600000 OSBQ_MAX_QUEUED_JOBS=10000000)
+  for ((run = 1; run <= runs; run++)); do
+    start_stack "accept_alone_$run" --no-worker
+    warm_up provision_accept.lua tag=w
+    wrk_command provision_accept.lua "$duration" "tag=b$run"
+    measure_wrk accept_alone "$run" req/s "${wrk_cmd[@]}"
+    stop_stack
+  done
+  osbq_extra_env=("${saved[@]}")
+}
+
 # ---- 3 last_operation, and redis-benchmark GET ----
 
 # Provisions ids first, first+2, ... below $instances on a plan through the API with
@@ -962,6 +983,7 @@ print_summary() {
   summary_row catalog_bare "1 catalog, bare libmicrohttpd" req/s
   summary_row accept "2 provision accept (202)" req/s
   summary_row redis "2 redis-benchmark accept EVALSHA" calls/s
+  summary_row accept_alone "2b provision accept, no worker" req/s
   summary_row last_op "3 last_operation (200)" req/s
   summary_row last_op_get "3 redis-benchmark GET -c 50" GET/s
   summary_row lifecycle "4 lifecycles, 1 gateway 1 worker" cycles/s
@@ -974,6 +996,7 @@ print_summary() {
   print_ratio "catalog osbq / nginx" "$w/catalog.tsv" "$w/catalog_nginx.tsv" 1 ">= 1.0"
   print_ratio "catalog osbq / bare libmicrohttpd" "$w/catalog.tsv" "$w/catalog_bare.tsv" 1 ">= 0.8"
   print_ratio "accept / Redis-script ceiling" "$w/accept.tsv" "$w/redis.tsv" 1 ">= 0.5"
+  print_ratio "accept, no worker / Redis-script ceiling" "$w/accept_alone.tsv" "$w/redis.tsv" 1 ">= 0.5"
   print_ratio "last_operation / redis-benchmark GET" "$w/last_op.tsv" "$w/last_op_get.tsv" 1 ">= 0.5"
   print_ratio "lifecycles 2x2 / 1x1" "$w/lifecycle2.tsv" "$w/lifecycle.tsv" 1 "(scaling)"
   print_ratio "scale p50: ${scale_instances} / 10k" "$w/scale_large.tsv" "$w/scale_small.tsv" 3 "<= 1.10"
@@ -1025,6 +1048,7 @@ main() {
   if want_case catalog; then case_catalog; fi
   # The Redis-script ceiling is measured beside the accept runs: "redis" alone runs both.
   if want_case accept || want_case redis; then case_accept; fi
+  if want_case accept_alone; then case_accept_alone; fi
   if want_case last_op; then case_last_op; fi
   if want_case lifecycle; then case_lifecycle; fi
   if want_case sync_cycle; then case_sync_cycle; fi

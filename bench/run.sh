@@ -808,6 +808,14 @@ clone_instances() { # $1 first, $2 count
   grep -q 'errors: 0,' "$out" || { cat "$out" >&2; die "redis-cli --pipe reported errors"; }
 }
 
+# "<instance hash bytes> <operation hash bytes>" (MEMORY USAGE) of instance $1 and its last
+# operation.
+key_bytes() {
+  local op
+  op=$(rcli HGET "osbq:instance:$1" last_op)
+  echo "$(rcli MEMORY USAGE "osbq:instance:$1") $(rcli MEMORY USAGE "osbq:op:$op")"
+}
+
 case_scale() {
   local stride=$((scale_instances / 10000))
   echo "== 5 scale: last_operation over 10,000 finished instances, with 10,000 in Redis, then with $scale_instances"
@@ -816,6 +824,21 @@ case_scale() {
   code=$(broker_curl -X PUT -H 'Content-Type: application/json' -d "$(provision_body "$plan_instant")" \
     "$base_url/v2/service_instances/sc-0") || true
   [ "$code" = 201 ] || stack_die "template provision: HTTP $code (expected 201)"
+  # What a live instance keeps once its operation's record has expired (OSBQ_RETENTION_S), and
+  # what that record costs until then: with Redis's defaults, and with the
+  # hash-max-listpack-value 1024 of the compose file and run-local (one more instance, made
+  # under that setting; the setting goes back before the clones).
+  local defaults listpack
+  defaults=$(key_bytes sc-0)
+  rcli CONFIG SET hash-max-listpack-value 1024 >/dev/null
+  code=$(broker_curl -X PUT -H 'Content-Type: application/json' -d "$(provision_body "$plan_instant")" \
+    "$base_url/v2/service_instances/sc-listpack") || true
+  [ "$code" = 201 ] || stack_die "listpack provision: HTTP $code (expected 201)"
+  listpack=$(key_bytes sc-listpack)
+  rcli CONFIG SET hash-max-listpack-value 64 >/dev/null
+  echo "  MEMORY USAGE, bytes (instance hash, its operation's hash): Redis defaults $defaults;" \
+    "hash-max-listpack-value 1024: $listpack"
+  echo "$defaults $listpack" >"$workdir/scale-keys"
   local mem0 mem2 t0=$SECONDS run
   mem0=$(used_memory)
   clone_instances 0 10000
@@ -1011,6 +1034,13 @@ print_summary() {
   [ -s "$w/accept.tsv" ] && printf 'accept p99 at %d connections: %.2f ms (target <= 5 ms)\n' \
     "$connections" "$(median_of "$w/accept.tsv" 4)"
   [ -s "$w/scale-bytes" ] && echo "Redis memory per finished instance: $(cat "$w/scale-bytes") bytes (target <= 1024)"
+  if [ -s "$w/scale-keys" ]; then
+    local d_inst d_op l_inst l_op
+    read -r d_inst d_op l_inst l_op <"$w/scale-keys"
+    echo "Redis per live instance once its operation expired (MEMORY USAGE of the instance hash):" \
+      "$d_inst bytes with Redis defaults, $l_inst with hash-max-listpack-value 1024 (target <= 1024);" \
+      "its operation's record until OSBQ_RETENTION_S: $d_op / $l_op bytes"
+  fi
   if [ -s "$w/memory-idle" ]; then
     echo "RSS MB (gateway, worker): idle $(tr '\t' ' ' <"$w/memory-idle"); at 256 connections" \
       "$(tr '\t' ' ' <"$w/memory-256"); suspended (gateway, worker, waits) $(tr '\t' ' ' <"$w/memory-held")" \

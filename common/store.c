@@ -420,19 +420,19 @@ static size_t put_bulk(char *out, const char *bytes, size_t len)
  * hiredis formats through sdscatfmt, a printf-like formatter that cost more instructions than
  * everything else a request does with Redis (docs/decisions/0012). One block holds the call
  * and its bytes. */
-struct osbq_store_call *store_call_new(enum store_script script, int nkeys, int argc,
-                                       const char **argv, const size_t *lens,
-                                       struct osbq_error *err)
+enum { CALL_ARGS_MAX = 41 };
+
+/* A call whose tail is prefix (already RESP, prefix_len bytes) then argv as bulk strings. */
+static struct osbq_store_call *call_new(const char *prefix, size_t prefix_len, int argc,
+                                        const char **argv, const size_t *lens,
+                                        struct osbq_error *err)
 {
-    enum { EVAL_ARGS_MAX = 40 };
-    size_t arg_len[EVAL_ARGS_MAX];
-    if (argc > EVAL_ARGS_MAX || argc < 0) {
-        osbq_error_set(err, OSBQ_ERR_INTERNAL, "too many script arguments");
+    size_t arg_len[CALL_ARGS_MAX];
+    if (argc > CALL_ARGS_MAX || argc < 0) {
+        osbq_error_set(err, OSBQ_ERR_INTERNAL, "too many arguments for Redis");
         return NULL;
     }
-    char nkeys_text[12];
-    size_t nkeys_len = put_decimal(nkeys_text, (size_t)nkeys);
-    size_t total = 1 + decimal_width(nkeys_len) + 2 + nkeys_len + 2;
+    size_t total = prefix_len;
     for (int i = 0; i < argc; i++) {
         arg_len[i] = lens && lens[i] ? lens[i] : strlen(argv[i]);
         total += 1 + decimal_width(arg_len[i]) + 2 + arg_len[i] + 2;
@@ -442,18 +442,53 @@ struct osbq_store_call *store_call_new(enum store_script script, int nkeys, int 
         osbq_error_set(err, OSBQ_ERR_INTERNAL, "out of memory");
         return NULL;
     }
-    call->script = script;
-    call->elements = (size_t)argc + 1;
     call->tail = (char *)(call + 1);
-    size_t at = put_bulk(call->tail, nkeys_text, nkeys_len);
+    memcpy(call->tail, prefix, prefix_len);
+    size_t at = prefix_len;
     for (int i = 0; i < argc; i++)
         at += put_bulk(call->tail + at, argv[i], arg_len[i]);
     call->tail_len = at;
     return call;
 }
 
+struct osbq_store_call *store_call_new(enum store_script script, int nkeys, int argc,
+                                       const char **argv, const size_t *lens,
+                                       struct osbq_error *err)
+{
+    char nkeys_text[12], prefix[24];
+    size_t nkeys_len = put_decimal(nkeys_text, (size_t)nkeys);
+    size_t prefix_len = put_bulk(prefix, nkeys_text, nkeys_len);
+    struct osbq_store_call *call = call_new(prefix, prefix_len, argc, argv, lens, err);
+    if (call != NULL) {
+        call->script = script;
+        call->name = store_script_texts[script].name;
+        call->elements = (size_t)argc + 1;
+    }
+    return call;
+}
+
+struct osbq_store_call *store_command_new(int argc, const char **argv, const size_t *lens,
+                                          struct osbq_error *err)
+{
+    char prefix[24];
+    size_t prefix_len = 0;
+    prefix[prefix_len++] = '*';
+    prefix_len += put_decimal(prefix + prefix_len, (size_t)argc);
+    prefix[prefix_len++] = '\r';
+    prefix[prefix_len++] = '\n';
+    struct osbq_store_call *call = call_new(prefix, prefix_len, argc, argv, lens, err);
+    if (call != NULL) {
+        call->script = STORE_CALL_COMMAND;
+        call->name = argv[0];
+        call->elements = (size_t)argc;
+    }
+    return call;
+}
+
 size_t store_call_head(const struct osbq_store_call *call, const char sha[41], char *buf)
 {
+    if (call->script == STORE_CALL_COMMAND)
+        return 0;
     size_t at = 0;
     buf[at++] = '*';
     at += put_decimal(buf + at, call->elements + 2);
@@ -484,8 +519,7 @@ bool store_call_settle(struct osbq_store *store, struct osbq_store_call *call, r
     /* A primary demoted to a replica by a failover: its connection must go, so the next one
      * asks the Sentinels again. */
     bool drop = strncmp(reply->str, "READONLY", 8) == 0;
-    osbq_error_set(&call->err, OSBQ_ERR_UNAVAILABLE, "redis %s: %s",
-                   store_script_texts[call->script].name, reply->str);
+    osbq_error_set(&call->err, OSBQ_ERR_UNAVAILABLE, "redis %s: %s", call->name, reply->str);
     atomic_fetch_add(&store->errors, 1);
     freeReplyObject(reply);
     return drop;
@@ -509,11 +543,12 @@ static redisReply *run_call(redisContext *c, const char *head, size_t head_len,
  * restarted: SCRIPT LOAD gives the same SHA, the text's SHA-1, so the head stands). */
 void osbq_store_call_run(struct osbq_store *store, struct osbq_store_call *call)
 {
-    char sha[41], head[STORE_CALL_HEAD_MAX];
+    char sha[41] = "", head[STORE_CALL_HEAD_MAX];
     redisContext *c = store_acquire(store, &call->err);
     if (c == NULL)
         return;
-    if (store_script_sha(store, c, call->script, sha, &call->err) < 0) {
+    if (call->script != STORE_CALL_COMMAND &&
+        store_script_sha(store, c, call->script, sha, &call->err) < 0) {
         store_release(store, c);
         return;
     }
@@ -530,8 +565,7 @@ void osbq_store_call_run(struct osbq_store *store, struct osbq_store_call *call)
         reply = run_call(c, head, head_len, call);
     }
     if (reply == NULL) /* I/O: counted (and Redis marked down) by store_release */
-        osbq_error_set(&call->err, OSBQ_ERR_UNAVAILABLE, "redis %s: %s",
-                       store_script_texts[call->script].name, c->errstr);
+        osbq_error_set(&call->err, OSBQ_ERR_UNAVAILABLE, "redis %s: %s", call->name, c->errstr);
     else if (store_call_settle(store, call, reply) && c->err == 0) {
         c->err = REDIS_ERR_EOF;
         (void)snprintf(c->errstr, sizeof c->errstr, "the server is a replica now");
@@ -1168,21 +1202,30 @@ int osbq_store_begin_binding(struct osbq_store *store, const struct osbq_bind_re
     return begin_now(store, osbq_store_begin_binding_call(store, req, err), out, err);
 }
 
-int osbq_store_binding_get(struct osbq_store *store, const char *instance_id,
-                           const char *binding_id, struct osbq_binding *out, struct osbq_error *err)
+struct osbq_store_call *osbq_store_binding_get_call(struct osbq_store *store,
+                                                    const char *instance_id, const char *binding_id,
+                                                    struct osbq_error *err)
 {
     char key[STORE_KEY_MAX];
-    if (binding_key(store, key, sizeof key, instance_id, binding_id) < 0)
-        return osbq_error_set(err, OSBQ_ERR_BAD_REQUEST, "id too long");
-    redisContext *c = store_acquire(store, err);
-    if (c == NULL)
+    if (binding_key(store, key, sizeof key, instance_id, binding_id) < 0) {
+        osbq_error_set(err, OSBQ_ERR_BAD_REQUEST, "id too long");
+        return NULL;
+    }
+    const char *argv[] = {"HMGET",      key,      "state",  "service_id", "plan_id",
+                          "parameters", "result", "lock_x", "platform"};
+    return store_command_new((int)(sizeof argv / sizeof argv[0]), argv, NULL, err);
+}
+
+int osbq_store_binding_get_result(struct osbq_store_call *call, struct osbq_binding *out,
+                                  struct osbq_error *err)
+{
+    redisReply *reply = call_take_reply(call, err);
+    if (reply == NULL)
         return -1;
-    redisReply *reply =
-        redisCommand(c, "HMGET %s state service_id plan_id parameters result lock_x platform", key);
-    int rc = store_reply_failed(c, reply, "HMGET", err);
-    if (rc == 0 && (reply->type != REDIS_REPLY_ARRAY || reply->elements != 7))
+    int rc = 0;
+    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 7) {
         rc = osbq_error_set(err, OSBQ_ERR_INTERNAL, "HMGET: unexpected reply");
-    if (rc == 0) {
+    } else {
         struct osbq_binding got = {0};
         got.state = store_element_dup(reply, 0);
         if (got.state != NULL) {
@@ -1197,7 +1240,18 @@ int osbq_store_binding_get(struct osbq_store *store, const char *instance_id,
         }
     }
     freeReplyObject(reply);
-    store_release(store, c);
+    return rc;
+}
+
+int osbq_store_binding_get(struct osbq_store *store, const char *instance_id,
+                           const char *binding_id, struct osbq_binding *out, struct osbq_error *err)
+{
+    struct osbq_store_call *call = osbq_store_binding_get_call(store, instance_id, binding_id, err);
+    if (call == NULL)
+        return -1;
+    osbq_store_call_run(store, call);
+    int rc = osbq_store_binding_get_result(call, out, err);
+    osbq_store_call_free(&call);
     return rc;
 }
 

@@ -203,6 +203,13 @@ struct osbq_binding {
 int osbq_store_binding_get(struct osbq_store *store, const char *instance_id,
                            const char *binding_id, struct osbq_binding *out,
                            struct osbq_error *err);
+
+/* osbq_store_binding_get in two halves, for a pipeline (the same returns). */
+struct osbq_store_call *osbq_store_binding_get_call(struct osbq_store *store,
+                                                    const char *instance_id, const char *binding_id,
+                                                    struct osbq_error *err);
+int osbq_store_binding_get_result(struct osbq_store_call *call, struct osbq_binding *out,
+                                  struct osbq_error *err);
 void osbq_binding_clear(struct osbq_binding *binding);
 
 /* An instance record. Strings are owned (osbq_instance_clear); absent ones are NULL. */

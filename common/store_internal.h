@@ -54,8 +54,12 @@ void store_mark_down(struct osbq_store *store);
 /* A script call made ready for Redis: what osbq_store_*_call functions return. The EVALSHA
  * and the SHA are not in it (the sender writes them: it knows the SHA its connection loaded),
  * so a call can be made before any connection exists. */
+/* store_call.script of a plain command (HMGET...): no EVALSHA head, the tail is all of it. */
+#define STORE_CALL_COMMAND SCRIPT_COUNT
+
 struct osbq_store_call {
-    enum store_script script; /* which script */
+    enum store_script script; /* which script, or STORE_CALL_COMMAND */
+    const char *name;         /* the script's or the command's name, for errors (static) */
     size_t elements;          /* RESP elements in tail: numkeys, keys, arguments */
     char *tail;               /* numkeys, keys and arguments in RESP (points into this block) */
     size_t tail_len;          /* bytes in tail */
@@ -75,8 +79,12 @@ struct osbq_store_call *store_call_new(enum store_script script, int nkeys, int 
                                        const char **argv, const size_t *lens,
                                        struct osbq_error *err);
 
+/* Makes a call of a plain command: argv[0] is its name (a static string), lens as above. */
+struct osbq_store_call *store_command_new(int argc, const char **argv, const size_t *lens,
+                                          struct osbq_error *err);
+
 /* Writes the head of call's command ("EVALSHA <sha>" and the element count) into buf (at least
- * STORE_CALL_HEAD_MAX bytes); returns its length. */
+ * STORE_CALL_HEAD_MAX bytes); returns its length (0 for a plain command: sha is not read). */
 #define STORE_CALL_HEAD_MAX 80
 size_t store_call_head(const struct osbq_store_call *call, const char sha[41], char *buf);
 

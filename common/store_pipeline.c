@@ -144,7 +144,8 @@ static bool pipeline_connect(struct osbq_store_pipeline *p, struct osbq_error *e
 static bool append_call(struct osbq_store_pipeline *p, struct osbq_store_call *call)
 {
     char head[STORE_CALL_HEAD_MAX];
-    size_t head_len = store_call_head(call, p->sha[call->script], head);
+    size_t head_len =
+        store_call_head(call, call->script == STORE_CALL_COMMAND ? "" : p->sha[call->script], head);
     size_t mark = p->out_len;
     if (!out_append(p, head, head_len) || !out_append(p, call->tail, call->tail_len) ||
         !sent_push(p, call, call->deadline_ms)) {
@@ -209,7 +210,7 @@ static void take_replies(struct osbq_store_pipeline *p)
             continue;
         }
         if (reply->type == REDIS_REPLY_ERROR && !call->resent &&
-            strncmp(reply->str, "NOSCRIPT", 8) == 0) {
+            call->script != STORE_CALL_COMMAND && strncmp(reply->str, "NOSCRIPT", 8) == 0) {
             freeReplyObject(reply);
             resend_after_noscript(p, call);
             continue;

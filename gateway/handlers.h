@@ -24,7 +24,8 @@ void osb_sync_reply(const struct gateway *gw, const struct reply_wait *wait,
 void osb_instance_finished(const struct reply_wait *wait, const struct waiter_result *result,
                            struct reply *out);
 
-/* The answer to a finished synchronous bind or unbind (a bind reads the stored binding). */
+/* The answer to a finished synchronous bind or unbind (a bind reads the stored binding: a
+ * deferred reply). */
 void osb_binding_finished(const struct gateway *gw, const struct reply_wait *wait,
                           const struct waiter_result *result, struct reply *out);
 

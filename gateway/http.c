@@ -579,7 +579,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
         osb_sync_reply(gw, &ex->wait, &ex->wait_result, &r);
         osbq_log_context_set(NULL);
         memcpy(r.operation_id, ex->operation_id, sizeof r.operation_id);
-        return queue_reply(conn, ex, &r);
+        return respond(gw, conn, ex, &r);
     }
     dispatch(gw, conn, ex, &r);
     return respond(gw, conn, ex, &r);

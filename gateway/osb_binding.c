@@ -465,6 +465,23 @@ out:
     osbq_binding_clear(&b);
 }
 
+/* A synchronous bind that succeeded, once its binding is read: 201 with it. */
+static void bound_answer(const struct gateway *gw, const struct request *req,
+                         struct osbq_store_call *call, void *state, struct reply *out)
+{
+    (void)state;
+    struct osbq_binding b = {0};
+    struct osbq_error err = {0};
+    int found = osbq_store_binding_get_result(call, &b, &err);
+    const struct binding_ref ref = {req->params[0], req->params[1], b.service_id};
+    if (found == 1 && strcmp(b.state, "bound") == 0)
+        reply_binding(gw, &ref, b.result, req->api_version, 201, out);
+    else
+        reply_error(out, OSBQ_ERR_UNAVAILABLE,
+                    "The binding was made but cannot be read now; retry the same request.");
+    osbq_binding_clear(&b);
+}
+
 void osb_binding_finished(const struct gateway *gw, const struct reply_wait *wait,
                           const struct waiter_result *result, struct reply *out)
 {
@@ -477,14 +494,12 @@ void osb_binding_finished(const struct gateway *gw, const struct reply_wait *wai
         return;
     }
     /* Credentials are read from the one place they are stored, never from the event. */
-    struct osbq_binding b = {0};
     struct osbq_error err = {0};
-    int found = osbq_store_binding_get(gw->store, wait->instance_id, wait->binding_id, &b, &err);
-    const struct binding_ref ref = {wait->instance_id, wait->binding_id, b.service_id};
-    if (found == 1 && strcmp(b.state, "bound") == 0)
-        reply_binding(gw, &ref, b.result, wait->api_version, 201, out);
-    else
-        reply_error(out, OSBQ_ERR_UNAVAILABLE,
-                    "The binding was made but cannot be read now; retry the same request.");
-    osbq_binding_clear(&b);
+    struct osbq_store_call *call =
+        osbq_store_binding_get_call(gw->store, wait->instance_id, wait->binding_id, &err);
+    if (call == NULL) {
+        reply_error_from(out, &err);
+        return;
+    }
+    reply_defer(out, call, bound_answer, NULL, NULL);
 }

@@ -21,7 +21,8 @@ enum http_method {
 
 #define ROUTE_MAX_PARAMS 4
 
-/* A parsed request. Strings are borrowed from the connection, valid while the handler runs. */
+/* A parsed request. Strings are borrowed from the connection and the exchange: valid until the
+ * request completes, so also in a deferred reply's second half. */
 struct request {
     enum http_method method; /* HEAD arrives as HTTP_GET: libmicrohttpd drops the body */
     const char *path;        /* the path as sent, still percent-encoded */

@@ -1,6 +1,6 @@
 /* The store's pipeline (common/store_pipeline.c) against a real redis-server: replies reach the
- * calls they answer while several threads submit at once, NOSCRIPT, a server that stops
- * answering, a connection the server closes, and draining. */
+ * calls they answer while several threads submit at once, plain commands among scripts,
+ * NOSCRIPT, a server that stops answering, a connection the server closes, and draining. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -316,6 +316,42 @@ static void test_reconnects_after_the_server_closed_it(void **state)
     osbq_last_op_clear(&op);
 }
 
+/* A plain command (HMGET) travels with the script calls; its answer is its own. */
+static void test_plain_commands_share_the_connection(void **state)
+{
+    struct fixture *f = *state;
+    redisReply *r = redisCommand(f->direct, "HSET t:binding:i-c:b-1 state bound result %s",
+                                 "{\"credentials\":{\"u\":\"x\"}}");
+    assert_non_null(r);
+    freeReplyObject(r);
+    struct answers some;
+    answers_init(&some);
+    struct osbq_error err = {0};
+    struct osbq_store_call *calls[3] = {
+        provision_call(f, "op-c", "i-c"),
+        osbq_store_binding_get_call(f->store, "i-c", "b-1", &err),
+        osbq_store_binding_get_call(f->store, "i-c", "b-2", &err),
+    };
+    for (int i = 0; i < 3; i++) {
+        assert_non_null(calls[i]);
+        assert_int_equal(osbq_store_pipeline_submit(f->pipeline, calls[i], answered, &some), 0);
+    }
+    assert_int_equal(answers_wait(&some, 3), 3);
+    struct osbq_begin_reply got = {0};
+    assert_int_equal(osbq_store_begin_result(calls[0], &got, &err), 0);
+    assert_int_equal(got.answer, OSBQ_BEGIN_ACCEPTED);
+    osbq_begin_reply_clear(&got);
+    struct osbq_binding b = {0};
+    assert_int_equal(osbq_store_binding_get_result(calls[1], &b, &err), 1);
+    assert_string_equal(b.state, "bound");
+    assert_string_equal(b.result, "{\"credentials\":{\"u\":\"x\"}}");
+    osbq_binding_clear(&b);
+    assert_int_equal(osbq_store_binding_get_result(calls[2], &b, &err), 0);
+    for (int i = 0; i < 3; i++)
+        osbq_store_call_free(&calls[i]);
+    answers_clear(&some);
+}
+
 /* Draining answers what was taken, then refuses (the call stays the caller's, with a reason). */
 static void test_drain_answers_then_refuses(void **state)
 {
@@ -363,6 +399,7 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_reconnects_after_the_server_closed_it, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_plain_commands_share_the_connection, setup, teardown),
         cmocka_unit_test_setup_teardown(test_drain_answers_then_refuses, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

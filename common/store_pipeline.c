@@ -179,9 +179,12 @@ static void resend_after_noscript(struct osbq_store_pipeline *p, struct osbq_sto
     redisFreeCommand(load);
     call->resent = true;
     if (!ok) {
+        /* Part of it may be in the output without its place among the replies: the connection
+         * cannot be trusted to pair them any more. */
         struct osbq_error err = {0};
         osbq_error_set(&err, OSBQ_ERR_INTERNAL, "out of memory");
         fail(p, call, &err);
+        drop_connection(p, "out of memory");
     }
 }
 
@@ -213,6 +216,8 @@ static void take_replies(struct osbq_store_pipeline *p)
             call->script != STORE_CALL_COMMAND && strncmp(reply->str, "NOSCRIPT", 8) == 0) {
             freeReplyObject(reply);
             resend_after_noscript(p, call);
+            if (p->c == NULL)
+                return;
             continue;
         }
         bool replica = store_call_settle(p->store, call, reply);

@@ -763,54 +763,59 @@ void osbq_begin_reply_clear(struct osbq_begin_reply *reply)
     memset(reply, 0, sizeof *reply);
 }
 
+struct osbq_store_call *osbq_store_instance_get_call(struct osbq_store *store,
+                                                     const char *instance_id,
+                                                     struct osbq_error *err)
+{
+    char inst[STORE_KEY_MAX];
+    if (store_id_key(store, inst, sizeof inst, "instance", instance_id) < 0) {
+        osbq_error_set(err, OSBQ_ERR_BAD_REQUEST, "id too long");
+        return NULL;
+    }
+    const char *argv[] = {"HMGET",         inst,         "state",   "service_id",
+                          "plan_id",       "parameters", "context", "maintenance_version",
+                          "dashboard_url", "metadata",   "lock_x",  "lock_s",
+                          "platform"};
+    return store_command_new((int)(sizeof argv / sizeof argv[0]), argv, NULL, err);
+}
+
+int osbq_store_instance_get_result(struct osbq_store_call *call, struct osbq_instance *out,
+                                   struct osbq_error *err)
+{
+    redisReply *reply = call_take_reply(call, err);
+    if (reply == NULL)
+        return -1;
+    int rc = 0;
+    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 11) {
+        rc = osbq_error_set(err, OSBQ_ERR_INTERNAL, "HMGET: unexpected reply");
+    } else {
+        struct osbq_instance got = {0};
+        got.state = store_element_dup(reply, 0);
+        if (got.state != NULL) {
+            char **fields[] = {
+                &got.service_id,          &got.plan_id,       &got.parameters, &got.context,
+                &got.maintenance_version, &got.dashboard_url, &got.metadata,   &got.lock_holder};
+            for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
+                *fields[i] = store_element_dup(reply, i + 1);
+            got.shared_holders = (long)store_element_int(reply, 9, 0);
+            got.platform = store_element_dup(reply, 10);
+            *out = got;
+            rc = 1;
+        }
+    }
+    freeReplyObject(reply);
+    return rc;
+}
+
 int osbq_store_instance_get(struct osbq_store *store, const char *instance_id,
                             struct osbq_instance *out, struct osbq_error *err)
 {
-    char inst[STORE_KEY_MAX];
-    if (store_id_key(store, inst, sizeof inst, "instance", instance_id) < 0)
-        return osbq_error_set(err, OSBQ_ERR_BAD_REQUEST, "id too long");
-    redisContext *c = store_acquire(store, err);
-    if (c == NULL)
+    struct osbq_store_call *call = osbq_store_instance_get_call(store, instance_id, err);
+    if (call == NULL)
         return -1;
-    /* The lock holder's kind comes in the same round trip (pipelined): fetch answers 422
-     * during an update, 404 during a provision. */
-    redisReply *reply =
-        redisCommand(c,
-                     "HMGET %s state service_id plan_id parameters context maintenance_version "
-                     "dashboard_url metadata lock_x lock_s platform",
-                     inst);
-    int rc = store_reply_failed(c, reply, "HMGET", err);
-    if (rc == 0 && (reply->type != REDIS_REPLY_ARRAY || reply->elements != 11))
-        rc = osbq_error_set(err, OSBQ_ERR_INTERNAL, "HMGET: unexpected reply");
-    if (rc == 0) {
-        struct osbq_instance got = {0};
-        got.state = store_element_dup(reply, 0);
-        if (got.state == NULL) {
-            freeReplyObject(reply);
-            store_release(store, c);
-            return 0;
-        }
-        char **fields[] = {
-            &got.service_id,          &got.plan_id,       &got.parameters, &got.context,
-            &got.maintenance_version, &got.dashboard_url, &got.metadata,   &got.lock_holder};
-        for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
-            *fields[i] = store_element_dup(reply, i + 1);
-        got.shared_holders = (long)store_element_int(reply, 9, 0);
-        got.platform = store_element_dup(reply, 10);
-        if (got.lock_holder != NULL) {
-            char op[STORE_KEY_MAX];
-            redisReply *kind = NULL;
-            if (store_id_key(store, op, sizeof op, "op", got.lock_holder) == 0)
-                kind = redisCommand(c, "HGET %s kind", op);
-            if (kind != NULL && kind->type == REDIS_REPLY_STRING)
-                got.lock_kind = strndup(kind->str, kind->len);
-            freeReplyObject(kind);
-        }
-        *out = got;
-        rc = 1;
-    }
-    freeReplyObject(reply);
-    store_release(store, c);
+    osbq_store_call_run(store, call);
+    int rc = osbq_store_instance_get_result(call, out, err);
+    osbq_store_call_free(&call);
     return rc;
 }
 
@@ -825,7 +830,6 @@ void osbq_instance_clear(struct osbq_instance *instance)
     free(instance->dashboard_url);
     free(instance->metadata);
     free(instance->lock_holder);
-    free(instance->lock_kind);
     free(instance->platform);
     memset(instance, 0, sizeof *instance);
 }

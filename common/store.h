@@ -223,7 +223,6 @@ struct osbq_instance {
     char *dashboard_url;       /* dashboard URL */
     char *metadata;            /* JSON text {labels, attributes} */
     char *lock_holder;         /* operation holding the instance exclusively, or NULL */
-    char *lock_kind;           /* that operation's kind, or NULL */
     long shared_holders;       /* binding operations holding it in shared mode */
     char *platform;            /* the platform that made it; NULL: recorded before platforms,
                                 * "default" */
@@ -232,6 +231,13 @@ struct osbq_instance {
 /* Reads an instance. Returns 1 with *out filled, 0 when there is no record, -1 with err. */
 int osbq_store_instance_get(struct osbq_store *store, const char *instance_id,
                             struct osbq_instance *out, struct osbq_error *err);
+
+/* osbq_store_instance_get in two halves, for a pipeline (the same returns). */
+struct osbq_store_call *osbq_store_instance_get_call(struct osbq_store *store,
+                                                     const char *instance_id,
+                                                     struct osbq_error *err);
+int osbq_store_instance_get_result(struct osbq_store_call *call, struct osbq_instance *out,
+                                   struct osbq_error *err);
 void osbq_instance_clear(struct osbq_instance *instance);
 
 /* What last_operation reports. Strings owned (osbq_last_op_clear). */

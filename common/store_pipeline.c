@@ -80,6 +80,8 @@ static void drop_connection(struct osbq_store_pipeline *p, const char *why)
 
 static bool out_append(struct osbq_store_pipeline *p, const char *bytes, size_t len)
 {
+    if (len == 0) /* a plain command's head */
+        return true;
     if (p->out_at > 0 && p->out_at == p->out_len)
         p->out_at = p->out_len = 0;
     if (len > p->out_cap - p->out_len) {

@@ -426,19 +426,15 @@ void osb_binding_delete(const struct gateway *gw, const struct request *req, str
     accept_binding(gw, req, &a, out);
 }
 
-void osb_binding_get(const struct gateway *gw, const struct request *req, struct reply *out)
+/* GET of a binding once it is read. */
+static void binding_fetched(const struct gateway *gw, const struct request *req,
+                            struct osbq_store_call *call, void *state, struct reply *out)
 {
+    (void)state;
     const char *instance_id = req->params[0], *binding_id = req->params[1];
-    if (req->api_version < API_FETCH) {
-        reply_error(out, OSBQ_ERR_NOT_FOUND, "Fetching a service binding needs API 2.14.");
-        return;
-    }
-    if (!osb_valid_id(instance_id, "instance_id", out) ||
-        !osb_valid_id(binding_id, "binding_id", out))
-        return;
     struct osbq_binding b = {0};
     struct osbq_error err = {0};
-    int found = osbq_store_binding_get(gw->store, instance_id, binding_id, &b, &err);
+    int found = osbq_store_binding_get_result(call, &b, &err);
     if (found < 0) {
         osb_store_unavailable(out, &err);
         return;
@@ -463,6 +459,26 @@ void osb_binding_get(const struct gateway *gw, const struct request *req, struct
     reply_json(out, 200, body);
 out:
     osbq_binding_clear(&b);
+}
+
+void osb_binding_get(const struct gateway *gw, const struct request *req, struct reply *out)
+{
+    const char *instance_id = req->params[0], *binding_id = req->params[1];
+    if (req->api_version < API_FETCH) {
+        reply_error(out, OSBQ_ERR_NOT_FOUND, "Fetching a service binding needs API 2.14.");
+        return;
+    }
+    if (!osb_valid_id(instance_id, "instance_id", out) ||
+        !osb_valid_id(binding_id, "binding_id", out))
+        return;
+    struct osbq_error err = {0};
+    struct osbq_store_call *call =
+        osbq_store_binding_get_call(gw->store, instance_id, binding_id, &err);
+    if (call == NULL) {
+        reply_error_from(out, &err);
+        return;
+    }
+    reply_defer(out, call, binding_fetched, NULL, NULL);
 }
 
 /* A synchronous bind that succeeded, once its binding is read: 201 with it. */

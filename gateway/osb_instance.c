@@ -387,33 +387,41 @@ out:
     json_decref(body);
 }
 
-void osb_instance_patch(const struct gateway *gw, const struct request *req, struct reply *out)
+static void body_free(void *state)
 {
+    json_decref(state);
+}
+
+/* The members of an update's body the handler reads; false with a 400 when one is wrong. */
+static bool update_members(json_t *body, const char **service_id, const char **plan_id,
+                           json_t **parameters, json_t **context, struct reply *out)
+{
+    json_t *previous;
+    return osb_optional_string(body, "service_id", service_id, out) &&
+           osb_optional_string(body, "plan_id", plan_id, out) &&
+           osb_optional_object(body, "parameters", parameters, out) &&
+           osb_optional_object(body, "context", context, out) &&
+           osb_optional_object(body, "previous_values", &previous, out);
+}
+
+/* An update once the instance is read (its current plan decides what the request may do): the
+ * checks that need it, then the operation. state is the request's body. */
+static void update_after_read(const struct gateway *gw, const struct request *req,
+                              struct osbq_store_call *call, void *state, struct reply *out)
+{
+    json_t *body = state;
     const char *instance_id = req->params[0];
-    if (!osb_valid_id(instance_id, "instance_id", out))
-        return;
-    json_t *body = osb_parse_body(req, out);
-    if (body == NULL)
-        return;
     const char *service_id, *plan_id, *mv;
-    json_t *parameters, *context, *previous, *info;
+    json_t *parameters, *context, *info;
     struct osbq_instance inst = {0};
     struct osbq_error err = {0};
     char *params_text = NULL, *context_text = NULL, *info_text = NULL, *quota_spec = NULL;
     size_t quota_count = 0;
     json_t *stored_context = NULL;
     struct osbq_policy_use uses[OSBQ_POLICY_QUOTAS_MAX];
-    if (!osb_optional_string(body, "service_id", &service_id, out) ||
-        !osb_optional_string(body, "plan_id", &plan_id, out) ||
-        !osb_optional_object(body, "parameters", &parameters, out) ||
-        !osb_optional_object(body, "context", &context, out) ||
-        !osb_optional_object(body, "previous_values", &previous, out))
-        goto out;
-    if (service_id == NULL) {
-        osb_bad_request(out, "\"service_id\" is required.");
-        goto out;
-    }
-    int found = osbq_store_instance_get(gw->store, instance_id, &inst, &err);
+    if (!update_members(body, &service_id, &plan_id, &parameters, &context, out))
+        return;
+    int found = osbq_store_instance_get_result(call, &inst, &err);
     if (found < 0) {
         osb_store_unavailable(out, &err);
         goto out;
@@ -508,6 +516,34 @@ out:
     free(quota_spec);
     json_decref(stored_context);
     osbq_instance_clear(&inst);
+}
+
+void osb_instance_patch(const struct gateway *gw, const struct request *req, struct reply *out)
+{
+    const char *instance_id = req->params[0];
+    if (!osb_valid_id(instance_id, "instance_id", out))
+        return;
+    json_t *body = osb_parse_body(req, out);
+    if (body == NULL)
+        return;
+    const char *service_id, *plan_id;
+    json_t *parameters, *context;
+    struct osbq_error err = {0};
+    struct osbq_store_call *call = NULL;
+    if (!update_members(body, &service_id, &plan_id, &parameters, &context, out))
+        goto out;
+    if (service_id == NULL) {
+        osb_bad_request(out, "\"service_id\" is required.");
+        goto out;
+    }
+    call = osbq_store_instance_get_call(gw->store, instance_id, &err);
+    if (call == NULL) {
+        reply_error_from(out, &err);
+        goto out;
+    }
+    reply_defer(out, call, update_after_read, body, body_free);
+    return;
+out:
     json_decref(body);
 }
 
@@ -539,18 +575,14 @@ void osb_instance_delete(const struct gateway *gw, const struct request *req, st
     accept_operation(gw, req, &a, out);
 }
 
-void osb_instance_get(const struct gateway *gw, const struct request *req, struct reply *out)
+/* GET of an instance once it is read. */
+static void instance_fetched(const struct gateway *gw, const struct request *req,
+                             struct osbq_store_call *call, void *state, struct reply *out)
 {
-    const char *instance_id = req->params[0];
-    if (req->api_version < API_FETCH) {
-        reply_error(out, OSBQ_ERR_NOT_FOUND, "Fetching a service instance needs API 2.14.");
-        return;
-    }
-    if (!osb_valid_id(instance_id, "instance_id", out))
-        return;
+    (void)state;
     struct osbq_instance inst = {0};
     struct osbq_error err = {0};
-    int found = osbq_store_instance_get(gw->store, instance_id, &inst, &err);
+    int found = osbq_store_instance_get_result(call, &inst, &err);
     if (found < 0) {
         osb_store_unavailable(out, &err);
         return;
@@ -586,6 +618,24 @@ void osb_instance_get(const struct gateway *gw, const struct request *req, struc
     reply_json(out, 200, body);
 out:
     osbq_instance_clear(&inst);
+}
+
+void osb_instance_get(const struct gateway *gw, const struct request *req, struct reply *out)
+{
+    const char *instance_id = req->params[0];
+    if (req->api_version < API_FETCH) {
+        reply_error(out, OSBQ_ERR_NOT_FOUND, "Fetching a service instance needs API 2.14.");
+        return;
+    }
+    if (!osb_valid_id(instance_id, "instance_id", out))
+        return;
+    struct osbq_error err = {0};
+    struct osbq_store_call *call = osbq_store_instance_get_call(gw->store, instance_id, &err);
+    if (call == NULL) {
+        reply_error_from(out, &err);
+        return;
+    }
+    reply_defer(out, call, instance_fetched, NULL, NULL);
 }
 
 void osb_instance_finished(const struct reply_wait *wait, const struct waiter_result *result,

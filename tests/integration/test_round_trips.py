@@ -33,6 +33,8 @@ GATEWAY_ROUND_TRIPS = {
     "catalog": 0,
     "provision_accept": 1,
     "last_operation": 1,
+    # one HMGET of the instance
+    "fetch_instance": 1,
     "sync_provision": 1,
     # begin_binding.lua, then HMGET of the binding once the worker is done: credentials are
     # read from the one place they are stored, never carried by the event (decision 0007).
@@ -261,6 +263,15 @@ class RoundTripTest(unittest.TestCase):
         # finishes would otherwise count as the lifecycles' worker commands.
         harness.wait_until(lambda: self.stack.redis.command(
             "ZCARD", "osbq:queue") == 0, 30, "the accepted jobs to finish")
+
+        with self.subTest("fetch_instance"):
+            def fetch(instance):
+                return self.client().request("GET", "/v2/service_instances/%s" % instance).status
+
+            statuses, window = self.measure("fetch_instance", fetch, accepted)
+            self.assertEqual(statuses, [200] * REQUESTS)
+            self.assert_round_trips("fetch_instance", window, accepted,
+                                    GATEWAY_ROUND_TRIPS["fetch_instance"])
 
         with self.subTest("sync_lifecycle"):
             def lifecycle(n):

@@ -476,6 +476,38 @@ class RedisPaused(FaultTestCase):
                            CLAIM_TIMEOUT_S + SLACK_S, "every operation to end")
         self.assertAllAlive([gw, worker, stack.redis])
 
+    def test_4c_sigterm_while_calls_wait_on_a_stopped_redis_answers_each(self):
+        """SIGTERM while requests wait in the gateway's Redis pipeline for a stopped Redis:
+        each still gets its 503 JSON before the gateway exits (its call times out while the
+        gateway stops), and the gateway exits with status 0 and no sanitizer report.
+        (libmicrohttpd aborts when stopped with a connection still suspended: the pipeline is
+        drained first; its draining is tested in unit.test_store_pipeline.)"""
+        stack = self.make_stack()
+        gw = stack.start_gateway()
+        stack.redis.send_signal(signal.SIGSTOP)
+        try:
+            with ThreadPoolExecutor(6) as pool:
+                futures = [pool.submit(self.timed, gw.port, "PUT",
+                                       ipath(new_id(), incomplete=True), instance_body(FAST))
+                           for _ in range(4)]
+                futures += [pool.submit(self.timed, gw.port, "GET",
+                                        ipath(new_id(), "/last_operation"))
+                            for _ in range(2)]
+                time.sleep(0.5)  # every request is suspended, its call sent to Redis
+                stopping = time.monotonic()
+                status = gw.stop()
+                stopped_in = time.monotonic() - stopping
+                results = [f.result() for f in futures]
+        finally:
+            stack.redis.send_signal(signal.SIGCONT)
+        self.assertEqual(status, 0, "the gateway's exit status")
+        # The registry's goodbye and the grace period wait on Redis too.
+        self.assertLess(stopped_in, GRACE_S + 3 * REDIS_TIMEOUT_S + SLACK_S)
+        for took, r in results:
+            self.assertNotIsInstance(r, BaseException, "after %.2f s" % took)
+            self.assertEqual(r.status, 503, r.body)
+            self.assertIn("description", json.loads(r.body))
+
 
 # =====================================================================================
 class RedisRestarted(FaultTestCase):

@@ -210,6 +210,23 @@ int osbq_store_ping(struct osbq_store *store, struct osbq_error *err)
     return rc;
 }
 
+static redisReply *call_take_reply(struct osbq_store_call *call, struct osbq_error *err);
+
+struct osbq_store_call *osbq_store_ping_call(struct osbq_error *err)
+{
+    const char *argv[] = {"PING"};
+    return store_command_new(1, argv, NULL, err);
+}
+
+int osbq_store_ping_result(struct osbq_store_call *call, struct osbq_error *err)
+{
+    redisReply *reply = call_take_reply(call, err);
+    if (reply == NULL)
+        return -1;
+    freeReplyObject(reply);
+    return 0;
+}
+
 int osbq_store_key(const struct osbq_store *store, char *buf, size_t size, const char *suffix)
 {
     int n = snprintf(buf, size, "%s:%s", store->cfg->namespace_, suffix);

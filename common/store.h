@@ -26,6 +26,10 @@ void osbq_store_destroy(struct osbq_store **sp);
  * OSBQ_ERR_UNAVAILABLE and the reason. Safe from any thread. */
 int osbq_store_ping(struct osbq_store *store, struct osbq_error *err);
 
+/* PING in two halves, for a pipeline: the call (NULL with err), then 0 or -1 with err. */
+struct osbq_store_call *osbq_store_ping_call(struct osbq_error *err);
+int osbq_store_ping_result(struct osbq_store_call *call, struct osbq_error *err);
+
 /* Writes "<namespace>:<suffix>" into buf; returns its length, or -1 when it does not fit. */
 int osbq_store_key(const struct osbq_store *store, char *buf, size_t size, const char *suffix);
 

@@ -11,13 +11,30 @@ void health_live(const struct gateway *gw, const struct request *req, struct rep
     reply_static(out, 200, live_body, sizeof live_body - 1);
 }
 
-void health_ready(const struct gateway *gw, const struct request *req, struct reply *out)
+/* Ready once Redis answers on the connection the requests use (the pipeline's). */
+static void ready_answer(const struct gateway *gw, const struct request *req,
+                         struct osbq_store_call *call, void *state, struct reply *out)
 {
+    (void)gw;
     (void)req;
+    (void)state;
     struct osbq_error err = {0};
-    if (osbq_store_ping(gw->store, &err) < 0) {
+    if (osbq_store_ping_result(call, &err) < 0) {
         reply_error_from(out, &err);
         return;
     }
     reply_static(out, 200, ready_body, sizeof ready_body - 1);
+}
+
+void health_ready(const struct gateway *gw, const struct request *req, struct reply *out)
+{
+    (void)gw;
+    (void)req;
+    struct osbq_error err = {0};
+    struct osbq_store_call *call = osbq_store_ping_call(&err);
+    if (call == NULL) {
+        reply_error_from(out, &err);
+        return;
+    }
+    reply_defer(out, call, ready_answer, NULL, NULL);
 }

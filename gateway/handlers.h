@@ -16,7 +16,8 @@ void osb_instance_delete(const struct gateway *gw, const struct request *req, st
 void osb_instance_get(const struct gateway *gw, const struct request *req, struct reply *out);
 
 /* The answer to a synchronous request whose wait ended (result), for http.c: reads the outcome
- * once more after a timeout, then answers through the two functions below. */
+ * once more after a timeout (a deferred reply; wait must outlive it: the exchange holds it),
+ * then answers through the two functions below. */
 void osb_sync_reply(const struct gateway *gw, const struct reply_wait *wait,
                     const struct waiter_result *result, struct reply *out);
 

@@ -1,47 +1,71 @@
 /* The answer to a synchronous request once its wait ended: the outcome announced, or, after a
  * timeout, the outcome read once more from Redis (the announcement may have been lost). */
+#include <stdint.h>
 #include <string.h>
 
 #include "handlers.h"
 
+/* The outcome as an announcement would have carried it: a bind reads its binding (deferred),
+ * the rest answer at once. */
+static void answer_outcome(const struct gateway *gw, const struct reply_wait *wait,
+                           const struct waiter_result *result, struct reply *out)
+{
+    if (wait->kind == OSBQ_JOB_BIND || wait->kind == OSBQ_JOB_UNBIND)
+        osb_binding_finished(gw, wait, result, out);
+    else
+        osb_instance_finished(wait, result, out);
+}
+
+/* After a timeout, once the operation is read: its outcome if it ended, else 504. state is the
+ * request's wait (borrowed: the exchange owns it). */
+static void timeout_answer(const struct gateway *gw, const struct request *req,
+                           struct osbq_store_call *call, void *state, struct reply *out)
+{
+    (void)req;
+    const struct reply_wait *wait = state;
+    struct osbq_last_op op = {0};
+    struct osbq_error err = {0};
+    int found = osbq_store_last_operation_result(call, &op, &err);
+    bool ended =
+        found == 1 && (strcmp(op.state, "succeeded") == 0 || strcmp(op.state, "failed") == 0);
+    if (!ended) {
+        osbq_last_op_clear(&op);
+        reply_error(out, OSBQ_ERR_TIMEOUT,
+                    "The operation did not finish within the plan's synchronous time "
+                    "limit; it goes on in the background.");
+        return;
+    }
+    struct waiter_result read = {
+        .outcome = WAITER_FINISHED,
+        .succeeded = strcmp(op.state, "succeeded") == 0,
+        .description = op.description,
+        .instance_usable = op.instance_usable != 0,
+        .update_repeatable = op.update_repeatable != 0,
+    };
+    answer_outcome(gw, wait, &read, out);
+    osbq_last_op_clear(&op);
+}
+
 void osb_sync_reply(const struct gateway *gw, const struct reply_wait *wait,
                     const struct waiter_result *result, struct reply *out)
 {
-    struct osbq_last_op op = {0};
-    struct waiter_result read = {0};
-    bool binding = wait->kind == OSBQ_JOB_BIND || wait->kind == OSBQ_JOB_UNBIND;
     switch (result->outcome) {
     case WAITER_FINISHED:
-        break;
+        answer_outcome(gw, wait, result, out);
+        return;
     case WAITER_SHUTDOWN:
         reply_error(out, OSBQ_ERR_UNAVAILABLE,
                     "The broker is restarting; the operation goes on: poll last_operation.");
         return;
-    case WAITER_TIMEOUT: {
-        struct osbq_error err = {0};
-        int found = osbq_store_last_operation(gw->store, wait->instance_id, wait->binding_id,
-                                              wait->operation_id, NULL, &op, &err);
-        bool ended =
-            found == 1 && (strcmp(op.state, "succeeded") == 0 || strcmp(op.state, "failed") == 0);
-        if (!ended) {
-            osbq_last_op_clear(&op);
-            reply_error(out, OSBQ_ERR_TIMEOUT,
-                        "The operation did not finish within the plan's synchronous time "
-                        "limit; it goes on in the background.");
-            return;
-        }
-        read.outcome = WAITER_FINISHED;
-        read.succeeded = strcmp(op.state, "succeeded") == 0;
-        read.description = op.description;
-        read.instance_usable = op.instance_usable != 0;
-        read.update_repeatable = op.update_repeatable != 0;
-        result = &read;
+    case WAITER_TIMEOUT:
         break;
     }
+    struct osbq_error err = {0};
+    struct osbq_store_call *call = osbq_store_last_operation_call(
+        gw->store, wait->instance_id, wait->binding_id, wait->operation_id, NULL, &err);
+    if (call == NULL) {
+        reply_error_from(out, &err);
+        return;
     }
-    if (binding)
-        osb_binding_finished(gw, wait, result, out);
-    else
-        osb_instance_finished(wait, result, out);
-    osbq_last_op_clear(&op);
+    reply_defer(out, call, timeout_answer, (void *)(uintptr_t)wait, NULL);
 }

@@ -36,8 +36,8 @@ void reply_json(struct reply *out, unsigned status, json_t *body);
 /* Fills out with status and a body that outlives the reply (borrowed). */
 void reply_static(struct reply *out, unsigned status, const char *body, size_t len);
 
-/* Makes out a deferred reply: call goes to Redis, then resume(state) answers. Takes call and
- * state (state_free frees it; NULL when there is none). */
+/* Makes out a deferred reply: call goes to Redis, then resume(state) answers. Takes call, and
+ * state when state_free is given (state_free NULL: state is borrowed, or NULL). */
 void reply_defer(struct reply *out, struct osbq_store_call *call, reply_resume_fn resume,
                  void *state, void (*state_free)(void *state));
 

@@ -72,8 +72,9 @@ typedef void (*reply_resume_fn)(const struct gateway *gw, const struct request *
 struct reply_defer {
     struct osbq_store_call *call;    /* owned; NULL when the request does not defer */
     reply_resume_fn resume;          /* what answers once call is answered */
-    void *state;                     /* owned: what resume needs beyond the request, or NULL */
-    void (*state_free)(void *state); /* frees state */
+    void *state;                     /* what resume needs beyond the request, or NULL */
+    void (*state_free)(void *state); /* frees state; NULL: state is borrowed (it outlives the
+                                      * request, or the exchange owns it) */
 };
 
 /* The schemes a 401's WWW-Authenticate names. */

@@ -761,19 +761,26 @@ case_last_op() {
 
 # ---- 4 lifecycles, one gateway and one worker, then two of each ----
 
+# --runs runs of one wrk script on the stack, each once the worker has finished the last one's
+# jobs (a run never starts with the previous run's backlog).
+wrk_series() { # $1 result name, $2 script, $3 unit, $4 tag prefix
+  local run
+  for ((run = 1; run <= runs; run++)); do
+    wait_queue_at_most 0 60
+    wrk_command "$2" "$duration" "tag=$4$run"
+    measure_wrk "$1" "$run" "$3" "${wrk_cmd[@]}"
+  done
+}
+
 case_lifecycle() {
   echo "== 4 lifecycle: sync provision, bind, unbind, deprovision (sim 0 ms), 1 gateway + 1 worker"
   start_stack lifecycle
   warm_up lifecycle.lua tag=w
-  local run
-  for ((run = 1; run <= runs; run++)); do
-    wait_queue_at_most 0 60
-    wrk_command lifecycle.lua "$duration" "tag=l$run"
-    measure_wrk lifecycle "$run" cycles/s "${wrk_cmd[@]}"
-  done
+  wrk_series lifecycle lifecycle.lua cycles/s l
   stop_stack
   echo "== 4 lifecycle: the same with 2 gateways + 2 workers (one wrk per gateway, half the load each)"
   start_stack lifecycle2 2
+  local run
   for ((run = 1; run <= runs; run++)); do
     wait_queue_at_most 0 60
     measure_wrk_pair lifecycle2 "$run" cycles/s lifecycle.lua "m$run"
@@ -785,12 +792,7 @@ case_sync_cycle() {
   echo "== sync_cycle: sync provision (201) + sync deprovision (200) of a new instance, sim 0 ms"
   start_stack sync_cycle
   warm_up sync_cycle.lua tag=w
-  local run
-  for ((run = 1; run <= runs; run++)); do
-    wait_queue_at_most 0 60
-    wrk_command sync_cycle.lua "$duration" "tag=c$run"
-    measure_wrk sync_cycle "$run" cycles/s "${wrk_cmd[@]}"
-  done
+  wrk_series sync_cycle sync_cycle.lua cycles/s c
   stop_stack
 }
 

@@ -348,17 +348,29 @@ int64_t osbq_store_now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* READONLY: a primary demoted to a replica by a failover. Its connection must go, so the next
+ * one asks the Sentinels again. */
+static bool from_replica(const redisReply *reply)
+{
+    return reply->type == REDIS_REPLY_ERROR && strncmp(reply->str, "READONLY", 8) == 0;
+}
+
+/* Marks c failed, so store_release drops it and marks Redis down. */
+static void drop_replica_connection(redisContext *c)
+{
+    if (c->err == 0) {
+        c->err = REDIS_ERR_EOF;
+        (void)snprintf(c->errstr, sizeof c->errstr, "the server is a replica now");
+    }
+}
+
 int store_reply_failed(redisContext *c, redisReply *reply, const char *what, struct osbq_error *err)
 {
     if (reply == NULL)
         return osbq_error_set(err, OSBQ_ERR_UNAVAILABLE, "redis %s: %s", what, c->errstr);
     if (reply->type == REDIS_REPLY_ERROR) {
-        /* A primary demoted to a replica by a failover: this connection must go (store_release
-         * drops it and marks Redis down), so the next one asks the Sentinels again. */
-        if (strncmp(reply->str, "READONLY", 8) == 0 && c->err == 0) {
-            c->err = REDIS_ERR_EOF;
-            (void)snprintf(c->errstr, sizeof c->errstr, "the server is a replica now");
-        }
+        if (from_replica(reply))
+            drop_replica_connection(c);
         return osbq_error_set(err, OSBQ_ERR_UNAVAILABLE, "redis %s: %s", what, reply->str);
     }
     return 0;
@@ -533,9 +545,7 @@ bool store_call_settle(struct osbq_store *store, struct osbq_store_call *call, r
         call->reply = reply;
         return false;
     }
-    /* A primary demoted to a replica by a failover: its connection must go, so the next one
-     * asks the Sentinels again. */
-    bool drop = strncmp(reply->str, "READONLY", 8) == 0;
+    bool drop = from_replica(reply);
     osbq_error_set(&call->err, OSBQ_ERR_UNAVAILABLE, "redis %s: %s", call->name, reply->str);
     atomic_fetch_add(&store->errors, 1);
     freeReplyObject(reply);
@@ -571,7 +581,7 @@ void osbq_store_call_run(struct osbq_store *store, struct osbq_store_call *call)
     }
     size_t head_len = store_call_head(call, sha, head);
     redisReply *reply = run_call(c, head, head_len, call);
-    if (reply != NULL && reply->type == REDIS_REPLY_ERROR &&
+    if (reply != NULL && reply->type == REDIS_REPLY_ERROR && call->script != STORE_CALL_COMMAND &&
         strncmp(reply->str, "NOSCRIPT", 8) == 0) {
         freeReplyObject(reply);
         reply = NULL;
@@ -583,10 +593,8 @@ void osbq_store_call_run(struct osbq_store *store, struct osbq_store_call *call)
     }
     if (reply == NULL) /* I/O: counted (and Redis marked down) by store_release */
         osbq_error_set(&call->err, OSBQ_ERR_UNAVAILABLE, "redis %s: %s", call->name, c->errstr);
-    else if (store_call_settle(store, call, reply) && c->err == 0) {
-        c->err = REDIS_ERR_EOF;
-        (void)snprintf(c->errstr, sizeof c->errstr, "the server is a replica now");
-    }
+    else if (store_call_settle(store, call, reply))
+        drop_replica_connection(c);
     store_release(store, c);
 }
 

@@ -394,7 +394,8 @@ enum osbq_record_kind {
  * about count keys, then each record found read in the same pipeline. Sets *cursor to where
  * the next step starts (0: the walk is over). A record may be seen twice in one walk (SCAN's
  * guarantee); a binding's result (its credentials) and an instance's digest are never
- * returned. On success *records (free with osbq_fields_array_free) holds *n records. */
+ * returned. On success *records (free with osbq_fields_array_free; NULL when the step found no
+ * key) holds *n records. */
 int osbq_store_scan_records(struct osbq_store *store, enum osbq_record_kind kind, uint64_t *cursor,
                             unsigned count, struct osbq_fields **records, size_t *n,
                             struct osbq_error *err);
@@ -447,7 +448,7 @@ struct osbq_stored_result {
 /* One step of a walk over every binding that has a result (and its ids): SCAN from *cursor (0 to
  * start) asking for about count keys, their ids and results read in the same pipeline. Sets *cursor
  * to where the next step starts (0: the walk is over). *results (free with
- * osbq_stored_results_free) holds *n entries. */
+ * osbq_stored_results_free; NULL when the step found no key) holds *n entries. */
 int osbq_store_scan_results(struct osbq_store *store, uint64_t *cursor, unsigned count,
                             struct osbq_stored_result **results, size_t *n, struct osbq_error *err);
 void osbq_stored_results_free(struct osbq_stored_result *results, size_t n);

@@ -214,24 +214,63 @@ oom:
     return osbq_error_set(err, OSBQ_ERR_INTERNAL, "out of memory");
 }
 
-int store_scan_step(redisContext *c, const char *pattern, uint64_t cursor, unsigned count,
-                    redisReply **scan, const redisReply **keys, uint64_t *next,
-                    struct osbq_error *err)
+int store_scan_fetch(redisContext *c, const char *pattern, uint64_t *cursor, unsigned count,
+                     const char *command, store_scan_take_fn take, void *ctx,
+                     struct osbq_error *err)
 {
-    redisReply *r = redisCommand(c, "SCAN %" PRIu64 " MATCH %s COUNT %u", cursor, pattern,
-                                 count == 0 ? 100U : count);
-    if (store_reply_failed(c, r, "SCAN", err) < 0) {
-        freeReplyObject(r);
+    redisReply *scan = redisCommand(c, "SCAN %" PRIu64 " MATCH %s COUNT %u", *cursor, pattern,
+                                    count == 0 ? 100U : count);
+    if (store_reply_failed(c, scan, "SCAN", err) < 0) {
+        freeReplyObject(scan);
         return -1;
     }
-    if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
-        r->element[0]->type != REDIS_REPLY_STRING || r->element[1]->type != REDIS_REPLY_ARRAY) {
-        freeReplyObject(r);
+    if (scan->type != REDIS_REPLY_ARRAY || scan->elements != 2 ||
+        scan->element[0]->type != REDIS_REPLY_STRING ||
+        scan->element[1]->type != REDIS_REPLY_ARRAY) {
+        freeReplyObject(scan);
         return osbq_error_set(err, OSBQ_ERR_INTERNAL, "SCAN: unexpected reply");
     }
-    *scan = r;
-    *keys = r->element[1];
-    *next = strtoull(r->element[0]->str, NULL, 10);
+    const redisReply *keys = scan->element[1];
+    for (size_t i = 0; i < keys->elements; i++)
+        redisAppendCommand(c, command, keys->element[i]->str, keys->element[i]->len);
+    bool failed = false;
+    for (size_t i = 0; i < keys->elements; i++) {
+        redisReply *got = NULL;
+        if (redisGetReply(c, (void **)&got) != REDIS_OK) {
+            osbq_error_set(err, OSBQ_ERR_UNAVAILABLE, "redis %.*s: %s", (int)strcspn(command, " "),
+                           command, c->errstr);
+            failed = true;
+            break;
+        }
+        if (!failed && take(ctx, keys->element[i], got, i, keys->elements, err) < 0)
+            failed = true;
+        freeReplyObject(got);
+    }
+    if (!failed)
+        *cursor = strtoull(scan->element[0]->str, NULL, 10);
+    freeReplyObject(scan);
+    return failed ? -1 : 0;
+}
+
+/* The records one scan step found, as osbq_store_scan_records returns them. */
+struct records_step {
+    struct osbq_fields *list; /* one per hash found; allocated at the first reply */
+    size_t found;             /* entries filled */
+};
+
+static int take_record(void *ctx, const redisReply *key, const redisReply *hash, size_t i,
+                       size_t count, struct osbq_error *err)
+{
+    struct records_step *step = ctx;
+    (void)key;
+    if (i == 0 && (step->list = calloc(count, sizeof *step->list)) == NULL)
+        return osbq_error_set(err, OSBQ_ERR_INTERNAL, "out of memory");
+    /* A key of another type matching the pattern (none today) is skipped. */
+    if (hash->type != REDIS_REPLY_ARRAY || hash->elements == 0)
+        return 0;
+    if (fields_from_reply(hash, &step->list[step->found], err) < 0)
+        return -1;
+    step->found++;
     return 0;
 }
 
@@ -246,50 +285,16 @@ int osbq_store_scan_records(struct osbq_store *store, enum osbq_record_kind kind
     redisContext *c = store_acquire(store, err);
     if (c == NULL)
         return -1;
-    int rc = -1;
-    struct osbq_fields *list = NULL;
-    size_t found = 0;
-    redisReply *scan = NULL;
-    const redisReply *keys = NULL;
-    uint64_t next = 0;
-    if (store_scan_step(c, pattern, *cursor, count, &scan, &keys, &next, err) < 0)
-        goto out;
-    list = calloc(keys->elements + 1, sizeof *list);
-    if (list == NULL) {
-        osbq_error_set(err, OSBQ_ERR_INTERNAL, "out of memory");
-        goto out;
-    }
-    for (size_t i = 0; i < keys->elements; i++)
-        redisAppendCommand(c, "HGETALL %b", keys->element[i]->str, keys->element[i]->len);
-    bool failed = false;
-    for (size_t i = 0; i < keys->elements; i++) {
-        redisReply *hash = NULL;
-        if (redisGetReply(c, (void **)&hash) != REDIS_OK) {
-            osbq_error_set(err, OSBQ_ERR_UNAVAILABLE, "redis HGETALL: %s", c->errstr);
-            failed = true;
-            break;
-        }
-        /* A key of another type matching the pattern (none today) is skipped. */
-        if (!failed && hash->type == REDIS_REPLY_ARRAY && hash->elements > 0) {
-            if (fields_from_reply(hash, &list[found], err) < 0)
-                failed = true;
-            else
-                found++;
-        }
-        freeReplyObject(hash);
-    }
-    if (failed)
-        goto out;
-    *cursor = next;
-    *records = list;
-    *n = found;
-    list = NULL;
-    rc = 0;
-out:
-    osbq_fields_array_free(list, found);
-    freeReplyObject(scan);
+    struct records_step step = {0};
+    int rc = store_scan_fetch(c, pattern, cursor, count, "HGETALL %b", take_record, &step, err);
     store_release(store, c);
-    return rc;
+    if (rc < 0) {
+        osbq_fields_array_free(step.list, step.found);
+        return -1;
+    }
+    *records = step.list;
+    *n = step.found;
+    return 0;
 }
 
 /* Splits the history field (one JSON object per line) into a NULL-terminated array. */
@@ -433,39 +438,42 @@ int osbq_store_stats_get(struct osbq_store *store, struct osbq_store_stats *out,
     return 0;
 }
 
+/* A walk over one per-field quota's counters. */
+struct quota_walk {
+    size_t prefix_len;               /* "<ns>:quota:<name>:": what precedes each value */
+    osbq_store_quota_visit_fn visit; /* the caller's */
+    void *ctx;
+};
+
+static int take_counter(void *ctx, const redisReply *key, const redisReply *got, size_t i,
+                        size_t count, struct osbq_error *err)
+{
+    struct quota_walk *walk = ctx;
+    (void)i;
+    (void)count;
+    if (got->type != REDIS_REPLY_STRING || key->len <= walk->prefix_len)
+        return 0;
+    if (walk->visit(key->str + walk->prefix_len, strtoll(got->str, NULL, 10), walk->ctx) < 0)
+        return osbq_error_set(err, OSBQ_ERR_INTERNAL, "stopped");
+    return 0;
+}
+
 int osbq_store_quota_walk(struct osbq_store *store, const char *name,
                           osbq_store_quota_visit_fn visit, void *ctx, struct osbq_error *err)
 {
     char key[STORE_KEY_MAX], pattern[STORE_KEY_MAX + 2];
     if (store_id_key(store, key, sizeof key, "quota", name) < 0)
         return osbq_error_set(err, OSBQ_ERR_INTERNAL, "key too long");
-    size_t prefix_len = strlen(key) + 1;
+    struct quota_walk walk = {strlen(key) + 1, visit, ctx};
     (void)snprintf(pattern, sizeof pattern, "%s:*", key);
     redisContext *c = store_acquire(store, err);
     if (c == NULL)
         return -1;
     uint64_t cursor = 0;
-    int rc = 0;
-    do {
-        redisReply *scan = NULL;
-        const redisReply *keys = NULL;
-        rc = store_scan_step(c, pattern, cursor, 500, &scan, &keys, &cursor, err);
-        for (size_t i = 0; keys != NULL && i < keys->elements; i++)
-            redisAppendCommand(c, "GET %b", keys->element[i]->str, keys->element[i]->len);
-        for (size_t i = 0; keys != NULL && i < keys->elements; i++) {
-            redisReply *got = NULL;
-            if (redisGetReply(c, (void **)&got) != REDIS_OK) {
-                rc = osbq_error_set(err, OSBQ_ERR_UNAVAILABLE, "redis GET: %s", c->errstr);
-                break;
-            }
-            const redisReply *found = keys->element[i];
-            if (rc == 0 && got->type == REDIS_REPLY_STRING && found->len > prefix_len &&
-                visit(found->str + prefix_len, strtoll(got->str, NULL, 10), ctx) < 0)
-                rc = osbq_error_set(err, OSBQ_ERR_INTERNAL, "stopped");
-            freeReplyObject(got);
-        }
-        freeReplyObject(scan);
-    } while (rc == 0 && cursor != 0);
+    int rc;
+    do
+        rc = store_scan_fetch(c, pattern, &cursor, 500, "GET %b", take_counter, &walk, err);
+    while (rc == 0 && cursor != 0);
     store_release(store, c);
     return rc;
 }

@@ -111,13 +111,19 @@ void store_release(struct osbq_store *store, redisContext *c);
 redisReply *store_eval(struct osbq_store *store, enum store_script script, int nkeys, int argc,
                        const char **argv, const size_t *lens, struct osbq_error *err);
 
-/* One step of a SCAN walk over the keys matching pattern, from cursor, about count keys
- * (100 when 0). On success returns 0 with *scan (the reply; caller frees), *keys (its array of
- * key names, inside *scan) and *next (where the next step starts; 0: the walk is over); -1 with
- * err. */
-int store_scan_step(redisContext *c, const char *pattern, uint64_t cursor, unsigned count,
-                    redisReply **scan, const redisReply **keys, uint64_t *next,
-                    struct osbq_error *err);
+/* Takes the reply to a store_scan_fetch command for key, the i-th of the count keys of the
+ * step. Returns 0, or -1 with err to fail the step (the rest of its replies are still read). */
+typedef int (*store_scan_take_fn)(void *ctx, const redisReply *key, const redisReply *reply,
+                                  size_t i, size_t count, struct osbq_error *err);
+
+/* One step of a SCAN walk on c over the keys matching pattern, from *cursor, about count keys
+ * (100 when 0): command (a format whose one %b is the key) is sent for every key found, all
+ * pipelined, and each reply is handed to take. Every reply is read, even after a failure, so
+ * the connection stays in step. Returns 0 with *cursor where the next step starts (0: the walk
+ * is over), or -1 with err. */
+int store_scan_fetch(redisContext *c, const char *pattern, uint64_t *cursor, unsigned count,
+                     const char *command, store_scan_take_fn take, void *ctx,
+                     struct osbq_error *err);
 
 /* -1 with err (OSBQ_ERR_UNAVAILABLE) when reply is NULL (I/O) or an error reply; else 0. */
 int store_reply_failed(redisContext *c, redisReply *reply, const char *what,

@@ -28,6 +28,35 @@ void osbq_stored_results_free(struct osbq_stored_result *results, size_t n)
     free(results);
 }
 
+/* The results one scan step found. */
+struct results_step {
+    struct osbq_stored_result *list; /* allocated at the first reply */
+    size_t found;                    /* entries filled */
+};
+
+static int take_result(void *ctx, const redisReply *key, const redisReply *got, size_t i,
+                       size_t count, struct osbq_error *err)
+{
+    struct results_step *step = ctx;
+    if (i == 0 && (step->list = calloc(count, sizeof *step->list)) == NULL)
+        return osbq_error_set(err, OSBQ_ERR_INTERNAL, "out of memory");
+    /* Records without a result, or without the ids its sealing is bound to (begin_binding
+     * writes both ids with the record: none osbq made), are not results to rewrite. */
+    bool usable = got->type == REDIS_REPLY_ARRAY && got->elements == 3;
+    for (size_t k = 0; usable && k < 3; k++)
+        usable = got->element[k]->type == REDIS_REPLY_STRING;
+    if (!usable)
+        return 0;
+    struct osbq_stored_result *r = &step->list[step->found++];
+    r->key = strndup(key->str, key->len);
+    r->instance_id = strndup(got->element[0]->str, got->element[0]->len);
+    r->binding_id = strndup(got->element[1]->str, got->element[1]->len);
+    r->result = strndup(got->element[2]->str, got->element[2]->len);
+    if (r->key == NULL || r->instance_id == NULL || r->binding_id == NULL || r->result == NULL)
+        return osbq_error_set(err, OSBQ_ERR_INTERNAL, "out of memory");
+    return 0;
+}
+
 int osbq_store_scan_results(struct osbq_store *store, uint64_t *cursor, unsigned count,
                             struct osbq_stored_result **results, size_t *n, struct osbq_error *err)
 {
@@ -37,63 +66,17 @@ int osbq_store_scan_results(struct osbq_store *store, uint64_t *cursor, unsigned
     redisContext *c = store_acquire(store, err);
     if (c == NULL)
         return -1;
-    int rc = -1;
-    struct osbq_stored_result *list = NULL;
-    size_t found = 0;
-    redisReply *scan = NULL;
-    const redisReply *keys = NULL;
-    uint64_t next = 0;
-    if (store_scan_step(c, pattern, *cursor, count, &scan, &keys, &next, err) < 0)
-        goto out;
-    list = calloc(keys->elements + 1, sizeof *list);
-    if (list == NULL) {
-        osbq_error_set(err, OSBQ_ERR_INTERNAL, "out of memory");
-        goto out;
-    }
-    for (size_t i = 0; i < keys->elements; i++)
-        redisAppendCommand(c, "HMGET %b instance_id binding_id result", keys->element[i]->str,
-                           keys->element[i]->len);
-    /* Every reply is read, even after a failure, so the connection stays in step. */
-    bool failed = false;
-    for (size_t i = 0; i < keys->elements; i++) {
-        redisReply *got = NULL;
-        if (redisGetReply(c, (void **)&got) != REDIS_OK) {
-            osbq_error_set(err, OSBQ_ERR_UNAVAILABLE, "redis HMGET: %s", c->errstr);
-            failed = true;
-            break;
-        }
-        struct osbq_stored_result *r = &list[found];
-        /* Records without a result, or without the ids its sealing is bound to (begin_binding
-         * writes both ids with the record: none osbq made), are not results to rewrite. */
-        bool usable = got->type == REDIS_REPLY_ARRAY && got->elements == 3;
-        for (size_t k = 0; usable && k < 3; k++)
-            usable = got->element[k]->type == REDIS_REPLY_STRING;
-        if (!failed && usable) {
-            r->key = strndup(keys->element[i]->str, keys->element[i]->len);
-            r->instance_id = strndup(got->element[0]->str, got->element[0]->len);
-            r->binding_id = strndup(got->element[1]->str, got->element[1]->len);
-            r->result = strndup(got->element[2]->str, got->element[2]->len);
-            found++;
-            if (r->key == NULL || r->instance_id == NULL || r->binding_id == NULL ||
-                r->result == NULL) {
-                osbq_error_set(err, OSBQ_ERR_INTERNAL, "out of memory");
-                failed = true;
-            }
-        }
-        freeReplyObject(got);
-    }
-    if (failed)
-        goto out;
-    *cursor = next;
-    *results = list;
-    *n = found;
-    list = NULL;
-    rc = 0;
-out:
-    osbq_stored_results_free(list, found);
-    freeReplyObject(scan);
+    struct results_step step = {0};
+    int rc = store_scan_fetch(c, pattern, cursor, count, "HMGET %b instance_id binding_id result",
+                              take_result, &step, err);
     store_release(store, c);
-    return rc;
+    if (rc < 0) {
+        osbq_stored_results_free(step.list, step.found);
+        return -1;
+    }
+    *results = step.list;
+    *n = step.found;
+    return 0;
 }
 
 int osbq_store_result_replace(struct osbq_store *store, const char *key, const char *expected,

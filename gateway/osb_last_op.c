@@ -74,15 +74,15 @@ out:
     osbq_last_op_clear(&op);
 }
 
-static void instance_answer(const struct gateway *gw, const struct request *req,
-                            struct osbq_store_call *call, void *state, struct reply *out)
+static void instance_op_answer(const struct gateway *gw, const struct request *req,
+                               struct osbq_store_call *call, void *state, struct reply *out)
 {
     (void)state;
     last_operation_answer(gw, req, NULL, call, out);
 }
 
-static void binding_answer(const struct gateway *gw, const struct request *req,
-                           struct osbq_store_call *call, void *state, struct reply *out)
+static void binding_op_answer(const struct gateway *gw, const struct request *req,
+                              struct osbq_store_call *call, void *state, struct reply *out)
 {
     (void)state;
     last_operation_answer(gw, req, req->params[1], call, out);
@@ -108,7 +108,7 @@ static void last_operation(const struct gateway *gw, const struct request *req,
         reply_error_from(out, &err);
         return;
     }
-    reply_defer(out, call, binding_id ? binding_answer : instance_answer, NULL, NULL);
+    reply_defer(out, call, binding_id ? binding_op_answer : instance_op_answer, NULL, NULL);
 }
 
 void osb_last_operation_get(const struct gateway *gw, const struct request *req, struct reply *out)

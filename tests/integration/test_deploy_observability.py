@@ -7,6 +7,7 @@ alert rules (deploy/prometheus) is one their /metrics serve, with the labels the
 import json
 import os
 import re
+import shutil
 import subprocess
 import unittest
 import uuid
@@ -145,6 +146,7 @@ class DeployObservabilityTest(unittest.TestCase):
         os.chmod(os.path.join(stamp, "worker"), 0o440)
         os.symlink(os.path.basename(stamp), os.path.join(clients, "..data"))
         os.symlink("..data/worker", os.path.join(clients, "worker"))
+        cls.files, cls.bus, cls.clients = files, bus, clients
 
         unset = {"OSBQ_REDIS_URL": None, "OSBQ_BROKER_USERNAME": None,
                  "OSBQ_BROKER_PASSWORD": None}
@@ -241,6 +243,39 @@ class DeployObservabilityTest(unittest.TestCase):
         log = self.gateway.log()
         self.assertIn("job bus: CurveZMQ", log)
         self.assertNotIn("OSBQ_SECRET_KEY_FILE is not set", log)
+        # Mode 0440 is all a Secret volume allows for the image's user (docs/deploy.md).
+        self.assertIn("readable by group or others (mode 440)", log)
+
+    def test_a_worker_added_to_the_clients_secret_is_admitted_without_a_restart(self):
+        """As kubelet updates a Secret volume: the new files in a new timestamped directory,
+        `..data` switched to it by a rename, then a link for the new key."""
+        subprocess.run([CTL, "bus-cert", os.path.join(self.bus, "worker2")], check=True,
+                       capture_output=True, timeout=10)
+        worker2_secret = os.path.join(self.files, "bus_worker2_secret")
+        with open(os.path.join(self.bus, "worker2_secret")) as f, open(worker2_secret, "w") as out:
+            out.write(f.read())
+        os.chmod(worker2_secret, 0o440)
+        unset = {"OSBQ_REDIS_URL": None, "OSBQ_BROKER_USERNAME": None,
+                 "OSBQ_BROKER_PASSWORD": None}
+        worker2 = self.stack.start_worker(**dict(unset, OSBQ_CATALOG=CATALOG, **dict(
+            self.worker_env, OSBQ_BUS_CURVE_CLIENT_CERT=worker2_secret)))
+        harness.wait_until(lambda: re.search(r"handshake with \S+ failed", worker2.log()),
+                           harness.START_TIMEOUT_S, "the gateway to refuse the unknown worker")
+        self.assertEqual(len(harness.connected_workers(self.gateway)), 1)
+
+        stamp = os.path.join(self.clients, "..2026_01_01_00_01_00.000000000")
+        os.makedirs(stamp)
+        for name in ("worker", "worker2"):
+            with open(os.path.join(self.bus, name)) as f, open(os.path.join(stamp, name),
+                                                                "w") as out:
+                out.write(f.read())
+            os.chmod(os.path.join(stamp, name), 0o440)
+        old = os.readlink(os.path.join(self.clients, "..data"))
+        os.symlink(os.path.basename(stamp), os.path.join(self.clients, "..data_tmp"))
+        os.rename(os.path.join(self.clients, "..data_tmp"), os.path.join(self.clients, "..data"))
+        os.symlink("..data/worker2", os.path.join(self.clients, "worker2"))
+        shutil.rmtree(os.path.join(self.clients, old))
+        harness.wait_workers_connected([self.gateway], 2, timeout_s=15)
 
     def test_probes_the_manifests_name_answer(self):
         for name, port in (("gateway", self.gateway.port), ("worker", self.metrics_port)):

@@ -166,9 +166,18 @@ class KubernetesManifestsTest(unittest.TestCase):
                 if not path_variables.search(name):
                     continue
                 with self.subTest(component=component, variable=name):
+                    if value in mounts and not name.endswith("_DIR"):
+                        # One key mounted as a file of its own (subPath).
+                        mount = mounts[value]
+                        self.assertTrue(mount.get("readOnly"))
+                        volume = volumes[mount["name"]]
+                        secret = self.secrets[volume["secret"]["secretName"]]
+                        self.assertIn(mount["subPath"], secret["stringData"])
+                        continue
                     mount_path = value if name.endswith("_DIR") else posixpath.dirname(value)
                     self.assertIn(mount_path, mounts, value + " is not on a mounted volume")
                     self.assertTrue(mounts[mount_path].get("readOnly"))
+                    self.assertNotIn("subPath", mounts[mount_path])
                     volume = volumes[mounts[mount_path]["name"]]
                     if name.endswith("_DIR"):
                         self.assertIn(volume["secret"]["secretName"], self.secrets)
@@ -177,6 +186,9 @@ class KubernetesManifestsTest(unittest.TestCase):
                              for src in volume["projected"]["sources"]
                              for i in src["secret"]["items"]}
                     self.assertIn(posixpath.basename(value), items)
+            # The broker opens its key file with O_NOFOLLOW, and a Secret volume's files are
+            # symbolic links: only a subPath mount gives it a regular file.
+            self.assertIn("subPath", mounts[env_values(container)["OSBQ_SECRET_KEY_FILE"]])
 
     def test_every_secret_referenced_is_described(self):
         refs = []

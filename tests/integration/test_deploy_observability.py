@@ -1,6 +1,7 @@
 """The files of deploy/ against real processes: a gateway and a worker started with the
-environment deploy/kubernetes gives them (secret files of mode 0440, the bus's clients directory
-laid out as Kubernetes mounts a Secret), answering the probes the manifests name; after a
+environment deploy/kubernetes gives them, its Secrets laid out as kubelet mounts them (mode
+0440, each key a link into `..data`, the key file a subPath mount), answering the probes the
+manifests name; a worker key added to the bus's clients Secret is admitted; after a
 provision/bind lifecycle, every metric named by the Grafana dashboard (deploy/grafana) and the
 alert rules (deploy/prometheus) is one their /metrics serve, with the labels the queries use."""
 
@@ -25,13 +26,17 @@ CTL = os.path.join(harness.BUILD_DIR, "bin", "osbq-ctl")
 SERVICE = "5c1d2e3f-8a9b-4c0d-9e1f-2a3b4c5d6e01"  # osbq-bind-test
 FAST = "5c1d2e3f-8a9b-4c0d-9e1f-2a3b4c5d6f01"  # bind-fast: every operation at once
 FAIL_BIND = "5c1d2e3f-8a9b-4c0d-9e1f-2a3b4c5d6f08"  # fail-bind: the backend refuses binds
-SECRETS_MOUNT = "/run/secrets/osbq"
+# The manifests' mount points, recreated under the test's directory.
+MOUNTED = ("/run/secrets/", "/etc/osbq/bus-clients")
 # Series Prometheus makes itself (alerts only): one per scrape target.
 PROMETHEUS_OWN = {"up"}
 # Labels Prometheus adds to every scraped series.
 TARGET_LABELS = {"job", "instance"}
 PROMQL_WORDS = {"by", "without", "on", "ignoring", "group_left", "group_right", "and", "or",
                 "unless", "bool", "offset", "inf", "nan"}
+# The harness's own credentials and Redis URL: the manifests' *_FILE variables replace them.
+HARNESS_CREDENTIALS = {"OSBQ_REDIS_URL": None, "OSBQ_BROKER_USERNAME": None,
+                       "OSBQ_BROKER_PASSWORD": None}
 # The addresses and ports the harness chooses on loopback instead of the manifests' own.
 HARNESS_SET = {"OSBQ_LISTEN", "OSBQ_BUS_BIND", "OSBQ_BUS_ADVERTISE", "OSBQ_METRICS_LISTEN",
                "POD_IP"}
@@ -80,6 +85,34 @@ def kube_container(name):
     return deployment["spec"]["template"]["spec"]["containers"][0]
 
 
+def read(path):
+    with open(path) as f:
+        return f.read()
+
+
+def update_secret_volume(directory, contents):
+    """Lays out `contents` ({key: text}) as kubelet writes a Secret volume: the files (mode 0440)
+    in a new timestamped directory, `..data` switched to it by a rename, a link per key through
+    `..data`; a previous timestamped directory is removed."""
+    os.makedirs(directory, exist_ok=True)
+    stamp = "..%s" % uuid.uuid4().hex
+    os.mkdir(os.path.join(directory, stamp))
+    for key, text in contents.items():
+        path = os.path.join(directory, stamp, key)
+        with open(path, "w") as f:
+            f.write(text)
+        os.chmod(path, 0o440)
+    data = os.path.join(directory, "..data")
+    old = os.readlink(data) if os.path.islink(data) else None
+    os.symlink(stamp, data + "_tmp")
+    os.rename(data + "_tmp", data)
+    for key in contents:
+        if not os.path.islink(os.path.join(directory, key)):
+            os.symlink(os.path.join("..data", key), os.path.join(directory, key))
+    if old is not None:
+        shutil.rmtree(os.path.join(directory, old))
+
+
 class DeployObservabilityTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -95,67 +128,53 @@ class DeployObservabilityTest(unittest.TestCase):
         cls.stack.stop()
 
     @classmethod
-    def kube_env(cls, container, files):
-        """The container's environment with its secret paths moved into `files`, less what the
-        harness sets and what comes from an optional Secret that is not there."""
+    def kube_env(cls, container, root):
+        """The container's environment with its mounted paths moved under `root`, less what
+        the harness sets and what comes from an optional Secret that is not there."""
         env = {}
         for entry in container["env"]:
             name = entry["name"]
             if name in HARNESS_SET or "value" not in entry:
                 continue
             value = entry["value"]
-            if value.startswith(SECRETS_MOUNT + "/"):
-                value = os.path.join(files, value[len(SECRETS_MOUNT) + 1:])
-            elif value == "/etc/osbq/bus-clients":
-                value = os.path.join(files, "bus-clients")
+            if value.startswith(MOUNTED):
+                value = root + value
             env[name] = value
         return env
 
     @classmethod
     def start(cls, stack):
-        files = os.path.join(stack.workdir, "secrets")
-        os.makedirs(files)
+        root = os.path.join(stack.workdir, "mounts")
         bus = os.path.join(stack.workdir, "bus")
         os.makedirs(bus)
         for pair in ("gateways", "worker"):
             subprocess.run([CTL, "bus-cert", os.path.join(bus, pair)], check=True,
                            capture_output=True, timeout=10)
         contents = {
-            "redis_url": stack.redis.url,
-            "broker_username": stack.username,
-            "broker_password": stack.password,
-            "secret_keys": "ab" * 32,
+            "redis_url": stack.redis.url + "\n",
+            "broker_username": stack.username + "\n",
+            "broker_password": stack.password + "\n",
         }
-        for name, text in contents.items():
-            with open(os.path.join(files, name), "w") as f:
-                f.write(text + "\n")
         for name in ("gateways_secret", "gateways", "worker_secret"):
-            with open(os.path.join(bus, name)) as f:
-                contents["bus_" + name] = f.read()
-            with open(os.path.join(files, "bus_" + name), "w") as f:
-                f.write(contents["bus_" + name])
-        for name in os.listdir(files):
-            os.chmod(os.path.join(files, name), 0o440)
-        # A Secret volume: the files in a timestamped directory, `..data` pointing at it, and
-        # one symlink per key through `..data`.
-        clients = os.path.join(files, "bus-clients")
-        stamp = os.path.join(clients, "..2026_01_01_00_00_00.000000000")
-        os.makedirs(stamp)
-        with open(os.path.join(bus, "worker")) as f, open(os.path.join(stamp, "worker"), "w") as out:
-            out.write(f.read())
-        os.chmod(os.path.join(stamp, "worker"), 0o440)
-        os.symlink(os.path.basename(stamp), os.path.join(clients, "..data"))
-        os.symlink("..data/worker", os.path.join(clients, "worker"))
-        cls.files, cls.bus, cls.clients = files, bus, clients
+            contents["bus_" + name] = read(os.path.join(bus, name))
+        # The projected volume: every key a link into `..data`.
+        update_secret_volume(root + "/run/secrets/osbq", contents)
+        # The key file's subPath mount: a bind mount of the file itself, no link.
+        key_file = root + "/run/secrets/osbq-secret-keys/secret_keys"
+        os.makedirs(os.path.dirname(key_file))
+        with open(key_file, "w") as f:
+            f.write("ab" * 32 + "\n")
+        os.chmod(key_file, 0o440)
+        cls.clients = root + "/etc/osbq/bus-clients"
+        update_secret_volume(cls.clients, {"worker": read(os.path.join(bus, "worker"))})
+        cls.bus = bus
 
-        unset = {"OSBQ_REDIS_URL": None, "OSBQ_BROKER_USERNAME": None,
-                 "OSBQ_BROKER_PASSWORD": None}
-        gateway_env = cls.kube_env(kube_container("gateway"), files)
-        worker_env = cls.kube_env(kube_container("worker"), files)
+        gateway_env = cls.kube_env(kube_container("gateway"), root)
+        worker_env = cls.kube_env(kube_container("worker"), root)
         cls.gateway_env, cls.worker_env = gateway_env, worker_env
-        cls.gateway = stack.start_gateway(**dict(unset, **gateway_env))
+        cls.gateway = stack.start_gateway(**dict(HARNESS_CREDENTIALS, **gateway_env))
         cls.metrics_port = harness.free_port()
-        cls.worker = stack.start_worker(**dict(unset, OSBQ_CATALOG=CATALOG,
+        cls.worker = stack.start_worker(**dict(HARNESS_CREDENTIALS, OSBQ_CATALOG=CATALOG,
                                                OSBQ_METRICS_LISTEN="127.0.0.1:%d"
                                                % cls.metrics_port, **worker_env))
         harness.wait_workers_connected([cls.gateway], 1)
@@ -251,30 +270,19 @@ class DeployObservabilityTest(unittest.TestCase):
         `..data` switched to it by a rename, then a link for the new key."""
         subprocess.run([CTL, "bus-cert", os.path.join(self.bus, "worker2")], check=True,
                        capture_output=True, timeout=10)
-        worker2_secret = os.path.join(self.files, "bus_worker2_secret")
-        with open(os.path.join(self.bus, "worker2_secret")) as f, open(worker2_secret, "w") as out:
-            out.write(f.read())
-        os.chmod(worker2_secret, 0o440)
-        unset = {"OSBQ_REDIS_URL": None, "OSBQ_BROKER_USERNAME": None,
-                 "OSBQ_BROKER_PASSWORD": None}
-        worker2 = self.stack.start_worker(**dict(unset, OSBQ_CATALOG=CATALOG, **dict(
-            self.worker_env, OSBQ_BUS_CURVE_CLIENT_CERT=worker2_secret)))
+        secret = os.path.join(self.stack.workdir, "worker2-secrets")
+        update_secret_volume(secret, {"worker_secret":
+                                      read(os.path.join(self.bus, "worker2_secret"))})
+        env = dict(self.worker_env, OSBQ_BUS_CURVE_CLIENT_CERT=os.path.join(secret,
+                                                                            "worker_secret"))
+        worker2 = self.stack.start_worker(**dict(HARNESS_CREDENTIALS, OSBQ_CATALOG=CATALOG,
+                                                 **env))
         harness.wait_until(lambda: re.search(r"handshake with \S+ failed", worker2.log()),
                            harness.START_TIMEOUT_S, "the gateway to refuse the unknown worker")
         self.assertEqual(len(harness.connected_workers(self.gateway)), 1)
-
-        stamp = os.path.join(self.clients, "..2026_01_01_00_01_00.000000000")
-        os.makedirs(stamp)
-        for name in ("worker", "worker2"):
-            with open(os.path.join(self.bus, name)) as f, open(os.path.join(stamp, name),
-                                                                "w") as out:
-                out.write(f.read())
-            os.chmod(os.path.join(stamp, name), 0o440)
-        old = os.readlink(os.path.join(self.clients, "..data"))
-        os.symlink(os.path.basename(stamp), os.path.join(self.clients, "..data_tmp"))
-        os.rename(os.path.join(self.clients, "..data_tmp"), os.path.join(self.clients, "..data"))
-        os.symlink("..data/worker2", os.path.join(self.clients, "worker2"))
-        shutil.rmtree(os.path.join(self.clients, old))
+        update_secret_volume(self.clients,
+                             {name: read(os.path.join(self.bus, name))
+                              for name in ("worker", "worker2")})
         harness.wait_workers_connected([self.gateway], 2, timeout_s=15)
 
     def test_probes_the_manifests_name_answer(self):

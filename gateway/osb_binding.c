@@ -174,6 +174,39 @@ static bool binding_async(const struct request *req)
     return req->api_version >= API_FETCH && accept_async(req);
 }
 
+/* The plan a bind names: a bindable plan of service_id; NULL with a 400 otherwise. */
+static const struct osbq_plan *bind_plan(const struct gateway *gw, const struct request *req,
+                                         const char *service_id, const char *plan_id,
+                                         struct reply *out)
+{
+    const struct osbq_plan *plan = osb_platform_plan(gw, req, plan_id);
+    if (plan == NULL || strcmp(plan->service->id, service_id) != 0) {
+        reply_bad_request(out, "The plan \"%s\" is not a plan of the service \"%s\".", plan_id,
+                          service_id);
+        return NULL;
+    }
+    if (!plan->bindable) {
+        reply_bad_request(out, "The plan \"%s\" is not bindable.", plan->name);
+        return NULL;
+    }
+    return plan;
+}
+
+/* The binding a bind rotates: *predecessor, dropped for platforms before 2.17 (rotation is
+ * theirs only). False with a 400 when the plan cannot rotate or it names the binding itself. */
+static bool check_predecessor(const struct request *req, const struct osbq_plan *plan,
+                              const char *binding_id, const char **predecessor, struct reply *out)
+{
+    if (req->api_version < API_ROTATION)
+        *predecessor = NULL;
+    if (*predecessor != NULL && !plan->binding_rotatable)
+        return reply_bad_request(out, "The plan \"%s\" does not support binding rotation.",
+                                 plan->name);
+    if (*predecessor != NULL && strcmp(*predecessor, binding_id) == 0)
+        return reply_bad_request(out, "A binding cannot be its own predecessor.");
+    return true;
+}
+
 void osb_binding_put(const struct gateway *gw, const struct request *req, struct reply *out)
 {
     const char *instance_id = req->params[0], *binding_id = req->params[1];
@@ -201,17 +234,8 @@ void osb_binding_put(const struct gateway *gw, const struct request *req, struct
         reply_bad_request(out, "\"service_id\" and \"plan_id\" are required.");
         goto out;
     }
-    const struct osbq_plan *plan = osb_platform_plan(gw, req, plan_id);
-    if (plan == NULL || strcmp(plan->service->id, service_id) != 0) {
-        reply_bad_request(out, "The plan \"%s\" is not a plan of the service \"%s\".", plan_id,
-                          service_id);
-        goto out;
-    }
-    if (!plan->bindable) {
-        reply_bad_request(out, "The plan \"%s\" is not bindable.", plan->name);
-        goto out;
-    }
-    if (!osb_parameters_valid(plan->bind_schema, parameters, true, out))
+    const struct osbq_plan *plan = bind_plan(gw, req, service_id, plan_id, out);
+    if (plan == NULL || !osb_parameters_valid(plan->bind_schema, parameters, true, out))
         goto out;
     bool async = binding_async(req);
     if (plan->bind_async_required && !async) {
@@ -222,18 +246,8 @@ void osb_binding_put(const struct gateway *gw, const struct request *req, struct
         reply_error(out, OSBQ_ERR_REQUIRES_APP, NULL);
         goto out;
     }
-    /* Rotation is a 2.17 field: older platforms cannot mean it. */
-    if (req->api_version < API_ROTATION)
-        predecessor = NULL;
-    if (predecessor != NULL && !plan->binding_rotatable) {
-        reply_bad_request(out, "The plan \"%s\" does not support binding rotation.", plan->name);
-        goto out;
-    }
-    if (predecessor != NULL && strcmp(predecessor, binding_id) == 0) {
-        reply_bad_request(out, "A binding cannot be its own predecessor.");
-        goto out;
-    }
-    if (!binding_allowed(gw, req, plan, instance_id, context, out))
+    if (!check_predecessor(req, plan, binding_id, &predecessor, out) ||
+        !binding_allowed(gw, req, plan, instance_id, context, out))
         goto out;
     /* Platforms before 2.8 send only the top-level app_guid: backends read bind_resource. */
     if (resource == NULL && app_guid != NULL)

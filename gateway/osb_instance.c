@@ -250,6 +250,43 @@ static bool update_members(json_t *body, const char **service_id, const char **p
            validate_optional_object(body, "previous_values", &previous, out);
 }
 
+/* The plans of an update of inst (found: what the read gave): the one it has (*current, NULL
+ * when no longer offered) and the one it moves to (*target). False with the reply set when
+ * the instance cannot be updated so. */
+static bool update_plans(const struct gateway *gw, const struct request *req, int found,
+                         const struct osbq_instance *inst, const char *service_id,
+                         const char *plan_id, const struct osbq_plan **current,
+                         const struct osbq_plan **target, struct reply *out)
+{
+    if (found == 0 || !osb_platform_owns(req, inst->platform) ||
+        strcmp(inst->state, "failed") == 0 || strcmp(inst->state, "gone") == 0) {
+        reply_error(out, OSBQ_ERR_NOT_FOUND, "The service instance does not exist.");
+        return false;
+    }
+    if (strcmp(inst->state, "provisioned") != 0) {
+        reply_error(out, OSBQ_ERR_CONCURRENCY, NULL);
+        return false;
+    }
+    if (strcmp(inst->service_id, service_id) != 0)
+        return reply_bad_request(out, "The instance belongs to the service \"%s\", not \"%s\".",
+                                 inst->service_id, service_id);
+    *current = osb_platform_plan(gw, req, inst->plan_id);
+    *target = *current;
+    if (plan_id != NULL && !find_plan(gw, req, service_id, plan_id, target, out))
+        return false;
+    if (*target == NULL) {
+        reply_error(out, OSBQ_ERR_UNPROCESSABLE,
+                    "The instance's plan is no longer offered: name a plan to move to.");
+        return false;
+    }
+    if (*current != *target && (*current == NULL || !(*current)->plan_updateable)) {
+        reply_error(out, OSBQ_ERR_UNPROCESSABLE,
+                    "The instance's plan does not allow changing plans (plan_updateable).");
+        return false;
+    }
+    return true;
+}
+
 /* An update once the instance is read (its current plan decides what the request may do): the
  * checks that need it, then the operation. state is the request's body. */
 static void instance_patch_after_read(const struct gateway *gw, const struct request *req,
@@ -272,34 +309,9 @@ static void instance_patch_after_read(const struct gateway *gw, const struct req
         reply_store_unavailable(out, &err);
         goto out;
     }
-    if (found == 0 || !osb_platform_owns(req, inst.platform) || strcmp(inst.state, "failed") == 0 ||
-        strcmp(inst.state, "gone") == 0) {
-        reply_error(out, OSBQ_ERR_NOT_FOUND, "The service instance does not exist.");
+    const struct osbq_plan *current, *target;
+    if (!update_plans(gw, req, found, &inst, service_id, plan_id, &current, &target, out))
         goto out;
-    }
-    if (strcmp(inst.state, "provisioned") != 0) {
-        reply_error(out, OSBQ_ERR_CONCURRENCY, NULL);
-        goto out;
-    }
-    if (strcmp(inst.service_id, service_id) != 0) {
-        reply_bad_request(out, "The instance belongs to the service \"%s\", not \"%s\".",
-                          inst.service_id, service_id);
-        goto out;
-    }
-    const struct osbq_plan *current = osb_platform_plan(gw, req, inst.plan_id);
-    const struct osbq_plan *target = current;
-    if (plan_id != NULL && !find_plan(gw, req, service_id, plan_id, &target, out))
-        goto out;
-    if (target == NULL) {
-        reply_error(out, OSBQ_ERR_UNPROCESSABLE,
-                    "The instance's plan is no longer offered: name a plan to move to.");
-        goto out;
-    }
-    if (current != target && (current == NULL || !current->plan_updateable)) {
-        reply_error(out, OSBQ_ERR_UNPROCESSABLE,
-                    "The instance's plan does not allow changing plans (plan_updateable).");
-        goto out;
-    }
     /* Against the plan the instance moves to: its update schema describes the result. */
     if (!osb_parameters_valid(target->update_schema, parameters, false, out))
         goto out;

@@ -194,8 +194,9 @@ static void reply_refused(const struct accept_pending *p, const struct osbq_begi
 
 /* The answer once the begin script has answered: 202, a wait, the finished request's answer,
  * or why not. */
-static void accept_after_begin(const struct gateway *gw, const struct request *req,
-                               struct osbq_store_call *call, void *state, struct reply *out)
+static void accept_operation_after_begin(const struct gateway *gw, const struct request *req,
+                                         struct osbq_store_call *call, void *state,
+                                         struct reply *out)
 {
     struct accept_pending *p = state;
     struct osbq_begin_reply got = {0};
@@ -281,5 +282,5 @@ void accept_operation(const struct gateway *gw, const struct request *req,
         reply_error_from(out, &err);
         return;
     }
-    reply_defer(out, call, accept_after_begin, p, pending_free);
+    reply_defer(out, call, accept_operation_after_begin, p, pending_free);
 }

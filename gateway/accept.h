@@ -70,7 +70,8 @@ struct accept_desc {
                  const struct osbq_begin_reply *got, struct reply *out);
 };
 
-/* Starts the operation a: out becomes the deferred store call; accept_after_begin answers. */
+/* Starts the operation a: out becomes the deferred store call, and
+ * accept_operation_after_begin answers. */
 void accept_operation(const struct gateway *gw, const struct request *req,
                       const struct accept_desc *desc, const struct accept *a, struct reply *out);
 

@@ -74,16 +74,18 @@ out:
     osbq_last_op_clear(&op);
 }
 
-static void last_operation_after_read(const struct gateway *gw, const struct request *req,
-                                      struct osbq_store_call *call, void *state, struct reply *out)
+static void last_operation_get_after_read(const struct gateway *gw, const struct request *req,
+                                          struct osbq_store_call *call, void *state,
+                                          struct reply *out)
 {
     (void)state;
     last_operation_answer(gw, req, NULL, call, out);
 }
 
-static void binding_last_operation_after_read(const struct gateway *gw, const struct request *req,
-                                              struct osbq_store_call *call, void *state,
-                                              struct reply *out)
+static void binding_last_operation_get_after_read(const struct gateway *gw,
+                                                  const struct request *req,
+                                                  struct osbq_store_call *call, void *state,
+                                                  struct reply *out)
 {
     (void)state;
     last_operation_answer(gw, req, req->params[1], call, out);
@@ -110,8 +112,8 @@ static void last_operation(const struct gateway *gw, const struct request *req,
         return;
     }
     reply_defer(out, call,
-                binding_id ? binding_last_operation_after_read : last_operation_after_read, NULL,
-                NULL);
+                binding_id ? binding_last_operation_get_after_read : last_operation_get_after_read,
+                NULL, NULL);
 }
 
 void osb_last_operation_get(const struct gateway *gw, const struct request *req, struct reply *out)

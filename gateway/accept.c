@@ -18,7 +18,7 @@ struct refusal {
 
 /* The store's refusals, for an instance operation and for a binding one (enum
  * accept_resource). Accepted, in-progress and done answers are not refusals. */
-static const struct refusal refusals[][2] = {
+static const struct refusal refusals[][ACCEPT_RESOURCE_COUNT_] = {
     [OSBQ_BEGIN_CONFLICT] =
         {
             {OSBQ_ERR_CONFLICT, "A service instance with this id already exists with different "

@@ -54,6 +54,7 @@ struct accept_record {
 enum accept_resource {
     ACCEPT_INSTANCE,
     ACCEPT_BINDING,
+    ACCEPT_RESOURCE_COUNT_, /* how many there are */
 };
 
 /* What differs between starting an instance operation and a binding one; each handler file

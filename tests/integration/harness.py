@@ -10,8 +10,10 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import unittest
+from concurrent.futures import ThreadPoolExecutor
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 
@@ -143,6 +145,95 @@ class Stack(osbq_stack.Stack):
         kwargs.setdefault("ssl_context", getattr(gateway, "ssl_context", None))
         kwargs.setdefault("password", self.password)
         return Client(gateway.port, **kwargs)
+
+
+class ClusterTestCase(unittest.TestCase):
+    """One stack per test class: redis-server, GATEWAYS gateways and WORKERS workers (with
+    WORKER_ENV) on CATALOG with EXTRA_ENV, and warm_up() once every worker reached every
+    gateway. Each test gets a keep-alive CheckedClient per gateway, API version and thread, and
+    fails in tearDown on any error answer without a JSON description."""
+
+    CATALOG = EXAMPLE_CATALOG
+    EXTRA_ENV = {}
+    GATEWAYS = 2
+    WORKERS = 2
+    WORKER_ENV = {}
+    NAMESPACE = "osbq"
+    CONNECT_TIMEOUT_S = 10.0
+    # The longest wait for the stack's operations to end.
+    QUIET_TIMEOUT_S = 10.0
+
+    @classmethod
+    def setUpClass(cls):
+        cls.stack = Stack(catalog=cls.CATALOG, extra_env=cls.EXTRA_ENV)
+        try:
+            cls.gateways, cls.workers = start_cluster(cls.stack, cls.GATEWAYS, cls.WORKERS,
+                                                      **cls.WORKER_ENV)
+            wait_workers_connected(cls.gateways, cls.WORKERS, cls.CONNECT_TIMEOUT_S)
+            cls.warm_up()
+        except BaseException:
+            cls.stack.stop()
+            raise
+
+    @classmethod
+    def warm_up(cls):
+        """Requests through each gateway before the first test (none here)."""
+
+    @classmethod
+    def tearDownClass(cls):
+        # Let operations still running end, so workers stop without cancelling anything.
+        deadline = time.monotonic() + cls.QUIET_TIMEOUT_S
+        while time.monotonic() < deadline:
+            try:
+                if not cls.stack.redis.command("ZCARD", cls.NAMESPACE + ":queue"):
+                    break
+            except (OSError, RuntimeError):
+                break
+            time.sleep(0.05)
+        cls.stack.stop()
+
+    def setUp(self):
+        self.violations = []
+        self.clients = {}
+        self.client_lock = threading.Lock()
+
+    def tearDown(self):
+        for c in self.clients.values():
+            c.close()
+        self.assertEqual(self.violations, [], "error bodies without a JSON description")
+
+    def client(self, gw=0, version="2.17"):
+        """This thread's client for gateway gw speaking API version."""
+        key = (gw, version, threading.get_ident())
+        with self.client_lock:
+            if key not in self.clients:
+                self.clients[key] = CheckedClient(
+                    self.gateways[gw].port, self.stack.username, self.stack.password, version,
+                    self.violations)
+            return self.clients[key]
+
+    @staticmethod
+    def incomplete(value):
+        """The accepts_incomplete query value for True, False or a raw string."""
+        if value is None:
+            return None
+        return "true" if value is True else "false" if value is False else value
+
+    def wait_quiet(self):
+        """Waits until no operation is queued or running."""
+        wait_until(lambda: not self.stack.redis.command("ZCARD", self.NAMESPACE + ":queue"),
+                   self.QUIET_TIMEOUT_S, "every operation to end")
+
+    def race(self, requests):
+        """Sends requests (callables) at the same moment from threads; returns responses."""
+        barrier = threading.Barrier(len(requests))
+
+        def run(request):
+            barrier.wait(5)
+            return request()
+
+        with ThreadPoolExecutor(len(requests)) as pool:
+            return [f.result() for f in [pool.submit(run, q) for q in requests]]
 
 
 class GatewayTestCase(unittest.TestCase):

@@ -11,12 +11,9 @@ with a status outside 2xx is checked to be a JSON object with a non-empty descri
 
 import datetime
 import os
-import threading
 import time
-import unittest
 import urllib.parse
 import uuid
-from concurrent.futures import ThreadPoolExecutor
 
 import harness
 
@@ -157,26 +154,17 @@ def parse_timestamp(text):
         tzinfo=datetime.timezone.utc)
 
 
-class BindingTestCase(unittest.TestCase):
-    """One stack per class: redis-server, 2 gateways, 2 workers."""
+class BindingTestCase(harness.ClusterTestCase):
+    """One stack per class (harness.ClusterTestCase) on tests/data/catalog-bindings.json."""
 
-    GATEWAYS = 2
-    WORKERS = 2
-
-    @classmethod
-    def setUpClass(cls):
-        cls.stack = harness.Stack(catalog=CATALOG, extra_env={
-            "OSBQ_RETRY_AFTER_MIN_S": str(RETRY_AFTER_MIN_S),
-            "OSBQ_RETRY_AFTER_MAX_S": str(RETRY_AFTER_MAX_S),
-        })
-        try:
-            cls.gateways, cls.workers = harness.start_cluster(cls.stack, cls.GATEWAYS,
-                                                              cls.WORKERS)
-            harness.wait_workers_connected(cls.gateways, cls.WORKERS, CONNECT_TIMEOUT_S)
-            cls.warm_up()
-        except BaseException:
-            cls.stack.stop()
-            raise
+    CATALOG = CATALOG
+    EXTRA_ENV = {
+        "OSBQ_RETRY_AFTER_MIN_S": str(RETRY_AFTER_MIN_S),
+        "OSBQ_RETRY_AFTER_MAX_S": str(RETRY_AFTER_MAX_S),
+    }
+    NAMESPACE = NAMESPACE
+    CONNECT_TIMEOUT_S = CONNECT_TIMEOUT_S
+    QUIET_TIMEOUT_S = OP_TIMEOUT_S
 
     @classmethod
     def warm_up(cls):
@@ -195,40 +183,7 @@ class BindingTestCase(unittest.TestCase):
             finally:
                 c.close()
 
-    @classmethod
-    def tearDownClass(cls):
-        # Let operations still running end, so workers stop without cancelling anything.
-        deadline = time.monotonic() + OP_TIMEOUT_S
-        while time.monotonic() < deadline:
-            try:
-                if not cls.stack.redis.command("ZCARD", NAMESPACE + ":queue"):
-                    break
-            except (OSError, RuntimeError):
-                break
-            time.sleep(0.05)
-        cls.stack.stop()
-
-    def setUp(self):
-        self.violations = []
-        self.clients = {}
-        self.client_lock = threading.Lock()
-
-    def tearDown(self):
-        for c in self.clients.values():
-            c.close()
-        self.assertEqual(self.violations, [], "error bodies without a JSON description")
-
     # ---- clients and requests ----
-
-    def client(self, gw=0, version="2.17"):
-        """This thread's client for gateway gw speaking API version."""
-        key = (gw, version, threading.get_ident())
-        with self.client_lock:
-            if key not in self.clients:
-                self.clients[key] = harness.CheckedClient(
-                    self.gateways[gw].port, self.stack.username, self.stack.password, version,
-                    self.violations)
-            return self.clients[key]
 
     @staticmethod
     def ipath(iid, suffix="", **query):
@@ -239,12 +194,6 @@ class BindingTestCase(unittest.TestCase):
     def bpath(self, iid, bid, suffix="", **query):
         return self.ipath(iid, "/service_bindings/" + urllib.parse.quote(bid, safe="") + suffix,
                           **query)
-
-    @staticmethod
-    def incomplete(value):
-        if value is None:
-            return None
-        return "true" if value is True else "false" if value is False else value
 
     def provision(self, iid, body, accepts_incomplete=None, gw=0, version="2.17"):
         return self.client(gw, version).request(
@@ -425,10 +374,6 @@ class BindingTestCase(unittest.TestCase):
         self.assertEqual(after, record, "a refused request changed the binding")
         return body
 
-    def wait_quiet(self):
-        harness.wait_until(lambda: not self.stack.redis.command("ZCARD", NAMESPACE + ":queue"),
-                           OP_TIMEOUT_S, "every operation to end")
-
     # ---- waits ----
 
     def wait_done(self, iid, bid, operation=None, gw=0, version="2.17", timeout_s=OP_TIMEOUT_S):
@@ -491,14 +436,3 @@ class BindingTestCase(unittest.TestCase):
         bid = bid or new_id()
         return bid, self.assertAccepted(self.bind(iid, bid, bind_body(plan, **extra), True, gw,
                                                   version))
-
-    def race(self, requests):
-        """Sends requests (callables) at the same moment from threads; returns responses."""
-        barrier = threading.Barrier(len(requests))
-
-        def run(request):
-            barrier.wait(5)
-            return request()
-
-        with ThreadPoolExecutor(len(requests)) as pool:
-            return [f.result() for f in [pool.submit(run, q) for q in requests]]

@@ -9,9 +9,7 @@ with a status outside 2xx is checked to be a JSON object with a non-empty descri
 (Service Broker Errors), whatever the test."""
 
 import os
-import threading
 import time
-import unittest
 import urllib.parse
 import uuid
 
@@ -73,27 +71,17 @@ def body_for(plan, **extra):
     return body
 
 
-class InstanceTestCase(unittest.TestCase):
-    """One stack per class: redis-server, 2 gateways, 2 workers."""
+class InstanceTestCase(harness.ClusterTestCase):
+    """One stack per class (harness.ClusterTestCase) on tests/data/catalog-tests.json."""
 
-    WORKER_ENV = {}
-    GATEWAYS = 2
-    WORKERS = 2
-
-    @classmethod
-    def setUpClass(cls):
-        cls.stack = harness.Stack(catalog=CATALOG, extra_env={
-            "OSBQ_RETRY_AFTER_MIN_S": str(RETRY_AFTER_MIN_S),
-            "OSBQ_RETRY_AFTER_MAX_S": str(RETRY_AFTER_MAX_S),
-        })
-        try:
-            cls.gateways, cls.workers = harness.start_cluster(
-                cls.stack, cls.GATEWAYS, cls.WORKERS, **cls.WORKER_ENV)
-            harness.wait_workers_connected(cls.gateways, cls.WORKERS, CONNECT_TIMEOUT_S)
-            cls.warm_up()
-        except BaseException:
-            cls.stack.stop()
-            raise
+    CATALOG = CATALOG
+    EXTRA_ENV = {
+        "OSBQ_RETRY_AFTER_MIN_S": str(RETRY_AFTER_MIN_S),
+        "OSBQ_RETRY_AFTER_MAX_S": str(RETRY_AFTER_MAX_S),
+    }
+    NAMESPACE = NAMESPACE
+    CONNECT_TIMEOUT_S = CONNECT_TIMEOUT_S
+    QUIET_TIMEOUT_S = OP_TIMEOUT_S
 
     @classmethod
     def warm_up(cls):
@@ -115,52 +103,13 @@ class InstanceTestCase(unittest.TestCase):
             finally:
                 c.close()
 
-    @classmethod
-    def tearDownClass(cls):
-        # Let operations still running end, so workers stop without cancelling anything.
-        deadline = time.monotonic() + OP_TIMEOUT_S
-        while time.monotonic() < deadline:
-            try:
-                if not cls.stack.redis.command("ZCARD", NAMESPACE + ":queue"):
-                    break
-            except (OSError, RuntimeError):
-                break
-            time.sleep(0.05)
-        cls.stack.stop()
-
-    def setUp(self):
-        self.violations = []
-        self.clients = {}
-        self.client_lock = threading.Lock()
-
-    def tearDown(self):
-        for c in self.clients.values():
-            c.close()
-        self.assertEqual(self.violations, [], "error bodies without a JSON description")
-
     # ---- clients and requests ----
-
-    def client(self, gw=0, version="2.17"):
-        """This thread's client for gateway gw speaking API version."""
-        key = (gw, version, threading.get_ident())
-        with self.client_lock:
-            if key not in self.clients:
-                self.clients[key] = harness.CheckedClient(
-                    self.gateways[gw].port, self.stack.username, self.stack.password, version,
-                    self.violations)
-            return self.clients[key]
 
     @staticmethod
     def path(iid, suffix="", **query):
         p = "/v2/service_instances/" + urllib.parse.quote(iid, safe="") + suffix
         q = [(k, v) for k, v in query.items() if v is not None]
         return p + ("?" + urllib.parse.urlencode(q) if q else "")
-
-    @staticmethod
-    def incomplete(value):
-        if value is None:
-            return None
-        return "true" if value is True else "false" if value is False else value
 
     def put(self, iid, body, accepts_incomplete=None, gw=0, version="2.17"):
         return self.client(gw, version).request(
@@ -250,11 +199,6 @@ class InstanceTestCase(unittest.TestCase):
     def wait_gone(self, iid, operation=None, gw=0):
         r = self.wait_done(iid, operation, gw)
         self.assertError(r, 410)
-
-    def wait_quiet(self):
-        """Waits until no operation is queued or running."""
-        harness.wait_until(lambda: not self.stack.redis.command("ZCARD", NAMESPACE + ":queue"),
-                           OP_TIMEOUT_S, "every operation to end")
 
     # ---- shortcuts ----
 

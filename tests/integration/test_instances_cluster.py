@@ -2,7 +2,6 @@
 of long and short jobs, workers that come and go (harness_instances.py)."""
 
 import signal
-import threading
 import time
 import unittest
 from concurrent.futures import ThreadPoolExecutor
@@ -83,17 +82,6 @@ class GatewaysAndLoad(InstanceTestCase):
         self.assertEqual(pending, {}, "%d provisions did not succeed in 30 s" % len(pending))
         for n, iid in enumerate(ids[:10]):
             self.assertEqual(self.fetch(iid).json()["parameters"], {"n": n})
-
-    def race(self, requests):
-        """Sends requests (callables) at the same moment from threads; returns responses."""
-        barrier = threading.Barrier(len(requests))
-
-        def run(request):
-            barrier.wait(5)
-            return request()
-
-        with ThreadPoolExecutor(len(requests)) as pool:
-            return [f.result() for f in [pool.submit(run, q) for q in requests]]
 
     def test_simultaneous_identical_puts_exactly_one_accepted(self):
         """Provisioning, 202 (a re-sent PUT gets the same operation) and Blocking Operations

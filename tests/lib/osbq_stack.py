@@ -153,11 +153,7 @@ class Redis(Process):
     def command(self, *args):
         """Sends one command with a minimal RESP client; returns the decoded reply."""
         with socket.create_connection(("127.0.0.1", self.port), timeout=2) as s:
-            payload = b"*%d\r\n" % len(args)
-            for a in args:
-                a = a if isinstance(a, bytes) else str(a).encode()
-                payload += b"$%d\r\n%s\r\n" % (len(a), a)
-            s.sendall(payload)
+            s.sendall(encode_command(args))
             return read_resp(s.makefile("rb"))
 
     def ping(self):
@@ -172,14 +168,24 @@ class Redis(Process):
         return self.command("KEYS", pattern)
 
 
-def read_resp(f):
-    """One RESP reply from a binary file object: an error reply raises RuntimeError."""
+def encode_command(args):
+    """A command as RESP bytes; each argument bytes, or anything str() turns into text."""
+    out = [b"*%d\r\n" % len(args)]
+    for a in args:
+        a = a if isinstance(a, bytes) else str(a).encode()
+        out.append(b"$%d\r\n%s\r\n" % (len(a), a))
+    return b"".join(out)
+
+
+def read_resp(f, decode=True):
+    """One RESP reply from a binary file object, its strings decoded as UTF-8 unless decode is
+    false (then bytes); an error reply raises RuntimeError."""
     line = f.readline()
     if not line:
         raise OSError("connection closed")
     kind, rest = line[:1], line[1:-2]
     if kind == b"+":
-        return rest.decode()
+        return rest.decode() if decode else rest
     if kind == b"-":
         raise RuntimeError(rest.decode())
     if kind == b":":
@@ -189,10 +195,10 @@ def read_resp(f):
         if n < 0:
             return None
         data = f.read(n + 2)[:-2]
-        return data.decode(errors="replace")
+        return data.decode(errors="replace") if decode else data
     if kind == b"*":
         n = int(rest)
-        return None if n < 0 else [read_resp(f) for _ in range(n)]
+        return None if n < 0 else [read_resp(f, decode) for _ in range(n)]
     raise OSError("bad RESP reply %r" % line)
 
 

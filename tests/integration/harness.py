@@ -264,7 +264,7 @@ def run_once(argv, env, timeout_s=10):
     return r.returncode, r.stdout.decode(errors="replace")
 
 
-# ---- Helpers for the instance tests (test_instances.py) ----
+# ---- Helpers for the instance tests (harness_instances.py, test_instances_*.py) ----
 
 import re as _re
 
@@ -325,7 +325,7 @@ def redis_snapshot(redis, pattern="*", ignore=()):
     return snapshot
 
 
-# ---- Helpers for the binding tests (test_bindings.py) ----
+# ---- Helpers for the binding tests (harness_bindings.py, test_bindings_*.py) ----
 
 def redis_fields(redis, key):
     """Every stored piece of one key as (field, value) pairs: a string is ("", value), a hash

@@ -147,6 +147,18 @@ class Stack(osbq_stack.Stack):
         return Client(gateway.port, **kwargs)
 
 
+# The states a last_operation answer may carry.
+OPERATION_STATES = ("in progress", "succeeded", "failed")
+
+# The exact texts Kubernetes' OSB client needs next to the codes (issue 3).
+CODE_DESCRIPTIONS = {
+    "AsyncRequired":
+        "This service plan requires client support for asynchronous service operations.",
+    "ConcurrencyError":
+        "The Service Broker does not support concurrent requests that mutate the same resource.",
+}
+
+
 class ClusterTestCase(unittest.TestCase):
     """One stack per test class: redis-server, GATEWAYS gateways and WORKERS workers (with
     WORKER_ENV) on CATALOG with EXTRA_ENV, and warm_up() once every worker reached every
@@ -223,6 +235,33 @@ class ClusterTestCase(unittest.TestCase):
         """Waits until no operation is queued or running."""
         wait_until(lambda: not self.stack.redis.command("ZCARD", self.NAMESPACE + ":queue"),
                    self.QUIET_TIMEOUT_S, "every operation to end")
+
+    def checkLastOperation(self, r):
+        """A last_operation answer: a 200 body as the spec's Body table has it."""
+        if r.status == 200:
+            body = r.json()
+            self.assertIsInstance(body, dict)
+            self.assertIn(body.get("state"), OPERATION_STATES, r.body)
+            if "description" in body:
+                self.assertIsInstance(body["description"], str)
+                self.assertNotEqual(body["description"], "")
+            if body["state"] != "in progress":
+                self.assertIsNone(r.header("Retry-After"), "Retry-After on a finished operation")
+        return r
+
+    def assertError(self, r, status, error=None):
+        """A non-2xx answer: status, JSON object, non-empty description, the error code."""
+        self.assertEqual(r.status, status, r.body)
+        self.assertEqual(r.header("Content-Type"), "application/json")
+        body = r.json()
+        self.assertIsInstance(body, dict, r.body)
+        self.assertIsInstance(body.get("description"), str, r.body)
+        self.assertNotEqual(body["description"], "")
+        if error is not None:
+            self.assertEqual(body.get("error"), error, r.body)
+            if error in CODE_DESCRIPTIONS:
+                self.assertEqual(body["description"], CODE_DESCRIPTIONS[error])
+        return body
 
     def race(self, requests):
         """Sends requests (callables) at the same moment from threads; returns responses."""

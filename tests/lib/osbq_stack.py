@@ -144,7 +144,14 @@ class Redis(Process):
         self.workdir = workdir
         super().__init__(name, ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1"]
                          + list(persistence) + ["--dir", workdir], dict(os.environ), workdir)
-        wait_until(self.ping, START_TIMEOUT_S, "%s to answer PING" % name)
+        try:
+            wait_until(self.ping, START_TIMEOUT_S, "%s to answer PING" % name)
+        except AssertionError:
+            # Nothing holds this object yet to stop it later.
+            self.proc.kill()
+            self.proc.wait()
+            self._log.close()
+            raise
 
     @property
     def url(self):

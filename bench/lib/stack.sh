@@ -111,6 +111,11 @@ report_stack_logs() {
 stop_stack() {
   report_stack_logs
   stop_started
+  # What bench/lib/bench_stack.py said while stopping (a daemon that needed SIGKILL).
+  local out
+  for out in "$stack_dir"/stack.out "$stack_dir"/*/stack.out; do
+    [ -s "$out" ] && cat "$out" >&2
+  done
   gateway_pid="" worker_pid="" gateway_pids=() gateway_urls=() worker_pids=()
 }
 

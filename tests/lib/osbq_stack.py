@@ -3,8 +3,8 @@ a redis-server without persistence on a free port, gateways (each waited for unt
 over HTTP) and workers, each with its output in a log file of the stack's directory.
 
 The integration tests (tests/integration/harness.py) and the benchmark (bench/lib/bench_stack.py)
-both start their stacks with it, so the two agree on how a daemon is started, found ready and stopped.
-It depends on the Python standard library only."""
+both start their stacks with it, so the two agree on how a daemon is started, found ready and
+stopped. It depends on the Python standard library only."""
 
 import http.client
 import os

@@ -1,15 +1,22 @@
 #!/usr/bin/env python3
-"""Cold start to the first 200 (bench/run.sh's memory case): starts COMMAND, then polls
-GET /v2/catalog on 127.0.0.1:PORT with the given headers every millisecond until it answers
-200, prints the milliseconds from the start to that answer, and stops the process it started
+"""Cold start to the first 200 (bench/run.sh's memory case): starts a gateway of BUILD_DIR with
+the bench's settings (bench/lib/bench_stack.py) against the redis-server on REDIS_PORT, its log
+in DIR, then polls GET /v2/catalog with the given headers every millisecond until it answers
+200, prints the milliseconds from the start to that answer, and stops the gateway it started
 (SIGTERM, then SIGKILL after 10 s). Gives up after 10 s.
 
-usage: cold_start.py PORT AUTH_HEADER VERSION_HEADER COMMAND [ARG...]"""
+usage: cold_start.py BUILD_DIR REDIS_PORT PASSWORD_FILE DIR AUTH_HEADER VERSION_HEADER"""
 
+import os
 import socket
-import subprocess
 import sys
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "lib"))
+
+import bench_stack  # noqa: E402 (found through the path set above)
+import osbq_stack  # noqa: E402
 
 
 def ok(port, request):
@@ -22,28 +29,32 @@ def ok(port, request):
 
 
 def main():
-    if len(sys.argv) < 5:
+    if len(sys.argv) != 7:
         sys.exit(__doc__)
-    port = int(sys.argv[1])
+    build_dir, redis_port, password_file, workdir = sys.argv[1:5]
+    port = osbq_stack.free_port()
+    settings = bench_stack.settings(password_file)
+    settings.update({"OSBQ_REDIS_URL": "redis://127.0.0.1:%d/0" % int(redis_port),
+                     "OSBQ_LISTEN": "127.0.0.1:%d" % port,
+                     "OSBQ_BUS_BIND": "tcp://127.0.0.1:%d" % osbq_stack.free_port()})
+    env = osbq_stack.daemon_environment(settings)
+    gateway_bin, _ = osbq_stack.binaries(build_dir)
     request = ("GET /v2/catalog HTTP/1.1\r\nHost: 127.0.0.1\r\n%s\r\n%s\r\nConnection: close"
-               "\r\n\r\n" % (sys.argv[2], sys.argv[3])).encode()
+               "\r\n\r\n" % (sys.argv[5], sys.argv[6])).encode()
     t0 = time.monotonic()
-    proc = subprocess.Popen(sys.argv[4:], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+    gateway = osbq_stack.Process("gateway-cold", [gateway_bin], env, workdir)
     elapsed = None
     try:
-        while time.monotonic() - t0 < 10 and proc.poll() is None:
+        while time.monotonic() - t0 < 10 and gateway.alive():
             if ok(port, request):
                 elapsed = (time.monotonic() - t0) * 1000
                 break
             time.sleep(0.001)
     finally:
-        proc.terminate()
         try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+            gateway.stop(timeout_s=10)
+        except AssertionError as e:
+            print("cold_start: %s" % str(e).split("\n", 1)[0], file=sys.stderr)
     if elapsed is None:
         sys.exit("cold_start: no 200 within 10 s")
     print("%.1f" % elapsed)

@@ -9,42 +9,18 @@ hex digits replaced by n.
 
 usage: preload_clone.py REDIS_PORT TEMPLATE_INSTANCE_ID COUNT PREFIX [FIRST]"""
 
+import os
 import socket
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "lib"))
+
+from osbq_stack import encode_command, read_resp  # noqa: E402 (found through the path above)
+
 
 def command(sock_file, sock, *args):
-    payload = b"*%d\r\n" % len(args)
-    for a in args:
-        a = a if isinstance(a, bytes) else str(a).encode()
-        payload += b"$%d\r\n%s\r\n" % (len(a), a)
-    sock.sendall(payload)
-    return read_reply(sock_file)
-
-
-def read_reply(f):
-    line = f.readline()
-    kind, rest = line[:1], line[1:-2]
-    if kind == b"+":
-        return rest
-    if kind == b"-":
-        raise RuntimeError(rest.decode())
-    if kind == b":":
-        return int(rest)
-    if kind == b"$":
-        n = int(rest)
-        return None if n < 0 else f.read(n + 2)[:-2]
-    if kind == b"*":
-        n = int(rest)
-        return [read_reply(f) for _ in range(n)]
-    raise RuntimeError("bad reply %r" % line)
-
-
-def resp(args):
-    out = [b"*%d\r\n" % len(args)]
-    for a in args:
-        out.append(b"$%d\r\n%s\r\n" % (len(a), a))
-    return b"".join(out)
+    sock.sendall(encode_command(args))
+    return read_resp(sock_file, decode=False)
 
 
 def main():
@@ -79,9 +55,9 @@ def main():
         for key, flat, ttl in templates:
             def swap(v):
                 return v.replace(last_op, op).replace(template, instance)
-            chunk.append(resp([b"HSET", swap(key)] + [swap(v) for v in flat]))
+            chunk.append(encode_command([b"HSET", swap(key)] + [swap(v) for v in flat]))
             if ttl > 0:
-                chunk.append(resp([b"PEXPIRE", swap(key), str(ttl).encode()]))
+                chunk.append(encode_command([b"PEXPIRE", swap(key), str(ttl).encode()]))
         out.write(b"".join(chunk))
     out.flush()
 

@@ -1,152 +1,32 @@
 """Starts real redis-server, osbq-gateway and osbq-worker processes on free loopback ports for
-integration tests, and stops exactly the processes it started."""
+integration tests, and stops exactly the processes it started. The processes are started by the
+stack launcher the benchmark shares (tests/lib/osbq_stack.py); this module adds what tests need:
+the test catalog and credentials, an HTTP client, and helpers to read Redis and logs."""
 
 import base64
 import http.client
 import json
 import os
-import shutil
 import signal
-import socket
 import subprocess
-import tempfile
+import sys
+import threading
 import time
 import unittest
+from concurrent.futures import ThreadPoolExecutor
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+
+import osbq_stack  # noqa: E402 (found through the path set above)
+from osbq_stack import (  # noqa: E402,F401 (the names tests use as harness.*)
+    SANITIZER_MARKERS, SOURCE_DIR, START_TIMEOUT_S, STOP_TIMEOUT_S, Process, Redis, free_port,
+    wait_until)
 
 BUILD_DIR = os.environ.get("OSBQ_BUILD_DIR", os.path.join(os.path.dirname(__file__), "../../build"))
-SOURCE_DIR = os.path.abspath(os.path.join(os.path.dirname(__file__), "../.."))
-GATEWAY = os.path.join(BUILD_DIR, "bin", "osbq-gateway")
-WORKER = os.path.join(BUILD_DIR, "bin", "osbq-worker")
+GATEWAY, WORKER = osbq_stack.binaries(BUILD_DIR)
 EXAMPLE_CATALOG = os.path.join(SOURCE_DIR, "examples", "catalog.json")
 
-# Markers of a sanitizer report in a daemon's stderr: any of them fails the test that ran it.
-SANITIZER_MARKERS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:")
-
-START_TIMEOUT_S = 10.0
-STOP_TIMEOUT_S = 10.0
-
-
-def free_port():
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_until(predicate, timeout_s, what):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.02)
-    raise AssertionError("timed out waiting for " + what)
-
-
-class Process:
-    """A child process with its stderr in a file; stop() sends SIGTERM and checks the logs."""
-
-    def __init__(self, name, argv, env, workdir):
-        self.name = name
-        self.log_path = os.path.join(workdir, name + ".log")
-        self._log = open(self.log_path, "wb")
-        self.proc = subprocess.Popen(argv, env=env, stdout=self._log, stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL)
-
-    @property
-    def pid(self):
-        return self.proc.pid
-
-    def alive(self):
-        return self.proc.poll() is None
-
-    def log(self):
-        with open(self.log_path, "r", errors="replace") as f:
-            return f.read()
-
-    def send_signal(self, signo):
-        if self.alive():
-            os.kill(self.proc.pid, signo)
-
-    def stop(self, signo=signal.SIGTERM):
-        """Stops the process; returns its exit status. Raises on a sanitizer report."""
-        if self.alive():
-            os.kill(self.proc.pid, signo)
-        try:
-            status = self.proc.wait(timeout=STOP_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            status = self.proc.wait()
-            raise AssertionError("%s did not stop within %ss" % (self.name, STOP_TIMEOUT_S))
-        finally:
-            self._log.close()
-        self.check_sanitizers()
-        return status
-
-    def check_sanitizers(self):
-        text = self.log()
-        for marker in SANITIZER_MARKERS:
-            if marker in text:
-                raise AssertionError("%s: sanitizer report in its log:\n%s" % (self.name, text))
-
-
-class Redis(Process):
-    """A throw-away redis-server on a free loopback port, without persistence."""
-
-    def __init__(self, workdir):
-        self.port = free_port()
-        self.workdir = workdir
-        super().__init__("redis", ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1",
-                                   "--save", "", "--appendonly", "no", "--dir", workdir],
-                         dict(os.environ), workdir)
-        wait_until(self.ping, START_TIMEOUT_S, "redis-server to answer PING")
-
-    @property
-    def url(self):
-        return "redis://127.0.0.1:%d/0" % self.port
-
-    def command(self, *args):
-        """Sends one command with a minimal RESP client; returns the decoded reply."""
-        with socket.create_connection(("127.0.0.1", self.port), timeout=2) as s:
-            payload = b"*%d\r\n" % len(args)
-            for a in args:
-                a = a if isinstance(a, bytes) else str(a).encode()
-                payload += b"$%d\r\n%s\r\n" % (len(a), a)
-            s.sendall(payload)
-            return _read_resp(s.makefile("rb"))
-
-    def ping(self):
-        try:
-            return self.command("PING") == "PONG"
-        except OSError:
-            return False
-        except RuntimeError:  # an error reply: LOADING while a restarted server reads its AOF
-            return False
-
-    def keys(self, pattern="*"):
-        return self.command("KEYS", pattern)
-
-
-def _read_resp(f):
-    line = f.readline()
-    if not line:
-        raise OSError("connection closed")
-    kind, rest = line[:1], line[1:-2]
-    if kind == b"+":
-        return rest.decode()
-    if kind == b"-":
-        raise RuntimeError(rest.decode())
-    if kind == b":":
-        return int(rest)
-    if kind == b"$":
-        n = int(rest)
-        if n < 0:
-            return None
-        data = f.read(n + 2)[:-2]
-        return data.decode(errors="replace")
-    if kind == b"*":
-        n = int(rest)
-        return None if n < 0 else [_read_resp(f) for _ in range(n)]
-    raise OSError("bad RESP reply %r" % line)
+_read_resp = osbq_stack.read_resp
 
 
 class Response:
@@ -209,68 +89,56 @@ class Client:
         return response
 
 
-class Stack:
-    """A redis-server plus gateways and workers in a temporary directory."""
+class CheckedClient(Client):
+    """A client that records every non-2xx answer whose body is not a JSON object with a
+    non-empty description (Service Broker Errors); the test fails on any in tearDown."""
+
+    def __init__(self, port, username, password, api_version, violations):
+        super().__init__(port, username, password, api_version)
+        self.violations = violations
+
+    def request(self, method, path, body=None, headers=None, auth=True, version=True):
+        r = super().request(method, path, body=body, headers=headers, auth=auth, version=version)
+        if not 200 <= r.status < 300:
+            what = "%s %s (API %s) -> %d %r" % (method, path, self.api_version, r.status, r.body)
+            try:
+                parsed = json.loads(r.body)
+            except ValueError:
+                parsed = None
+            if not isinstance(parsed, dict):
+                self.violations.append(what + ": body is not a JSON object")
+            elif not isinstance(parsed.get("description"), str) or not parsed["description"]:
+                self.violations.append(what + ": no non-empty description")
+            if r.header("Content-Type") != "application/json":
+                self.violations.append(what + ": Content-Type is not application/json")
+        return r
+
+
+class Stack(osbq_stack.Stack):
+    """A redis-server plus gateways and workers in a temporary directory, with the tests'
+    settings: a catalog, broker credentials, access logs (info), two HTTP threads."""
 
     def __init__(self, catalog=EXAMPLE_CATALOG, username="broker", password="s3cret-pass",
                  extra_env=None):
-        self.workdir = tempfile.mkdtemp(prefix="osbq-it-")
+        super().__init__(GATEWAY, WORKER)
         self.catalog = catalog
         self.username = username
         self.password = password
         self.extra_env = dict(extra_env or {})
-        self.processes = []
-        self.redis = Redis(self.workdir)
-        self.processes.append(self.redis)
 
     def env(self, **overrides):
-        env = {k: v for k, v in os.environ.items() if not k.startswith("OSBQ_")}
-        env.update({
-            "OSBQ_REDIS_URL": self.redis.url,
+        # Read at each start: a test may point the stack at another catalog before it starts a
+        # daemon.
+        settings = {
             "OSBQ_CATALOG": self.catalog,
             "OSBQ_LOG_LEVEL": "info",
             "OSBQ_BROKER_USERNAME": self.username,
             "OSBQ_BROKER_PASSWORD": self.password,
             "OSBQ_HTTP_THREADS": "2",
-        })
-        env.update(self.extra_env)
-        for k, v in overrides.items():
-            if v is None:
-                env.pop(k, None)
-            else:
-                env[k] = str(v)
-        return env
-
-    def start_gateway(self, ssl_context=None, **overrides):
-        """Starts a gateway and waits for its /healthz; ssl_context: it serves HTTPS (with
-        OSBQ_TLS_CERT/KEY among the overrides), probed and later reached with that context."""
-        port = free_port()
-        env = self.env(OSBQ_LISTEN="127.0.0.1:%d" % port,
-                       OSBQ_BUS_BIND="tcp://127.0.0.1:%d" % free_port(), **overrides)
-        p = Process("gateway-%d" % port, [GATEWAY], env, self.workdir)
-        p.port = port
-        p.ssl_context = ssl_context
-        self.processes.append(p)
-
-        def healthy():
-            if not p.alive():
-                raise AssertionError("gateway exited:\n" + p.log())
-            c = Client(port, ssl_context=ssl_context)
-            try:
-                return c.request("GET", "/healthz").status == 200
-            except OSError:
-                return False
-            finally:
-                c.close()
-
-        wait_until(healthy, START_TIMEOUT_S, "the gateway to answer /healthz")
-        return p
-
-    def start_worker(self, **overrides):
-        p = Process("worker-%d" % len(self.processes), [WORKER], self.env(**overrides),
-                    self.workdir)
-        self.processes.append(p)
-        return p
+        }
+        settings.update(self.extra_env)
+        settings.update(overrides)
+        return super().env(**settings)
 
     def client(self, gateway, **kwargs):
         kwargs.setdefault("username", self.username)
@@ -278,23 +146,133 @@ class Stack:
         kwargs.setdefault("password", self.password)
         return Client(gateway.port, **kwargs)
 
-    def stop(self):
-        """Stops every process it started (daemons first), then removes the directory."""
-        errors = []
-        for p in reversed(self.processes):
+
+# The states a last_operation answer may carry.
+OPERATION_STATES = ("in progress", "succeeded", "failed")
+
+# The exact texts Kubernetes' OSB client needs next to the codes (issue 3).
+CODE_DESCRIPTIONS = {
+    "AsyncRequired":
+        "This service plan requires client support for asynchronous service operations.",
+    "ConcurrencyError":
+        "The Service Broker does not support concurrent requests that mutate the same resource.",
+}
+
+
+class ClusterTestCase(unittest.TestCase):
+    """One stack per test class: redis-server, GATEWAYS gateways and WORKERS workers (with
+    WORKER_ENV) on CATALOG with EXTRA_ENV, and warm_up() once every worker reached every
+    gateway. Each test gets a keep-alive CheckedClient per gateway, API version and thread, and
+    fails in tearDown on any error answer without a JSON description."""
+
+    CATALOG = EXAMPLE_CATALOG
+    EXTRA_ENV = {}
+    GATEWAYS = 2
+    WORKERS = 2
+    WORKER_ENV = {}
+    NAMESPACE = "osbq"
+    CONNECT_TIMEOUT_S = 10.0
+    # The longest wait for the stack's operations to end.
+    QUIET_TIMEOUT_S = 10.0
+
+    @classmethod
+    def setUpClass(cls):
+        cls.stack = Stack(catalog=cls.CATALOG, extra_env=cls.EXTRA_ENV)
+        try:
+            cls.gateways, cls.workers = start_cluster(cls.stack, cls.GATEWAYS, cls.WORKERS,
+                                                      **cls.WORKER_ENV)
+            wait_workers_connected(cls.gateways, cls.WORKERS, cls.CONNECT_TIMEOUT_S)
+            cls.warm_up()
+        except BaseException:
+            cls.stack.stop()
+            raise
+
+    @classmethod
+    def warm_up(cls):
+        """Requests through each gateway before the first test (none here)."""
+
+    @classmethod
+    def tearDownClass(cls):
+        # Let operations still running end, so workers stop without cancelling anything.
+        deadline = time.monotonic() + cls.QUIET_TIMEOUT_S
+        while time.monotonic() < deadline:
             try:
-                if not p.alive() and p.proc.returncode is None:
-                    p.proc.wait()
-                was_running = p.alive()
-                status = p.stop()
-                if was_running and status != 0:
-                    errors.append("%s exited with status %s on SIGTERM:\n%s"
-                                  % (p.name, status, p.log()))
-            except AssertionError as e:
-                errors.append(str(e))
-        shutil.rmtree(self.workdir, ignore_errors=True)
-        if errors:
-            raise AssertionError("\n".join(errors))
+                if not cls.stack.redis.command("ZCARD", cls.NAMESPACE + ":queue"):
+                    break
+            except (OSError, RuntimeError):
+                break
+            time.sleep(0.05)
+        cls.stack.stop()
+
+    def setUp(self):
+        self.violations = []
+        self.clients = {}
+        self.client_lock = threading.Lock()
+
+    def tearDown(self):
+        for c in self.clients.values():
+            c.close()
+        self.assertEqual(self.violations, [], "error bodies without a JSON description")
+
+    def client(self, gw=0, version="2.17"):
+        """This thread's client for gateway gw speaking API version."""
+        key = (gw, version, threading.get_ident())
+        with self.client_lock:
+            if key not in self.clients:
+                self.clients[key] = CheckedClient(
+                    self.gateways[gw].port, self.stack.username, self.stack.password, version,
+                    self.violations)
+            return self.clients[key]
+
+    @staticmethod
+    def incomplete(value):
+        """The accepts_incomplete query value for True, False or a raw string."""
+        if value is None:
+            return None
+        return "true" if value is True else "false" if value is False else value
+
+    def wait_quiet(self):
+        """Waits until no operation is queued or running."""
+        wait_until(lambda: not self.stack.redis.command("ZCARD", self.NAMESPACE + ":queue"),
+                   self.QUIET_TIMEOUT_S, "every operation to end")
+
+    def checkLastOperation(self, r):
+        """A last_operation answer: a 200 body as the spec's Body table has it."""
+        if r.status == 200:
+            body = r.json()
+            self.assertIsInstance(body, dict)
+            self.assertIn(body.get("state"), OPERATION_STATES, r.body)
+            if "description" in body:
+                self.assertIsInstance(body["description"], str)
+                self.assertNotEqual(body["description"], "")
+            if body["state"] != "in progress":
+                self.assertIsNone(r.header("Retry-After"), "Retry-After on a finished operation")
+        return r
+
+    def assertError(self, r, status, error=None):
+        """A non-2xx answer: status, JSON object, non-empty description, the error code."""
+        self.assertEqual(r.status, status, r.body)
+        self.assertEqual(r.header("Content-Type"), "application/json")
+        body = r.json()
+        self.assertIsInstance(body, dict, r.body)
+        self.assertIsInstance(body.get("description"), str, r.body)
+        self.assertNotEqual(body["description"], "")
+        if error is not None:
+            self.assertEqual(body.get("error"), error, r.body)
+            if error in CODE_DESCRIPTIONS:
+                self.assertEqual(body["description"], CODE_DESCRIPTIONS[error])
+        return body
+
+    def race(self, requests):
+        """Sends requests (callables) at the same moment from threads; returns responses."""
+        barrier = threading.Barrier(len(requests))
+
+        def run(request):
+            barrier.wait(5)
+            return request()
+
+        with ThreadPoolExecutor(len(requests)) as pool:
+            return [f.result() for f in [pool.submit(run, q) for q in requests]]
 
 
 class GatewayTestCase(unittest.TestCase):
@@ -325,7 +303,7 @@ def run_once(argv, env, timeout_s=10):
     return r.returncode, r.stdout.decode(errors="replace")
 
 
-# ---- Helpers for the instance tests (test_instances.py) ----
+# ---- Helpers for the instance tests (harness_instances.py, test_instances_*.py) ----
 
 import re as _re
 
@@ -386,7 +364,7 @@ def redis_snapshot(redis, pattern="*", ignore=()):
     return snapshot
 
 
-# ---- Helpers for the binding tests (test_bindings.py) ----
+# ---- Helpers for the binding tests (harness_bindings.py, test_bindings_*.py) ----
 
 def redis_fields(redis, key):
     """Every stored piece of one key as (field, value) pairs: a string is ("", value), a hash
@@ -459,11 +437,7 @@ class NoCoreProcess(Process):
     expects to crash."""
 
     def __init__(self, name, argv, env, workdir):
-        self.name = name
-        self.log_path = os.path.join(workdir, name + ".log")
-        self._log = open(self.log_path, "wb")
-        self.proc = subprocess.Popen(argv, env=env, stdout=self._log, stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL, preexec_fn=_no_core_dump)
+        super().__init__(name, argv, env, workdir, preexec_fn=_no_core_dump)
 
 
 def start_worker_no_core(stack, **overrides):
@@ -480,14 +454,9 @@ class PersistentRedis(Redis):
     new one started on the same port and directory finds the data of the last."""
 
     def __init__(self, workdir, port=None, fsync="always", name="redis-aof-0"):
-        self.port = port or free_port()
-        self.workdir = workdir
         self.fsync = fsync
-        Process.__init__(self, name, ["redis-server", "--port", str(self.port), "--bind",
-                                      "127.0.0.1", "--save", "", "--appendonly", "yes",
-                                      "--appendfsync", fsync, "--dir", workdir],
-                         dict(os.environ), workdir)
-        wait_until(self.ping, START_TIMEOUT_S, "redis-server (AOF) to answer PING")
+        super().__init__(workdir, port, name, ("--save", "", "--appendonly", "yes",
+                                               "--appendfsync", fsync))
 
 
 def use_persistent_redis(stack, fsync="always"):

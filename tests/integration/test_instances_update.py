@@ -1,0 +1,165 @@
+"""Updating a service instance (PATCH /v2/service_instances/:id) end to end
+(harness_instances.py)."""
+
+import json
+import unittest
+
+import harness
+from harness_instances import (
+    ASYNC_ONLY, FAST, FAST_OTHER, FIXED, InstanceTestCase, MAINTAINED, NAMESPACE, SERVICE, SLOW,
+    SLOW_CHANGE, body_for, new_id)
+
+
+class Updating(InstanceTestCase):
+    """0003, Update."""
+
+    def test_update_404_unknown_instance(self):
+        """0003 Update: 404 for an unknown instance, or one not provisioned (its provision
+        failed, or it was deprovisioned)."""
+        self.assertError(self.patch(new_id(), {"service_id": SERVICE}, True), 404)
+        self.assertError(self.patch(new_id(), {"service_id": SERVICE}), 404)
+        failed = new_id()
+        self.assertError(self.put(failed, body_for(FAST, parameters={"sim_fail": True})), 502)
+        self.assertError(self.patch(failed, {"service_id": SERVICE}, True), 404)
+        gone = self.provisioned(FAST)
+        self.assertEqual(self.delete(gone, FAST).status, 200)
+        self.assertError(self.patch(gone, {"service_id": SERVICE}, True), 404)
+
+    def test_update_422_plan_change_not_plan_updateable(self):
+        """Updating a Service Instance: plan changes need plan_updateable; 422 MUST be returned
+        if the requested change is not supported (0003: no error code). Parameters may still
+        change."""
+        iid = self.provisioned(FIXED, parameters={"v": 1})
+        for incomplete in (None, True):
+            r = self.patch(iid, {"service_id": SERVICE, "plan_id": FAST}, incomplete)
+            body = self.assertError(r, 422)
+            self.assertNotIn("error", body)
+        self.assertEqual(self.fetch(iid).json()["plan_id"], FIXED)
+        r = self.patch(iid, {"service_id": SERVICE, "plan_id": FIXED, "parameters": {"v": 2}})
+        self.assertEqual(r.status, 200, r.body)
+        r = self.patch(iid, {"service_id": SERVICE, "parameters": {"v": 3}})
+        self.assertEqual(r.status, 200, r.body)
+        fetched = self.fetch(iid).json()
+        self.assertEqual((fetched["plan_id"], fetched["parameters"]), (FIXED, {"v": 3}))
+
+    def test_update_422_maintenance_info_conflict(self):
+        """Updating a Service Instance, 422: MUST be returned with MaintenanceInfoConflict if
+        maintenance_info.version does not match the plan's in the catalog."""
+        iid = self.provisioned(MAINTAINED, maintenance_info={"version": "1.2.0"})
+        for body in ({"service_id": SERVICE, "maintenance_info": {"version": "1.1.0"}},
+                     {"service_id": SERVICE, "plan_id": FAST,
+                      "maintenance_info": {"version": "1.2.0"}}):
+            for incomplete in (None, True):
+                self.assertError(self.patch(iid, body, incomplete), 422,
+                                 "MaintenanceInfoConflict")
+        self.assertEqual(self.fetch(iid).json()["plan_id"], MAINTAINED)
+        r = self.patch(iid, {"service_id": SERVICE, "maintenance_info": {"version": "1.2.0"}})
+        self.assertEqual(r.status, 200, r.body)
+
+    def test_update_422_async_required(self):
+        """Updating a Service Instance, 422: MUST be returned with AsyncRequired if the plan
+        supports only asynchronous updates and accepts_incomplete=true is missing (0003: the
+        target plan's async_required)."""
+        iid = self.provisioned(FAST)
+        for incomplete in (None, False):
+            self.assertError(self.patch(iid, {"service_id": SERVICE, "plan_id": ASYNC_ONLY},
+                                        incomplete), 422, "AsyncRequired")
+        self.assertEqual(self.fetch(iid).json()["plan_id"], FAST)
+        op = self.assertAccepted(self.patch(iid, {"service_id": SERVICE, "plan_id": ASYNC_ONLY},
+                                            True))
+        self.wait_state(iid, "succeeded", op)
+        self.assertEqual(self.fetch(iid).json()["plan_id"], ASYNC_ONLY)
+
+    def test_update_422_concurrency_error_while_another_operation_holds_instance(self):
+        """Blocking Operations: 422 ConcurrencyError for a request the broker cannot process
+        due to a concurrency issue (0003: another operation holds the instance)."""
+        iid = self.provisioned(SLOW_CHANGE, parameters={"v": 1})
+        op = self.assertAccepted(self.patch(iid, {"service_id": SERVICE,
+                                                  "parameters": {"v": 2}}, True))
+        for gw in (0, 1):
+            for incomplete in (None, True):
+                self.assertError(self.patch(iid, {"service_id": SERVICE, "parameters": {"v": 3}},
+                                            incomplete, gw), 422, "ConcurrencyError")
+        self.assertError(self.patch(iid, {"service_id": SERVICE, "plan_id": FAST}, True), 422,
+                         "ConcurrencyError")
+        self.wait_state(iid, "succeeded", op)
+        self.assertEqual(self.fetch(iid).json()["parameters"], {"v": 2})
+
+    def test_update_422_concurrency_error_while_provisioning(self):
+        """Blocking Operations: the provision still running holds the instance; an update is a
+        concurrent mutation -> 422 ConcurrencyError."""
+        iid, op = self.provision_async(SLOW)
+        self.assertError(self.patch(iid, {"service_id": SERVICE, "parameters": {"v": 1}}, True),
+                         422, "ConcurrencyError")
+        self.wait_state(iid, "succeeded", op)
+
+    def test_update_identical_in_progress_202_same_operation(self):
+        """Updating a Service Instance, 202: the operation string MUST match that returned for
+        the original request; a re-sent PATCH MUST return 202, not 200, until it completed."""
+        iid = self.provisioned(SLOW_CHANGE, parameters={"v": 1})
+        body = {"service_id": SERVICE, "parameters": {"v": 2}}
+        op = self.assertAccepted(self.patch(iid, body, True))
+        for gw in (1, 0):
+            self.assertEqual(self.assertAccepted(self.patch(iid, body, True, gw)), op)
+        self.wait_state(iid, "succeeded", op)
+
+    def test_update_sync_200_empty_object(self):
+        """Updating a Service Instance, 200: MUST be returned if the changes have been applied;
+        the expected body is {} (0003: plus dashboard_url/metadata when the backend gives
+        them, which sim does not on update)."""
+        iid = self.provisioned(FAST, parameters={"v": 1})
+        r = self.patch(iid, {"service_id": SERVICE, "plan_id": FAST_OTHER,
+                             "parameters": {"v": 2}}, gw=1)
+        self.assertEqual(r.status, 200, r.body)
+        self.assertEqual(r.json(), {})
+        fetched = self.fetch(iid).json()
+        self.assertEqual((fetched["plan_id"], fetched["parameters"]), (FAST_OTHER, {"v": 2}))
+
+    def test_update_async_202_operation_applied_on_success(self):
+        """Updating a Service Instance, 202 with operation; 0003: parameters and plan change
+        are applied only when the update succeeds."""
+        # The job runs with the target plan's settings: SLOW updates in 1.5 s.
+        iid = self.provisioned(SLOW_CHANGE, parameters={"v": 1})
+        op = self.assertAccepted(self.patch(iid, {"service_id": SERVICE, "plan_id": SLOW,
+                                                  "parameters": {"v": 2}}, True))
+        self.assertEqual(self.last_operation(iid, op).json()["state"], "in progress")
+        record = harness.redis_hash(self.stack.redis, NAMESPACE + ":instance:" + iid)
+        self.assertEqual((record.get("plan_id"), json.loads(record.get("parameters", "null"))),
+                         (SLOW_CHANGE, {"v": 1}), "applied before the update succeeded")
+        self.wait_state(iid, "succeeded", op)
+        fetched = self.fetch(iid).json()
+        self.assertEqual((fetched["plan_id"], fetched["parameters"]), (SLOW, {"v": 2}))
+
+    def test_update_failed_applies_nothing(self):
+        """Updating a Service Instance: when the update fails (4xx/5xx or state failed) the
+        broker MUST NOT apply the requested changes."""
+        iid = self.provisioned(FAST, parameters={"v": 1})
+        op = self.assertAccepted(self.patch(iid, {"service_id": SERVICE, "plan_id": FAST_OTHER,
+                                                  "parameters": {"sim_fail": True}}, True))
+        self.wait_state(iid, "failed", op)
+        fetched = self.fetch(iid).json()
+        self.assertEqual((fetched["plan_id"], fetched["parameters"]), (FAST, {"v": 1}))
+        # The instance is still usable: another update works.
+        r = self.patch(iid, {"service_id": SERVICE, "parameters": {"v": 5}})
+        self.assertEqual(r.status, 200, r.body)
+
+    def test_update_sync_backend_failure_502(self):
+        """0003 (sync and the worker fails -> 502 with the backend's description); Service
+        Broker Errors: instance_usable and update_repeatable for a failed update, 2.16+."""
+        iid = self.provisioned(FAST, parameters={"v": 1})
+        r = self.patch(iid, {"service_id": SERVICE, "parameters": {"sim_fail": True}},
+                       version="2.16")
+        body = self.assertError(r, 502)
+        self.assertIn("sim_fail", body["description"])
+        self.assertIs(body.get("instance_usable"), True, r.body)
+        self.assertIs(body.get("update_repeatable"), False, r.body)
+        r = self.patch(iid, {"service_id": SERVICE, "parameters": {"sim_fail": True}},
+                       version="2.15")
+        body = self.assertError(r, 502)
+        self.assertNotIn("instance_usable", body)
+        self.assertNotIn("update_repeatable", body)
+        self.assertEqual(self.fetch(iid).json()["parameters"], {"v": 1})
+
+
+if __name__ == "__main__":
+    unittest.main()

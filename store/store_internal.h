@@ -32,17 +32,7 @@ struct osbq_store {
                                          * ("host:port"), to log a switch; guarded by lock */
 };
 
-/* With Sentinels: asks them in order for the primary's address. 0, or -1 with err
- * (store_sentinel.c). */
-int store_sentinel_primary(struct osbq_store *store, char *host, size_t size, uint16_t *port,
-                           struct osbq_error *err);
-
-/* 0 when c is connected to a primary (ROLE), -1 with err: a Sentinel's answer may be stale
- * during a failover, and writes to a replica fail. */
-int store_check_primary(redisContext *c, struct osbq_error *err);
-
-/* Longest key: namespace (64), a kind, and a percent-encoded id of up to 1024 bytes. */
-#define STORE_KEY_MAX 3400
+/* ---- Connections (store_pool.c, store_sentinel.c) ---- */
 
 /* Milliseconds on CLOCK_MONOTONIC. */
 int64_t store_monotonic_ms(void);
@@ -62,12 +52,30 @@ bool store_reply_from_replica(const redisReply *reply);
 /* Marks c failed, so store_release drops it and marks Redis down. */
 void store_drop_replica(redisContext *c);
 
-/* A script call made ready for Redis: what osbq_store_*_call functions return. The EVALSHA
- * and the SHA are not in it (the sender writes them: it knows the SHA its connection loaded),
- * so a call can be made before any connection exists. */
+/* Takes an idle connection or opens a new one; fails at once while Redis is marked down
+ * (except for the one caller that probes it). NULL with err. */
+redisContext *store_acquire(struct osbq_store *store, struct osbq_error *err);
+
+/* Gives a connection back, or closes it when it failed (and marks Redis down on I/O errors). */
+void store_release(struct osbq_store *store, redisContext *c);
+
+/* With Sentinels: asks them in order for the primary's address. 0, or -1 with err
+ * (store_sentinel.c). */
+int store_sentinel_primary(struct osbq_store *store, char *host, size_t size, uint16_t *port,
+                           struct osbq_error *err);
+
+/* 0 when c is connected to a primary (ROLE), -1 with err: a Sentinel's answer may be stale
+ * during a failover, and writes to a replica fail. */
+int store_check_primary(redisContext *c, struct osbq_error *err);
+
+/* ---- Calls and replies (store_calls.c) ---- */
+
 /* store_call.script of a plain command (HMGET...): no EVALSHA head, the tail is all of it. */
 #define STORE_CALL_COMMAND SCRIPT_COUNT
 
+/* A script call made ready for Redis: what osbq_store_*_call functions return. The EVALSHA
+ * and the SHA are not in it (the sender writes them: it knows the SHA its connection loaded),
+ * so a call can be made before any connection exists. */
 struct osbq_store_call {
     enum store_script script; /* which script, or STORE_CALL_COMMAND */
     const char *name;         /* the script's or the command's name, for errors (static) */
@@ -110,13 +118,6 @@ bool store_call_settle(struct osbq_store *store, struct osbq_store_call *call, r
 int store_script_sha(struct osbq_store *store, redisContext *c, enum store_script script,
                      char sha[41], struct osbq_error *err);
 
-/* Takes an idle connection or opens a new one; fails at once while Redis is marked down
- * (except for the one caller that probes it). NULL with err. */
-redisContext *store_acquire(struct osbq_store *store, struct osbq_error *err);
-
-/* Gives a connection back, or closes it when it failed (and marks Redis down on I/O errors). */
-void store_release(struct osbq_store *store, redisContext *c);
-
 /* Takes the reply out of an answered call: NULL with err (the call's) when it has none. */
 redisReply *store_call_take_reply(struct osbq_store_call *call, struct osbq_error *err);
 
@@ -129,6 +130,18 @@ redisReply *store_eval(struct osbq_store *store, enum store_script script, const
  * I/O failure or an error reply frees them all and fails. */
 int store_replies_collect(redisContext *c, redisReply **replies, size_t count, const char *what,
                           struct osbq_error *err);
+
+/* -1 with err (OSBQ_ERR_UNAVAILABLE) when reply is NULL (I/O) or an error reply; else 0. */
+int store_reply_failed(redisContext *c, redisReply *reply, const char *what,
+                       struct osbq_error *err);
+
+/* Element i of an array reply: as a new string (NULL for nil, empty or missing); compared with
+ * text; as an integer (fallback when absent or not a number). */
+char *store_element_dup(const redisReply *reply, size_t i);
+bool store_element_is(const redisReply *reply, size_t i, const char *text);
+int64_t store_element_int(const redisReply *reply, size_t i, int64_t fallback);
+
+/* ---- Walks (store_admin.c) ---- */
 
 /* Takes the reply to a store_scan_fetch command for key, the i-th of the count keys of the
  * step. Returns 0, or -1 with err to fail the step (the rest of its replies are still read). */
@@ -144,11 +157,10 @@ int store_scan_fetch(redisContext *c, const char *pattern, uint64_t *cursor, uns
                      const char *command, store_scan_take_fn take, void *ctx,
                      struct osbq_error *err);
 
-/* -1 with err (OSBQ_ERR_UNAVAILABLE) when reply is NULL (I/O) or an error reply; else 0. */
-int store_reply_failed(redisContext *c, redisReply *reply, const char *what,
-                       struct osbq_error *err);
-
 /* ---- Keys (store_keys.c): each returns 0, or -1 when the key does not fit ---- */
+
+/* Longest key: namespace (64), a kind, and a percent-encoded id of up to 1024 bytes. */
+#define STORE_KEY_MAX 3400
 
 /* Writes "<ns>:<suffix>" into buf; returns its length, or -1. */
 int store_key(const struct osbq_store *store, char *buf, size_t size, const char *suffix);
@@ -173,11 +185,5 @@ int store_key_prefix(const struct osbq_store *store, char *buf, size_t size);
  * (OSBQ_ERR_INVALID: an unknown role or an id too long). */
 int store_status_keys(const struct osbq_store *store, const char *role, const char *id, char *index,
                       char *entry, struct osbq_error *err);
-
-/* Element i of an array reply: as a new string (NULL for nil, empty or missing); compared with
- * text; as an integer (fallback when absent or not a number). */
-char *store_element_dup(const redisReply *reply, size_t i);
-bool store_element_is(const redisReply *reply, size_t i, const char *text);
-int64_t store_element_int(const redisReply *reply, size_t i, int64_t fallback);
 
 #endif

@@ -150,6 +150,33 @@ static int finish_op(struct osbq_store *store, const char *operation_id, const c
     return op_script(store, SCRIPT_FINISH, keys, args, err);
 }
 
+/* Fills *item from one entry of recover.lua's answer. Returns 1, or 0 when the entry is not
+ * one (left out; *item holds nothing). */
+static size_t recovery_item_read(const redisReply *e, struct osbq_recovery_item *item)
+{
+    if (e->type != REDIS_REPLY_ARRAY || e->elements != 6)
+        return 0;
+    item->operation_id = store_element_dup(e, 0);
+    item->abandon = store_element_is(e, 1, "abandon");
+    item->claims = (uint32_t)store_element_int(e, 2, 0);
+    item->lease_expired = store_element_is(e, 4, "lease");
+    item->kind = store_element_dup(e, 5);
+    if (e->element[3]->type == REDIS_REPLY_STRING && e->element[3]->len > 0) {
+        item->job = malloc(e->element[3]->len);
+        if (item->job != NULL) {
+            memcpy(item->job, e->element[3]->str, e->element[3]->len);
+            item->job_len = e->element[3]->len;
+        }
+    }
+    if (item->operation_id == NULL) {
+        free(item->job);
+        free(item->kind);
+        memset(item, 0, sizeof *item);
+        return 0;
+    }
+    return 1;
+}
+
 int osbq_store_recover(struct osbq_store *store, unsigned limit, unsigned max_attempts,
                        int64_t claim_timeout_ms, bool can_resend, struct osbq_recovery_item **items,
                        size_t *count, struct osbq_error *err)
@@ -186,30 +213,8 @@ int osbq_store_recover(struct osbq_store *store, unsigned limit, unsigned max_at
         osbq_error_set(err, OSBQ_ERR_INTERNAL, "out of memory");
         goto out;
     }
-    for (size_t i = 0; i < reply->elements; i++) {
-        const redisReply *e = reply->element[i];
-        if (e->type != REDIS_REPLY_ARRAY || e->elements != 6)
-            continue;
-        struct osbq_recovery_item *item = &list[n];
-        item->operation_id = store_element_dup(e, 0);
-        item->abandon = store_element_is(e, 1, "abandon");
-        item->claims = (uint32_t)store_element_int(e, 2, 0);
-        item->lease_expired = store_element_is(e, 4, "lease");
-        item->kind = store_element_dup(e, 5);
-        if (e->element[3]->type == REDIS_REPLY_STRING && e->element[3]->len > 0) {
-            item->job = malloc(e->element[3]->len);
-            if (item->job != NULL) {
-                memcpy(item->job, e->element[3]->str, e->element[3]->len);
-                item->job_len = e->element[3]->len;
-            }
-        }
-        if (item->operation_id == NULL) {
-            free(item->job);
-            free(item->kind);
-            continue;
-        }
-        n++;
-    }
+    for (size_t i = 0; i < reply->elements; i++)
+        n += recovery_item_read(reply->element[i], &list[n]);
     *items = list;
     *count = n;
     list = NULL;

@@ -111,6 +111,12 @@ static int teardown(void **state)
     return 0;
 }
 
+/* osbq_jobs_running's source, as the worker's main.c sets it. */
+static size_t running_jobs(void *runner)
+{
+    return runner_busy(runner);
+}
+
 /* Starts a runner counting into wm, or into nothing when wm is NULL. */
 static struct runner *start_runner(struct fixture *f, struct worker_metrics *wm)
 {
@@ -118,7 +124,7 @@ static struct runner *start_runner(struct fixture *f, struct worker_metrics *wm)
     struct runner *r = runner_new(&f->cfg, f->catalog, f->store, WORKER_ID, wm, &err);
     if (r == NULL)
         fail_msg("runner_new: %s", err.text);
-    worker_metrics_attach(wm, r);
+    worker_metrics_attach(wm, running_jobs, r);
     return r;
 }
 

@@ -182,11 +182,11 @@ static void provision(struct fixture *f, struct runner *r, const char *op, const
                       const char *plan)
 {
     struct osbq_job job = {
-        .operation_id = (char *)op,
+        .operation_id = op,
         .kind = OSBQ_JOB_PROVISION,
-        .instance_id = (char *)instance,
+        .instance_id = instance,
         .service_id = "svc",
-        .plan_id = (char *)plan,
+        .plan_id = plan,
         .api_version = 217,
         .attempt = 1,
     };

@@ -1,9 +1,9 @@
-# Embeds the Lua scripts of common/lua/ into a generated C file, so the store ships them inside
+# Embeds the Lua scripts of store/lua/ into a generated C file, so the store ships them inside
 # the binaries and they stay readable as .lua files in the source tree. A script with a line
-# "-- requires: <lib>" gets common/lua/lib/<lib>.lua prepended, so a helper several scripts need
+# "-- requires: <lib>" gets store/lua/lib/<lib>.lua prepended, so a helper several scripts need
 # is written once (Redis runs each script on its own: they cannot share functions at run time).
 function(osbq_embed_lua out_c)
-  set(body "/* Generated from the Lua files in common/lua by cmake/EmbedScripts.cmake; do not edit. */\n")
+  set(body "/* Generated from the Lua files in store/lua by cmake/EmbedScripts.cmake; do not edit. */\n")
   string(APPEND body "#include \"store_scripts.h\"\n\n")
   set(table "")
   foreach(name ${ARGN})

@@ -2,7 +2,7 @@
  * total or per platform context (a Kubernetes namespace, a Cloud Foundry organization or
  * space), and deny rules that keep plans out of given namespaces, organizations or spaces.
  * Loaded once, read-only afterwards: any number of threads may evaluate it at once. Counting
- * happens in Redis (common/lua/begin_instance.lua); this module only says which counters a
+ * happens in Redis (store/lua/begin_instance.lua); this module only says which counters a
  * request touches and what their limits are. */
 #ifndef OSBQ_POLICY_H
 #define OSBQ_POLICY_H

@@ -26,13 +26,14 @@ static void process_gauges_refresh(void *ctx)
         osbq_series_set(g->resident_bytes, rss);
     /* Render hooks of one registry never run concurrently (metrics.c), so this is the only
      * writer of reported_errors. */
-    double errors = (double)osbq_store_error_count(g->store);
+    double errors = (double)g->error_count(g->store);
     osbq_series_add(g->redis_errors, errors - g->reported_errors);
     g->reported_errors = errors;
 }
 
 int osbq_process_metrics_add(struct osbq_process_metrics *pm, struct osbq_metrics *m,
-                             const char *role, const char *version, struct osbq_store *store)
+                             const char *role, const char *version, const struct osbq_store *store,
+                             osbq_store_error_count_fn error_count)
 {
     static const char *const build_labels[] = {"version", "role"};
     struct osbq_metric *build = osbq_metrics_add(
@@ -54,6 +55,7 @@ int osbq_process_metrics_add(struct osbq_process_metrics *pm, struct osbq_metric
     osbq_series_set(osbq_metric_series(start, NULL), (double)time(NULL));
     *pm = (struct osbq_process_metrics){
         .store = store,
+        .error_count = error_count,
         .resident_bytes = osbq_metric_series(rss, NULL),
         .redis_errors = osbq_metric_series(errors, NULL),
     };

@@ -7,7 +7,8 @@
 #include <stdbool.h>
 
 #include "config.h"
-#include "store.h"
+#include "store_admin.h"
+#include "store_registry.h"
 
 #define CTL_PROG "osbq-ctl"
 

@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "store.h"
+#include "store_admin.h"
 
 /* Big enough for every text below. */
 #define FORMAT_TEXT_MAX 48

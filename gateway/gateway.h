@@ -10,8 +10,8 @@
 #include "platforms.h"
 #include "policy.h"
 #include "secrets.h"
-#include "store.h"
 #include "store_pipeline.h"
+#include "store_requests.h"
 #include "validate.h"
 #include "waiter.h"
 

@@ -41,7 +41,8 @@ int gateway_metrics_init(struct gateway_metrics *gm, struct osbq_store *store, c
     if (m == NULL)
         return -1;
     gm->registry = m;
-    if (osbq_process_metrics_add(&gm->process, m, "gateway", version, store) < 0)
+    if (osbq_process_metrics_add(&gm->process, m, "gateway", version, store,
+                                 osbq_store_error_count) < 0)
         goto fail;
     gm->requests = osbq_metrics_add(m, OSBQ_METRIC_COUNTER, "osbq_http_requests_total",
                                     "HTTP requests answered, by route pattern, method and status.",

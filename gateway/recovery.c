@@ -1,5 +1,5 @@
 /* The recovery loop: every OSBQ_RECOVERY_INTERVAL_MS, takes the operations Redis says are due
- * (common/lua/recover.lua) and resends or abandons them. */
+ * (store/lua/recover.lua) and resends or abandons them. */
 #include "recovery.h"
 
 #include <stdbool.h>

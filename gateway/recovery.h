@@ -8,7 +8,7 @@
 #include "dispatch.h"
 #include "error.h"
 #include "gateway_metrics.h"
-#include "store.h"
+#include "store_recovery.h"
 
 struct recovery;
 

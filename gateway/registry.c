@@ -11,6 +11,7 @@
 #include "bus.h"
 #include "log.h"
 #include "periodic.h"
+#include "store_registry.h"
 
 struct registry {
     const struct gateway *gw;       /* borrowed */

@@ -8,7 +8,7 @@
 
 #include "config.h"
 #include "error.h"
-#include "store.h"
+#include "store_requests.h"
 
 struct waiter_table;
 

@@ -9,7 +9,7 @@
 
 #include "catalog.h"
 #include "job.h"
-#include "store.h"
+#include "store_operations.h"
 
 /* Longest user-facing description a backend can report; longer texts are cut. */
 #define BACKEND_DESCRIPTION_MAX 1024

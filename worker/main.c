@@ -28,7 +28,7 @@
 #include "process_metrics.h"
 #include "runner.h"
 #include "startup.h"
-#include "store.h"
+#include "store_registry.h"
 #include "worker_metrics.h"
 
 #define PROG "osbq-worker"
@@ -340,7 +340,8 @@ int main(int argc, char **argv)
     struct bus_link *link = bus_link_new(id, &curve);
     registry = osbq_metrics_new();
     if (store == NULL || link == NULL || registry == NULL ||
-        osbq_process_metrics_add(&process_metrics, registry, "worker", OSBQ_VERSION, store) < 0 ||
+        osbq_process_metrics_add(&process_metrics, registry, "worker", OSBQ_VERSION, store,
+                                 osbq_store_error_count) < 0 ||
         worker_metrics_init(&metrics, registry, cfg.worker_concurrency) < 0)
         fatalx("out of memory");
     struct runner *runner = runner_new(&cfg, catalog, store, id, &metrics, &err);

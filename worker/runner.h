@@ -13,7 +13,7 @@
 #include "config.h"
 #include "job.h"
 #include "secrets.h"
-#include "store.h"
+#include "store_operations.h"
 #include "worker_metrics.h"
 
 /* The longest deadline a plan may set (the catalog's limit for <kind>_deadline_s): a week. */

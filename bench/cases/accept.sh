@@ -29,7 +29,7 @@ start_ceiling() {
   ceiling_port=$redis_port
   # -x: the file's bytes as they are (a command substitution would drop the last newline and
   # change the digest).
-  rcli -x SCRIPT LOAD <"$top/common/lua/begin_instance.lua" >/dev/null
+  rcli -x SCRIPT LOAD <"$top/store/lua/begin_instance.lua" >/dev/null
   [ "$(rcli SCRIPT EXISTS "${accept_call[1]}")" = 1 ] ||
     die "the gateway's script digest is not begin_instance.lua's: the ceiling would run another script"
   local answer

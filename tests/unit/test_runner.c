@@ -25,7 +25,8 @@
 #include "metrics.h"
 #include "redis_fixture.h"
 #include "runner.h"
-#include "store.h"
+#include "store_operations.h"
+#include "store_test_helpers.h"
 #include "worker_metrics.h"
 
 #define WORKER_ID "w-test"

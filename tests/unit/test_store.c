@@ -1,4 +1,4 @@
-/* The store's state transitions (the Lua scripts in common/lua, run by common/store.c) against a
+/* The store's state transitions (the Lua scripts in store/lua, run by the store) against a
  * real redis-server: locks, idempotency, claims, leases, outcomes, events. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,7 +15,11 @@
 #include <time.h>
 
 #include "redis_fixture.h"
-#include "store.h"
+#include "store_admin.h"
+#include "store_operations.h"
+#include "store_recovery.h"
+#include "store_registry.h"
+#include "store_test_helpers.h"
 
 struct fixture {
     struct redis_fixture redis; /* the server */

@@ -1,4 +1,4 @@
-/* The store's pipeline (common/store_pipeline.c) against a real redis-server: replies reach the
+/* The store's pipeline (store/store_pipeline.c) against a real redis-server: replies reach the
  * calls they answer while several threads submit at once, plain commands among scripts,
  * NOSCRIPT, a server that stops answering, a connection the server closes, and draining. */
 #include <setjmp.h>
@@ -18,8 +18,8 @@
 #include <time.h>
 
 #include "redis_fixture.h"
-#include "store.h"
 #include "store_pipeline.h"
+#include "store_requests.h"
 
 #define TIMEOUT_MS 600
 

@@ -1,15 +1,25 @@
 -- A worker records the outcome of an operation: its state, the instance's new attributes, the
 -- lock freed, the average duration for Retry-After, and synchronous waiters woken. Atomic.
--- KEYS: 1 operation hash, 2 queue zset, 3 waiters set
--- ARGV: 1 worker id, 2 "1" succeeded / "0" failed, 3 description, 4 dashboard url or "",
---       5 metadata JSON or "", 6 instance_usable "1"/"0", 7 update_repeatable "1"/"0",
---       8 now (ms), 9 retention (s), 10 key prefix "<ns>:", 11 operation id,
---       12 bind: JSON of the binding (credentials, endpoints, ...) or "",
---       13 "abandon": the recovery loop gives up on an operation whose lease ran out (any
+-- KEYS[1] op: the operation hash
+-- KEYS[2] queue: the queue zset
+-- KEYS[3] waiters: the operation's waiters set
+-- ARGV[1] worker_id: worker id
+-- ARGV[2] succeeded: "1" succeeded, "0" failed
+-- ARGV[3] description: the outcome's text
+-- ARGV[4] dashboard_url: or ""
+-- ARGV[5] metadata: JSON, or ""
+-- ARGV[6] instance_usable: "1" or "0"
+-- ARGV[7] update_repeatable: "1" or "0"
+-- ARGV[8] now: ms
+-- ARGV[9] retention: s
+-- ARGV[10] prefix: the key prefix "<ns>:"
+-- ARGV[11] operation_id: operation id
+-- ARGV[12] binding: bind: JSON of the binding (credentials, endpoints, ...), or ""
+-- ARGV[13] mode: "abandon": the recovery loop gives up on an operation whose lease ran out (any
 --          worker); "operator": an operator fails an unfinished operation (osbq-ctl fail);
 --          or ""
 -- Returns 1, or 0 when the operation is no longer this worker's.
--- requires: history (common/lua/lib/history.lua: add_history)
+-- requires: history (store/lua/lib/history.lua: add_history)
 local op_key, queue, waiters = KEYS[1], KEYS[2], KEYS[3]
 local rec = redis.call('HMGET', op_key, 'state', 'worker', 'kind', 'instance_key', 'plan_id',
                        'parameters', 'context', 'maintenance_version', 'created_ms',

@@ -1,13 +1,17 @@
 -- Finds operations whose claim never came or whose lease expired, and hands each to exactly one
 -- caller: its due time moves forward in the same step, so a concurrent scan skips it.
--- KEYS: 1 queue zset
--- ARGV: 1 now (ms), 2 most operations to return, 3 attempt limit (claims), 4 claim timeout (ms),
---       5 key prefix "<ns>:", 6 "1" when the caller can resend (a worker has room), else "0":
---       then only operations to abandon are taken
+-- KEYS[1] queue: the queue zset
+-- ARGV[1] now: ms
+-- ARGV[2] limit: most operations to return
+-- ARGV[3] max_attempts: the attempt limit (claims)
+-- ARGV[4] claim_timeout: ms
+-- ARGV[5] prefix: the key prefix "<ns>:"
+-- ARGV[6] can_resend: "1" when the caller can resend (a worker has room), else "0": then only
+--          operations to abandon are taken
 -- Returns a list of {operation id, "resend"|"abandon", claims so far, encoded job or "",
 -- "lease" when a running operation's lease ran out else "", kind}. Resends are written to the
 -- operation's history.
--- requires: history (common/lua/lib/history.lua: add_history)
+-- requires: history (store/lua/lib/history.lua: add_history)
 local queue, now, limit = KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[3])
 local next_due = now + tonumber(ARGV[4])
 local out = {}

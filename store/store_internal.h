@@ -1,5 +1,5 @@
-/* What the store's files share (store.c: connections, scripts, operations; store_admin.c:
- * process status and the operator's reads and repairs). Not for use outside the store. */
+/* What the store's files share: the store itself, its connections (store_pool.c), its calls
+ * (store_calls.c) and its keys (store_keys.c). Not for use outside the store. */
 #ifndef OSBQ_STORE_INTERNAL_H
 #define OSBQ_STORE_INTERNAL_H
 
@@ -32,8 +32,35 @@ struct osbq_store {
                                          * ("host:port"), to log a switch; guarded by lock */
 };
 
+/* ---- Connections (store_pool.c, store_sentinel.c) ---- */
+
+/* Milliseconds on CLOCK_MONOTONIC. */
+int64_t store_monotonic_ms(void);
+
+/* Records that Redis failed: idle connections are dropped and callers fail fast for a moment
+ * (STORE_DOWN_MS in store_pool.c). */
+void store_mark_down(struct osbq_store *store);
+
+/* Opens a new connection (address or Sentinels, AUTH, SELECT, a primary's ROLE). NULL with
+ * err. */
+redisContext *store_connect(struct osbq_store *store, struct osbq_error *err);
+
+/* READONLY: a primary demoted to a replica by a failover. Its connection must go, so the next
+ * one asks the Sentinels again. */
+bool store_reply_from_replica(const redisReply *reply);
+
+/* Marks c failed, so store_release drops it and marks Redis down. */
+void store_drop_replica(redisContext *c);
+
+/* Takes an idle connection or opens a new one; fails at once while Redis is marked down
+ * (except for the one caller that probes it). NULL with err. */
+redisContext *store_acquire(struct osbq_store *store, struct osbq_error *err);
+
+/* Gives a connection back, or closes it when it failed (and marks Redis down on I/O errors). */
+void store_release(struct osbq_store *store, redisContext *c);
+
 /* With Sentinels: asks them in order for the primary's address. 0, or -1 with err
- * (common/store_sentinel.c). */
+ * (store_sentinel.c). */
 int store_sentinel_primary(struct osbq_store *store, char *host, size_t size, uint16_t *port,
                            struct osbq_error *err);
 
@@ -41,22 +68,14 @@ int store_sentinel_primary(struct osbq_store *store, char *host, size_t size, ui
  * during a failover, and writes to a replica fail. */
 int store_check_primary(redisContext *c, struct osbq_error *err);
 
-/* Longest key: namespace (64), a kind, and a percent-encoded id of up to 1024 bytes. */
-#define STORE_KEY_MAX 3400
+/* ---- Calls and replies (store_calls.c) ---- */
 
-/* Milliseconds on CLOCK_MONOTONIC. */
-int64_t store_monotonic_ms(void);
-
-/* Records that Redis failed: idle connections are dropped and callers fail fast for a moment
- * (STORE_DOWN_MS in store.c). */
-void store_mark_down(struct osbq_store *store);
+/* store_call.script of a plain command (HMGET...): no EVALSHA head, the tail is all of it. */
+#define STORE_CALL_COMMAND SCRIPT_COUNT
 
 /* A script call made ready for Redis: what osbq_store_*_call functions return. The EVALSHA
  * and the SHA are not in it (the sender writes them: it knows the SHA its connection loaded),
  * so a call can be made before any connection exists. */
-/* store_call.script of a plain command (HMGET...): no EVALSHA head, the tail is all of it. */
-#define STORE_CALL_COMMAND SCRIPT_COUNT
-
 struct osbq_store_call {
     enum store_script script; /* which script, or STORE_CALL_COMMAND */
     const char *name;         /* the script's or the command's name, for errors (static) */
@@ -65,7 +84,7 @@ struct osbq_store_call {
     size_t tail_len;          /* bytes in tail */
     redisReply *reply;        /* the reply once answered (never an error reply), or NULL */
     struct osbq_error err;    /* why there is no reply */
-    /* The pipeline's (common/store_pipeline.c), while it holds the call. */
+    /* The pipeline's (store/store_pipeline.c), while it holds the call. */
     int64_t deadline_ms;          /* no reply by then (monotonic ms): Redis is not answering */
     bool resent;                  /* sent again once after NOSCRIPT */
     osbq_store_call_done_fn done; /* called once the reply or the failure is in */
@@ -73,14 +92,15 @@ struct osbq_store_call {
     struct osbq_store_call *next; /* in the pipeline's submission list */
 };
 
-/* Makes a call of script with argv (the keys, then the arguments); lens may be NULL for C
- * strings, and an entry 0 for one. NULL with err when out of memory or too many arguments. */
-struct osbq_store_call *store_call_new(enum store_script script, int nkeys, int argc,
-                                       const char **argv, const size_t *lens,
+/* Makes a call of script with its keys and its arguments, as many as its contract says
+ * (store_script_contracts); arg_lens may be NULL for C strings, and an entry 0 for one. NULL
+ * with err when out of memory. */
+struct osbq_store_call *store_call_new(enum store_script script, const char *const *keys,
+                                       const char *const *args, const size_t *arg_lens,
                                        struct osbq_error *err);
 
 /* Makes a call of a plain command: argv[0] is its name (a static string), lens as above. */
-struct osbq_store_call *store_command_new(int argc, const char **argv, const size_t *lens,
+struct osbq_store_call *store_command_new(int argc, const char *const *argv, const size_t *lens,
                                           struct osbq_error *err);
 
 /* Writes the head of call's command ("EVALSHA <sha>" and the element count) into buf (at least
@@ -98,18 +118,30 @@ bool store_call_settle(struct osbq_store *store, struct osbq_store_call *call, r
 int store_script_sha(struct osbq_store *store, redisContext *c, enum store_script script,
                      char sha[41], struct osbq_error *err);
 
-/* Takes an idle connection or opens a new one; fails at once while Redis is marked down
- * (except for the one caller that probes it). NULL with err. */
-redisContext *store_acquire(struct osbq_store *store, struct osbq_error *err);
+/* Takes the reply out of an answered call: NULL with err (the call's) when it has none. */
+redisReply *store_call_take_reply(struct osbq_store_call *call, struct osbq_error *err);
 
-/* Gives a connection back, or closes it when it failed (and marks Redis down on I/O errors). */
-void store_release(struct osbq_store *store, redisContext *c);
+/* Runs an embedded script at once (store_call_new, then osbq_store_call_run). The reply
+ * (caller frees) or NULL with err. */
+redisReply *store_eval(struct osbq_store *store, enum store_script script, const char *const *keys,
+                       const char *const *args, struct osbq_error *err);
 
-/* Runs an embedded script by SHA (loading it when Redis does not know it). argv holds the
- * keys then the arguments; lens may be NULL for C strings. The reply (caller frees) or NULL
- * with err. */
-redisReply *store_eval(struct osbq_store *store, enum store_script script, int nkeys, int argc,
-                       const char **argv, const size_t *lens, struct osbq_error *err);
+/* Sends count pipelined commands (already appended on c) and collects their replies; on an
+ * I/O failure or an error reply frees them all and fails. */
+int store_replies_collect(redisContext *c, redisReply **replies, size_t count, const char *what,
+                          struct osbq_error *err);
+
+/* -1 with err (OSBQ_ERR_UNAVAILABLE) when reply is NULL (I/O) or an error reply; else 0. */
+int store_reply_failed(redisContext *c, redisReply *reply, const char *what,
+                       struct osbq_error *err);
+
+/* Element i of an array reply: as a new string (NULL for nil, empty or missing); compared with
+ * text; as an integer (fallback when absent or not a number). */
+char *store_element_dup(const redisReply *reply, size_t i);
+bool store_element_is(const redisReply *reply, size_t i, const char *text);
+int64_t store_element_int(const redisReply *reply, size_t i, int64_t fallback);
+
+/* ---- Walks (store_admin.c) ---- */
 
 /* Takes the reply to a store_scan_fetch command for key, the i-th of the count keys of the
  * step. Returns 0, or -1 with err to fail the step (the rest of its replies are still read). */
@@ -125,19 +157,33 @@ int store_scan_fetch(redisContext *c, const char *pattern, uint64_t *cursor, uns
                      const char *command, store_scan_take_fn take, void *ctx,
                      struct osbq_error *err);
 
-/* -1 with err (OSBQ_ERR_UNAVAILABLE) when reply is NULL (I/O) or an error reply; else 0. */
-int store_reply_failed(redisContext *c, redisReply *reply, const char *what,
-                       struct osbq_error *err);
+/* ---- Keys (store_keys.c): each returns 0, or -1 when the key does not fit ---- */
 
-/* Writes "<ns>:<kind>:<id>" with id percent-encoded outside A-Za-z0-9-._~. 0, or -1 when it
- * does not fit. */
+/* Longest key: namespace (64), a kind, and a percent-encoded id of up to 1024 bytes. */
+#define STORE_KEY_MAX 3400
+
+/* Writes "<ns>:<suffix>" into buf; returns its length, or -1. */
+int store_key(const struct osbq_store *store, char *buf, size_t size, const char *suffix);
+
+/* Writes "<ns>:<kind>:<id>" with id percent-encoded outside A-Za-z0-9-._~. */
 int store_id_key(const struct osbq_store *store, char *buf, size_t size, const char *kind,
                  const char *id);
 
-/* Element i of an array reply: as a new string (NULL for nil, empty or missing); compared with
- * text; as an integer (fallback when absent or not a number). */
-char *store_element_dup(const redisReply *reply, size_t i);
-bool store_element_is(const redisReply *reply, size_t i, const char *text);
-int64_t store_element_int(const redisReply *reply, size_t i, int64_t fallback);
+/* Writes "<ns>:binding:<instance id>:<binding id>", both ids encoded. */
+int store_binding_key(const struct osbq_store *store, char *buf, size_t size,
+                      const char *instance_id, const char *binding_id);
+
+/* Writes the counter key of quota name for value (NULL: the quota's one counter). */
+int store_quota_key(const struct osbq_store *store, char *buf, size_t size, const char *name,
+                    const char *value);
+
+/* Writes "<ns>:", the prefix the scripts build their other keys from. */
+int store_key_prefix(const struct osbq_store *store, char *buf, size_t size);
+
+/* The status keys of role's process id (both STORE_KEY_MAX bytes): index, the sorted set of
+ * ids by expiry, and entry, the JSON text (not written when id is NULL). 0, or -1 with err
+ * (OSBQ_ERR_INVALID: an unknown role or an id too long). */
+int store_status_keys(const struct osbq_store *store, const char *role, const char *id, char *index,
+                      char *entry, struct osbq_error *err);
 
 #endif

@@ -1,6 +1,11 @@
 -- A worker reports progress and renews its lease on a running operation.
--- KEYS: 1 operation hash, 2 queue zset
--- ARGV: 1 worker id, 2 description or "", 3 now (ms), 4 lease (ms), 5 operation id
+-- KEYS[1] op: the operation hash
+-- KEYS[2] queue: the queue zset
+-- ARGV[1] worker_id: worker id
+-- ARGV[2] description: or ""
+-- ARGV[3] now: ms
+-- ARGV[4] lease: ms
+-- ARGV[5] operation_id: operation id
 -- Returns 1, or 0 when the operation is no longer this worker's.
 local rec = redis.call('HMGET', KEYS[1], 'state', 'worker')
 if rec[1] ~= 'running' or rec[2] ~= ARGV[1] then return 0 end

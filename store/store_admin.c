@@ -1,150 +1,14 @@
-/* The store's side for operators: live processes' status, walks over records, an operation
- * and its history, and the two repairs (fail, resend). */
+/* The store's side for operators: walks over records, an operation and its history, the
+ * operator's resend, figures of the queue, quota counters. */
+#include "store_admin.h"
+
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "store_internal.h"
-
-/* Status keys: "<ns>:status:<role>" (sorted set of ids scored by expiry, ms) and
- * "<ns>:status:<role>:<id>" (the JSON text, with the same expiry). */
-static int status_keys(const struct osbq_store *store, const char *role, const char *id,
-                       char *index, char *entry, struct osbq_error *err)
-{
-    char kind[32];
-    if (strcmp(role, "gateway") != 0 && strcmp(role, "worker") != 0)
-        return osbq_error_set(err, OSBQ_ERR_INVALID, "unknown process role \"%s\"", role);
-    (void)snprintf(kind, sizeof kind, "status:%s", role);
-    if (osbq_store_key(store, index, STORE_KEY_MAX, kind) < 0 ||
-        (id != NULL && store_id_key(store, entry, STORE_KEY_MAX, kind, id) < 0))
-        return osbq_error_set(err, OSBQ_ERR_INVALID, "process id too long");
-    return 0;
-}
-
-/* Sends count pipelined commands (already appended on c) and collects their replies; on an
- * I/O failure or an error reply frees them all and fails. */
-static int pipeline_replies(redisContext *c, redisReply **replies, size_t count, const char *what,
-                            struct osbq_error *err)
-{
-    int rc = 0;
-    for (size_t i = 0; i < count; i++) {
-        replies[i] = NULL;
-        if (rc == 0 && redisGetReply(c, (void **)&replies[i]) != REDIS_OK)
-            rc = osbq_error_set(err, OSBQ_ERR_UNAVAILABLE, "redis %s: %s", what, c->errstr);
-        else if (rc == 0 && replies[i]->type == REDIS_REPLY_ERROR)
-            rc = osbq_error_set(err, OSBQ_ERR_UNAVAILABLE, "redis %s: %s", what, replies[i]->str);
-    }
-    if (rc < 0)
-        for (size_t i = 0; i < count; i++)
-            freeReplyObject(replies[i]);
-    return rc;
-}
-
-int osbq_store_status_publish(struct osbq_store *store, const char *role, const char *id,
-                              const char *status_json, int64_t ttl_ms, struct osbq_error *err)
-{
-    char index[STORE_KEY_MAX], entry[STORE_KEY_MAX];
-    if (status_keys(store, role, id, index, entry, err) < 0)
-        return -1;
-    redisContext *c = store_acquire(store, err);
-    if (c == NULL)
-        return -1;
-    redisAppendCommand(c, "SET %s %s PX %" PRId64, entry, status_json, ttl_ms);
-    redisAppendCommand(c, "ZADD %s %" PRId64 " %s", index, osbq_store_now_ms() + ttl_ms, id);
-    redisReply *replies[2];
-    int rc = pipeline_replies(c, replies, 2, "status", err);
-    if (rc == 0)
-        for (size_t i = 0; i < 2; i++)
-            freeReplyObject(replies[i]);
-    store_release(store, c);
-    return rc;
-}
-
-int osbq_store_status_remove(struct osbq_store *store, const char *role, const char *id,
-                             struct osbq_error *err)
-{
-    char index[STORE_KEY_MAX], entry[STORE_KEY_MAX];
-    if (status_keys(store, role, id, index, entry, err) < 0)
-        return -1;
-    redisContext *c = store_acquire(store, err);
-    if (c == NULL)
-        return -1;
-    redisAppendCommand(c, "DEL %s", entry);
-    redisAppendCommand(c, "ZREM %s %s", index, id);
-    redisReply *replies[2];
-    int rc = pipeline_replies(c, replies, 2, "status", err);
-    if (rc == 0)
-        for (size_t i = 0; i < 2; i++)
-            freeReplyObject(replies[i]);
-    store_release(store, c);
-    return rc;
-}
-
-int osbq_store_status_list(struct osbq_store *store, const char *role, char ***out, size_t *count,
-                           struct osbq_error *err)
-{
-    char index[STORE_KEY_MAX], entry[STORE_KEY_MAX];
-    if (status_keys(store, role, NULL, index, entry, err) < 0)
-        return -1;
-    redisContext *c = store_acquire(store, err);
-    if (c == NULL)
-        return -1;
-    int64_t now = osbq_store_now_ms();
-    redisAppendCommand(c, "ZREMRANGEBYSCORE %s -inf (%" PRId64, index, now);
-    redisAppendCommand(c, "ZRANGEBYSCORE %s %" PRId64 " +inf", index, now);
-    redisReply *listed[2];
-    char **list = NULL;
-    size_t n = 0;
-    int rc = pipeline_replies(c, listed, 2, "status", err);
-    if (rc < 0)
-        goto out_release;
-    const redisReply *ids = listed[1];
-    list = calloc(ids->elements + 1, sizeof *list);
-    if (list == NULL) {
-        rc = osbq_error_set(err, OSBQ_ERR_INTERNAL, "out of memory");
-        goto out;
-    }
-    char kind[32];
-    (void)snprintf(kind, sizeof kind, "status:%s", role);
-    for (size_t i = 0; i < ids->elements; i++) {
-        const redisReply *id = ids->element[i];
-        if (id->type != REDIS_REPLY_STRING ||
-            store_id_key(store, entry, sizeof entry, kind, id->str) < 0)
-            continue;
-        redisAppendCommand(c, "GET %s", entry);
-        n++;
-    }
-    size_t found = 0;
-    for (size_t i = 0; i < n; i++) {
-        redisReply *value = NULL;
-        if (redisGetReply(c, (void **)&value) != REDIS_OK) {
-            rc = osbq_error_set(err, OSBQ_ERR_UNAVAILABLE, "redis status: %s", c->errstr);
-            break;
-        }
-        /* An entry that expired between the two steps is skipped. */
-        if (value->type == REDIS_REPLY_STRING && rc == 0) {
-            list[found] = strndup(value->str, value->len);
-            if (list[found] == NULL)
-                rc = osbq_error_set(err, OSBQ_ERR_INTERNAL, "out of memory");
-            else
-                found++;
-        }
-        freeReplyObject(value);
-    }
-    if (rc == 0) {
-        *out = list;
-        *count = found;
-        list = NULL;
-    }
-out:
-    osbq_store_strings_free(list);
-    freeReplyObject(listed[0]);
-    freeReplyObject(listed[1]);
-out_release:
-    store_release(store, c);
-    return rc;
-}
+#include "store_scripts.h"
 
 const char *osbq_fields_get(const struct osbq_fields *fields, const char *name)
 {
@@ -280,7 +144,7 @@ int osbq_store_scan_records(struct osbq_store *store, enum osbq_record_kind kind
 {
     char pattern[STORE_KEY_MAX];
     const char *suffix = kind == OSBQ_RECORD_INSTANCE ? "instance:*" : "binding:*";
-    if (osbq_store_key(store, pattern, sizeof pattern, suffix) < 0)
+    if (store_key(store, pattern, sizeof pattern, suffix) < 0)
         return osbq_error_set(err, OSBQ_ERR_INTERNAL, "key too long");
     redisContext *c = store_acquire(store, err);
     if (c == NULL)
@@ -334,7 +198,7 @@ int osbq_store_operation_get(struct osbq_store *store, const char *operation_id,
     redisAppendCommand(c, "HGETALL %s", key);
     redisAppendCommand(c, "HGET %s history", key);
     redisReply *replies[2];
-    int rc = pipeline_replies(c, replies, 2, "operation", err);
+    int rc = store_replies_collect(c, replies, 2, "operation", err);
     store_release(store, c);
     if (rc < 0)
         return -1;
@@ -370,25 +234,6 @@ out:
     return rc;
 }
 
-int osbq_store_operator_resend(struct osbq_store *store, const char *operation_id,
-                               struct osbq_error *err)
-{
-    char op[STORE_KEY_MAX], queue[STORE_KEY_MAX], now[24];
-    if (store_id_key(store, op, sizeof op, "op", operation_id) < 0 ||
-        osbq_store_key(store, queue, sizeof queue, "queue") < 0)
-        return osbq_error_set(err, OSBQ_ERR_BAD_REQUEST, "operation id too long");
-    (void)snprintf(now, sizeof now, "%" PRId64, osbq_store_now_ms());
-    const char *argv[] = {op, queue, now, operation_id};
-    redisReply *reply = store_eval(store, SCRIPT_RESEND, 2, 4, argv, NULL, err);
-    if (reply == NULL)
-        return -1;
-    int rc = reply->type == REDIS_REPLY_INTEGER
-                 ? (reply->integer >= 0 && reply->integer <= 2 ? (int)reply->integer : 0)
-                 : osbq_error_set(err, OSBQ_ERR_INTERNAL, "resend: unexpected reply");
-    freeReplyObject(reply);
-    return rc;
-}
-
 /* The integer after "<name>:" in an INFO reply, or -1. */
 static int64_t info_int(const char *info, const char *name)
 {
@@ -403,7 +248,7 @@ int osbq_store_stats_get(struct osbq_store *store, struct osbq_store_stats *out,
                          struct osbq_error *err)
 {
     char queue[STORE_KEY_MAX];
-    if (osbq_store_key(store, queue, sizeof queue, "queue") < 0)
+    if (store_key(store, queue, sizeof queue, "queue") < 0)
         return osbq_error_set(err, OSBQ_ERR_INTERNAL, "key too long");
     redisContext *c = store_acquire(store, err);
     if (c == NULL)
@@ -412,7 +257,7 @@ int osbq_store_stats_get(struct osbq_store *store, struct osbq_store_stats *out,
     redisAppendCommand(c, "ZCOUNT %s -inf %" PRId64, queue, osbq_store_now_ms());
     redisAppendCommand(c, "INFO");
     redisReply *replies[3];
-    int rc = pipeline_replies(c, replies, 3, "stats", err);
+    int rc = store_replies_collect(c, replies, 3, "stats", err);
     store_release(store, c);
     if (rc < 0)
         return -1;
@@ -436,6 +281,24 @@ int osbq_store_stats_get(struct osbq_store *store, struct osbq_store_stats *out,
     for (size_t i = 0; i < 3; i++)
         freeReplyObject(replies[i]);
     return 0;
+}
+
+int osbq_store_quota_used(struct osbq_store *store, const char *name, const char *value,
+                          int64_t *used, struct osbq_error *err)
+{
+    char key[STORE_KEY_MAX];
+    if (store_quota_key(store, key, sizeof key, name, value) < 0)
+        return osbq_error_set(err, OSBQ_ERR_BAD_REQUEST, "quota key too long");
+    redisContext *c = store_acquire(store, err);
+    if (c == NULL)
+        return -1;
+    redisReply *reply = redisCommand(c, "GET %s", key);
+    int rc = store_reply_failed(c, reply, "GET", err);
+    if (rc == 0)
+        *used = reply->type == REDIS_REPLY_STRING ? strtoll(reply->str, NULL, 10) : 0;
+    freeReplyObject(reply);
+    store_release(store, c);
+    return rc;
 }
 
 /* A walk over one per-field quota's counters. */

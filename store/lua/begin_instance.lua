@@ -1,17 +1,32 @@
 -- Starts a provision, update or deprovision: takes the instance's exclusive lock and records the
 -- operation, or answers why not. One round trip; nothing is written unless the answer is
 -- "accepted" (or a waiter is added to an operation already running).
--- KEYS: 1 instance hash, 2 new operation hash, 3 queue zset, 4 new operation's waiters set,
---       5 the instance's set of binding keys
--- ARGV: 1 kind, 2 operation id, 3 digest, 4 now (ms), 5 waiting gateway id or "",
---       6 service id, 7 plan id, 8 parameters JSON or "", 9 context JSON or "",
---       10 maintenance version or "", 11 dashboard url or "", 12 encoded job,
---       13 claim deadline (ms), 14 expected current plan or "", 15 key prefix "<ns>:",
---       16 instance id, 17 api version,
---       18 quotas (common/policy.h) the instance counts against: lines "<limit> <counter key>";
+-- KEYS[1] instance: the instance hash
+-- KEYS[2] op: the new operation hash
+-- KEYS[3] queue: the queue zset
+-- KEYS[4] waiters: the new operation's waiters set
+-- KEYS[5] bindings: the instance's set of binding keys
+-- ARGV[1] kind: provision, update or deprovision
+-- ARGV[2] operation_id: the new operation's id
+-- ARGV[3] digest: the request's idempotency digest
+-- ARGV[4] now: ms
+-- ARGV[5] waiting_gateway: the waiting gateway's id, or ""
+-- ARGV[6] service_id: service id
+-- ARGV[7] plan_id: plan id
+-- ARGV[8] parameters: JSON, or ""
+-- ARGV[9] context: JSON, or ""
+-- ARGV[10] maintenance_version: or ""
+-- ARGV[11] dashboard_url: or ""
+-- ARGV[12] job: the encoded job
+-- ARGV[13] claim_deadline: ms
+-- ARGV[14] expected_plan_id: the expected current plan, or ""
+-- ARGV[15] prefix: the key prefix "<ns>:"
+-- ARGV[16] instance_id: instance id
+-- ARGV[17] api_version: the request's API version
+-- ARGV[18] quotas: the counters (common/policy.h) the instance holds: lines "<limit> <key>";
 --          "" for none; "-" on an update that keeps the plan (its counters stay as they are)
---       19 the platform asking: recorded on a new instance; an instance another platform
---          made answers as if it did not exist (provision over a live one: conflict)
+-- ARGV[19] platform: the platform asking: recorded on a new instance; an instance another
+--          platform made answers as if it did not exist (provision over a live one: conflict)
 -- Returns {answer, operation id?, dashboard url?, metadata?}; answers: accepted, in_progress,
 -- done, conflict, busy, not_found, gone, changed, mismatch; or {'quota', line, used} when the
 -- quota on that line (1-based) is full.

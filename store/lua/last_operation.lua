@@ -1,7 +1,10 @@
 -- Reads what last_operation answers for an instance or a binding, in one round trip.
--- KEYS: 1 the instance or binding hash
--- ARGV: 1 operation id or "", 2 key prefix "<ns>:", 3 instance id, 4 binding id or "",
---       5 the platform asking, or "" for any: another platform's record is not found
+-- KEYS[1] record: the instance or binding hash
+-- ARGV[1] operation_id: operation id, or ""
+-- ARGV[2] prefix: the key prefix "<ns>:"
+-- ARGV[3] instance_id: instance id
+-- ARGV[4] binding_id: binding id, or ""
+-- ARGV[5] platform: the platform asking, or "" for any: another platform's record is not found
 -- Returns {"not_found"}, {"unknown_operation"}, or {"ok", record state, kind, state,
 -- description, instance_usable, update_repeatable, created_ms, plan_id, average ms or ""}.
 local rec = redis.call('HMGET', KEYS[1], 'state', 'last_op', 'platform')

@@ -1,10 +1,14 @@
 -- A worker claims an operation before running it: queued -> running, or a running operation
 -- whose lease has expired is taken over. The claim decides who runs a job delivered twice.
--- KEYS: 1 operation hash, 2 queue zset
--- ARGV: 1 worker id, 2 attempt the job carries (informational), 3 now (ms), 4 lease (ms),
---       5 operation id
+-- KEYS[1] op: the operation hash
+-- KEYS[2] queue: the queue zset
+-- ARGV[1] worker_id: worker id
+-- ARGV[2] attempt: the attempt the job carries (informational)
+-- ARGV[3] now: ms
+-- ARGV[4] lease: ms
+-- ARGV[5] operation_id: operation id
 -- Returns 1 when claimed, 0 otherwise.
--- requires: history (common/lua/lib/history.lua: add_history)
+-- requires: history (store/lua/lib/history.lua: add_history)
 local state = redis.call('HGET', KEYS[1], 'state')
 local now = tonumber(ARGV[3])
 if state == 'running' then

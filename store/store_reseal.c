@@ -4,7 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "store_admin.h"
 #include "store_internal.h"
+#include "store_scripts.h"
 
 /* Frees one entry's strings; the result may hold plaintext credentials, so it is zeroed. */
 static void stored_result_clear(struct osbq_stored_result *r)
@@ -61,7 +63,7 @@ int osbq_store_scan_results(struct osbq_store *store, uint64_t *cursor, unsigned
                             struct osbq_stored_result **results, size_t *n, struct osbq_error *err)
 {
     char pattern[STORE_KEY_MAX];
-    if (osbq_store_key(store, pattern, sizeof pattern, "binding:*") < 0)
+    if (store_key(store, pattern, sizeof pattern, "binding:*") < 0)
         return osbq_error_set(err, OSBQ_ERR_INTERNAL, "key too long");
     redisContext *c = store_acquire(store, err);
     if (c == NULL)
@@ -82,8 +84,10 @@ int osbq_store_scan_results(struct osbq_store *store, uint64_t *cursor, unsigned
 int osbq_store_result_replace(struct osbq_store *store, const char *key, const char *expected,
                               const char *replacement, struct osbq_error *err)
 {
-    const char *argv[] = {key, expected, replacement};
-    redisReply *reply = store_eval(store, SCRIPT_RESEAL, 1, 3, argv, NULL, err);
+    const char *keys[RESEAL_KEY_COUNT] = {[RESEAL_KEY_BINDING] = key};
+    const char *args[RESEAL_ARG_COUNT] = {
+        [RESEAL_ARG_EXPECTED] = expected, [RESEAL_ARG_REPLACEMENT] = replacement};
+    redisReply *reply = store_eval(store, SCRIPT_RESEAL, keys, args, err);
     if (reply == NULL)
         return -1;
     int rc = reply->type == REDIS_REPLY_INTEGER

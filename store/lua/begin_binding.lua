@@ -1,15 +1,32 @@
 -- Starts a bind or unbind: holds the instance in shared mode (lock_s) and the binding
 -- exclusively (its lock_x), and records the operation; or answers why not. One round trip;
 -- nothing is written unless the answer is "accepted" (or a waiter joins a running operation).
--- KEYS: 1 instance hash, 2 binding hash, 3 new operation hash, 4 queue zset,
---       5 new operation's waiters set, 6 the instance's set of binding keys
--- ARGV: 1 kind (bind, unbind), 2 operation id, 3 digest, 4 now (ms), 5 waiting gateway or "",
---       6 service id, 7 plan id, 8 parameters JSON or "", 9 context JSON or "",
---       10 bind_resource JSON or "", 11 encoded job, 12 claim deadline (ms), 13 key prefix,
---       14 instance id, 15 binding id, 16 api version, 17 predecessor binding key or "",
---       18 predecessor binding id or ""
---       19 the platform asking: recorded on a new binding; another platform's instance or
---          binding answers as if it did not exist
+-- KEYS[1] instance: the instance hash
+-- KEYS[2] binding: the binding hash
+-- KEYS[3] op: the new operation hash
+-- KEYS[4] queue: the queue zset
+-- KEYS[5] waiters: the new operation's waiters set
+-- KEYS[6] bindings: the instance's set of binding keys
+-- ARGV[1] kind: bind or unbind
+-- ARGV[2] operation_id: the new operation's id
+-- ARGV[3] digest: the request's idempotency digest
+-- ARGV[4] now: ms
+-- ARGV[5] waiting_gateway: the waiting gateway's id, or ""
+-- ARGV[6] service_id: service id
+-- ARGV[7] plan_id: plan id
+-- ARGV[8] parameters: JSON, or ""
+-- ARGV[9] context: JSON, or ""
+-- ARGV[10] bind_resource: JSON, or ""
+-- ARGV[11] job: the encoded job
+-- ARGV[12] claim_deadline: ms
+-- ARGV[13] prefix: the key prefix "<ns>:"
+-- ARGV[14] instance_id: instance id
+-- ARGV[15] binding_id: binding id
+-- ARGV[16] api_version: the request's API version
+-- ARGV[17] predecessor_key: the predecessor binding's key, or ""
+-- ARGV[18] predecessor_id: the predecessor binding's id, or ""
+-- ARGV[19] platform: the platform asking: recorded on a new binding; another platform's
+--          instance or binding answers as if it did not exist
 -- Returns {answer, operation id?, "", "", binding result JSON?}; answers: accepted, in_progress, done,
 -- conflict, busy, no_instance, instance_busy, gone, mismatch, bad_predecessor.
 local inst, binding, op_key, queue, waiters, set = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5],

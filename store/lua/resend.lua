@@ -3,10 +3,12 @@
 -- claims restarted at 0 and due at once, so the next recovery pass of any gateway sends its job
 -- to a worker. A running operation whose lease is live is refused: its worker is alive, and a
 -- second run would race it (fail it instead).
--- KEYS: 1 operation hash, 2 queue zset
--- ARGV: 1 now (ms), 2 operation id
+-- KEYS[1] op: the operation hash
+-- KEYS[2] queue: the queue zset
+-- ARGV[1] now: ms
+-- ARGV[2] operation_id: operation id
 -- Returns 1, 0 when the operation is finished or unknown, 2 when its worker's lease is live.
--- requires: history (common/lua/lib/history.lua: add_history)
+-- requires: history (store/lua/lib/history.lua: add_history)
 local rec = redis.call('HMGET', KEYS[1], 'state', 'worker', 'lease_until')
 if rec[1] ~= 'queued' and rec[1] ~= 'running' then return 0 end
 if rec[1] == 'running' and tonumber(rec[3] or '0') >= tonumber(ARGV[1]) then return 2 end

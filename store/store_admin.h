@@ -1,0 +1,112 @@
+/* The store as osbq-ctl uses it: walks over records, an operation and its history, the
+ * operator's repairs, figures of the queue, binding results at rest, quota counters. */
+#ifndef OSBQ_STORE_ADMIN_H
+#define OSBQ_STORE_ADMIN_H
+
+#include "store.h"
+
+/* A record's fields as name/value pairs, as read for an operator. Owned (osbq_fields_clear). */
+struct osbq_fields {
+    size_t count;  /* pairs */
+    char **names;  /* field names */
+    char **values; /* their values */
+};
+
+/* The value of field name, or NULL when the record has none. */
+const char *osbq_fields_get(const struct osbq_fields *fields, const char *name);
+void osbq_fields_clear(struct osbq_fields *fields);
+void osbq_fields_array_free(struct osbq_fields *records, size_t count);
+
+/* What osbq_store_scan_records walks. */
+enum osbq_record_kind {
+    OSBQ_RECORD_INSTANCE, /* ns:instance:* (fields as in docs/architecture.md) */
+    OSBQ_RECORD_BINDING,  /* ns:binding:* */
+};
+
+/* One step of a walk over every record of kind: SCAN from *cursor (0 to start) asking for
+ * about count keys, then each record found read in the same pipeline. Sets *cursor to where
+ * the next step starts (0: the walk is over). A record may be seen twice in one walk (SCAN's
+ * guarantee); a binding's result (its credentials) and an instance's digest are never
+ * returned. On success *records (free with osbq_fields_array_free; NULL when the step found no
+ * key) holds *n records. */
+int osbq_store_scan_records(struct osbq_store *store, enum osbq_record_kind kind, uint64_t *cursor,
+                            unsigned count, struct osbq_fields **records, size_t *n,
+                            struct osbq_error *err);
+
+/* Reads an operation (every field but its encoded job and its digest) and its history: what
+ * happened to it, oldest first, one JSON object text per event ({"ms", "event", and
+ * "worker", "attempt", "description" where they apply}; events: claimed, released,
+ * lease_expired, resent, succeeded, failed, abandoned, failed_by_operator,
+ * resent_by_operator). Returns 1 with *op and *history (NULL-terminated, free with
+ * osbq_store_strings_free; *history_count its length), 0 when there is no such operation,
+ * -1 with err. */
+int osbq_store_operation_get(struct osbq_store *store, const char *operation_id,
+                             struct osbq_fields *op, char ***history, size_t *history_count,
+                             struct osbq_error *err);
+
+/* Operator: fails an unfinished operation whoever holds it, exactly as a worker's failed
+ * outcome would (lock freed, waiters woken, instance usable), with description. A worker still
+ * running it finds it no longer its own. Returns 1, 0 when it is finished or unknown, -1. */
+int osbq_store_operator_fail(struct osbq_store *store, const char *operation_id,
+                             const char *description, struct osbq_error *err);
+
+/* Operator: sends an unfinished operation again: a queued one, or a running one whose worker's
+ * lease ran out (that worker's late outcome will be refused), gets its claims count restarted
+ * at 0 and is due at once, so the next recovery pass of any gateway sends its job to a worker.
+ * Returns 1, 0 when it is finished or unknown, 2 when it runs under a live lease (its worker is
+ * alive: resending would run it twice at once; it is left alone), -1. */
+int osbq_store_operator_resend(struct osbq_store *store, const char *operation_id,
+                               struct osbq_error *err);
+
+/* Figures of the operation queue and of Redis itself, for osbq-ctl stats. */
+struct osbq_store_stats {
+    int64_t unfinished;     /* operations queued or running (ns:queue) */
+    int64_t overdue;        /* of those, whose claim or lease has run out (recovery's) */
+    int64_t used_memory;    /* Redis INFO memory used_memory, bytes; -1 unknown */
+    char redis_version[32]; /* Redis INFO server redis_version, or empty */
+};
+int osbq_store_stats_get(struct osbq_store *store, struct osbq_store_stats *out,
+                         struct osbq_error *err);
+
+/* ---- Binding results at rest (osbq-ctl reencrypt, docs/decisions/0007) ---- */
+
+/* One binding's stored result as read. Owned (osbq_stored_results_free). */
+struct osbq_stored_result {
+    char *key;         /* the record's key, opaque: give it back to osbq_store_result_replace */
+    char *instance_id; /* its instance */
+    char *binding_id;  /* the binding */
+    char *result;      /* the stored result (sealed, or plaintext from before the keys) */
+};
+
+/* One step of a walk over every binding that has a result (and its ids): SCAN from *cursor (0 to
+ * start) asking for about count keys, their ids and results read in the same pipeline. Sets *cursor
+ * to where the next step starts (0: the walk is over). *results (free with
+ * osbq_stored_results_free; NULL when the step found no key) holds *n entries. */
+int osbq_store_scan_results(struct osbq_store *store, uint64_t *cursor, unsigned count,
+                            struct osbq_stored_result **results, size_t *n, struct osbq_error *err);
+void osbq_stored_results_free(struct osbq_stored_result *results, size_t n);
+
+/* Replaces the result of the binding at key (as osbq_store_scan_results gave it) with
+ * replacement, only while it still is expected (store/lua/reseal.lua). Returns 1 replaced,
+ * 0 changed meanwhile (left alone), -1 with err. */
+int osbq_store_result_replace(struct osbq_store *store, const char *key, const char *expected,
+                              const char *replacement, struct osbq_error *err);
+
+/* ---- Quota counters ---- */
+
+/* The counter of quota name (for value of its field, or NULL): how many instances hold it.
+ * Returns 0 with *used, or -1 with err. For osbq-ctl. */
+int osbq_store_quota_used(struct osbq_store *store, const char *name, const char *value,
+                          int64_t *used, struct osbq_error *err);
+
+/* Called for each counter of a per-field quota: the value as its key holds it (bytes outside
+ * A-Za-z0-9-._~ percent-encoded) and its count. Returns 0 to go on, -1 to stop. */
+typedef int (*osbq_store_quota_visit_fn)(const char *value, int64_t used, void *ctx);
+
+/* Walks every counter of the per-field quota name (SCAN, about 500 keys a step); a counter
+ * written meanwhile may be seen twice or not at all. Returns 0, or -1 with err (or when visit
+ * stopped). For osbq-ctl. */
+int osbq_store_quota_walk(struct osbq_store *store, const char *name,
+                          osbq_store_quota_visit_fn visit, void *ctx, struct osbq_error *err);
+
+#endif

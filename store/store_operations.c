@@ -1,0 +1,274 @@
+/* The store's side of an operation after its accept: a worker's claim, progress, outcome and
+ * release; the recovery loop's scan and abandon; an operator's fail. One finish script records
+ * every outcome, whoever gives it (finish.lua). */
+#include "store_operations.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store_admin.h"
+#include "store_internal.h"
+#include "store_recovery.h"
+#include "store_scripts.h"
+
+/* Runs a script that answers an integer 0/1 about one operation (claim, progress, finish). */
+static int op_script(struct osbq_store *store, enum store_script script, const char *const *keys,
+                     const char *const *args, struct osbq_error *err)
+{
+    redisReply *reply = store_eval(store, script, keys, args, err);
+    if (reply == NULL)
+        return -1;
+    int rc = reply->type == REDIS_REPLY_INTEGER
+                 ? (reply->integer == 1 ? 1 : 0)
+                 : osbq_error_set(err, OSBQ_ERR_INTERNAL, "%s: unexpected reply",
+                                  store_script_texts[script].name);
+    freeReplyObject(reply);
+    return rc;
+}
+
+/* The keys of the scripts that act on one operation: its hash and the queue. 0, or -1 with
+ * err. */
+static int op_keys(const struct osbq_store *store, const char *operation_id, char *op, char *queue,
+                   struct osbq_error *err)
+{
+    if (store_id_key(store, op, STORE_KEY_MAX, "op", operation_id) < 0 ||
+        store_key(store, queue, STORE_KEY_MAX, "queue") < 0)
+        return osbq_error_set(err, OSBQ_ERR_BAD_REQUEST, "id too long");
+    return 0;
+}
+
+int osbq_store_claim(struct osbq_store *store, const char *operation_id, const char *worker_id,
+                     uint32_t attempt, int64_t lease_ms, struct osbq_error *err)
+{
+    char op[STORE_KEY_MAX], queue[STORE_KEY_MAX];
+    char attempt_text[12], now[24], lease[24];
+    if (op_keys(store, operation_id, op, queue, err) < 0)
+        return -1;
+    (void)snprintf(attempt_text, sizeof attempt_text, "%" PRIu32, attempt);
+    (void)snprintf(now, sizeof now, "%" PRId64, osbq_store_now_ms());
+    (void)snprintf(lease, sizeof lease, "%" PRId64, lease_ms);
+    const char *keys[CLAIM_KEY_COUNT] = {[CLAIM_KEY_OP] = op, [CLAIM_KEY_QUEUE] = queue};
+    const char *args[CLAIM_ARG_COUNT] = {
+        [CLAIM_ARG_WORKER_ID] = worker_id,
+        [CLAIM_ARG_ATTEMPT] = attempt_text,
+        [CLAIM_ARG_NOW] = now,
+        [CLAIM_ARG_LEASE] = lease,
+        [CLAIM_ARG_OPERATION_ID] = operation_id,
+    };
+    return op_script(store, SCRIPT_CLAIM, keys, args, err);
+}
+
+int osbq_store_progress(struct osbq_store *store, const char *operation_id, const char *worker_id,
+                        const char *description, int64_t lease_ms, struct osbq_error *err)
+{
+    char op[STORE_KEY_MAX], queue[STORE_KEY_MAX], now[24], lease[24];
+    if (op_keys(store, operation_id, op, queue, err) < 0)
+        return -1;
+    (void)snprintf(now, sizeof now, "%" PRId64, osbq_store_now_ms());
+    (void)snprintf(lease, sizeof lease, "%" PRId64, lease_ms);
+    const char *keys[PROGRESS_KEY_COUNT] = {[PROGRESS_KEY_OP] = op, [PROGRESS_KEY_QUEUE] = queue};
+    const char *args[PROGRESS_ARG_COUNT] = {
+        [PROGRESS_ARG_WORKER_ID] = worker_id,
+        [PROGRESS_ARG_DESCRIPTION] = description ? description : "",
+        [PROGRESS_ARG_NOW] = now,
+        [PROGRESS_ARG_LEASE] = lease,
+        [PROGRESS_ARG_OPERATION_ID] = operation_id,
+    };
+    return op_script(store, SCRIPT_PROGRESS, keys, args, err);
+}
+
+/* How finish_op may take an operation: from its worker, from the recovery loop (abandon), or
+ * from an operator. */
+enum finish_by { FINISH_BY_WORKER, FINISH_BY_RECOVERY, FINISH_BY_OPERATOR };
+
+static int finish_op(struct osbq_store *store, const char *operation_id, const char *worker_id,
+                     const struct osbq_op_result *result, enum finish_by by,
+                     struct osbq_error *err);
+
+int osbq_store_finish(struct osbq_store *store, const char *operation_id, const char *worker_id,
+                      const struct osbq_op_result *result, struct osbq_error *err)
+{
+    return finish_op(store, operation_id, worker_id, result, FINISH_BY_WORKER, err);
+}
+
+int osbq_store_abandon(struct osbq_store *store, const char *operation_id, const char *description,
+                       struct osbq_error *err)
+{
+    struct osbq_op_result failed = {.succeeded = false,
+                                    .description = description,
+                                    .instance_usable = true,
+                                    .update_repeatable = true};
+    return finish_op(store, operation_id, "", &failed, FINISH_BY_RECOVERY, err);
+}
+
+int osbq_store_operator_fail(struct osbq_store *store, const char *operation_id,
+                             const char *description, struct osbq_error *err)
+{
+    struct osbq_op_result failed = {.succeeded = false,
+                                    .description = description,
+                                    .instance_usable = true,
+                                    .update_repeatable = true};
+    return finish_op(store, operation_id, "", &failed, FINISH_BY_OPERATOR, err);
+}
+
+static int finish_op(struct osbq_store *store, const char *operation_id, const char *worker_id,
+                     const struct osbq_op_result *result, enum finish_by by, struct osbq_error *err)
+{
+    static const char *const modes[] = {[FINISH_BY_WORKER] = "",
+                                        [FINISH_BY_RECOVERY] = "abandon",
+                                        [FINISH_BY_OPERATOR] = "operator"};
+    char op[STORE_KEY_MAX], queue[STORE_KEY_MAX], waiters[STORE_KEY_MAX];
+    char now[24], retention[16], prefix[96];
+    if (op_keys(store, operation_id, op, queue, err) < 0 ||
+        store_id_key(store, waiters, sizeof waiters, "waiters", operation_id) < 0)
+        return osbq_error_set(err, OSBQ_ERR_BAD_REQUEST, "id too long");
+    (void)snprintf(now, sizeof now, "%" PRId64, osbq_store_now_ms());
+    (void)snprintf(retention, sizeof retention, "%u", store->cfg->retention_s);
+    (void)store_key_prefix(store, prefix, sizeof prefix);
+    const char *description = result->description;
+    if (description == NULL || description[0] == '\0')
+        description = result->succeeded ? "Succeeded." : "Failed.";
+    const char *keys[FINISH_KEY_COUNT] = {
+        [FINISH_KEY_OP] = op, [FINISH_KEY_QUEUE] = queue, [FINISH_KEY_WAITERS] = waiters};
+    const char *args[FINISH_ARG_COUNT] = {
+        [FINISH_ARG_WORKER_ID] = worker_id,
+        [FINISH_ARG_SUCCEEDED] = result->succeeded ? "1" : "0",
+        [FINISH_ARG_DESCRIPTION] = description,
+        [FINISH_ARG_DASHBOARD_URL] = result->dashboard_url ? result->dashboard_url : "",
+        [FINISH_ARG_METADATA] = result->metadata ? result->metadata : "",
+        [FINISH_ARG_INSTANCE_USABLE] = result->instance_usable ? "1" : "0",
+        [FINISH_ARG_UPDATE_REPEATABLE] = result->update_repeatable ? "1" : "0",
+        [FINISH_ARG_NOW] = now,
+        [FINISH_ARG_RETENTION] = retention,
+        [FINISH_ARG_PREFIX] = prefix,
+        [FINISH_ARG_OPERATION_ID] = operation_id,
+        [FINISH_ARG_BINDING] = result->binding ? result->binding : "",
+        [FINISH_ARG_MODE] = modes[by],
+    };
+    return op_script(store, SCRIPT_FINISH, keys, args, err);
+}
+
+/* Fills *item from one entry of recover.lua's answer. Returns 1, or 0 when the entry is not
+ * one (left out; *item holds nothing). */
+static size_t recovery_item_read(const redisReply *e, struct osbq_recovery_item *item)
+{
+    if (e->type != REDIS_REPLY_ARRAY || e->elements != 6)
+        return 0;
+    item->operation_id = store_element_dup(e, 0);
+    item->abandon = store_element_is(e, 1, "abandon");
+    item->claims = (uint32_t)store_element_int(e, 2, 0);
+    item->lease_expired = store_element_is(e, 4, "lease");
+    item->kind = store_element_dup(e, 5);
+    if (e->element[3]->type == REDIS_REPLY_STRING && e->element[3]->len > 0) {
+        item->job = malloc(e->element[3]->len);
+        if (item->job != NULL) {
+            memcpy(item->job, e->element[3]->str, e->element[3]->len);
+            item->job_len = e->element[3]->len;
+        }
+    }
+    if (item->operation_id == NULL) {
+        free(item->job);
+        free(item->kind);
+        memset(item, 0, sizeof *item);
+        return 0;
+    }
+    return 1;
+}
+
+int osbq_store_recover(struct osbq_store *store, unsigned limit, unsigned max_attempts,
+                       int64_t claim_timeout_ms, bool can_resend, struct osbq_recovery_item **items,
+                       size_t *count, struct osbq_error *err)
+{
+    char queue[STORE_KEY_MAX], now[24], limit_text[12], attempts[12], timeout[24], prefix[96];
+    if (store_key(store, queue, sizeof queue, "queue") < 0)
+        return osbq_error_set(err, OSBQ_ERR_INTERNAL, "key too long");
+    (void)snprintf(now, sizeof now, "%" PRId64, osbq_store_now_ms());
+    (void)snprintf(limit_text, sizeof limit_text, "%u", limit);
+    (void)snprintf(attempts, sizeof attempts, "%u", max_attempts);
+    (void)snprintf(timeout, sizeof timeout, "%" PRId64, claim_timeout_ms);
+    (void)store_key_prefix(store, prefix, sizeof prefix);
+    const char *keys[RECOVER_KEY_COUNT] = {[RECOVER_KEY_QUEUE] = queue};
+    const char *args[RECOVER_ARG_COUNT] = {
+        [RECOVER_ARG_NOW] = now,
+        [RECOVER_ARG_LIMIT] = limit_text,
+        [RECOVER_ARG_MAX_ATTEMPTS] = attempts,
+        [RECOVER_ARG_CLAIM_TIMEOUT] = timeout,
+        [RECOVER_ARG_PREFIX] = prefix,
+        [RECOVER_ARG_CAN_RESEND] = can_resend ? "1" : "0",
+    };
+    redisReply *reply = store_eval(store, SCRIPT_RECOVER, keys, args, err);
+    if (reply == NULL)
+        return -1;
+    int rc = -1;
+    struct osbq_recovery_item *list = NULL;
+    size_t n = 0;
+    if (reply->type != REDIS_REPLY_ARRAY) {
+        osbq_error_set(err, OSBQ_ERR_INTERNAL, "recover: unexpected reply");
+        goto out;
+    }
+    list = calloc(reply->elements + 1, sizeof *list);
+    if (list == NULL) {
+        osbq_error_set(err, OSBQ_ERR_INTERNAL, "out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < reply->elements; i++)
+        n += recovery_item_read(reply->element[i], &list[n]);
+    *items = list;
+    *count = n;
+    list = NULL;
+    rc = 0;
+out:
+    osbq_recovery_free(list, n);
+    freeReplyObject(reply);
+    return rc;
+}
+
+void osbq_recovery_free(struct osbq_recovery_item *items, size_t count)
+{
+    if (items == NULL)
+        return;
+    for (size_t i = 0; i < count; i++) {
+        free(items[i].operation_id);
+        free(items[i].job);
+        free(items[i].kind);
+    }
+    free(items);
+}
+
+int osbq_store_release(struct osbq_store *store, const char *operation_id, const char *worker_id,
+                       struct osbq_error *err)
+{
+    char op[STORE_KEY_MAX], queue[STORE_KEY_MAX], now[24];
+    if (op_keys(store, operation_id, op, queue, err) < 0)
+        return -1;
+    (void)snprintf(now, sizeof now, "%" PRId64, osbq_store_now_ms());
+    const char *keys[RELEASE_KEY_COUNT] = {[RELEASE_KEY_OP] = op, [RELEASE_KEY_QUEUE] = queue};
+    const char *args[RELEASE_ARG_COUNT] = {
+        [RELEASE_ARG_WORKER_ID] = worker_id,
+        [RELEASE_ARG_NOW] = now,
+        [RELEASE_ARG_OPERATION_ID] = operation_id,
+    };
+    return op_script(store, SCRIPT_RELEASE, keys, args, err);
+}
+
+int osbq_store_operator_resend(struct osbq_store *store, const char *operation_id,
+                               struct osbq_error *err)
+{
+    char op[STORE_KEY_MAX], queue[STORE_KEY_MAX], now[24];
+    if (op_keys(store, operation_id, op, queue, err) < 0)
+        return osbq_error_set(err, OSBQ_ERR_BAD_REQUEST, "operation id too long");
+    (void)snprintf(now, sizeof now, "%" PRId64, osbq_store_now_ms());
+    const char *keys[RESEND_KEY_COUNT] = {[RESEND_KEY_OP] = op, [RESEND_KEY_QUEUE] = queue};
+    const char *args[RESEND_ARG_COUNT] = {
+        [RESEND_ARG_NOW] = now, [RESEND_ARG_OPERATION_ID] = operation_id};
+    redisReply *reply = store_eval(store, SCRIPT_RESEND, keys, args, err);
+    if (reply == NULL)
+        return -1;
+    int rc = reply->type == REDIS_REPLY_INTEGER
+                 ? (reply->integer >= 0 && reply->integer <= 2 ? (int)reply->integer : 0)
+                 : osbq_error_set(err, OSBQ_ERR_INTERNAL, "resend: unexpected reply");
+    freeReplyObject(reply);
+    return rc;
+}

@@ -1,0 +1,47 @@
+/* The store as a worker uses it: claim an operation, report its progress, record its outcome
+ * or give it back. */
+#ifndef OSBQ_STORE_OPERATIONS_H
+#define OSBQ_STORE_OPERATIONS_H
+
+#include "store.h"
+
+/* Claims an operation before running it: queued -> running, or a running operation whose lease
+ * expired taken over. Records worker_id, attempt and a lease until now + lease_ms.
+ * Returns 1 when claimed (run it), 0 when it is not this worker's to run (finished, or held by
+ * a live lease: drop the job), -1 with err when Redis failed. */
+int osbq_store_claim(struct osbq_store *store, const char *operation_id, const char *worker_id,
+                     uint32_t attempt, int64_t lease_ms, struct osbq_error *err);
+
+/* Records progress (a user-facing description, e.g. "Provisioning (40%)", or NULL to keep the
+ * current one) and renews the lease. Returns 1, 0 when the operation is no longer this
+ * worker's (stop working on it), -1 with err. */
+int osbq_store_progress(struct osbq_store *store, const char *operation_id, const char *worker_id,
+                        const char *description, int64_t lease_ms, struct osbq_error *err);
+
+/* The outcome of an operation, as a backend reports it. Strings are borrowed. */
+struct osbq_op_result {
+    bool succeeded;            /* true: succeeded; false: failed */
+    const char *description;   /* user-facing text for last_operation; NULL for a default */
+    const char *dashboard_url; /* provision/update: the instance's dashboard, or NULL */
+    const char *metadata;      /* provision/update: JSON object {labels, attributes}, or NULL */
+    const char *binding;       /* bind: JSON object with credentials, endpoints, syslog_drain_url,
+                                * route_service_url, volume_mounts and metadata (expires_at,
+                                * renew_before), or NULL */
+    bool instance_usable;      /* failed update or deprovision: is the instance still usable */
+    bool update_repeatable;    /* failed update: may the same update succeed later */
+};
+
+/* Records the outcome atomically: the operation's state and description, the instance's new
+ * state and attributes (applied on success), the lock freed, synchronous waiters woken, the
+ * operation kept for OSBQ_RETENTION_S. Returns 1, 0 when the operation is no longer this
+ * worker's (the result is dropped: another attempt owns it), -1 with err. */
+int osbq_store_finish(struct osbq_store *store, const char *operation_id, const char *worker_id,
+                      const struct osbq_op_result *result, struct osbq_error *err);
+
+/* Gives a running operation back without an outcome (the worker is stopping, or the operation
+ * passed its deadline): it is queued again and due at once, so the recovery loop resends it.
+ * Returns 1, 0 when it is not this worker's, -1 with err. */
+int osbq_store_release(struct osbq_store *store, const char *operation_id, const char *worker_id,
+                       struct osbq_error *err);
+
+#endif

@@ -1,0 +1,239 @@
+/* The store's connections: a small pool of hiredis connections shared by a process's threads,
+ * the fail-fast state after Redis failed, and the connection dropped when its server turned
+ * replica (the Sentinels are asked again at the next connect, store_sentinel.c). */
+#include "store.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "log.h"
+#include "store_internal.h"
+
+/* After a failure, calls fail at once for this long, then one caller probes Redis again: while
+ * Redis is away, requests get their 503 at once instead of each waiting for a timeout. */
+#define STORE_DOWN_MS 250
+
+int64_t store_monotonic_ms(void)
+{
+    struct timespec ts;
+    (void)clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Idle connections are dropped (they may be dead too) and callers fail fast for
+ * STORE_DOWN_MS. */
+void store_mark_down(struct osbq_store *store)
+{
+    redisContext *stale[STORE_IDLE_MAX];
+    size_t n;
+    atomic_fetch_add(&store->errors, 1);
+    pthread_mutex_lock(&store->lock);
+    store->down_until_ms = store_monotonic_ms() + STORE_DOWN_MS;
+    store->probing = false;
+    n = store->idle_count;
+    memcpy(stale, store->idle, n * sizeof stale[0]);
+    store->idle_count = 0;
+    pthread_mutex_unlock(&store->lock);
+    for (size_t i = 0; i < n; i++)
+        redisFree(stale[i]);
+}
+
+struct osbq_store *osbq_store_new(const struct osbq_config *cfg)
+{
+    struct osbq_store *store = calloc(1, sizeof *store);
+    if (store == NULL)
+        return NULL;
+    store->cfg = cfg;
+    store->timeout.tv_sec = (time_t)(cfg->redis_timeout_ms / 1000);
+    store->timeout.tv_usec = (suseconds_t)((cfg->redis_timeout_ms % 1000) * 1000);
+    if (pthread_mutex_init(&store->lock, NULL) != 0) {
+        free(store);
+        return NULL;
+    }
+    return store;
+}
+
+void osbq_store_destroy(struct osbq_store **sp)
+{
+    struct osbq_store *store = sp ? *sp : NULL;
+    if (store == NULL)
+        return;
+    for (size_t i = 0; i < store->idle_count; i++)
+        redisFree(store->idle[i]);
+    pthread_mutex_destroy(&store->lock);
+    free(store);
+    *sp = NULL;
+}
+
+/* Runs a command that must answer +OK (AUTH, SELECT) on a fresh connection. */
+static int expect_ok(redisContext *c, struct osbq_error *err, const char *what, redisReply *reply)
+{
+    int rc = 0;
+    if (reply == NULL)
+        rc = osbq_error_set(err, OSBQ_ERR_UNAVAILABLE, "%s: %s", what, c->errstr);
+    else if (reply->type == REDIS_REPLY_ERROR)
+        rc = osbq_error_set(err, OSBQ_ERR_UNAVAILABLE, "%s: %s", what, reply->str);
+    freeReplyObject(reply);
+    return rc;
+}
+
+/* With Sentinels: logs when the primary is not the one connected to last time. */
+static void note_primary(struct osbq_store *store, const char *host, uint16_t port)
+{
+    char now[sizeof store->primary];
+    (void)snprintf(now, sizeof now, "%s:%u", host, (unsigned)port);
+    pthread_mutex_lock(&store->lock);
+    bool changed = strcmp(store->primary, now) != 0;
+    bool first = store->primary[0] == '\0';
+    if (changed)
+        memcpy(store->primary, now, sizeof now);
+    pthread_mutex_unlock(&store->lock);
+    if (changed)
+        log_info("redis primary %s %s (from Sentinel)", first ? "is" : "is now", now);
+}
+
+redisContext *store_connect(struct osbq_store *store, struct osbq_error *err)
+{
+    const struct osbq_redis_addr *addr = &store->cfg->redis;
+    const char *host = addr->host;
+    uint16_t port = addr->port;
+    char primary[256];
+    bool sentinel = store->cfg->sentinel_count > 0;
+    if (sentinel) {
+        if (store_sentinel_primary(store, primary, sizeof primary, &port, err) < 0)
+            return NULL;
+        host = primary;
+    }
+    redisContext *c = redisConnectWithTimeout(host, port, store->timeout);
+    if (c == NULL) {
+        osbq_error_set(err, OSBQ_ERR_UNAVAILABLE, "redis: out of memory");
+        return NULL;
+    }
+    if (c->err) {
+        osbq_error_set(err, OSBQ_ERR_UNAVAILABLE, "redis %s:%u: %s", host, (unsigned)port,
+                       c->errstr);
+        goto out_free;
+    }
+    if (redisSetTimeout(c, store->timeout) != REDIS_OK) {
+        osbq_error_set(err, OSBQ_ERR_UNAVAILABLE, "redis: cannot set timeout: %s", c->errstr);
+        goto out_free;
+    }
+    if (addr->password != NULL) {
+        redisReply *r = addr->username
+                            ? redisCommand(c, "AUTH %s %s", addr->username, addr->password)
+                            : redisCommand(c, "AUTH %s", addr->password);
+        if (expect_ok(c, err, "redis AUTH", r) < 0)
+            goto out_free;
+    }
+    if (addr->db != 0 &&
+        expect_ok(c, err, "redis SELECT", redisCommand(c, "SELECT %u", addr->db)) < 0)
+        goto out_free;
+    if (sentinel) {
+        if (store_check_primary(c, err) < 0)
+            goto out_free;
+        note_primary(store, host, port);
+    }
+    return c;
+out_free:
+    redisFree(c);
+    return NULL;
+}
+
+/* Takes an idle connection or opens a new one. While Redis is marked down, fails at once unless
+ * this caller is the one probe. */
+redisContext *store_acquire(struct osbq_store *store, struct osbq_error *err)
+{
+    redisContext *c = NULL;
+    bool probe = false;
+    pthread_mutex_lock(&store->lock);
+    if (store->down_until_ms != 0) {
+        if (store->probing || store_monotonic_ms() < store->down_until_ms) {
+            pthread_mutex_unlock(&store->lock);
+            osbq_error_set(err, OSBQ_ERR_UNAVAILABLE, "redis unavailable (it failed just now)");
+            return NULL;
+        }
+        store->probing = probe = true;
+    }
+    if (store->idle_count > 0)
+        c = store->idle[--store->idle_count];
+    pthread_mutex_unlock(&store->lock);
+    if (c == NULL)
+        c = store_connect(store, err);
+    if (c == NULL)
+        store_mark_down(store);
+    else if (probe) {
+        /* The probe connected: the next failure, if any, marks Redis down again. */
+        pthread_mutex_lock(&store->lock);
+        store->down_until_ms = 0;
+        store->probing = false;
+        pthread_mutex_unlock(&store->lock);
+    }
+    return c;
+}
+
+/* Returns a connection for reuse, or closes it when it failed (hiredis contexts are not
+ * reusable after an error) or the pool is full. */
+void store_release(struct osbq_store *store, redisContext *c)
+{
+    /* I/O errors and timeouts mean Redis is away; a protocol error does not. */
+    if (c->err == REDIS_ERR_IO || c->err == REDIS_ERR_EOF)
+        store_mark_down(store);
+    if (c->err == 0) {
+        pthread_mutex_lock(&store->lock);
+        if (store->idle_count < STORE_IDLE_MAX) {
+            store->idle[store->idle_count++] = c;
+            c = NULL;
+        }
+        pthread_mutex_unlock(&store->lock);
+    }
+    if (c != NULL)
+        redisFree(c);
+}
+
+int osbq_store_ping(struct osbq_store *store, struct osbq_error *err)
+{
+    redisContext *c = store_acquire(store, err);
+    if (c == NULL)
+        return -1;
+    redisReply *reply = redisCommand(c, "PING");
+    int rc = 0;
+    if (reply == NULL)
+        rc = osbq_error_set(err, OSBQ_ERR_UNAVAILABLE, "redis PING: %s", c->errstr);
+    else if (reply->type == REDIS_REPLY_ERROR)
+        rc = osbq_error_set(err, OSBQ_ERR_UNAVAILABLE, "redis PING: %s", reply->str);
+    freeReplyObject(reply);
+    store_release(store, c);
+    return rc;
+}
+
+int64_t osbq_store_now_ms(void)
+{
+    struct timespec ts;
+    (void)clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* READONLY: a primary demoted to a replica by a failover. Its connection must go, so the next
+ * one asks the Sentinels again. */
+bool store_reply_from_replica(const redisReply *reply)
+{
+    return reply->type == REDIS_REPLY_ERROR && strncmp(reply->str, "READONLY", 8) == 0;
+}
+
+/* Marks c failed, so store_release drops it and marks Redis down. */
+void store_drop_replica(redisContext *c)
+{
+    if (c->err == 0) {
+        c->err = REDIS_ERR_EOF;
+        (void)snprintf(c->errstr, sizeof c->errstr, "the server is a replica now");
+    }
+}
+
+uint64_t osbq_store_error_count(const struct osbq_store *store)
+{
+    return atomic_load(&store->errors);
+}

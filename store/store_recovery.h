@@ -1,0 +1,34 @@
+/* The store as the gateway's recovery loop uses it: operations whose claim never came or whose
+ * lease ran out, to resend or to abandon (store/lua/recover.lua). */
+#ifndef OSBQ_STORE_RECOVERY_H
+#define OSBQ_STORE_RECOVERY_H
+
+#include "store.h"
+
+/* One operation the recovery loop must act on. Owned by the array (osbq_recovery_free). */
+struct osbq_recovery_item {
+    char *operation_id; /* the operation */
+    bool abandon;       /* true: it used up its attempts, fail it; false: send its job again */
+    uint32_t claims;    /* how many times a worker claimed it */
+    bool lease_expired; /* resend: it was running and its worker's lease ran out */
+    char *kind;         /* the operation's kind, or NULL when unknown */
+    char *job;          /* resend: the encoded job as accepted */
+    size_t job_len;     /* bytes in job */
+};
+
+/* Takes up to limit operations whose claim never came (claim_timeout_ms after they were
+ * accepted or last sent) or whose lease ran out, moving each one's due time forward so no
+ * other process takes it too. Operations claimed max_attempts times are marked for abandon;
+ * the others are taken only when can_resend (a worker has room). Returns 0 with *items (count
+ * *count; free with osbq_recovery_free), or -1 with err. */
+int osbq_store_recover(struct osbq_store *store, unsigned limit, unsigned max_attempts,
+                       int64_t claim_timeout_ms, bool can_resend, struct osbq_recovery_item **items,
+                       size_t *count, struct osbq_error *err);
+void osbq_recovery_free(struct osbq_recovery_item *items, size_t count);
+
+/* Fails an operation whose attempts are used up, as osbq_store_finish would, whoever held it.
+ * Returns 1, 0 when it ended or was claimed again meanwhile, -1 with err. */
+int osbq_store_abandon(struct osbq_store *store, const char *operation_id, const char *description,
+                       struct osbq_error *err);
+
+#endif

@@ -1,0 +1,401 @@
+/* The store's side of the gateway's requests: begin an operation on an instance
+ * (begin_instance.lua) or a binding (begin_binding.lua), read an instance, a binding and the
+ * last operation, and subscribe to the events of finished operations. */
+#include "store_requests.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store_internal.h"
+#include "store_scripts.h"
+
+static int begin_answer(redisReply *reply, struct osbq_begin_reply *out, struct osbq_error *err);
+
+struct osbq_store_call *osbq_store_begin_instance_call(struct osbq_store *store,
+                                                       const struct osbq_begin_request *req,
+                                                       struct osbq_error *err)
+{
+    char inst[STORE_KEY_MAX], op[STORE_KEY_MAX], queue[STORE_KEY_MAX], waiters[STORE_KEY_MAX];
+    char set[STORE_KEY_MAX], prefix[96], now[24], deadline[24], api[12];
+    if (store_id_key(store, inst, sizeof inst, "instance", req->instance_id) < 0 ||
+        store_id_key(store, set, sizeof set, "bindings", req->instance_id) < 0 ||
+        store_id_key(store, op, sizeof op, "op", req->operation_id) < 0 ||
+        store_id_key(store, waiters, sizeof waiters, "waiters", req->operation_id) < 0 ||
+        store_key(store, queue, sizeof queue, "queue") < 0) {
+        osbq_error_set(err, OSBQ_ERR_BAD_REQUEST, "id too long");
+        return NULL;
+    }
+    int64_t now_ms = osbq_store_now_ms();
+    (void)store_key_prefix(store, prefix, sizeof prefix);
+    (void)snprintf(now, sizeof now, "%" PRId64, now_ms);
+    (void)snprintf(deadline, sizeof deadline, "%" PRId64, now_ms + req->claim_timeout_ms);
+    (void)snprintf(api, sizeof api, "%u", req->api_version);
+    const char *keys[BEGIN_INSTANCE_KEY_COUNT] = {
+        [BEGIN_INSTANCE_KEY_INSTANCE] = inst, [BEGIN_INSTANCE_KEY_OP] = op,
+        [BEGIN_INSTANCE_KEY_QUEUE] = queue,   [BEGIN_INSTANCE_KEY_WAITERS] = waiters,
+        [BEGIN_INSTANCE_KEY_BINDINGS] = set,
+    };
+    const char *args[BEGIN_INSTANCE_ARG_COUNT] = {
+        [BEGIN_INSTANCE_ARG_KIND] = req->kind,
+        [BEGIN_INSTANCE_ARG_OPERATION_ID] = req->operation_id,
+        [BEGIN_INSTANCE_ARG_DIGEST] = req->digest,
+        [BEGIN_INSTANCE_ARG_NOW] = now,
+        [BEGIN_INSTANCE_ARG_WAITING_GATEWAY] = req->waiting_gateway ? req->waiting_gateway : "",
+        [BEGIN_INSTANCE_ARG_SERVICE_ID] = req->service_id,
+        [BEGIN_INSTANCE_ARG_PLAN_ID] = req->plan_id ? req->plan_id : "",
+        [BEGIN_INSTANCE_ARG_PARAMETERS] = req->parameters ? req->parameters : "",
+        [BEGIN_INSTANCE_ARG_CONTEXT] = req->context ? req->context : "",
+        [BEGIN_INSTANCE_ARG_MAINTENANCE_VERSION] =
+            req->maintenance_version ? req->maintenance_version : "",
+        [BEGIN_INSTANCE_ARG_DASHBOARD_URL] = req->dashboard_url ? req->dashboard_url : "",
+        [BEGIN_INSTANCE_ARG_JOB] = req->job,
+        [BEGIN_INSTANCE_ARG_CLAIM_DEADLINE] = deadline,
+        [BEGIN_INSTANCE_ARG_EXPECTED_PLAN_ID] = req->expected_plan_id ? req->expected_plan_id : "",
+        [BEGIN_INSTANCE_ARG_PREFIX] = prefix,
+        [BEGIN_INSTANCE_ARG_INSTANCE_ID] = req->instance_id,
+        [BEGIN_INSTANCE_ARG_API_VERSION] = api,
+        [BEGIN_INSTANCE_ARG_QUOTAS] = req->quotas ? req->quotas : "",
+        [BEGIN_INSTANCE_ARG_PLATFORM] = req->platform ? req->platform : "default",
+    };
+    size_t lens[BEGIN_INSTANCE_ARG_COUNT] = {[BEGIN_INSTANCE_ARG_JOB] = req->job_len};
+    return store_call_new(SCRIPT_BEGIN_INSTANCE, keys, args, lens, err);
+}
+
+int osbq_store_begin_result(struct osbq_store_call *call, struct osbq_begin_reply *out,
+                            struct osbq_error *err)
+{
+    redisReply *reply = store_call_take_reply(call, err);
+    return reply != NULL ? begin_answer(reply, out, err) : -1;
+}
+
+/* Turns a begin script's reply into *out; frees the reply. */
+static int begin_answer(redisReply *reply, struct osbq_begin_reply *out, struct osbq_error *err)
+{
+    static const struct {
+        const char *word;
+        enum osbq_begin_answer answer;
+    } answers[] = {
+        {"accepted", OSBQ_BEGIN_ACCEPTED},
+        {"in_progress", OSBQ_BEGIN_IN_PROGRESS},
+        {"done", OSBQ_BEGIN_DONE},
+        {"conflict", OSBQ_BEGIN_CONFLICT},
+        {"busy", OSBQ_BEGIN_BUSY},
+        {"not_found", OSBQ_BEGIN_NOT_FOUND},
+        {"gone", OSBQ_BEGIN_GONE},
+        {"changed", OSBQ_BEGIN_CHANGED},
+        {"mismatch", OSBQ_BEGIN_MISMATCH},
+        {"no_instance", OSBQ_BEGIN_NO_INSTANCE},
+        {"instance_busy", OSBQ_BEGIN_INSTANCE_BUSY},
+        {"bad_predecessor", OSBQ_BEGIN_BAD_PREDECESSOR},
+        {"quota", OSBQ_BEGIN_QUOTA},
+    };
+    int rc = osbq_error_set(err, OSBQ_ERR_INTERNAL, "begin: unexpected reply");
+    for (size_t i = 0; i < sizeof answers / sizeof answers[0]; i++) {
+        if (!store_element_is(reply, 0, answers[i].word))
+            continue;
+        memset(out, 0, sizeof *out);
+        out->answer = answers[i].answer;
+        if (out->answer == OSBQ_BEGIN_QUOTA) {
+            int64_t line = store_element_int(reply, 1, 0);
+            out->quota_index = line > 0 ? (size_t)(line - 1) : 0;
+            out->quota_used = store_element_int(reply, 2, 0);
+            rc = 0;
+            break;
+        }
+        out->operation_id = store_element_dup(reply, 1);
+        out->dashboard_url = store_element_dup(reply, 2);
+        out->metadata = store_element_dup(reply, 3);
+        out->binding_result = store_element_dup(reply, 4);
+        rc = 0;
+        break;
+    }
+    freeReplyObject(reply);
+    return rc;
+}
+
+void osbq_begin_reply_clear(struct osbq_begin_reply *reply)
+{
+    free(reply->binding_result);
+    free(reply->operation_id);
+    free(reply->dashboard_url);
+    free(reply->metadata);
+    memset(reply, 0, sizeof *reply);
+}
+
+struct osbq_store_call *osbq_store_instance_get_call(struct osbq_store *store,
+                                                     const char *instance_id,
+                                                     struct osbq_error *err)
+{
+    char inst[STORE_KEY_MAX];
+    if (store_id_key(store, inst, sizeof inst, "instance", instance_id) < 0) {
+        osbq_error_set(err, OSBQ_ERR_BAD_REQUEST, "id too long");
+        return NULL;
+    }
+    const char *argv[] = {"HMGET",         inst,         "state",   "service_id",
+                          "plan_id",       "parameters", "context", "maintenance_version",
+                          "dashboard_url", "metadata",   "lock_x",  "lock_s",
+                          "platform"};
+    return store_command_new((int)(sizeof argv / sizeof argv[0]), argv, NULL, err);
+}
+
+int osbq_store_instance_get_result(struct osbq_store_call *call, struct osbq_instance *out,
+                                   struct osbq_error *err)
+{
+    redisReply *reply = store_call_take_reply(call, err);
+    if (reply == NULL)
+        return -1;
+    int rc = 0;
+    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 11) {
+        rc = osbq_error_set(err, OSBQ_ERR_INTERNAL, "HMGET: unexpected reply");
+    } else {
+        struct osbq_instance got = {0};
+        got.state = store_element_dup(reply, 0);
+        if (got.state != NULL) {
+            char **fields[] = {
+                &got.service_id,          &got.plan_id,       &got.parameters, &got.context,
+                &got.maintenance_version, &got.dashboard_url, &got.metadata,   &got.lock_holder};
+            for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
+                *fields[i] = store_element_dup(reply, i + 1);
+            got.shared_holders = (long)store_element_int(reply, 9, 0);
+            got.platform = store_element_dup(reply, 10);
+            *out = got;
+            rc = 1;
+        }
+    }
+    freeReplyObject(reply);
+    return rc;
+}
+
+int osbq_store_instance_get(struct osbq_store *store, const char *instance_id,
+                            struct osbq_instance *out, struct osbq_error *err)
+{
+    struct osbq_store_call *call = osbq_store_instance_get_call(store, instance_id, err);
+    if (call == NULL)
+        return -1;
+    osbq_store_call_run(store, call);
+    int rc = osbq_store_instance_get_result(call, out, err);
+    osbq_store_call_free(&call);
+    return rc;
+}
+
+void osbq_instance_clear(struct osbq_instance *instance)
+{
+    free(instance->state);
+    free(instance->service_id);
+    free(instance->plan_id);
+    free(instance->parameters);
+    free(instance->context);
+    free(instance->maintenance_version);
+    free(instance->dashboard_url);
+    free(instance->metadata);
+    free(instance->lock_holder);
+    free(instance->platform);
+    memset(instance, 0, sizeof *instance);
+}
+
+static int flag_value(const redisReply *reply, size_t i)
+{
+    return store_element_is(reply, i, "1") ? 1 : store_element_is(reply, i, "0") ? 0 : -1;
+}
+
+struct osbq_store_call *osbq_store_last_operation_call(struct osbq_store *store,
+                                                       const char *instance_id,
+                                                       const char *binding_id,
+                                                       const char *operation_id,
+                                                       const char *platform, struct osbq_error *err)
+{
+    char key[STORE_KEY_MAX], prefix[96];
+    int built = binding_id != NULL
+                    ? store_binding_key(store, key, sizeof key, instance_id, binding_id)
+                    : store_id_key(store, key, sizeof key, "instance", instance_id);
+    if (built < 0) {
+        osbq_error_set(err, OSBQ_ERR_BAD_REQUEST, "id too long");
+        return NULL;
+    }
+    (void)store_key_prefix(store, prefix, sizeof prefix);
+    const char *keys[LAST_OPERATION_KEY_COUNT] = {[LAST_OPERATION_KEY_RECORD] = key};
+    const char *args[LAST_OPERATION_ARG_COUNT] = {
+        [LAST_OPERATION_ARG_OPERATION_ID] = operation_id ? operation_id : "",
+        [LAST_OPERATION_ARG_PREFIX] = prefix,
+        [LAST_OPERATION_ARG_INSTANCE_ID] = instance_id,
+        [LAST_OPERATION_ARG_BINDING_ID] = binding_id ? binding_id : "",
+        [LAST_OPERATION_ARG_PLATFORM] = platform ? platform : "",
+    };
+    return store_call_new(SCRIPT_LAST_OPERATION, keys, args, NULL, err);
+}
+
+int osbq_store_last_operation_result(struct osbq_store_call *call, struct osbq_last_op *out,
+                                     struct osbq_error *err)
+{
+    redisReply *reply = store_call_take_reply(call, err);
+    if (reply == NULL)
+        return -1;
+    int rc;
+    if (store_element_is(reply, 0, "not_found")) {
+        rc = 0;
+    } else if (store_element_is(reply, 0, "unknown_operation")) {
+        rc = 2;
+    } else if (store_element_is(reply, 0, "ok")) {
+        struct osbq_last_op got = {0};
+        got.instance_state = store_element_dup(reply, 1);
+        got.kind = store_element_dup(reply, 2);
+        got.state = store_element_dup(reply, 3);
+        got.description = store_element_dup(reply, 4);
+        got.instance_usable = flag_value(reply, 5);
+        got.update_repeatable = flag_value(reply, 6);
+        got.created_ms = store_element_int(reply, 7, 0);
+        got.average_ms = store_element_int(reply, 9, -1);
+        *out = got;
+        rc = 1;
+    } else {
+        rc = osbq_error_set(err, OSBQ_ERR_INTERNAL, "last_operation: unexpected reply");
+    }
+    freeReplyObject(reply);
+    return rc;
+}
+
+void osbq_last_op_clear(struct osbq_last_op *op)
+{
+    free(op->instance_state);
+    free(op->kind);
+    free(op->state);
+    free(op->description);
+    memset(op, 0, sizeof *op);
+}
+
+redisContext *osbq_store_subscribe_events(struct osbq_store *store, const char *gateway_id,
+                                          struct osbq_error *err)
+{
+    char channel[STORE_KEY_MAX];
+    if (store_id_key(store, channel, sizeof channel, "events", gateway_id) < 0) {
+        osbq_error_set(err, OSBQ_ERR_INTERNAL, "gateway id too long");
+        return NULL;
+    }
+    redisContext *c = store_connect(store, err);
+    if (c == NULL)
+        return NULL;
+    redisReply *reply = redisCommand(c, "SUBSCRIBE %s", channel);
+    if (store_reply_failed(c, reply, "SUBSCRIBE", err) < 0) {
+        freeReplyObject(reply);
+        redisFree(c);
+        return NULL;
+    }
+    freeReplyObject(reply);
+    return c;
+}
+
+struct osbq_store_call *osbq_store_begin_binding_call(struct osbq_store *store,
+                                                      const struct osbq_bind_request *req,
+                                                      struct osbq_error *err)
+{
+    char inst[STORE_KEY_MAX], binding[STORE_KEY_MAX], op[STORE_KEY_MAX], queue[STORE_KEY_MAX];
+    char waiters[STORE_KEY_MAX], set[STORE_KEY_MAX], pred[STORE_KEY_MAX];
+    char prefix[96], now[24], deadline[24], api[12];
+    if (store_id_key(store, inst, sizeof inst, "instance", req->instance_id) < 0 ||
+        store_binding_key(store, binding, sizeof binding, req->instance_id, req->binding_id) < 0 ||
+        store_id_key(store, op, sizeof op, "op", req->operation_id) < 0 ||
+        store_id_key(store, waiters, sizeof waiters, "waiters", req->operation_id) < 0 ||
+        store_id_key(store, set, sizeof set, "bindings", req->instance_id) < 0 ||
+        store_key(store, queue, sizeof queue, "queue") < 0 ||
+        (req->predecessor_binding_id != NULL &&
+         store_binding_key(store, pred, sizeof pred, req->instance_id,
+                           req->predecessor_binding_id) < 0)) {
+        osbq_error_set(err, OSBQ_ERR_BAD_REQUEST, "id too long");
+        return NULL;
+    }
+    if (req->predecessor_binding_id == NULL)
+        pred[0] = '\0';
+    int64_t now_ms = osbq_store_now_ms();
+    (void)store_key_prefix(store, prefix, sizeof prefix);
+    (void)snprintf(now, sizeof now, "%" PRId64, now_ms);
+    (void)snprintf(deadline, sizeof deadline, "%" PRId64, now_ms + req->claim_timeout_ms);
+    (void)snprintf(api, sizeof api, "%u", req->api_version);
+    const char *keys[BEGIN_BINDING_KEY_COUNT] = {
+        [BEGIN_BINDING_KEY_INSTANCE] = inst,   [BEGIN_BINDING_KEY_BINDING] = binding,
+        [BEGIN_BINDING_KEY_OP] = op,           [BEGIN_BINDING_KEY_QUEUE] = queue,
+        [BEGIN_BINDING_KEY_WAITERS] = waiters, [BEGIN_BINDING_KEY_BINDINGS] = set,
+    };
+    const char *args[BEGIN_BINDING_ARG_COUNT] = {
+        [BEGIN_BINDING_ARG_KIND] = req->kind,
+        [BEGIN_BINDING_ARG_OPERATION_ID] = req->operation_id,
+        [BEGIN_BINDING_ARG_DIGEST] = req->digest,
+        [BEGIN_BINDING_ARG_NOW] = now,
+        [BEGIN_BINDING_ARG_WAITING_GATEWAY] = req->waiting_gateway ? req->waiting_gateway : "",
+        [BEGIN_BINDING_ARG_SERVICE_ID] = req->service_id,
+        [BEGIN_BINDING_ARG_PLAN_ID] = req->plan_id,
+        [BEGIN_BINDING_ARG_PARAMETERS] = req->parameters ? req->parameters : "",
+        [BEGIN_BINDING_ARG_CONTEXT] = req->context ? req->context : "",
+        [BEGIN_BINDING_ARG_BIND_RESOURCE] = req->bind_resource ? req->bind_resource : "",
+        [BEGIN_BINDING_ARG_JOB] = req->job,
+        [BEGIN_BINDING_ARG_CLAIM_DEADLINE] = deadline,
+        [BEGIN_BINDING_ARG_PREFIX] = prefix,
+        [BEGIN_BINDING_ARG_INSTANCE_ID] = req->instance_id,
+        [BEGIN_BINDING_ARG_BINDING_ID] = req->binding_id,
+        [BEGIN_BINDING_ARG_API_VERSION] = api,
+        [BEGIN_BINDING_ARG_PREDECESSOR_KEY] = pred,
+        [BEGIN_BINDING_ARG_PREDECESSOR_ID] =
+            req->predecessor_binding_id ? req->predecessor_binding_id : "",
+        [BEGIN_BINDING_ARG_PLATFORM] = req->platform ? req->platform : "default",
+    };
+    size_t lens[BEGIN_BINDING_ARG_COUNT] = {[BEGIN_BINDING_ARG_JOB] = req->job_len};
+    return store_call_new(SCRIPT_BEGIN_BINDING, keys, args, lens, err);
+}
+
+struct osbq_store_call *osbq_store_binding_get_call(struct osbq_store *store,
+                                                    const char *instance_id, const char *binding_id,
+                                                    struct osbq_error *err)
+{
+    char key[STORE_KEY_MAX];
+    if (store_binding_key(store, key, sizeof key, instance_id, binding_id) < 0) {
+        osbq_error_set(err, OSBQ_ERR_BAD_REQUEST, "id too long");
+        return NULL;
+    }
+    const char *argv[] = {"HMGET",      key,      "state",  "service_id", "plan_id",
+                          "parameters", "result", "lock_x", "platform"};
+    return store_command_new((int)(sizeof argv / sizeof argv[0]), argv, NULL, err);
+}
+
+int osbq_store_binding_get_result(struct osbq_store_call *call, struct osbq_binding *out,
+                                  struct osbq_error *err)
+{
+    redisReply *reply = store_call_take_reply(call, err);
+    if (reply == NULL)
+        return -1;
+    int rc = 0;
+    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 7) {
+        rc = osbq_error_set(err, OSBQ_ERR_INTERNAL, "HMGET: unexpected reply");
+    } else {
+        struct osbq_binding got = {0};
+        got.state = store_element_dup(reply, 0);
+        if (got.state != NULL) {
+            got.service_id = store_element_dup(reply, 1);
+            got.plan_id = store_element_dup(reply, 2);
+            got.parameters = store_element_dup(reply, 3);
+            got.result = store_element_dup(reply, 4);
+            got.lock_holder = store_element_dup(reply, 5);
+            got.platform = store_element_dup(reply, 6);
+            *out = got;
+            rc = 1;
+        }
+    }
+    freeReplyObject(reply);
+    return rc;
+}
+
+void osbq_binding_clear(struct osbq_binding *binding)
+{
+    free(binding->state);
+    free(binding->service_id);
+    free(binding->plan_id);
+    free(binding->parameters);
+    if (binding->result != NULL) {
+        /* Credentials do not linger in freed memory. */
+        memset(binding->result, 0, strlen(binding->result));
+        free(binding->result);
+    }
+    free(binding->lock_holder);
+    free(binding->platform);
+    memset(binding, 0, sizeof *binding);
+}

@@ -1,0 +1,191 @@
+/* The store as the gateway's requests use it: start an operation on an instance or a binding,
+ * read records and the last operation, and hear of finished operations a request waits for. */
+#ifndef OSBQ_STORE_REQUESTS_H
+#define OSBQ_STORE_REQUESTS_H
+
+#include <hiredis/hiredis.h>
+
+#include "policy.h"
+#include "store.h"
+
+/* What the gateway asks for when it accepts a provision, update or deprovision. Borrowed. */
+struct osbq_begin_request {
+    const char *kind;                /* "provision", "update" or "deprovision" */
+    const char *operation_id;        /* the new operation's id (the gateway makes it) */
+    const char *instance_id;         /* from the path, decoded */
+    const char *digest;              /* idempotency digest of the request */
+    const char *waiting_gateway;     /* this gateway's id when the request waits (sync), or NULL */
+    const char *service_id;          /* service id */
+    const char *plan_id;             /* target plan (update: NULL keeps the current plan) */
+    const char *parameters;          /* JSON object text, or NULL when absent */
+    const char *context;             /* JSON object text, or NULL */
+    const char *maintenance_version; /* maintenance_info.version, or NULL */
+    const char *dashboard_url;       /* provision: decided at accept time, or NULL */
+    const char *expected_plan_id;    /* update: the plan the gateway validated against, or NULL */
+    const void *job;                 /* the encoded job, kept so the operation can be resent */
+    size_t job_len;                  /* bytes in job */
+    unsigned api_version;            /* the request's API version */
+    int64_t claim_timeout_ms;        /* how long the job may wait for a worker's claim */
+    const char *quotas;   /* from osbq_store_quota_spec: counters the instance must hold; NULL:
+                           * none; OSBQ_STORE_QUOTAS_UNCHANGED: an update keeping its plan */
+    const char *platform; /* the platform asking (records it; another's instance is not found);
+                           * NULL: "default" */
+};
+
+/* begin_request.quotas of an update that keeps the instance's plan (and so its counters). */
+#define OSBQ_STORE_QUOTAS_UNCHANGED "-"
+
+/* The quota counters (common/policy.h) a request counts against, as begin_instance.lua reads
+ * them: "<limit> <key>" lines, keys "<ns>:quota:<name>[:<value, encoded>]". Returns a new
+ * string (free), or NULL when out of memory or a key would be too long. */
+char *osbq_store_quota_spec(const struct osbq_store *store, const struct osbq_policy_use *uses,
+                            size_t count);
+
+/* What a begin call found (osbq_store_begin_result). */
+enum osbq_begin_answer {
+    OSBQ_BEGIN_ACCEPTED,        /* recorded: send the job */
+    OSBQ_BEGIN_IN_PROGRESS,     /* the identical operation runs: operation_id is its id */
+    OSBQ_BEGIN_DONE,            /* provision: identical instance already provisioned */
+    OSBQ_BEGIN_CONFLICT,        /* provision: same id, different attributes */
+    OSBQ_BEGIN_BUSY,            /* another operation holds the instance */
+    OSBQ_BEGIN_NOT_FOUND,       /* update: no provisioned instance */
+    OSBQ_BEGIN_GONE,            /* deprovision: no such instance */
+    OSBQ_BEGIN_CHANGED,         /* update: the plan changed since the gateway read it */
+    OSBQ_BEGIN_MISMATCH,        /* service or plan is not the instance's (or binding's) */
+    OSBQ_BEGIN_NO_INSTANCE,     /* bind: the instance does not exist (or failed, or is gone) */
+    OSBQ_BEGIN_INSTANCE_BUSY,   /* bind/unbind: an instance operation holds the instance */
+    OSBQ_BEGIN_BAD_PREDECESSOR, /* bind: the predecessor is not a live binding of it */
+    OSBQ_BEGIN_QUOTA,           /* a quota is full: quota_index says which, quota_used how full */
+};
+
+struct osbq_begin_reply {
+    enum osbq_begin_answer answer; /* what happened */
+    char *operation_id;            /* accepted or running operation, or NULL; owned */
+    char *dashboard_url;           /* the instance's dashboard URL, or NULL; owned */
+    char *metadata;                /* the instance's metadata JSON, or NULL; owned */
+    char *binding_result;          /* bind DONE: the binding's JSON (credentials...); owned */
+    size_t quota_index;            /* QUOTA: the full quota's place in the request's list */
+    int64_t quota_used;            /* QUOTA: instances it counted */
+};
+
+/* Takes the instance's lock and records the operation in one round trip
+ * (store/lua/begin_instance.lua): the call (NULL with err), for a pipeline or
+ * osbq_store_call_run. osbq_store_begin_result reads what it found: 0 with *out filled (free
+ * with osbq_begin_reply_clear), or -1 with err (OSBQ_ERR_UNAVAILABLE when Redis failed); the
+ * call's reply is consumed. */
+struct osbq_store_call *osbq_store_begin_instance_call(struct osbq_store *store,
+                                                       const struct osbq_begin_request *req,
+                                                       struct osbq_error *err);
+int osbq_store_begin_result(struct osbq_store_call *call, struct osbq_begin_reply *out,
+                            struct osbq_error *err);
+void osbq_begin_reply_clear(struct osbq_begin_reply *reply);
+
+/* What the gateway asks for when it accepts a bind or unbind. Borrowed. */
+struct osbq_bind_request {
+    const char *kind;                   /* "bind" or "unbind" */
+    const char *operation_id;           /* the new operation's id */
+    const char *instance_id;            /* from the path, decoded */
+    const char *binding_id;             /* from the path, decoded */
+    const char *digest;                 /* idempotency digest of the request ("" for unbind) */
+    const char *waiting_gateway;        /* this gateway's id when the request waits, or NULL */
+    const char *service_id;             /* must be the instance's (binding's) service */
+    const char *plan_id;                /* must be the instance's (binding's) plan */
+    const char *parameters;             /* JSON object text, or NULL */
+    const char *context;                /* JSON object text, or NULL */
+    const char *bind_resource;          /* JSON object text, or NULL */
+    const char *predecessor_binding_id; /* rotation: a live binding of the instance, or NULL */
+    const void *job;                    /* the encoded job */
+    size_t job_len;                     /* bytes in job */
+    unsigned api_version;               /* the request's API version */
+    int64_t claim_timeout_ms;           /* how long the job may wait for a worker's claim */
+    const char *platform; /* the platform asking (records it; another's instance or binding is
+                           * not found); NULL: "default" */
+};
+
+/* Holds the instance shared and the binding exclusively, and records the operation, in one
+ * round trip (store/lua/begin_binding.lua): its call; osbq_store_begin_result reads the
+ * answer. */
+struct osbq_store_call *osbq_store_begin_binding_call(struct osbq_store *store,
+                                                      const struct osbq_bind_request *req,
+                                                      struct osbq_error *err);
+
+/* A binding record. Strings owned (osbq_binding_clear); absent ones are NULL. */
+struct osbq_binding {
+    char *state;       /* binding, bound, failed, gone */
+    char *service_id;  /* service id */
+    char *plan_id;     /* plan id */
+    char *parameters;  /* JSON text of the bind parameters */
+    char *result;      /* JSON text: credentials, endpoints, syslog_drain_url, ... */
+    char *lock_holder; /* operation running on it, or NULL */
+    char *platform;    /* the platform that made it; NULL: recorded before platforms, "default" */
+};
+
+/* Reads a binding in two halves, for a pipeline: the call (NULL with err), then 1 with *out,
+ * 0 when there is no record, -1 with err. */
+struct osbq_store_call *osbq_store_binding_get_call(struct osbq_store *store,
+                                                    const char *instance_id, const char *binding_id,
+                                                    struct osbq_error *err);
+int osbq_store_binding_get_result(struct osbq_store_call *call, struct osbq_binding *out,
+                                  struct osbq_error *err);
+void osbq_binding_clear(struct osbq_binding *binding);
+
+/* An instance record. Strings are owned (osbq_instance_clear); absent ones are NULL. */
+struct osbq_instance {
+    char *state;               /* provisioning, provisioned, failed, gone */
+    char *service_id;          /* service id */
+    char *plan_id;             /* current plan id */
+    char *parameters;          /* JSON text of the parameters in force */
+    char *context;             /* JSON text of the last context */
+    char *maintenance_version; /* maintenance version in force */
+    char *dashboard_url;       /* dashboard URL */
+    char *metadata;            /* JSON text {labels, attributes} */
+    char *lock_holder;         /* operation holding the instance exclusively, or NULL */
+    long shared_holders;       /* binding operations holding it in shared mode */
+    char *platform;            /* the platform that made it; NULL: recorded before platforms,
+                                * "default" */
+};
+
+/* Reads an instance. Returns 1 with *out filled, 0 when there is no record, -1 with err. */
+int osbq_store_instance_get(struct osbq_store *store, const char *instance_id,
+                            struct osbq_instance *out, struct osbq_error *err);
+
+/* osbq_store_instance_get in two halves, for a pipeline (the same returns). */
+struct osbq_store_call *osbq_store_instance_get_call(struct osbq_store *store,
+                                                     const char *instance_id,
+                                                     struct osbq_error *err);
+int osbq_store_instance_get_result(struct osbq_store_call *call, struct osbq_instance *out,
+                                   struct osbq_error *err);
+void osbq_instance_clear(struct osbq_instance *instance);
+
+/* What last_operation reports. Strings owned (osbq_last_op_clear). */
+struct osbq_last_op {
+    char *instance_state;  /* provisioning, provisioned, failed, gone */
+    char *kind;            /* provision, update, deprovision */
+    char *state;           /* queued, running, succeeded, failed */
+    char *description;     /* latest progress or outcome text, or NULL */
+    int instance_usable;   /* failed update/deprovision: 1 or 0; -1 when not recorded */
+    int update_repeatable; /* failed update: 1 or 0; -1 when not recorded */
+    int64_t created_ms;    /* when the operation was accepted */
+    int64_t average_ms;    /* the plan's average duration for this kind; -1 unknown */
+};
+
+/* Reads the last operation of an instance (binding_id NULL) or of one of its bindings, or the
+ * named one (operation_id not NULL), as platform sees it (NULL: any platform), in one round
+ * trip. In two halves, for a pipeline: the call (NULL with err), then what it found: 1 with
+ * *out, 0 when the instance (binding) is unknown or another platform's, 2 when the named
+ * operation is not one of its operations, -1 with err (the call's reply is consumed). */
+struct osbq_store_call *
+osbq_store_last_operation_call(struct osbq_store *store, const char *instance_id,
+                               const char *binding_id, const char *operation_id,
+                               const char *platform, struct osbq_error *err);
+int osbq_store_last_operation_result(struct osbq_store_call *call, struct osbq_last_op *out,
+                                     struct osbq_error *err);
+void osbq_last_op_clear(struct osbq_last_op *op);
+
+/* Opens a new connection (not from the pool) subscribed to "<ns>:events:<gateway_id>", where
+ * finished operations that this gateway waits for are announced. Caller owns it (redisFree)
+ * and reads messages from it. NULL with err. */
+redisContext *osbq_store_subscribe_events(struct osbq_store *store, const char *gateway_id,
+                                          struct osbq_error *err);
+
+#endif

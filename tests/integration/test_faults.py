@@ -478,7 +478,7 @@ class RedisPaused(FaultTestCase):
         each still gets its 503 JSON before the gateway exits (its call times out while the
         gateway stops), and the gateway exits with status 0 and no sanitizer report.
         (libmicrohttpd aborts when stopped with a connection still suspended: the pipeline is
-        drained first; its draining is tested in unit.test_store_pipeline.)"""
+        drained first; its draining is tested in component.test_store_pipeline.)"""
         stack = self.make_stack()
         gw = stack.start_gateway()
         stack.redis.send_signal(signal.SIGSTOP)

@@ -309,7 +309,7 @@ static void instance_patch_after_read(const struct gateway *gw, const struct req
         reply_store_unavailable(out, &err);
         goto out;
     }
-    const struct osbq_plan *current, *target;
+    const struct osbq_plan *current = NULL, *target = NULL;
     if (!update_plans(gw, req, found, &inst, service_id, plan_id, &current, &target, out))
         goto out;
     /* Against the plan the instance moves to: its update schema describes the result. */

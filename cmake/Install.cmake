@@ -42,6 +42,17 @@ function(osbq_gzip_file source name)
   set_property(GLOBAL APPEND PROPERTY OSBQ_GZIPPED ${OSBQ_INSTALL_STAGING}/${name}.gz)
 endfunction()
 
+# The release's date, from its section of CHANGELOG.md: the man page and Debian's changelog
+# carry it.
+file(STRINGS ${PROJECT_SOURCE_DIR}/CHANGELOG.md OSBQ_RELEASE_HEADING
+     REGEX "^## \\[${PROJECT_VERSION}\\] - [0-9]+-[0-9]+-[0-9]+$")
+if(NOT OSBQ_RELEASE_HEADING)
+  message(FATAL_ERROR "CHANGELOG.md has no section \"## [${PROJECT_VERSION}] - YYYY-MM-DD\" "
+                      "for the version of project()")
+endif()
+string(REGEX REPLACE ".* - " "" OSBQ_RELEASE_DAY "${OSBQ_RELEASE_HEADING}")
+set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/CHANGELOG.md)
+
 configure_file(ctl/osbq-ctl.1.in ${OSBQ_INSTALL_STAGING}/osbq-ctl.1 @ONLY)
 osbq_gzip_file(${OSBQ_INSTALL_STAGING}/osbq-ctl.1 osbq-ctl.1)
 osbq_gzip_file(${PROJECT_SOURCE_DIR}/CHANGELOG.md changelog)

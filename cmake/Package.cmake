@@ -40,12 +40,16 @@ set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)
 
 # Debian's changelog of the package (the release's own is CHANGELOG.md, installed as
 # changelog.gz) and lintian's overrides for what is meant (cmake/Install.cmake).
-set(OSBQ_RELEASE_DATE "Wed, 25 Nov 2026 00:00:00 +0000")
-configure_file(deploy/debian/changelog.in ${OSBQ_INSTALL_STAGING}/changelog.Debian @ONLY)
-osbq_gzip_file(${OSBQ_INSTALL_STAGING}/changelog.Debian changelog.Debian)
-install(FILES ${OSBQ_INSTALL_STAGING}/changelog.Debian.gz DESTINATION ${CMAKE_INSTALL_DOCDIR})
-install(FILES deploy/debian/lintian-overrides DESTINATION ${CMAKE_INSTALL_DATADIR}/lintian/overrides
-        RENAME osbq)
+# Installed with the package's prefix only: elsewhere they describe nothing.
+if(CMAKE_INSTALL_PREFIX STREQUAL "/usr")
+  execute_process(COMMAND date -u -R -d ${OSBQ_RELEASE_DAY} OUTPUT_VARIABLE OSBQ_RELEASE_DATE
+                  OUTPUT_STRIP_TRAILING_WHITESPACE COMMAND_ERROR_IS_FATAL ANY)
+  configure_file(deploy/debian/changelog.in ${OSBQ_INSTALL_STAGING}/changelog.Debian @ONLY)
+  osbq_gzip_file(${OSBQ_INSTALL_STAGING}/changelog.Debian changelog.Debian)
+  install(FILES ${OSBQ_INSTALL_STAGING}/changelog.Debian.gz DESTINATION ${CMAKE_INSTALL_DOCDIR})
+  install(FILES deploy/debian/lintian-overrides
+          DESTINATION ${CMAKE_INSTALL_DATADIR}/lintian/overrides RENAME osbq)
+endif()
 
 get_property(OSBQ_GZIPPED_FILES GLOBAL PROPERTY OSBQ_GZIPPED)
 add_custom_target(osbq_install_files ALL DEPENDS ${OSBQ_GZIPPED_FILES})

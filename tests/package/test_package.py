@@ -187,6 +187,9 @@ class DebianPackageTest(unittest.TestCase):
         section = "\n" + r.stdout.split("\nCOMMANDS\n", 1)[1].split("\nOPTIONS\n", 1)[0]
         for command in ctl_commands(self.path("usr/bin/osbq-ctl")):
             self.assertRegex(section, r"\n {7}%s\b" % re.escape(command))
+        named = set(re.findall(r"\bOSBQ_[A-Z0-9_]*[A-Z0-9]", r.stdout))
+        self.assertEqual(named - help_variables(self.path("usr/bin/osbq-ctl"))
+                         - {"OSBQ_CATALOG"}, set(), "variables osbq-ctl --help does not list")
 
     def test_bash_completion(self):
         script = self.path("usr/share/bash-completion/completions/osbq-ctl")

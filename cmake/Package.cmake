@@ -51,7 +51,4 @@ if(CMAKE_INSTALL_PREFIX STREQUAL "/usr")
           DESTINATION ${CMAKE_INSTALL_DATADIR}/lintian/overrides RENAME osbq)
 endif()
 
-get_property(OSBQ_GZIPPED_FILES GLOBAL PROPERTY OSBQ_GZIPPED)
-add_custom_target(osbq_install_files ALL DEPENDS ${OSBQ_GZIPPED_FILES})
-
 include(CPack)

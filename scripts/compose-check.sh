@@ -130,17 +130,23 @@ secrets:
   bus_worker_secret: {file: $secrets/bus/worker_secret}
 EOF
 
+# Nothing from the caller's environment substitutes into the compose file.
+unset_caller=()
+for name in $(compgen -e); do
+  case "$name" in OSBQ_* | COMPOSE_*) unset_caller+=(-u "$name") ;; esac
+done
 dc() {
-  env $(env | sed -n 's/^\(\(OSBQ\|COMPOSE\)_[A-Za-z0-9_]*\)=.*/-u \1/p') \
-    "${compose[@]}" -p "$project" --env-file "$tmp/env" -f "$repo/compose/docker-compose.yml" \
-    -f "$tmp/override.yml" "$@"
+  env "${unset_caller[@]}" "${compose[@]}" -p "$project" --env-file "$tmp/env" \
+    -f "$repo/compose/docker-compose.yml" -f "$tmp/override.yml" "$@"
 }
 
 dc config -q || fail "docker-compose config rejects the file"
 build_start=$SECONDS
-dc build -q gateway worker >"$tmp/build.log" 2>&1 ||
+# The secrets are not there yet: compose warns about their files, which `build` does not read.
+dc build gateway worker >"$tmp/build.log" 2>&1 ||
   { tail -40 "$tmp/build.log"; fail "docker-compose build failed"; }
 say "images built in $((SECONDS - build_start)) s"
+# After the build, so it takes osbq-ctl from the gateway image just built.
 OSBQ_IMAGE_TAG=compose-check compose/init-secrets.sh --dir "$secrets" ||
   fail "compose/init-secrets.sh failed"
 for name in broker_password secret_keys bus/gateways bus/gateways_secret bus/worker \

@@ -207,24 +207,25 @@ readyz_all
   fail "lb runs without the nofile limit of the compose file"
 
 # ---- 6. scaling while operations run ----------------------------------------------------------
-client load 40 "$tmp/load-started" >"$tmp/load.log" 2>&1 &
+scale() { # GATEWAYS WORKERS
+  local started=$SECONDS
+  dc up -d --no-recreate --scale gateway="$1" --scale worker="$2" >"$tmp/up.log" 2>&1 ||
+    { cat "$tmp/up.log"; fail "scaling to $1 gateways and $2 workers failed"; }
+  say "scaled to $1 gateways and $2 workers in $((SECONDS - started)) s"
+  [ "$(count gateway)" -eq "$1" ] && [ "$(count worker)" -eq "$2" ] ||
+    fail "after scaling: $(count gateway) gateways, $(count worker) workers"
+}
+# Lifecycles start every 0.25 s from before the first scaling until after the last.
+client load "$tmp/load-stop" "$tmp/load-started" >"$tmp/load.log" 2>&1 &
 load_pid=$!
 for _ in $(seq 1 100); do [ -e "$tmp/load-started" ] && break; sleep 0.2; done
 sleep 3
-scale_start=$SECONDS
-dc up -d --no-recreate --scale gateway=3 --scale worker=8 >"$tmp/up.log" 2>&1 ||
-  { cat "$tmp/up.log"; fail "scaling up failed"; }
-say "scaled to 3 gateways and 8 workers in $((SECONDS - scale_start)) s"
-[ "$(count gateway)" -eq 3 ] && [ "$(count worker)" -eq 8 ] ||
-  fail "after scaling up: $(count gateway) gateways, $(count worker) workers"
+scale 3 8
 wait_healthy "after scaling up"
-sleep 8
-scale_start=$SECONDS
-dc up -d --no-recreate --scale gateway=2 --scale worker=1 >"$tmp/up.log" 2>&1 ||
-  { cat "$tmp/up.log"; fail "scaling down failed"; }
-say "scaled down to 2 gateways and 1 worker in $((SECONDS - scale_start)) s"
-[ "$(count gateway)" -eq 2 ] && [ "$(count worker)" -eq 1 ] ||
-  fail "after scaling down: $(count gateway) gateways, $(count worker) workers"
+sleep 5
+scale 2 1
+sleep 3
+touch "$tmp/load-stop"
 load_status=0
 wait "$load_pid" || load_status=$?
 load_pid=

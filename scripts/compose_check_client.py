@@ -4,10 +4,10 @@ balancer, every answer checked (status and body).
 
   compose_check_client.py lifecycle URL USER PASSWORD_FILE
       catalog, async provision, poll, bind, fetch the binding, unbind, deprovision, poll to 410
-  compose_check_client.py load URL USER PASSWORD_FILE SECONDS [READY_FILE]
-      starts instance lifecycles (provision, poll, deprovision, poll to 410) for SECONDS and
-      waits for every one; touches READY_FILE once the first has been accepted; fails unless
-      every operation succeeded. Like a platform it retries a request the load balancer could
+  compose_check_client.py load URL USER PASSWORD_FILE STOP_FILE [READY_FILE]
+      starts instance lifecycles (provision, poll, deprovision, poll to 410), four a second,
+      until STOP_FILE exists (at most 10 minutes), and waits for every one; touches READY_FILE
+      once the first has started; fails unless every operation succeeded. Like a platform it retries a request the load balancer could
       not hand to a gateway (connection refused, 502, 503) and polls again after one.
   compose_check_client.py metrics URL USER PASSWORD_FILE
       /metrics through the load balancer is refused (404), with and without credentials
@@ -16,6 +16,7 @@ Exit status 0 when every check passed; the reason of the first failure on stderr
 import base64
 import concurrent.futures
 import json
+import os
 import sys
 import threading
 import time
@@ -182,7 +183,7 @@ def lifecycle(broker):
     print("compose-check: unbound, deprovisioned, polled to 410: lifecycle passed")
 
 
-def load(broker, seconds, ready_file):
+def load(broker, stop_file, ready_file):
     ids = plan_ids(broker)
     outcomes = {"ok": 0, "failed": []}
     lock = threading.Lock()
@@ -198,11 +199,11 @@ def load(broker, seconds, ready_file):
             with lock:
                 outcomes["failed"].append("%s: %s" % (iid, e))
 
-    end = time.monotonic() + seconds
+    end = time.monotonic() + 600
     started = 0
     with concurrent.futures.ThreadPoolExecutor(max_workers=32) as pool:
         futures = []
-        while time.monotonic() < end:
+        while time.monotonic() < end and not os.path.exists(stop_file):
             futures.append(pool.submit(one, started))
             started += 1
             if started == 1 and ready_file:
@@ -238,7 +239,7 @@ def main(argv):
         if cmd == "lifecycle":
             lifecycle(broker)
         elif cmd == "load":
-            load(broker, float(argv[5]), argv[6] if len(argv) > 6 else None)
+            load(broker, argv[5], argv[6] if len(argv) > 6 else None)
         elif cmd == "metrics":
             metrics(broker)
         else:

@@ -211,7 +211,7 @@ scale() { # GATEWAYS WORKERS
   local started=$SECONDS
   dc up -d --no-recreate --scale gateway="$1" --scale worker="$2" >"$tmp/up.log" 2>&1 ||
     { cat "$tmp/up.log"; fail "scaling to $1 gateways and $2 workers failed"; }
-  say "scaled to $1 gateways and $2 workers in $((SECONDS - started)) s"
+  say "scaled to gateway=$1 worker=$2 in $((SECONDS - started)) s"
   [ "$(count gateway)" -eq "$1" ] && [ "$(count worker)" -eq "$2" ] ||
     fail "after scaling: $(count gateway) gateways, $(count worker) workers"
 }

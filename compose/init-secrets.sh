@@ -73,7 +73,11 @@ bus_cert() { # PATH (relative to dir)
       local image=osbq-gateway:${OSBQ_IMAGE_TAG:-latest}
       if ! docker image inspect "$image" >/dev/null 2>&1; then
         say "building $image for its osbq-ctl (no osbq-ctl on PATH)"
-        docker build -q -f "$here/Dockerfile" --target gateway -t "$image" "$here/.." >/dev/null
+        local log
+        log=$(mktemp)
+        docker build -f "$here/Dockerfile" --target gateway -t "$image" "$here/.." >"$log" 2>&1 ||
+          { tail -30 "$log" >&2; rm -f "$log"; say "building $image failed"; exit 1; }
+        rm -f "$log"
       fi
       ctl=(docker run --rm --network none --user "$(id -u):$(id -g)" -v "$dir/bus:/bus"
            --entrypoint osbq-ctl "$image")

@@ -10,7 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "json_schema.h"
+#include "backend_settings.h"
+#include "schema.h"
 #include "semver.h"
 
 /* Spec: "Schemas MUST NOT be larger than 64kB". */
@@ -18,8 +19,6 @@
 /* 128 bits of BLAKE2b: plenty to tell catalog versions apart, short enough for a header. */
 #define ETAG_HASH_BYTES 16
 _Static_assert(2 * ETAG_HASH_BYTES + 3 == OSBQ_CATALOG_ETAG_SIZE, "ETag size");
-#define HOUR_MS 3600000
-#define DAY_MS  86400000
 
 struct osbq_catalog {
     json_t *root;                       /* the parsed file; everything borrowed points into it */
@@ -33,59 +32,8 @@ struct osbq_catalog {
     char *body;                         /* the public body, compact JSON without "osbq" */
     size_t body_len;                    /* strlen(body) */
     char etag[2 * ETAG_HASH_BYTES + 3]; /* the quoted hex digest of body */
-    struct json_schema **schemas;       /* the plans' compiled parameter schemas, to free */
+    struct osbq_schema **schemas;       /* the plans' compiled parameter schemas, to free */
     size_t schema_count;                /* number of schemas */
-};
-
-/* ---- the osbq plan settings ---- */
-
-enum setting_type {
-    SETTING_BOOL,
-    SETTING_INT,
-    SETTING_STRING,
-    SETTING_STRING_ARRAY, /* a non-empty array of non-empty strings */
-    SETTING_STRING_MAP,   /* an object whose values are strings */
-};
-
-/* One key a plan's "osbq" object may hold. */
-struct setting {
-    const char *key;        /* the key inside "osbq" */
-    enum setting_type type; /* the JSON type its value must have */
-    json_int_t min;         /* smallest allowed value (SETTING_INT only) */
-    json_int_t max;         /* largest allowed value (SETTING_INT only) */
-    const char *backend;    /* the backend that reads it, NULL when every backend does */
-};
-
-/* A new backend adds its name here and its keys to the table below. */
-static const char *const backends[] = {"sim", "redis", "exec", NULL};
-
-static const struct setting settings[] = {
-    {.key = "backend", .type = SETTING_STRING},
-    {.key = "async_required", .type = SETTING_BOOL},
-    {.key = "sync_timeout_ms", .type = SETTING_INT, .min = 1, .max = HOUR_MS},
-    {.key = "dashboard_url_template", .type = SETTING_STRING},
-    {.key = "bind_async_required", .type = SETTING_BOOL},
-    {.key = "requires_app", .type = SETTING_BOOL},
-    {.key = "binding_ttl_s", .type = SETTING_INT, .min = 60, .max = 315360000},
-    {.key = "provision_deadline_s", .type = SETTING_INT, .min = 1, .max = 604800},
-    {.key = "update_deadline_s", .type = SETTING_INT, .min = 1, .max = 604800},
-    {.key = "deprovision_deadline_s", .type = SETTING_INT, .min = 1, .max = 604800},
-    {.key = "bind_deadline_s", .type = SETTING_INT, .min = 1, .max = 604800},
-    {.key = "unbind_deadline_s", .type = SETTING_INT, .min = 1, .max = 604800},
-    {.key = "provision_ms", .type = SETTING_INT, .max = DAY_MS, .backend = "sim"},
-    {.key = "update_ms", .type = SETTING_INT, .max = DAY_MS, .backend = "sim"},
-    {.key = "deprovision_ms", .type = SETTING_INT, .max = DAY_MS, .backend = "sim"},
-    {.key = "bind_ms", .type = SETTING_INT, .max = DAY_MS, .backend = "sim"},
-    {.key = "unbind_ms", .type = SETTING_INT, .max = DAY_MS, .backend = "sim"},
-    {.key = "dashboard", .type = SETTING_BOOL, .backend = "sim"},
-    {.key = "fail_on", .type = SETTING_STRING, .backend = "sim"},
-    {.key = "crash_on", .type = SETTING_STRING, .backend = "sim"},
-    {.key = "hang_on", .type = SETTING_STRING, .backend = "sim"},
-    {.key = "target_url_env", .type = SETTING_STRING, .backend = "redis"},
-    {.key = "acl", .type = SETTING_STRING, .backend = "redis"},
-    {.key = "command", .type = SETTING_STRING_ARRAY, .backend = "exec"},
-    {.key = "timeout_ms", .type = SETTING_INT, .min = 1, .max = 7 * DAY_MS, .backend = "exec"},
-    {.key = "env", .type = SETTING_STRING_MAP, .backend = "exec"},
 };
 
 /* Spec: "The only permissions currently supported are ...". */
@@ -399,27 +347,27 @@ static int check_schemas(struct check *c, json_t *plan)
 
 /* ---- osbq settings ---- */
 
-static const struct setting *find_setting(const char *key, const char *backend)
+static const struct osbq_setting *find_setting(const char *key, const char *backend)
 {
-    for (size_t i = 0; i < sizeof settings / sizeof settings[0]; i++)
-        if (strcmp(settings[i].key, key) == 0 &&
-            (settings[i].backend == NULL || strcmp(settings[i].backend, backend) == 0))
-            return &settings[i];
+    for (size_t i = 0; i < osbq_setting_count; i++)
+        if (strcmp(osbq_settings[i].key, key) == 0 &&
+            (osbq_settings[i].backend == NULL || strcmp(osbq_settings[i].backend, backend) == 0))
+            return &osbq_settings[i];
     return NULL;
 }
 
-static int check_setting(struct check *c, const struct setting *s, json_t *v)
+static int check_setting(struct check *c, const struct osbq_setting *s, json_t *v)
 {
     switch (s->type) {
-    case SETTING_BOOL:
+    case OSBQ_SETTING_BOOL:
         if (!json_is_boolean(v))
             return fail(c, "must be a boolean");
         break;
-    case SETTING_STRING:
+    case OSBQ_SETTING_STRING:
         if (!json_is_string(v))
             return fail(c, "must be a string");
         break;
-    case SETTING_STRING_ARRAY: {
+    case OSBQ_SETTING_STRING_ARRAY: {
         size_t i;
         json_t *item;
         if (!json_is_array(v) || json_array_size(v) == 0)
@@ -429,7 +377,7 @@ static int check_setting(struct check *c, const struct setting *s, json_t *v)
                 return fail(c, "must be a non-empty array of non-empty strings");
         break;
     }
-    case SETTING_STRING_MAP: {
+    case OSBQ_SETTING_STRING_MAP: {
         const char *name;
         json_t *item;
         if (!json_is_object(v))
@@ -439,7 +387,7 @@ static int check_setting(struct check *c, const struct setting *s, json_t *v)
                 return fail(c, "must be an object of strings (\"%s\" is not)", name);
         break;
     }
-    case SETTING_INT:
+    case OSBQ_SETTING_INT:
         if (!json_is_integer(v) || json_integer_value(v) < s->min || json_integer_value(v) > s->max)
             return fail(c,
                         "must be an integer from %" JSON_INTEGER_FORMAT " to %" JSON_INTEGER_FORMAT,
@@ -462,9 +410,9 @@ static int check_osbq(struct check *c, json_t *plan)
     if (field(c, osbq, "backend", KIND_STRING, true, &backend) < 0)
         return -1;
     const char *name = json_string_value(backend);
-    if (!in_list(name, backends)) {
+    if (!in_list(name, osbq_backend_names)) {
         char known[128];
-        join(known, sizeof known, backends);
+        join(known, sizeof known, osbq_backend_names);
         path_key(&c->path, "backend");
         return fail(c, "unknown backend \"%s\" (known: %s)", name, known);
     }
@@ -472,7 +420,7 @@ static int check_osbq(struct check *c, json_t *plan)
     json_t *value;
     json_object_foreach (osbq, key, value) {
         size_t key_mark = path_key(&c->path, key);
-        const struct setting *s = find_setting(key, name);
+        const struct osbq_setting *s = find_setting(key, name);
         if (s == NULL)
             return fail(c, "unknown setting for backend %s", name);
         if (check_setting(c, s, value) < 0)
@@ -648,7 +596,7 @@ static void fill_plan(struct osbq_plan *p, json_t *plan, const struct osbq_servi
 /* Compiles one schemas.<group>.<action>.parameters of plan (services[si].plans[pi]) into *out;
  * the catalog owns it. Checked here rather than in check_catalog so each is compiled once. */
 static int compile_schema(struct osbq_catalog *cat, const json_t *plan, size_t si, size_t pi,
-                          const char *group, const char *action, const struct json_schema **out,
+                          const char *group, const char *action, const struct osbq_schema **out,
                           struct osbq_error *err)
 {
     json_t *params = json_object_get(
@@ -661,11 +609,11 @@ static int compile_schema(struct osbq_catalog *cat, const json_t *plan, size_t s
     (void)snprintf(where, sizeof where, "services[%zu].plans[%zu].schemas.%s.%s.parameters", si, pi,
                    group, action);
     char msg[OSBQ_ERROR_TEXT_MAX];
-    enum json_schema_status status;
-    struct json_schema *schema =
-        json_schema_compile(params, JSON_SCHEMA_DRAFT4, where, &status, msg, sizeof msg);
+    enum osbq_schema_status status;
+    struct osbq_schema *schema =
+        osbq_schema_compile(params, OSBQ_SCHEMA_DRAFT4, where, &status, msg, sizeof msg);
     if (schema == NULL)
-        return status == JSON_SCHEMA_NO_MEMORY ? out_of_memory(err)
+        return status == OSBQ_SCHEMA_NO_MEMORY ? out_of_memory(err)
                                                : osbq_error_set(err, OSBQ_ERR_INVALID, "%s", msg);
     cat->schemas[cat->schema_count++] = schema;
     *out = schema;
@@ -905,7 +853,7 @@ void osbq_catalog_destroy(struct osbq_catalog **cp)
     free(cat->plans);
     free(cat->requires_lists);
     for (size_t i = 0; i < cat->schema_count; i++)
-        json_schema_free(cat->schemas[i]);
+        osbq_schema_free(cat->schemas[i]);
     free(cat->schemas);
     json_decref(cat->service_index);
     json_decref(cat->plan_index);

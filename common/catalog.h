@@ -15,7 +15,7 @@
 
 struct osbq_catalog;
 struct osbq_service;
-struct json_schema;
+struct osbq_schema;
 
 /* One plan, as the gateway and the worker need it. Borrowed from the catalog, valid until
  * osbq_catalog_destroy. Booleans already hold the effective value (plan overrides service,
@@ -36,10 +36,10 @@ struct osbq_plan {
     int64_t binding_ttl_s;              /* osbq.binding_ttl_s: credential lifetime, 0 = none */
     const json_t *settings;             /* the plan's whole "osbq" object (backend options) */
     const json_t *json;                 /* the plan object as in the file, "osbq" included */
-    /* schemas.*.parameters compiled (json_schema.h), NULL when the plan declares none */
-    const struct json_schema *provision_schema; /* service_instance.create */
-    const struct json_schema *update_schema;    /* service_instance.update */
-    const struct json_schema *bind_schema;      /* service_binding.create */
+    /* schemas.*.parameters compiled (schema.h), NULL when the plan declares none */
+    const struct osbq_schema *provision_schema; /* service_instance.create */
+    const struct osbq_schema *update_schema;    /* service_instance.update */
+    const struct osbq_schema *bind_schema;      /* service_binding.create */
 };
 
 /* One service offering. Borrowed from the catalog, valid until osbq_catalog_destroy. */

@@ -1,5 +1,5 @@
 /* The dispatcher: the thread that owns the gateway's ROUTER socket, tracks the workers' free
- * slots, and sends each job to a worker with room (common/bus.h has the protocol). */
+ * slots, and sends each job to a worker with room (bus/bus.h has the protocol). */
 #ifndef OSBQ_GATEWAY_DISPATCH_H
 #define OSBQ_GATEWAY_DISPATCH_H
 

@@ -1,4 +1,11 @@
-/* Every request handler, one file per endpoint family (osb_*.c, health.c). */
+/* Every request handler, one file per endpoint family (osb_*.c, health.c).
+ *
+ * A handler that needs Redis answers in two halves: the first returns a deferred reply
+ * (reply_defer) and its continuation, a reply_resume_fn, answers once the call is answered.
+ * Continuations are named <handler>_after_<what it waited for>, the handler (or the function
+ * that deferred) without its osb_ prefix: instance_get_after_read, instance_patch_after_read,
+ * accept_operation_after_begin (accept.c), sync_reply_after_read, health_ready_after_ping.
+ * Operations start through accept.h. */
 #ifndef OSBQ_GATEWAY_HANDLERS_H
 #define OSBQ_GATEWAY_HANDLERS_H
 

@@ -12,8 +12,8 @@ void health_live(const struct gateway *gw, const struct request *req, struct rep
 }
 
 /* Ready once Redis answers on the connection the requests use (the pipeline's). */
-static void ready_answer(const struct gateway *gw, const struct request *req,
-                         struct osbq_store_call *call, void *state, struct reply *out)
+static void health_ready_after_ping(const struct gateway *gw, const struct request *req,
+                                    struct osbq_store_call *call, void *state, struct reply *out)
 {
     (void)gw;
     (void)req;
@@ -36,5 +36,5 @@ void health_ready(const struct gateway *gw, const struct request *req, struct re
         reply_error_from(out, &err);
         return;
     }
-    reply_defer(out, call, ready_answer, NULL, NULL);
+    reply_defer(out, call, health_ready_after_ping, NULL, NULL);
 }

@@ -34,6 +34,14 @@ struct http_server {
     atomic_int inflight;       /* requests between their first callback and completion */
 };
 
+/* Where a request is, between libmicrohttpd's calls. */
+enum exchange_state {
+    EXCHANGE_RECEIVING = 0, /* reading the body, then in the handler */
+    EXCHANGE_DEFERRED,      /* suspended until defer.call is answered */
+    EXCHANGE_WAITING,       /* suspended until wait_result is filled */
+    EXCHANGE_ANSWERED,      /* a response is queued: further calls are ignored */
+};
+
 /* One request's state, from the first access-handler call to the completion callback. */
 struct exchange {
     struct timespec started;          /* when the request line arrived */
@@ -45,11 +53,10 @@ struct exchange {
     size_t body_len;                  /* bytes in body */
     size_t discarded;                 /* bytes dropped after the body passed the limit */
     unsigned status;                  /* status queued, for the access log (0: none) */
-    bool answered;                    /* a response is queued: ignore further calls */
+    enum exchange_state state;        /* where the request is */
     char *query[4];                   /* decoded query values, in query_names order, or NULL */
     char *trace;                      /* JSON object of the B3 trace headers, or NULL */
     struct MHD_Connection *conn;      /* the connection, to suspend and resume it */
-    bool waiting;                     /* suspended until wait_result is filled */
     struct reply_wait wait;           /* what a synchronous request waits for */
     struct waiter_result wait_result; /* how the wait ended */
     const char *route;                /* matched pattern (static), "unmatched" or NULL before */
@@ -60,7 +67,6 @@ struct exchange {
     struct osbq_platforms *platforms;     /* the set this request uses (a reference) */
     const struct osbq_platform *platform; /* its platform (in platforms), or NULL off /v2 */
     struct request req;                   /* what the handler saw, kept for its second half */
-    bool deferred;                        /* suspended until defer.call is answered */
     struct reply_defer defer;             /* the handler's Redis call and second half */
 };
 
@@ -152,7 +158,7 @@ static enum MHD_Result queue_reply(struct MHD_Connection *conn, struct exchange 
     }
     MHD_destroy_response(resp);
     ex->status = r->status;
-    ex->answered = true;
+    ex->state = EXCHANGE_ANSWERED;
     if (r->operation_id[0] != '\0')
         memcpy(ex->operation_id, r->operation_id, sizeof ex->operation_id);
     reply_clear(r);
@@ -350,8 +356,7 @@ static void resume_exchange(void *request)
 }
 
 /* Parks a synchronous request until its operation ends: registers the waiter and suspends the
- * connection (in that order, under the waiter lock, so a fast result cannot be missed), then
- * sends the job. */
+ * connection (in that order, under the waiter lock, so a fast result cannot be missed). */
 static enum MHD_Result start_waiting(const struct gateway *gw, struct MHD_Connection *conn,
                                      struct exchange *ex, struct reply *r)
 {
@@ -359,23 +364,15 @@ static enum MHD_Result start_waiting(const struct gateway *gw, struct MHD_Connec
     memset(&r->wait, 0, sizeof r->wait);
     memcpy(ex->operation_id, r->operation_id, sizeof ex->operation_id);
     reply_clear(r);
-    ex->waiting = true;
-    if (waiter_add(gw->waiters, ex->wait.operation_id, ex->wait.deadline_ms, ex, &ex->wait_result,
-                   suspend_exchange, resume_exchange) < 0) {
-        ex->waiting = false;
+    ex->state = EXCHANGE_WAITING;
+    if (waiter_add(gw->waiters, ex->wait.operation_id, waiter_now_ms() + ex->wait.timeout_ms, ex,
+                   &ex->wait_result, suspend_exchange, resume_exchange) < 0) {
+        ex->state = EXCHANGE_RECEIVING;
         /* The operation is recorded: it runs, and last_operation reports it. */
-        if (ex->wait.job != NULL)
-            (void)dispatch_submit(gw->dispatch, ex->wait.operation_id, ex->wait.job,
-                                  ex->wait.job_len);
         return queue_error(conn, ex, OSBQ_ERR_UNAVAILABLE,
                            "Too many synchronous requests are waiting; the operation goes on: "
                            "poll last_operation, or retry with accepts_incomplete=true.");
     }
-    if (ex->wait.job != NULL &&
-        dispatch_submit(gw->dispatch, ex->wait.operation_id, ex->wait.job, ex->wait.job_len) < 0)
-        log_warnx("job queue full: operation %s waits for recovery", ex->wait.operation_id);
-    free(ex->wait.job);
-    ex->wait.job = NULL;
     return MHD_YES;
 }
 
@@ -395,23 +392,49 @@ static enum MHD_Result start_call(const struct gateway *gw, struct MHD_Connectio
     ex->defer = r->defer;
     memset(&r->defer, 0, sizeof r->defer);
     reply_clear(r);
-    ex->deferred = true;
+    ex->state = EXCHANGE_DEFERRED;
     MHD_suspend_connection(conn);
     if (osbq_store_pipeline_submit(gw->pipeline, ex->defer.call, call_answered, ex) < 0)
         MHD_resume_connection(conn);
     return MHD_YES;
 }
 
+/* Sends an accepted operation's job to a worker: the one place jobs leave a handler's reply,
+ * once that reply is queued or its request suspended, so that a fast outcome finds the waiter
+ * registered. */
+static void send_job(const struct gateway *gw, const char *operation_id, char *job, size_t len)
+{
+    if (job == NULL)
+        return;
+    if (dispatch_submit(gw->dispatch, operation_id, job, len) < 0)
+        log_warnx("job queue full: operation %s waits for recovery", operation_id);
+    free(job);
+}
+
 /* Sends what a handler (or its second half) made of the request: a call to Redis, a wait for
- * its operation, or the response. */
+ * its operation, or the response; then the job it started, if any. */
 static enum MHD_Result respond(const struct gateway *gw, struct MHD_Connection *conn,
                                struct exchange *ex, struct reply *r)
 {
-    if (r->defer.call != NULL)
-        return start_call(gw, conn, ex, r);
-    if (r->wait.operation_id != NULL)
-        return start_waiting(gw, conn, ex, r);
-    return queue_reply(conn, ex, r);
+    char operation_id[sizeof r->operation_id];
+    memcpy(operation_id, r->operation_id, sizeof operation_id);
+    char *job = r->job;
+    size_t job_len = r->job_len;
+    r->job = NULL;
+    enum MHD_Result rc = MHD_NO;
+    switch (r->kind) {
+    case REPLY_DEFERRED:
+        rc = start_call(gw, conn, ex, r);
+        break;
+    case REPLY_WAIT:
+        rc = start_waiting(gw, conn, ex, r);
+        break;
+    case REPLY_NOW:
+        rc = queue_reply(conn, ex, r);
+        break;
+    }
+    send_job(gw, operation_id, job, job_len);
+    return rc;
 }
 
 /* Resumed with the handler's call answered: its second half makes the reply. */
@@ -420,7 +443,7 @@ static enum MHD_Result finish_call(const struct gateway *gw, struct MHD_Connecti
 {
     struct reply_defer defer = ex->defer;
     memset(&ex->defer, 0, sizeof ex->defer);
-    ex->deferred = false;
+    ex->state = EXCHANGE_RECEIVING;
     struct osbq_log_context context = {.operation_id =
                                            ex->operation_id[0] ? ex->operation_id : NULL,
                                        .instance_id = ex->instance_id,
@@ -545,7 +568,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
         }
         return MHD_YES;
     }
-    if (ex->answered) {
+    if (ex->state == EXCHANGE_ANSWERED) {
         *upload_data_size = 0;
         return MHD_YES;
     }
@@ -565,12 +588,12 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
     if (ex->discarded > 0)
         return queue_error(conn, ex, OSBQ_ERR_TOO_LARGE,
                            "The request body is larger than the broker accepts.");
-    if (ex->deferred)
+    if (ex->state == EXCHANGE_DEFERRED)
         return finish_call(gw, conn, ex);
     struct reply r = {0};
-    if (ex->waiting) {
+    if (ex->state == EXCHANGE_WAITING) {
         /* Resumed: the operation ended, or the wait did. */
-        ex->waiting = false;
+        ex->state = EXCHANGE_RECEIVING;
         struct osbq_log_context context = {.operation_id = ex->operation_id,
                                            .instance_id = ex->instance_id,
                                            .binding_id = ex->binding_id,

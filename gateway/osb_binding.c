@@ -4,11 +4,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "accept.h"
+#include "digest.h"
 #include "handlers.h"
 #include "log.h"
 #include "osb_parameters.h"
 #include "osb_platform.h"
-#include "osb_request.h"
+#include "validate.h"
 
 /* API versions that added binding fields. */
 #define API_ROUTE_SERVICES 208
@@ -90,168 +92,48 @@ static void reply_binding(const struct gateway *gw, const struct binding_ref *re
         reply_json(out, status, body);
 }
 
-/* What a bind or unbind needs to become an operation. */
-struct binding_accept {
-    enum osbq_job_kind kind; /* bind or unbind */
-    const char *instance_id; /* decoded path ids */
-    const char *binding_id;
-    const char *service_id; /* as the request names them */
-    const char *plan_id;
-    const struct osbq_plan *plan; /* that plan, or NULL when no longer offered (unbind) */
-    const char *parameters;       /* compact JSON texts, or NULL */
-    const char *context;
-    const char *bind_resource;
-    const char *predecessor; /* rotation (2.17), or NULL */
-    const char *digest;      /* idempotency digest ("" for unbind) */
-    bool async;              /* the platform accepts 202 */
-};
-
-/* What the answer to a bind or unbind needs once begin_binding.lua has answered. */
-struct binding_pending {
-    enum osbq_job_kind kind; /* bind or unbind */
-    char operation_id[33];   /* the operation it proposed */
-    bool async;              /* the platform accepts 202 */
-    int64_t timeout_ms;      /* a synchronous wait's limit */
-    char *service_id;        /* as the request named it: opens a binding already made */
-    char *job;               /* the encoded job, sent when accepted */
-    size_t job_len;          /* bytes in job */
-};
-
-static void binding_pending_free(void *state)
+/* Records a bind or unbind: begin_binding.lua, through the pipeline. */
+static struct osbq_store_call *binding_begin(const struct gateway *gw, const struct request *req,
+                                             const struct accept *a,
+                                             const struct accept_record *record,
+                                             struct osbq_error *err)
 {
-    struct binding_pending *p = state;
-    free(p->service_id);
-    free(p->job);
-    free(p);
-}
-
-/* The answer once begin_binding.lua has answered: 202, a wait, the binding, or why not. */
-static void binding_answer(const struct gateway *gw, const struct request *req,
-                           struct osbq_store_call *call, void *state, struct reply *out)
-{
-    struct binding_pending *p = state;
-    const char *instance_id = req->params[0], *binding_id = req->params[1];
-    struct osbq_begin_reply got = {0};
-    struct osbq_error err = {0};
-    if (osbq_store_begin_result(call, &got, &err) < 0) {
-        osb_store_unavailable(out, &err);
-        return;
-    }
-    if (got.answer == OSBQ_BEGIN_ACCEPTED || got.answer == OSBQ_BEGIN_IN_PROGRESS) {
-        struct osb_started started = {
-            .kind = p->kind,
-            .instance_id = instance_id,
-            .binding_id = binding_id,
-            .operation_id = p->operation_id,
-            .async = p->async,
-            .timeout_ms = p->timeout_ms,
-        };
-        osb_reply_started(gw, req, &started, &got, p->job, p->job_len, out);
-        p->job = NULL; /* osb_reply_started took it */
-        osbq_begin_reply_clear(&got);
-        return;
-    }
-    switch (got.answer) {
-    case OSBQ_BEGIN_ACCEPTED:
-    case OSBQ_BEGIN_IN_PROGRESS:
-        break;
-    case OSBQ_BEGIN_DONE: {
-        const struct binding_ref ref = {instance_id, binding_id, p->service_id};
-        reply_binding(gw, &ref, got.binding_result, req->api_version, 200, out);
-        break;
-    }
-    case OSBQ_BEGIN_CONFLICT:
-        reply_error(out, OSBQ_ERR_CONFLICT,
-                    "A service binding with this id already exists with different "
-                    "parameters.");
-        break;
-    case OSBQ_BEGIN_BUSY:
-    case OSBQ_BEGIN_INSTANCE_BUSY:
-    case OSBQ_BEGIN_CHANGED:
-        reply_error(out, OSBQ_ERR_CONCURRENCY, NULL);
-        break;
-    case OSBQ_BEGIN_NO_INSTANCE:
-    case OSBQ_BEGIN_NOT_FOUND:
-        reply_error(out, OSBQ_ERR_NOT_FOUND, "The service instance does not exist.");
-        break;
-    case OSBQ_BEGIN_GONE:
-        reply_error(out, OSBQ_ERR_GONE, "The service binding does not exist.");
-        break;
-    case OSBQ_BEGIN_MISMATCH:
-        reply_error(out, OSBQ_ERR_BAD_REQUEST,
-                    "service_id and plan_id must be the service instance's.");
-        break;
-    case OSBQ_BEGIN_BAD_PREDECESSOR:
-        reply_error(out, OSBQ_ERR_BAD_REQUEST,
-                    "predecessor_binding_id must name a live binding of this service instance.");
-        break;
-    case OSBQ_BEGIN_QUOTA: /* instance quotas only: begin_binding never gives it */
-        reply_error(out, OSBQ_ERR_INTERNAL, NULL);
-        break;
-    }
-    osbq_begin_reply_clear(&got);
-}
-
-/* Records the operation (begin_binding.lua, through the pipeline); binding_answer answers. */
-static void accept_binding(const struct gateway *gw, const struct request *req,
-                           const struct binding_accept *a, struct reply *out)
-{
-    struct binding_pending *p = calloc(1, sizeof *p);
-    if (p == NULL || (p->service_id = strdup(a->service_id)) == NULL) {
-        free(p);
-        reply_error(out, OSBQ_ERR_INTERNAL, NULL);
-        return;
-    }
-    p->kind = a->kind;
-    p->async = a->async;
-    p->timeout_ms = a->plan ? a->plan->sync_timeout_ms : OSBQ_CATALOG_SYNC_TIMEOUT_MS_DEFAULT;
-    osb_new_operation_id(p->operation_id);
-    struct osbq_job job = {
-        .operation_id = p->operation_id,
-        .kind = a->kind,
-        .instance_id = (char *)(uintptr_t)a->instance_id,
-        .binding_id = (char *)(uintptr_t)a->binding_id,
-        .service_id = (char *)(uintptr_t)a->service_id,
-        .plan_id = (char *)(uintptr_t)a->plan_id,
-        .parameters = (char *)(uintptr_t)a->parameters,
-        .context = (char *)(uintptr_t)a->context,
-        .bind_resource = (char *)(uintptr_t)a->bind_resource,
-        .predecessor_binding_id = (char *)(uintptr_t)a->predecessor,
-    };
-    osb_job_from_request(&job, req);
-    p->job = osb_encode_job(&job, &p->job_len, out);
-    if (p->job == NULL) {
-        binding_pending_free(p);
-        return;
-    }
-    struct osbq_bind_request begin = {
+    const struct osbq_bind_request begin = {
         .kind = osbq_job_kind_name(a->kind),
-        .operation_id = p->operation_id,
+        .operation_id = record->operation_id,
         .instance_id = a->instance_id,
         .binding_id = a->binding_id,
         .digest = a->digest,
-        .waiting_gateway = a->async ? NULL : gw->gateway_id,
+        .waiting_gateway = record->waiting_gateway,
         .service_id = a->service_id,
         .plan_id = a->plan_id,
         .parameters = a->parameters,
         .context = a->context,
         .bind_resource = a->bind_resource,
         .predecessor_binding_id = a->predecessor,
-        .job = p->job,
-        .job_len = p->job_len,
+        .job = record->job,
+        .job_len = record->job_len,
         .api_version = req->api_version,
         .claim_timeout_ms = gw->cfg->claim_timeout_ms,
         .platform = osb_platform_name(req),
     };
-    struct osbq_error err = {0};
-    struct osbq_store_call *call = osbq_store_begin_binding_call(gw->store, &begin, &err);
-    if (call == NULL) {
-        binding_pending_free(p);
-        reply_error_from(out, &err);
-        return;
-    }
-    reply_defer(out, call, binding_answer, p, binding_pending_free);
+    return osbq_store_begin_binding_call(gw->store, &begin, err);
 }
+
+/* The identical bind is done already: 200 with the binding. */
+static void binding_done(const struct gateway *gw, const struct request *req,
+                         const char *service_id, const struct osbq_begin_reply *got,
+                         struct reply *out)
+{
+    const struct binding_ref ref = {req->params[0], req->params[1], service_id};
+    reply_binding(gw, &ref, got->binding_result, req->api_version, 200, out);
+}
+
+static const struct accept_desc binding_accept = {
+    .resource = ACCEPT_BINDING,
+    .begin = binding_begin,
+    .done = binding_done,
+};
 
 /* OSBQ_POLICY's deny rules for a bind: they look at the bind's context, or at the instance's
  * when the platform sends none (read only when a rule could need it). False with the reply
@@ -268,7 +150,7 @@ static bool binding_allowed(const struct gateway *gw, const struct request *req,
         struct osbq_error err = {0};
         int found = osbq_store_instance_get(gw->store, instance_id, &inst, &err);
         if (found < 0) {
-            osb_store_unavailable(out, &err);
+            reply_store_unavailable(out, &err);
             return false;
         }
         /* Another platform's instance is refused by the begin script as absent. */
@@ -289,47 +171,71 @@ static bool binding_allowed(const struct gateway *gw, const struct request *req,
 /* Asynchronous bindings exist from 2.14 on; older platforms always get a synchronous answer. */
 static bool binding_async(const struct request *req)
 {
-    return req->api_version >= API_FETCH && osb_accepts_incomplete(req);
+    return req->api_version >= API_FETCH && accept_async(req);
+}
+
+/* The plan a bind names: a bindable plan of service_id; NULL with a 400 otherwise. */
+static const struct osbq_plan *bind_plan(const struct gateway *gw, const struct request *req,
+                                         const char *service_id, const char *plan_id,
+                                         struct reply *out)
+{
+    const struct osbq_plan *plan = osb_platform_plan(gw, req, plan_id);
+    if (plan == NULL || strcmp(plan->service->id, service_id) != 0) {
+        reply_bad_request(out, "The plan \"%s\" is not a plan of the service \"%s\".", plan_id,
+                          service_id);
+        return NULL;
+    }
+    if (!plan->bindable) {
+        reply_bad_request(out, "The plan \"%s\" is not bindable.", plan->name);
+        return NULL;
+    }
+    return plan;
+}
+
+/* The binding a bind rotates: *predecessor, dropped for platforms before 2.17 (rotation is
+ * theirs only). False with a 400 when the plan cannot rotate or it names the binding itself. */
+static bool check_predecessor(const struct request *req, const struct osbq_plan *plan,
+                              const char *binding_id, const char **predecessor, struct reply *out)
+{
+    if (req->api_version < API_ROTATION)
+        *predecessor = NULL;
+    if (*predecessor != NULL && !plan->binding_rotatable)
+        return reply_bad_request(out, "The plan \"%s\" does not support binding rotation.",
+                                 plan->name);
+    if (*predecessor != NULL && strcmp(*predecessor, binding_id) == 0)
+        return reply_bad_request(out, "A binding cannot be its own predecessor.");
+    return true;
 }
 
 void osb_binding_put(const struct gateway *gw, const struct request *req, struct reply *out)
 {
     const char *instance_id = req->params[0], *binding_id = req->params[1];
-    if (!osb_valid_id(instance_id, "instance_id", out) ||
-        !osb_valid_id(binding_id, "binding_id", out))
+    if (!validate_id(instance_id, "instance_id", out) ||
+        !validate_id(binding_id, "binding_id", out))
         return;
-    json_t *body = osb_parse_body(req, out);
+    json_t *body = validate_body(req, out);
     if (body == NULL)
         return;
     const char *service_id, *plan_id, *app_guid, *predecessor, *route = NULL, *bound_app = NULL;
     json_t *parameters, *context, *resource, *own_resource = NULL;
     char *params_text = NULL, *context_text = NULL, *resource_text = NULL;
-    if (!osb_optional_string(body, "service_id", &service_id, out) ||
-        !osb_optional_string(body, "plan_id", &plan_id, out) ||
-        !osb_optional_string(body, "app_guid", &app_guid, out) ||
-        !osb_optional_string(body, "predecessor_binding_id", &predecessor, out) ||
-        !osb_optional_object(body, "parameters", &parameters, out) ||
-        !osb_optional_object(body, "context", &context, out) ||
-        !osb_optional_object(body, "bind_resource", &resource, out))
+    if (!validate_optional_string(body, "service_id", &service_id, out) ||
+        !validate_optional_string(body, "plan_id", &plan_id, out) ||
+        !validate_optional_string(body, "app_guid", &app_guid, out) ||
+        !validate_optional_string(body, "predecessor_binding_id", &predecessor, out) ||
+        !validate_optional_object(body, "parameters", &parameters, out) ||
+        !validate_optional_object(body, "context", &context, out) ||
+        !validate_optional_object(body, "bind_resource", &resource, out))
         goto out;
-    if (resource != NULL && (!osb_optional_string(resource, "app_guid", &bound_app, out) ||
-                             !osb_optional_string(resource, "route", &route, out)))
+    if (resource != NULL && (!validate_optional_string(resource, "app_guid", &bound_app, out) ||
+                             !validate_optional_string(resource, "route", &route, out)))
         goto out;
     if (service_id == NULL || plan_id == NULL) {
-        osb_bad_request(out, "\"service_id\" and \"plan_id\" are required.");
+        reply_bad_request(out, "\"service_id\" and \"plan_id\" are required.");
         goto out;
     }
-    const struct osbq_plan *plan = osb_platform_plan(gw, req, plan_id);
-    if (plan == NULL || strcmp(plan->service->id, service_id) != 0) {
-        osb_bad_request(out, "The plan \"%s\" is not a plan of the service \"%s\".", plan_id,
-                        service_id);
-        goto out;
-    }
-    if (!plan->bindable) {
-        osb_bad_request(out, "The plan \"%s\" is not bindable.", plan->name);
-        goto out;
-    }
-    if (!osb_parameters_valid(plan->bind_schema, parameters, true, out))
+    const struct osbq_plan *plan = bind_plan(gw, req, service_id, plan_id, out);
+    if (plan == NULL || !osb_parameters_valid(plan->bind_schema, parameters, true, out))
         goto out;
     bool async = binding_async(req);
     if (plan->bind_async_required && !async) {
@@ -340,40 +246,30 @@ void osb_binding_put(const struct gateway *gw, const struct request *req, struct
         reply_error(out, OSBQ_ERR_REQUIRES_APP, NULL);
         goto out;
     }
-    /* Rotation is a 2.17 field: older platforms cannot mean it. */
-    if (req->api_version < API_ROTATION)
-        predecessor = NULL;
-    if (predecessor != NULL && !plan->binding_rotatable) {
-        osb_bad_request(out, "The plan \"%s\" does not support binding rotation.", plan->name);
-        goto out;
-    }
-    if (predecessor != NULL && strcmp(predecessor, binding_id) == 0) {
-        osb_bad_request(out, "A binding cannot be its own predecessor.");
-        goto out;
-    }
-    if (!binding_allowed(gw, req, plan, instance_id, context, out))
+    if (!check_predecessor(req, plan, binding_id, &predecessor, out) ||
+        !binding_allowed(gw, req, plan, instance_id, context, out))
         goto out;
     /* Platforms before 2.8 send only the top-level app_guid: backends read bind_resource. */
     if (resource == NULL && app_guid != NULL)
         resource = own_resource = json_pack("{s:s}", "app_guid", app_guid);
-    params_text = osb_canonical(parameters);
-    context_text = osb_canonical(context);
-    resource_text = osb_canonical(resource);
+    params_text = digest_canonical(parameters);
+    context_text = digest_canonical(context);
+    resource_text = digest_canonical(resource);
     char digest[33];
-    struct osb_digest d;
-    osb_digest_begin(&d);
-    osb_digest_string(&d, "app_guid", app_guid);
-    osb_digest_json(&d, "bind_resource", resource_text);
-    osb_digest_json(&d, "context", context_text);
-    osb_digest_json(&d, "parameters", params_text);
-    osb_digest_string(&d, "plan_id", plan_id);
-    osb_digest_string(&d, "predecessor", predecessor);
-    osb_digest_string(&d, "service_id", service_id);
-    if (!osb_digest_end(&d, digest)) {
+    struct digest d;
+    digest_begin(&d);
+    digest_string(&d, "app_guid", app_guid);
+    digest_json(&d, "bind_resource", resource_text);
+    digest_json(&d, "context", context_text);
+    digest_json(&d, "parameters", params_text);
+    digest_string(&d, "plan_id", plan_id);
+    digest_string(&d, "predecessor", predecessor);
+    digest_string(&d, "service_id", service_id);
+    if (!digest_end(&d, digest)) {
         reply_error(out, OSBQ_ERR_INTERNAL, "Out of memory.");
         goto out;
     }
-    struct binding_accept a = {
+    struct accept a = {
         .kind = OSBQ_JOB_BIND,
         .instance_id = instance_id,
         .binding_id = binding_id,
@@ -387,7 +283,7 @@ void osb_binding_put(const struct gateway *gw, const struct request *req, struct
         .digest = digest,
         .async = async,
     };
-    accept_binding(gw, req, &a, out);
+    accept_operation(gw, req, &binding_accept, &a, out);
 out:
     free(params_text);
     free(context_text);
@@ -399,12 +295,12 @@ out:
 void osb_binding_delete(const struct gateway *gw, const struct request *req, struct reply *out)
 {
     const char *instance_id = req->params[0], *binding_id = req->params[1];
-    if (!osb_valid_id(instance_id, "instance_id", out) ||
-        !osb_valid_id(binding_id, "binding_id", out))
+    if (!validate_id(instance_id, "instance_id", out) ||
+        !validate_id(binding_id, "binding_id", out))
         return;
     if (req->query_service_id == NULL || req->query_service_id[0] == '\0' ||
         req->query_plan_id == NULL || req->query_plan_id[0] == '\0') {
-        osb_bad_request(out, "The query parameters service_id and plan_id are required.");
+        reply_bad_request(out, "The query parameters service_id and plan_id are required.");
         return;
     }
     const struct osbq_plan *plan = osb_platform_plan(gw, req, req->query_plan_id);
@@ -413,7 +309,7 @@ void osb_binding_delete(const struct gateway *gw, const struct request *req, str
         reply_error(out, OSBQ_ERR_ASYNC_REQUIRED, NULL);
         return;
     }
-    struct binding_accept a = {
+    struct accept a = {
         .kind = OSBQ_JOB_UNBIND,
         .instance_id = instance_id,
         .binding_id = binding_id,
@@ -423,12 +319,12 @@ void osb_binding_delete(const struct gateway *gw, const struct request *req, str
         .digest = "",
         .async = async,
     };
-    accept_binding(gw, req, &a, out);
+    accept_operation(gw, req, &binding_accept, &a, out);
 }
 
 /* GET of a binding once it is read. */
-static void binding_fetched(const struct gateway *gw, const struct request *req,
-                            struct osbq_store_call *call, void *state, struct reply *out)
+static void binding_get_after_read(const struct gateway *gw, const struct request *req,
+                                   struct osbq_store_call *call, void *state, struct reply *out)
 {
     (void)state;
     const char *instance_id = req->params[0], *binding_id = req->params[1];
@@ -436,7 +332,7 @@ static void binding_fetched(const struct gateway *gw, const struct request *req,
     struct osbq_error err = {0};
     int found = osbq_store_binding_get_result(call, &b, &err);
     if (found < 0) {
-        osb_store_unavailable(out, &err);
+        reply_store_unavailable(out, &err);
         return;
     }
     if (found == 0 || !osb_platform_owns(req, b.platform) || strcmp(b.state, "bound") != 0) {
@@ -445,8 +341,8 @@ static void binding_fetched(const struct gateway *gw, const struct request *req,
     }
     const struct osbq_service *service = osbq_catalog_service(gw->catalog, b.service_id);
     if (service != NULL && !service->bindings_retrievable) {
-        osb_bad_request(out, "The service does not allow fetching bindings "
-                             "(bindings_retrievable).");
+        reply_bad_request(out, "The service does not allow fetching bindings "
+                               "(bindings_retrievable).");
         goto out;
     }
     const struct binding_ref ref = {instance_id, binding_id, b.service_id};
@@ -468,8 +364,8 @@ void osb_binding_get(const struct gateway *gw, const struct request *req, struct
         reply_error(out, OSBQ_ERR_NOT_FOUND, "Fetching a service binding needs API 2.14.");
         return;
     }
-    if (!osb_valid_id(instance_id, "instance_id", out) ||
-        !osb_valid_id(binding_id, "binding_id", out))
+    if (!validate_id(instance_id, "instance_id", out) ||
+        !validate_id(binding_id, "binding_id", out))
         return;
     struct osbq_error err = {0};
     struct osbq_store_call *call =
@@ -478,12 +374,13 @@ void osb_binding_get(const struct gateway *gw, const struct request *req, struct
         reply_error_from(out, &err);
         return;
     }
-    reply_defer(out, call, binding_fetched, NULL, NULL);
+    reply_defer(out, call, binding_get_after_read, NULL, NULL);
 }
 
 /* A synchronous bind that succeeded, once its binding is read: 201 with it. */
-static void bound_answer(const struct gateway *gw, const struct request *req,
-                         struct osbq_store_call *call, void *state, struct reply *out)
+static void binding_finished_after_read(const struct gateway *gw, const struct request *req,
+                                        struct osbq_store_call *call, void *state,
+                                        struct reply *out)
 {
     (void)state;
     struct osbq_binding b = {0};
@@ -517,5 +414,5 @@ void osb_binding_finished(const struct gateway *gw, const struct reply_wait *wai
         reply_error_from(out, &err);
         return;
     }
-    reply_defer(out, call, bound_answer, NULL, NULL);
+    reply_defer(out, call, binding_finished_after_read, NULL, NULL);
 }

@@ -4,31 +4,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "accept.h"
+#include "digest.h"
 #include "handlers.h"
 #include "log.h"
 #include "osb_parameters.h"
 #include "osb_platform.h"
-#include "osb_request.h"
-
-/* What an accepted request needs to become an operation. */
-struct accept {
-    enum osbq_job_kind kind;         /* provision, update or deprovision */
-    const char *instance_id;         /* decoded path id */
-    const char *service_id;          /* service id */
-    const char *plan_id;             /* target plan (the job's plan) */
-    const struct osbq_plan *plan;    /* that plan in the catalog, or NULL (deprovision of a
-                                      * plan no longer offered) */
-    const char *parameters;          /* compact JSON, or NULL */
-    const char *context;             /* compact JSON, or NULL */
-    const char *maintenance_info;    /* compact JSON of the request's maintenance_info, or NULL */
-    const char *maintenance_version; /* its version, or NULL */
-    const char *dashboard_url;       /* provision: decided now, or NULL */
-    const char *expected_plan_id;    /* update: the plan validated against */
-    const char *digest;              /* idempotency digest */
-    const struct osbq_policy_use *quotas; /* the quotas it counts against (their refusals) */
-    size_t quota_count;                   /* entries in quotas */
-    const char *quota_spec; /* those quotas for the store (begin_request.quotas), or NULL */
-};
+#include "validate.h"
 
 /* What OSBQ_POLICY says of a new instance of plan (or a move to it) from ctx: false with a 403
  * when a deny rule refuses it; otherwise the quotas it counts against, in uses (*count of
@@ -77,169 +59,18 @@ static void set_string(json_t *body, const char *key, const char *value)
         json_object_set_new(body, key, json_string(value));
 }
 
-static int64_t sync_timeout_ms(const struct osbq_plan *plan)
+/* Records an instance operation: begin_instance.lua, through the pipeline. */
+static struct osbq_store_call *instance_begin(const struct gateway *gw, const struct request *req,
+                                              const struct accept *a,
+                                              const struct accept_record *record,
+                                              struct osbq_error *err)
 {
-    return plan ? plan->sync_timeout_ms : OSBQ_CATALOG_SYNC_TIMEOUT_MS_DEFAULT;
-}
-
-/* What the answer to an accept needs once begin_instance.lua has answered. */
-struct accept_pending {
-    enum osbq_job_kind kind;        /* provision, update or deprovision */
-    char operation_id[33];          /* the operation it proposed */
-    bool async;                     /* the platform accepts 202 */
-    int64_t timeout_ms;             /* a synchronous wait's limit */
-    char *job;                      /* the encoded job, sent when accepted */
-    size_t job_len;                 /* bytes in job */
-    size_t quota_count;             /* quotas it counted against, for a refusal's text */
-    struct osbq_policy_use *quotas; /* their copies, or NULL */
-    char *quota_values[OSBQ_POLICY_QUOTAS_MAX]; /* the values those copies point at */
-};
-
-static void accept_pending_free(void *state)
-{
-    struct accept_pending *p = state;
-    free(p->job);
-    for (size_t i = 0; i < p->quota_count; i++)
-        free(p->quota_values[i]);
-    free(p->quotas);
-    free(p);
-}
-
-/* Keeps the request's quotas for the refusal text: their values live in the request's JSON,
- * which is gone by the time Redis answers. */
-static bool keep_quotas(struct accept_pending *p, const struct osbq_policy_use *uses, size_t n)
-{
-    if (n == 0)
-        return true;
-    p->quotas = calloc(n, sizeof *p->quotas);
-    if (p->quotas == NULL)
-        return false;
-    p->quota_count = n;
-    for (size_t i = 0; i < n; i++) {
-        p->quotas[i] = uses[i];
-        if (uses[i].value == NULL)
-            continue;
-        p->quota_values[i] = strdup(uses[i].value);
-        if (p->quota_values[i] == NULL)
-            return false;
-        p->quotas[i].value = p->quota_values[i];
-    }
-    return true;
-}
-
-/* The answer once begin_instance.lua has answered: 202 (async), a wait (sync), or why not. */
-static void accept_answer(const struct gateway *gw, const struct request *req,
-                          struct osbq_store_call *call, void *state, struct reply *out)
-{
-    struct accept_pending *p = state;
-    struct osbq_begin_reply got = {0};
-    struct osbq_error err = {0};
-    if (osbq_store_begin_result(call, &got, &err) < 0) {
-        osb_store_unavailable(out, &err);
-        return;
-    }
-    if (got.answer == OSBQ_BEGIN_ACCEPTED || got.answer == OSBQ_BEGIN_IN_PROGRESS) {
-        struct osb_started started = {
-            .kind = p->kind,
-            .instance_id = req->params[0],
-            .operation_id = p->operation_id,
-            .async = p->async,
-            .timeout_ms = p->timeout_ms,
-            .accepted_dashboard = p->kind == OSBQ_JOB_PROVISION ? got.dashboard_url : NULL,
-            .wait_dashboard = got.dashboard_url,
-        };
-        osb_reply_started(gw, req, &started, &got, p->job, p->job_len, out);
-        p->job = NULL; /* osb_reply_started took it */
-        osbq_begin_reply_clear(&got);
-        return;
-    }
-    switch (got.answer) {
-    case OSBQ_BEGIN_ACCEPTED:
-    case OSBQ_BEGIN_IN_PROGRESS:
-        break;
-    case OSBQ_BEGIN_DONE: {
-        json_t *body = json_object();
-        set_string(body, "dashboard_url", got.dashboard_url);
-        json_t *metadata = metadata_for(got.metadata, req->api_version);
-        if (metadata != NULL)
-            json_object_set_new(body, "metadata", metadata);
-        reply_json(out, 200, body);
-        break;
-    }
-    case OSBQ_BEGIN_CONFLICT:
-        reply_error(out, OSBQ_ERR_CONFLICT,
-                    "A service instance with this id already exists with different "
-                    "attributes.");
-        break;
-    case OSBQ_BEGIN_BUSY:
-    case OSBQ_BEGIN_CHANGED:
-        reply_error(out, OSBQ_ERR_CONCURRENCY, NULL);
-        break;
-    case OSBQ_BEGIN_NOT_FOUND:
-        reply_error(out, OSBQ_ERR_NOT_FOUND, "The service instance does not exist.");
-        break;
-    case OSBQ_BEGIN_GONE:
-        reply_error(out, OSBQ_ERR_GONE, "The service instance does not exist.");
-        break;
-    case OSBQ_BEGIN_MISMATCH:
-        reply_error(out, OSBQ_ERR_BAD_REQUEST,
-                    "service_id and plan_id must be the service instance's.");
-        break;
-    case OSBQ_BEGIN_QUOTA: {
-        char why[OSBQ_ERROR_TEXT_MAX] = "A quota of the broker's policy is full.";
-        if (got.quota_index < p->quota_count)
-            osbq_policy_quota_description(&p->quotas[got.quota_index], got.quota_used, why,
-                                          sizeof why);
-        reply_error(out, OSBQ_ERR_FORBIDDEN, why);
-        break;
-    }
-    case OSBQ_BEGIN_NO_INSTANCE:
-    case OSBQ_BEGIN_INSTANCE_BUSY:
-    case OSBQ_BEGIN_BAD_PREDECESSOR:
-        /* binding answers: begin_instance never gives them */
-        reply_error(out, OSBQ_ERR_INTERNAL, NULL);
-        break;
-    }
-    osbq_begin_reply_clear(&got);
-}
-
-/* Records the operation (begin_instance.lua, through the pipeline); accept_answer answers. */
-static void accept_operation(const struct gateway *gw, const struct request *req,
-                             const struct accept *a, struct reply *out)
-{
-    struct accept_pending *p = calloc(1, sizeof *p);
-    if (p == NULL || !keep_quotas(p, a->quotas, a->quota_count)) {
-        if (p != NULL)
-            accept_pending_free(p);
-        reply_error(out, OSBQ_ERR_INTERNAL, NULL);
-        return;
-    }
-    p->kind = a->kind;
-    p->async = osb_accepts_incomplete(req);
-    p->timeout_ms = sync_timeout_ms(a->plan);
-    osb_new_operation_id(p->operation_id);
-    struct osbq_job job = {
-        .operation_id = p->operation_id,
-        .kind = a->kind,
-        .instance_id = (char *)(uintptr_t)a->instance_id,
-        .service_id = (char *)(uintptr_t)a->service_id,
-        .plan_id = (char *)(uintptr_t)a->plan_id,
-        .parameters = (char *)(uintptr_t)a->parameters,
-        .context = (char *)(uintptr_t)a->context,
-        .maintenance_info = (char *)(uintptr_t)a->maintenance_info,
-    };
-    osb_job_from_request(&job, req);
-    p->job = osb_encode_job(&job, &p->job_len, out);
-    if (p->job == NULL) {
-        accept_pending_free(p);
-        return;
-    }
-    struct osbq_begin_request begin = {
+    const struct osbq_begin_request begin = {
         .kind = osbq_job_kind_name(a->kind),
-        .operation_id = p->operation_id,
+        .operation_id = record->operation_id,
         .instance_id = a->instance_id,
         .digest = a->digest,
-        .waiting_gateway = p->async ? NULL : gw->gateway_id,
+        .waiting_gateway = record->waiting_gateway,
         .service_id = a->service_id,
         .plan_id = a->plan_id,
         .parameters = a->parameters,
@@ -247,35 +78,49 @@ static void accept_operation(const struct gateway *gw, const struct request *req
         .maintenance_version = a->maintenance_version,
         .dashboard_url = a->dashboard_url,
         .expected_plan_id = a->expected_plan_id,
-        .job = p->job,
-        .job_len = p->job_len,
+        .job = record->job,
+        .job_len = record->job_len,
         .api_version = req->api_version,
         .claim_timeout_ms = gw->cfg->claim_timeout_ms,
         .quotas = a->quota_spec,
         .platform = osb_platform_name(req),
     };
-    struct osbq_error err = {0};
-    struct osbq_store_call *call = osbq_store_begin_instance_call(gw->store, &begin, &err);
-    if (call == NULL) {
-        accept_pending_free(p);
-        reply_error_from(out, &err);
-        return;
-    }
-    reply_defer(out, call, accept_answer, p, accept_pending_free);
+    return osbq_store_begin_instance_call(gw->store, &begin, err);
 }
+
+/* The identical provision is done already: 200 with what it made. */
+static void instance_done(const struct gateway *gw, const struct request *req,
+                          const char *service_id, const struct osbq_begin_reply *got,
+                          struct reply *out)
+{
+    (void)gw;
+    (void)service_id;
+    json_t *body = json_object();
+    set_string(body, "dashboard_url", got->dashboard_url);
+    json_t *metadata = metadata_for(got->metadata, req->api_version);
+    if (metadata != NULL)
+        json_object_set_new(body, "metadata", metadata);
+    reply_json(out, 200, body);
+}
+
+static const struct accept_desc instance_accept = {
+    .resource = ACCEPT_INSTANCE,
+    .begin = instance_begin,
+    .done = instance_done,
+};
 
 /* Checks a maintenance_info member against plan; false with the reply set. */
 static bool check_maintenance(json_t *body, const struct osbq_plan *plan, const char **version,
                               json_t **info, struct reply *out)
 {
     *version = NULL;
-    if (!osb_optional_object(body, "maintenance_info", info, out))
+    if (!validate_optional_object(body, "maintenance_info", info, out))
         return false;
     if (*info == NULL)
         return true;
     json_t *v = json_object_get(*info, "version");
     if (!json_is_string(v) || json_string_length(v) == 0)
-        return osb_bad_request(out, "\"maintenance_info.version\" must be a non-empty string.");
+        return reply_bad_request(out, "\"maintenance_info.version\" must be a non-empty string.");
     *version = json_string_value(v);
     if (plan->maintenance_version == NULL || strcmp(plan->maintenance_version, *version) != 0) {
         reply_error(out, OSBQ_ERR_MAINTENANCE_INFO, NULL);
@@ -291,19 +136,19 @@ static bool find_plan(const struct gateway *gw, const struct request *req, const
 {
     *plan = osb_platform_plan(gw, req, plan_id);
     if (*plan == NULL)
-        return osb_bad_request(out, "Unknown plan_id \"%s\".", plan_id);
+        return reply_bad_request(out, "Unknown plan_id \"%s\".", plan_id);
     if (strcmp((*plan)->service->id, service_id) != 0)
-        return osb_bad_request(out, "The plan \"%s\" is not a plan of the service \"%s\".", plan_id,
-                               service_id);
+        return reply_bad_request(out, "The plan \"%s\" is not a plan of the service \"%s\".",
+                                 plan_id, service_id);
     return true;
 }
 
 void osb_instance_put(const struct gateway *gw, const struct request *req, struct reply *out)
 {
     const char *instance_id = req->params[0];
-    if (!osb_valid_id(instance_id, "instance_id", out))
+    if (!validate_id(instance_id, "instance_id", out))
         return;
-    json_t *body = osb_parse_body(req, out);
+    json_t *body = validate_body(req, out);
     if (body == NULL)
         return;
     const char *service_id, *plan_id, *org, *space, *mv;
@@ -313,27 +158,27 @@ void osb_instance_put(const struct gateway *gw, const struct request *req, struc
     char *quota_spec = NULL;
     size_t quota_count = 0;
     struct osbq_policy_use uses[OSBQ_POLICY_QUOTAS_MAX];
-    if (!osb_optional_string(body, "service_id", &service_id, out) ||
-        !osb_optional_string(body, "plan_id", &plan_id, out) ||
-        !osb_optional_string(body, "organization_guid", &org, out) ||
-        !osb_optional_string(body, "space_guid", &space, out) ||
-        !osb_optional_object(body, "parameters", &parameters, out) ||
-        !osb_optional_object(body, "context", &context, out))
+    if (!validate_optional_string(body, "service_id", &service_id, out) ||
+        !validate_optional_string(body, "plan_id", &plan_id, out) ||
+        !validate_optional_string(body, "organization_guid", &org, out) ||
+        !validate_optional_string(body, "space_guid", &space, out) ||
+        !validate_optional_object(body, "parameters", &parameters, out) ||
+        !validate_optional_object(body, "context", &context, out))
         goto out;
     if (service_id == NULL || plan_id == NULL) {
-        osb_bad_request(out, "\"service_id\" and \"plan_id\" are required.");
+        reply_bad_request(out, "\"service_id\" and \"plan_id\" are required.");
         goto out;
     }
     if (context == NULL && (org == NULL || space == NULL)) {
-        osb_bad_request(out, "\"organization_guid\" and \"space_guid\" are required when "
-                             "\"context\" is absent.");
+        reply_bad_request(out, "\"organization_guid\" and \"space_guid\" are required when "
+                               "\"context\" is absent.");
         goto out;
     }
     if (!find_plan(gw, req, service_id, plan_id, &plan, out))
         goto out;
     if (!osb_parameters_valid(plan->provision_schema, parameters, true, out))
         goto out;
-    if (plan->async_required && !osb_accepts_incomplete(req)) {
+    if (plan->async_required && !accept_async(req)) {
         reply_error(out, OSBQ_ERR_ASYNC_REQUIRED, NULL);
         goto out;
     }
@@ -343,20 +188,20 @@ void osb_instance_put(const struct gateway *gw, const struct request *req, struc
     osbq_policy_context_from(&ctx, context, org, space, osb_platform_name(req));
     if (!policy_admits(gw, plan, &ctx, uses, &quota_count, &quota_spec, out))
         goto out;
-    params_text = osb_canonical(parameters);
-    context_text = osb_canonical(context);
-    info_text = osb_canonical(info);
+    params_text = digest_canonical(parameters);
+    context_text = digest_canonical(context);
+    info_text = digest_canonical(info);
     char digest[33];
-    struct osb_digest d;
-    osb_digest_begin(&d);
-    osb_digest_json(&d, "context", context_text);
-    osb_digest_string(&d, "maintenance_version", mv);
-    osb_digest_string(&d, "organization_guid", org);
-    osb_digest_json(&d, "parameters", params_text);
-    osb_digest_string(&d, "plan_id", plan_id);
-    osb_digest_string(&d, "service_id", service_id);
-    osb_digest_string(&d, "space_guid", space);
-    if (!osb_digest_end(&d, digest)) {
+    struct digest d;
+    digest_begin(&d);
+    digest_json(&d, "context", context_text);
+    digest_string(&d, "maintenance_version", mv);
+    digest_string(&d, "organization_guid", org);
+    digest_json(&d, "parameters", params_text);
+    digest_string(&d, "plan_id", plan_id);
+    digest_string(&d, "service_id", service_id);
+    digest_string(&d, "space_guid", space);
+    if (!digest_end(&d, digest)) {
         reply_error(out, OSBQ_ERR_INTERNAL, "Out of memory.");
         goto out;
     }
@@ -373,11 +218,12 @@ void osb_instance_put(const struct gateway *gw, const struct request *req, struc
         .maintenance_version = mv,
         .dashboard_url = dashboard,
         .digest = digest,
+        .async = accept_async(req),
         .quotas = uses,
         .quota_count = quota_count,
         .quota_spec = quota_spec,
     };
-    accept_operation(gw, req, &a, out);
+    accept_operation(gw, req, &instance_accept, &a, out);
 out:
     free(params_text);
     free(context_text);
@@ -397,17 +243,54 @@ static bool update_members(json_t *body, const char **service_id, const char **p
                            json_t **parameters, json_t **context, struct reply *out)
 {
     json_t *previous;
-    return osb_optional_string(body, "service_id", service_id, out) &&
-           osb_optional_string(body, "plan_id", plan_id, out) &&
-           osb_optional_object(body, "parameters", parameters, out) &&
-           osb_optional_object(body, "context", context, out) &&
-           osb_optional_object(body, "previous_values", &previous, out);
+    return validate_optional_string(body, "service_id", service_id, out) &&
+           validate_optional_string(body, "plan_id", plan_id, out) &&
+           validate_optional_object(body, "parameters", parameters, out) &&
+           validate_optional_object(body, "context", context, out) &&
+           validate_optional_object(body, "previous_values", &previous, out);
+}
+
+/* The plans of an update of inst (found: what the read gave): the one it has (*current, NULL
+ * when no longer offered) and the one it moves to (*target). False with the reply set when
+ * the instance cannot be updated so. */
+static bool update_plans(const struct gateway *gw, const struct request *req, int found,
+                         const struct osbq_instance *inst, const char *service_id,
+                         const char *plan_id, const struct osbq_plan **current,
+                         const struct osbq_plan **target, struct reply *out)
+{
+    if (found == 0 || !osb_platform_owns(req, inst->platform) ||
+        strcmp(inst->state, "failed") == 0 || strcmp(inst->state, "gone") == 0) {
+        reply_error(out, OSBQ_ERR_NOT_FOUND, "The service instance does not exist.");
+        return false;
+    }
+    if (strcmp(inst->state, "provisioned") != 0) {
+        reply_error(out, OSBQ_ERR_CONCURRENCY, NULL);
+        return false;
+    }
+    if (strcmp(inst->service_id, service_id) != 0)
+        return reply_bad_request(out, "The instance belongs to the service \"%s\", not \"%s\".",
+                                 inst->service_id, service_id);
+    *current = osb_platform_plan(gw, req, inst->plan_id);
+    *target = *current;
+    if (plan_id != NULL && !find_plan(gw, req, service_id, plan_id, target, out))
+        return false;
+    if (*target == NULL) {
+        reply_error(out, OSBQ_ERR_UNPROCESSABLE,
+                    "The instance's plan is no longer offered: name a plan to move to.");
+        return false;
+    }
+    if (*current != *target && (*current == NULL || !(*current)->plan_updateable)) {
+        reply_error(out, OSBQ_ERR_UNPROCESSABLE,
+                    "The instance's plan does not allow changing plans (plan_updateable).");
+        return false;
+    }
+    return true;
 }
 
 /* An update once the instance is read (its current plan decides what the request may do): the
  * checks that need it, then the operation. state is the request's body. */
-static void update_after_read(const struct gateway *gw, const struct request *req,
-                              struct osbq_store_call *call, void *state, struct reply *out)
+static void instance_patch_after_read(const struct gateway *gw, const struct request *req,
+                                      struct osbq_store_call *call, void *state, struct reply *out)
 {
     json_t *body = state;
     const char *instance_id = req->params[0];
@@ -423,41 +306,16 @@ static void update_after_read(const struct gateway *gw, const struct request *re
         return;
     int found = osbq_store_instance_get_result(call, &inst, &err);
     if (found < 0) {
-        osb_store_unavailable(out, &err);
+        reply_store_unavailable(out, &err);
         goto out;
     }
-    if (found == 0 || !osb_platform_owns(req, inst.platform) || strcmp(inst.state, "failed") == 0 ||
-        strcmp(inst.state, "gone") == 0) {
-        reply_error(out, OSBQ_ERR_NOT_FOUND, "The service instance does not exist.");
+    const struct osbq_plan *current, *target;
+    if (!update_plans(gw, req, found, &inst, service_id, plan_id, &current, &target, out))
         goto out;
-    }
-    if (strcmp(inst.state, "provisioned") != 0) {
-        reply_error(out, OSBQ_ERR_CONCURRENCY, NULL);
-        goto out;
-    }
-    if (strcmp(inst.service_id, service_id) != 0) {
-        osb_bad_request(out, "The instance belongs to the service \"%s\", not \"%s\".",
-                        inst.service_id, service_id);
-        goto out;
-    }
-    const struct osbq_plan *current = osb_platform_plan(gw, req, inst.plan_id);
-    const struct osbq_plan *target = current;
-    if (plan_id != NULL && !find_plan(gw, req, service_id, plan_id, &target, out))
-        goto out;
-    if (target == NULL) {
-        reply_error(out, OSBQ_ERR_UNPROCESSABLE,
-                    "The instance's plan is no longer offered: name a plan to move to.");
-        goto out;
-    }
-    if (current != target && (current == NULL || !current->plan_updateable)) {
-        reply_error(out, OSBQ_ERR_UNPROCESSABLE,
-                    "The instance's plan does not allow changing plans (plan_updateable).");
-        goto out;
-    }
     /* Against the plan the instance moves to: its update schema describes the result. */
     if (!osb_parameters_valid(target->update_schema, parameters, false, out))
         goto out;
-    if (target->async_required && !osb_accepts_incomplete(req)) {
+    if (target->async_required && !accept_async(req)) {
         reply_error(out, OSBQ_ERR_ASYNC_REQUIRED, NULL);
         goto out;
     }
@@ -474,18 +332,18 @@ static void update_after_read(const struct gateway *gw, const struct request *re
         if (!policy_admits(gw, target, &ctx, uses, &quota_count, &quota_spec, out))
             goto out;
     }
-    params_text = osb_canonical(parameters);
-    context_text = osb_canonical(context);
-    info_text = osb_canonical(info);
+    params_text = digest_canonical(parameters);
+    context_text = digest_canonical(context);
+    info_text = digest_canonical(info);
     char digest[33];
-    struct osb_digest d;
-    osb_digest_begin(&d);
-    osb_digest_json(&d, "context", context_text);
-    osb_digest_string(&d, "maintenance_version", mv);
-    osb_digest_json(&d, "parameters", params_text);
-    osb_digest_string(&d, "plan_id", target->id);
-    osb_digest_string(&d, "service_id", service_id);
-    if (!osb_digest_end(&d, digest)) {
+    struct digest d;
+    digest_begin(&d);
+    digest_json(&d, "context", context_text);
+    digest_string(&d, "maintenance_version", mv);
+    digest_json(&d, "parameters", params_text);
+    digest_string(&d, "plan_id", target->id);
+    digest_string(&d, "service_id", service_id);
+    if (!digest_end(&d, digest)) {
         reply_error(out, OSBQ_ERR_INTERNAL, "Out of memory.");
         goto out;
     }
@@ -501,6 +359,7 @@ static void update_after_read(const struct gateway *gw, const struct request *re
         .maintenance_version = mv,
         .expected_plan_id = inst.plan_id,
         .digest = digest,
+        .async = accept_async(req),
         .quotas = uses,
         .quota_count = quota_count,
         /* A plan change holds exactly the new plan's quotas (none: ""); otherwise the
@@ -508,7 +367,7 @@ static void update_after_read(const struct gateway *gw, const struct request *re
         .quota_spec = current == target ? OSBQ_STORE_QUOTAS_UNCHANGED
                                         : (quota_spec != NULL ? quota_spec : ""),
     };
-    accept_operation(gw, req, &a, out);
+    accept_operation(gw, req, &instance_accept, &a, out);
 out:
     free(params_text);
     free(context_text);
@@ -521,9 +380,9 @@ out:
 void osb_instance_patch(const struct gateway *gw, const struct request *req, struct reply *out)
 {
     const char *instance_id = req->params[0];
-    if (!osb_valid_id(instance_id, "instance_id", out))
+    if (!validate_id(instance_id, "instance_id", out))
         return;
-    json_t *body = osb_parse_body(req, out);
+    json_t *body = validate_body(req, out);
     if (body == NULL)
         return;
     const char *service_id, *plan_id;
@@ -533,7 +392,7 @@ void osb_instance_patch(const struct gateway *gw, const struct request *req, str
     if (!update_members(body, &service_id, &plan_id, &parameters, &context, out))
         goto out;
     if (service_id == NULL) {
-        osb_bad_request(out, "\"service_id\" is required.");
+        reply_bad_request(out, "\"service_id\" is required.");
         goto out;
     }
     call = osbq_store_instance_get_call(gw->store, instance_id, &err);
@@ -541,7 +400,7 @@ void osb_instance_patch(const struct gateway *gw, const struct request *req, str
         reply_error_from(out, &err);
         goto out;
     }
-    reply_defer(out, call, update_after_read, body, body_free);
+    reply_defer(out, call, instance_patch_after_read, body, body_free);
     return;
 out:
     json_decref(body);
@@ -550,17 +409,17 @@ out:
 void osb_instance_delete(const struct gateway *gw, const struct request *req, struct reply *out)
 {
     const char *instance_id = req->params[0];
-    if (!osb_valid_id(instance_id, "instance_id", out))
+    if (!validate_id(instance_id, "instance_id", out))
         return;
     if (req->query_service_id == NULL || req->query_service_id[0] == '\0' ||
         req->query_plan_id == NULL || req->query_plan_id[0] == '\0') {
-        osb_bad_request(out, "The query parameters service_id and plan_id are required.");
+        reply_bad_request(out, "The query parameters service_id and plan_id are required.");
         return;
     }
     /* The plan may have left the catalog since the instance was made: deprovisioning must
      * still work, with the defaults. */
     const struct osbq_plan *plan = osb_platform_plan(gw, req, req->query_plan_id);
-    if (plan != NULL && plan->async_required && !osb_accepts_incomplete(req)) {
+    if (plan != NULL && plan->async_required && !accept_async(req)) {
         reply_error(out, OSBQ_ERR_ASYNC_REQUIRED, NULL);
         return;
     }
@@ -571,20 +430,21 @@ void osb_instance_delete(const struct gateway *gw, const struct request *req, st
         .plan_id = req->query_plan_id,
         .plan = plan,
         .digest = "",
+        .async = accept_async(req),
     };
-    accept_operation(gw, req, &a, out);
+    accept_operation(gw, req, &instance_accept, &a, out);
 }
 
 /* GET of an instance once it is read. */
-static void instance_fetched(const struct gateway *gw, const struct request *req,
-                             struct osbq_store_call *call, void *state, struct reply *out)
+static void instance_get_after_read(const struct gateway *gw, const struct request *req,
+                                    struct osbq_store_call *call, void *state, struct reply *out)
 {
     (void)state;
     struct osbq_instance inst = {0};
     struct osbq_error err = {0};
     int found = osbq_store_instance_get_result(call, &inst, &err);
     if (found < 0) {
-        osb_store_unavailable(out, &err);
+        reply_store_unavailable(out, &err);
         return;
     }
     if (found == 0 || !osb_platform_owns(req, inst.platform) ||
@@ -598,8 +458,8 @@ static void instance_fetched(const struct gateway *gw, const struct request *req
     }
     const struct osbq_service *service = osbq_catalog_service(gw->catalog, inst.service_id);
     if (service != NULL && !service->instances_retrievable) {
-        osb_bad_request(out, "The service does not allow fetching instances "
-                             "(instances_retrievable).");
+        reply_bad_request(out, "The service does not allow fetching instances "
+                               "(instances_retrievable).");
         goto out;
     }
     json_t *body = json_object();
@@ -627,7 +487,7 @@ void osb_instance_get(const struct gateway *gw, const struct request *req, struc
         reply_error(out, OSBQ_ERR_NOT_FOUND, "Fetching a service instance needs API 2.14.");
         return;
     }
-    if (!osb_valid_id(instance_id, "instance_id", out))
+    if (!validate_id(instance_id, "instance_id", out))
         return;
     struct osbq_error err = {0};
     struct osbq_store_call *call = osbq_store_instance_get_call(gw->store, instance_id, &err);
@@ -635,7 +495,7 @@ void osb_instance_get(const struct gateway *gw, const struct request *req, struc
         reply_error_from(out, &err);
         return;
     }
-    reply_defer(out, call, instance_fetched, NULL, NULL);
+    reply_defer(out, call, instance_get_after_read, NULL, NULL);
 }
 
 void osb_instance_finished(const struct reply_wait *wait, const struct waiter_result *result,

@@ -6,7 +6,7 @@
 #include "handlers.h"
 #include "log.h"
 #include "osb_platform.h"
-#include "osb_request.h"
+#include "validate.h"
 
 /* Seconds until the operation probably ends: the plan's average for this kind minus the time
  * spent, within the configured bounds. CF ignores values below its own interval and Kubernetes
@@ -36,21 +36,21 @@ static void last_operation_answer(const struct gateway *gw, const struct request
     struct osbq_error err = {0};
     int found = osbq_store_last_operation_result(call, &op, &err);
     if (found < 0) {
-        osb_store_unavailable(out, &err);
+        reply_store_unavailable(out, &err);
         return;
     }
     if (found == 0) {
-        osb_error_text(out, OSBQ_ERR_NOT_FOUND, "The %s does not exist.", what);
+        reply_errorf(out, OSBQ_ERR_NOT_FOUND, "The %s does not exist.", what);
         return;
     }
     if (found == 2) {
-        osb_bad_request(out, "\"%s\" is not an operation of this %s.", operation, what);
+        reply_bad_request(out, "\"%s\" is not an operation of this %s.", operation, what);
         return;
     }
     bool succeeded = strcmp(op.state, "succeeded") == 0;
     bool failed = strcmp(op.state, "failed") == 0;
     if (succeeded && (strcmp(op.kind, "deprovision") == 0 || strcmp(op.kind, "unbind") == 0)) {
-        osb_error_text(out, OSBQ_ERR_GONE, "The %s has been deleted.", what);
+        reply_errorf(out, OSBQ_ERR_GONE, "The %s has been deleted.", what);
         goto out;
     }
     json_t *body = json_object();
@@ -74,15 +74,18 @@ out:
     osbq_last_op_clear(&op);
 }
 
-static void instance_op_answer(const struct gateway *gw, const struct request *req,
-                               struct osbq_store_call *call, void *state, struct reply *out)
+static void last_operation_get_after_read(const struct gateway *gw, const struct request *req,
+                                          struct osbq_store_call *call, void *state,
+                                          struct reply *out)
 {
     (void)state;
     last_operation_answer(gw, req, NULL, call, out);
 }
 
-static void binding_op_answer(const struct gateway *gw, const struct request *req,
-                              struct osbq_store_call *call, void *state, struct reply *out)
+static void binding_last_operation_get_after_read(const struct gateway *gw,
+                                                  const struct request *req,
+                                                  struct osbq_store_call *call, void *state,
+                                                  struct reply *out)
 {
     (void)state;
     last_operation_answer(gw, req, req->params[1], call, out);
@@ -93,12 +96,12 @@ static void last_operation(const struct gateway *gw, const struct request *req,
                            const char *binding_id, struct reply *out)
 {
     const char *instance_id = req->params[0];
-    if (!osb_valid_id(instance_id, "instance_id", out) ||
-        (binding_id != NULL && !osb_valid_id(binding_id, "binding_id", out)))
+    if (!validate_id(instance_id, "instance_id", out) ||
+        (binding_id != NULL && !validate_id(binding_id, "binding_id", out)))
         return;
     const char *operation = req->query_operation;
     if (operation != NULL && operation[0] == '\0') {
-        osb_bad_request(out, "The operation query parameter must not be empty.");
+        reply_bad_request(out, "The operation query parameter must not be empty.");
         return;
     }
     struct osbq_error err = {0};
@@ -108,7 +111,9 @@ static void last_operation(const struct gateway *gw, const struct request *req,
         reply_error_from(out, &err);
         return;
     }
-    reply_defer(out, call, binding_id ? binding_op_answer : instance_op_answer, NULL, NULL);
+    reply_defer(out, call,
+                binding_id ? binding_last_operation_get_after_read : last_operation_get_after_read,
+                NULL, NULL);
 }
 
 void osb_last_operation_get(const struct gateway *gw, const struct request *req, struct reply *out)

@@ -3,7 +3,7 @@
 
 #include "error.h"
 
-bool osb_parameters_valid(const struct json_schema *schema, const json_t *parameters,
+bool osb_parameters_valid(const struct osbq_schema *schema, const json_t *parameters,
                           bool absent_as_empty, struct reply *out)
 {
     if (schema == NULL || (parameters == NULL && !absent_as_empty))
@@ -14,17 +14,17 @@ bool osb_parameters_valid(const struct json_schema *schema, const json_t *parame
         return false;
     }
     char msg[OSBQ_ERROR_TEXT_MAX];
-    enum json_schema_result r = json_schema_validate(
+    enum osbq_schema_result r = osbq_schema_validate(
         schema, parameters != NULL ? parameters : empty, "parameters", msg, sizeof msg);
     json_decref(empty);
     switch (r) {
-    case JSON_SCHEMA_VALID:
+    case OSBQ_SCHEMA_VALID:
         return true;
-    case JSON_SCHEMA_MISMATCH:
-    case JSON_SCHEMA_TOO_COSTLY: /* the request's own document made it costly: a 400 too */
+    case OSBQ_SCHEMA_MISMATCH:
+    case OSBQ_SCHEMA_TOO_COSTLY: /* the request's own document made it costly: a 400 too */
         reply_error(out, OSBQ_ERR_BAD_REQUEST, msg);
         return false;
-    case JSON_SCHEMA_OUT_OF_MEMORY:
+    case OSBQ_SCHEMA_OUT_OF_MEMORY:
         break;
     }
     reply_error(out, OSBQ_ERR_INTERNAL, NULL);

@@ -5,15 +5,15 @@
 #include <jansson.h>
 #include <stdbool.h>
 
-#include "json_schema.h"
 #include "reply.h"
+#include "schema.h"
 
 /* True when parameters match schema, or when schema is NULL (the plan declares none). Absent
  * parameters (NULL) are checked as {} when absent_as_empty (provision, bind: the request
  * carries no parameters), and not at all otherwise (update: no parameter changes). False with
  * a 400 whose description names the first failing path and keyword, e.g.
  * "parameters.size: 300 is greater than the maximum of 100". */
-bool osb_parameters_valid(const struct json_schema *schema, const json_t *parameters,
+bool osb_parameters_valid(const struct osbq_schema *schema, const json_t *parameters,
                           bool absent_as_empty, struct reply *out);
 
 #endif

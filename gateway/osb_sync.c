@@ -18,8 +18,8 @@ static void answer_outcome(const struct gateway *gw, const struct reply_wait *wa
 
 /* After a timeout, once the operation is read: its outcome if it ended, else 504. state is the
  * request's wait (borrowed: the exchange owns it). */
-static void timeout_answer(const struct gateway *gw, const struct request *req,
-                           struct osbq_store_call *call, void *state, struct reply *out)
+static void sync_reply_after_read(const struct gateway *gw, const struct request *req,
+                                  struct osbq_store_call *call, void *state, struct reply *out)
 {
     (void)req;
     const struct reply_wait *wait = state;
@@ -67,5 +67,5 @@ void osb_sync_reply(const struct gateway *gw, const struct reply_wait *wait,
         reply_error_from(out, &err);
         return;
     }
-    reply_defer(out, call, timeout_answer, (void *)(uintptr_t)wait, NULL);
+    reply_defer(out, call, sync_reply_after_read, (void *)(uintptr_t)wait, NULL);
 }

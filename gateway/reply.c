@@ -1,9 +1,12 @@
 /* Replies: the error table (OSB spec "Service Broker Errors") and JSON bodies. */
 #include "reply.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "log.h"
 #include "store.h"
 
 /* Kubernetes' OSB client recognises the 422 codes only with these exact descriptions. */
@@ -112,13 +115,46 @@ void reply_error_from(struct reply *out, const struct osbq_error *err)
     reply_error(out, err->code, err->text);
 }
 
+static void reply_verror(struct reply *out, enum osbq_err code, const char *fmt, va_list ap)
+    __attribute__((format(printf, 3, 0)));
+
+static void reply_verror(struct reply *out, enum osbq_err code, const char *fmt, va_list ap)
+{
+    char text[512];
+    (void)vsnprintf(text, sizeof text, fmt, ap);
+    reply_error(out, code, text);
+}
+
+void reply_errorf(struct reply *out, enum osbq_err code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    reply_verror(out, code, fmt, ap);
+    va_end(ap);
+}
+
+bool reply_bad_request(struct reply *out, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    reply_verror(out, OSBQ_ERR_BAD_REQUEST, fmt, ap);
+    va_end(ap);
+    return false;
+}
+
+void reply_store_unavailable(struct reply *out, const struct osbq_error *err)
+{
+    log_warnx("%s", err->text);
+    reply_error(out, OSBQ_ERR_UNAVAILABLE,
+                "The broker's state store is unavailable; try again later.");
+}
+
 void reply_wait_clear(struct reply_wait *wait)
 {
     free(wait->operation_id);
     free(wait->instance_id);
     free(wait->binding_id);
     free(wait->dashboard_url);
-    free(wait->job);
     memset(wait, 0, sizeof *wait);
 }
 
@@ -126,6 +162,7 @@ void reply_defer(struct reply *out, struct osbq_store_call *call, reply_resume_f
                  void *state, void (*state_free)(void *state))
 {
     reply_clear(out);
+    out->kind = REPLY_DEFERRED;
     out->defer = (struct reply_defer){call, resume, state, state_free};
 }
 
@@ -140,6 +177,7 @@ void reply_defer_clear(struct reply_defer *defer)
 void reply_clear(struct reply *out)
 {
     free(out->body);
+    free(out->job);
     reply_wait_clear(&out->wait);
     reply_defer_clear(&out->defer);
     memset(out, 0, sizeof *out);

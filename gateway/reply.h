@@ -3,6 +3,7 @@
 #define OSBQ_GATEWAY_REPLY_H
 
 #include <jansson.h>
+#include <stdbool.h>
 
 #include "error.h"
 #include "request.h"
@@ -30,13 +31,24 @@ void reply_error_flags(struct reply *out, enum osbq_err code, const char *descri
 /* Fills out with an error from err (code and text). */
 void reply_error_from(struct reply *out, const struct osbq_error *err);
 
+/* Fills out with the error code and a formatted description. */
+void reply_errorf(struct reply *out, enum osbq_err code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Fills out with a 400 naming the problem. Returns false, for `return reply_bad_request(...)`. */
+bool reply_bad_request(struct reply *out, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Answers 503 because Redis failed (err, logged here once). */
+void reply_store_unavailable(struct reply *out, const struct osbq_error *err);
+
 /* Fills out with status and the JSON object body, which it steals (json_decref'd here). */
 void reply_json(struct reply *out, unsigned status, json_t *body);
 
 /* Fills out with status and a body that outlives the reply (borrowed). */
 void reply_static(struct reply *out, unsigned status, const char *body, size_t len);
 
-/* Makes out a deferred reply: call goes to Redis, then resume(state) answers. Takes call, and
+/* Makes out a REPLY_DEFERRED: call goes to Redis, then resume(state) answers. Takes call, and
  * state when state_free is given (state_free NULL: state is borrowed, or NULL). */
 void reply_defer(struct reply *out, struct osbq_store_call *call, reply_resume_fn resume,
                  void *state, void (*state_free)(void *state));
@@ -44,7 +56,7 @@ void reply_defer(struct reply *out, struct osbq_store_call *call, reply_resume_f
 /* Frees what a deferral owns and zeroes it. */
 void reply_defer_clear(struct reply_defer *defer);
 
-/* Frees what out owns and zeroes it. */
+/* Frees what out owns (its job included) and zeroes it: a REPLY_NOW without a status. */
 void reply_clear(struct reply *out);
 
 /* Frees what a wait owns and zeroes it. */

@@ -21,6 +21,14 @@ enum http_method {
 
 #define ROUTE_MAX_PARAMS 4
 
+/* API versions where behaviour changes (major*100+minor, as request.api_version). */
+#define API_ASYNC       207 /* accepts_incomplete, 202, last_operation */
+#define API_OPERATION   209 /* the `operation` field */
+#define API_FETCH       214 /* GET of instances and bindings; dashboard_url on update */
+#define API_RETRY_AFTER 215 /* Retry-After; maintenance_info */
+#define API_METADATA    216 /* metadata; instance_usable, update_repeatable */
+#define API_ATTRIBUTES  217 /* metadata.attributes */
+
 /* A parsed request. Strings are borrowed from the connection and the exchange: valid until the
  * request completes, so also in a deferred reply's second half. */
 struct request {
@@ -42,18 +50,16 @@ struct request {
     size_t body_len;                      /* bytes in body */
 };
 
-/* A synchronous request that must wait for its operation: http.c registers a waiter,
- * suspends the connection, then sends the job; osb_sync_reply answers on wake-up. */
+/* A synchronous request that must wait for its operation: http.c registers a waiter and
+ * suspends the connection; osb_sync_reply answers on wake-up. */
 struct reply_wait {
-    char *operation_id;      /* owned; NULL when the request does not wait */
-    int64_t deadline_ms;     /* CLOCK_MONOTONIC ms */
+    char *operation_id;      /* owned: the operation waited for */
+    int64_t timeout_ms;      /* how long it may wait (http.c makes it a deadline) */
     enum osbq_job_kind kind; /* the operation's kind */
     unsigned api_version;    /* the request's API version */
     char *instance_id;       /* owned: for the final read after a timeout */
     char *binding_id;        /* owned: bind and unbind only, else NULL */
     char *dashboard_url;     /* owned: decided at accept (provision), or NULL */
-    void *job;               /* owned encoded job to send once suspended, or NULL */
-    size_t job_len;          /* bytes in job */
 };
 
 struct gateway;
@@ -81,9 +87,17 @@ struct reply_defer {
 #define REPLY_AUTH_BASIC  1u
 #define REPLY_AUTH_BEARER 2u
 
+/* Which kind of answer a reply is. */
+enum reply_kind {
+    REPLY_NOW = 0,  /* a status and a body, sent at once */
+    REPLY_DEFERRED, /* a Redis call first (defer), then its second half answers */
+    REPLY_WAIT,     /* a wait for the operation's outcome (wait), then osb_sync_reply answers */
+};
+
 /* A response under construction: handlers fill it through reply.h, http.c sends it. */
 struct reply {
-    unsigned status;          /* HTTP status */
+    enum reply_kind kind;     /* which of the answers below it is */
+    unsigned status;          /* REPLY_NOW: HTTP status */
     char *body;               /* owned JSON text, or NULL when static_body is used */
     const char *static_body;  /* borrowed body that outlives the daemon (the catalog) */
     size_t body_len;          /* bytes of whichever body is set */
@@ -94,9 +108,12 @@ struct reply {
     char retry_after[16];     /* Retry-After header (seconds), or empty */
     const char *content_type; /* Content-Type (static string); NULL: application/json */
     char operation_id[33];    /* the operation the request started or joined, for the access
-                               * log; empty when none */
-    struct reply_wait wait;   /* set instead of a status when the request waits */
-    struct reply_defer defer; /* set instead of a status when the handler needs Redis */
+                               * log and the job; empty when none */
+    char *job;                /* owned encoded job of operation_id, or NULL: http.c sends it
+                               * once the reply is queued or the request suspended */
+    size_t job_len;           /* bytes in job */
+    struct reply_wait wait;   /* REPLY_WAIT: what the request waits for */
+    struct reply_defer defer; /* REPLY_DEFERRED: the handler's Redis call */
 };
 
 #endif

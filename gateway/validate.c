@@ -1,8 +1,12 @@
-/* Request checks that need no I/O: the API version header, ETags, the body's media type. */
+/* Request checks that need no I/O: the API version header, ETags, the body's media type, the
+ * body and the path's ids. */
 #include "validate.h"
 
 #include <string.h>
 #include <strings.h>
+
+/* Deeper documents are refused: parameters nest a few levels, never hundreds. */
+#define BODY_MAX_DEPTH 64
 
 static const char supported[] = "this broker supports X-Broker-API-Version 2.0 to 2.17 "
                                 "(e.g. \"X-Broker-API-Version: 2.17\")";
@@ -78,4 +82,101 @@ bool validate_json_content_type(const char *content_type)
     while (*p == ' ' || *p == '\t')
         p++;
     return *p == '\0' || *p == ';';
+}
+
+static size_t depth(const json_t *value)
+{
+    size_t deepest = 0;
+    if (json_is_object(value)) {
+        const char *key;
+        json_t *member;
+        json_object_foreach ((json_t *)value, key, member) {
+            size_t d = depth(member);
+            deepest = d > deepest ? d : deepest;
+            if (deepest > BODY_MAX_DEPTH)
+                break;
+        }
+    } else if (json_is_array(value)) {
+        size_t i;
+        json_t *member;
+        json_array_foreach (value, i, member) {
+            size_t d = depth(member);
+            deepest = d > deepest ? d : deepest;
+            if (deepest > BODY_MAX_DEPTH)
+                break;
+        }
+    }
+    return deepest + 1;
+}
+
+json_t *validate_body(const struct request *req, struct reply *out)
+{
+    if (req->content_type != NULL && !validate_json_content_type(req->content_type)) {
+        reply_bad_request(out, "The request body must be JSON (Content-Type: application/json).");
+        return NULL;
+    }
+    if (req->body == NULL || req->body_len == 0) {
+        reply_bad_request(out, "The request body must be a JSON object.");
+        return NULL;
+    }
+    json_error_t jerr;
+    json_t *body = json_loadb(req->body, req->body_len, JSON_REJECT_DUPLICATES, &jerr);
+    if (body == NULL) {
+        reply_bad_request(out, "The request body is not valid JSON: %s (line %d, column %d).",
+                          jerr.text, jerr.line, jerr.column);
+        return NULL;
+    }
+    if (!json_is_object(body)) {
+        json_decref(body);
+        reply_bad_request(out, "The request body must be a JSON object.");
+        return NULL;
+    }
+    if (depth(body) > BODY_MAX_DEPTH) {
+        json_decref(body);
+        reply_bad_request(out, "The request body nests deeper than %d levels.", BODY_MAX_DEPTH);
+        return NULL;
+    }
+    return body;
+}
+
+bool validate_id(const char *id, const char *what, struct reply *out)
+{
+    size_t len = strlen(id);
+    if (len == 0)
+        return reply_bad_request(out, "The %s must not be empty.", what);
+    if (len > VALIDATE_ID_MAX)
+        return reply_bad_request(out, "The %s is longer than %d bytes.", what, VALIDATE_ID_MAX);
+    for (const unsigned char *p = (const unsigned char *)id; *p; p++)
+        if (*p < 0x20 || *p == 0x7f || *p == '/')
+            return reply_bad_request(out, "The %s holds a control character or '/'.", what);
+    /* Ids travel inside JSON (jobs, credentials, events): they must be UTF-8. */
+    json_t *as_json = json_string(id);
+    if (as_json == NULL)
+        return reply_bad_request(out, "The %s is not valid UTF-8.", what);
+    json_decref(as_json);
+    return true;
+}
+
+bool validate_optional_string(json_t *body, const char *key, const char **value, struct reply *out)
+{
+    json_t *member = json_object_get(body, key);
+    *value = NULL;
+    if (member == NULL)
+        return true;
+    if (!json_is_string(member) || json_string_length(member) == 0)
+        return reply_bad_request(out, "\"%s\" must be a non-empty string.", key);
+    *value = json_string_value(member);
+    return true;
+}
+
+bool validate_optional_object(json_t *body, const char *key, json_t **value, struct reply *out)
+{
+    json_t *member = json_object_get(body, key);
+    *value = NULL;
+    if (member == NULL)
+        return true;
+    if (!json_is_object(member))
+        return reply_bad_request(out, "\"%s\" must be a JSON object.", key);
+    *value = member;
+    return true;
 }

@@ -135,19 +135,7 @@ void osbq_job_clear(struct osbq_job *job)
 {
     if (!job)
         return;
-    free(job->operation_id);
-    free(job->instance_id);
-    free(job->binding_id);
-    free(job->service_id);
-    free(job->plan_id);
-    free(job->parameters);
-    free(job->context);
-    free(job->bind_resource);
-    free(job->maintenance_info);
-    free(job->originating_identity);
-    free(job->request_identity);
-    free(job->trace);
-    free(job->predecessor_binding_id);
+    free(job->owned);
     memset(job, 0, sizeof(*job));
 }
 
@@ -434,7 +422,7 @@ static int find_field(const msgpack_object_str *key)
     return -1;
 }
 
-static char **str_slot(struct osbq_job *job, enum field_id id)
+static const char **str_slot(struct osbq_job *job, enum field_id id)
 {
     switch (id) {
     case F_OP:
@@ -472,6 +460,45 @@ static char **str_slot(struct osbq_job *job, enum field_id id)
     return NULL;
 }
 
+/* The one block a job's strings live in, filled front to back. */
+struct block {
+    char *next; /* where the next string goes */
+};
+
+static const char *block_add(struct block *b, const char *s, size_t len)
+{
+    char *at = b->next;
+    if (len > 0)
+        memcpy(at, s, len);
+    at[len] = '\0';
+    b->next += len + 1;
+    return at;
+}
+
+int osbq_job_copy(const struct osbq_job *src, struct osbq_job *dst)
+{
+    size_t total = 0;
+    *dst = *src;
+    dst->owned = NULL;
+    for (size_t i = 0; i < FIELD_COUNT; i++) {
+        const char **slot = str_slot(dst, (enum field_id)i);
+        if (slot && *slot)
+            total += strlen(*slot) + 1;
+    }
+    dst->owned = malloc(total > 0 ? total : 1);
+    if (!dst->owned) {
+        memset(dst, 0, sizeof(*dst));
+        return -1;
+    }
+    struct block b = {dst->owned};
+    for (size_t i = 0; i < FIELD_COUNT; i++) {
+        const char **slot = str_slot(dst, (enum field_id)i);
+        if (slot && *slot)
+            *slot = block_add(&b, *slot, strlen(*slot));
+    }
+    return 0;
+}
+
 static int read_uint(const msgpack_object *val, enum field_id id, struct osbq_job *job,
                      char *errbuf, size_t errbuf_len)
 {
@@ -497,12 +524,11 @@ static int read_uint(const msgpack_object *val, enum field_id id, struct osbq_jo
 }
 
 static int read_field(const msgpack_object *val, enum field_id id, struct osbq_job *job,
-                      char *errbuf, size_t errbuf_len)
+                      struct block *strings, char *errbuf, size_t errbuf_len)
 {
     const struct field *f = &fields[id];
     const msgpack_object_str *s = &val->via.str;
     char quoted[MAX_QUOTE + 4];
-    char **slot;
 
     if (f->type == FT_UINT)
         return read_uint(val, id, job, errbuf, errbuf_len);
@@ -521,13 +547,7 @@ static int read_field(const msgpack_object *val, enum field_id id, struct osbq_j
         }
         return 0;
     }
-    slot = str_slot(job, id);
-    *slot = malloc((size_t)s->size + 1);
-    if (!*slot)
-        return fail(errbuf, errbuf_len, "job decode: out of memory");
-    if (s->size > 0)
-        memcpy(*slot, s->ptr, s->size);
-    (*slot)[s->size] = '\0';
+    *str_slot(job, id) = block_add(strings, s->ptr, s->size);
     return 0;
 }
 
@@ -545,6 +565,18 @@ static int read_map(const msgpack_object_map *map, struct osbq_job *job, char *e
     if (map->size == 0 || map->ptr[0].key.type != MSGPACK_OBJECT_STR ||
         find_field(&map->ptr[0].key.via.str) != F_VERSION)
         return fail(errbuf, errbuf_len, "first key of a job must be \"v\"");
+    /* One block for every string: their sizes first (a rejected job frees it unread). */
+    size_t total = 0;
+    for (i = 0; i < map->size; i++) {
+        const msgpack_object_kv *kv = &map->ptr[i];
+        id = kv->key.type == MSGPACK_OBJECT_STR ? find_field(&kv->key.via.str) : -1;
+        if (id >= 0 && kv->val.type == MSGPACK_OBJECT_STR && str_slot(job, (enum field_id)id))
+            total += (size_t)kv->val.via.str.size + 1;
+    }
+    job->owned = malloc(total > 0 ? total : 1);
+    if (!job->owned)
+        return fail(errbuf, errbuf_len, "job decode: out of memory");
+    struct block strings = {job->owned};
     for (i = 0; i < map->size; i++) {
         const msgpack_object *key = &map->ptr[i].key;
 
@@ -558,7 +590,7 @@ static int read_map(const msgpack_object_map *map, struct osbq_job *job, char *e
         if (seen & (1u << id))
             return fail(errbuf, errbuf_len, "duplicate field \"%s\"", fields[id].key);
         seen |= 1u << id;
-        if (read_field(&map->ptr[i].val, (enum field_id)id, job, errbuf, errbuf_len) < 0)
+        if (read_field(&map->ptr[i].val, (enum field_id)id, job, &strings, errbuf, errbuf_len) < 0)
             return -1;
     }
     for (i = 0; i < sizeof(required) / sizeof(required[0]); i++) {

@@ -12,7 +12,11 @@ packages=(
   libgnutls28-dev openssl  # the gateway's HTTPS (GnuTLS); test certificates (openssl)
   libpcre2-dev json-schema-test-suite # plan schemas: regexes, and the suite their tests run
   clang libclang-rt-14-dev  # scripts/fuzz.sh: libFuzzer (-fsanitize=fuzzer) comes with clang's runtime
+  prometheus                # tests/deploy: promtool checks deploy/prometheus/alerts.yml
 )
+# tests/deploy validates deploy/kubernetes with npm packages; a node and npm installed otherwise
+# (not from Debian) do as well.
+command -v npm >/dev/null || packages+=(nodejs npm)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -73,6 +73,10 @@ extern const struct backend backend_redis;
 /* Runs the operator's program once per operation, the job on its stdin (backend_exec.c). */
 extern const struct backend backend_exec;
 
+/* Every backend this build has, NULL-terminated, in the order of the catalog's
+ * osbq_backend_names (common/backend_settings.c): a unit test holds the two lists together. */
+extern const struct backend *const backends[];
+
 /* The backend called name; borrowed (static), NULL when no backend has that name. */
 const struct backend *backend_find(const char *name);
 

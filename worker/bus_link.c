@@ -1,5 +1,5 @@
 /* The worker's gateway connections: one DEALER per endpoint the registry lists, READY credits,
- * and the receiving half of the bus protocol (common/bus.h). */
+ * and the receiving half of the bus protocol (bus/bus.h). */
 #include "bus_link.h"
 
 #include <ctype.h>

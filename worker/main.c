@@ -275,6 +275,12 @@ static void run(struct worker *w)
     }
 }
 
+/* osbq_jobs_running at each scrape: the runner's busy slots (worker_metrics_attach). */
+static size_t running_jobs(void *runner)
+{
+    return runner_busy(runner);
+}
+
 int main(int argc, char **argv)
 {
     osbq_startup_args(&startup, argc, argv);
@@ -341,7 +347,7 @@ int main(int argc, char **argv)
     if (runner == NULL)
         fatalx("cannot start the runner: %s", err.text);
     runner_set_secrets(runner, secrets);
-    worker_metrics_attach(&metrics, runner);
+    worker_metrics_attach(&metrics, running_jobs, runner);
     struct metrics_server *server = NULL;
     if (metrics_fd >= 0) {
         server = metrics_server_start(&cfg, metrics_fd, registry, &err);

@@ -766,16 +766,10 @@ static void release_stuck(struct runner *r)
         if (run == NULL || !give_up_locked(run, GAVE_UP_SHUTDOWN))
             continue;
         /* The run's strings may go as soon as the lock is dropped: copy what the release needs. */
-        const struct osbq_job *job = run->job;
-        struct osbq_job copy = {
-            .kind = job->kind,
-            .operation_id = strdup(job->operation_id),
-            .instance_id = job->instance_id ? strdup(job->instance_id) : NULL,
-            .binding_id = job->binding_id ? strdup(job->binding_id) : NULL,
-            .request_identity = job->request_identity ? strdup(job->request_identity) : NULL,
-        };
+        struct osbq_job copy;
+        int copied = osbq_job_copy(run->job, &copy);
         pthread_mutex_unlock(&r->lock);
-        if (copy.operation_id != NULL)
+        if (copied == 0)
             release_op(r, &copy, GAVE_UP_SHUTDOWN, 0);
         osbq_job_clear(&copy);
         pthread_mutex_lock(&r->lock);

@@ -3,8 +3,6 @@
 
 #include <string.h>
 
-#include "runner.h"
-
 static const char *const operation_labels[] = {"kind", "state"};
 static const char *const kind_label[] = {"kind"};
 static const char *const result_label[] = {"result"};
@@ -25,8 +23,8 @@ static int kind_index(enum osbq_job_kind kind)
 static void refresh_gauges(void *ctx)
 {
     struct worker_metrics *wm = ctx;
-    if (wm->runner != NULL)
-        osbq_series_set(wm->running, (double)runner_busy(wm->runner));
+    if (wm->running_jobs != NULL)
+        osbq_series_set(wm->running, (double)wm->running_jobs(wm->running_ctx));
     osbq_series_set(wm->gateways_connected, (double)atomic_load(&wm->gateways));
 }
 
@@ -94,10 +92,12 @@ int worker_metrics_init(struct worker_metrics *wm, struct osbq_metrics *registry
     return osbq_metrics_on_render(m, refresh_gauges, wm);
 }
 
-void worker_metrics_attach(struct worker_metrics *wm, struct runner *runner)
+void worker_metrics_attach(struct worker_metrics *wm, size_t (*running_jobs)(void *ctx), void *ctx)
 {
-    if (wm != NULL)
-        wm->runner = runner;
+    if (wm == NULL)
+        return;
+    wm->running_jobs = running_jobs;
+    wm->running_ctx = ctx;
 }
 
 void worker_metrics_set_gateways(struct worker_metrics *wm, size_t count)

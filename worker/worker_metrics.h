@@ -12,8 +12,6 @@
 #include "job.h"
 #include "metrics.h"
 
-struct runner;
-
 /* The kinds counted: osbq_job_kind values OSBQ_JOB_PROVISION..OSBQ_JOB_UNBIND. */
 #define WORKER_METRICS_KINDS 5
 
@@ -47,8 +45,9 @@ struct worker_metrics {
     struct osbq_series *rejected;           /* osbq_jobs_rejected_total */
     struct osbq_series *finish_retries;     /* osbq_finish_retries_total */
     struct osbq_series *gateways_connected; /* osbq_gateways_connected (read at each render) */
-    struct runner *runner;                  /* borrowed, read by the render hook; NULL until
+    size_t (*running_jobs)(void *ctx);      /* read by the render hook; NULL until
                                              * worker_metrics_attach */
+    void *running_ctx;                      /* borrowed: running_jobs' argument */
     atomic_uint gateways;                   /* linked gateways: written by the main thread (which
                                              * owns the bus link), read by the render hook */
 };
@@ -59,9 +58,9 @@ struct worker_metrics {
  * -1 when out of memory. */
 int worker_metrics_init(struct worker_metrics *wm, struct osbq_metrics *registry, unsigned slots);
 
-/* Lets renders read runner_busy(runner) into osbq_jobs_running. Call before the metrics server
- * starts; runner must outlive it. */
-void worker_metrics_attach(struct worker_metrics *wm, struct runner *runner);
+/* Lets renders read running_jobs(ctx) (the jobs holding a slot) into osbq_jobs_running. Call
+ * before the metrics server starts; ctx must outlive it. */
+void worker_metrics_attach(struct worker_metrics *wm, size_t (*running_jobs)(void *ctx), void *ctx);
 
 /* Records how many gateways the worker is linked to (main thread, after each registry sync). */
 void worker_metrics_set_gateways(struct worker_metrics *wm, size_t count);

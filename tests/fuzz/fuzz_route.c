@@ -1,8 +1,8 @@
 /* Fuzz target: what the gateway checks of a request before any I/O: the router
- * (gateway/route.c), the header validators (gateway/validate.c) and the OSB body helpers every
- * handler calls (gateway/osb_request.c: body parsing, path ids, optional fields, canonical JSON
- * and digests). The handlers themselves (osb_instance.c, osb_binding.c) interleave their
- * remaining checks with Redis and catalog look-ups and are covered by the integration tests.
+ * (gateway/route.c), the header and body checks every handler calls (gateway/validate.c:
+ * headers, body parsing, path ids, optional fields) and the request digest (gateway/digest.c:
+ * canonical JSON and digests). The handlers themselves (osb_instance.c, osb_binding.c) interleave
+ * their remaining checks with Redis and catalog look-ups and are covered by the integration tests.
  *
  * Input, as readable text so the corpus is plain requests:
  *   line 1: "<METHOD> <path>"
@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "digest.h"
 #include "fuzz_target.h"
-#include "osb_request.h"
 #include "route.h"
 #include "validate.h"
 
@@ -84,7 +84,7 @@ static void check_route(const char *path, enum http_method method)
             FUZZ_CHECK(params.values[i] >= params.buf &&
                        params.values[i] < params.buf + sizeof params.buf);
             struct reply out = {0};
-            if (!osb_valid_id(params.values[i], "id", &out))
+            if (!validate_id(params.values[i], "id", &out))
                 check_error_reply(&out);
             else
                 FUZZ_CHECK(out.status == 0 && out.body == NULL);
@@ -142,22 +142,22 @@ static void check_digest(json_t *body, const char *canonical)
         keys[n++] = key;
     }
     qsort(keys, n, sizeof keys[0], compare_keys);
-    struct osb_digest d;
-    osb_digest_begin(&d);
+    struct digest d;
+    digest_begin(&d);
     for (size_t i = 0; i < n; i++) {
         value = json_object_get(body, keys[i]);
         if (json_is_string(value)) {
-            osb_digest_string(&d, keys[i], json_string_value(value));
+            digest_string(&d, keys[i], json_string_value(value));
         } else {
-            char *text = osb_canonical(value);
+            char *text = digest_canonical(value);
             FUZZ_CHECK(text != NULL);
-            osb_digest_json(&d, keys[i], text);
+            digest_json(&d, keys[i], text);
             free(text);
         }
     }
     char digest[33], want[33];
     unsigned char hash[16];
-    FUZZ_CHECK(osb_digest_end(&d, digest));
+    FUZZ_CHECK(digest_end(&d, digest));
     crypto_generichash(hash, sizeof hash, (const unsigned char *)canonical, strlen(canonical), NULL,
                        0);
     sodium_bin2hex(want, sizeof want, hash, sizeof hash);
@@ -177,7 +177,7 @@ static void check_body(const char *content_type, const uint8_t *data, size_t siz
         .body_len = size,
     };
     struct reply out = {0};
-    json_t *body = osb_parse_body(&req, &out);
+    json_t *body = validate_body(&req, &out);
     if (body == NULL) {
         check_error_reply(&out);
         free(text);
@@ -185,19 +185,19 @@ static void check_body(const char *content_type, const uint8_t *data, size_t siz
     }
     for (size_t i = 0; i < sizeof string_fields / sizeof string_fields[0]; i++) {
         const char *value = NULL;
-        if (!osb_optional_string(body, string_fields[i], &value, &out))
+        if (!validate_optional_string(body, string_fields[i], &value, &out))
             check_error_reply(&out);
         else if (value != NULL)
             FUZZ_CHECK(value[0] != '\0');
     }
     for (size_t i = 0; i < sizeof object_fields / sizeof object_fields[0]; i++) {
         json_t *value = NULL;
-        if (!osb_optional_object(body, object_fields[i], &value, &out))
+        if (!validate_optional_object(body, object_fields[i], &value, &out))
             check_error_reply(&out);
         else if (value != NULL)
             FUZZ_CHECK(json_is_object(value));
     }
-    char *canonical = osb_canonical(body);
+    char *canonical = digest_canonical(body);
     FUZZ_CHECK(canonical != NULL);
     json_t *back = json_loads(canonical, JSON_REJECT_DUPLICATES, NULL);
     FUZZ_CHECK(back != NULL && json_equal(back, body));

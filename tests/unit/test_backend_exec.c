@@ -151,7 +151,7 @@ static void fake_init(struct fake *f, enum osbq_job_kind kind, const char *plan_
     f->job.operation_id = "op-1";
     f->job.kind = kind;
     f->job.instance_id = "inst-1";
-    f->job.plan_id = (char *)(uintptr_t)plan_id;
+    f->job.plan_id = plan_id;
     f->job.api_version = 217;
     f->job.attempt = 1;
     if (kind == OSBQ_JOB_BIND || kind == OSBQ_JOB_UNBIND)
@@ -159,7 +159,7 @@ static void fake_init(struct fake *f, enum osbq_job_kind kind, const char *plan_
     f->call.job = &f->job;
     f->call.plan = osbq_catalog_plan(catalog, plan_id);
     assert_non_null(f->call.plan);
-    f->job.service_id = (char *)(uintptr_t)f->call.plan->service->id;
+    f->job.service_id = f->call.plan->service->id;
     f->call.progress = fake_progress;
     f->call.cancelled = fake_cancelled;
     f->call.wait = fake_wait;

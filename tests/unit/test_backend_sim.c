@@ -187,7 +187,7 @@ static void fake_init(struct fake *f, enum osbq_job_kind kind, const char *plan_
     f->job.operation_id = "op-1";
     f->job.kind = kind;
     f->job.instance_id = "inst-1";
-    f->job.plan_id = (char *)plan_id;
+    f->job.plan_id = plan_id;
     f->job.api_version = 217;
     f->job.attempt = 1;
     if (kind == OSBQ_JOB_BIND || kind == OSBQ_JOB_UNBIND)
@@ -201,7 +201,7 @@ static void fake_init(struct fake *f, enum osbq_job_kind kind, const char *plan_
     if (f->call.plan == NULL)
         f->call.plan = osbq_catalog_plan(fault_catalog, plan_id);
     assert_non_null(f->call.plan);
-    f->job.service_id = (char *)(uintptr_t)f->call.plan->service->id;
+    f->job.service_id = f->call.plan->service->id;
     f->call.parameters = f->parameters;
     f->call.progress = fake_progress;
     f->call.cancelled = fake_cancelled;
@@ -502,10 +502,10 @@ static json_t *bind_json(const char *plan_id, const char *instance_id, const cha
 {
     struct fake f;
     fake_init(&f, OSBQ_JOB_BIND, plan_id, NULL);
-    f.job.instance_id = (char *)(uintptr_t)instance_id;
-    f.job.binding_id = (char *)(uintptr_t)binding_id;
-    f.job.bind_resource = (char *)(uintptr_t)bind_resource;
-    f.job.predecessor_binding_id = (char *)(uintptr_t)predecessor;
+    f.job.instance_id = instance_id;
+    f.job.binding_id = binding_id;
+    f.job.bind_resource = bind_resource;
+    f.job.predecessor_binding_id = predecessor;
     assert_int_equal(run_sim(&f), 0);
     assert_true(f.call.result.succeeded);
     assert_string_equal(f.call.result.description, "Bound.");

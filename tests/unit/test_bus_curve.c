@@ -1,4 +1,4 @@
-/* Unit tests for common/bus_curve.c: loading the bus's certificates for each role, and every
+/* Unit tests for bus/bus_curve.c: loading the bus's certificates for each role, and every
  * way a certificate file can be unfit (named by the variable at fault). Certificates are made
  * with czmq's zcert in a temporary directory. */
 /* cmocka.h uses these without including them, so they come first and in this order. */

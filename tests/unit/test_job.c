@@ -332,6 +332,35 @@ static char *encode_ok(const struct osbq_job *job, size_t *len)
     return buf;
 }
 
+/* Every string of job lies in the one block it owns, of at most size bytes. */
+static void assert_strings_in_block(const struct osbq_job *job, size_t size)
+{
+    const char *const strings[] = {
+        job->operation_id,
+        job->instance_id,
+        job->binding_id,
+        job->service_id,
+        job->plan_id,
+        job->parameters,
+        job->context,
+        job->bind_resource,
+        job->maintenance_info,
+        job->originating_identity,
+        job->request_identity,
+        job->trace,
+        job->predecessor_binding_id,
+    };
+    size_t i;
+
+    assert_non_null(job->owned);
+    for (i = 0; i < sizeof(strings) / sizeof(strings[0]); i++) {
+        if (!strings[i])
+            continue;
+        assert_true(strings[i] >= job->owned);
+        assert_true(strings[i] + strlen(strings[i]) < job->owned + size);
+    }
+}
+
 static void round_trip(const struct osbq_job *in)
 {
     struct osbq_job out;
@@ -344,8 +373,33 @@ static void round_trip(const struct osbq_job *in)
         fail_msg("decode failed: %s", err);
     assert_int_equal(out.version, OSBQ_JOB_VERSION);
     assert_job_equal(in, &out);
+    assert_strings_in_block(&out, len);
     osbq_job_clear(&out);
     assert_job_zeroed(&out);
+    free(buf);
+}
+
+/* A copy owns its strings in one block: equal to the source, apart from it. */
+static void test_copy(void **state)
+{
+    struct osbq_job in, copy;
+    size_t len = 0;
+    char *buf;
+
+    (void)state;
+    full_job(&in);
+    buf = encode_ok(&in, &len);
+    assert_int_equal(osbq_job_copy(&in, &copy), 0);
+    assert_job_equal(&in, &copy);
+    assert_strings_in_block(&copy, len);
+    assert_ptr_not_equal(copy.parameters, in.parameters);
+    osbq_job_clear(&copy);
+    assert_job_zeroed(&copy);
+    minimal_job(&in, OSBQ_JOB_PROVISION);
+    assert_int_equal(osbq_job_copy(&in, &copy), 0);
+    assert_job_equal(&in, &copy);
+    assert_null(copy.parameters);
+    osbq_job_clear(&copy);
     free(buf);
 }
 
@@ -1161,6 +1215,7 @@ int main(void)
         cmocka_unit_test(test_round_trip_full),
         cmocka_unit_test(test_round_trip_minimal),
         cmocka_unit_test(test_round_trip_every_kind),
+        cmocka_unit_test(test_copy),
         cmocka_unit_test(test_encode_layout),
         cmocka_unit_test(test_encode_refuses_invalid),
         cmocka_unit_test(test_encode_without_errbuf),

@@ -110,6 +110,12 @@ static int teardown(void **state)
     return 0;
 }
 
+/* osbq_jobs_running's source, as the worker's main.c sets it. */
+static size_t running_jobs(void *runner)
+{
+    return runner_busy(runner);
+}
+
 /* Starts a runner counting into wm, or into nothing when wm is NULL. */
 static struct runner *start_runner(struct fixture *f, struct worker_metrics *wm)
 {
@@ -117,7 +123,7 @@ static struct runner *start_runner(struct fixture *f, struct worker_metrics *wm)
     struct runner *r = runner_new(&f->cfg, f->catalog, f->store, WORKER_ID, wm, &err);
     if (r == NULL)
         fail_msg("runner_new: %s", err.text);
-    worker_metrics_attach(wm, r);
+    worker_metrics_attach(wm, running_jobs, r);
     return r;
 }
 
@@ -175,11 +181,11 @@ static void provision(struct fixture *f, struct runner *r, const char *op, const
                       const char *plan)
 {
     struct osbq_job job = {
-        .operation_id = (char *)op,
+        .operation_id = op,
         .kind = OSBQ_JOB_PROVISION,
-        .instance_id = (char *)instance,
+        .instance_id = instance,
         .service_id = "svc",
-        .plan_id = (char *)plan,
+        .plan_id = plan,
         .api_version = 217,
         .attempt = 1,
     };

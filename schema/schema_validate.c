@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "json_schema_internal.h"
+#include "schema_internal.h"
 
 /* One step down the instance: an object member or an array element. */
 struct segment {
@@ -17,14 +17,14 @@ struct segment {
 
 /* The state of one validation call; lives on the caller's stack, so calls never share it. */
 struct validation {
-    const struct json_schema *schema;
+    const struct osbq_schema *schema;
     unsigned long steps;
     unsigned depth;
     unsigned quiet; /* > 0 inside anyOf/oneOf/not/if/contains: failures there are expected */
     bool stopped;   /* a limit was reached: everything unwinds as a failure */
     bool out_of_memory;
     bool reported; /* msg holds the first failure */
-    struct segment path[JSON_SCHEMA_MAX_DEPTH + 1];
+    struct segment path[OSBQ_SCHEMA_MAX_DEPTH + 1];
     size_t path_len;
     const char *root_name;
     char *msg;
@@ -162,9 +162,9 @@ static bool too_costly(struct validation *v, const char *fmt, ...)
 static bool step(struct validation *v, unsigned long cost)
 {
     v->steps += cost;
-    if (v->steps > JSON_SCHEMA_MAX_STEPS)
+    if (v->steps > OSBQ_SCHEMA_MAX_STEPS)
         return too_costly(v, "schema too costly: validation needs more than %d steps",
-                          JSON_SCHEMA_MAX_STEPS);
+                          OSBQ_SCHEMA_MAX_STEPS);
     return true;
 }
 
@@ -198,9 +198,9 @@ static bool equal(struct validation *v, const json_t *a, const json_t *b, unsign
         return compare_numbers(a, b) == 0;
     if (json_typeof(a) != json_typeof(b))
         return false;
-    if (depth > JSON_SCHEMA_MAX_DEPTH)
+    if (depth > OSBQ_SCHEMA_MAX_DEPTH)
         return too_costly(v, "schema too costly: values nested deeper than %d levels",
-                          JSON_SCHEMA_MAX_DEPTH);
+                          OSBQ_SCHEMA_MAX_DEPTH);
     switch (json_typeof(a)) {
     case JSON_STRING:
         return json_string_length(a) == json_string_length(b) &&
@@ -636,9 +636,9 @@ static bool apply(struct validation *v, const struct js_node *n, const json_t *x
 {
     if (v->stopped || !step(v, 1))
         return false;
-    if (v->depth >= JSON_SCHEMA_MAX_DEPTH)
+    if (v->depth >= OSBQ_SCHEMA_MAX_DEPTH)
         return too_costly(v, "schema too costly: more than %d nested schema applications",
-                          JSON_SCHEMA_MAX_DEPTH);
+                          OSBQ_SCHEMA_MAX_DEPTH);
     v->depth++;
     bool ok;
     if (n->boolean >= 0)
@@ -651,7 +651,7 @@ static bool apply(struct validation *v, const struct js_node *n, const json_t *x
     return ok && !v->stopped;
 }
 
-enum json_schema_result json_schema_validate(const struct json_schema *schema,
+enum osbq_schema_result osbq_schema_validate(const struct osbq_schema *schema,
                                              const json_t *instance, const char *root_name,
                                              char *msg, size_t msg_size)
 {
@@ -666,8 +666,8 @@ enum json_schema_result json_schema_validate(const struct json_schema *schema,
     bool ok = apply(&v, schema->root, instance);
     pcre2_match_data_free(v.match_data);
     if (ok)
-        return JSON_SCHEMA_VALID;
+        return OSBQ_SCHEMA_VALID;
     if (v.out_of_memory)
-        return JSON_SCHEMA_OUT_OF_MEMORY;
-    return v.stopped ? JSON_SCHEMA_TOO_COSTLY : JSON_SCHEMA_MISMATCH;
+        return OSBQ_SCHEMA_OUT_OF_MEMORY;
+    return v.stopped ? OSBQ_SCHEMA_TOO_COSTLY : OSBQ_SCHEMA_MISMATCH;
 }

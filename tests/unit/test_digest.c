@@ -1,4 +1,4 @@
-/* The idempotency digest streamed from a request's members (gateway/osb_request.c) is the
+/* The idempotency digest streamed from a request's members (gateway/digest.c) is the
  * digest of the sorted dump of the same members as one object: the digests stored before it
  * was streamed still match. */
 #include <setjmp.h>
@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "osb_request.h"
+#include "digest.h"
 
 /* The digest as it was computed before streaming: the object, dumped sorted, hashed. */
 static void reference_digest(const json_t *object, char out[33])
@@ -57,7 +57,7 @@ static void test_provision_digest_matches_the_sorted_dump(void **state)
             const char *s = strings[i], *o = objects[j];
             json_t *object = o ? json_loads(o, 0, NULL) : NULL;
             assert_true(o == NULL || object != NULL);
-            char *canonical = osb_canonical(object);
+            char *canonical = digest_canonical(object);
             /* the members as the handler packs them (NULL strings and objects are null) */
             json_t *identity =
                 json_pack("{s:s, s:s, s:O?, s:O?, s:s?, s:s?, s:s?}", "service_id", s ? s : "svc",
@@ -66,16 +66,16 @@ static void test_provision_digest_matches_the_sorted_dump(void **state)
             assert_non_null(identity);
             char want[33], got[33];
             reference_digest(identity, want);
-            struct osb_digest d;
-            osb_digest_begin(&d);
-            osb_digest_json(&d, "context", canonical);
-            osb_digest_string(&d, "maintenance_version", s);
-            osb_digest_string(&d, "organization_guid", s);
-            osb_digest_json(&d, "parameters", canonical);
-            osb_digest_string(&d, "plan_id", "plan");
-            osb_digest_string(&d, "service_id", s ? s : "svc");
-            osb_digest_string(&d, "space_guid", s);
-            assert_true(osb_digest_end(&d, got));
+            struct digest d;
+            digest_begin(&d);
+            digest_json(&d, "context", canonical);
+            digest_string(&d, "maintenance_version", s);
+            digest_string(&d, "organization_guid", s);
+            digest_json(&d, "parameters", canonical);
+            digest_string(&d, "plan_id", "plan");
+            digest_string(&d, "service_id", s ? s : "svc");
+            digest_string(&d, "space_guid", s);
+            assert_true(digest_end(&d, got));
             assert_string_equal(got, want);
             json_decref(identity);
             json_decref(object);
@@ -92,18 +92,18 @@ static void test_digest_tells_members_apart(void **state)
 {
     (void)state;
     char a[33], b[33], empty[33], want[33];
-    struct osb_digest d;
-    osb_digest_begin(&d);
-    osb_digest_string(&d, "plan_id", "p1");
-    osb_digest_string(&d, "service_id", "s");
-    assert_true(osb_digest_end(&d, a));
-    osb_digest_begin(&d);
-    osb_digest_string(&d, "plan_id", "p2");
-    osb_digest_string(&d, "service_id", "s");
-    assert_true(osb_digest_end(&d, b));
+    struct digest d;
+    digest_begin(&d);
+    digest_string(&d, "plan_id", "p1");
+    digest_string(&d, "service_id", "s");
+    assert_true(digest_end(&d, a));
+    digest_begin(&d);
+    digest_string(&d, "plan_id", "p2");
+    digest_string(&d, "service_id", "s");
+    assert_true(digest_end(&d, b));
     assert_string_not_equal(a, b);
-    osb_digest_begin(&d);
-    assert_true(osb_digest_end(&d, empty));
+    digest_begin(&d);
+    assert_true(digest_end(&d, empty));
     json_t *none = json_object();
     reference_digest(none, want);
     json_decref(none);

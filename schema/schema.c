@@ -1,6 +1,6 @@
 /* Compiling a JSON Schema: checks each keyword's value against its draft's rules, resolves
  * $ref (JSON pointers, $id/id base URIs, plain-name fragments) inside the document and builds
- * the node tree json_schema_validate.c walks. */
+ * the node tree schema_validate.c walks. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -8,27 +8,27 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "json_schema_internal.h"
+#include "schema_internal.h"
 
 /* The state of one compilation. */
 struct compiler {
-    struct json_schema *schema;
-    enum json_schema_draft draft;
+    struct osbq_schema *schema;
+    enum osbq_schema_draft draft;
     json_t *memo;  /* "<json_t address>" -> index into schema->nodes, for $ref targets and cycles */
     json_t *bases; /* "<json_t address>" -> base URI in scope at that schema */
     json_t *ids;   /* absolute URI (no empty fragment) -> address of the schema it names */
     char path[512]; /* the schema path being compiled, for messages */
     size_t path_len;
     unsigned depth;
-    enum json_schema_status status;
+    enum osbq_schema_status status;
     char *msg;
     size_t msg_size;
 };
 
-static int fail(struct compiler *c, enum json_schema_status status, const char *fmt, ...)
+static int fail(struct compiler *c, enum osbq_schema_status status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-static int fail(struct compiler *c, enum json_schema_status status, const char *fmt, ...)
+static int fail(struct compiler *c, enum osbq_schema_status status, const char *fmt, ...)
 {
     char what[256];
     va_list ap;
@@ -47,7 +47,7 @@ static int fail(struct compiler *c, enum json_schema_status status, const char *
 
 static int no_memory(struct compiler *c)
 {
-    return fail(c, JSON_SCHEMA_NO_MEMORY, "out of memory");
+    return fail(c, OSBQ_SCHEMA_NO_MEMORY, "out of memory");
 }
 
 static size_t path_push(struct compiler *c, const char *segment)
@@ -138,7 +138,7 @@ static char *uri_resolve(const char *base, const char *ref)
 
 static const char *id_keyword(const struct compiler *c)
 {
-    return c->draft == JSON_SCHEMA_DRAFT4 ? "id" : "$id";
+    return c->draft == OSBQ_SCHEMA_DRAFT4 ? "id" : "$id";
 }
 
 static int index_schema(struct compiler *c, json_t *s, const char *base, unsigned depth);
@@ -188,9 +188,9 @@ static int index_schema(struct compiler *c, json_t *s, const char *base, unsigne
 {
     if (!json_is_object(s))
         return 0;
-    if (depth > JSON_SCHEMA_MAX_SCHEMA_DEPTH)
-        return fail(c, JSON_SCHEMA_INVALID, "schema nested deeper than %d levels",
-                    JSON_SCHEMA_MAX_SCHEMA_DEPTH);
+    if (depth > OSBQ_SCHEMA_MAX_SCHEMA_DEPTH)
+        return fail(c, OSBQ_SCHEMA_INVALID, "schema nested deeper than %d levels",
+                    OSBQ_SCHEMA_MAX_SCHEMA_DEPTH);
     char key[32];
     address_key(s, key);
     const char *id = json_string_value(json_object_get(s, id_keyword(c)));
@@ -310,17 +310,17 @@ static json_t *resolve_ref(struct compiler *c, const char *base, const char *ref
             *hash = '\0';
         json_t *doc = uri[0] == '\0' ? c->schema->doc : id_lookup(c, uri);
         if (doc == NULL) {
-            fail(c, JSON_SCHEMA_REMOTE_REF, "remote $ref \"%s\" is not supported", ref);
+            fail(c, OSBQ_SCHEMA_REMOTE_REF, "remote $ref \"%s\" is not supported", ref);
         } else if (hash == NULL) {
             target = doc;
         } else if (hash[1] != '/' && hash[1] != '\0') {
-            fail(c, JSON_SCHEMA_INVALID, "$ref \"%s\" names no schema of this document", ref);
+            fail(c, OSBQ_SCHEMA_INVALID, "$ref \"%s\" names no schema of this document", ref);
         } else if (!percent_decode(hash + 1)) {
-            fail(c, JSON_SCHEMA_INVALID, "$ref \"%s\" has a malformed %%-escape", ref);
+            fail(c, OSBQ_SCHEMA_INVALID, "$ref \"%s\" has a malformed %%-escape", ref);
         } else {
             target = follow_pointer(doc, hash + 1);
             if (target == NULL)
-                fail(c, JSON_SCHEMA_INVALID, "$ref \"%s\" points to nothing", ref);
+                fail(c, OSBQ_SCHEMA_INVALID, "$ref \"%s\" points to nothing", ref);
         }
     }
     free(uri);
@@ -342,7 +342,7 @@ static int sub_schema(struct compiler *c, json_t *obj, const char *keyword, cons
         return 0;
     size_t mark = path_push(c, keyword);
     /* Draft-04 allows booleans only in additionalItems/additionalProperties. */
-    bool allow_boolean = c->draft != JSON_SCHEMA_DRAFT4 ||
+    bool allow_boolean = c->draft != OSBQ_SCHEMA_DRAFT4 ||
                          strcmp(keyword, "additionalItems") == 0 ||
                          strcmp(keyword, "additionalProperties") == 0;
     if (compile(c, v, base, allow_boolean, out) < 0)
@@ -360,7 +360,7 @@ static int schema_list(struct compiler *c, json_t *obj, const char *keyword, con
         return 0;
     size_t mark = path_push(c, keyword);
     if (!json_is_array(v) || json_array_size(v) == 0)
-        return fail(c, JSON_SCHEMA_INVALID, "must be a non-empty array of schemas");
+        return fail(c, OSBQ_SCHEMA_INVALID, "must be a non-empty array of schemas");
     out->items = calloc(json_array_size(v), sizeof *out->items);
     if (out->items == NULL)
         return no_memory(c);
@@ -368,7 +368,7 @@ static int schema_list(struct compiler *c, json_t *obj, const char *keyword, con
     json_t *item;
     json_array_foreach (v, i, item) {
         size_t item_mark = path_index(c, i);
-        if (compile(c, item, base, c->draft != JSON_SCHEMA_DRAFT4, &out->items[i]) < 0)
+        if (compile(c, item, base, c->draft != OSBQ_SCHEMA_DRAFT4, &out->items[i]) < 0)
             return -1;
         out->count++;
         path_pop(c, item_mark);
@@ -386,11 +386,11 @@ static int count_keyword(struct compiler *c, json_t *obj, const char *keyword, j
         return 0;
     double d = json_number_value(v);
     /* Draft-06 on: 1.0 is an integer. The range check comes first: the cast needs it. */
-    bool whole = json_is_integer(v) || (c->draft != JSON_SCHEMA_DRAFT4 && json_is_real(v) &&
+    bool whole = json_is_integer(v) || (c->draft != OSBQ_SCHEMA_DRAFT4 && json_is_real(v) &&
                                         d >= 0 && d < 9e18 && d == floor(d));
     if (!whole || d < 0) {
         path_push(c, keyword);
-        return fail(c, JSON_SCHEMA_INVALID, "must be a non-negative integer");
+        return fail(c, OSBQ_SCHEMA_INVALID, "must be a non-negative integer");
     }
     *out = json_is_integer(v) ? json_integer_value(v) : (json_int_t)d;
     return 0;
@@ -404,7 +404,7 @@ static int number_keyword(struct compiler *c, json_t *obj, const char *keyword,
         return 0;
     if (!json_is_number(v)) {
         path_push(c, keyword);
-        return fail(c, JSON_SCHEMA_INVALID, "must be a number");
+        return fail(c, OSBQ_SCHEMA_INVALID, "must be a number");
     }
     out->value = v;
     return 0;
@@ -419,7 +419,7 @@ static int draft4_exclusive(struct compiler *c, json_t *obj, const char *keyword
         return 0;
     if (!json_is_boolean(v)) {
         path_push(c, keyword);
-        return fail(c, JSON_SCHEMA_INVALID, "must be a boolean in draft-04");
+        return fail(c, OSBQ_SCHEMA_INVALID, "must be a boolean in draft-04");
     }
     limit->exclusive = json_is_true(v);
     return 0;
@@ -437,7 +437,7 @@ static int compile_regex(struct compiler *c, const char *source, struct js_regex
     if (out->code == NULL) {
         PCRE2_UCHAR text[120];
         (void)pcre2_get_error_message(code, text, sizeof text);
-        return fail(c, JSON_SCHEMA_INVALID, "invalid regular expression at offset %zu: %s",
+        return fail(c, OSBQ_SCHEMA_INVALID, "invalid regular expression at offset %zu: %s",
                     (size_t)offset, (const char *)text);
     }
     return 0;
@@ -491,7 +491,7 @@ static int compile_type(struct compiler *c, json_t *s, struct js_node *n)
         rc = -1;
     }
     if (rc < 0)
-        return fail(c, JSON_SCHEMA_INVALID,
+        return fail(c, OSBQ_SCHEMA_INVALID,
                     "must be a type name (null, boolean, object, array, number, string, "
                     "integer) or a non-empty array of them");
     path_pop(c, mark);
@@ -503,7 +503,7 @@ static int compile_numbers(struct compiler *c, json_t *s, struct js_node *n)
     if (number_keyword(c, s, "minimum", &n->minimum) < 0 ||
         number_keyword(c, s, "maximum", &n->maximum) < 0)
         return -1;
-    if (c->draft == JSON_SCHEMA_DRAFT4) {
+    if (c->draft == OSBQ_SCHEMA_DRAFT4) {
         if (draft4_exclusive(c, s, "exclusiveMinimum", &n->minimum) < 0 ||
             draft4_exclusive(c, s, "exclusiveMaximum", &n->maximum) < 0)
             return -1;
@@ -516,7 +516,7 @@ static int compile_numbers(struct compiler *c, json_t *s, struct js_node *n)
     if (m != NULL) {
         if (!json_is_number(m) || json_number_value(m) <= 0) {
             path_push(c, "multipleOf");
-            return fail(c, JSON_SCHEMA_INVALID, "must be a number greater than 0");
+            return fail(c, OSBQ_SCHEMA_INVALID, "must be a number greater than 0");
         }
         n->multiple_of = m;
     }
@@ -532,7 +532,7 @@ static int compile_strings(struct compiler *c, json_t *s, struct js_node *n)
     if (pattern != NULL) {
         size_t mark = path_push(c, "pattern");
         if (!json_is_string(pattern))
-            return fail(c, JSON_SCHEMA_INVALID, "must be a string");
+            return fail(c, OSBQ_SCHEMA_INVALID, "must be a string");
         if (compile_regex(c, json_string_value(pattern), &n->pattern) < 0)
             return -1;
         path_pop(c, mark);
@@ -541,7 +541,7 @@ static int compile_strings(struct compiler *c, json_t *s, struct js_node *n)
     if (format != NULL) {
         if (!json_is_string(format)) {
             path_push(c, "format");
-            return fail(c, JSON_SCHEMA_INVALID, "must be a string");
+            return fail(c, OSBQ_SCHEMA_INVALID, "must be a string");
         }
         n->format_name = json_string_value(format);
         n->format = js_format_lookup(n->format_name);
@@ -563,7 +563,7 @@ static int compile_arrays(struct compiler *c, json_t *s, const char *base, struc
         json_t *item;
         json_array_foreach (items, i, item) {
             size_t item_mark = path_index(c, i);
-            if (compile(c, item, base, c->draft != JSON_SCHEMA_DRAFT4, &n->item_list.items[i]) < 0)
+            if (compile(c, item, base, c->draft != OSBQ_SCHEMA_DRAFT4, &n->item_list.items[i]) < 0)
                 return -1;
             n->item_list.count++;
             path_pop(c, item_mark);
@@ -579,10 +579,10 @@ static int compile_arrays(struct compiler *c, json_t *s, const char *base, struc
     json_t *unique = json_object_get(s, "uniqueItems");
     if (unique != NULL && !json_is_boolean(unique)) {
         path_push(c, "uniqueItems");
-        return fail(c, JSON_SCHEMA_INVALID, "must be a boolean");
+        return fail(c, OSBQ_SCHEMA_INVALID, "must be a boolean");
     }
     n->unique_items = json_is_true(unique);
-    if (c->draft != JSON_SCHEMA_DRAFT4 && sub_schema(c, s, "contains", base, &n->contains) < 0)
+    if (c->draft != OSBQ_SCHEMA_DRAFT4 && sub_schema(c, s, "contains", base, &n->contains) < 0)
         return -1;
     return 0;
 }
@@ -593,7 +593,7 @@ static int compile_properties(struct compiler *c, json_t *s, const char *base, s
     if (props != NULL) {
         size_t mark = path_push(c, "properties");
         if (!json_is_object(props))
-            return fail(c, JSON_SCHEMA_INVALID, "must be an object of schemas");
+            return fail(c, OSBQ_SCHEMA_INVALID, "must be an object of schemas");
         n->properties = calloc(json_object_size(props) + 1, sizeof *n->properties);
         n->property_index = json_object();
         if (n->properties == NULL || n->property_index == NULL)
@@ -607,7 +607,7 @@ static int compile_properties(struct compiler *c, json_t *s, const char *base, s
             if (json_object_set_new(n->property_index, key,
                                     json_integer((json_int_t)n->property_count)) < 0)
                 return no_memory(c);
-            if (compile(c, child, base, c->draft != JSON_SCHEMA_DRAFT4, &p->schema) < 0)
+            if (compile(c, child, base, c->draft != OSBQ_SCHEMA_DRAFT4, &p->schema) < 0)
                 return -1;
             n->property_count++;
             path_pop(c, key_mark);
@@ -618,7 +618,7 @@ static int compile_properties(struct compiler *c, json_t *s, const char *base, s
     if (patterns != NULL) {
         size_t mark = path_push(c, "patternProperties");
         if (!json_is_object(patterns))
-            return fail(c, JSON_SCHEMA_INVALID, "must be an object of schemas");
+            return fail(c, OSBQ_SCHEMA_INVALID, "must be an object of schemas");
         n->pattern_properties =
             calloc(json_object_size(patterns) + 1, sizeof *n->pattern_properties);
         if (n->pattern_properties == NULL)
@@ -631,7 +631,7 @@ static int compile_properties(struct compiler *c, json_t *s, const char *base, s
             if (compile_regex(c, key, &p->regex) < 0)
                 return -1;
             n->pattern_property_count++;
-            if (compile(c, child, base, c->draft != JSON_SCHEMA_DRAFT4, &p->schema) < 0)
+            if (compile(c, child, base, c->draft != OSBQ_SCHEMA_DRAFT4, &p->schema) < 0)
                 return -1;
             path_pop(c, key_mark);
         }
@@ -643,21 +643,21 @@ static int compile_properties(struct compiler *c, json_t *s, const char *base, s
     if (required != NULL) {
         if (!string_array(required)) {
             path_push(c, "required");
-            return fail(c, JSON_SCHEMA_INVALID, "must be an array of strings");
+            return fail(c, OSBQ_SCHEMA_INVALID, "must be an array of strings");
         }
         n->required = required;
     }
     if (count_keyword(c, s, "minProperties", &n->min_properties) < 0 ||
         count_keyword(c, s, "maxProperties", &n->max_properties) < 0)
         return -1;
-    if (c->draft != JSON_SCHEMA_DRAFT4 &&
+    if (c->draft != OSBQ_SCHEMA_DRAFT4 &&
         sub_schema(c, s, "propertyNames", base, &n->property_names) < 0)
         return -1;
     json_t *deps = json_object_get(s, "dependencies");
     if (deps != NULL) {
         size_t mark = path_push(c, "dependencies");
         if (!json_is_object(deps))
-            return fail(c, JSON_SCHEMA_INVALID, "must be an object");
+            return fail(c, OSBQ_SCHEMA_INVALID, "must be an object");
         n->dependencies = calloc(json_object_size(deps) + 1, sizeof *n->dependencies);
         if (n->dependencies == NULL)
             return no_memory(c);
@@ -669,9 +669,9 @@ static int compile_properties(struct compiler *c, json_t *s, const char *base, s
             d->name = key;
             if (json_is_array(child)) {
                 if (!string_array(child))
-                    return fail(c, JSON_SCHEMA_INVALID, "must be an array of strings or a schema");
+                    return fail(c, OSBQ_SCHEMA_INVALID, "must be an array of strings or a schema");
                 d->names = child;
-            } else if (compile(c, child, base, c->draft != JSON_SCHEMA_DRAFT4, &d->schema) < 0) {
+            } else if (compile(c, child, base, c->draft != OSBQ_SCHEMA_DRAFT4, &d->schema) < 0) {
                 return -1;
             }
             n->dependency_count++;
@@ -689,7 +689,7 @@ static int compile_logic(struct compiler *c, json_t *s, const char *base, struct
         schema_list(c, s, "oneOf", base, &n->one_of) < 0 ||
         sub_schema(c, s, "not", base, &n->not_schema) < 0)
         return -1;
-    if (c->draft == JSON_SCHEMA_DRAFT7 && (sub_schema(c, s, "if", base, &n->if_schema) < 0 ||
+    if (c->draft == OSBQ_SCHEMA_DRAFT7 && (sub_schema(c, s, "if", base, &n->if_schema) < 0 ||
                                            sub_schema(c, s, "then", base, &n->then_schema) < 0 ||
                                            sub_schema(c, s, "else", base, &n->else_schema) < 0))
         return -1;
@@ -706,13 +706,13 @@ static int compile_definitions(struct compiler *c, json_t *s, const char *base)
             continue;
         size_t mark = path_push(c, keywords[i]);
         if (!json_is_object(defs))
-            return fail(c, JSON_SCHEMA_INVALID, "must be an object of schemas");
+            return fail(c, OSBQ_SCHEMA_INVALID, "must be an object of schemas");
         const char *key;
         json_t *child;
         json_object_foreach (defs, key, child) {
             const struct js_node *ignored;
             size_t key_mark = path_push(c, key);
-            if (compile(c, child, base, c->draft != JSON_SCHEMA_DRAFT4, &ignored) < 0)
+            if (compile(c, child, base, c->draft != OSBQ_SCHEMA_DRAFT4, &ignored) < 0)
                 return -1;
             path_pop(c, key_mark);
         }
@@ -727,7 +727,7 @@ static int compile_keywords(struct compiler *c, json_t *s, const char *base, str
     if (ref != NULL) {
         size_t mark = path_push(c, "$ref");
         if (!json_is_string(ref))
-            return fail(c, JSON_SCHEMA_INVALID, "must be a string");
+            return fail(c, OSBQ_SCHEMA_INVALID, "must be a string");
         n->ref_text = json_string_value(ref);
         json_t *target = resolve_ref(c, base, n->ref_text);
         if (target == NULL)
@@ -737,7 +737,7 @@ static int compile_keywords(struct compiler *c, json_t *s, const char *base, str
         address_key(target, key);
         const char *target_base = json_string_value(json_object_get(c->bases, key));
         if (compile(c, target, target_base != NULL ? target_base : base,
-                    c->draft != JSON_SCHEMA_DRAFT4, &n->ref) < 0)
+                    c->draft != OSBQ_SCHEMA_DRAFT4, &n->ref) < 0)
             return -1;
         path_pop(c, mark);
         /* Siblings of $ref are ignored, but definitions next to it stay reachable. */
@@ -747,11 +747,11 @@ static int compile_keywords(struct compiler *c, json_t *s, const char *base, str
     if (enum_values != NULL) {
         if (!json_is_array(enum_values)) {
             path_push(c, "enum");
-            return fail(c, JSON_SCHEMA_INVALID, "must be an array");
+            return fail(c, OSBQ_SCHEMA_INVALID, "must be an array");
         }
         n->enum_values = enum_values;
     }
-    if (c->draft != JSON_SCHEMA_DRAFT4)
+    if (c->draft != OSBQ_SCHEMA_DRAFT4)
         n->const_value = json_object_get(s, "const");
     return compile_type(c, s, n) < 0 || compile_numbers(c, s, n) < 0 ||
                    compile_strings(c, s, n) < 0 || compile_arrays(c, s, base, n) < 0 ||
@@ -763,7 +763,7 @@ static int compile_keywords(struct compiler *c, json_t *s, const char *base, str
 
 static struct js_node *new_node(struct compiler *c)
 {
-    struct json_schema *schema = c->schema;
+    struct osbq_schema *schema = c->schema;
     if ((schema->node_count & (schema->node_count + 1)) == 0) { /* 0, 1, 3, 7...: grow */
         size_t cap = 2 * (schema->node_count + 1);
         struct js_node **grown = realloc(schema->nodes, cap * sizeof *grown);
@@ -793,11 +793,11 @@ static int compile(struct compiler *c, json_t *s, const char *base, bool allow_b
         return 0;
     }
     if (!json_is_object(s) && !(allow_boolean && json_is_boolean(s)))
-        return fail(c, JSON_SCHEMA_INVALID, "must be a schema (an object%s)",
+        return fail(c, OSBQ_SCHEMA_INVALID, "must be a schema (an object%s)",
                     allow_boolean ? " or a boolean" : "");
-    if (c->depth >= JSON_SCHEMA_MAX_SCHEMA_DEPTH)
-        return fail(c, JSON_SCHEMA_INVALID, "schema nested deeper than %d levels",
-                    JSON_SCHEMA_MAX_SCHEMA_DEPTH);
+    if (c->depth >= OSBQ_SCHEMA_MAX_SCHEMA_DEPTH)
+        return fail(c, OSBQ_SCHEMA_INVALID, "schema nested deeper than %d levels",
+                    OSBQ_SCHEMA_MAX_SCHEMA_DEPTH);
     struct js_node *n = new_node(c);
     if (n == NULL || json_object_set_new(c->memo, key,
                                          json_integer((json_int_t)(c->schema->node_count - 1))) < 0)
@@ -814,15 +814,15 @@ static int compile(struct compiler *c, json_t *s, const char *base, bool allow_b
     return rc;
 }
 
-static int draft_of(struct compiler *c, json_t *doc, enum json_schema_draft fallback)
+static int draft_of(struct compiler *c, json_t *doc, enum osbq_schema_draft fallback)
 {
     static const struct {
         const char *path; /* the meta-schema URI after "http://" or "https://" */
-        enum json_schema_draft draft;
+        enum osbq_schema_draft draft;
     } known[] = {
-        {"json-schema.org/draft-04/schema", JSON_SCHEMA_DRAFT4},
-        {"json-schema.org/draft-06/schema", JSON_SCHEMA_DRAFT6},
-        {"json-schema.org/draft-07/schema", JSON_SCHEMA_DRAFT7},
+        {"json-schema.org/draft-04/schema", OSBQ_SCHEMA_DRAFT4},
+        {"json-schema.org/draft-06/schema", OSBQ_SCHEMA_DRAFT6},
+        {"json-schema.org/draft-07/schema", OSBQ_SCHEMA_DRAFT7},
     };
     c->draft = fallback;
     json_t *v = json_object_get(doc, "$schema");
@@ -831,7 +831,7 @@ static int draft_of(struct compiler *c, json_t *doc, enum json_schema_draft fall
     const char *uri = json_string_value(v);
     if (uri == NULL) {
         path_push(c, "$schema");
-        return fail(c, JSON_SCHEMA_INVALID, "must be a string");
+        return fail(c, OSBQ_SCHEMA_INVALID, "must be a string");
     }
     const char *rest = strncmp(uri, "http://", 7) == 0    ? uri + 7
                        : strncmp(uri, "https://", 8) == 0 ? uri + 8
@@ -846,16 +846,16 @@ static int draft_of(struct compiler *c, json_t *doc, enum json_schema_draft fall
         }
     }
     path_push(c, "$schema");
-    return fail(c, JSON_SCHEMA_INVALID,
+    return fail(c, OSBQ_SCHEMA_INVALID,
                 "unsupported \"%s\" (supported: the draft-04, draft-06 and draft-07 meta-schemas)",
                 uri);
 }
 
-struct json_schema *json_schema_compile(json_t *doc, enum json_schema_draft default_draft,
-                                        const char *root_name, enum json_schema_status *status,
+struct osbq_schema *osbq_schema_compile(json_t *doc, enum osbq_schema_draft default_draft,
+                                        const char *root_name, enum osbq_schema_status *status,
                                         char *msg, size_t msg_size)
 {
-    struct compiler c = {.msg = msg, .msg_size = msg_size, .status = JSON_SCHEMA_OK};
+    struct compiler c = {.msg = msg, .msg_size = msg_size, .status = OSBQ_SCHEMA_OK};
     if (root_name != NULL && root_name[0] != '\0')
         path_push(&c, root_name);
     if (msg_size > 0)
@@ -874,21 +874,21 @@ struct json_schema *json_schema_compile(json_t *doc, enum json_schema_draft defa
         no_memory(&c);
         goto done;
     }
-    (void)pcre2_set_match_limit(c.schema->match_context, JSON_SCHEMA_REGEX_MATCH_LIMIT);
-    (void)pcre2_set_depth_limit(c.schema->match_context, JSON_SCHEMA_REGEX_DEPTH_LIMIT);
+    (void)pcre2_set_match_limit(c.schema->match_context, OSBQ_SCHEMA_REGEX_MATCH_LIMIT);
+    (void)pcre2_set_depth_limit(c.schema->match_context, OSBQ_SCHEMA_REGEX_DEPTH_LIMIT);
     if (draft_of(&c, doc, default_draft) < 0)
         goto done;
     if (index_schema(&c, doc, "", 0) < 0)
         goto done;
-    (void)compile(&c, doc, "", c.draft != JSON_SCHEMA_DRAFT4, &c.schema->root);
+    (void)compile(&c, doc, "", c.draft != OSBQ_SCHEMA_DRAFT4, &c.schema->root);
 done:
     json_decref(c.memo);
     json_decref(c.bases);
     json_decref(c.ids);
     if (status != NULL)
         *status = c.status;
-    if (c.status != JSON_SCHEMA_OK) {
-        json_schema_free(c.schema);
+    if (c.status != OSBQ_SCHEMA_OK) {
+        osbq_schema_free(c.schema);
         return NULL;
     }
     return c.schema;
@@ -910,7 +910,7 @@ static void free_node(struct js_node *n)
     free(n);
 }
 
-void json_schema_free(struct json_schema *schema)
+void osbq_schema_free(struct osbq_schema *schema)
 {
     if (schema == NULL)
         return;

@@ -4,7 +4,7 @@
 #include <stdbool.h>
 #include <string.h>
 
-#include "json_schema_internal.h"
+#include "schema_internal.h"
 
 enum js_format js_format_lookup(const char *name)
 {

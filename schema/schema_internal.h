@@ -1,7 +1,7 @@
-/* The compiled form of a JSON Schema, shared by the compiler (json_schema.c), the validator
- * (json_schema_validate.c) and the format checks (json_schema_format.c). Not a public API. */
-#ifndef OSBQ_JSON_SCHEMA_INTERNAL_H
-#define OSBQ_JSON_SCHEMA_INTERNAL_H
+/* The compiled form of a JSON Schema, shared by the compiler (schema.c), the validator
+ * (schema_validate.c) and the format checks (schema_format.c). Not a public API. */
+#ifndef OSBQ_SCHEMA_INTERNAL_H
+#define OSBQ_SCHEMA_INTERNAL_H
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <jansson.h>
@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "json_schema.h"
+#include "schema.h"
 
 /* Bits of the "type" keyword. */
 enum js_type {
@@ -104,7 +104,7 @@ struct js_node {
     const struct js_node *if_schema, *then_schema, *else_schema;
 };
 
-struct json_schema {
+struct osbq_schema {
     json_t *doc; /* referenced: every borrowed string points into it */
     const struct js_node *root;
     struct js_node **nodes; /* every node, for freeing */
@@ -112,7 +112,7 @@ struct json_schema {
     pcre2_match_context *match_context; /* the match limits; only read while matching */
 };
 
-/* Format checks (json_schema_format.c). */
+/* Format checks (schema_format.c). */
 enum js_format js_format_lookup(const char *name);
 bool js_format_valid(enum js_format format, const char *s, size_t len);
 

@@ -1,6 +1,6 @@
-/* Unit tests of common/json_schema.c: the wording of failures (path and keyword), the checks of
+/* Unit tests of schema/schema.c: the wording of failures (path and keyword), the checks of
  * a schema itself, and the limits that keep a hostile schema or document from hanging a thread.
- * Keyword coverage is the official suite's job (json_schema_suite.c). */
+ * Keyword coverage is the official suite's job (schema_suite.c). */
 /* clang-format off: cmocka needs these before cmocka.h, in this order */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -17,53 +17,53 @@
 #include <time.h>
 
 #include "catalog.h"
-#include "json_schema.h"
+#include "schema.h"
 
 #define DRAFT4 "http://json-schema.org/draft-04/schema#"
 #define DRAFT7 "http://json-schema.org/draft-07/schema#"
 
 /* ---- helpers ---- */
 
-static struct json_schema *compile_text(const char *text)
+static struct osbq_schema *compile_text(const char *text)
 {
     json_error_t jerr;
     json_t *doc = json_loads(text, 0, &jerr);
     if (doc == NULL)
         fail_msg("bad test schema: %s: %s", jerr.text, text);
     char msg[512];
-    enum json_schema_status status;
-    struct json_schema *schema =
-        json_schema_compile(doc, JSON_SCHEMA_DRAFT7, NULL, &status, msg, sizeof msg);
+    enum osbq_schema_status status;
+    struct osbq_schema *schema =
+        osbq_schema_compile(doc, OSBQ_SCHEMA_DRAFT7, NULL, &status, msg, sizeof msg);
     json_decref(doc);
     if (schema == NULL)
         fail_msg("schema refused: %s", msg);
-    assert_int_equal(status, JSON_SCHEMA_OK);
+    assert_int_equal(status, OSBQ_SCHEMA_OK);
     return schema;
 }
 
 /* Compiles text, expecting a refusal with status and exactly message. */
-static void assert_refused(const char *text, enum json_schema_status expected_status,
+static void assert_refused(const char *text, enum osbq_schema_status expected_status,
                            const char *expected_msg)
 {
     json_t *doc = json_loads(text, 0, NULL);
     assert_non_null(doc);
     char msg[512];
-    enum json_schema_status status = JSON_SCHEMA_OK;
-    struct json_schema *schema =
-        json_schema_compile(doc, JSON_SCHEMA_DRAFT7, NULL, &status, msg, sizeof msg);
+    enum osbq_schema_status status = OSBQ_SCHEMA_OK;
+    struct osbq_schema *schema =
+        osbq_schema_compile(doc, OSBQ_SCHEMA_DRAFT7, NULL, &status, msg, sizeof msg);
     json_decref(doc);
     assert_null(schema);
     assert_int_equal(status, expected_status);
     assert_string_equal(msg, expected_msg);
 }
 
-static enum json_schema_result check(const struct json_schema *schema, const char *instance,
+static enum osbq_schema_result check(const struct osbq_schema *schema, const char *instance,
                                      char *msg, size_t size)
 {
     json_t *doc = json_loads(instance, JSON_DECODE_ANY, NULL);
     if (doc == NULL)
         fail_msg("bad test instance: %s", instance);
-    enum json_schema_result r = json_schema_validate(schema, doc, "parameters", msg, size);
+    enum osbq_schema_result r = osbq_schema_validate(schema, doc, "parameters", msg, size);
     json_decref(doc);
     return r;
 }
@@ -71,21 +71,21 @@ static enum json_schema_result check(const struct json_schema *schema, const cha
 /* instance fails schema with exactly expected. */
 static void assert_mismatch(const char *schema_text, const char *instance, const char *expected)
 {
-    struct json_schema *schema = compile_text(schema_text);
+    struct osbq_schema *schema = compile_text(schema_text);
     char msg[512];
-    assert_int_equal(check(schema, instance, msg, sizeof msg), JSON_SCHEMA_MISMATCH);
+    assert_int_equal(check(schema, instance, msg, sizeof msg), OSBQ_SCHEMA_MISMATCH);
     assert_string_equal(msg, expected);
-    json_schema_free(schema);
+    osbq_schema_free(schema);
 }
 
 static void assert_valid(const char *schema_text, const char *instance)
 {
-    struct json_schema *schema = compile_text(schema_text);
+    struct osbq_schema *schema = compile_text(schema_text);
     char msg[512];
-    enum json_schema_result r = check(schema, instance, msg, sizeof msg);
-    if (r != JSON_SCHEMA_VALID)
+    enum osbq_schema_result r = check(schema, instance, msg, sizeof msg);
+    if (r != OSBQ_SCHEMA_VALID)
         fail_msg("%s should be valid: %s", instance, msg);
-    json_schema_free(schema);
+    osbq_schema_free(schema);
 }
 
 static double seconds_since(const struct timespec *start)
@@ -175,23 +175,23 @@ static void test_message_other_keywords(void **state)
 static void test_long_values_are_cut(void **state)
 {
     (void)state;
-    struct json_schema *schema = compile_text("{\"maxLength\": 3, \"pattern\": \"^a\"}");
+    struct osbq_schema *schema = compile_text("{\"maxLength\": 3, \"pattern\": \"^a\"}");
     char long_value[300];
     memset(long_value, 'b', sizeof long_value);
     (void)snprintf(long_value, sizeof long_value, "\"%0200d\"", 0);
     char msg[512];
-    assert_int_equal(check(schema, long_value, msg, sizeof msg), JSON_SCHEMA_MISMATCH);
+    assert_int_equal(check(schema, long_value, msg, sizeof msg), OSBQ_SCHEMA_MISMATCH);
     assert_string_equal(msg, "parameters: 200 characters is longer than the maxLength of 3");
-    json_schema_free(schema);
+    osbq_schema_free(schema);
     schema = compile_text("{\"pattern\": \"^a\"}");
-    assert_int_equal(check(schema, long_value, msg, sizeof msg), JSON_SCHEMA_MISMATCH);
+    assert_int_equal(check(schema, long_value, msg, sizeof msg), OSBQ_SCHEMA_MISMATCH);
     assert_true(strlen(msg) < 150);
     assert_non_null(strstr(msg, "... does not match the pattern"));
     /* A small buffer truncates, never overflows. */
     char small[16];
-    assert_int_equal(check(schema, long_value, small, sizeof small), JSON_SCHEMA_MISMATCH);
+    assert_int_equal(check(schema, long_value, small, sizeof small), OSBQ_SCHEMA_MISMATCH);
     assert_string_equal(small, "parameters: \"00");
-    json_schema_free(schema);
+    osbq_schema_free(schema);
 
     /* Cuts never split a UTF-8 sequence: a description must be valid UTF-8. */
     schema = compile_text("{\"pattern\": \"^a\"}");
@@ -203,15 +203,15 @@ static void test_long_values_are_cut(void **state)
     assert_non_null(accented);
     for (size_t size = 10; size < 120; size++) {
         char cut[120];
-        assert_int_equal(json_schema_validate(schema, accented, "parameters", cut, size),
-                         JSON_SCHEMA_MISMATCH);
+        assert_int_equal(osbq_schema_validate(schema, accented, "parameters", cut, size),
+                         OSBQ_SCHEMA_MISMATCH);
         json_t *as_json = json_string(cut);
         if (as_json == NULL)
             fail_msg("not UTF-8 with a %zu-byte buffer: %s", size, cut);
         json_decref(as_json);
     }
     json_decref(accented);
-    json_schema_free(schema);
+    osbq_schema_free(schema);
 }
 
 /* ---- checks of the schema itself ---- */
@@ -219,34 +219,34 @@ static void test_long_values_are_cut(void **state)
 static void test_invalid_schemas_are_refused(void **state)
 {
     (void)state;
-    assert_refused("{\"properties\": {\"size\": {\"type\": 5}}}", JSON_SCHEMA_INVALID,
+    assert_refused("{\"properties\": {\"size\": {\"type\": 5}}}", OSBQ_SCHEMA_INVALID,
                    "properties.size.type: must be a type name (null, boolean, object, array, "
                    "number, string, integer) or a non-empty array of them");
-    assert_refused("{\"type\": \"int\"}", JSON_SCHEMA_INVALID,
+    assert_refused("{\"type\": \"int\"}", OSBQ_SCHEMA_INVALID,
                    "type: must be a type name (null, boolean, object, array, number, string, "
                    "integer) or a non-empty array of them");
-    assert_refused("{\"maxLength\": -1}", JSON_SCHEMA_INVALID,
+    assert_refused("{\"maxLength\": -1}", OSBQ_SCHEMA_INVALID,
                    "maxLength: must be a non-negative integer");
-    assert_refused("{\"multipleOf\": 0}", JSON_SCHEMA_INVALID,
+    assert_refused("{\"multipleOf\": 0}", OSBQ_SCHEMA_INVALID,
                    "multipleOf: must be a number greater than 0");
-    assert_refused("{\"required\": \"name\"}", JSON_SCHEMA_INVALID,
+    assert_refused("{\"required\": \"name\"}", OSBQ_SCHEMA_INVALID,
                    "required: must be an array of strings");
-    assert_refused("{\"anyOf\": []}", JSON_SCHEMA_INVALID,
+    assert_refused("{\"anyOf\": []}", OSBQ_SCHEMA_INVALID,
                    "anyOf: must be a non-empty array of schemas");
-    assert_refused("{\"pattern\": \"(\"}", JSON_SCHEMA_INVALID,
+    assert_refused("{\"pattern\": \"(\"}", OSBQ_SCHEMA_INVALID,
                    "pattern: invalid regular expression at offset 1: missing closing parenthesis");
-    assert_refused("{\"items\": [{}, 3]}", JSON_SCHEMA_INVALID,
+    assert_refused("{\"items\": [{}, 3]}", OSBQ_SCHEMA_INVALID,
                    "items[1]: must be a schema (an object or a boolean)");
-    assert_refused("[]", JSON_SCHEMA_INVALID, "must be a schema (an object or a boolean)");
-    assert_refused("{\"$schema\": \"" DRAFT4 "\", \"not\": true}", JSON_SCHEMA_INVALID,
+    assert_refused("[]", OSBQ_SCHEMA_INVALID, "must be a schema (an object or a boolean)");
+    assert_refused("{\"$schema\": \"" DRAFT4 "\", \"not\": true}", OSBQ_SCHEMA_INVALID,
                    "not: must be a schema (an object)");
-    assert_refused("{\"$schema\": \"" DRAFT4 "\", \"exclusiveMinimum\": 3}", JSON_SCHEMA_INVALID,
+    assert_refused("{\"$schema\": \"" DRAFT4 "\", \"exclusiveMinimum\": 3}", OSBQ_SCHEMA_INVALID,
                    "exclusiveMinimum: must be a boolean in draft-04");
     assert_refused("{\"$schema\": \"https://json-schema.org/draft/2020-12/schema\"}",
-                   JSON_SCHEMA_INVALID,
+                   OSBQ_SCHEMA_INVALID,
                    "$schema: unsupported \"https://json-schema.org/draft/2020-12/schema\" "
                    "(supported: the draft-04, draft-06 and draft-07 meta-schemas)");
-    assert_refused("{\"$ref\": \"#/definitions/missing\"}", JSON_SCHEMA_INVALID,
+    assert_refused("{\"$ref\": \"#/definitions/missing\"}", OSBQ_SCHEMA_INVALID,
                    "$ref: $ref \"#/definitions/missing\" points to nothing");
 }
 
@@ -254,9 +254,9 @@ static void test_remote_refs_are_refused(void **state)
 {
     (void)state;
     assert_refused("{\"properties\": {\"a\": {\"$ref\": \"http://example.com/a.json\"}}}",
-                   JSON_SCHEMA_REMOTE_REF,
+                   OSBQ_SCHEMA_REMOTE_REF,
                    "properties.a.$ref: remote $ref \"http://example.com/a.json\" is not supported");
-    assert_refused("{\"$ref\": \"other.json#/a\"}", JSON_SCHEMA_REMOTE_REF,
+    assert_refused("{\"$ref\": \"other.json#/a\"}", OSBQ_SCHEMA_REMOTE_REF,
                    "$ref: remote $ref \"other.json#/a\" is not supported");
     /* An $id inside the document makes its URI local. */
     assert_valid("{\"$id\": \"http://example.com/root.json\","
@@ -282,7 +282,7 @@ static void test_pointer_escapes(void **state)
 static void test_catastrophic_pattern_is_bounded(void **state)
 {
     (void)state;
-    struct json_schema *schema = compile_text("{\"pattern\": \"^(a+)+$\"}");
+    struct osbq_schema *schema = compile_text("{\"pattern\": \"^(a+)+$\"}");
     char instance[4100];
     instance[0] = '"';
     memset(instance + 1, 'a', 4000);
@@ -290,16 +290,16 @@ static void test_catastrophic_pattern_is_bounded(void **state)
     char msg[512];
     struct timespec start;
     clock_gettime(CLOCK_MONOTONIC, &start);
-    enum json_schema_result r = check(schema, instance, msg, sizeof msg);
+    enum osbq_schema_result r = check(schema, instance, msg, sizeof msg);
     double took = seconds_since(&start);
     /* Either answer is bounded; PCRE2 gives up at its match limit. */
-    assert_true(r == JSON_SCHEMA_TOO_COSTLY || r == JSON_SCHEMA_MISMATCH);
-    if (r == JSON_SCHEMA_TOO_COSTLY)
+    assert_true(r == OSBQ_SCHEMA_TOO_COSTLY || r == OSBQ_SCHEMA_MISMATCH);
+    if (r == OSBQ_SCHEMA_TOO_COSTLY)
         assert_string_equal(msg, "parameters: schema too costly: the pattern \"^(a+)+$\" "
                                  "exceeded its match limit");
     print_message("catastrophic pattern: %.3f s, %s\n", took, msg);
     assert_true(took < 2.0);
-    json_schema_free(schema);
+    osbq_schema_free(schema);
 }
 
 /* "(\\w+\\s?)*" defeats PCRE2's auto-possessification and has no required last character, so
@@ -307,29 +307,29 @@ static void test_catastrophic_pattern_is_bounded(void **state)
 static void test_backtracking_pattern_hits_match_limit(void **state)
 {
     (void)state;
-    struct json_schema *schema = compile_text("{\"pattern\": \"^(\\\\w+\\\\s?)*$\"}");
+    struct osbq_schema *schema = compile_text("{\"pattern\": \"^(\\\\w+\\\\s?)*$\"}");
     char instance[64];
     (void)snprintf(instance, sizeof instance, "\"%s!\"", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
     char msg[512];
     struct timespec start;
     clock_gettime(CLOCK_MONOTONIC, &start);
-    assert_int_equal(check(schema, instance, msg, sizeof msg), JSON_SCHEMA_TOO_COSTLY);
+    assert_int_equal(check(schema, instance, msg, sizeof msg), OSBQ_SCHEMA_TOO_COSTLY);
     assert_true(seconds_since(&start) < 2.0);
     assert_string_equal(msg, "parameters: schema too costly: the pattern \"^(\\w+\\s?)*$\" "
                              "exceeded its match limit");
-    json_schema_free(schema);
+    osbq_schema_free(schema);
 }
 
 static void test_ref_cycle_is_bounded(void **state)
 {
     (void)state;
     /* Infinite by itself: every application applies itself again. */
-    struct json_schema *schema = compile_text("{\"$ref\": \"#\"}");
+    struct osbq_schema *schema = compile_text("{\"$ref\": \"#\"}");
     char msg[512];
-    assert_int_equal(check(schema, "{}", msg, sizeof msg), JSON_SCHEMA_TOO_COSTLY);
+    assert_int_equal(check(schema, "{}", msg, sizeof msg), OSBQ_SCHEMA_TOO_COSTLY);
     assert_string_equal(msg, "parameters: schema too costly: more than 128 nested schema "
                              "applications");
-    json_schema_free(schema);
+    osbq_schema_free(schema);
 
     /* Legitimate recursion over a deep document stops at the depth limit. */
     schema = compile_text("{\"items\": {\"$ref\": \"#\"}}");
@@ -339,14 +339,14 @@ static void test_ref_cycle_is_bounded(void **state)
     memset(deep, '[', depth);
     memset(deep + depth, ']', depth);
     deep[2 * depth] = '\0';
-    assert_int_equal(check(schema, deep, msg, sizeof msg), JSON_SCHEMA_TOO_COSTLY);
+    assert_int_equal(check(schema, deep, msg, sizeof msg), OSBQ_SCHEMA_TOO_COSTLY);
     assert_non_null(strstr(msg, "schema too costly: more than 128 nested schema applications"));
     /* ... and a modest one passes. */
     deep[20] = '\0';
     memset(deep + 10, ']', 10);
-    assert_int_equal(check(schema, deep, msg, sizeof msg), JSON_SCHEMA_VALID);
+    assert_int_equal(check(schema, deep, msg, sizeof msg), OSBQ_SCHEMA_VALID);
     free(deep);
-    json_schema_free(schema);
+    osbq_schema_free(schema);
 }
 
 /* allOf nested depth levels around {"minimum": 1}. Caller frees. */
@@ -369,7 +369,7 @@ static void test_nested_schema_is_bounded(void **state)
     (void)state;
     /* Deeper than a validation may go: refused when compiled, not at every request. */
     char *text = nested_all_of(300);
-    assert_refused(text, JSON_SCHEMA_INVALID, "schema nested deeper than 128 levels");
+    assert_refused(text, OSBQ_SCHEMA_INVALID, "schema nested deeper than 128 levels");
     free(text);
     /* 100 levels compile and validate, first failure reported from the innermost schema. */
     text = nested_all_of(100);
@@ -382,37 +382,37 @@ static void test_step_budget(void **state)
 {
     (void)state;
     /* uniqueItems over 3000 distinct items is 4.5 million comparisons: over the budget. */
-    struct json_schema *schema = compile_text("{\"uniqueItems\": true}");
+    struct osbq_schema *schema = compile_text("{\"uniqueItems\": true}");
     json_t *items = json_array();
     for (int i = 0; i < 3000; i++)
         json_array_append_new(items, json_integer(i));
     char msg[512];
     struct timespec start;
     clock_gettime(CLOCK_MONOTONIC, &start);
-    assert_int_equal(json_schema_validate(schema, items, "parameters", msg, sizeof msg),
-                     JSON_SCHEMA_TOO_COSTLY);
+    assert_int_equal(osbq_schema_validate(schema, items, "parameters", msg, sizeof msg),
+                     OSBQ_SCHEMA_TOO_COSTLY);
     assert_true(seconds_since(&start) < 2.0);
     assert_string_equal(msg, "parameters: schema too costly: validation needs more than 200000 "
                              "steps");
     /* 300 items (45,000 comparisons) are fine. */
     while (json_array_size(items) > 300)
         json_array_remove(items, json_array_size(items) - 1);
-    assert_int_equal(json_schema_validate(schema, items, "parameters", msg, sizeof msg),
-                     JSON_SCHEMA_VALID);
+    assert_int_equal(osbq_schema_validate(schema, items, "parameters", msg, sizeof msg),
+                     OSBQ_SCHEMA_VALID);
     json_decref(items);
-    json_schema_free(schema);
+    osbq_schema_free(schema);
 }
 
 static void test_too_costly_wins_inside_branches(void **state)
 {
     (void)state;
     /* The limit is hit inside not: a failure there must not turn into a success. */
-    struct json_schema *schema = compile_text("{\"not\": {\"pattern\": \"^(\\\\w+\\\\s?)*$\"}}");
+    struct osbq_schema *schema = compile_text("{\"not\": {\"pattern\": \"^(\\\\w+\\\\s?)*$\"}}");
     char msg[512];
     assert_int_equal(check(schema, "\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa!\"", msg, sizeof msg),
-                     JSON_SCHEMA_TOO_COSTLY);
+                     OSBQ_SCHEMA_TOO_COSTLY);
     assert_non_null(strstr(msg, "schema too costly"));
-    json_schema_free(schema);
+    osbq_schema_free(schema);
 }
 
 /* ---- the catalog compiles each plan's schemas once ---- */
@@ -445,20 +445,20 @@ static void test_catalog_plan_schemas(void **state)
     assert_null(p2->update_schema);
     assert_null(p2->bind_schema);
     char msg[256];
-    assert_int_equal(check(p1->provision_schema, "{}", msg, sizeof msg), JSON_SCHEMA_MISMATCH);
+    assert_int_equal(check(p1->provision_schema, "{}", msg, sizeof msg), OSBQ_SCHEMA_MISMATCH);
     assert_string_equal(msg, "parameters: the required property \"size\" is missing");
     assert_int_equal(check(p1->update_schema, "{\"a\": 1, \"b\": 2}", msg, sizeof msg),
-                     JSON_SCHEMA_MISMATCH);
+                     OSBQ_SCHEMA_MISMATCH);
     assert_string_equal(msg, "parameters: 2 properties is more than the maxProperties of 1");
     assert_int_equal(check(p1->bind_schema, "{\"role\": \"ro\"}", msg, sizeof msg),
-                     JSON_SCHEMA_VALID);
+                     OSBQ_SCHEMA_VALID);
     osbq_catalog_destroy(&cat);
 }
 
 /* ---- threads ---- */
 
 struct worker {
-    const struct json_schema *schema;
+    const struct osbq_schema *schema;
     int failures;
 };
 
@@ -469,11 +469,11 @@ static void *validate_many(void *arg)
     json_t *bad = json_pack("{s:s, s:i}", "name", "db", "size", 300);
     for (int i = 0; i < 2000; i++) {
         char msg[256];
-        if (json_schema_validate(w->schema, good, "parameters", msg, sizeof msg) !=
-            JSON_SCHEMA_VALID)
+        if (osbq_schema_validate(w->schema, good, "parameters", msg, sizeof msg) !=
+            OSBQ_SCHEMA_VALID)
             w->failures++;
-        if (json_schema_validate(w->schema, bad, "parameters", msg, sizeof msg) !=
-                JSON_SCHEMA_MISMATCH ||
+        if (osbq_schema_validate(w->schema, bad, "parameters", msg, sizeof msg) !=
+                OSBQ_SCHEMA_MISMATCH ||
             strcmp(msg, "parameters.size: 300 is greater than the maximum of 100") != 0)
             w->failures++;
     }
@@ -485,7 +485,7 @@ static void *validate_many(void *arg)
 static void test_threads_share_a_compiled_schema(void **state)
 {
     (void)state;
-    struct json_schema *schema = compile_text(size_schema);
+    struct osbq_schema *schema = compile_text(size_schema);
     pthread_t threads[4];
     struct worker workers[4];
     for (int i = 0; i < 4; i++) {
@@ -496,7 +496,7 @@ static void test_threads_share_a_compiled_schema(void **state)
         pthread_join(threads[i], NULL);
         assert_int_equal(workers[i].failures, 0);
     }
-    json_schema_free(schema);
+    osbq_schema_free(schema);
 }
 
 int main(void)

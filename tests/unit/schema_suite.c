@@ -1,5 +1,5 @@
 /* Runs the official JSON-Schema-Test-Suite (Debian's json-schema-test-suite) against
- * common/json_schema.c: every file of the draft4, draft6 and draft7 folders except optional/.
+ * schema/schema.c: every file of the draft4, draft6 and draft7 folders except optional/.
  * Cases that need a remote $ref (refRemote.json, the meta-schema URIs) are skipped with the
  * reason, since osbq refuses remote references by design. Exits 1 when any other case fails. */
 #include <dirent.h>
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "json_schema.h"
+#include "schema.h"
 
 struct totals {
     unsigned passed, failed, skipped;
@@ -20,7 +20,7 @@ static int by_name(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static void run_file(const char *dir, const char *draft_name, enum json_schema_draft draft,
+static void run_file(const char *dir, const char *draft_name, enum osbq_schema_draft draft,
                      const char *file, struct totals *all)
 {
     char path[1024];
@@ -41,12 +41,12 @@ static void run_file(const char *dir, const char *draft_name, enum json_schema_d
         const char *group_name = json_string_value(json_object_get(group, "description"));
         json_t *tests = json_object_get(group, "tests");
         char msg[512];
-        enum json_schema_status status = JSON_SCHEMA_OK;
-        struct json_schema *schema = NULL;
+        enum osbq_schema_status status = OSBQ_SCHEMA_OK;
+        struct osbq_schema *schema = NULL;
         if (!remote_file)
-            schema = json_schema_compile(json_object_get(group, "schema"), draft, NULL, &status,
+            schema = osbq_schema_compile(json_object_get(group, "schema"), draft, NULL, &status,
                                          msg, sizeof msg);
-        if (remote_file || status == JSON_SCHEMA_REMOTE_REF) {
+        if (remote_file || status == OSBQ_SCHEMA_REMOTE_REF) {
             t.skipped += (unsigned)json_array_size(tests);
             skip_reason = remote_file ? "remote $ref to http://localhost:1234 (not supported)"
                                       : "remote $ref (not supported)";
@@ -65,10 +65,10 @@ static void run_file(const char *dir, const char *draft_name, enum json_schema_d
                 t.failed++;
                 continue;
             }
-            enum json_schema_result r = json_schema_validate(schema, json_object_get(test, "data"),
+            enum osbq_schema_result r = osbq_schema_validate(schema, json_object_get(test, "data"),
                                                              "data", msg, sizeof msg);
-            bool valid = r == JSON_SCHEMA_VALID;
-            bool ok = valid == expected && (valid || r == JSON_SCHEMA_MISMATCH);
+            bool valid = r == OSBQ_SCHEMA_VALID;
+            bool ok = valid == expected && (valid || r == OSBQ_SCHEMA_MISMATCH);
             if (ok) {
                 t.passed++;
             } else {
@@ -78,7 +78,7 @@ static void run_file(const char *dir, const char *draft_name, enum json_schema_d
                        valid ? "valid" : "invalid", valid ? "" : ": ", valid ? "" : msg);
             }
         }
-        json_schema_free(schema);
+        osbq_schema_free(schema);
     }
     json_decref(groups);
     printf("%s %s/%s: %u passed, %u failed, %u skipped%s%s\n", t.failed ? "FAIL" : "ok  ",
@@ -89,7 +89,7 @@ static void run_file(const char *dir, const char *draft_name, enum json_schema_d
     all->skipped += t.skipped;
 }
 
-static int run_draft(const char *dir, const char *draft_name, enum json_schema_draft draft,
+static int run_draft(const char *dir, const char *draft_name, enum osbq_schema_draft draft,
                      struct totals *all)
 {
     char path[1024];
@@ -122,9 +122,9 @@ int main(int argc, char **argv)
     const char *dir = argc > 1 ? argv[1] : "/usr/share/json-schema-test-suite/tests";
     struct totals all = {0};
     int rc = 0;
-    rc |= run_draft(dir, "draft4", JSON_SCHEMA_DRAFT4, &all);
-    rc |= run_draft(dir, "draft6", JSON_SCHEMA_DRAFT6, &all);
-    rc |= run_draft(dir, "draft7", JSON_SCHEMA_DRAFT7, &all);
+    rc |= run_draft(dir, "draft4", OSBQ_SCHEMA_DRAFT4, &all);
+    rc |= run_draft(dir, "draft6", OSBQ_SCHEMA_DRAFT6, &all);
+    rc |= run_draft(dir, "draft7", OSBQ_SCHEMA_DRAFT7, &all);
     printf("JSON-Schema-Test-Suite (%s): %u passed, %u failed, %u skipped\n", dir, all.passed,
            all.failed, all.skipped);
     return rc != 0 || all.failed > 0 || all.passed == 0 ? 1 : 0;

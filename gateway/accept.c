@@ -1,0 +1,286 @@
+/* The accept path (accept.h): one function starts every operation, one table refuses. */
+#include "accept.h"
+
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "osb_platform.h"
+
+/* What a refusal answers. code OSBQ_OK: that resource's script never gives the answer, so it
+ * is an internal error. */
+struct refusal {
+    enum osbq_err code;
+    const char *text; /* NULL: the code's own text */
+};
+
+/* The store's refusals, for an instance operation and for a binding one (enum
+ * accept_resource). Accepted, in-progress and done answers are not refusals. */
+static const struct refusal refusals[][ACCEPT_RESOURCE_COUNT_] = {
+    [OSBQ_BEGIN_CONFLICT] =
+        {
+            {OSBQ_ERR_CONFLICT, "A service instance with this id already exists with different "
+                                "attributes."},
+            {OSBQ_ERR_CONFLICT, "A service binding with this id already exists with different "
+                                "parameters."},
+        },
+    [OSBQ_BEGIN_BUSY] = {{OSBQ_ERR_CONCURRENCY, NULL}, {OSBQ_ERR_CONCURRENCY, NULL}},
+    [OSBQ_BEGIN_NOT_FOUND] =
+        {
+            {OSBQ_ERR_NOT_FOUND, "The service instance does not exist."},
+            {OSBQ_ERR_NOT_FOUND, "The service instance does not exist."},
+        },
+    [OSBQ_BEGIN_GONE] =
+        {
+            {OSBQ_ERR_GONE, "The service instance does not exist."},
+            {OSBQ_ERR_GONE, "The service binding does not exist."},
+        },
+    [OSBQ_BEGIN_CHANGED] = {{OSBQ_ERR_CONCURRENCY, NULL}, {OSBQ_ERR_CONCURRENCY, NULL}},
+    [OSBQ_BEGIN_MISMATCH] =
+        {
+            {OSBQ_ERR_BAD_REQUEST, "service_id and plan_id must be the service instance's."},
+            {OSBQ_ERR_BAD_REQUEST, "service_id and plan_id must be the service instance's."},
+        },
+    [OSBQ_BEGIN_NO_INSTANCE] = {{OSBQ_OK, NULL},
+                                {OSBQ_ERR_NOT_FOUND, "The service instance does not exist."}},
+    [OSBQ_BEGIN_INSTANCE_BUSY] = {{OSBQ_OK, NULL}, {OSBQ_ERR_CONCURRENCY, NULL}},
+    [OSBQ_BEGIN_BAD_PREDECESSOR] = {{OSBQ_OK, NULL},
+                                    {OSBQ_ERR_BAD_REQUEST,
+                                     "predecessor_binding_id must name a live binding of this "
+                                     "service instance."}},
+    /* Instance quotas only; the text names the full quota when it can. */
+    [OSBQ_BEGIN_QUOTA] = {{OSBQ_ERR_FORBIDDEN, "A quota of the broker's policy is full."},
+                          {OSBQ_OK, NULL}},
+};
+
+/* What the answer needs once the begin script has answered. */
+struct accept_pending {
+    const struct accept_desc *desc; /* the resource's descriptor */
+    enum osbq_job_kind kind;        /* the operation's kind */
+    char operation_id[33];          /* the operation it proposed */
+    bool async;                     /* the platform accepts 202 */
+    int64_t timeout_ms;             /* a synchronous wait's limit */
+    char *service_id;               /* as the request named it: answers a request done already */
+    char *job;                      /* the encoded job, sent when accepted */
+    size_t job_len;                 /* bytes in job */
+    size_t quota_count;             /* quotas it counted against, for a refusal's text */
+    struct osbq_policy_use *quotas; /* their copies, or NULL */
+    char *quota_values[OSBQ_POLICY_QUOTAS_MAX]; /* the values those copies point at */
+};
+
+static void pending_free(void *state)
+{
+    struct accept_pending *p = state;
+    free(p->service_id);
+    free(p->job);
+    for (size_t i = 0; i < p->quota_count; i++)
+        free(p->quota_values[i]);
+    free(p->quotas);
+    free(p);
+}
+
+/* Keeps the request's quotas for the refusal text: their values live in the request's JSON,
+ * which is gone by the time Redis answers. */
+static bool keep_quotas(struct accept_pending *p, const struct osbq_policy_use *uses, size_t n)
+{
+    if (n == 0)
+        return true;
+    p->quotas = calloc(n, sizeof *p->quotas);
+    if (p->quotas == NULL)
+        return false;
+    p->quota_count = n;
+    for (size_t i = 0; i < n; i++) {
+        p->quotas[i] = uses[i];
+        if (uses[i].value == NULL)
+            continue;
+        p->quota_values[i] = strdup(uses[i].value);
+        if (p->quota_values[i] == NULL)
+            return false;
+        p->quotas[i].value = p->quota_values[i];
+    }
+    return true;
+}
+
+bool accept_async(const struct request *req)
+{
+    return req->api_version >= API_ASYNC && req->accepts_incomplete != NULL &&
+           strcmp(req->accepts_incomplete, "true") == 0;
+}
+
+/* 202 with the operation (2.9+) and, when given, the dashboard URL. */
+static void reply_accepted(struct reply *out, unsigned api_version, const char *operation_id,
+                           const char *dashboard_url)
+{
+    json_t *body = json_object();
+    if (api_version >= API_OPERATION && operation_id != NULL)
+        json_object_set_new(body, "operation", json_string(operation_id));
+    if (dashboard_url != NULL && dashboard_url[0] != '\0')
+        json_object_set_new(body, "dashboard_url", json_string(dashboard_url));
+    reply_json(out, 202, body);
+}
+
+/* Makes out a REPLY_WAIT: http.c suspends the request until operation_id ends or the plan's
+ * time passes. */
+static void reply_wait_for(struct reply *out, const struct request *req,
+                           const struct accept_pending *p, const char *operation_id,
+                           const char *dashboard_url)
+{
+    const char *binding_id = p->desc->resource == ACCEPT_BINDING ? req->params[1] : NULL;
+    reply_clear(out);
+    out->kind = REPLY_WAIT;
+    struct reply_wait *w = &out->wait;
+    w->operation_id = strdup(operation_id);
+    w->instance_id = strdup(req->params[0]);
+    w->binding_id = binding_id ? strdup(binding_id) : NULL;
+    w->dashboard_url = dashboard_url ? strdup(dashboard_url) : NULL;
+    w->timeout_ms = p->timeout_ms;
+    w->kind = p->kind;
+    w->api_version = req->api_version;
+    if (w->operation_id == NULL || w->instance_id == NULL ||
+        (binding_id != NULL && w->binding_id == NULL))
+        reply_error(out, OSBQ_ERR_INTERNAL, "Out of memory.");
+}
+
+/* Answers OSBQ_BEGIN_ACCEPTED and OSBQ_BEGIN_IN_PROGRESS: 202 with the operation, or a wait for
+ * its outcome. A new operation's job goes with the reply; one already running has its own job
+ * on its way. */
+static void reply_started(const struct gateway *gw, const struct request *req,
+                          struct accept_pending *p, const struct osbq_begin_reply *got,
+                          struct reply *out)
+{
+    bool accepted = got->answer == OSBQ_BEGIN_ACCEPTED;
+    const char *operation_id = accepted ? p->operation_id : got->operation_id;
+    if (p->async)
+        reply_accepted(out, req->api_version, operation_id,
+                       p->kind == OSBQ_JOB_PROVISION ? got->dashboard_url : NULL);
+    else
+        reply_wait_for(out, req, p, operation_id,
+                       p->desc->resource == ACCEPT_INSTANCE ? got->dashboard_url : NULL);
+    if (accepted) {
+        out->job = p->job;
+        out->job_len = p->job_len;
+        p->job = NULL;
+    }
+    /* Kept in the reply (which outlives the pending state) for the access log, the job and
+     * the lines still written about the request. */
+    (void)snprintf(out->operation_id, sizeof out->operation_id, "%s", operation_id);
+    osbq_log_context_set_operation(out->operation_id);
+    gateway_metrics_operation(gw->metrics, osbq_job_kind_name(p->kind),
+                              accepted ? "accepted" : "joined");
+}
+
+/* Answers a refusal from the table. */
+static void reply_refused(const struct accept_pending *p, const struct osbq_begin_reply *got,
+                          struct reply *out)
+{
+    const struct refusal *row = NULL;
+    if ((size_t)got->answer < sizeof refusals / sizeof refusals[0])
+        row = &refusals[got->answer][p->desc->resource];
+    if (row == NULL || row->code == OSBQ_OK) {
+        reply_error(out, OSBQ_ERR_INTERNAL, NULL);
+        return;
+    }
+    char why[OSBQ_ERROR_TEXT_MAX];
+    const char *text = row->text;
+    if (got->answer == OSBQ_BEGIN_QUOTA && got->quota_index < p->quota_count) {
+        osbq_policy_quota_description(&p->quotas[got->quota_index], got->quota_used, why,
+                                      sizeof why);
+        text = why;
+    }
+    reply_error(out, row->code, text);
+}
+
+/* The answer once the begin script has answered: 202, a wait, the finished request's answer,
+ * or why not. */
+static void accept_operation_after_begin(const struct gateway *gw, const struct request *req,
+                                         struct osbq_store_call *call, void *state,
+                                         struct reply *out)
+{
+    struct accept_pending *p = state;
+    struct osbq_begin_reply got = {0};
+    struct osbq_error err = {0};
+    if (osbq_store_begin_result(call, &got, &err) < 0) {
+        reply_store_unavailable(out, &err);
+        return;
+    }
+    if (got.answer == OSBQ_BEGIN_ACCEPTED || got.answer == OSBQ_BEGIN_IN_PROGRESS)
+        reply_started(gw, req, p, &got, out);
+    else if (got.answer == OSBQ_BEGIN_DONE)
+        p->desc->done(gw, req, p->service_id, &got, out);
+    else
+        reply_refused(p, &got, out);
+    osbq_begin_reply_clear(&got);
+}
+
+/* Encodes job; NULL with a 400 in out when it cannot be (the handler checked the fields). */
+static char *encode_job(const struct osbq_job *job, size_t *len, struct reply *out)
+{
+    char *bytes = NULL;
+    char why[200];
+    if (osbq_job_encode(job, &bytes, len, why, sizeof why) < 0) {
+        log_warnx("cannot encode a job: %s", why);
+        reply_error(out, OSBQ_ERR_BAD_REQUEST, "The request cannot be turned into a job.");
+        return NULL;
+    }
+    return bytes;
+}
+
+void accept_operation(const struct gateway *gw, const struct request *req,
+                      const struct accept_desc *desc, const struct accept *a, struct reply *out)
+{
+    struct accept_pending *p = calloc(1, sizeof *p);
+    if (p == NULL || (p->service_id = strdup(a->service_id)) == NULL ||
+        !keep_quotas(p, a->quotas, a->quota_count)) {
+        if (p != NULL)
+            pending_free(p);
+        reply_error(out, OSBQ_ERR_INTERNAL, NULL);
+        return;
+    }
+    p->desc = desc;
+    p->kind = a->kind;
+    p->async = a->async;
+    p->timeout_ms = a->plan ? a->plan->sync_timeout_ms : OSBQ_CATALOG_SYNC_TIMEOUT_MS_DEFAULT;
+    unsigned char raw[16];
+    randombytes_buf(raw, sizeof raw);
+    sodium_bin2hex(p->operation_id, sizeof p->operation_id, raw, sizeof raw);
+    /* The job borrows the request's strings: it lives only until it is encoded. */
+    const struct osbq_job job = {
+        .operation_id = p->operation_id,
+        .kind = a->kind,
+        .instance_id = a->instance_id,
+        .binding_id = a->binding_id,
+        .service_id = a->service_id,
+        .plan_id = a->plan_id,
+        .parameters = a->parameters,
+        .context = a->context,
+        .bind_resource = a->bind_resource,
+        .maintenance_info = a->maintenance_info,
+        .api_version = req->api_version,
+        .originating_identity = req->originating_identity,
+        .request_identity = req->request_identity,
+        .trace = req->trace,
+        .predecessor_binding_id = a->predecessor,
+        .attempt = 1,
+    };
+    p->job = encode_job(&job, &p->job_len, out);
+    if (p->job == NULL) {
+        pending_free(p);
+        return;
+    }
+    const struct accept_record record = {
+        .operation_id = p->operation_id,
+        .job = p->job,
+        .job_len = p->job_len,
+        .waiting_gateway = p->async ? NULL : gw->gateway_id,
+    };
+    struct osbq_error err = {0};
+    struct osbq_store_call *call = desc->begin(gw, req, a, &record, &err);
+    if (call == NULL) {
+        pending_free(p);
+        reply_error_from(out, &err);
+        return;
+    }
+    reply_defer(out, call, accept_operation_after_begin, p, pending_free);
+}

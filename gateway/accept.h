@@ -1,0 +1,79 @@
+/* The accept path: how a checked PUT, PATCH or DELETE of an instance or a binding becomes an
+ * operation. The handler fills a struct accept and calls accept_operation with the descriptor
+ * of its resource; the rest is the same for every kind: the job is encoded, the store records
+ * the operation (one pipelined script call), and its answer becomes a 202, a wait for the
+ * outcome, the finished identical request's answer, or a refusal from one table. The job
+ * rides in the reply: http.c sends it once the reply is queued or the request suspended. */
+#ifndef OSBQ_GATEWAY_ACCEPT_H
+#define OSBQ_GATEWAY_ACCEPT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "gateway.h"
+#include "reply.h"
+#include "request.h"
+
+/* True when the request allows an asynchronous answer (and its version knows them). */
+bool accept_async(const struct request *req);
+
+/* What an accepted request needs to become an operation. Strings are borrowed for the call;
+ * those a resource does not have are NULL. */
+struct accept {
+    enum osbq_job_kind kind;              /* the operation's kind */
+    const char *instance_id;              /* decoded path id */
+    const char *binding_id;               /* decoded path id; NULL for instance operations */
+    const char *service_id;               /* as the request names it */
+    const char *plan_id;                  /* the job's plan */
+    const struct osbq_plan *plan;         /* that plan in the catalog, or NULL when it is no longer
+                                           * offered (deprovision, unbind) */
+    const char *parameters;               /* compact JSON text, or NULL */
+    const char *context;                  /* compact JSON text, or NULL */
+    const char *maintenance_info;         /* instances: compact JSON text, or NULL */
+    const char *bind_resource;            /* bindings: compact JSON text, or NULL */
+    const char *predecessor;              /* bind: the binding it rotates (2.17), or NULL */
+    const char *maintenance_version;      /* instances: the request's maintenance_info version */
+    const char *dashboard_url;            /* provision: decided now, or NULL */
+    const char *expected_plan_id;         /* update: the plan validated against */
+    const char *digest;                   /* idempotency digest ("" for deletes) */
+    bool async;                           /* the platform accepts 202 */
+    const struct osbq_policy_use *quotas; /* the quotas it counts against (their refusals) */
+    size_t quota_count;                   /* entries in quotas */
+    const char *quota_spec; /* those quotas for the store (begin_request.quotas), or NULL */
+};
+
+/* The operation as the store records it. */
+struct accept_record {
+    const char *operation_id;    /* the id proposed for it */
+    const char *job;             /* its encoded job */
+    size_t job_len;              /* bytes in job */
+    const char *waiting_gateway; /* this gateway's id when the request waits, else NULL */
+};
+
+/* Whose operation it is: the column of the store answers' table. */
+enum accept_resource {
+    ACCEPT_INSTANCE,
+    ACCEPT_BINDING,
+    ACCEPT_RESOURCE_COUNT_, /* how many there are */
+};
+
+/* What differs between starting an instance operation and a binding one; each handler file
+ * declares its own. */
+struct accept_desc {
+    enum accept_resource resource;
+    /* The store call that records the operation (its begin script); NULL with err. */
+    struct osbq_store_call *(*begin)(const struct gateway *gw, const struct request *req,
+                                     const struct accept *a, const struct accept_record *record,
+                                     struct osbq_error *err);
+    /* Answers OSBQ_BEGIN_DONE: the identical request was fulfilled already. service_id is the
+     * request's. */
+    void (*done)(const struct gateway *gw, const struct request *req, const char *service_id,
+                 const struct osbq_begin_reply *got, struct reply *out);
+};
+
+/* Starts the operation a: out becomes the deferred store call, and
+ * accept_operation_after_begin answers. */
+void accept_operation(const struct gateway *gw, const struct request *req,
+                      const struct accept_desc *desc, const struct accept *a, struct reply *out);
+
+#endif

@@ -58,6 +58,9 @@ cleanup() {
     for _ in $(seq 1 60); do kill -0 "$dockerd_pid" 2>/dev/null || break; sleep 0.5; done
     say "stopped the dockerd it started (pid $dockerd_pid)"
   fi
+  # A network namespace dockerd left mounted under its exec root would keep the directory.
+  awk -v dir="$tmp/" 'index($2, dir) == 1 { print $2 }' /proc/mounts | sort -r |
+    while read -r mount; do umount -l "$mount"; done
   rm -rf "$tmp"
   exit "$status"
 }

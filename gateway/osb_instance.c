@@ -309,7 +309,9 @@ static void instance_patch_after_read(const struct gateway *gw, const struct req
         reply_store_unavailable(out, &err);
         goto out;
     }
-    const struct osbq_plan *current, *target;
+    /* update_plans sets both when it succeeds; GCC's -O2 flow analysis (the image's Release
+     * build) cannot see that and fails the build on -Wmaybe-uninitialized. */
+    const struct osbq_plan *current = NULL, *target = NULL;
     if (!update_plans(gw, req, found, &inst, service_id, plan_id, &current, &target, out))
         goto out;
     /* Against the plan the instance moves to: its update schema describes the result. */

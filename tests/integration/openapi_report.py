@@ -22,12 +22,14 @@ def main(argv):
         return 0
     checked = collections.Counter()
     unchecked = collections.Counter()
+    excepted = collections.Counter()
     files = sorted(glob.glob(os.path.join(directory, "*.json")))
     for path in files:
         with open(path, encoding="utf-8") as f:
             counts = json.load(f)
         checked.update(counts.get("checked", {}))
         unchecked.update(counts.get("unchecked", {}))
+        excepted.update(counts.get("exceptions", {}))
         print("%-40s %6d checked" % (os.path.basename(path)[:-5],
                                      sum(counts.get("checked", {}).values())))
     print("OpenAPI conformance: %d exchanges checked in %d test files, %d not on /v2"
@@ -36,6 +38,9 @@ def main(argv):
         print("  %6d  %s" % (n, endpoint))
     for path, n in sorted(unchecked.items()):
         print("  %6d  %s (not checked)" % (n, path))
+    print("Statuses allowed by the exceptions list (the spec's prose, not the document):")
+    for entry, n in sorted(excepted.items()):
+        print("  %6d  %s" % (n, entry))
     return 0
 
 

@@ -53,6 +53,10 @@ STATUS_EXCEPTIONS = (
     ("*", 414, "Service Broker Errors"),
     ("*", 429, "Service Broker Errors"),
     ("*", 431, "Service Broker Errors"),
+    # "an individual Service Broker MAY support one or many Platforms using different URL
+    # prefixes": the catalog at a prefix (or at a bare /v2) no platform uses is not one of the
+    # broker's endpoints, and 404 says so. Other operations under such a URL are not excepted.
+    ("catalog.get", 404, "API Overview"),
     # "Service Brokers MAY ... use ETag and If-Modified-Since headers" on the catalog (added
     # in 2.16): 304 Not Modified, without a body, to a conditional GET.
     ("catalog.get", 304, "Catalog Management"),
@@ -195,14 +199,20 @@ class Report:
         self.lock = threading.Lock()
         self.checked = collections.Counter()
         self.unchecked = collections.Counter()
+        self.excepted = collections.Counter()
 
     def count(self, key, checked):
         with self.lock:
             (self.checked if checked else self.unchecked)[key] += 1
 
+    def count_exception(self, operation_id, status):
+        with self.lock:
+            self.excepted["%s %s" % (operation_id, status)] += 1
+
     def as_dict(self):
         with self.lock:
-            return {"checked": dict(self.checked), "unchecked": dict(self.unchecked)}
+            return {"checked": dict(self.checked), "unchecked": dict(self.unchecked),
+                    "exceptions": dict(self.excepted)}
 
 
 # The one document and report of this test process (each ctest test is a process of its own).
@@ -300,6 +310,8 @@ def problems(method, path, request_headers, request_body, status, response_heade
         if not allowed:
             found.append("status %d is not listed for %s (rule: responses)"
                          % (status, op.operation_id))
+        else:
+            REPORT.count_exception(allowed[0][0], allowed[0][1])
         schema = doc.error_schema() if status >= 400 else None
     else:
         media = (listed.get("content") or {}).get("application/json") or {}

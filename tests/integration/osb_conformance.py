@@ -130,11 +130,17 @@ VERSIONED_FIELDS = (
 )
 
 
+# What an answer whose status only the exceptions allow is held to (Service Broker Errors).
+ERROR_SCHEMA = {"$ref": "#/components/schemas/Error"}
+
+
 class ConformanceError(AssertionError):
     """An exchange the OpenAPI document (with its exceptions) does not allow."""
 
 
 class Operation:
+    """One method of one path template of the document, with the regex of its paths."""
+
     def __init__(self, template, method, spec):
         self.template = template
         self.method = method
@@ -187,9 +193,6 @@ class Document:
                 target = target[part]
             node = target
         return node
-
-    def error_schema(self):
-        return {"$ref": "#/components/schemas/Error"}
 
 
 class Report:
@@ -250,7 +253,7 @@ def pointer(path):
     return "/" + "/".join(str(p).replace("~", "~0").replace("/", "~1") for p in path)
 
 
-def _lookup(body, ptr):
+def _has_pointer(body, ptr):
     node = body
     for part in ptr.strip("/").split("/"):
         if not isinstance(node, dict) or part not in node:
@@ -312,7 +315,7 @@ def problems(method, path, request_headers, request_body, status, response_heade
                          % (status, op.operation_id))
         else:
             REPORT.count_exception(allowed[0][0], allowed[0][1])
-        schema = doc.error_schema() if status >= 400 else None
+        schema = ERROR_SCHEMA if status >= 400 else None
     else:
         media = (listed.get("content") or {}).get("application/json") or {}
         schema = media.get("schema")
@@ -324,7 +327,7 @@ def problems(method, path, request_headers, request_body, status, response_heade
     version = api_version(request_headers)
     if version is not None and isinstance(body, dict):
         for operation_id, ptr, since in VERSIONED_FIELDS:
-            if operation_id in ("*", op.operation_id) and version < since and _lookup(body, ptr):
+            if operation_id in ("*", op.operation_id) and version < since and _has_pointer(body, ptr):
                 found.append("%s: introduced in %d.%d, answered to API %d.%d (rule: version)"
                              % (ptr, since[0], since[1], version[0], version[1]))
     if 200 <= status < 300:
@@ -386,8 +389,8 @@ def _write_report():
     total = sum(counts["checked"].values())
     if not total and not counts["unchecked"]:
         return
-    print("openapi: %d exchanges checked, %d not on /v2" % (total, sum(counts["unchecked"].values())),
-          file=sys.stderr)
+    print("openapi: %d exchanges checked, %d not on /v2"
+          % (total, sum(counts["unchecked"].values())), file=sys.stderr)
     target = os.environ.get("OSBQ_OPENAPI_REPORT")
     if target:
         os.makedirs(os.path.dirname(target), exist_ok=True)

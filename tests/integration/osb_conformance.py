@@ -47,12 +47,6 @@ STATUS_EXCEPTIONS = (
     # 500 (internal error), 502 (the backend failed a synchronous operation), 503 (Redis or
     # every worker away), 504 (a synchronous operation outlived the plan's limit).
     ("*", "5xx", "Service Broker Errors"),
-    # HTTP-level limits before any operation is read (request line, header or body too large,
-    # too many requests): "the Service Broker MUST return an appropriate HTTP response code".
-    ("*", 413, "Service Broker Errors"),
-    ("*", 414, "Service Broker Errors"),
-    ("*", 429, "Service Broker Errors"),
-    ("*", 431, "Service Broker Errors"),
     # "an individual Service Broker MAY support one or many Platforms using different URL
     # prefixes": the catalog at a prefix (or at a bare /v2) no platform uses is not one of the
     # broker's endpoints, and 404 says so. Other operations under such a URL are not excepted.
@@ -70,28 +64,14 @@ STATUS_EXCEPTIONS = (
     # "422 Unprocessable Entity: MUST be returned if the Service Instance is being updated and
     # therefore cannot be fetched at this time"; the document lists 200 and 404 only.
     ("serviceInstance.get", 422, "Fetching a Service Instance / Response"),
-    # A fetch of a binding during an operation on it or its instance: ConcurrencyError as for
-    # the instance ("Blocking Operations": a broker MAY answer 422 while a resource is
-    # mutated).
-    ("serviceBinding.get", 422, "Blocking Operations"),
-    # A fetch with a malformed id or a service_id/plan_id hint that is not a string of the
-    # catalog: "MUST be returned if the request is malformed" holds for every request (Content
-    # Type: "If a Service Broker rejects a request ... it SHOULD respond with 400").
-    ("serviceInstance.get", 400, "Content Type"),
-    ("serviceBinding.get", 400, "Content Type"),
-    # Updating, binding or polling an instance that does not exist: the prose defines no code;
-    # 404 Not Found is what the fetch and last_operation sections use for it.
+    # Updating or binding to an instance that does not exist: the prose defines no code; 404
+    # Not Found is what the fetch and last_operation sections use for it.
     ("serviceInstance.update", 404, "Service Broker Errors / Fetching a Service Instance"),
     ("serviceBinding.binding", 404, "Service Broker Errors / Fetching a Service Instance"),
-    # "409 Conflict: MUST be returned if ... the Service Instance ... is being provisioned but
-    # with different attributes" holds for an update whose id is being deprovisioned as well;
-    # osbq uses 422 ConcurrencyError (Blocking Operations) there, and 409 only for provision.
-    # Unbinding or deprovisioning while the resource is mutated: 422 ConcurrencyError is in
-    # the document already.
 )
 
-# Fields of a request body the OpenAPI document requires but the prose does not, or the other
-# way round: (operationId, JSON pointer of the "required" rule, spec section).
+# Request body fields the OpenAPI document requires where the prose lets a platform leave them
+# out: (operationId, field, spec section).
 REQUEST_EXCEPTIONS = (
     # The prose marks organization_guid and space_guid REQUIRED but "Deprecated in favor of
     # context"; Kubernetes' service catalog sends context only, and the tests send both where

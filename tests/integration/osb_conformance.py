@@ -32,6 +32,11 @@ OPENAPI_PATH = os.path.join(SOURCE_DIR, "tests", "data", "spec", "osb-openapi-2.
 # (operationId or "*" for every operation, status, the spec section that allows it). Such an
 # answer is still checked: an Error object (Service Broker Errors) with a non-empty description.
 STATUS_EXCEPTIONS = (
+    # A fetch for a service that does not declare instances_retrievable / bindings_retrievable
+    # ("Specifies whether the ... endpoint is supported"): the endpoint is not supported for it
+    # and the request is refused as one the broker cannot take (decision 0003).
+    ("serviceInstance.get", 400, "Service Offering Object: instances_retrievable"),
+    ("serviceBinding.get", 400, "Service Offering Object: bindings_retrievable"),
     # "If the request ... doesn't contain this header, then the Service Broker MAY reject the
     # request with 400 Bad Request" (a malformed one as well); the document lists no 400 for
     # the catalog and the fetches.

@@ -172,12 +172,12 @@ static void reply_started(const struct gateway *gw, const struct request *req,
                               accepted ? "accepted" : "joined");
 }
 
-/* Answers a refusal from the table. */
 enum osbq_err policy_refusal(enum osbq_job_kind kind)
 {
     return kind == OSBQ_JOB_UPDATE ? OSBQ_ERR_UNPROCESSABLE : OSBQ_ERR_FORBIDDEN;
 }
 
+/* Answers a refusal from the table. */
 static void reply_refused(const struct accept_pending *p, const struct osbq_begin_reply *got,
                           struct reply *out)
 {

@@ -37,10 +37,6 @@ STATUS_EXCEPTIONS = (
     # and the request is refused as one the broker cannot take (decision 0003).
     ("serviceInstance.get", 400, "Service Offering Object: instances_retrievable"),
     ("serviceBinding.get", 400, "Service Offering Object: bindings_retrievable"),
-    # "If the request ... doesn't contain this header, then the Service Broker MAY reject the
-    # request with 400 Bad Request" (a malformed one as well); the document lists no 400 for
-    # the catalog and the fetches.
-    ("*", 400, "Headers / API Version Header"),
     # "MUST return a 401 Unauthorized response if the authentication fails": every operation,
     # while the document lists 401 for the mutating ones and last_operation only.
     ("*", 401, "Platform to Service Broker Authentication"),

@@ -44,7 +44,14 @@ static void last_operation_answer(const struct gateway *gw, const struct request
         return;
     }
     if (found == 2) {
-        reply_bad_request(out, "\"%s\" is not an operation of this %s.", operation, what);
+        /* The spec: operation MUST be the value the broker returned. Naming which one would
+         * need the store's answer to carry it; the field the platform should have copied is
+         * always safe to name. */
+        reply_bad_request(out,
+                          "\"%s\" is not an operation of this %s: send the \"operation\" value "
+                          "of the broker's 202 Accepted answer for it, or no operation "
+                          "parameter.",
+                          operation, what);
         return;
     }
     bool succeeded = strcmp(op.state, "succeeded") == 0;

@@ -11,6 +11,7 @@ packages=(
   docker.io debootstrap  # scripts/compose-check.sh: the engine, and base images made locally
   libgnutls28-dev openssl  # the gateway's HTTPS (GnuTLS); test certificates (openssl)
   libpcre2-dev json-schema-test-suite # plan schemas: regexes, and the suite their tests run
+  python3-jsonschema python3-yaml  # integration tests: answers checked against the OpenAPI document
   clang libclang-rt-14-dev  # scripts/fuzz.sh: libFuzzer (-fsanitize=fuzzer) comes with clang's runtime
   prometheus                # tests/deploy: promtool checks deploy/prometheus/alerts.yml
 )

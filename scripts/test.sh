@@ -6,7 +6,7 @@
 # builds the images and runs the stack; "compose-check: PASSED", or SKIPPED with the reason when
 # no Docker engine can run here). Fails when any of them fails; a skip does not fail it.
 # OSBQ_COMPOSE_CHECK=0 leaves the compose check out (said so at the end). The last line counts
-# the three stages.
+# the three stages (ctest, fuzz, compose-check).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -33,5 +33,5 @@ else
     *) count "$compose_status" ;;
   esac
 fi
-echo "stages (ctest, fuzz, compose-check): $passed passed, $failed failed, $skipped skipped"
+echo "stages: $passed passed, $failed failed, $skipped skipped"
 [ "$ctest_status" = 0 ] && [ "$fuzz_status" = 0 ] && [ "$compose_status" = 0 ]

@@ -50,7 +50,8 @@ static const struct refusal refusals[][ACCEPT_RESOURCE_COUNT_] = {
                                     {OSBQ_ERR_BAD_REQUEST,
                                      "predecessor_binding_id must name a live binding of this "
                                      "service instance."}},
-    /* Instance quotas only; the text names the full quota when it can. */
+    /* Instance quotas only; the text names the full quota when it can; policy_refusal() the
+     * status. */
     [OSBQ_BEGIN_QUOTA] = {{OSBQ_ERR_FORBIDDEN, "A quota of the broker's policy is full."},
                           {OSBQ_OK, NULL}},
 };
@@ -171,6 +172,11 @@ static void reply_started(const struct gateway *gw, const struct request *req,
                               accepted ? "accepted" : "joined");
 }
 
+enum osbq_err policy_refusal(enum osbq_job_kind kind)
+{
+    return kind == OSBQ_JOB_UPDATE ? OSBQ_ERR_UNPROCESSABLE : OSBQ_ERR_FORBIDDEN;
+}
+
 /* Answers a refusal from the table. */
 static void reply_refused(const struct accept_pending *p, const struct osbq_begin_reply *got,
                           struct reply *out)
@@ -189,7 +195,7 @@ static void reply_refused(const struct accept_pending *p, const struct osbq_begi
                                       sizeof why);
         text = why;
     }
-    reply_error(out, row->code, text);
+    reply_error(out, got->answer == OSBQ_BEGIN_QUOTA ? policy_refusal(p->kind) : row->code, text);
 }
 
 /* The answer once the begin script has answered: 202, a wait, the finished request's answer,

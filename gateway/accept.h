@@ -17,6 +17,11 @@
 /* True when the request allows an asynchronous answer (and its version knows them). */
 bool accept_async(const struct request *req);
 
+/* The status of a refusal by the broker's policy (deny rule or full quota): 403 (decision 0011),
+ * but 422 for an update, for which the spec defines it ("the request cannot currently be
+ * fulfilled ... e.g. ... over the quota of the requested Service Plan"). */
+enum osbq_err policy_refusal(enum osbq_job_kind kind);
+
 /* What an accepted request needs to become an operation. Strings are borrowed for the call;
  * those a resource does not have are NULL. */
 struct accept {

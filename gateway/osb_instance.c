@@ -12,18 +12,19 @@
 #include "osb_platform.h"
 #include "validate.h"
 
-/* What OSBQ_POLICY says of a new instance of plan (or a move to it) from ctx: false with a 403
- * when a deny rule refuses it; otherwise the quotas it counts against, in uses (*count of
- * them) and as *spec for the store (caller frees; NULL when there are none). */
-static bool policy_admits(const struct gateway *gw, const struct osbq_plan *plan,
-                          const struct osbq_policy_context *ctx, struct osbq_policy_use *uses,
-                          size_t *count, char **spec, struct reply *out)
+/* What OSBQ_POLICY says of a new instance of plan (or a move to it, kind update) from ctx: false
+ * with policy_refusal(kind) when a deny rule refuses it; otherwise the quotas it counts against, in
+ * uses (*count of them) and as *spec for the store (caller frees; NULL when there are none). */
+static bool policy_admits(const struct gateway *gw, enum osbq_job_kind kind,
+                          const struct osbq_plan *plan, const struct osbq_policy_context *ctx,
+                          struct osbq_policy_use *uses, size_t *count, char **spec,
+                          struct reply *out)
 {
     char why[OSBQ_ERROR_TEXT_MAX];
     *spec = NULL;
     *count = 0;
     if (osbq_policy_denied(gw->policy, OSBQ_POLICY_PROVISION, plan, ctx, why, sizeof why)) {
-        reply_error(out, OSBQ_ERR_FORBIDDEN, why);
+        reply_error(out, policy_refusal(kind), why);
         return false;
     }
     size_t n = osbq_policy_quotas(gw->policy, plan, ctx, uses);
@@ -109,13 +110,20 @@ static const struct accept_desc instance_accept = {
     .done = instance_done,
 };
 
-/* Checks a maintenance_info member against plan; false with the reply set. */
-static bool check_maintenance(json_t *body, const struct osbq_plan *plan, const char **version,
-                              json_t **info, struct reply *out)
+/* Checks a maintenance_info member against plan; false with the reply set. Before 2.15 the
+ * field did not exist, so it is ignored; an empty object, which generated clients send for an
+ * unset field, is as good as absent. */
+static bool check_maintenance(json_t *body, unsigned api_version, const struct osbq_plan *plan,
+                              const char **version, json_t **info, struct reply *out)
 {
     *version = NULL;
+    *info = NULL;
+    if (api_version < API_RETRY_AFTER)
+        return true;
     if (!validate_optional_object(body, "maintenance_info", info, out))
         return false;
+    if (*info != NULL && json_object_size(*info) == 0)
+        *info = NULL;
     if (*info == NULL)
         return true;
     json_t *v = json_object_get(*info, "version");
@@ -182,11 +190,11 @@ void osb_instance_put(const struct gateway *gw, const struct request *req, struc
         reply_error(out, OSBQ_ERR_ASYNC_REQUIRED, NULL);
         goto out;
     }
-    if (!check_maintenance(body, plan, &mv, &info, out))
+    if (!check_maintenance(body, req->api_version, plan, &mv, &info, out))
         goto out;
     struct osbq_policy_context ctx;
     osbq_policy_context_from(&ctx, context, org, space, osb_platform_name(req));
-    if (!policy_admits(gw, plan, &ctx, uses, &quota_count, &quota_spec, out))
+    if (!policy_admits(gw, OSBQ_JOB_PROVISION, plan, &ctx, uses, &quota_count, &quota_spec, out))
         goto out;
     params_text = digest_canonical(parameters);
     context_text = digest_canonical(context);
@@ -309,6 +317,8 @@ static void instance_patch_after_read(const struct gateway *gw, const struct req
         reply_store_unavailable(out, &err);
         goto out;
     }
+    /* update_plans sets both when it succeeds; GCC's -O2 flow analysis (the image's Release
+     * build) cannot see that and fails the build on -Wmaybe-uninitialized. */
     const struct osbq_plan *current = NULL, *target = NULL;
     if (!update_plans(gw, req, found, &inst, service_id, plan_id, &current, &target, out))
         goto out;
@@ -319,7 +329,7 @@ static void instance_patch_after_read(const struct gateway *gw, const struct req
         reply_error(out, OSBQ_ERR_ASYNC_REQUIRED, NULL);
         goto out;
     }
-    if (!check_maintenance(body, target, &mv, &info, out))
+    if (!check_maintenance(body, req->api_version, target, &mv, &info, out))
         goto out;
     /* Moving to another plan is provisioning it, as far as the policy goes; the instance's
      * stored context stands in when the platform sends none. */
@@ -329,7 +339,7 @@ static void instance_patch_after_read(const struct gateway *gw, const struct req
             stored_context = json_loads(inst.context, 0, NULL);
         osbq_policy_context_from(&ctx, context ? context : stored_context, NULL, NULL,
                                  osb_platform_name(req));
-        if (!policy_admits(gw, target, &ctx, uses, &quota_count, &quota_spec, out))
+        if (!policy_admits(gw, OSBQ_JOB_UPDATE, target, &ctx, uses, &quota_count, &quota_spec, out))
             goto out;
     }
     params_text = digest_canonical(parameters);

@@ -44,7 +44,22 @@ static void last_operation_answer(const struct gateway *gw, const struct request
         return;
     }
     if (found == 2) {
-        reply_bad_request(out, "\"%s\" is not an operation of this %s.", operation, what);
+        /* The spec: operation MUST be the value the broker returned. The record's own last
+         * operation is safe to name: the store answers only the platform that owns the record,
+         * and that platform was given the id in a 202. */
+        if (op.last_operation_id != NULL)
+            reply_bad_request(out,
+                              "\"%s\" is not an operation of this %s: its last operation is "
+                              "\"%s\". Send the \"operation\" value of the broker's 202 "
+                              "Accepted answer, or no operation parameter.",
+                              operation, what, op.last_operation_id);
+        else
+            reply_bad_request(out,
+                              "\"%s\" is not an operation of this %s: send the \"operation\" "
+                              "value of the broker's 202 Accepted answer for it, or no operation "
+                              "parameter.",
+                              operation, what);
+        osbq_last_op_clear(&op);
         return;
     }
     bool succeeded = strcmp(op.state, "succeeded") == 0;

@@ -8,8 +8,10 @@ packages=(
   libmicrohttpd-dev libjansson-dev libhiredis-dev libczmq-dev libmsgpack-dev
   libsodium-dev libcurl4-gnutls-dev libcmocka-dev
   redis-server curl python3 clang-format git jq postgresql docker-compose haproxy
+  docker.io debootstrap  # scripts/compose-check.sh: the engine, and base images made locally
   libgnutls28-dev openssl  # the gateway's HTTPS (GnuTLS); test certificates (openssl)
   libpcre2-dev json-schema-test-suite # plan schemas: regexes, and the suite their tests run
+  python3-jsonschema python3-yaml  # integration tests: answers checked against the OpenAPI document
   clang libclang-rt-14-dev  # scripts/fuzz.sh: libFuzzer (-fsanitize=fuzzer) comes with clang's runtime
   prometheus                # tests/deploy: promtool checks deploy/prometheus/alerts.yml
   dpkg-dev lintian man-db   # scripts/package.sh (dpkg-shlibdeps, dpkg-buildflags); tests/package

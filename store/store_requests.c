@@ -236,6 +236,8 @@ int osbq_store_last_operation_result(struct osbq_store_call *call, struct osbq_l
     if (store_element_is(reply, 0, "not_found")) {
         rc = 0;
     } else if (store_element_is(reply, 0, "unknown_operation")) {
+        struct osbq_last_op got = {.last_operation_id = store_element_dup(reply, 1)};
+        *out = got;
         rc = 2;
     } else if (store_element_is(reply, 0, "ok")) {
         struct osbq_last_op got = {0};
@@ -262,6 +264,7 @@ void osbq_last_op_clear(struct osbq_last_op *op)
     free(op->kind);
     free(op->state);
     free(op->description);
+    free(op->last_operation_id);
     memset(op, 0, sizeof *op);
 }
 

@@ -159,21 +159,24 @@ void osbq_instance_clear(struct osbq_instance *instance);
 
 /* What last_operation reports. Strings owned (osbq_last_op_clear). */
 struct osbq_last_op {
-    char *instance_state;  /* provisioning, provisioned, failed, gone */
-    char *kind;            /* provision, update, deprovision */
-    char *state;           /* queued, running, succeeded, failed */
-    char *description;     /* latest progress or outcome text, or NULL */
-    int instance_usable;   /* failed update/deprovision: 1 or 0; -1 when not recorded */
-    int update_repeatable; /* failed update: 1 or 0; -1 when not recorded */
-    int64_t created_ms;    /* when the operation was accepted */
-    int64_t average_ms;    /* the plan's average duration for this kind; -1 unknown */
+    char *instance_state;    /* provisioning, provisioned, failed, gone */
+    char *kind;              /* provision, update, deprovision */
+    char *state;             /* queued, running, succeeded, failed */
+    char *description;       /* latest progress or outcome text, or NULL */
+    int instance_usable;     /* failed update/deprovision: 1 or 0; -1 when not recorded */
+    int update_repeatable;   /* failed update: 1 or 0; -1 when not recorded */
+    int64_t created_ms;      /* when the operation was accepted */
+    int64_t average_ms;      /* the plan's average duration for this kind; -1 unknown */
+    char *last_operation_id; /* when the named operation is not the record's: the record's last
+                              * operation, or NULL */
 };
 
 /* Reads the last operation of an instance (binding_id NULL) or of one of its bindings, or the
  * named one (operation_id not NULL), as platform sees it (NULL: any platform), in one round
  * trip. In two halves, for a pipeline: the call (NULL with err), then what it found: 1 with
  * *out, 0 when the instance (binding) is unknown or another platform's, 2 when the named
- * operation is not one of its operations, -1 with err (the call's reply is consumed). */
+ * operation is not one of its operations (with only out->last_operation_id set), -1 with err
+ * (the call's reply is consumed). */
 struct osbq_store_call *
 osbq_store_last_operation_call(struct osbq_store *store, const char *instance_id,
                                const char *binding_id, const char *operation_id,

@@ -5,7 +5,8 @@
 -- ARGV[3] instance_id: instance id
 -- ARGV[4] binding_id: binding id, or ""
 -- ARGV[5] platform: the platform asking, or "" for any: another platform's record is not found
--- Returns {"not_found"}, {"unknown_operation"}, or {"ok", record state, kind, state,
+-- Returns {"not_found"}, {"unknown_operation", the record's last operation id or ""}, or
+-- {"ok", record state, kind, state,
 -- description, instance_usable, update_repeatable, created_ms, plan_id, average ms or ""}.
 local rec = redis.call('HMGET', KEYS[1], 'state', 'last_op', 'platform')
 if not rec[1] then return {'not_found'} end
@@ -17,7 +18,7 @@ local op = redis.call('HMGET', ARGV[2] .. 'op:' .. op_id, 'kind', 'instance', 's
                       'description', 'instance_usable', 'update_repeatable', 'created_ms',
                       'plan_id', 'prev_plan_id', 'binding')
 if not op[1] or op[2] ~= ARGV[3] or (op[10] or '') ~= ARGV[4] then
-  return {'unknown_operation'}
+  return {'unknown_operation', rec[2] or ''}
 end
 local stats_plan = op[8]
 if op[1] == 'update' and op[9] and op[9] ~= '' then stats_plan = op[9] end

@@ -232,6 +232,10 @@ static void test_deprovision_and_reuse(void **state)
     assert_string_equal(op.state, "failed");
     osbq_last_op_clear(&op);
     assert_int_equal(osbq_store_last_operation(f->store, "i3", NULL, "u1", NULL, &op, &err), 2);
+    /* An operation not of this instance: the answer names the instance's last operation. */
+    assert_string_equal(op.last_operation_id, "x3");
+    assert_null(op.kind);
+    osbq_last_op_clear(&op);
     assert_int_equal(osbq_store_last_operation(f->store, "unknown", NULL, NULL, NULL, &op, &err),
                      0);
 

@@ -17,6 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 
+import osb_conformance  # noqa: E402 (beside this file)
 import osbq_stack  # noqa: E402 (found through the path set above)
 from osbq_stack import (  # noqa: E402,F401 (the names tests use as harness.*)
     SANITIZER_MARKERS, SOURCE_DIR, START_TIMEOUT_S, STOP_TIMEOUT_S, Process, Redis, free_port,
@@ -44,7 +45,9 @@ class Response:
 
 class Client:
     """An HTTP/1.1 client for one gateway; keeps one keep-alive connection. With ssl_context
-    it speaks HTTPS, verifying the gateway's certificate with that context."""
+    it speaks HTTPS, verifying the gateway's certificate with that context. Every exchange is
+    checked against the spec's OpenAPI document (osb_conformance.py): one it does not allow
+    raises osb_conformance.ConformanceError in the test that made the request."""
 
     def __init__(self, port, username=None, password=None, api_version="2.17",
                  ssl_context=None):
@@ -86,6 +89,7 @@ class Client:
         response = Response(r.status, {k.lower(): v for k, v in r.getheaders()}, data)
         if r.will_close:
             self.close()
+        osb_conformance.check(method, path, h, body, response.status, response.headers, data)
         return response
 
 

@@ -129,6 +129,9 @@ class LastOperation(BindingTestCase):
         self.assertEqual(len(instance_ops), 1)
         for op in (op_b, instance_ops.pop(), "no-such-operation"):
             self.assertRefused(iid, a, lambda: self.last_operation(iid, a, op), 400)
+            # The description names binding a's own last operation (issue 22).
+            body = self.last_operation(iid, a, op).json()
+            self.assertIn('its last operation is "%s"' % op_a, body["description"])
 
     def test_binding_last_operation_state_description_and_retry_after(self):
         """Polling Last Operation for Service Bindings, Body: state in progress / succeeded,

@@ -1,9 +1,14 @@
 """The compose deployment (compose/), checked without a Docker engine: Debian's docker-compose
-validates the file offline, and every variable it hands the binaries is one they know."""
+validates the file offline, every variable it hands the binaries is one they know, the
+Dockerfile's build stage has every -dev package and source folder the build needs, and
+compose/init-secrets.sh writes every secret the file names. scripts/compose-check.sh builds and
+runs the stack for real (scripts/test.sh runs it where a Docker engine can start)."""
 
+import fnmatch
 import os
 import re
 import shutil
+import stat
 import subprocess
 import tempfile
 import unittest
@@ -14,9 +19,17 @@ COMPOSE_DIR = os.path.join(harness.SOURCE_DIR, "compose")
 COMPOSE_FILE = os.path.join(COMPOSE_DIR, "docker-compose.yml")
 HAPROXY_CFG = os.path.join(COMPOSE_DIR, "haproxy.cfg")
 DOCKERFILE = os.path.join(COMPOSE_DIR, "Dockerfile")
+DOCKERIGNORE = os.path.join(harness.SOURCE_DIR, ".dockerignore")
+DEPENDENCIES_CMAKE = os.path.join(harness.SOURCE_DIR, "cmake", "Dependencies.cmake")
+TOP_CMAKELISTS = os.path.join(harness.SOURCE_DIR, "CMakeLists.txt")
+INIT_SECRETS = os.path.join(COMPOSE_DIR, "init-secrets.sh")
+SECRETS_README = os.path.join(COMPOSE_DIR, "secrets", "README.md")
+CTL = os.path.join(harness.BUILD_DIR, "bin", "osbq-ctl")
+# The uid the images run as (compose/Dockerfile), which must read the secret files.
+CONTAINER_UID = 10001
 # The tracked files of compose/ the stack needs (not the git-ignored .env nor secrets/).
 COMPOSE_FILES = ("docker-compose.yml", "haproxy.cfg", "Dockerfile", "healthcheck.sh",
-                 ".env.example")
+                 ".env.example", "init-secrets.sh")
 
 OSBQ_VAR = re.compile(r"^  (OSBQ_[A-Z0-9_]+)\s", re.M)
 OSBQ_FILE_VAR = re.compile(r"\((OSBQ_[A-Z0-9_]+_FILE):")
@@ -100,6 +113,140 @@ def dockerfile_env(stages, stage):
         base = stages[stage][0][1].split()[0]
         stage = base if base != stage else None
     return names
+
+
+def cmake_outside_tests(path):
+    """The text of a CMake file without its if(OSBQ_BUILD_TESTS) ... endif() blocks (the image
+    builds with the tests off) and without comments."""
+    with open(path) as f:
+        text = re.sub(r"#[^\n]*", "", f.read())
+    return re.sub(r"if\(OSBQ_BUILD_TESTS\).*?endif\(\)", "", text, flags=re.S)
+
+
+def pkg_modules():
+    """The pkg-config modules cmake/Dependencies.cmake requires for a build without tests."""
+    found = re.findall(r"pkg_check_modules\(\s*\w+\s+((?:[A-Z_]+\s+)*)([^)]*)\)",
+                       cmake_outside_tests(DEPENDENCIES_CMAKE))
+    modules = []
+    for _, specs in found:
+        for spec in specs.split():
+            modules.append(re.split(r"[<>=]", spec)[0])
+    return modules
+
+
+def debian_packages_of(paths):
+    """{path: the Debian package that installed it}, in one dpkg query (each one reads the whole
+    package database)."""
+    out = subprocess.run(["dpkg", "-S"] + list(paths), check=True, capture_output=True,
+                         text=True).stdout
+    owners = {}
+    for line in out.splitlines():
+        package, _, path = line.partition(": ")
+        owners[path.strip()] = package.split(":")[0].strip()
+    return owners
+
+
+def apt_installed(stage):
+    """Package names the stage's RUN lines give to `apt-get install`."""
+    names = set()
+    for instr, args in stage:
+        if instr != "RUN":
+            continue
+        for cmd in re.split(r"&&|;", args):
+            words = cmd.split()
+            if "apt-get" in words and "install" in words:
+                names |= {w for w in words[words.index("install") + 1:]
+                          if not w.startswith("-")}
+    return names
+
+
+def dockerignored(path):
+    """Whether .dockerignore leaves `path` (relative to the repository root) out of the build
+    context: its last matching pattern decides, `!` ones bring a path back; a pattern matches a
+    path or any folder above it."""
+    with open(DOCKERIGNORE) as f:
+        patterns = [line.strip() for line in f if line.strip() and not line.startswith("#")]
+    parts = path.strip("/").split("/")
+    prefixes = ["/".join(parts[:i]) for i in range(1, len(parts) + 1)]
+    ignored = False
+    for pattern in patterns:
+        keep = pattern.startswith("!")
+        pattern = pattern.lstrip("!").strip("/")
+        options = [pattern]
+        if pattern.startswith("**/"):
+            options.append(pattern[3:])
+        if any(fnmatch.fnmatchcase(p, o) for p in prefixes for o in options):
+            ignored = not keep
+    return ignored
+
+
+class DockerfileTest(unittest.TestCase):
+    """The image builds: checks that need neither docker-compose nor an engine."""
+
+    def test_build_stage_installs_every_dev_package(self):
+        build = dockerfile_stages()["build"]
+        installed = apt_installed(build)
+        modules = pkg_modules()
+        self.assertIn("libpcre2-8", modules)
+        pc_files = {module: subprocess.run(["pkg-config", "--path", module], check=True,
+                                           capture_output=True, text=True).stdout.strip()
+                    for module in modules}
+        owners = debian_packages_of(pc_files.values())
+        for module in modules:
+            with self.subTest(module=module):
+                package = owners.get(pc_files[module])
+                self.assertIn(package, installed, "compose/Dockerfile's build stage does not "
+                              "install %s (for %s.pc, cmake/Dependencies.cmake)" % (package,
+                                                                                  module))
+
+    def test_runtime_stage_installs_every_library(self):
+        """Each library a module links is in the runtime stage: installed there, or a dependency
+        of a package installed there."""
+        installed = apt_installed(dockerfile_stages()["runtime"])
+        out = subprocess.run(["apt-cache", "depends", "--no-recommends", "--no-suggests"]
+                             + sorted(installed), capture_output=True, text=True).stdout
+        depends = set(installed) | set(re.findall(r"Depends: (\S+)", out))
+        libraries = {}  # (module, -lname): the shared library's real path
+        for module in pkg_modules():
+            libs = subprocess.run(["pkg-config", "--libs-only-l", module], check=True,
+                                  capture_output=True, text=True).stdout.split()
+            pcdir = subprocess.run(["pkg-config", "--variable=libdir", module], check=True,
+                                   capture_output=True, text=True).stdout.strip()
+            for lib in libs:
+                so = os.path.join(pcdir, "lib%s.so" % lib[2:])
+                if os.path.exists(so):  # else a system library (-lm): in every Debian image
+                    libraries[(module, lib)] = os.path.realpath(so)
+        owners = debian_packages_of(set(libraries.values()))
+        for (module, lib), path in libraries.items():
+            with self.subTest(module=module, library=lib):
+                self.assertIn(owners.get(path), depends,
+                              "compose/Dockerfile's runtime stage lacks %s" % owners.get(path))
+
+    def test_build_stage_copies_every_component(self):
+        folders = re.findall(r"add_subdirectory\(\s*([\w./-]+)", cmake_outside_tests(TOP_CMAKELISTS))
+        self.assertIn("gateway", folders)
+        copies = [args.split() for instr, args in dockerfile_stages()["build"]
+                  if instr == "COPY" and not args.startswith("--from")]
+        sources = {os.path.normpath(src) for words in copies for src in words[:-1]}
+        whole_context = "." in sources
+        for folder in folders + ["cmake", "CMakeLists.txt"]:
+            with self.subTest(folder=folder):
+                self.assertTrue(whole_context or os.path.normpath(folder) in sources,
+                                "compose/Dockerfile's build stage does not copy " + folder)
+                self.assertFalse(dockerignored(folder), ".dockerignore leaves out " + folder)
+                self.assertFalse(dockerignored(folder + "/CMakeLists.txt"))
+        # What the runtime stage copies from the context is in it too.
+        for instr, args in dockerfile_stages()["runtime"]:
+            if instr == "COPY" and not args.startswith("--from"):
+                with self.subTest(copy=args):
+                    self.assertFalse(dockerignored(args.split()[0]), args)
+
+    def test_dockerignore_matcher(self):
+        self.assertTrue(dockerignored("docs/deploy.md"))
+        self.assertTrue(dockerignored("compose/docker-compose.yml"))
+        self.assertFalse(dockerignored("compose/healthcheck.sh"))
+        self.assertTrue(dockerignored("build/bin/osbq-gateway"))
+        self.assertFalse(dockerignored("a-new-folder/CMakeLists.txt"))
 
 
 class ComposeTest(unittest.TestCase):
@@ -255,6 +402,34 @@ class ComposeTest(unittest.TestCase):
         self.assertTrue(any(m.startswith(os.path.join(self.copy, "haproxy.cfg") + ":")
                             for m in mounts), mounts)
 
+    def test_lb_open_files_cover_maxconn(self):
+        """haproxy raises its open-files limit to about 2 x maxconn + 44 at start and exits
+        when the hard limit is lower ("Cannot raise FD limit"): the compose file sets it."""
+        with open(HAPROXY_CFG) as f:
+            cfg = re.sub(r"#.*", "", f.read())
+        maxconn = int(re.search(r"(?ms)^global\b.*?^\s*maxconn\s+(\d+)", cfg).group(1))
+        nofile = self.service("lb").get("ulimits", {}).get("nofile")
+        self.assertIsNotNone(nofile, "lb has no nofile ulimit")
+        limits = (nofile, nofile) if isinstance(nofile, int) else (nofile["soft"],
+                                                                   nofile["hard"])
+        for limit in limits:
+            # 44 for its listeners, checks and resolvers with maxconn 20000; a margin for more.
+            self.assertGreaterEqual(int(limit), 2 * maxconn + 200)
+            # No container gets more than the engine's hard limit: 20000 on the host that saw
+            # the restart loop ("Cannot raise FD limit to 40044, limit is 20000").
+            self.assertLessEqual(int(limit), 20000)
+
+    def test_metrics_not_on_the_public_port(self):
+        with open(HAPROXY_CFG) as f:
+            cfg = re.sub(r"(?m)^\s*#.*$", "", f.read())
+        frontend = re.search(r"(?ms)^frontend\s+osb\b(.*?)(?=^\S)", cfg + "\nend")
+        self.assertIsNotNone(frontend)
+        rule = re.search(r"(?m)^\s*http-request\s+(deny|return)\b.*\bif\b.*metrics.*$",
+                         frontend.group(1))
+        self.assertIsNotNone(rule, "haproxy's public frontend serves /metrics")
+        # The path is decoded first: the gateways route /%6detrics to /metrics.
+        self.assertIn("url_dec", rule.group(0))
+
     def test_haproxy_config_parses(self):
         # scripts/install-deps.sh installs haproxy, so this never skips.
         r = subprocess.run(["haproxy", "-c", "-f", HAPROXY_CFG], capture_output=True, text=True,
@@ -305,6 +480,82 @@ class ComposeTest(unittest.TestCase):
         self.assertEqual(files, {"bus_gateways_secret": "secrets/bus/gateways_secret",
                                  "bus_gateways": "secrets/bus/gateways",
                                  "bus_worker_secret": "secrets/bus/worker_secret"})
+
+    def test_secrets_readme_lists_every_secret(self):
+        with open(SECRETS_README) as f:
+            readme = f.read()
+        secrets_dir = os.path.join(self.copy, "secrets")
+        for name, spec in self.resolved["secrets"].items():
+            with self.subTest(secret=name):
+                rel = os.path.relpath(spec["file"], secrets_dir)
+                self.assertIn("`%s`" % rel, readme)
+        self.assertIn("`bus/clients/`", readme)
+
+    def test_init_secrets_writes_every_secret(self):
+        """compose/init-secrets.sh makes every file the compose file names, readable by the
+        containers' user, and keeps what exists unless --force."""
+        if not os.path.exists(CTL):
+            self.fail("%s is not built" % CTL)
+        out = os.path.join(self.tmp, "init-secrets")
+        env = dict(self.env, OSBQ_CTL=CTL)
+
+        def run(*args):
+            return subprocess.run([INIT_SECRETS, "--dir", out] + list(args), env=env,
+                                  capture_output=True, text=True, timeout=60)
+
+        r = run()
+        self.assertEqual(r.returncode, 0, r.stderr)
+        secrets_dir = os.path.join(self.copy, "secrets")
+        files = [os.path.relpath(spec["file"], secrets_dir)
+                 for spec in self.resolved["secrets"].values()]
+        mounts = [str(v).split(":")[0] for v in self.raw["services"]["gateway"]["volumes"]]
+        self.assertIn("./secrets/bus/clients", mounts)
+        files += ["bus/worker", "bus/clients/worker"]
+        contents = {}
+        for rel in files:
+            path = os.path.join(out, rel)
+            with self.subTest(file=rel):
+                self.assertTrue(os.path.isfile(path), rel + " not written")
+                st = os.stat(path)
+                mode = stat.S_IMODE(st.st_mode)
+                self.assertEqual(mode & 0o022, 0, "%s is writable by others: %o" % (rel, mode))
+                readable = (mode & 0o004) or (st.st_uid == CONTAINER_UID and mode & 0o400)
+                self.assertTrue(readable, "uid %d cannot read %s" % (CONTAINER_UID, rel))
+                if os.getuid() == 0 and rel in ("secret_keys", "bus/gateways_secret",
+                                                "bus/worker_secret"):
+                    self.assertEqual((st.st_uid, mode), (CONTAINER_UID, 0o600), rel)
+                with open(path, "rb") as f:
+                    contents[rel] = f.read()
+        self.assertEqual(stat.S_IMODE(os.stat(out).st_mode), 0o700)
+        self.assertEqual(contents["bus/clients/worker"], contents["bus/worker"])
+        self.assertRegex(contents["secret_keys"].decode(), r"^[0-9a-f]{64}\n$")
+        self.assertGreaterEqual(len(contents["broker_password"].strip()), 20)
+        # The gateway accepts the key pair it gets (a wrong file stops it with a message).
+        self.assertIn(b"secret-key", contents["bus/gateways_secret"])
+
+        r = run()
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("exists: kept", r.stderr)
+        for rel in files:
+            with open(os.path.join(out, rel), "rb") as f:
+                self.assertEqual(f.read(), contents[rel], rel + " was overwritten")
+
+        os.remove(os.path.join(out, "broker_password"))
+        r = run()
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(os.path.join(out, "broker_password"), "rb") as f:
+            self.assertNotEqual(f.read(), contents["broker_password"])
+        with open(os.path.join(out, "secret_keys"), "rb") as f:
+            self.assertEqual(f.read(), contents["secret_keys"])
+
+        r = run("--force")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        for rel in ("secret_keys", "bus/gateways_secret", "bus/worker"):
+            with open(os.path.join(out, rel), "rb") as f:
+                self.assertNotEqual(f.read(), contents[rel], rel + " kept despite --force")
+        with open(os.path.join(out, "bus/worker"), "rb") as a, \
+                open(os.path.join(out, "bus/clients/worker"), "rb") as b:
+            self.assertEqual(a.read(), b.read())
 
     def test_duration_parser(self):
         self.assertEqual(duration_s("30s"), 30)

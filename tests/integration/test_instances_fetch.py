@@ -40,7 +40,16 @@ class LastOperation(InstanceTestCase):
         self.wait_state(b, "succeeded", op_b)
         self.assertError(self.last_operation(a, op_b), 400)
         self.assertError(self.last_operation(b, op_a, gw=1), 400)
-        self.assertError(self.last_operation(a, "not-an-operation"), 400)
+        body = self.assertError(self.last_operation(a, "not-an-operation"), 400)
+        # The description says what the broker expects (issue 22): this instance's last
+        # operation, never another instance's.
+        self.assertIn('"operation" value of the broker\'s 202 Accepted answer',
+                      body["description"])
+        self.assertIn('its last operation is "%s"' % op_a, body["description"])
+        self.assertNotIn(op_b, body["description"])
+        body = self.assertError(self.last_operation(a, op_b), 400)
+        self.assertIn('its last operation is "%s"' % op_a, body["description"])
+        self.assertNotIn(op_b, body["description"].replace('"%s" is not' % op_b, ""))
         self.assertEqual(self.last_operation(a, op_a).status, 200)
 
     def test_last_operation_operation_names_an_older_operation_of_the_instance(self):

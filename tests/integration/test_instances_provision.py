@@ -80,9 +80,30 @@ class RequestValidation(InstanceTestCase):
     def test_provision_400_maintenance_info_malformed(self):
         """Provisioning, Body: maintenance_info is a Maintenance Info object with a string
         version."""
-        for value in ("1.2.0", [], {}, {"version": 1}, {"version": ""}, {"description": "x"}):
+        for value in ("1.2.0", [], {"version": 1}, {"version": ""}, {"description": "x"}):
             iid = new_id()
             self.refused(lambda: self.put(iid, body_for(MAINTAINED, maintenance_info=value)))
+
+    def test_provision_maintenance_info_empty_object_is_absent(self):
+        """Provisioning, Body: maintenance_info MAY be provided; generated clients send an unset
+        one as {}, which is taken as absent (issue 22), on a plan with and without one."""
+        for plan in (MAINTAINED, FAST):
+            r = self.put(new_id(), body_for(plan, maintenance_info={}))
+            self.assertEqual(r.status, 201, r.body)
+
+    def test_provision_maintenance_info_ignored_before_2_15(self):
+        """Release notes 2.15 added maintenance_info: a 2.14 request's is not read, whatever it
+        holds (a conflicting or malformed one included)."""
+        for value in ({"version": "9.9.9"}, "junk", {"version": 1}):
+            iid = new_id()
+            r = self.put(iid, body_for(MAINTAINED, maintenance_info=value), version="2.14")
+            self.assertEqual(r.status, 201, r.body)
+            r = self.fetch(iid, version="2.15")
+            self.assertEqual(r.status, 200, r.body)
+            self.assertNotIn("maintenance_info", r.json())
+        r = self.put(new_id(), body_for(MAINTAINED, maintenance_info={"version": "9.9.9"}),
+                     version="2.15")
+        self.assertError(r, 422, "MaintenanceInfoConflict")
 
     def test_update_400_malformed_body_or_missing_service_id(self):
         """Updating a Service Instance: 400 MUST be returned if the request is malformed or

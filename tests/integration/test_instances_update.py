@@ -56,6 +56,17 @@ class Updating(InstanceTestCase):
         r = self.patch(iid, {"service_id": SERVICE, "maintenance_info": {"version": "1.2.0"}})
         self.assertEqual(r.status, 200, r.body)
 
+    def test_update_maintenance_info_empty_or_before_2_15_is_absent(self):
+        """Updating a Service Instance, Body: maintenance_info {} (a generated client's unset
+        field) is absent, and a request below 2.15 (which added it) has none (issue 22)."""
+        iid = self.provisioned(MAINTAINED, maintenance_info={"version": "1.2.0"})
+        r = self.patch(iid, {"service_id": SERVICE, "maintenance_info": {}})
+        self.assertEqual(r.status, 200, r.body)
+        r = self.patch(iid, {"service_id": SERVICE, "maintenance_info": {"version": "0.1.0"}},
+                       version="2.14")
+        self.assertEqual(r.status, 200, r.body)
+        self.assertEqual(self.fetch(iid).json()["maintenance_info"], {"version": "1.2.0"})
+
     def test_update_422_async_required(self):
         """Updating a Service Instance, 422: MUST be returned with AsyncRequired if the plan
         supports only asynchronous updates and accepts_incomplete=true is missing (0003: the

@@ -108,6 +108,28 @@ class ApiVersions(InstanceTestCase):
         body = self.wait_state(iid, "failed", op, version="2.15")
         self.assertNotIn("instance_usable", body)
 
+    def test_versions_2_12_to_2_17_each_boundary(self):
+        """Release notes 2.14-2.16, per version from 2.12 to 2.17: fetch from 2.14,
+        maintenance_info from 2.15, the failure flags from 2.16 (metadata from 2.16, attributes
+        from 2.17 and every other later field are held to their version by the OpenAPI
+        checker's VERSIONED_FIELDS on each answer, osb_conformance.py)."""
+        iid = self.provisioned(MAINTAINED, maintenance_info={"version": "1.2.0"})
+        fid = self.provisioned(FAST)
+        op = self.assertAccepted(self.patch(fid, {"service_id": SERVICE,
+                                                  "parameters": {"sim_fail": True}}, True))
+        self.wait_state(fid, "failed", op)
+        for minor in range(12, 18):
+            version = "2.%d" % minor
+            r = self.fetch(iid, version=version)
+            if minor < 14:
+                self.assertError(r, 404)
+            else:
+                self.assertEqual(r.status, 200, r.body)
+                self.assertEqual("maintenance_info" in r.json(), minor >= 15, (version, r.body))
+            body = self.last_operation(fid, op, version=version).json()
+            self.assertEqual("instance_usable" in body, minor >= 16, (version, body))
+            self.assertEqual("update_repeatable" in body, minor >= 16, (version, body))
+
     def test_version_2_17_and_newer_minors(self):
         """API Version Header: 2.17 is the latest; 0003: newer minors are served as 2.17."""
         iid = self.provisioned(MAINTAINED, maintenance_info={"version": "1.2.0"})

@@ -14,6 +14,7 @@ packages=(
   python3-jsonschema python3-yaml  # integration tests: answers checked against the OpenAPI document
   clang libclang-rt-14-dev  # scripts/fuzz.sh: libFuzzer (-fsanitize=fuzzer) comes with clang's runtime
   prometheus                # tests/deploy: promtool checks deploy/prometheus/alerts.yml
+  dpkg-dev lintian man-db   # scripts/package.sh (dpkg-shlibdeps, dpkg-buildflags); tests/package
 )
 # tests/deploy validates deploy/kubernetes with npm packages; a node and npm installed otherwise
 # (not from Debian) do as well.

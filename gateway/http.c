@@ -135,6 +135,9 @@ static void note_error(struct exchange *ex, const struct reply *r)
 static enum MHD_Result queue_reply(struct MHD_Connection *conn, struct exchange *ex,
                                    struct reply *r)
 {
+    /* Before the response takes the body. */
+    if (r->status >= 400)
+        note_error(ex, r);
     struct MHD_Response *resp;
     if (r->body != NULL) {
         resp = MHD_create_response_from_buffer(r->body_len, r->body, MHD_RESPMEM_MUST_FREE);
@@ -178,8 +181,6 @@ static enum MHD_Result queue_reply(struct MHD_Connection *conn, struct exchange 
     }
     MHD_destroy_response(resp);
     ex->status = r->status;
-    if (r->status >= 400)
-        note_error(ex, r);
     ex->state = EXCHANGE_ANSWERED;
     if (r->operation_id[0] != '\0')
         memcpy(ex->operation_id, r->operation_id, sizeof ex->operation_id);

@@ -126,13 +126,11 @@ static int needs_quotes(const char *s)
     return 0;
 }
 
-/* Appends value as a logfmt value: bare when safe, else quoted with \" \\ \n \t and \xNN. */
-static void append_value(struct osbq_log_line *line, const char *value)
+/* Appends value quoted, with \" \\ \n and \t escaped. Other control bytes become \xNN in
+ * logfmt; in JSON every byte outside printable ASCII becomes \u00XX, so a line stays valid JSON
+ * whatever a client sent. */
+static void append_quoted(struct osbq_log_line *line, const char *value, int json)
 {
-    if (!needs_quotes(value)) {
-        append_raw(line, value, strlen(value));
-        return;
-    }
     append_raw(line, "\"", 1);
     for (const unsigned char *p = (const unsigned char *)value; *p; p++) {
         if (*p == '"' || *p == '\\') {
@@ -142,6 +140,8 @@ static void append_value(struct osbq_log_line *line, const char *value)
             append_raw(line, "\\n", 2);
         } else if (*p == '\t') {
             append_raw(line, "\\t", 2);
+        } else if (json && (*p < ' ' || *p >= 0x7f)) {
+            append_fmt(line, "\\u%04x", *p);
         } else if (*p < ' ' || *p == 0x7f) {
             append_fmt(line, "\\x%02x", *p);
         } else {
@@ -151,26 +151,18 @@ static void append_value(struct osbq_log_line *line, const char *value)
     append_raw(line, "\"", 1);
 }
 
-/* Appends value as a JSON string. Bytes outside printable ASCII become \u00XX, so a line
- * stays valid JSON whatever a client sent. */
+/* Appends value as a logfmt value: bare when safe, else quoted. */
+static void append_value(struct osbq_log_line *line, const char *value)
+{
+    if (needs_quotes(value))
+        append_quoted(line, value, 0);
+    else
+        append_raw(line, value, strlen(value));
+}
+
 static void append_json_string(struct osbq_log_line *line, const char *value)
 {
-    append_raw(line, "\"", 1);
-    for (const unsigned char *p = (const unsigned char *)value; *p; p++) {
-        if (*p == '"' || *p == '\\') {
-            char esc[2] = {'\\', (char)*p};
-            append_raw(line, esc, 2);
-        } else if (*p == '\n') {
-            append_raw(line, "\\n", 2);
-        } else if (*p == '\t') {
-            append_raw(line, "\\t", 2);
-        } else if (*p < ' ' || *p >= 0x7f) {
-            append_fmt(line, "\\u%04x", *p);
-        } else {
-            append_raw(line, (const char *)p, 1);
-        }
-    }
-    append_raw(line, "\"", 1);
+    append_quoted(line, value, 1);
 }
 
 /* A field that did not fit whole is taken out again: half a quoted value would spoil the rest

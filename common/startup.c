@@ -31,6 +31,17 @@ static bool catalog_reads(const struct osbq_catalog *catalog, const char *name)
     return false;
 }
 
+/* Whether name looks like one of the variables Kubernetes adds for each Service of the
+ * namespace (service links: OSBQ_REDIS_SERVICE_HOST, OSBQ_REDIS_PORT_6379_TCP_ADDR, ...). */
+static bool service_link(const char *name)
+{
+    size_t len = strlen(name);
+    const char *port = strstr(name, "_PORT_");
+    return strstr(name, "_SERVICE_HOST") != NULL || strstr(name, "_SERVICE_PORT") != NULL ||
+           (len > 5 && strcmp(name + len - 5, "_PORT") == 0) ||
+           (port != NULL && port[6] >= '0' && port[6] <= '9');
+}
+
 /* Warns once for each OSBQ_ variable of the environment that nothing reads: most likely a
  * misspelt one, whose setting silently stays at its default otherwise. */
 static void warn_unknown_variables(const struct osbq_catalog *catalog)
@@ -45,7 +56,7 @@ static void warn_unknown_variables(const struct osbq_catalog *catalog)
         memcpy(name, *entry, len);
         name[len] = '\0';
         if (osbq_config_known(name) || strcmp(name, REDIS_BACKEND_DEFAULT_URL_ENV) == 0 ||
-            catalog_reads(catalog, name))
+            catalog_reads(catalog, name) || service_link(name))
             continue;
         const char *closest = osbq_config_suggest(name);
         if (closest != NULL)

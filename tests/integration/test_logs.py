@@ -16,7 +16,8 @@ def line_with(log, text):
 class LogfmtLogs(harness.GatewayTestCase):
     @classmethod
     def setUpClass(cls):
-        cls.stack = harness.Stack(extra_env={"OSBQ_WORKER_CONCURENCY": "3"})
+        cls.stack = harness.Stack(extra_env={"OSBQ_WORKER_CONCURENCY": "3",
+                                                "OSBQ_REDIS_SERVICE_HOST": "10.0.0.7"})
         cls.gateway = cls.stack.start_gateway()
 
     @classmethod
@@ -62,6 +63,8 @@ class LogfmtLogs(harness.GatewayTestCase):
         self.assertIn("OSBQ_WORKER_CONCURRENCY", line)
         # Variables some daemon or backend reads are not warned about.
         self.assertIsNone(line_with(self.gateway.log(), "OSBQ_BROKER_PASSWORD is set"))
+        # Nor Kubernetes' service-link variables.
+        self.assertIsNone(line_with(self.gateway.log(), "OSBQ_REDIS_SERVICE_HOST"))
 
 
 class JsonLogs(harness.GatewayTestCase):

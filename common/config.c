@@ -263,6 +263,13 @@ static int parse_log_level(struct osbq_config *cfg, const char *value, struct os
     return 0;
 }
 
+static int parse_log_format(struct osbq_config *cfg, const char *value, struct osbq_error *err)
+{
+    if (osbq_log_format_parse(value, &cfg->log_format) < 0)
+        return osbq_error_set(err, OSBQ_ERR_INVALID, "\"%s\" is not one of logfmt, json", value);
+    return 0;
+}
+
 static int parse_listen(struct osbq_config *cfg, const char *value, struct osbq_error *err)
 {
     return parse_host_port(value, &cfg->listen, err);
@@ -503,6 +510,8 @@ static const struct config_var config_vars[] = {
      "path of the catalog JSON"},
     {"OSBQ_LOG_LEVEL", OSBQ_ROLE_ALL, "info", NULL, false, parse_log_level,
      "error, warn, info or debug"},
+    {"OSBQ_LOG_FORMAT", OSBQ_ROLE_ALL, "logfmt", NULL, false, parse_log_format,
+     "logfmt (key=value) or json (one object per line, the same fields)"},
     {"OSBQ_LISTEN", OSBQ_ROLE_GATEWAY, "0.0.0.0:8080", NULL, false, parse_listen,
      "host:port of the HTTP API"},
     {"OSBQ_HTTP_THREADS", OSBQ_ROLE_GATEWAY, "0", "0 (number of cores)", false, parse_http_threads,
@@ -754,4 +763,69 @@ void osbq_config_print_help(FILE *out, enum osbq_role role)
         if (var->file_variant)
             fprintf(out, "  %-24s (%s_FILE: path of a file holding it)\n", "", var->name);
     }
+}
+
+/* The variable's name, or its _FILE form (variant), in buf; false when it has none. */
+static bool variable_name(const struct config_var *var, bool variant, char *buf, size_t size)
+{
+    if (variant && !var->file_variant)
+        return false;
+    int n = snprintf(buf, size, "%s%s", var->name, variant ? "_FILE" : "");
+    return n > 0 && (size_t)n < size;
+}
+
+bool osbq_config_known(const char *name)
+{
+    char known[64];
+    for (size_t i = 0; i < sizeof config_vars / sizeof config_vars[0]; i++)
+        for (int variant = 0; variant < 2; variant++)
+            if (variable_name(&config_vars[i], variant, known, sizeof known) &&
+                strcmp(name, known) == 0)
+                return true;
+    return false;
+}
+
+/* Levenshtein distance of a and b, or limit + 1 when it exceeds limit or a name is too long
+ * to compare. */
+static size_t edit_distance(const char *a, const char *b, size_t limit)
+{
+    enum { longest = 64 };
+    size_t la = strlen(a);
+    size_t lb = strlen(b);
+    if (la >= longest || lb >= longest || (la > lb ? la - lb : lb - la) > limit)
+        return limit + 1;
+    size_t row[longest + 1];
+    for (size_t j = 0; j <= lb; j++)
+        row[j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        size_t diagonal = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            size_t above = row[j];
+            size_t best = diagonal + (a[i - 1] != b[j - 1]);
+            if (above + 1 < best)
+                best = above + 1;
+            if (row[j - 1] + 1 < best)
+                best = row[j - 1] + 1;
+            row[j] = best;
+            diagonal = above;
+        }
+    }
+    return row[lb];
+}
+
+const char *osbq_config_suggest(const char *name)
+{
+    const size_t limit = 2;
+    const char *best = NULL;
+    size_t best_distance = limit + 1;
+    for (size_t i = 0; i < sizeof config_vars / sizeof config_vars[0]; i++) {
+        /* A _FILE form is suggested as its variable: the caller adds the suffix if meant. */
+        size_t d = edit_distance(name, config_vars[i].name, limit);
+        if (d < best_distance) {
+            best = config_vars[i].name;
+            best_distance = d;
+        }
+    }
+    return best;
 }

@@ -3,6 +3,7 @@
 #ifndef OSBQ_CONFIG_H
 #define OSBQ_CONFIG_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -44,15 +45,16 @@ struct osbq_config {
     struct osbq_listen_addr sentinels[OSBQ_SENTINELS_MAX]; /* OSBQ_REDIS_SENTINELS */
     size_t sentinel_count;                                 /* 0: no Sentinel, OSBQ_REDIS_URL's
                                                             * host is the primary */
-    char *redis_master_name;        /* OSBQ_REDIS_MASTER_NAME: the Sentinels' name of the primary */
-    unsigned redis_timeout_ms;      /* OSBQ_REDIS_TIMEOUT_MS: connect and command timeout */
-    char *namespace_;               /* OSBQ_NAMESPACE: prefix of every Redis key */
-    char *catalog_path;             /* OSBQ_CATALOG */
-    enum osbq_log_level log_level;  /* OSBQ_LOG_LEVEL */
-    struct osbq_listen_addr listen; /* OSBQ_LISTEN (gateway) */
-    unsigned http_threads;          /* OSBQ_HTTP_THREADS (gateway); 0 in the variable = cores */
-    size_t max_body_bytes;          /* OSBQ_MAX_BODY_BYTES (gateway) */
-    unsigned max_connections;       /* OSBQ_MAX_CONNECTIONS (gateway): open at once */
+    char *redis_master_name;       /* OSBQ_REDIS_MASTER_NAME: the Sentinels' name of the primary */
+    unsigned redis_timeout_ms;     /* OSBQ_REDIS_TIMEOUT_MS: connect and command timeout */
+    char *namespace_;              /* OSBQ_NAMESPACE: prefix of every Redis key */
+    char *catalog_path;            /* OSBQ_CATALOG */
+    enum osbq_log_level log_level; /* OSBQ_LOG_LEVEL */
+    enum osbq_log_format log_format; /* OSBQ_LOG_FORMAT */
+    struct osbq_listen_addr listen;  /* OSBQ_LISTEN (gateway) */
+    unsigned http_threads;           /* OSBQ_HTTP_THREADS (gateway); 0 in the variable = cores */
+    size_t max_body_bytes;           /* OSBQ_MAX_BODY_BYTES (gateway) */
+    unsigned max_connections;        /* OSBQ_MAX_CONNECTIONS (gateway): open at once */
     unsigned max_connections_per_ip; /* OSBQ_MAX_CONNECTIONS_PER_IP (gateway); 0: no limit */
     unsigned http_idle_timeout_s;  /* OSBQ_HTTP_IDLE_TIMEOUT_S (gateway): idle connections close */
     char *broker_username;         /* OSBQ_BROKER_USERNAME[_FILE] (gateway); never logged */
@@ -104,6 +106,14 @@ void osbq_config_clear(struct osbq_config *cfg);
 
 /* Prints the table of variables role reads (name, default, meaning) for --help. */
 void osbq_config_print_help(FILE *out, enum osbq_role role);
+
+/* Whether name is a variable some binary reads, or the _FILE form of one that has it. Every
+ * role counts: a deployment gives the gateway and the workers the same environment. */
+bool osbq_config_known(const char *name);
+
+/* The known variable (as osbq_config_known) within two edits of name, the closest first in
+ * table order; NULL when none is that close. For a warning about a misspelt variable. */
+const char *osbq_config_suggest(const char *name);
 
 /* Parses a redis://[user:password@]host[:port][/db] URL into *out (owned; free with
  * osbq_redis_addr_clear). Returns -1 with a reason in err (no variable name) on failure. */

@@ -14,10 +14,27 @@ enum osbq_log_level {
     OSBQ_LOG_DEBUG,
 };
 
+/* How lines are written: logfmt (key=value) or one JSON object per line, same fields. */
+enum osbq_log_format {
+    OSBQ_LOG_LOGFMT = 0,
+    OSBQ_LOG_JSON,
+};
+
 /* Sets the process name written on every line and the most verbose level written.
- * Call once at start-up, before any thread starts; the two values are the log module's only
- * state (static in log.c). */
+ * Call once at start-up, before any thread starts; these and the format are the log module's
+ * only state (static in log.c). */
 void osbq_log_init(const char *process_name, enum osbq_log_level level);
+
+/* Sets the line format (OSBQ_LOG_FORMAT); at start-up, before any thread starts. */
+void osbq_log_set_format(enum osbq_log_format format);
+
+/* Parses "logfmt" or "json"; returns 0, or -1 for anything else. */
+int osbq_log_format_parse(const char *text, enum osbq_log_format *out);
+
+/* Copies the first `words` blank-separated words of text into out (size bytes, NUL-terminated),
+ * runs of blanks made one space and "..." appended when text goes on: a description's gist for
+ * a log line. */
+void osbq_log_first_words(const char *text, size_t words, char *out, size_t size);
 
 /* Parses "error", "warn", "info" or "debug"; returns 0, or -1 for anything else. */
 int osbq_log_level_parse(const char *text, enum osbq_log_level *out);
@@ -66,6 +83,7 @@ struct osbq_log_line {
     char buf[2048]; /* the line so far; always NUL-terminated */
     size_t len;     /* bytes used in buf, without the NUL */
     int truncated;  /* set when a field did not fit: the line ends with `truncated=1` */
+    int json;       /* written as a JSON object (the format when the line began) */
 };
 
 /* Starts a line with ts, level, proc and msg=<event> (a bare word such as "request"). */
@@ -76,7 +94,10 @@ void osbq_log_line_str(struct osbq_log_line *line, const char *key, const char *
 void osbq_log_line_int(struct osbq_log_line *line, const char *key, int64_t value);
 /* Appends the calling thread's context fields to line (osbq_log_msg does it for every line). */
 void osbq_log_line_context(struct osbq_log_line *line);
-/* Writes the line with a newline in one write(2). */
+/* Closes the line and adds the newline; line->buf then holds the text osbq_log_line_end
+ * writes (tests read it). */
+void osbq_log_line_finish(struct osbq_log_line *line);
+/* Finishes the line and writes it in one write(2). */
 void osbq_log_line_end(struct osbq_log_line *line);
 
 #endif

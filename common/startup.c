@@ -5,8 +5,67 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "log.h"
+
+/* The redis backend's default target variable (REDIS_DEFAULT_URL_ENV in
+ * worker/backend_redis.c): read when a plan names none. */
+#define REDIS_BACKEND_DEFAULT_URL_ENV "OSBQ_REDIS_TARGET_URL"
+
+/* POSIX's process environment; unistd.h declares it only under _GNU_SOURCE. */
+extern char **environ;
+
+/* Whether a plan of catalog names `name` as the variable holding its backend's address. */
+static bool catalog_reads(const struct osbq_catalog *catalog, const char *name)
+{
+    for (size_t i = 0; i < osbq_catalog_service_count(catalog); i++) {
+        const struct osbq_service *service = osbq_catalog_service_at(catalog, i);
+        for (size_t j = 0; j < service->plan_count; j++) {
+            const char *env =
+                json_string_value(json_object_get(service->plans[j].settings, "target_url_env"));
+            if (env != NULL && strcmp(env, name) == 0)
+                return true;
+        }
+    }
+    return false;
+}
+
+/* Whether name looks like one of the variables Kubernetes adds for each Service of the
+ * namespace (service links: OSBQ_REDIS_SERVICE_HOST, OSBQ_REDIS_PORT_6379_TCP_ADDR, ...). */
+static bool service_link(const char *name)
+{
+    size_t len = strlen(name);
+    const char *port = strstr(name, "_PORT_");
+    return strstr(name, "_SERVICE_HOST") != NULL || strstr(name, "_SERVICE_PORT") != NULL ||
+           (len > 5 && strcmp(name + len - 5, "_PORT") == 0) ||
+           (port != NULL && port[6] >= '0' && port[6] <= '9');
+}
+
+/* Warns once for each OSBQ_ variable of the environment that nothing reads: most likely a
+ * misspelt one, whose setting silently stays at its default otherwise. */
+static void warn_unknown_variables(const struct osbq_catalog *catalog)
+{
+    for (char **entry = environ; *entry != NULL; entry++) {
+        if (strncmp(*entry, "OSBQ_", 5) != 0)
+            continue;
+        char name[128];
+        size_t len = strcspn(*entry, "=");
+        if (len >= sizeof name)
+            len = sizeof name - 1;
+        memcpy(name, *entry, len);
+        name[len] = '\0';
+        if (osbq_config_known(name) || strcmp(name, REDIS_BACKEND_DEFAULT_URL_ENV) == 0 ||
+            catalog_reads(catalog, name) || service_link(name))
+            continue;
+        const char *closest = osbq_config_suggest(name);
+        if (closest != NULL)
+            log_warnx("%s is set but no osbq variable has that name: did you mean %s?", name,
+                      closest);
+        else
+            log_warnx("%s is set but no osbq variable has that name", name);
+    }
+}
 
 static void usage(const struct osbq_startup *s, FILE *out)
 {
@@ -59,11 +118,13 @@ void osbq_startup_load(const struct osbq_startup *s, struct osbq_config *cfg,
     if (osbq_config_load(cfg, s->role, NULL, NULL, &err) < 0)
         osbq_startup_die(s, NULL, &err);
     osbq_log_init(s->prog, cfg->log_level);
+    osbq_log_set_format(cfg->log_format);
     if (osbq_catalog_load_file(cfg->catalog_path, catalog, &err) < 0) {
         char what[600];
         (void)snprintf(what, sizeof what, "OSBQ_CATALOG: %s", cfg->catalog_path);
         osbq_startup_die(s, what, &err);
     }
+    warn_unknown_variables(*catalog);
 }
 
 struct osbq_secrets *osbq_startup_secrets(const struct osbq_startup *s,

@@ -398,6 +398,7 @@ static int run(const struct command *cmd, const struct ctl_options *opt, const c
         return ctl_fail("%s%s", namespace_ != NULL ? "(--namespace sets OSBQ_NAMESPACE) " : "",
                         err.text);
     osbq_log_init(CTL_PROG, cfg.log_level);
+    osbq_log_set_format(cfg.log_format);
     struct ctl ctl = {.opt = *opt, .cfg = &cfg, .store = osbq_store_new(&cfg)};
     int rc;
     if (ctl.store == NULL) {

@@ -64,6 +64,9 @@ struct exchange {
     const char *instance_id;          /* the ones that are ids, for the access log, or NULL */
     const char *binding_id;
     char operation_id[33];                /* operation started or joined, for the access log */
+    char reason[40];                      /* an error answer's name, or empty */
+    char detail[96];                      /* an error answer's first words, or empty */
+    char client[64];                      /* the peer's numeric address, or empty */
     struct osbq_platforms *platforms;     /* the set this request uses (a reference) */
     const struct osbq_platform *platform; /* its platform (in platforms), or NULL off /v2 */
     struct request req;                   /* what the handler saw, kept for its second half */
@@ -112,9 +115,29 @@ static const char *header(struct MHD_Connection *conn, const char *name)
     return MHD_lookup_connection_value(conn, MHD_HEADER_KIND, name);
 }
 
+/* Keeps what an on-call person needs from an error answer for the access log: its name and
+ * the first words of its description. Read from the body, since some error bodies are not made
+ * by reply_error. */
+static void note_error(struct exchange *ex, const struct reply *r)
+{
+    const char *text = r->body != NULL ? r->body : r->static_body;
+    json_t *body = text != NULL ? json_loadb(text, r->body_len, 0, NULL) : NULL;
+    const char *reason =
+        r->reason != NULL ? r->reason : json_string_value(json_object_get(body, "error"));
+    if (reason != NULL)
+        (void)snprintf(ex->reason, sizeof ex->reason, "%s", reason);
+    const char *description = json_string_value(json_object_get(body, "description"));
+    if (description != NULL)
+        osbq_log_first_words(description, 8, ex->detail, sizeof ex->detail);
+    json_decref(body);
+}
+
 static enum MHD_Result queue_reply(struct MHD_Connection *conn, struct exchange *ex,
                                    struct reply *r)
 {
+    /* Before the response takes the body. */
+    if (r->status >= 400)
+        note_error(ex, r);
     struct MHD_Response *resp;
     if (r->body != NULL) {
         resp = MHD_create_response_from_buffer(r->body_len, r->body, MHD_RESPMEM_MUST_FREE);
@@ -457,6 +480,21 @@ static enum MHD_Result finish_call(const struct gateway *gw, struct MHD_Connecti
     return respond(gw, conn, ex, &r);
 }
 
+/* The peer's numeric address for the access log; empty when unknown. */
+static void client_address(struct MHD_Connection *conn, char *out, size_t size)
+{
+    out[0] = '\0';
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    if (info == NULL || info->client_addr == NULL)
+        return;
+    const struct sockaddr *addr = info->client_addr;
+    socklen_t len =
+        addr->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+    if (getnameinfo(addr, len, out, (socklen_t)size, NULL, 0, NI_NUMERICHOST) != 0)
+        out[0] = '\0';
+}
+
 static struct exchange *exchange_new(const struct gateway *gw, struct MHD_Connection *conn,
                                      const char *url, const char *method)
 {
@@ -470,6 +508,7 @@ static struct exchange *exchange_new(const struct gateway *gw, struct MHD_Connec
     ex->method_name = strdup(method);
     ex->path = strdup(url);
     ex->conn = conn;
+    client_address(conn, ex->client, sizeof ex->client);
     const char *identity = header(conn, "X-Broker-API-Request-Identity");
     if (identity != NULL)
         ex->request_identity = strdup(identity);
@@ -552,6 +591,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
                 "accepts (OSBQ_MAX_HEADER_BYTES).\"}";
             struct reply r = {0};
             reply_static(&r, 431, too_large, sizeof too_large - 1);
+            r.reason = "HEADERS_TOO_LARGE";
             return queue_reply(conn, ex, &r);
         }
         /* Refuse an announced oversized body before reading any of it. Answering on this
@@ -628,12 +668,22 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                             ex->status, (double)micros / 1e6);
     if (ex->platform != NULL)
         gateway_metrics_platform_request(metrics, ex->platform->name, ex->status);
-    if (osbq_log_enabled(OSBQ_LOG_INFO)) {
+    /* Failed authentication and the broker's own failures need a look; other client errors
+     * are the client's business and stay at info. */
+    enum osbq_log_level level =
+        ex->status == 401 || ex->status == 403 || ex->status >= 500 ? OSBQ_LOG_WARN : OSBQ_LOG_INFO;
+    if (osbq_log_enabled(level)) {
         struct osbq_log_line line;
-        osbq_log_line_begin(&line, OSBQ_LOG_INFO, "request");
+        osbq_log_line_begin(&line, level, "request");
         osbq_log_line_str(&line, "method", ex->method_name);
         osbq_log_line_str(&line, "path", ex->path);
         osbq_log_line_int(&line, "status", ex->status);
+        if (ex->reason[0] != '\0')
+            osbq_log_line_str(&line, "reason", ex->reason);
+        if (ex->detail[0] != '\0')
+            osbq_log_line_str(&line, "detail", ex->detail);
+        if (ex->client[0] != '\0')
+            osbq_log_line_str(&line, "client", ex->client);
         osbq_log_line_int(&line, "duration_us", micros);
         osbq_log_line_str(&line, "request_id", ex->request_identity);
         osbq_log_line_str(&line, "instance", ex->instance_id);

@@ -91,6 +91,8 @@ void reply_error(struct reply *out, enum osbq_err code, const char *description)
     }
     reply_json(out, row->status, body);
     out->www_authenticate = code == OSBQ_ERR_UNAUTHORIZED;
+    /* The OSB word when the spec has one, else osbq's own name for the code. */
+    out->reason = row->error != NULL ? row->error : osbq_err_name(code);
 }
 
 void reply_error_flags(struct reply *out, enum osbq_err code, const char *description,
@@ -101,6 +103,7 @@ void reply_error_flags(struct reply *out, enum osbq_err code, const char *descri
         return;
     json_t *body = json_loads(out->body ? out->body : "{}", 0, NULL);
     unsigned status = out->status;
+    const char *reason = out->reason;
     if (body == NULL)
         return;
     if (instance_usable >= 0)
@@ -108,6 +111,7 @@ void reply_error_flags(struct reply *out, enum osbq_err code, const char *descri
     if (update_repeatable >= 0)
         json_object_set_new(body, "update_repeatable", json_boolean(update_repeatable));
     reply_json(out, status, body);
+    out->reason = reason;
 }
 
 void reply_error_from(struct reply *out, const struct osbq_error *err)

@@ -112,6 +112,7 @@ struct reply {
     char *job;                /* owned encoded job of operation_id, or NULL: http.c sends it
                                * once the reply is queued or the request suspended */
     size_t job_len;           /* bytes in job */
+    const char *reason;       /* an error's name for the access log (static), or NULL */
     struct reply_wait wait;   /* REPLY_WAIT: what the request waits for */
     struct reply_defer defer; /* REPLY_DEFERRED: the handler's Redis call */
 };

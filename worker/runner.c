@@ -336,10 +336,13 @@ static bool call_exiting(struct backend_call *call)
 static void log_job(const struct osbq_job *job, const char *event, const char *result,
                     const char *description, int64_t duration_ms)
 {
-    if (!osbq_log_enabled(OSBQ_LOG_INFO))
+    /* A failed operation is what an on-call person looks for: a warning, with its gist. */
+    bool failed = result != NULL && strcmp(result, "failed") == 0;
+    enum osbq_log_level level = failed ? OSBQ_LOG_WARN : OSBQ_LOG_INFO;
+    if (!osbq_log_enabled(level))
         return;
     struct osbq_log_line line;
-    osbq_log_line_begin(&line, OSBQ_LOG_INFO, event);
+    osbq_log_line_begin(&line, level, event);
     osbq_log_line_str(&line, "op", job->operation_id);
     osbq_log_line_str(&line, "kind", osbq_job_kind_name(job->kind));
     osbq_log_line_str(&line, "instance", job->instance_id);
@@ -349,6 +352,11 @@ static void log_job(const struct osbq_job *job, const char *event, const char *r
     osbq_log_line_str(&line, "request_id", job->request_identity);
     osbq_log_line_str(&line, "trace", job->trace);
     osbq_log_line_str(&line, "result", result);
+    if (failed && description != NULL) {
+        char detail[96];
+        osbq_log_first_words(description, 8, detail, sizeof detail);
+        osbq_log_line_str(&line, "detail", detail);
+    }
     osbq_log_line_str(&line, "description", description);
     if (duration_ms >= 0)
         osbq_log_line_int(&line, "duration_ms", duration_ms);

@@ -923,6 +923,32 @@ static void test_help_lists_worker_variables_only(void **state)
     assert_true(ok);
 }
 
+static void test_misspelt_variable_suggests_the_close_name(void **state)
+{
+    (void)state;
+    assert_true(osbq_config_known("OSBQ_WORKER_CONCURRENCY"));
+    assert_true(osbq_config_known("OSBQ_BROKER_PASSWORD_FILE"));
+    assert_false(osbq_config_known("OSBQ_LOG_LEVEL_FILE"));
+    assert_false(osbq_config_known("OSBQ_WORKER_CONCURENCY"));
+    assert_string_equal(osbq_config_suggest("OSBQ_WORKER_CONCURENCY"), "OSBQ_WORKER_CONCURRENCY");
+    assert_string_equal(osbq_config_suggest("OSBQ_LOG_LEVLE"), "OSBQ_LOG_LEVEL");
+    assert_null(osbq_config_suggest("OSBQ_SOMETHING_ELSE_ENTIRELY"));
+}
+
+static void test_log_format_parses(void **state)
+{
+    (void)state;
+    struct fake_env env = {0};
+    struct osbq_config cfg;
+    struct osbq_error err;
+    env_set(&env, "OSBQ_LOG_FORMAT", "json");
+    load_ok(&env, OSBQ_ROLE_WORKER, &cfg);
+    assert_int_equal(cfg.log_format, OSBQ_LOG_JSON);
+    osbq_config_clear(&cfg);
+    env_set(&env, "OSBQ_LOG_FORMAT", "yaml");
+    load_fails(&env, OSBQ_ROLE_WORKER, "OSBQ_LOG_FORMAT", &err);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -948,6 +974,8 @@ int main(void)
         cmocka_unit_test(test_help_lists_gateway_variables_only),
         cmocka_unit_test(test_help_lists_worker_variables_only),
         cmocka_unit_test(test_platforms_make_credentials_optional),
+        cmocka_unit_test(test_misspelt_variable_suggests_the_close_name),
+        cmocka_unit_test(test_log_format_parses),
     };
     return cmocka_run_group_tests_name("config", tests, NULL, NULL);
 }

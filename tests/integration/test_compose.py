@@ -222,6 +222,28 @@ class DockerfileTest(unittest.TestCase):
                 self.assertIn(owners.get(path), depends,
                               "compose/Dockerfile's runtime stage lacks %s" % owners.get(path))
 
+    def test_images_carry_the_version(self):
+        """The images' version label is project(VERSION): docker-compose.yml passes it to both
+        osbq images, and the Dockerfile labels the runtime stage with it after the build stage
+        compared it with the binaries' --version."""
+        with open(TOP_CMAKELISTS) as f:
+            version = re.search(r"project\(osbq VERSION ([0-9.]+)", f.read()).group(1)
+        stages = dockerfile_stages()
+        self.assertIn(("ARG", "OSBQ_VERSION"), stages["build"])
+        self.assertTrue(any(i == "RUN" and "--version" in a and "OSBQ_VERSION" in a
+                            for i, a in stages["build"]))
+        self.assertIn(("ARG", "OSBQ_VERSION"), stages["runtime"])
+        self.assertTrue(any(i == "LABEL" and
+                            'org.opencontainers.image.version="${OSBQ_VERSION}"' in a
+                            for i, a in stages["runtime"]))
+        import yaml  # python3-yaml, a dependency of docker-compose
+        with open(COMPOSE_FILE) as f:
+            raw = yaml.safe_load(f)
+        for service in ("gateway", "worker"):
+            with self.subTest(service=service):
+                self.assertEqual(raw["services"][service]["build"]["args"]["OSBQ_VERSION"],
+                                 version)
+
     def test_build_stage_copies_every_component(self):
         folders = re.findall(r"add_subdirectory\(\s*([\w./-]+)", cmake_outside_tests(TOP_CMAKELISTS))
         self.assertIn("gateway", folders)

@@ -3,14 +3,16 @@
 #include "store_registry.h"
 
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "store_internal.h"
 
-int osbq_store_gateway_register(struct osbq_store *store, const char *endpoint, int64_t ttl_ms,
-                                struct osbq_error *err)
+/* Adds (live until now + ttl_ms) or removes an endpoint of the gateway registry: one command. */
+static int gateway_entry(struct osbq_store *store, const char *endpoint, bool add, int64_t ttl_ms,
+                         struct osbq_error *err)
 {
     char key[STORE_KEY_MAX];
     if (store_key(store, key, sizeof key, "gateways") < 0)
@@ -19,27 +21,36 @@ int osbq_store_gateway_register(struct osbq_store *store, const char *endpoint, 
     if (c == NULL)
         return -1;
     redisReply *reply =
-        redisCommand(c, "ZADD %s %" PRId64 " %s", key, osbq_store_now_ms() + ttl_ms, endpoint);
-    int rc = store_reply_failed(c, reply, "ZADD", err);
+        add ? redisCommand(c, "ZADD %s %" PRId64 " %s", key, osbq_store_now_ms() + ttl_ms, endpoint)
+            : redisCommand(c, "ZREM %s %s", key, endpoint);
+    int rc = store_reply_failed(c, reply, add ? "ZADD" : "ZREM", err);
     freeReplyObject(reply);
     store_release(store, c);
     return rc;
 }
 
+/* Collects the replies of the two commands appended on c, frees them and releases c. */
+static int pair_finish(struct osbq_store *store, redisContext *c, struct osbq_error *err)
+{
+    redisReply *replies[2];
+    int rc = store_replies_collect(c, replies, 2, "status", err);
+    if (rc == 0)
+        for (size_t i = 0; i < 2; i++)
+            freeReplyObject(replies[i]);
+    store_release(store, c);
+    return rc;
+}
+
+int osbq_store_gateway_register(struct osbq_store *store, const char *endpoint, int64_t ttl_ms,
+                                struct osbq_error *err)
+{
+    return gateway_entry(store, endpoint, true, ttl_ms, err);
+}
+
 int osbq_store_gateway_unregister(struct osbq_store *store, const char *endpoint,
                                   struct osbq_error *err)
 {
-    char key[STORE_KEY_MAX];
-    if (store_key(store, key, sizeof key, "gateways") < 0)
-        return osbq_error_set(err, OSBQ_ERR_INTERNAL, "key too long");
-    redisContext *c = store_acquire(store, err);
-    if (c == NULL)
-        return -1;
-    redisReply *reply = redisCommand(c, "ZREM %s %s", key, endpoint);
-    int rc = store_reply_failed(c, reply, "ZREM", err);
-    freeReplyObject(reply);
-    store_release(store, c);
-    return rc;
+    return gateway_entry(store, endpoint, false, 0, err);
 }
 
 int osbq_store_gateway_list(struct osbq_store *store, char ***out, size_t *count,
@@ -111,13 +122,7 @@ int osbq_store_status_publish(struct osbq_store *store, const char *role, const 
         return -1;
     redisAppendCommand(c, "SET %s %s PX %" PRId64, entry, status_json, ttl_ms);
     redisAppendCommand(c, "ZADD %s %" PRId64 " %s", index, osbq_store_now_ms() + ttl_ms, id);
-    redisReply *replies[2];
-    int rc = store_replies_collect(c, replies, 2, "status", err);
-    if (rc == 0)
-        for (size_t i = 0; i < 2; i++)
-            freeReplyObject(replies[i]);
-    store_release(store, c);
-    return rc;
+    return pair_finish(store, c, err);
 }
 
 int osbq_store_status_remove(struct osbq_store *store, const char *role, const char *id,
@@ -131,13 +136,7 @@ int osbq_store_status_remove(struct osbq_store *store, const char *role, const c
         return -1;
     redisAppendCommand(c, "DEL %s", entry);
     redisAppendCommand(c, "ZREM %s %s", index, id);
-    redisReply *replies[2];
-    int rc = store_replies_collect(c, replies, 2, "status", err);
-    if (rc == 0)
-        for (size_t i = 0; i < 2; i++)
-            freeReplyObject(replies[i]);
-    store_release(store, c);
-    return rc;
+    return pair_finish(store, c, err);
 }
 
 int osbq_store_status_list(struct osbq_store *store, const char *role, char ***out, size_t *count,

@@ -3,12 +3,14 @@
  * replies. The pipeline (store_pipeline.c) sends the same calls without blocking. */
 #include "store.h"
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "store_internal.h"
+#include "store_pipeline.h"
 #include "store_scripts.h"
 
 int store_reply_failed(redisContext *c, redisReply *reply, const char *what, struct osbq_error *err)
@@ -238,10 +240,60 @@ static redisReply *run_call(redisContext *c, const char *head, size_t head_len,
     return reply;
 }
 
+void osbq_store_use_pipeline(struct osbq_store *store, struct osbq_store_pipeline *pipeline)
+{
+    atomic_store(&store->pipeline, pipeline);
+}
+
+/* A blocking caller's wait for its call's answer from the pipeline's thread. */
+struct call_waiter {
+    pthread_mutex_t lock;
+    pthread_cond_t answered_cond;
+    bool answered;
+};
+
+static void call_answered(void *ctx)
+{
+    struct call_waiter *w = ctx;
+    pthread_mutex_lock(&w->lock);
+    w->answered = true;
+    pthread_cond_signal(&w->answered_cond);
+    pthread_mutex_unlock(&w->lock);
+}
+
+/* Sends call through pipeline and waits for its answer (the pipeline answers every call it
+ * took, within the Redis timeout). Returns 0, or -1 when the pipeline refused it (draining):
+ * the call is as it was. */
+static int run_through(struct osbq_store_pipeline *pipeline, struct osbq_store_call *call)
+{
+    struct call_waiter w = {.answered = false};
+    if (pthread_mutex_init(&w.lock, NULL) != 0)
+        return -1;
+    if (pthread_cond_init(&w.answered_cond, NULL) != 0) {
+        pthread_mutex_destroy(&w.lock);
+        return -1;
+    }
+    int rc = osbq_store_pipeline_submit(pipeline, call, call_answered, &w);
+    if (rc == 0) {
+        pthread_mutex_lock(&w.lock);
+        while (!w.answered)
+            pthread_cond_wait(&w.answered_cond, &w.lock);
+        pthread_mutex_unlock(&w.lock);
+    } else {
+        call->err = (struct osbq_error){0};
+    }
+    pthread_cond_destroy(&w.answered_cond);
+    pthread_mutex_destroy(&w.lock);
+    return rc;
+}
+
 /* EVALSHA, loading the script first when Redis does not know it (first use, or Redis
  * restarted: SCRIPT LOAD gives the same SHA, the text's SHA-1, so the head stands). */
 void osbq_store_call_run(struct osbq_store *store, struct osbq_store_call *call)
 {
+    struct osbq_store_pipeline *pipeline = atomic_load(&store->pipeline);
+    if (pipeline != NULL && run_through(pipeline, call) == 0)
+        return;
     char sha[41] = "", head[STORE_CALL_HEAD_MAX];
     redisContext *c = store_acquire(store, &call->err);
     if (c == NULL)

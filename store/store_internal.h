@@ -30,6 +30,9 @@ struct osbq_store {
     atomic_uint_fast64_t errors;        /* failed calls, for osbq_redis_errors_total */
     char primary[300];                  /* with Sentinels: the primary last connected to
                                          * ("host:port"), to log a switch; guarded by lock */
+    /* The pipeline osbq_store_call_run sends calls through (osbq_store_use_pipeline), or NULL:
+     * each call then takes a pooled connection of its own. */
+    _Atomic(struct osbq_store_pipeline *) pipeline;
 };
 
 /* ---- Connections (store_pool.c, store_sentinel.c) ---- */

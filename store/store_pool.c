@@ -48,6 +48,7 @@ struct osbq_store *osbq_store_new(const struct osbq_config *cfg)
     if (store == NULL)
         return NULL;
     store->cfg = cfg;
+    atomic_init(&store->pipeline, NULL);
     store->timeout.tv_sec = (time_t)(cfg->redis_timeout_ms / 1000);
     store->timeout.tv_usec = (suseconds_t)((cfg->redis_timeout_ms % 1000) * 1000);
     if (pthread_mutex_init(&store->lock, NULL) != 0) {

@@ -28,6 +28,7 @@
 #include "process_metrics.h"
 #include "runner.h"
 #include "startup.h"
+#include "store_pipeline.h"
 #include "store_registry.h"
 #include "worker_metrics.h"
 
@@ -296,6 +297,9 @@ int main(int argc, char **argv)
     static struct osbq_config cfg;
     static struct osbq_catalog *catalog;
     static struct osbq_store *store;
+    /* The runner threads' Redis calls share one connection through it (osbq_store_use_pipeline):
+     * claims, progress, outcomes and waits of many operations go out in the same writes. */
+    static struct osbq_store_pipeline *pipeline;
     /* The metrics too: runner threads left behind keep counting into them. */
     static struct osbq_metrics *registry;
     static struct osbq_process_metrics process_metrics;
@@ -344,6 +348,10 @@ int main(int argc, char **argv)
                                  osbq_store_error_count) < 0 ||
         worker_metrics_init(&metrics, registry, cfg.worker_concurrency) < 0)
         fatalx("out of memory");
+    pipeline = osbq_store_pipeline_start(store, &err);
+    if (pipeline == NULL)
+        fatalx("cannot start the Redis pipeline: %s", err.text);
+    osbq_store_use_pipeline(store, pipeline);
     struct runner *runner = runner_new(&cfg, catalog, store, id, &metrics, &err);
     if (runner == NULL)
         fatalx("cannot start the runner: %s", err.text);
@@ -389,6 +397,14 @@ int main(int argc, char **argv)
     /* Cancels whatever still runs, releases its operations, then joins the runner threads, or
      * leaves behind those stuck in a backend that ignores cancellation. */
     unsigned left = runner_destroy(&runner);
+    /* Drained, calls made from now on (the status removal below, a thread left behind) run on
+     * pooled connections; the pipeline itself is kept while a thread left behind may still be
+     * about to submit to it. */
+    osbq_store_pipeline_drain(pipeline);
+    if (left == 0) {
+        osbq_store_use_pipeline(store, NULL);
+        osbq_store_pipeline_free(&pipeline);
+    }
     bus_link_destroy(&link);
     osbq_bus_curve_clear(&curve);
     close(signal_fd);

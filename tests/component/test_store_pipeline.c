@@ -1,6 +1,7 @@
 /* The store's pipeline (store/store_pipeline.c) against a real redis-server: replies reach the
  * calls they answer while several threads submit at once, plain commands among scripts,
- * NOSCRIPT, a server that stops answering, a connection the server closes, and draining. */
+ * NOSCRIPT, a server that stops answering, a connection the server closes, draining, and the
+ * blocking calls of several threads sent through it (osbq_store_use_pipeline). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -18,6 +19,7 @@
 #include <time.h>
 
 #include "redis_fixture.h"
+#include "store_operations.h"
 #include "store_pipeline.h"
 #include "store_requests.h"
 
@@ -404,6 +406,69 @@ static void test_drain_answers_then_refuses(void **state)
     freeReplyObject(r);
 }
 
+/* Connections the server accepted so far (INFO stats). */
+static long long connections_received(struct fixture *f)
+{
+    redisReply *r = redisCommand(f->direct, "INFO stats");
+    assert_true(r != NULL && r->type == REDIS_REPLY_STRING);
+    const char *at = strstr(r->str, "total_connections_received:");
+    assert_non_null(at);
+    long long n = atoll(at + strlen("total_connections_received:"));
+    freeReplyObject(r);
+    return n;
+}
+
+#define BLOCKING_THREADS 4
+#define BLOCKING_CALLS   200
+
+/* One thread's blocking calls: progress reports for operations nobody holds (each answers 0). */
+static void *report_progress(void *arg)
+{
+    struct fixture *f = arg;
+    for (int i = 0; i < BLOCKING_CALLS; i++) {
+        struct osbq_error err = {0};
+        if (osbq_store_progress(f->store, "op-nobody", "w", "text", 1000, &err) != 0)
+            return f;
+    }
+    return NULL;
+}
+
+/* With osbq_store_use_pipeline, the blocking calls of several threads are answered through the
+ * pipeline's one connection (no pooled connection is opened for them); once the pipeline
+ * drains, calls run on a pooled connection again. */
+static void test_blocking_calls_share_the_pipeline(void **state)
+{
+    struct fixture *f = *state;
+    struct osbq_error err = {0};
+    /* The pipeline connects on its first call. */
+    struct osbq_store_call *ping = osbq_store_ping_call(&err);
+    assert_non_null(ping);
+    struct answers some;
+    answers_init(&some);
+    assert_int_equal(osbq_store_pipeline_submit(f->pipeline, ping, answered, &some), 0);
+    assert_int_equal(answers_wait(&some, 1), 1);
+    assert_int_equal(osbq_store_ping_result(ping, &err), 0);
+    osbq_store_call_free(&ping);
+    answers_clear(&some);
+
+    osbq_store_use_pipeline(f->store, f->pipeline);
+    long long before = connections_received(f);
+    pthread_t threads[BLOCKING_THREADS];
+    for (int i = 0; i < BLOCKING_THREADS; i++)
+        assert_int_equal(pthread_create(&threads[i], NULL, report_progress, f), 0);
+    for (int i = 0; i < BLOCKING_THREADS; i++) {
+        void *failed = f;
+        assert_int_equal(pthread_join(threads[i], &failed), 0);
+        assert_null(failed);
+    }
+    assert_int_equal(connections_received(f), before);
+
+    osbq_store_pipeline_drain(f->pipeline);
+    assert_int_equal(osbq_store_progress(f->store, "op-nobody", "w", "text", 1000, &err), 0);
+    assert_int_equal(connections_received(f), before + 1);
+    osbq_store_use_pipeline(f->store, NULL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -416,6 +481,8 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_plain_commands_share_the_connection, setup, teardown),
         cmocka_unit_test_setup_teardown(test_drain_answers_then_refuses, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_blocking_calls_share_the_pipeline, setup_long_timeout,
+                                        teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

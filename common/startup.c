@@ -127,6 +127,14 @@ void osbq_startup_load(const struct osbq_startup *s, struct osbq_config *cfg,
     warn_unknown_variables(*catalog);
 }
 
+void osbq_startup_redis_failed(const struct osbq_startup *s, const struct osbq_error *err)
+{
+    if (err->code == OSBQ_ERR_MISCONFIGURED)
+        osbq_startup_die(s, "OSBQ_REDIS_URL", err);
+    log_warnx("Redis is not reachable yet (%s); %s", err->text,
+              s->role == OSBQ_ROLE_GATEWAY ? "/readyz fails until it is" : "jobs wait until it is");
+}
+
 struct osbq_secrets *osbq_startup_secrets(const struct osbq_startup *s,
                                           const struct osbq_config *cfg)
 {

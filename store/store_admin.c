@@ -101,8 +101,10 @@ int store_scan_fetch(redisContext *c, const char *pattern, uint64_t *cursor, uns
     for (size_t i = 0; i < keys->elements; i++) {
         redisReply *got = NULL;
         if (redisGetReply(c, (void **)&got) != REDIS_OK) {
+            char words[256];
+            store_io_words(c, words, sizeof words);
             osbq_error_set(err, OSBQ_ERR_UNAVAILABLE, "redis %.*s: %s", (int)strcspn(command, " "),
-                           command, c->errstr);
+                           command, words);
             failed = true;
             break;
         }

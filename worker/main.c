@@ -347,7 +347,7 @@ int main(int argc, char **argv)
     if (link == NULL || registry == NULL ||
         osbq_process_metrics_add(&process_metrics, registry, "worker", OSBQ_VERSION, store,
                                  osbq_store_error_count) < 0 ||
-        worker_metrics_init(&metrics, registry, cfg.worker_concurrency) < 0)
+        worker_metrics_init(&metrics, registry, catalog, cfg.worker_concurrency) < 0)
         fatalx("out of memory");
     struct runner *runner = runner_new(&cfg, catalog, store, id, &metrics, &err);
     if (runner == NULL)

@@ -74,6 +74,16 @@ static void usage(const struct osbq_startup *s, FILE *out)
             "only.\n\n",
             s->prog, s->about);
     osbq_config_print_help(out, s->role);
+    if (s->role & OSBQ_ROLE_WORKER)
+        fprintf(out,
+                "\nRead by the backends (docs/backends.md):\n"
+                "  %-24s redis backend: redis://[user:password@]host:port[/db] of the Redis\n"
+                "  %-24s the plans' instances live on (a plan's osbq.target_url_env names\n"
+                "  %-24s another variable instead)\n"
+                "  %-24s exec backend: its programs get the worker's environment without any\n"
+                "  %-24s OSBQ_* variable, plus the plan's osbq.env (the PostgreSQL example\n"
+                "  %-24s reads PGHOST, PGPORT, PGUSER, PGPASSWORD, PGDATABASE)\n",
+                REDIS_BACKEND_DEFAULT_URL_ENV, "", "", "(exec programs)", "", "");
 }
 
 void osbq_startup_args(const struct osbq_startup *s, int argc, char **argv)

@@ -78,6 +78,14 @@ static void process_gauges_refresh(void *ctx)
     g->reported_errors = errors;
 }
 
+/* The one series of a family without labels; NULL when out of memory. */
+static struct osbq_series *unlabelled(struct osbq_metrics *m, enum osbq_metric_type type,
+                                      const char *name, const char *help)
+{
+    struct osbq_metric *f = osbq_metrics_add(m, type, name, help, NULL, 0, NULL, 0);
+    return f != NULL ? osbq_metric_series(f, NULL) : NULL;
+}
+
 int osbq_process_metrics_add(struct osbq_process_metrics *pm, struct osbq_metrics *m,
                              const char *role, const char *version, const struct osbq_store *store,
                              osbq_store_error_count_fn error_count)
@@ -88,41 +96,28 @@ int osbq_process_metrics_add(struct osbq_process_metrics *pm, struct osbq_metric
         "The running build: always 1, labelled with version and role.", build_labels, 2, NULL, 0);
     /* The process_* names and meanings of Prometheus's client libraries, so the usual
      * dashboards and rules apply as they are. */
-    struct osbq_metric *start = osbq_metrics_add(
-        m, OSBQ_METRIC_GAUGE, "process_start_time_seconds",
-        "Start time of the process since unix epoch in seconds.", NULL, 0, NULL, 0);
-    struct osbq_metric *rss =
-        osbq_metrics_add(m, OSBQ_METRIC_GAUGE, "process_resident_memory_bytes",
-                         "Resident memory size in bytes.", NULL, 0, NULL, 0);
-    struct osbq_metric *cpu =
-        osbq_metrics_add(m, OSBQ_METRIC_COUNTER, "process_cpu_seconds_total",
-                         "Total user and system CPU time spent in seconds.", NULL, 0, NULL, 0);
-    struct osbq_metric *fds =
-        osbq_metrics_add(m, OSBQ_METRIC_GAUGE, "process_open_fds",
-                         "Number of open file descriptors.", NULL, 0, NULL, 0);
-    struct osbq_metric *fd_limit =
-        osbq_metrics_add(m, OSBQ_METRIC_GAUGE, "process_max_fds",
-                         "Maximum number of open file descriptors.", NULL, 0, NULL, 0);
-    struct osbq_metric *errors = osbq_metrics_add(
-        m, OSBQ_METRIC_COUNTER, "osbq_redis_errors_total",
-        "Redis calls that failed: connection and I/O errors, timeouts, error replies.", NULL, 0,
-        NULL, 0);
-    if (build == NULL || start == NULL || rss == NULL || cpu == NULL || fds == NULL ||
-        fd_limit == NULL || errors == NULL)
-        return -1;
-    osbq_series_set(osbq_metric_series(build, OSBQ_LABELS(version, role)), 1);
-    osbq_series_set(osbq_metric_series(start, NULL), (double)time(NULL));
+    struct osbq_series *start =
+        unlabelled(m, OSBQ_METRIC_GAUGE, "process_start_time_seconds",
+                   "Start time of the process since unix epoch in seconds.");
     *pm = (struct osbq_process_metrics){
         .store = store,
         .error_count = error_count,
-        .resident_bytes = osbq_metric_series(rss, NULL),
-        .cpu_seconds = osbq_metric_series(cpu, NULL),
-        .open_fds = osbq_metric_series(fds, NULL),
-        .max_fds = osbq_metric_series(fd_limit, NULL),
-        .redis_errors = osbq_metric_series(errors, NULL),
+        .resident_bytes = unlabelled(m, OSBQ_METRIC_GAUGE, "process_resident_memory_bytes",
+                                     "Resident memory size in bytes."),
+        .cpu_seconds = unlabelled(m, OSBQ_METRIC_COUNTER, "process_cpu_seconds_total",
+                                  "Total user and system CPU time spent in seconds."),
+        .open_fds = unlabelled(m, OSBQ_METRIC_GAUGE, "process_open_fds",
+                               "Number of open file descriptors."),
+        .max_fds = unlabelled(m, OSBQ_METRIC_GAUGE, "process_max_fds",
+                              "Maximum number of open file descriptors."),
+        .redis_errors = unlabelled(
+            m, OSBQ_METRIC_COUNTER, "osbq_redis_errors_total",
+            "Redis calls that failed: connection and I/O errors, timeouts, error replies."),
     };
-    if (pm->resident_bytes == NULL || pm->cpu_seconds == NULL || pm->open_fds == NULL ||
-        pm->max_fds == NULL || pm->redis_errors == NULL)
+    if (build == NULL || start == NULL || pm->resident_bytes == NULL || pm->cpu_seconds == NULL ||
+        pm->open_fds == NULL || pm->max_fds == NULL || pm->redis_errors == NULL)
         return -1;
+    osbq_series_set(osbq_metric_series(build, OSBQ_LABELS(version, role)), 1);
+    osbq_series_set(start, (double)time(NULL));
     return osbq_metrics_on_render(m, process_gauges_refresh, pm);
 }

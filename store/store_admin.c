@@ -214,9 +214,8 @@ int osbq_store_instance_record(struct osbq_store *store, const char *instance_id
     redisReply *reply = redisCommand(c, "HGETALL %s", key);
     int rc = store_reply_failed(c, reply, "HGETALL", err);
     store_release(store, c);
-    if (rc == 0 && (reply->type != REDIS_REPLY_ARRAY || reply->elements == 0))
-        rc = 0;
-    else if (rc == 0)
+    /* No hash: rc stays 0. */
+    if (rc == 0 && reply->type == REDIS_REPLY_ARRAY && reply->elements > 0)
         rc = fields_from_reply(reply, NULL, NULL, 0, record, err) < 0 ? -1 : 1;
     freeReplyObject(reply);
     return rc;

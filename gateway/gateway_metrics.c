@@ -9,7 +9,7 @@
 
 static const char *const request_labels[] = {"route", "method", "code"};
 static const char *const route_label[] = {"route"};
-static const char *const operation_labels[] = {"kind", "state"};
+static const char *const operation_labels[] = {"kind", "state", "service", "plan"};
 static const char *const platform_labels[] = {"platform", "code"};
 
 /* Sets the gauges that are read rather than tracked. */
@@ -54,10 +54,11 @@ int gateway_metrics_init(struct gateway_metrics *gm, struct osbq_store *store, c
     gm->in_flight = plain(m, OSBQ_METRIC_GAUGE, "osbq_http_requests_in_flight",
                           "Requests received and not answered yet (synchronous waits included).");
     gm->operations = osbq_metrics_add(
-        m, OSBQ_METRIC_COUNTER, "osbq_operations_total",
-        "Operations by kind and what this gateway did: accepted (recorded and sent), joined (an "
-        "identical request joined the running one), abandoned (failed after its attempts).",
-        operation_labels, 2, NULL, 0);
+        m, OSBQ_METRIC_COUNTER, "osbq_gateway_operations_total",
+        "Operations by kind, service, plan and what this gateway did: accepted (recorded and "
+        "sent), joined (an identical request joined the running one), abandoned (failed after "
+        "its attempts).",
+        operation_labels, 4, NULL, 0);
     gm->sync_waits = plain(m, OSBQ_METRIC_GAUGE, "osbq_sync_waits_in_flight",
                            "Synchronous requests suspended until their operation ends.");
     gm->jobs_queued = plain(m, OSBQ_METRIC_GAUGE, "osbq_jobs_queued",
@@ -118,9 +119,10 @@ void gateway_metrics_platform_request(struct gateway_metrics *gm, const char *pl
     osbq_series_add(osbq_metric_series(gm->platform_requests, OSBQ_LABELS(platform, code)), 1);
 }
 
-void gateway_metrics_operation(struct gateway_metrics *gm, const char *kind, const char *state)
+void gateway_metrics_operation(struct gateway_metrics *gm, const char *kind, const char *state,
+                               const char *service, const char *plan)
 {
-    osbq_series_add(osbq_metric_series(gm->operations, OSBQ_LABELS(kind, state)), 1);
+    osbq_series_add(osbq_metric_series(gm->operations, OSBQ_LABELS(kind, state, service, plan)), 1);
 }
 
 void metrics_get(const struct gateway *gw, const struct request *req, struct reply *out)

@@ -67,7 +67,9 @@ static void abandon(struct recovery *r, const struct osbq_recovery_item *item)
                   err.text);
     else if (rc == 1) {
         log_warnx("operation %s: failed after %u attempts", item->operation_id, item->claims);
-        gateway_metrics_operation(r->metrics, item->kind ? item->kind : "unknown", "abandoned");
+        /* The operation's plan is not among what the scan reads. */
+        gateway_metrics_operation(r->metrics, item->kind ? item->kind : "unknown", "abandoned",
+                                  OSBQ_CATALOG_UNKNOWN_LABEL, OSBQ_CATALOG_UNKNOWN_LABEL);
     }
 }
 

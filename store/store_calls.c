@@ -15,12 +15,15 @@
 
 int store_reply_failed(redisContext *c, redisReply *reply, const char *what, struct osbq_error *err)
 {
-    if (reply == NULL)
-        return osbq_error_set(err, OSBQ_ERR_UNAVAILABLE, "redis %s: %s", what, c->errstr);
+    if (reply == NULL) {
+        char words[256];
+        store_io_words(c, words, sizeof words);
+        return osbq_error_set(err, OSBQ_ERR_UNAVAILABLE, "redis %s: %s", what, words);
+    }
     if (reply->type == REDIS_REPLY_ERROR) {
         if (store_reply_from_replica(reply))
             store_drop_replica(c);
-        return osbq_error_set(err, OSBQ_ERR_UNAVAILABLE, "redis %s: %s", what, reply->str);
+        return store_error_reply(what, reply->str, err);
     }
     return 0;
 }
@@ -220,7 +223,7 @@ bool store_call_settle(struct osbq_store *store, struct osbq_store_call *call, r
         return false;
     }
     bool drop = store_reply_from_replica(reply);
-    osbq_error_set(&call->err, OSBQ_ERR_UNAVAILABLE, "redis %s: %s", call->name, reply->str);
+    store_error_reply(call->name, reply->str, &call->err);
     atomic_fetch_add(&store->errors, 1);
     freeReplyObject(reply);
     return drop;
@@ -315,9 +318,11 @@ void osbq_store_call_run(struct osbq_store *store, struct osbq_store_call *call)
         }
         reply = run_call(c, head, head_len, call);
     }
-    if (reply == NULL) /* I/O: counted (and Redis marked down) by store_release */
-        osbq_error_set(&call->err, OSBQ_ERR_UNAVAILABLE, "redis %s: %s", call->name, c->errstr);
-    else if (store_call_settle(store, call, reply))
+    if (reply == NULL) { /* I/O: counted (and Redis marked down) by store_release */
+        char words[256];
+        store_io_words(c, words, sizeof words);
+        osbq_error_set(&call->err, OSBQ_ERR_UNAVAILABLE, "redis %s: %s", call->name, words);
+    } else if (store_call_settle(store, call, reply))
         store_drop_replica(c);
     store_release(store, c);
 }
@@ -401,10 +406,13 @@ int store_replies_collect(redisContext *c, redisReply **replies, size_t count, c
     int rc = 0;
     for (size_t i = 0; i < count; i++) {
         replies[i] = NULL;
-        if (rc == 0 && redisGetReply(c, (void **)&replies[i]) != REDIS_OK)
-            rc = osbq_error_set(err, OSBQ_ERR_UNAVAILABLE, "redis %s: %s", what, c->errstr);
-        else if (rc == 0 && replies[i]->type == REDIS_REPLY_ERROR)
-            rc = osbq_error_set(err, OSBQ_ERR_UNAVAILABLE, "redis %s: %s", what, replies[i]->str);
+        if (rc == 0 && redisGetReply(c, (void **)&replies[i]) != REDIS_OK) {
+            char words[256];
+            store_io_words(c, words, sizeof words);
+            rc = osbq_error_set(err, OSBQ_ERR_UNAVAILABLE, "redis %s: %s", what, words);
+        } else if (rc == 0 && replies[i]->type == REDIS_REPLY_ERROR) {
+            rc = store_error_reply(what, replies[i]->str, err);
+        }
     }
     if (rc < 0)
         for (size_t i = 0; i < count; i++)

@@ -320,6 +320,12 @@ int main(int argc, char **argv)
         (void)snprintf(metrics_addr, sizeof metrics_addr, ipv6 ? "[%s]:%u" : "%s:%u",
                        cfg.metrics_listen.host, (unsigned)cfg.metrics_listen.port);
     }
+    /* Before any socket: a Redis that refuses the configuration stops the worker here. */
+    store = osbq_store_new(&cfg);
+    if (store == NULL)
+        fatalx("out of memory");
+    if (osbq_store_ping(store, &err) < 0)
+        osbq_startup_redis_failed(&startup, &err);
     if (sodium_init() < 0)
         fatalx("libsodium cannot start");
     char id[320];
@@ -340,13 +346,12 @@ int main(int argc, char **argv)
         log_warnx("the job bus is not authenticated nor encrypted: this worker runs jobs from "
                   "any process registered as a gateway (set OSBQ_BUS_CURVE_SERVER_CERT and "
                   "OSBQ_BUS_CURVE_CLIENT_CERT)");
-    store = osbq_store_new(&cfg);
     struct bus_link *link = bus_link_new(id, &curve);
     registry = osbq_metrics_new();
-    if (store == NULL || link == NULL || registry == NULL ||
+    if (link == NULL || registry == NULL ||
         osbq_process_metrics_add(&process_metrics, registry, "worker", OSBQ_VERSION, store,
                                  osbq_store_error_count) < 0 ||
-        worker_metrics_init(&metrics, registry, cfg.worker_concurrency) < 0)
+        worker_metrics_init(&metrics, registry, catalog, cfg.worker_concurrency) < 0)
         fatalx("out of memory");
     pipeline = osbq_store_pipeline_start(store, &err);
     if (pipeline == NULL)

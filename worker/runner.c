@@ -190,7 +190,7 @@ static void release_op(struct runner *r, const struct osbq_job *job, const char 
                        int64_t deadline_s)
 {
     struct osbq_error err = {0};
-    worker_metrics_operation(r->metrics, job->kind, WORKER_OP_RELEASED);
+    worker_metrics_operation(r->metrics, job, WORKER_OP_RELEASED);
     int rc = osbq_store_release(r->store, job->operation_id, r->worker_id, &err);
     bool deadline = strcmp(why, GAVE_UP_DEADLINE) == 0;
     enum osbq_log_level level = rc < 0 || deadline ? OSBQ_LOG_WARN : OSBQ_LOG_INFO;
@@ -267,7 +267,7 @@ static void renew(struct run *run, const char *description, int64_t now)
         bool lost = give_up_locked(run, GAVE_UP_LEASE_LOST);
         pthread_mutex_unlock(&r->lock);
         if (lost)
-            worker_metrics_operation(r->metrics, run->job->kind, WORKER_OP_LOST);
+            worker_metrics_operation(r->metrics, run->job, WORKER_OP_LOST);
     } else {
         if (!run->renew_failing)
             log_warnx("operation %s: cannot renew the lease (%s), retrying", run->job->operation_id,
@@ -599,7 +599,7 @@ static bool run_job(struct slot *slot, const struct osbq_job *job)
         /* Not recorded (the worker stopping while Redis is away) counts as released: another
          * worker runs it once its lease expires. */
         worker_metrics_operation(
-            r->metrics, job->kind,
+            r->metrics, job,
             recorded > 0    ? (call.result.succeeded ? WORKER_OP_SUCCEEDED : WORKER_OP_FAILED)
             : recorded == 0 ? WORKER_OP_LOST
                             : WORKER_OP_RELEASED);

@@ -133,13 +133,18 @@ static struct osbq_metrics *new_metrics(struct fixture *f, struct worker_metrics
 {
     struct osbq_metrics *m = osbq_metrics_new();
     assert_non_null(m);
-    assert_int_equal(worker_metrics_init(wm, m, f->cfg.worker_concurrency), 0);
+    assert_int_equal(worker_metrics_init(wm, m, f->catalog, f->cfg.worker_concurrency), 0);
     return m;
 }
 
+/* Provisions that ended in state, on any plan of the catalog above. */
 static double provisions(const struct worker_metrics *wm, enum worker_op_state state)
 {
-    return osbq_series_value(wm->operations[OSBQ_JOB_PROVISION - OSBQ_JOB_PROVISION][state]);
+    static const char *const plans[] = {"plan-quick", "plan-second", "plan-slow", "plan-hang"};
+    double n = 0;
+    for (size_t i = 0; i < sizeof plans / sizeof plans[0]; i++)
+        n += worker_metrics_operation_count(wm, OSBQ_JOB_PROVISION, plans[i], state);
+    return n;
 }
 
 /* The field of operation op's hash, or "" when absent; valid until the next call. */
@@ -277,8 +282,9 @@ static void test_success(void **state)
     assert_non_null(text);
     assert_non_null(strstr(text, "\nosbq_jobs_running 0\n"));
     assert_non_null(strstr(text, "\nosbq_worker_slots 2\n"));
-    assert_non_null(
-        strstr(text, "\nosbq_operations_total{kind=\"provision\",state=\"succeeded\"} 1\n"));
+    assert_non_null(strstr(text,
+                           "\nosbq_worker_operations_total{kind=\"provision\",state=\"succeeded\","
+                           "service=\"svc\",plan=\"plan-quick\"} 1\n"));
     free(text);
     assert_int_equal(runner_destroy(&r), 0);
     assert_null(r);

@@ -36,9 +36,12 @@ class DispatchSpread(unittest.TestCase):
             harness.redis_hash(redis, key).get("worker") for key in redis.keys("osbq:op:*"))
         self.assertEqual(sum(by_worker.values()), JOBS, by_worker)
         self.assertEqual(set(by_worker), ids, by_worker)
-        # Turns: each worker takes about half, not one nearly all (as 111 to 5 before).
+        # Turns: each worker takes a fair share, not one nearly all (111 to 5 before; 20 to 0
+        # here on the old dispatch). Not an exact half: on a loaded machine a worker's READY
+        # after a job can reach the gateway after the next request, which then sees the other
+        # worker with more free slots (13 to 7 seen with the suite running beside it).
         for worker in ids:
-            self.assertGreaterEqual(by_worker[worker], JOBS * 2 // 5, by_worker)
+            self.assertGreaterEqual(by_worker[worker], JOBS // 4, by_worker)
 
 
 if __name__ == "__main__":

@@ -525,8 +525,9 @@ static bool run_job(struct slot *slot, const struct osbq_job *job)
     struct runner *r = slot->r;
     int64_t lease = (int64_t)r->cfg->lease_ms;
     struct osbq_error err = {0};
-    int claimed =
-        osbq_store_claim(r->store, job->operation_id, r->worker_id, job->attempt, lease, &err);
+    struct osbq_claim claim = {0};
+    int claimed = osbq_store_claim(r->store, job->operation_id, r->worker_id, job->attempt, lease,
+                                   &claim, &err);
     if (claimed == 0) {
         worker_metrics_claim(r->metrics, WORKER_CLAIM_SKIPPED);
         log_debug("operation %s: finished or held by another worker, dropping the job",
@@ -614,6 +615,7 @@ static bool run_job(struct slot *slot, const struct osbq_job *job)
     pthread_mutex_unlock(&r->lock);
     json_decref(parameters);
     backend_call_clear(&call);
+    osbq_claim_clear(&claim);
     return gave_up != NULL;
 }
 

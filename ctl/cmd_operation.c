@@ -19,6 +19,7 @@ static const char *const shown_fields[] = {
     "created_ms",   "started_ms",      "finished_ms",
     "lease_until",  "instance_usable", "update_repeatable",
     "instance_key", "binding_key",     "bindings_key",
+    "steps",        "due_ms",
 };
 
 static bool field_shown(const char *name)
@@ -38,7 +39,8 @@ static int64_t field_int(const struct osbq_fields *op, const char *name)
 static bool finished(const struct osbq_fields *op)
 {
     const char *state = osbq_fields_get(op, "state");
-    return state == NULL || (strcmp(state, "queued") != 0 && strcmp(state, "running") != 0);
+    return state == NULL || (strcmp(state, "queued") != 0 && strcmp(state, "running") != 0 &&
+                             strcmp(state, "waiting") != 0);
 }
 
 /* "provision of instance I" or "bind of binding B of instance I", for messages. */
@@ -157,6 +159,19 @@ static void detail_times(struct detail *d, const struct osbq_fields *op)
         detail_add(d, "age",
                    format_duration(created >= 0 ? now - created : -1, span[2], sizeof span[2]));
     }
+    /* A waiting operation: when its next step is due. */
+    int64_t due = field_int(op, "due_ms");
+    const char *state = osbq_fields_get(op, "state");
+    if (due >= 0 && state != NULL && strcmp(state, "waiting") == 0) {
+        format_time(due, true, time_text, sizeof time_text);
+        if (due >= now)
+            (void)snprintf(line, sizeof line, "%s (in %s)", time_text,
+                           format_duration(due - now, span[0], sizeof span[0]));
+        else
+            (void)snprintf(line, sizeof line, "%s (%s ago)", time_text,
+                           format_duration(now - due, span[0], sizeof span[0]));
+        detail_add(d, "next step", line);
+    }
     if (lease >= 0) {
         format_time(lease, true, time_text, sizeof time_text);
         if (lease >= now)
@@ -231,6 +246,7 @@ static int print_text(struct ctl *ctl, const struct osbq_fields *op, char **hist
     detail_add(&d, "attempt", osbq_fields_get(op, "attempt"));
     detail_add(&d, "claims", osbq_fields_get(op, "claims"));
     detail_add(&d, "resends", osbq_fields_get(op, "resends"));
+    detail_add(&d, "steps", osbq_fields_get(op, "steps"));
     detail_add(&d, "description", osbq_fields_get(op, "description"));
     detail_times(&d, op);
     const char *flags[] = {"instance_usable", "update_repeatable"};

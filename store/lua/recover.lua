@@ -53,6 +53,6 @@ for _, op_id in ipairs(due) do
   end
 end
 -- When the next scan has work: the caller sleeps until then rather than a whole interval.
-local first = redis.call('ZRANGE', queue, 0, 0, 'WITHSCORES')
+local first = redis.call('ZRANGEBYSCORE', queue, '-inf', '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
 if first[2] then table.insert(out, first[2]) end
 return out

@@ -130,6 +130,24 @@ static void detail_add(struct detail *d, const char *label, const char *value)
         d->rc = ctl_fail("out of memory");
 }
 
+/* A row for the moment ms (none when < 0): its time, and how far it is from now; past_word
+ * comes before the duration of a moment already past ("ran out 3s ago"). */
+static void detail_moment(struct detail *d, const char *label, int64_t ms, int64_t now,
+                          const char *past_word)
+{
+    if (ms < 0)
+        return;
+    char time_text[FORMAT_TEXT_MAX], span[FORMAT_TEXT_MAX], line[160];
+    format_time(ms, true, time_text, sizeof time_text);
+    if (ms >= now)
+        (void)snprintf(line, sizeof line, "%s (in %s)", time_text,
+                       format_duration(ms - now, span, sizeof span));
+    else
+        (void)snprintf(line, sizeof line, "%s (%s%s ago)", time_text, past_word,
+                       format_duration(now - ms, span, sizeof span));
+    detail_add(d, label, line);
+}
+
 /* The times and durations rows. */
 static void detail_times(struct detail *d, const struct osbq_fields *op)
 {
@@ -160,28 +178,10 @@ static void detail_times(struct detail *d, const struct osbq_fields *op)
                    format_duration(created >= 0 ? now - created : -1, span[2], sizeof span[2]));
     }
     /* A waiting operation: when its next step is due. */
-    int64_t due = field_int(op, "due_ms");
     const char *state = osbq_fields_get(op, "state");
-    if (due >= 0 && state != NULL && strcmp(state, "waiting") == 0) {
-        format_time(due, true, time_text, sizeof time_text);
-        if (due >= now)
-            (void)snprintf(line, sizeof line, "%s (in %s)", time_text,
-                           format_duration(due - now, span[0], sizeof span[0]));
-        else
-            (void)snprintf(line, sizeof line, "%s (%s ago)", time_text,
-                           format_duration(now - due, span[0], sizeof span[0]));
-        detail_add(d, "next step", line);
-    }
-    if (lease >= 0) {
-        format_time(lease, true, time_text, sizeof time_text);
-        if (lease >= now)
-            (void)snprintf(line, sizeof line, "%s (in %s)", time_text,
-                           format_duration(lease - now, span[0], sizeof span[0]));
-        else
-            (void)snprintf(line, sizeof line, "%s (ran out %s ago)", time_text,
-                           format_duration(now - lease, span[0], sizeof span[0]));
-        detail_add(d, "lease until", line);
-    }
+    if (state != NULL && strcmp(state, "waiting") == 0)
+        detail_moment(d, "next step", field_int(op, "due_ms"), now, "");
+    detail_moment(d, "lease until", lease, now, "ran out ");
 }
 
 static void detail_history(struct detail *d, char **history, size_t count)

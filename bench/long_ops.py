@@ -99,12 +99,16 @@ def redis_info(port, section, key):
 
 
 def redis_calls(port):
-    """Commands Redis ran so far, all kinds (INFO commandstats)."""
-    total = 0
+    """Commands Redis ran so far (INFO commandstats): all kinds, those the scripts run
+    included; and of those, the script calls (EVALSHA, EVAL): the clients' round trips."""
+    total = scripts = 0
     for line in redis(port, "INFO", "commandstats").splitlines():
         if line.startswith("cmdstat_"):
-            total += int(line.split("calls=", 1)[1].split(",", 1)[0])
-    return total
+            calls = int(line.split("calls=", 1)[1].split(",", 1)[0])
+            total += calls
+            if line.startswith(("cmdstat_evalsha:", "cmdstat_eval:")):
+                scripts += calls
+    return total, scripts
 
 
 def polls(port):
@@ -210,11 +214,14 @@ def phase_in_flight(port, redis_port, worker, password, n):
     time.sleep(10)
     polls1, calls1, cpu1 = polls(port), redis_calls(redis_port), cpu_s(worker)
     t2 = time.monotonic()
+    calls0, scripts0 = calls0
+    calls1, scripts1 = calls1
     report(in_flight=n, accept_s=last - t0, accept_per_s=n / (last - t0),
            waiting=waiting(redis_port), polls_expected_per_s=n * 1000.0 / POLL_MS,
            polls_per_s=(polls1 - polls0) / (t2 - t1), worker_rss_mb=rss_mb(worker),
            redis_bytes_per_op=(after - before) / n,
-           redis_calls_per_s=(calls1 - calls0) / (t2 - t1),
+           redis_commands_per_s=(calls1 - calls0) / (t2 - t1),
+           redis_scripts_per_s=(scripts1 - scripts0) / (t2 - t1),
            worker_cpu_per_s=(cpu1 - cpu0) / (t2 - t1))
 
 

@@ -38,8 +38,13 @@ static const char catalog_text[] =
     "  {\"id\": \"plan-quick\", \"name\": \"quick\", \"description\": \"d\","
     "   \"osbq\": {\"backend\": \"sim\"}},"
     "  {\"id\": \"plan-second\", \"name\": \"second\", \"description\": \"d\","
-    "   \"osbq\": {\"backend\": \"sim\", \"provision_ms\": 1000}},"
+    "   \"osbq\": {\"backend\": \"sim\", \"provision_ms\": 1000, \"blocking\": true}},"
     "  {\"id\": \"plan-slow\", \"name\": \"slow\", \"description\": \"d\","
+    "   \"osbq\": {\"backend\": \"sim\", \"provision_ms\": 60000, \"blocking\": true}},"
+    "  {\"id\": \"plan-steps\", \"name\": \"steps\", \"description\": \"d\","
+    "   \"osbq\": {\"backend\": \"sim\", \"provision_ms\": 300}},"
+    "  {\"id\": \"plan-polling\", \"name\": \"polling\", \"description\": \"d\","
+    "   \"maximum_polling_duration\": 1,"
     "   \"osbq\": {\"backend\": \"sim\", \"provision_ms\": 60000}},"
     "  {\"id\": \"plan-hang\", \"name\": \"hang\", \"description\": \"d\","
     "   \"osbq\": {\"backend\": \"sim\", \"hang_on\": \"provision\","
@@ -222,6 +227,16 @@ static void provision(struct fixture *f, struct runner *r, const char *op, const
     free(bytes);
 }
 
+/* Submits op's stored job to r again, as the gateways' recovery loop sends it. */
+static void resubmit(struct fixture *f, struct runner *r, const char *op)
+{
+    redisReply *job = redisCommand(f->direct, "HGET t:op:%s job", op);
+    assert_non_null(job);
+    assert_int_equal(job->type, REDIS_REPLY_STRING);
+    submit_bytes(r, job->str, job->len);
+    freeReplyObject(job);
+}
+
 /* Waits up to ms for op to be running; a claim that failed (the runner dropped the job, as it
  * does when Redis does not answer in time) is resent from the stored job, as the gateways'
  * recovery loop would, up to three times. */
@@ -235,11 +250,7 @@ static void wait_running(struct fixture *f, struct runner *r, const char *op, in
             return;
         if (sent == 3)
             fail_msg("operation %s: not running after %d sends", op, sent);
-        redisReply *job = redisCommand(f->direct, "HGET t:op:%s job", op);
-        assert_non_null(job);
-        assert_int_equal(job->type, REDIS_REPLY_STRING);
-        submit_bytes(r, job->str, job->len);
-        freeReplyObject(job);
+        resubmit(f, r, op);
     }
 }
 
@@ -288,6 +299,50 @@ static void test_success(void **state)
     free(text);
     assert_int_equal(runner_destroy(&r), 0);
     assert_null(r);
+    osbq_metrics_destroy(&m);
+}
+
+/* A step that ends in progress: recorded as waiting (no worker, due at the sim's end, the slot
+ * free at once, counted as a step); the stored job sent again once due (a poll) ends it. A plan's
+ * maximum_polling_duration caps the due time and fails the operation past it. */
+static void test_steps(void **state)
+{
+    struct fixture *f = *state;
+    struct worker_metrics wm;
+    struct osbq_metrics *m = new_metrics(f, &wm);
+    struct runner *r = start_runner(f, &wm);
+    provision(f, r, "op-steps", "i-steps", "plan-steps");
+    wait_state(f, "op-steps", "waiting", 3000);
+    assert_string_equal(op_field(f, "op-steps", "description"), "Provisioning (0%)");
+    assert_string_equal(op_field(f, "op-steps", "worker"), "");
+    assert_string_equal(op_field(f, "op-steps", "steps"), "1");
+    assert_non_null(strstr(op_field(f, "op-steps", "resume"), "until_ms"));
+    for (int i = 0; i < 100 && runner_busy(r) > 0; i++)
+        sleep_ms(10);
+    assert_int_equal(runner_busy(r), 0);
+    assert_true(osbq_series_value(wm.steps_waiting) == 1);
+    assert_true(provisions(&wm, WORKER_OP_SUCCEEDED) == 0);
+    sleep_ms(400);
+    resubmit(f, r, "op-steps");
+    wait_state(f, "op-steps", "succeeded", 3000);
+    assert_string_equal(op_field(f, "op-steps", "claims"), "1");
+    assert_string_equal(op_field(f, "op-steps", "resume"), "");
+    assert_true(provisions(&wm, WORKER_OP_SUCCEEDED) == 1);
+
+    /* Due no later than the accept + maximum_polling_duration; then it fails. */
+    provision(f, r, "op-poll", "i-poll", "plan-polling");
+    wait_state(f, "op-poll", "waiting", 3000);
+    redisReply *due = redisCommand(f->direct, "ZSCORE t:queue op-poll");
+    double accepted = strtod(op_field(f, "op-poll", "created_ms"), NULL);
+    assert_true(strtod(due->str, NULL) <= accepted + 1000);
+    freeReplyObject(due);
+    sleep_ms(1100);
+    resubmit(f, r, "op-poll");
+    wait_state(f, "op-poll", "failed", 3000);
+    assert_string_equal(op_field(f, "op-poll", "description"),
+                        "The operation did not finish within the plan's maximum_polling_duration "
+                        "of 1 s.");
+    assert_int_equal(runner_destroy(&r), 0);
     osbq_metrics_destroy(&m);
 }
 
@@ -388,6 +443,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_success),
+        cmocka_unit_test(test_steps),
         cmocka_unit_test(test_deadline),
         cmocka_unit_test(test_shutdown),
         cmocka_unit_test(test_finish_after_outage),

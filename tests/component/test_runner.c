@@ -145,7 +145,8 @@ static struct osbq_metrics *new_metrics(struct fixture *f, struct worker_metrics
 /* Provisions that ended in state, on any plan of the catalog above. */
 static double provisions(const struct worker_metrics *wm, enum worker_op_state state)
 {
-    static const char *const plans[] = {"plan-quick", "plan-second", "plan-slow", "plan-hang"};
+    static const char *const plans[] = {"plan-quick", "plan-second", "plan-slow",
+                                        "plan-hang",  "plan-steps",  "plan-polling"};
     double n = 0;
     for (size_t i = 0; i < sizeof plans / sizeof plans[0]; i++)
         n += worker_metrics_operation_count(wm, OSBQ_JOB_PROVISION, plans[i], state);

@@ -138,8 +138,9 @@ class Scheduling(InstanceTestCase):
     def test_long_job_does_not_delay_short_ones_while_a_worker_is_free(self):
         """Issue 3, ZeroMQ topology: no job waits behind a long one while another worker has
         room (Synchronous and Asynchronous Operations: respond promptly)."""
-        # The long job takes 3 s: the short ones must all be done well before it, with room for
-        # a loaded 2-core machine.
+        # The long job holds a runner thread for 3 s (its plan sets sim's blocking: a step that
+        # sleeps, not a wait in Redis): the short ones must all be done well before it, with
+        # room for a loaded 2-core machine.
         slow, sop = self.provision_async(SYNC_TIMEOUT)
         harness.wait_until(lambda: self.op_record(sop).get("state") == "running", OP_TIMEOUT_S,
                            "the slow provision to be claimed")

@@ -13,11 +13,9 @@
 #include "store_recovery.h"
 #include "store_scripts.h"
 
-/* Runs a script that answers an integer 0/1 about one operation (claim, progress, finish). */
-static int op_script(struct osbq_store *store, enum store_script script, const char *const *keys,
-                     const char *const *args, struct osbq_error *err)
+/* Reads a script's integer 0/1 answer about one operation; frees reply (NULL: err is set). */
+static int int_answer(redisReply *reply, enum store_script script, struct osbq_error *err)
 {
-    redisReply *reply = store_eval(store, script, keys, args, err);
     if (reply == NULL)
         return -1;
     int rc = reply->type == REDIS_REPLY_INTEGER
@@ -26,6 +24,13 @@ static int op_script(struct osbq_store *store, enum store_script script, const c
                                   store_script_texts[script].name);
     freeReplyObject(reply);
     return rc;
+}
+
+/* Runs a script that answers an integer 0/1 about one operation (claim, progress). */
+static int op_script(struct osbq_store *store, enum store_script script, const char *const *keys,
+                     const char *const *args, struct osbq_error *err)
+{
+    return int_answer(store_eval(store, script, keys, args, err), script, err);
 }
 
 /* The keys of the scripts that act on one operation: its hash and the queue. 0, or -1 with
@@ -147,7 +152,19 @@ static int finish_op(struct osbq_store *store, const char *operation_id, const c
         [FINISH_ARG_BINDING] = result->binding ? result->binding : "",
         [FINISH_ARG_MODE] = modes[by],
     };
-    return op_script(store, SCRIPT_FINISH, keys, args, err);
+    struct osbq_store_call *call = store_call_new(SCRIPT_FINISH, keys, args, NULL, err);
+    if (call == NULL)
+        return -1;
+    /* A worker's outcome counts once replicas hold it: WAIT again while they do not, up to a
+     * lease; past it the outcome stands on the primary alone (a failover that loses it runs
+     * the operation again once its lease runs out on the promoted replica). */
+    call->durable = by == FINISH_BY_WORKER;
+    call->ack_patience_ms = (int64_t)store->cfg->lease_ms;
+    osbq_store_call_run(store, call);
+    call->durable = false; /* short of acknowledgements or not, the script ran: its answer stands */
+    redisReply *reply = store_call_take_reply(call, err);
+    osbq_store_call_free(&call);
+    return int_answer(reply, SCRIPT_FINISH, err);
 }
 
 /* Fills *item from one entry of recover.lua's answer. Returns 1, or 0 when the entry is not

@@ -97,10 +97,10 @@ void osbq_store_call_free(struct osbq_store_call **cp);
  * it. */
 void osbq_store_call_run(struct osbq_store *store, struct osbq_store_call *call);
 
-/* Whether call was answered but fewer replicas than OSBQ_REDIS_MIN_ACKS acknowledged what it
- * wrote (and read) within OSBQ_REDIS_ACK_TIMEOUT_MS, or the connection failed before they
- * did: its result function then fails (OSBQ_ERR_UNAVAILABLE), though the script ran. Only
- * acceptances and outcomes ask for acknowledgements. */
+/* Whether call is an acceptance that was answered but fewer replicas than OSBQ_REDIS_MIN_ACKS
+ * acknowledged what it wrote (and read) within OSBQ_REDIS_ACK_TIMEOUT_MS, or the connection
+ * failed before they did: its result function then fails (OSBQ_ERR_UNAVAILABLE), though the
+ * script ran. (Any call through the pipeline fails so: what it read may not be on a replica.) */
 bool osbq_store_call_not_durable(const struct osbq_store_call *call);
 
 /* How many WAITs ended with fewer replicas than OSBQ_REDIS_MIN_ACKS since the store was made:

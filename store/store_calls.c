@@ -352,7 +352,7 @@ redisReply *store_call_take_reply(struct osbq_store_call *call, struct osbq_erro
 {
     redisReply *reply = call->reply;
     call->reply = NULL;
-    if (reply != NULL && call->durable && call->acks_short) {
+    if (reply != NULL && call->acks_short) {
         freeReplyObject(reply);
         osbq_error_set(err, OSBQ_ERR_UNAVAILABLE,
                        "redis %s: fewer replicas than OSBQ_REDIS_MIN_ACKS acknowledged it within "

@@ -88,8 +88,8 @@ struct osbq_store_call {
     struct osbq_error err;    /* why there is no reply */
     bool durable;             /* an acceptance or an outcome: with OSBQ_REDIS_MIN_ACKS it only
                                * counts once replicas hold it (WAIT after it) */
-    bool acks_short;          /* answered, but the WAIT after it ended with too few replicas
-                               * (or the connection failed before it ended) */
+    bool acks_short;          /* answered, but the WAIT behind it ended with too few replicas
+                               * (or the connection failed before it answered) */
     int64_t ack_patience_ms;  /* run at once (not pipelined): how long to WAIT again while
                                * too few replicas acknowledged; 0: answer short at once */
     /* The pipeline's (store/store_pipeline.c), while it holds the call. */
@@ -126,9 +126,9 @@ bool store_call_settle(struct osbq_store *store, struct osbq_store_call *call, r
 int store_script_sha(struct osbq_store *store, redisContext *c, enum store_script script,
                      char sha[41], struct osbq_error *err);
 
-/* Takes the reply out of an answered call: NULL with err (the call's) when it has none; a
- * durable call whose WAIT ended short counts as not answered (err says so, code
- * OSBQ_ERR_NOT_DURABLE). */
+/* Takes the reply out of an answered call: NULL with err (the call's) when it has none. A call
+ * whose WAIT ended short counts as not answered (OSBQ_ERR_UNAVAILABLE, the text says why): what
+ * it read may not be on a replica. */
 redisReply *store_call_take_reply(struct osbq_store_call *call, struct osbq_error *err);
 
 /* Runs an embedded script at once (store_call_new, then osbq_store_call_run). The reply

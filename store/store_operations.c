@@ -161,7 +161,7 @@ static int finish_op(struct osbq_store *store, const char *operation_id, const c
     call->durable = by == FINISH_BY_WORKER;
     call->ack_patience_ms = (int64_t)store->cfg->lease_ms;
     osbq_store_call_run(store, call);
-    call->durable = false; /* short of acknowledgements or not, the script ran: its answer stands */
+    call->acks_short = false; /* acknowledged or not, the script ran: its answer stands */
     redisReply *reply = store_call_take_reply(call, err);
     osbq_store_call_free(&call);
     return int_answer(reply, SCRIPT_FINISH, err);

@@ -8,7 +8,8 @@
  * write and WAIT. Redis holds the connection's later commands while WAIT blocks, so the next
  * batch is kept back until WAIT answers (one acknowledgement round trip per batch, however
  * many calls it holds), and each call's answer is handed back only once the WAIT behind it
- * answered: whatever a reply says, replicas hold it too. */
+ * answered: whatever a reply says, replicas hold it too; when the WAIT ends short (or never
+ * answers), the batch's calls fail. */
 #include "store_pipeline.h"
 
 #include <errno.h>

@@ -463,8 +463,8 @@ static int begin_through_pipeline(struct fixture *f, struct osbq_store_call *cal
 }
 
 /* No replica: the acceptance is answered "not durable" after the WAIT's timeout, though the
- * script recorded it; reads are answered all the same; the repeat of the request finds the same
- * operation. */
+ * script recorded it; reads fail too until a replica is back; the repeat of the request finds the
+ * same operation. */
 static void test_acceptance_without_replica_is_not_durable(void **state)
 {
     struct fixture *f = *state;
@@ -480,12 +480,17 @@ static void test_acceptance_without_replica_is_not_durable(void **state)
     assert_true(took >= ACK_TIMEOUT_MS - 20);
     assert_true(osbq_store_ack_timeout_count(f->store) >= 1);
     osbq_store_call_free(&call);
+    /* A read fails as well: what it read is not on a replica. */
     struct osbq_last_op op = {0};
+    memset(&err, 0, sizeof err);
+    assert_int_equal(last_operation(f, "i-a1", &op, &err, NULL), -1);
+    assert_int_equal(err.code, OSBQ_ERR_UNAVAILABLE);
+    /* Replicas back: the record is there, and the platform's retry joins the operation
+     * recorded the first time. */
+    start_replica(f);
     assert_int_equal(last_operation(f, "i-a1", &op, &err, NULL), 1);
     assert_string_equal(op.state, "queued");
     osbq_last_op_clear(&op);
-    /* Replicas back: the platform's retry joins the operation recorded the first time. */
-    start_replica(f);
     call = provision_call(f, "op-a1-retry", "i-a1");
     memset(&err, 0, sizeof err);
     assert_int_equal(begin_through_pipeline(f, call, &got, &err), 0);

@@ -20,6 +20,8 @@
 #                requests waiting on slow sim jobs; cold start to the first 200
 #   round_trips  Redis round trips per request per endpoint (tests/integration/test_round_trips.py
 #                on the Release build: commands counted per process with MONITOR)
+#   durable      accept and lifecycle with no replica, with a replica, and with a replica and
+#                OSBQ_REDIS_MIN_ACKS=1 (WAIT behind each batch), side by side: ratios
 # Each case runs --runs times; the summary gives the median, min and max of the rate and of the
 # p50/p99 latencies, the ratios, every unexpected status, and the command lines.
 # docs/benchmarks.md explains the cases and records figures. Only loopback is used; every loop
@@ -49,6 +51,7 @@ source bench/cases/sync_cycle.sh
 source bench/cases/scale.sh
 source bench/cases/memory.sh
 source bench/cases/round_trips.sh
+source bench/cases/durable.sh
 
 runs=5
 duration=10
@@ -57,7 +60,7 @@ threads=2
 instances=10000
 scale_instances=1000000
 suspended=10000
-all_cases="catalog,accept,redis,accept_alone,last_op,lifecycle,sync_cycle,scale,memory,round_trips"
+all_cases="catalog,accept,redis,accept_alone,last_op,lifecycle,sync_cycle,scale,memory,round_trips,durable"
 cases=$all_cases
 build_dir="$top/build-bench"
 
@@ -73,7 +76,7 @@ usage: bench/run.sh [options]
   --suspended N     sync requests held waiting by the memory case (default 10000)
   --cases LIST      comma-separated subset of (default all):
                     catalog,accept,redis,accept_alone,last_op,lifecycle,sync_cycle,scale,
-                    memory,round_trips
+                    memory,round_trips,durable
   --build-dir DIR   where to build the Release binaries (default build-bench/)
   --quick           a smoke run of every case: --runs 1 --duration 2 --instances 2000
                     --scale-instances 50000 --suspended 1000 (options after it still apply)
@@ -141,6 +144,7 @@ main() {
   if want_case scale; then case_scale; fi
   if want_case memory; then case_memory; fi
   if want_case round_trips; then case_round_trips; fi
+  if want_case durable; then case_durable; fi
   local status=0
   report summary || status=1
   echo "bench: done in $((SECONDS - t0)) s"

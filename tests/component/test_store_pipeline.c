@@ -191,11 +191,10 @@ static void *submit_many(void *arg)
     return NULL;
 }
 
-/* Several threads' calls share the connection; each reply reaches the call it answers: an
- * accepted provision's reply names the operation that call proposed. */
-static void test_replies_reach_their_calls(void **state)
+/* THREADS threads submit CALLS_PER_THREAD provisions each at once; every one must be answered
+ * as accepted, with the operation its call proposed. */
+static void provision_from_threads(struct fixture *f)
 {
-    struct fixture *f = *state;
     struct submitter s[THREADS];
     pthread_t threads[THREADS];
     for (int t = 0; t < THREADS; t++) {
@@ -225,6 +224,14 @@ static void test_replies_reach_their_calls(void **state)
         }
         answers_clear(&s[t].answers);
     }
+}
+
+/* Several threads' calls share the connection; each reply reaches the call it answers: an
+ * accepted provision's reply names the operation that call proposed. */
+static void test_replies_reach_their_calls(void **state)
+{
+    struct fixture *f = *state;
+    provision_from_threads(f);
     assert_int_equal(osbq_store_pipeline_pending(f->pipeline), 0);
     /* The same instance again: the script saw the first call's write. */
     struct answers one;
@@ -509,31 +516,7 @@ static void test_acceptances_with_replica_are_acknowledged(void **state)
     start_replica(f);
     redisReply *r = redisCommand(f->direct, "CONFIG RESETSTAT");
     freeReplyObject(r);
-    struct submitter s[THREADS];
-    pthread_t threads[THREADS];
-    for (int t = 0; t < THREADS; t++) {
-        s[t].f = f;
-        s[t].index = t;
-        answers_init(&s[t].answers);
-        assert_int_equal(pthread_create(&threads[t], NULL, submit_many, &s[t]), 0);
-    }
-    for (int t = 0; t < THREADS; t++) {
-        void *refused = NULL;
-        pthread_join(threads[t], &refused);
-        assert_null(refused);
-    }
-    for (int t = 0; t < THREADS; t++) {
-        assert_int_equal(answers_wait(&s[t].answers, CALLS_PER_THREAD), CALLS_PER_THREAD);
-        for (int i = 0; i < CALLS_PER_THREAD; i++) {
-            struct osbq_begin_reply got = {0};
-            struct osbq_error err = {0};
-            assert_int_equal(osbq_store_begin_result(s[t].calls[i], &got, &err), 0);
-            assert_int_equal(got.answer, OSBQ_BEGIN_ACCEPTED);
-            osbq_begin_reply_clear(&got);
-            osbq_store_call_free(&s[t].calls[i]);
-        }
-        answers_clear(&s[t].answers);
-    }
+    provision_from_threads(f);
     assert_int_equal(osbq_store_ack_timeout_count(f->store), 0);
     r = redisCommand(f->direct, "INFO commandstats");
     assert_true(r != NULL && r->type == REDIS_REPLY_STRING);

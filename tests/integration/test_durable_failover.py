@@ -154,6 +154,8 @@ class Load:
 class DurableFailover(unittest.TestCase):
     def setUp(self):
         self.stack = harness.Stack(catalog=CATALOG)
+        # Also when setUp fails half-way: every process started so far is stopped.
+        self.addCleanup(self.stack.stop)
         primary = self.stack.redis
         workdir = self.stack.workdir
         self.replica = test_sentinel.RedisNode(workdir, "replica",
@@ -161,22 +163,7 @@ class DurableFailover(unittest.TestCase):
         self.stack.processes.append(self.replica)
         harness.wait_until(lambda: test_sentinel.info(self.replica, "replication").get(
             "master_link_status") == "up", 10, "the replica to sync")
-        self.sentinels = []
-        for i in range(3):
-            s = test_sentinel.RedisNode(workdir, "sentinel-%d" % i, [
-                "sentinel monitor %s 127.0.0.1 %d 2" % (MASTER, primary.port),
-                "sentinel down-after-milliseconds %s 1000" % MASTER,
-                "sentinel failover-timeout %s 10000" % MASTER,
-                "sentinel parallel-syncs %s 1" % MASTER], sentinel=True)
-            self.stack.processes.append(s)
-            self.sentinels.append(s)
-
-        def sentinels_ready():
-            return all(len(s.command("SENTINEL", "replicas", MASTER)) >= 1 and
-                       len(s.command("SENTINEL", "sentinels", MASTER)) >= 2
-                       for s in self.sentinels)
-
-        harness.wait_until(sentinels_ready, 20, "the Sentinels to see the replica and each other")
+        self.sentinels = test_sentinel.start_sentinels(self.stack, primary)
         env = dict(OSBQ_REDIS_SENTINELS=",".join("127.0.0.1:%d" % s.port for s in self.sentinels),
                    OSBQ_REDIS_MASTER_NAME=MASTER,
                    OSBQ_REDIS_URL="redis://127.0.0.1:%d/0" % harness.free_port(),
@@ -186,9 +173,6 @@ class DurableFailover(unittest.TestCase):
         self.gateways = [self.stack.start_gateway(ready_path="/readyz", **env) for _ in range(2)]
         self.workers = [self.stack.start_worker(OSBQ_LEASE_MS=3000, **env) for _ in range(2)]
         harness.wait_workers_connected(self.gateways, 2)
-
-    def tearDown(self):
-        self.stack.stop()
 
     def primary_port(self):
         try:

@@ -9,7 +9,9 @@ the ones the platform read before, and no lock is held. The figures are printed.
 OSBQ_DURABLE_MIN_ACKS=0 runs the same load with today's default and only reports how many
 acknowledged operations the failover lost (the figure docs/reliability.md quotes)."""
 
+import http.client
 import os
+import re
 import signal
 import sys
 import threading
@@ -31,6 +33,15 @@ LAG_S = 1.0            # how long the replica is cut off before the primary dies
 RETRY_FOR_S = 30.0     # how long one request is retried through the failover
 SETTLE_S = 30.0        # for every acknowledged operation to end
 PAUSE_S = 0.0          # between a thread's lifecycles
+
+
+def http_text(port, path):
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        conn.request("GET", path)
+        return conn.getresponse().read().decode()
+    finally:
+        conn.close()
 
 
 class Load:
@@ -169,7 +180,7 @@ class DurableFailover(unittest.TestCase):
                    OSBQ_REDIS_URL="redis://127.0.0.1:%d/0" % harness.free_port(),
                    OSBQ_REDIS_MIN_ACKS=MIN_ACKS, OSBQ_REDIS_ACK_TIMEOUT_MS=500,
                    OSBQ_REDIS_TIMEOUT_MS=1000, OSBQ_RECOVERY_INTERVAL_MS=200,
-                   OSBQ_CLAIM_TIMEOUT_MS=3000)
+                   OSBQ_CLAIM_TIMEOUT_MS=3000, OSBQ_SHUTDOWN_GRACE_MS=3000)
         self.gateways = [self.stack.start_gateway(ready_path="/readyz", **env) for _ in range(2)]
         self.workers = [self.stack.start_worker(OSBQ_LEASE_MS=3000, **env) for _ in range(2)]
         harness.wait_workers_connected(self.gateways, 2)
@@ -198,6 +209,9 @@ class DurableFailover(unittest.TestCase):
         harness.wait_until(lambda: self.primary_port() == self.replica.port, 30,
                            "Sentinel to promote the replica")
         promoted = time.monotonic()
+        # The promoted replica has no replica of its own: OSBQ_REDIS_MIN_ACKS=1 cannot be met.
+        ready_without_replica = [harness.osbq_stack.http_status(g.port, "/readyz", timeout_s=5)
+                                 for g in self.gateways]
         # A new machine replaces the lost one (empty: the disk went with it) as a replica of the
         # new primary, so OSBQ_REDIS_MIN_ACKS=1 can be met again. (Restarted at the old address,
         # the old primary would be turned into a replica by Sentinel too, some 10 s later.)
@@ -276,6 +290,13 @@ class DurableFailover(unittest.TestCase):
               % (MIN_ACKS, "; ".join("%s %s" % f for f in figures)), file=sys.stderr)
         if MIN_ACKS == 0:
             return  # the figure is the point: docs/reliability.md quotes it
+        self.assertEqual(ready_without_replica, [503, 503])
+        ack_timeouts = 0
+        for g in self.gateways:
+            metrics = http_text(g.port, "/metrics")
+            ack_timeouts += float(re.search(r"(?m)^osbq_redis_ack_timeouts_total (\S+)$",
+                                            metrics).group(1))
+        self.assertGreater(ack_timeouts, 0, "no WAIT ended short during the failover")
         self.assertEqual(load.unexpected, [])
         self.assertGreater(len(load.acked), 100)
         self.assertGreater(len(outage), 0, "no request saw the failover")

@@ -170,15 +170,17 @@ int main(int argc, char **argv)
     randombytes_buf(raw_id, sizeof raw_id);
     sodium_bin2hex(gw.gateway_id, sizeof gw.gateway_id, raw_id, sizeof raw_id);
     char replication[512];
-    int replicas_enough =
-        osbq_store_replication_check(gw.store, replication, sizeof replication, &err);
-    if (replicas_enough < 0)
+    int replicas_enough = -1;
+    if (osbq_store_ping(gw.store, &err) < 0)
         log_warnx("Redis is not reachable yet (%s); /readyz fails until it is", err.text);
-    else if (replicas_enough == 0)
+    else
+        replicas_enough =
+            osbq_store_replication_check(gw.store, replication, sizeof replication, &err);
+    if (replicas_enough == 0)
         log_warnx("Redis replication: %s; OSBQ_REDIS_MIN_ACKS=%u is not met: acceptances get 503 "
                   "and /readyz fails until it is",
                   replication, cfg.redis_min_acks);
-    else
+    else if (replicas_enough > 0)
         log_info("Redis replication: %s", replication);
 
     gw.pipeline = osbq_store_pipeline_start(gw.store, &err);

@@ -193,6 +193,18 @@ class DurableFailover(unittest.TestCase):
             return None
 
     def test_primary_killed_under_load(self):
+        # Synchronous answers too wait for the replica: the instance's once an acknowledgement
+        # follows the announced outcome, the binding's through its read.
+        client = self.stack.client(self.gateways[0])
+        r = client.request("PUT", "/v2/service_instances/sync-0",
+                           {"service_id": SERVICE, "plan_id": PLAN, "organization_guid": "o",
+                            "space_guid": "s"})
+        self.assertEqual(r.status, 201, r.body)
+        r = client.request("PUT", "/v2/service_instances/sync-0/service_bindings/b",
+                           {"service_id": SERVICE, "plan_id": PLAN})
+        self.assertEqual(r.status, 201, r.body)
+        self.assertIn("credentials", r.json())
+        client.close()
         load = Load(self.stack, self.gateways)
         load.start()
         time.sleep(LOAD_BEFORE_S)

@@ -258,28 +258,6 @@ static long long read_acks(struct osbq_store *store, redisContext *c)
     return acks < 0 ? 0 : acks;
 }
 
-/* WAIT again on c (its offset still that of the call), until enough replicas acknowledge or
- * call->ack_patience_ms has passed. The acknowledgements, or -1 on I/O. */
-static long long wait_again(struct osbq_store *store, redisContext *c,
-                            const struct osbq_store_call *call, long long acks)
-{
-    char wait[STORE_ACK_COMMAND_MAX];
-    size_t wait_len = store_ack_wait_command(store, wait);
-    int64_t until = store_monotonic_ms() + call->ack_patience_ms;
-    while (acks >= 0 && acks < (long long)store->cfg->redis_min_acks &&
-           store_monotonic_ms() < until) {
-        void *reply = NULL;
-        if (redisAppendFormattedCommand(c, wait, wait_len) != REDIS_OK ||
-            redisGetReply(c, &reply) != REDIS_OK)
-            return -1;
-        acks = store_ack_count(store, reply);
-        freeReplyObject(reply);
-        if (acks < 0)
-            acks = 0;
-    }
-    return acks;
-}
-
 /* Sends call's command on c and waits for its reply: NULL on an I/O error (c->err says which),
  * as redisCommandArgv. hiredis appends formatted commands to its output buffer as they are,
  * so the head and the tail go out as one command. A durable call (with OSBQ_REDIS_MIN_ACKS)
@@ -306,8 +284,6 @@ static redisReply *run_call(struct osbq_store *store, redisContext *c, const cha
     if (!acked)
         return reply;
     long long acks = read_acks(store, c);
-    if (acks >= 0 && ((redisReply *)reply)->type != REDIS_REPLY_ERROR)
-        acks = wait_again(store, c, call, acks);
     if (acks < 0 || redisSetTimeout(c, store->timeout) != REDIS_OK) {
         freeReplyObject(reply);
         return NULL;

@@ -90,8 +90,6 @@ struct osbq_store_call {
                                * counts once replicas hold it (WAIT after it) */
     bool acks_short;          /* answered, but the WAIT behind it ended with too few replicas
                                * (or the connection failed before it answered) */
-    int64_t ack_patience_ms;  /* run at once (not pipelined): how long to WAIT again while
-                               * too few replicas acknowledged; 0: answer short at once */
     /* The pipeline's (store/store_pipeline.c), while it holds the call. */
     int64_t deadline_ms;          /* no reply by then (monotonic ms): Redis is not answering */
     bool resent;                  /* sent again once after NOSCRIPT */

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "store_admin.h"
 #include "store_internal.h"
@@ -118,6 +119,33 @@ int osbq_store_operator_fail(struct osbq_store *store, const char *operation_id,
     return finish_op(store, operation_id, "", &failed, FINISH_BY_OPERATOR, err);
 }
 
+/* A worker's outcome counts once replicas hold it. When the WAIT behind it ended short, WAIT
+ * again, behind a durable PING (its write before the WAIT comes after the outcome, on whatever
+ * connection it goes), up to a lease; past it the outcome stands on the primary alone (a
+ * failover that loses it runs the operation again once its lease runs out on the promoted
+ * replica). */
+static void wait_for_replicas(struct osbq_store *store)
+{
+    int64_t until = store_monotonic_ms() + (int64_t)store->cfg->lease_ms;
+    while (store_monotonic_ms() < until) {
+        struct osbq_error err = {0};
+        struct osbq_store_call *ping = osbq_store_ping_call(&err);
+        if (ping == NULL)
+            return;
+        ping->durable = true;
+        osbq_store_call_run(store, ping);
+        bool waited = osbq_store_call_not_durable(ping);
+        bool acknowledged = osbq_store_ping_result(ping, &err) == 0;
+        osbq_store_call_free(&ping);
+        if (acknowledged)
+            return;
+        if (!waited) { /* Redis failed rather than WAIT: no busy loop while it is away */
+            struct timespec pause = {.tv_sec = 0, .tv_nsec = 100 * 1000000L};
+            nanosleep(&pause, NULL);
+        }
+    }
+}
+
 static int finish_op(struct osbq_store *store, const char *operation_id, const char *worker_id,
                      const struct osbq_op_result *result, enum finish_by by, struct osbq_error *err)
 {
@@ -155,16 +183,16 @@ static int finish_op(struct osbq_store *store, const char *operation_id, const c
     struct osbq_store_call *call = store_call_new(SCRIPT_FINISH, keys, args, NULL, err);
     if (call == NULL)
         return -1;
-    /* A worker's outcome counts once replicas hold it: WAIT again while they do not, up to a
-     * lease; past it the outcome stands on the primary alone (a failover that loses it runs
-     * the operation again once its lease runs out on the promoted replica). */
     call->durable = by == FINISH_BY_WORKER;
-    call->ack_patience_ms = (int64_t)store->cfg->lease_ms;
     osbq_store_call_run(store, call);
+    bool short_of_acks = osbq_store_call_not_durable(call);
     call->acks_short = false; /* acknowledged or not, the script ran: its answer stands */
     redisReply *reply = store_call_take_reply(call, err);
     osbq_store_call_free(&call);
-    return int_answer(reply, SCRIPT_FINISH, err);
+    int rc = int_answer(reply, SCRIPT_FINISH, err);
+    if (rc > 0 && short_of_acks)
+        wait_for_replicas(store);
+    return rc;
 }
 
 /* Fills *item from one entry of recover.lua's answer. Returns 1, or 0 when the entry is not

@@ -892,6 +892,18 @@ const struct osbq_plan *osbq_catalog_plan(const struct osbq_catalog *catalog, co
     return i != NULL ? &catalog->plans[json_integer_value(i)] : NULL;
 }
 
+void osbq_catalog_metric_labels(const struct osbq_catalog *catalog, const char *service_id,
+                                const char *plan_id, const char **service, const char **plan)
+{
+    const struct osbq_plan *found = osbq_catalog_plan(catalog, plan_id);
+    const struct osbq_service *known = service_id != NULL
+                                           ? osbq_catalog_service(catalog, service_id)
+                                       : found != NULL ? found->service
+                                                       : NULL;
+    *service = known != NULL ? known->id : OSBQ_CATALOG_UNKNOWN_LABEL;
+    *plan = found != NULL && found->service == known ? found->id : OSBQ_CATALOG_UNKNOWN_LABEL;
+}
+
 size_t osbq_catalog_service_count(const struct osbq_catalog *catalog)
 {
     return catalog->service_count;

@@ -91,6 +91,17 @@ const struct osbq_service *osbq_catalog_service(const struct osbq_catalog *catal
                                                 const char *service_id);
 const struct osbq_plan *osbq_catalog_plan(const struct osbq_catalog *catalog, const char *plan_id);
 
+/* The value of the service and plan labels of a metric for anything not in the catalog. */
+#define OSBQ_CATALOG_UNKNOWN_LABEL "unknown"
+
+/* The service and plan label values of an operation's metrics: the catalog's ids, each
+ * OSBQ_CATALOG_UNKNOWN_LABEL when not the catalog's (a plan only counts when it is of that
+ * service; service_id NULL: the plan's own), so a metric has at most one series per catalog
+ * plan, per service for an unknown plan, and one for neither. Borrowed strings, valid until
+ * osbq_catalog_destroy. catalog may be NULL (then both unknown). */
+void osbq_catalog_metric_labels(const struct osbq_catalog *catalog, const char *service_id,
+                                const char *plan_id, const char **service, const char **plan);
+
 /* The dashboard URL of a new instance of plan: the plan's osbq.dashboard_url_template with
  * "{instance_id}" replaced by the percent-encoded id, or the sim backend's URL when the plan sets
  * "dashboard": true. NULL when the plan has no dashboard (or out of memory). Caller frees. */

@@ -514,7 +514,7 @@ static const struct config_var config_vars[] = {
      "(worker), in ms"},
     {"OSBQ_NAMESPACE", OSBQ_ROLE_ALL, "osbq", NULL, false, parse_namespace,
      "prefix of every Redis key, so several stacks can share one Redis"},
-    {"OSBQ_CATALOG", OSBQ_ROLE_BOTH, OSBQ_DEFAULT_CATALOG, NULL, false, parse_catalog,
+    {"OSBQ_CATALOG", OSBQ_ROLE_ALL, OSBQ_DEFAULT_CATALOG, NULL, false, parse_catalog,
      "path of the catalog JSON"},
     {"OSBQ_LOG_LEVEL", OSBQ_ROLE_ALL, "info", NULL, false, parse_log_level,
      "error, warn, info or debug"},

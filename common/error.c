@@ -66,6 +66,7 @@ const char *osbq_err_name(enum osbq_err code)
         [OSBQ_ERR_UNAVAILABLE] = "UNAVAILABLE",
         [OSBQ_ERR_TIMEOUT] = "TIMEOUT",
         [OSBQ_ERR_INVALID] = "INVALID",
+        [OSBQ_ERR_MISCONFIGURED] = "MISCONFIGURED",
     };
     if ((unsigned)code >= OSBQ_ERR_COUNT_ || names[code] == NULL)
         return "UNKNOWN";

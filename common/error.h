@@ -25,8 +25,10 @@ enum osbq_err {
     OSBQ_ERR_BACKEND,          /* the backend failed: 502 */
     OSBQ_ERR_UNAVAILABLE,      /* a dependency (Redis, the bus) is unreachable: 503 */
     OSBQ_ERR_TIMEOUT,          /* no answer in time: 504 */
-    OSBQ_ERR_INVALID, /* invalid configuration, catalog or encoded data (not an HTTP error) */
-    OSBQ_ERR_COUNT_   /* number of codes; not a code */
+    OSBQ_ERR_INVALID,       /* invalid configuration, catalog or encoded data (not an HTTP error) */
+    OSBQ_ERR_MISCONFIGURED, /* Redis answers but refuses the configured password, database or
+                             * ACL user: 503, and it lasts until the configuration changes */
+    OSBQ_ERR_COUNT_         /* number of codes; not a code */
 };
 
 #define OSBQ_ERROR_TEXT_MAX 512

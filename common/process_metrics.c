@@ -1,7 +1,9 @@
 /* Metrics every osbq process exposes, read at render time. */
 #include "process_metrics.h"
 
+#include <dirent.h>
 #include <stdio.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -18,12 +20,57 @@ static double resident_bytes(void)
     return n == 2 && page > 0 ? (double)resident * (double)page : -1;
 }
 
+/* User plus system CPU time of every thread so far, in seconds; -1 when unknown. */
+static double cpu_seconds(void)
+{
+    struct rusage usage;
+    if (getrusage(RUSAGE_SELF, &usage) != 0)
+        return -1;
+    return (double)usage.ru_utime.tv_sec + (double)usage.ru_stime.tv_sec +
+           ((double)usage.ru_utime.tv_usec + (double)usage.ru_stime.tv_usec) / 1e6;
+}
+
+/* Open file descriptors: the entries of /proc/self/fd, less the one reading it; -1 when
+ * unreadable. */
+static double open_fds(void)
+{
+    DIR *dir = opendir("/proc/self/fd");
+    if (dir == NULL)
+        return -1;
+    double n = 0;
+    for (struct dirent *e = readdir(dir); e != NULL; e = readdir(dir))
+        if (e->d_name[0] != '.')
+            n++;
+    closedir(dir);
+    return n - 1;
+}
+
+static double max_fds(void)
+{
+    struct rlimit limit;
+    if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY)
+        return -1;
+    return (double)limit.rlim_cur;
+}
+
 static void process_gauges_refresh(void *ctx)
 {
     struct osbq_process_metrics *g = ctx;
     double rss = resident_bytes();
     if (rss >= 0)
         osbq_series_set(g->resident_bytes, rss);
+    double cpu = cpu_seconds();
+    /* A counter only adds: the difference since the last render. */
+    if (cpu > g->reported_cpu) {
+        osbq_series_add(g->cpu_seconds, cpu - g->reported_cpu);
+        g->reported_cpu = cpu;
+    }
+    double fds = open_fds();
+    if (fds >= 0)
+        osbq_series_set(g->open_fds, fds);
+    double limit = max_fds();
+    if (limit >= 0)
+        osbq_series_set(g->max_fds, limit);
     /* Render hooks of one registry never run concurrently (metrics.c), so this is the only
      * writer of reported_errors. */
     double errors = (double)g->error_count(g->store);
@@ -36,6 +83,14 @@ static void process_gauges_refresh(void *ctx)
     }
 }
 
+/* The one series of a family without labels; NULL when out of memory. */
+static struct osbq_series *unlabelled(struct osbq_metrics *m, enum osbq_metric_type type,
+                                      const char *name, const char *help)
+{
+    struct osbq_metric *f = osbq_metrics_add(m, type, name, help, NULL, 0, NULL, 0);
+    return f != NULL ? osbq_metric_series(f, NULL) : NULL;
+}
+
 int osbq_process_metrics_add(struct osbq_process_metrics *pm, struct osbq_metrics *m,
                              const char *role, const char *version, const struct osbq_store *store,
                              osbq_store_error_count_fn error_count)
@@ -44,28 +99,31 @@ int osbq_process_metrics_add(struct osbq_process_metrics *pm, struct osbq_metric
     struct osbq_metric *build = osbq_metrics_add(
         m, OSBQ_METRIC_GAUGE, "osbq_build_info",
         "The running build: always 1, labelled with version and role.", build_labels, 2, NULL, 0);
-    struct osbq_metric *start = osbq_metrics_add(
-        m, OSBQ_METRIC_GAUGE, "osbq_process_start_time_seconds",
-        "When the process started, in seconds since the Unix epoch.", NULL, 0, NULL, 0);
-    struct osbq_metric *rss =
-        osbq_metrics_add(m, OSBQ_METRIC_GAUGE, "osbq_process_resident_memory_bytes",
-                         "Resident memory of the process.", NULL, 0, NULL, 0);
-    struct osbq_metric *errors = osbq_metrics_add(
-        m, OSBQ_METRIC_COUNTER, "osbq_redis_errors_total",
-        "Redis calls that failed: connection and I/O errors, timeouts, error replies.", NULL, 0,
-        NULL, 0);
-    if (build == NULL || start == NULL || rss == NULL || errors == NULL)
-        return -1;
-    osbq_series_set(osbq_metric_series(build, OSBQ_LABELS(version, role)), 1);
-    osbq_series_set(osbq_metric_series(start, NULL), (double)time(NULL));
+    /* The process_* names and meanings of Prometheus's client libraries, so the usual
+     * dashboards and rules apply as they are. */
+    struct osbq_series *start =
+        unlabelled(m, OSBQ_METRIC_GAUGE, "process_start_time_seconds",
+                   "Start time of the process since unix epoch in seconds.");
     *pm = (struct osbq_process_metrics){
         .store = store,
         .error_count = error_count,
-        .resident_bytes = osbq_metric_series(rss, NULL),
-        .redis_errors = osbq_metric_series(errors, NULL),
+        .resident_bytes = unlabelled(m, OSBQ_METRIC_GAUGE, "process_resident_memory_bytes",
+                                     "Resident memory size in bytes."),
+        .cpu_seconds = unlabelled(m, OSBQ_METRIC_COUNTER, "process_cpu_seconds_total",
+                                  "Total user and system CPU time spent in seconds."),
+        .open_fds = unlabelled(m, OSBQ_METRIC_GAUGE, "process_open_fds",
+                               "Number of open file descriptors."),
+        .max_fds = unlabelled(m, OSBQ_METRIC_GAUGE, "process_max_fds",
+                              "Maximum number of open file descriptors."),
+        .redis_errors = unlabelled(
+            m, OSBQ_METRIC_COUNTER, "osbq_redis_errors_total",
+            "Redis calls that failed: connection and I/O errors, timeouts, error replies."),
     };
-    if (pm->resident_bytes == NULL || pm->redis_errors == NULL)
+    if (build == NULL || start == NULL || pm->resident_bytes == NULL || pm->cpu_seconds == NULL ||
+        pm->open_fds == NULL || pm->max_fds == NULL || pm->redis_errors == NULL)
         return -1;
+    osbq_series_set(osbq_metric_series(build, OSBQ_LABELS(version, role)), 1);
+    osbq_series_set(start, (double)time(NULL));
     return osbq_metrics_on_render(m, process_gauges_refresh, pm);
 }
 

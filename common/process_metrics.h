@@ -1,4 +1,5 @@
-/* Metrics every osbq process exposes: build, start time, memory, Redis errors. */
+/* Metrics every osbq process exposes: build, the standard process_* ones (start time, memory,
+ * CPU, file descriptors), Redis errors. */
 #ifndef OSBQ_PROCESS_METRICS_H
 #define OSBQ_PROCESS_METRICS_H
 
@@ -15,17 +16,22 @@ typedef uint64_t (*osbq_store_error_count_fn)(const struct osbq_store *store);
 struct osbq_process_metrics {
     const struct osbq_store *store;              /* borrowed: its error count */
     osbq_store_error_count_fn error_count;       /* reads it */
-    struct osbq_series *resident_bytes;          /* osbq_process_resident_memory_bytes */
+    struct osbq_series *resident_bytes;          /* process_resident_memory_bytes */
+    struct osbq_series *cpu_seconds;             /* process_cpu_seconds_total */
+    struct osbq_series *open_fds;                /* process_open_fds */
+    struct osbq_series *max_fds;                 /* process_max_fds */
     struct osbq_series *redis_errors;            /* osbq_redis_errors_total */
     double reported_errors;                      /* what redis_errors already holds */
+    double reported_cpu;                         /* what cpu_seconds already holds */
     osbq_store_error_count_fn ack_timeout_count; /* reads the store's short WAITs, or NULL */
     struct osbq_series *redis_ack_timeouts;      /* osbq_redis_ack_timeouts_total */
     double reported_ack_timeouts;                /* what redis_ack_timeouts already holds */
 };
 
-/* Adds osbq_build_info{version,role}, osbq_process_start_time_seconds,
- * osbq_process_resident_memory_bytes and osbq_redis_errors_total to m, the last two read at
- * each render (from /proc/self/statm and error_count(store)). role is "gateway" or "worker";
+/* Adds osbq_build_info{version,role}, process_start_time_seconds,
+ * process_resident_memory_bytes, process_cpu_seconds_total, process_open_fds, process_max_fds
+ * and osbq_redis_errors_total to m, all but the first two read at each render (/proc/self,
+ * getrusage, getrlimit, error_count(store)). role is "gateway" or "worker";
  * pm (filled here) and store must outlive m's renders. Returns 0, or -1 when out of memory. */
 int osbq_process_metrics_add(struct osbq_process_metrics *pm, struct osbq_metrics *m,
                              const char *role, const char *version, const struct osbq_store *store,

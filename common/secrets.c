@@ -43,13 +43,35 @@ void osbq_secrets_key_id(const unsigned char *key, char out[OSBQ_SECRETS_ID_SIZE
     sodium_bin2hex(out, OSBQ_SECRETS_ID_SIZE, id, sizeof id);
 }
 
+/* Opens the key file. A Kubernetes Secret volume presents each key as a symbolic link (through
+ * `..data` to a timestamped directory), so the path's links are resolved first; the file found
+ * is then opened without following a link, so a link swapped in meanwhile is refused, and the
+ * checks on the descriptor (read_key_file) are about the very file read (decision 0027). */
+static int open_key_file(const char *path, struct osbq_error *err)
+{
+    char *resolved = realpath(path, NULL);
+    if (resolved == NULL)
+        return osbq_error_set(err, OSBQ_ERR_INVALID, "cannot open: %s", strerror(errno));
+    int fd = open(resolved, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    int open_errno = errno;
+    if (fd < 0 && open_errno == ELOOP)
+        osbq_error_set(err, OSBQ_ERR_INVALID,
+                       "%s became a symbolic link while it was opened; start again", resolved);
+    else if (fd < 0)
+        osbq_error_set(err, OSBQ_ERR_INVALID, "cannot open %s: %s", resolved, strerror(open_errno));
+    else if (strcmp(resolved, path) != 0)
+        log_debug("OSBQ_SECRET_KEY_FILE %s: reading %s", path, resolved);
+    free(resolved);
+    return fd < 0 ? -1 : fd;
+}
+
 /* Reads at most FILE_MAX bytes of path into buf (sodium_malloc'd by the caller); *len gets
- * how many. Checks the file's mode on the descriptor it reads. */
+ * how many. Checks the file's type, mode and owner on the descriptor it reads. */
 static int read_key_file(const char *path, char *buf, size_t *len, struct osbq_error *err)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    int fd = open_key_file(path, err);
     if (fd < 0)
-        return osbq_error_set(err, OSBQ_ERR_INVALID, "cannot open: %s", strerror(errno));
+        return -1;
     int rc = 0;
     struct stat st;
     if (fstat(fd, &st) < 0) {
@@ -65,6 +87,11 @@ static int read_key_file(const char *path, char *buf, size_t *len, struct osbq_e
                   "keeps the keys to the broker's user",
                   path, (unsigned)(st.st_mode & 0777));
     }
+    /* A warning, not a refusal: compose run without root mounts the file as its maker's. */
+    if (rc == 0 && st.st_uid != geteuid() && st.st_uid != 0)
+        log_warnx("OSBQ_SECRET_KEY_FILE %s belongs to uid %u, neither this process's user nor "
+                  "root: that user can change the keys",
+                  path, (unsigned)st.st_uid);
     size_t got = 0;
     while (rc == 0 && got < FILE_MAX) {
         ssize_t n = read(fd, buf + got, FILE_MAX - got);

@@ -74,6 +74,16 @@ static void usage(const struct osbq_startup *s, FILE *out)
             "only.\n\n",
             s->prog, s->about);
     osbq_config_print_help(out, s->role);
+    if (s->role & OSBQ_ROLE_WORKER)
+        fprintf(out,
+                "\nRead by the backends (docs/backends.md):\n"
+                "  %-24s redis backend: redis://[user:password@]host:port[/db] of the Redis\n"
+                "  %-24s the plans' instances live on (a plan's osbq.target_url_env names\n"
+                "  %-24s another variable instead)\n"
+                "  %-24s exec backend: its programs get the worker's environment without any\n"
+                "  %-24s OSBQ_* variable, plus the plan's osbq.env (the PostgreSQL example\n"
+                "  %-24s reads PGHOST, PGPORT, PGUSER, PGPASSWORD, PGDATABASE)\n",
+                REDIS_BACKEND_DEFAULT_URL_ENV, "", "", "(exec programs)", "", "");
 }
 
 void osbq_startup_args(const struct osbq_startup *s, int argc, char **argv)
@@ -125,6 +135,14 @@ void osbq_startup_load(const struct osbq_startup *s, struct osbq_config *cfg,
         osbq_startup_die(s, what, &err);
     }
     warn_unknown_variables(*catalog);
+}
+
+void osbq_startup_redis_failed(const struct osbq_startup *s, const struct osbq_error *err)
+{
+    if (err->code == OSBQ_ERR_MISCONFIGURED)
+        osbq_startup_die(s, "OSBQ_REDIS_URL", err);
+    log_warnx("Redis is not reachable yet (%s); %s", err->text,
+              s->role == OSBQ_ROLE_GATEWAY ? "/readyz fails until it is" : "jobs wait until it is");
 }
 
 struct osbq_secrets *osbq_startup_secrets(const struct osbq_startup *s,

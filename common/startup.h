@@ -36,6 +36,12 @@ void osbq_startup_die(const struct osbq_startup *s, const char *what, const stru
 void osbq_startup_load(const struct osbq_startup *s, struct osbq_config *cfg,
                        struct osbq_catalog **catalog);
 
+/* Judges the failure of the first PING to Redis (err from osbq_store_ping). A refusal that
+ * lasts (OSBQ_ERR_MISCONFIGURED: a wrong or missing password, an unknown database, an ACL's
+ * NOPERM) stops the process with one line, as no retry cures it. Redis not answering is
+ * logged at warn and start-up goes on: it may come up later. */
+void osbq_startup_redis_failed(const struct osbq_startup *s, const struct osbq_error *err);
+
 /* Loads the key ring of OSBQ_SECRET_KEY_FILE (caller frees with osbq_secrets_destroy),
  * stopping the process with one line naming the variable and the line on any problem; NULL
  * without the variable. */

@@ -1,4 +1,5 @@
-/* instances and bindings: walks over the records in Redis, filtered, sorted and listed. */
+/* instances, bindings and instance: walks over the records in Redis, filtered, sorted and
+ * listed, with the catalog's names beside the ids. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +34,7 @@ int records_walk(struct ctl *ctl, enum osbq_record_kind kind, records_visit_fn v
 /* The records a listing keeps. */
 struct listing {
     const struct ctl_options *opt; /* the filters and the limit */
+    const char *instance_field;    /* the field --instance filters on */
     struct osbq_fields *records;   /* kept, owned */
     size_t count;                  /* kept */
     size_t cap;                    /* room in records */
@@ -51,7 +53,7 @@ static bool keep_record(struct osbq_fields *record, void *ctx)
     struct listing *listing = ctx;
     const struct ctl_options *opt = listing->opt;
     if ((opt->state != NULL && !field_is(record, "state", opt->state)) ||
-        (opt->instance != NULL && !field_is(record, "instance_id", opt->instance)))
+        (opt->instance != NULL && !field_is(record, listing->instance_field, opt->instance)))
         return true;
     if (opt->limit != 0 && listing->count == opt->limit) {
         listing->more = true;
@@ -98,6 +100,8 @@ static int list_records(struct ctl *ctl, enum osbq_record_kind kind, const char 
 {
     struct osbq_error err = {0};
     listing->opt = &ctl->opt;
+    /* An operation names its instance in "instance"; the records in "instance_id". */
+    listing->instance_field = kind == OSBQ_RECORD_OPERATION ? "instance" : "instance_id";
     if (records_walk(ctl, kind, keep_record, listing, NULL, &err) < 0) {
         char what[64];
         (void)snprintf(what, sizeof what, "reading %s", plural);
@@ -110,18 +114,28 @@ static int list_records(struct ctl *ctl, enum osbq_record_kind kind, const char 
     return CTL_EXIT_OK;
 }
 
+/* The listing's records as a JSON array, with the catalog's names; NULL when out of memory. */
+static json_t *listing_json(const struct ctl *ctl, const struct listing *listing)
+{
+    json_t *array = json_array();
+    for (size_t i = 0; array != NULL && i < listing->count; i++) {
+        json_t *record = format_fields_json(&listing->records[i]);
+        ctl_add_names(ctl, &listing->records[i], record);
+        if (json_array_append_new(array, record) < 0) {
+            json_decref(array);
+            array = NULL;
+        }
+    }
+    return array;
+}
+
 /* Prints the listing as a JSON array of records, or the table; notes a cut listing. */
 static int print_listing(struct ctl *ctl, const struct listing *listing, const char *plural,
                          struct table *table)
 {
     int rc = CTL_EXIT_OK;
     if (ctl->opt.json) {
-        json_t *array = json_array();
-        for (size_t i = 0; array != NULL && i < listing->count; i++)
-            if (json_array_append_new(array, format_fields_json(&listing->records[i])) < 0) {
-                json_decref(array);
-                array = NULL;
-            }
+        json_t *array = listing_json(ctl, listing);
         if (format_print_json(array) < 0)
             rc = ctl_fail("cannot write the %s as JSON", plural);
     } else {
@@ -155,32 +169,46 @@ struct record_view {
     const char *plural;                 /* "instances", for messages */
     const struct table_column *columns; /* the table's columns */
     size_t ncols;                       /* how many */
-    const char *const *fields;          /* each column's field; "lock": lock_cell; *_ms: a time */
+    const char *const *fields;          /* each column's field; "lock": lock_cell; "offering": the
+                                         * service/plan names; *_ms: a time */
 };
 
-static int list_command(struct ctl *ctl, const struct record_view *view)
+/* The table of view with the listing's records; NULL with a message when out of memory. */
+static struct table *listing_table(const struct ctl *ctl, const struct record_view *view,
+                                   const struct listing *listing)
 {
-    struct listing listing = {0};
-    int rc = list_records(ctl, view->kind, view->plural, &listing);
     struct table *table = table_new(view->columns, view->ncols);
-    if (rc == CTL_EXIT_OK && table == NULL)
-        rc = ctl_fail("out of memory");
-    for (size_t i = 0; rc == CTL_EXIT_OK && !ctl->opt.json && i < listing.count; i++) {
-        const struct osbq_fields *r = &listing.records[i];
-        char lock[32], created[FORMAT_TEXT_MAX];
+    for (size_t i = 0; table != NULL && i < listing->count; i++) {
+        const struct osbq_fields *r = &listing->records[i];
+        char lock[32], times[2][FORMAT_TEXT_MAX], offering[256];
+        size_t time_cells = 0;
         const char *cells[TABLE_COLUMNS_MAX];
         for (size_t c = 0; c < view->ncols; c++) {
             const char *field = view->fields[c];
             if (strcmp(field, "lock") == 0)
                 cells[c] = lock_cell(r, lock, sizeof lock);
-            else if (strstr(field, "_ms") != NULL)
-                cells[c] = format_time_field(r, field, false, created, sizeof created);
+            else if (strcmp(field, "offering") == 0)
+                cells[c] = ctl_offering_cell(ctl, r, offering, sizeof offering);
+            else if (strstr(field, "_ms") != NULL && time_cells < 2)
+                cells[c] = format_time_field(r, field, false, times[time_cells++], FORMAT_TEXT_MAX);
             else
                 cells[c] = osbq_fields_get(r, field);
         }
         if (table_add(table, cells) < 0)
-            rc = ctl_fail("out of memory");
+            table_destroy(&table);
     }
+    if (table == NULL)
+        ctl_say("out of memory");
+    return table;
+}
+
+static int list_command(struct ctl *ctl, const struct record_view *view)
+{
+    struct listing listing = {0};
+    int rc = list_records(ctl, view->kind, view->plural, &listing);
+    struct table *table = NULL;
+    if (rc == CTL_EXIT_OK && !ctl->opt.json && (table = listing_table(ctl, view, &listing)) == NULL)
+        rc = CTL_EXIT_FAILURE;
     if (rc == CTL_EXIT_OK)
         rc = print_listing(ctl, &listing, view->plural, table);
     table_destroy(&table);
@@ -191,25 +219,136 @@ static int list_command(struct ctl *ctl, const struct record_view *view)
 int cmd_instances(struct ctl *ctl)
 {
     static const struct table_column columns[] = {
-        {"ID", 40, false},   {"STATE", 0, false},    {"SERVICE", 40, false}, {"PLAN", 40, false},
-        {"LOCK", 40, false}, {"LAST_OP", 40, false}, {"CREATED", 0, false},
+        {"ID", 40, false},    {"STATE", 0, false}, {"SERVICE", 40, false}, {"PLAN", 40, false},
+        {"NAMES", 40, false}, {"LOCK", 40, false}, {"LAST_OP", 40, false}, {"CREATED", 0, false},
     };
-    static const char *const fields[] = {"instance_id", "state",   "service_id", "plan_id",
-                                         "lock",        "last_op", "created_ms"};
+    static const char *const fields[] = {"instance_id", "state", "service_id", "plan_id",
+                                         "offering",    "lock",  "last_op",    "created_ms"};
     static const struct record_view view = {OSBQ_RECORD_INSTANCE, "instances", columns,
                                             sizeof columns / sizeof columns[0], fields};
     return list_command(ctl, &view);
 }
 
+/* The bindings' view, shared by bindings and instance. */
+static const struct table_column binding_columns[] = {
+    {"ID", 40, false},    {"INSTANCE", 40, false}, {"STATE", 0, false},    {"PLAN", 40, false},
+    {"NAMES", 40, false}, {"LOCK", 40, false},     {"LAST_OP", 40, false}, {"CREATED", 0, false},
+};
+static const char *const binding_fields[] = {"binding_id", "instance_id", "state",   "plan_id",
+                                             "offering",   "lock",        "last_op", "created_ms"};
+
+/* "name (id)", or the id alone when the catalog does not know it, in buf. */
+static const char *named_id(const struct ctl *ctl, const char *id, char *buf, size_t size)
+{
+    const char *name = id != NULL ? ctl_catalog_name(ctl, id) : NULL;
+    if (name == NULL)
+        return id;
+    (void)snprintf(buf, size, "%s (%s)", name, id);
+    return buf;
+}
+
+/* The instance's record as label/value rows, then its bindings and operations as tables. */
+static int print_instance(const struct ctl *ctl, const struct osbq_fields *instance,
+                          const struct record_view *bindings_view, const struct listing *bindings,
+                          const struct record_view *ops_view, const struct listing *ops)
+{
+    static const struct table_column detail_columns[] = {{NULL, 0, false}, {NULL, 0, false}};
+    char service[512], plan[512], lock[32], created[FORMAT_TEXT_MAX];
+    const char *rows[][2] = {
+        {"instance", osbq_fields_get(instance, "instance_id")},
+        {"state", osbq_fields_get(instance, "state")},
+        {"service",
+         named_id(ctl, osbq_fields_get(instance, "service_id"), service, sizeof service)},
+        {"plan", named_id(ctl, osbq_fields_get(instance, "plan_id"), plan, sizeof plan)},
+        {"platform", osbq_fields_get(instance, "platform")},
+        {"last_op", osbq_fields_get(instance, "last_op")},
+        {"lock", lock_cell(instance, lock, sizeof lock)},
+        {"dashboard_url", osbq_fields_get(instance, "dashboard_url")},
+        {"created", format_time_field(instance, "created_ms", false, created, sizeof created)},
+    };
+    struct table *detail = table_new(detail_columns, 2);
+    for (size_t i = 0; detail != NULL && i < sizeof rows / sizeof rows[0]; i++)
+        if (table_add(detail, rows[i]) < 0)
+            table_destroy(&detail);
+    struct table *bindings_table = listing_table(ctl, bindings_view, bindings);
+    struct table *ops_table = listing_table(ctl, ops_view, ops);
+    int rc = CTL_EXIT_OK;
+    if (detail == NULL || bindings_table == NULL || ops_table == NULL) {
+        rc = ctl_fail("out of memory");
+    } else {
+        table_print(detail, stdout);
+        printf("\nBindings (%zu):\n", bindings->count);
+        if (bindings->count > 0)
+            table_print(bindings_table, stdout);
+        printf("\nOperations (%zu, the last OSBQ_RETENTION_S kept; osbq-ctl operation ID for "
+               "one's history):\n",
+               ops->count);
+        if (ops->count > 0)
+            table_print(ops_table, stdout);
+    }
+    table_destroy(&detail);
+    table_destroy(&bindings_table);
+    table_destroy(&ops_table);
+    return rc;
+}
+
 int cmd_bindings(struct ctl *ctl)
 {
-    static const struct table_column columns[] = {
-        {"ID", 40, false},   {"INSTANCE", 40, false}, {"STATE", 0, false},   {"PLAN", 40, false},
-        {"LOCK", 40, false}, {"LAST_OP", 40, false},  {"CREATED", 0, false},
-    };
-    static const char *const fields[] = {"binding_id", "instance_id", "state",     "plan_id",
-                                         "lock",       "last_op",     "created_ms"};
-    static const struct record_view view = {OSBQ_RECORD_BINDING, "bindings", columns,
-                                            sizeof columns / sizeof columns[0], fields};
+    static const struct record_view view = {OSBQ_RECORD_BINDING, "bindings", binding_columns,
+                                            sizeof binding_columns / sizeof binding_columns[0],
+                                            binding_fields};
     return list_command(ctl, &view);
+}
+
+/* One instance: its record (the catalog's names beside the ids), then its bindings and the
+ * operations still kept (OSBQ_RETENTION_S), each a walk over all of their kind. */
+int cmd_instance(struct ctl *ctl)
+{
+    static const struct table_column op_columns[] = {
+        {"OPERATION", 40, false}, {"KIND", 0, false},    {"BINDING", 40, false},
+        {"STATE", 0, false},      {"WORKER", 40, false}, {"CREATED", 0, false},
+        {"FINISHED", 0, false},
+    };
+    static const char *const op_fields[] = {"operation_id", "kind",       "binding",    "state",
+                                            "worker",       "created_ms", "finished_ms"};
+    static const struct record_view bindings_view = {
+        OSBQ_RECORD_BINDING, "bindings", binding_columns,
+        sizeof binding_columns / sizeof binding_columns[0], binding_fields};
+    static const struct record_view ops_view = {OSBQ_RECORD_OPERATION, "operations", op_columns,
+                                                sizeof op_columns / sizeof op_columns[0],
+                                                op_fields};
+    struct osbq_error err = {0};
+    struct osbq_fields instance = {0};
+    int found = osbq_store_instance_record(ctl->store, ctl->opt.instance, &instance, &err);
+    if (found < 0)
+        return ctl_fail_store("reading the instance", &err);
+    if (found == 0) {
+        ctl_say("no instance %s in namespace %s (unknown, or gone more than OSBQ_RETENTION_S = "
+                "%u s ago)",
+                ctl->opt.instance, ctl->cfg->namespace_, ctl->cfg->retention_s);
+        return CTL_EXIT_NOT_FOUND;
+    }
+    ctl->opt.limit = 0;
+    struct listing bindings = {0}, ops = {0};
+    int rc = list_records(ctl, OSBQ_RECORD_BINDING, "bindings", &bindings);
+    if (rc == CTL_EXIT_OK)
+        rc = list_records(ctl, OSBQ_RECORD_OPERATION, "operations", &ops);
+    if (rc == CTL_EXIT_OK && ctl->opt.json) {
+        json_t *root = json_object(), *record = format_fields_json(&instance);
+        ctl_add_names(ctl, &instance, record);
+        if (root == NULL || json_object_set_new(root, "instance", record) < 0 ||
+            json_object_set_new(root, "bindings", listing_json(ctl, &bindings)) < 0 ||
+            json_object_set_new(root, "operations", listing_json(ctl, &ops)) < 0) {
+            json_decref(root);
+            root = NULL;
+        }
+        if (format_print_json(root) < 0)
+            rc = ctl_fail("cannot write the instance as JSON");
+    } else if (rc == CTL_EXIT_OK) {
+        rc = print_instance(ctl, &instance, &bindings_view, &bindings, &ops_view, &ops);
+    }
+    osbq_fields_clear(&instance);
+    osbq_fields_array_free(bindings.records, bindings.count);
+    osbq_fields_array_free(ops.records, ops.count);
+    return rc;
 }

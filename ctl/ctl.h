@@ -6,6 +6,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 
+#include "catalog.h"
 #include "config.h"
 #include "store_admin.h"
 #include "store_registry.h"
@@ -36,11 +37,25 @@ struct ctl_options {
 
 /* What a command runs with. */
 struct ctl {
-    struct ctl_options opt;        /* the command line */
-    const struct osbq_config *cfg; /* OSBQ_REDIS_URL, OSBQ_NAMESPACE, ...; NULL for offline
-                                    * commands */
-    struct osbq_store *store;      /* the only way to Redis; NULL for offline commands */
+    struct ctl_options opt;             /* the command line */
+    const struct osbq_config *cfg;      /* OSBQ_REDIS_URL, OSBQ_NAMESPACE, ...; NULL for offline
+                                         * commands */
+    struct osbq_store *store;           /* the only way to Redis; NULL for offline commands */
+    const struct osbq_catalog *catalog; /* OSBQ_CATALOG, for names beside ids; NULL when it
+                                         * cannot be read (ids only) */
 };
+
+/* The catalog's name of service_id or plan_id (the first found), or NULL. */
+const char *ctl_catalog_name(const struct ctl *ctl, const char *id);
+
+/* "service/plan" names of a record's service_id and plan_id for a table cell, in buf; NULL
+ * (shown "-") when the catalog knows neither. */
+const char *ctl_offering_cell(const struct ctl *ctl, const struct osbq_fields *record, char *buf,
+                              size_t size);
+
+/* Adds "service_name" and "plan_name" to a record's JSON object where the catalog knows the
+ * ids. */
+void ctl_add_names(const struct ctl *ctl, const struct osbq_fields *record, json_t *object);
 
 /* Prints "osbq-ctl: <message>" on stderr; returns CTL_EXIT_FAILURE. */
 int ctl_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -53,6 +68,7 @@ void ctl_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* The commands. Each returns an enum ctl_exit. */
 int cmd_instances(struct ctl *ctl);  /* cmd_records.c */
+int cmd_instance(struct ctl *ctl);   /* cmd_records.c */
 int cmd_bindings(struct ctl *ctl);   /* cmd_records.c */
 int cmd_operation(struct ctl *ctl);  /* cmd_operation.c */
 int cmd_fail(struct ctl *ctl);       /* cmd_operation.c */

@@ -47,6 +47,7 @@ struct command {
     int (*run)(struct ctl *ctl); /* NULL for help */
     unsigned options;            /* the enum option_flag it takes */
     bool takes_operation;        /* needs OPERATION_ID */
+    bool takes_instance;         /* needs INSTANCE_ID */
     bool takes_path;             /* needs PATH */
     bool offline;                /* runs without the configuration and Redis */
     const char *const *states;   /* what --state may be, NULL-terminated */
@@ -62,6 +63,11 @@ static const struct command commands[] = {
      .states = instance_states,
      .args = "[--state STATE] [--limit N]",
      .about = "list service instances"},
+    {.name = "instance",
+     .run = cmd_instance,
+     .takes_instance = true,
+     .args = "INSTANCE_ID",
+     .about = "show an instance, its bindings and its operations"},
     {.name = "bindings",
      .run = cmd_bindings,
      .options = OPT_INSTANCE | OPT_STATE | OPT_LIMIT,
@@ -174,8 +180,8 @@ static void usage(FILE *out)
             "  -h, --help      print this help\n"
             "  --version       print the version\n"
             "\nExit status: 0 done; 1 bad configuration, Redis unreachable or another failure;\n"
-            "2 bad command line, or fail/resend without --yes; 3 no such operation, or\n"
-            "fail/resend found it already finished. Reference: docs/ctl.md.\n\n",
+            "2 bad command line, or fail/resend without --yes; 3 no such operation or\n"
+            "instance, or fail/resend found it already finished. Reference: docs/ctl.md.\n\n",
             LIMIT_DEFAULT);
     osbq_config_print_help(out, OSBQ_ROLE_CTL);
 }
@@ -326,7 +332,9 @@ static int check_command_line(const struct command_line *line, struct ctl_option
         return usage_error("%s needs an OPERATION_ID", cmd->name);
     if (cmd->takes_path && (line->nargs == 0 || line->args[0][0] == '\0'))
         return usage_error("%s needs a PATH", cmd->name);
-    size_t operands = cmd->takes_operation || cmd->takes_path ? 1 : 0;
+    if (cmd->takes_instance && (line->nargs == 0 || line->args[0][0] == '\0'))
+        return usage_error("%s needs an INSTANCE_ID", cmd->name);
+    size_t operands = cmd->takes_operation || cmd->takes_path || cmd->takes_instance ? 1 : 0;
     if (line->nargs > operands)
         return usage_error("unexpected argument \"%s\"", line->args[operands]);
     opt->json = line->json;
@@ -362,7 +370,7 @@ static int check_command_line(const struct command_line *line, struct ctl_option
                                list);
         }
     }
-    opt->instance = value_of(line, OPT_INSTANCE);
+    opt->instance = cmd->takes_instance ? line->args[0] : value_of(line, OPT_INSTANCE);
     opt->description = value_of(line, OPT_DESCRIPTION);
     if (opt->description != NULL) {
         /* It reaches platforms in last_operation's JSON: UTF-8 only (json_string checks). */
@@ -389,6 +397,61 @@ static const char *lookup_env(const char *name, void *ctx)
     return getenv(name);
 }
 
+/* The catalog of OSBQ_CATALOG, for names beside ids, or NULL: commands work without it, so a
+ * catalog that cannot be read is only mentioned when OSBQ_CATALOG names it (the default path
+ * may not exist where osbq-ctl runs). */
+static struct osbq_catalog *load_catalog(const struct osbq_config *cfg)
+{
+    struct osbq_catalog *catalog = NULL;
+    struct osbq_error err = {0};
+    if (osbq_catalog_load_file(cfg->catalog_path, &catalog, &err) < 0) {
+        if (getenv("OSBQ_CATALOG") != NULL)
+            ctl_say("OSBQ_CATALOG: %s: %s; showing ids without names", cfg->catalog_path, err.text);
+        return NULL;
+    }
+    return catalog;
+}
+
+const char *ctl_catalog_name(const struct ctl *ctl, const char *id)
+{
+    const struct osbq_plan *plan = osbq_catalog_plan(ctl->catalog, id);
+    if (plan != NULL)
+        return plan->name;
+    const struct osbq_service *service = osbq_catalog_service(ctl->catalog, id);
+    return service != NULL ? service->name : NULL;
+}
+
+const char *ctl_offering_cell(const struct ctl *ctl, const struct osbq_fields *record, char *buf,
+                              size_t size)
+{
+    const struct osbq_plan *plan =
+        osbq_catalog_plan(ctl->catalog, osbq_fields_get(record, "plan_id"));
+    const char *service = plan != NULL
+                              ? plan->service->name
+                              : ctl_catalog_name(ctl, osbq_fields_get(record, "service_id"));
+    if (plan == NULL && service == NULL)
+        return NULL;
+    (void)snprintf(buf, size, "%s/%s", service != NULL ? service : "?",
+                   plan != NULL ? plan->name : "?");
+    return buf;
+}
+
+void ctl_add_names(const struct ctl *ctl, const struct osbq_fields *record, json_t *object)
+{
+    const struct osbq_plan *plan =
+        osbq_catalog_plan(ctl->catalog, osbq_fields_get(record, "plan_id"));
+    const struct osbq_service *service =
+        osbq_catalog_service(ctl->catalog, osbq_fields_get(record, "service_id"));
+    if (service == NULL && plan != NULL)
+        service = plan->service;
+    if (object == NULL)
+        return;
+    if (service != NULL)
+        (void)json_object_set_new(object, "service_name", json_string(service->name));
+    if (plan != NULL)
+        (void)json_object_set_new(object, "plan_name", json_string(plan->name));
+}
+
 /* Runs cmd with the configuration loaded and Redis reachable. */
 static int run(const struct command *cmd, const struct ctl_options *opt, const char *namespace_)
 {
@@ -399,7 +462,8 @@ static int run(const struct command *cmd, const struct ctl_options *opt, const c
                         err.text);
     osbq_log_init(CTL_PROG, cfg.log_level);
     osbq_log_set_format(cfg.log_format);
-    struct ctl ctl = {.opt = *opt, .cfg = &cfg, .store = osbq_store_new(&cfg)};
+    struct osbq_catalog *catalog = load_catalog(&cfg);
+    struct ctl ctl = {.opt = *opt, .cfg = &cfg, .store = osbq_store_new(&cfg), .catalog = catalog};
     int rc;
     if (ctl.store == NULL) {
         rc = ctl_fail("out of memory");
@@ -412,6 +476,7 @@ static int run(const struct command *cmd, const struct ctl_options *opt, const c
         rc = cmd->run(&ctl);
     }
     osbq_store_destroy(&ctl.store);
+    osbq_catalog_destroy(&catalog);
     osbq_config_clear(&cfg);
     return rc;
 }

@@ -64,6 +64,8 @@ struct accept_pending {
     bool async;                     /* the platform accepts 202 */
     int64_t timeout_ms;             /* a synchronous wait's limit */
     char *service_id;               /* as the request named it: answers a request done already */
+    const char *metric_service;     /* the service and plan labels of its metrics (the */
+    const char *metric_plan;        /* catalog's strings) */
     char *job;                      /* the encoded job, sent when accepted */
     size_t job_len;                 /* bytes in job */
     size_t quota_count;             /* quotas it counted against, for a refusal's text */
@@ -193,7 +195,7 @@ static void reply_started(const struct gateway *gw, const struct request *req,
     (void)snprintf(out->operation_id, sizeof out->operation_id, "%s", operation_id);
     osbq_log_context_set_operation(out->operation_id);
     gateway_metrics_operation(gw->metrics, osbq_job_kind_name(p->kind),
-                              accepted ? "accepted" : "joined");
+                              accepted ? "accepted" : "joined", p->metric_service, p->metric_plan);
 }
 
 enum osbq_err policy_refusal(enum osbq_job_kind kind)
@@ -236,7 +238,8 @@ static void accept_operation_after_begin(const struct gateway *gw, const struct 
             /* Recorded on the primary only: the job stays here, the platform's retry finds the
              * operation (and sends the job). */
             log_warnx("%s", err.text);
-            gateway_metrics_operation(gw->metrics, osbq_job_kind_name(p->kind), "not_durable");
+            gateway_metrics_operation(gw->metrics, osbq_job_kind_name(p->kind), "not_durable",
+                                      p->metric_service, p->metric_plan);
             reply_error(out, OSBQ_ERR_UNAVAILABLE,
                         "The broker could not make the operation durable; retry.");
             return;
@@ -279,6 +282,8 @@ void accept_operation(const struct gateway *gw, const struct request *req,
     }
     p->desc = desc;
     p->kind = a->kind;
+    osbq_catalog_metric_labels(gw->catalog, a->service_id, a->plan_id, &p->metric_service,
+                               &p->metric_plan);
     p->async = a->async;
     p->timeout_ms = a->plan ? a->plan->sync_timeout_ms : OSBQ_CATALOG_SYNC_TIMEOUT_MS_DEFAULT;
     unsigned char raw[16];

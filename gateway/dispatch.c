@@ -1,5 +1,6 @@
 /* The dispatcher: owns the ROUTER socket, learns the workers' free slots from their READY
- * messages, and sends queued jobs to the worker with the most room. */
+ * messages, and sends queued jobs to the worker with the most room, the one sent to longest
+ * ago among equals. */
 #include "dispatch.h"
 
 #include <errno.h>
@@ -34,6 +35,7 @@ struct worker_slot {
     char *id;           /* the worker's own id (from READY) */
     unsigned free;      /* free slots it announced, minus jobs sent since */
     int64_t last_seen;  /* CLOCK_MONOTONIC ms of its last message */
+    uint64_t last_sent; /* d->sent when it was last sent a job; 0: never */
 };
 
 struct dispatch {
@@ -47,6 +49,7 @@ struct dispatch {
     struct dispatch_stats stats; /* copy for dispatch_get_stats */
     pthread_t thread;            /* the dispatcher thread */
     zlistx_t *workers;           /* struct worker_slot *; thread-only */
+    uint64_t sent;               /* jobs sent so far; thread-only */
 };
 
 static int64_t now_ms(void)
@@ -198,12 +201,16 @@ static void job_buf_release(void *data, void *owner)
     free(owner);
 }
 
-/* The live worker with the most free slots, or NULL. */
+/* The live worker with the most free slots; among equals, the one sent a job longest ago, so
+ * workers with equal room take turns (with sequential traffic every worker is idle again
+ * before the next job, and the first in the list would otherwise take them all). NULL when
+ * none has room. */
 static struct worker_slot *roomiest_worker(struct dispatch *d)
 {
     struct worker_slot *best = NULL;
     for (struct worker_slot *w = zlistx_first(d->workers); w != NULL; w = zlistx_next(d->workers))
-        if (w->free > 0 && (best == NULL || w->free > best->free))
+        if (w->free > 0 && (best == NULL || w->free > best->free ||
+                            (w->free == best->free && w->last_sent < best->last_sent)))
             best = w;
     return best;
 }
@@ -233,6 +240,7 @@ static void send_queued(struct dispatch *d)
             free(job);
         } else {
             w->free--;
+            w->last_sent = ++d->sent;
         }
     }
 }

@@ -9,7 +9,7 @@
 
 static const char *const request_labels[] = {"route", "method", "code"};
 static const char *const route_label[] = {"route"};
-static const char *const operation_labels[] = {"kind", "state"};
+static const char *const operation_labels[] = {"kind", "state", "service", "plan"};
 static const char *const platform_labels[] = {"platform", "code"};
 
 /* Sets the gauges that are read rather than tracked. */
@@ -55,11 +55,11 @@ int gateway_metrics_init(struct gateway_metrics *gm, struct osbq_store *store, c
     gm->in_flight = plain(m, OSBQ_METRIC_GAUGE, "osbq_http_requests_in_flight",
                           "Requests received and not answered yet (synchronous waits included).");
     gm->operations = osbq_metrics_add(
-        m, OSBQ_METRIC_COUNTER, "osbq_operations_total",
-        "Operations by kind and what this gateway did: accepted (recorded and sent), joined (an "
-        "identical request joined the running one), not_durable (recorded, too few replicas "
-        "acknowledged it: answered 503), abandoned (failed after its attempts).",
-        operation_labels, 2, NULL, 0);
+        m, OSBQ_METRIC_COUNTER, "osbq_gateway_operations_total",
+        "Operations by kind, service, plan and what this gateway did: accepted (recorded and "
+        "sent), joined (an identical request joined the running one), not_durable (recorded, too "
+        "few replicas acknowledged it: answered 503), abandoned (failed after its attempts).",
+        operation_labels, 4, NULL, 0);
     gm->sync_waits = plain(m, OSBQ_METRIC_GAUGE, "osbq_sync_waits_in_flight",
                            "Synchronous requests suspended until their operation ends.");
     gm->jobs_queued = plain(m, OSBQ_METRIC_GAUGE, "osbq_jobs_queued",
@@ -74,6 +74,9 @@ int gateway_metrics_init(struct gateway_metrics *gm, struct osbq_store *store, c
     gm->lease_expiries = plain(m, OSBQ_METRIC_COUNTER, "osbq_lease_expiries_total",
                                "Of those, the operations whose worker's lease ran out (it died "
                                "or hung).");
+    gm->polls = plain(m, OSBQ_METRIC_COUNTER, "osbq_polls_total",
+                      "Jobs this gateway's recovery loop sent for the next step of a waiting "
+                      "operation (a poll): not retries.");
     gm->platform_requests = osbq_metrics_add(
         m, OSBQ_METRIC_COUNTER, "osbq_platform_requests_total",
         "Broker API requests answered, by the platform their URL prefix names and status.",
@@ -81,7 +84,7 @@ int gateway_metrics_init(struct gateway_metrics *gm, struct osbq_store *store, c
     if (gm->requests == NULL || gm->platform_requests == NULL || gm->duration == NULL ||
         gm->in_flight == NULL || gm->operations == NULL || gm->sync_waits == NULL ||
         gm->jobs_queued == NULL || gm->workers == NULL || gm->free_slots == NULL ||
-        gm->retries == NULL || gm->lease_expiries == NULL ||
+        gm->retries == NULL || gm->lease_expiries == NULL || gm->polls == NULL ||
         osbq_metrics_on_render(m, refresh_gauges, gm) < 0)
         goto fail;
     return 0;
@@ -120,9 +123,10 @@ void gateway_metrics_platform_request(struct gateway_metrics *gm, const char *pl
     osbq_series_add(osbq_metric_series(gm->platform_requests, OSBQ_LABELS(platform, code)), 1);
 }
 
-void gateway_metrics_operation(struct gateway_metrics *gm, const char *kind, const char *state)
+void gateway_metrics_operation(struct gateway_metrics *gm, const char *kind, const char *state,
+                               const char *service, const char *plan)
 {
-    osbq_series_add(osbq_metric_series(gm->operations, OSBQ_LABELS(kind, state)), 1);
+    osbq_series_add(osbq_metric_series(gm->operations, OSBQ_LABELS(kind, state, service, plan)), 1);
 }
 
 void metrics_get(const struct gateway *gw, const struct request *req, struct reply *out)

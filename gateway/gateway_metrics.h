@@ -16,16 +16,17 @@ struct gateway_metrics {
     struct osbq_metric *requests;          /* osbq_http_requests_total{route,method,code} */
     struct osbq_metric *platform_requests; /* osbq_platform_requests_total{platform,code} */
     struct osbq_metric *duration;          /* osbq_http_request_duration_seconds{route} */
-    struct osbq_metric *operations;        /* osbq_operations_total{kind,state} */
-    struct osbq_series *in_flight;         /* osbq_http_requests_in_flight */
-    struct osbq_series *retries;           /* osbq_job_retries_total */
-    struct osbq_series *lease_expiries;    /* osbq_lease_expiries_total */
-    struct osbq_series *jobs_queued;       /* osbq_jobs_queued (read at scrape) */
-    struct osbq_series *workers;           /* osbq_workers_live (read at scrape) */
-    struct osbq_series *free_slots;        /* osbq_worker_free_slots (read at scrape) */
-    struct osbq_series *sync_waits;        /* osbq_sync_waits_in_flight (read at scrape) */
-    struct dispatch *dispatch;             /* borrowed, read at scrape; NULL until attached */
-    struct waiter_table *waiters;          /* borrowed, read at scrape; NULL until attached */
+    struct osbq_metric *operations;     /* osbq_gateway_operations_total{kind,state,service,plan} */
+    struct osbq_series *in_flight;      /* osbq_http_requests_in_flight */
+    struct osbq_series *retries;        /* osbq_job_retries_total */
+    struct osbq_series *lease_expiries; /* osbq_lease_expiries_total */
+    struct osbq_series *polls;          /* osbq_polls_total */
+    struct osbq_series *jobs_queued;    /* osbq_jobs_queued (read at scrape) */
+    struct osbq_series *workers;        /* osbq_workers_live (read at scrape) */
+    struct osbq_series *free_slots;     /* osbq_worker_free_slots (read at scrape) */
+    struct osbq_series *sync_waits;     /* osbq_sync_waits_in_flight (read at scrape) */
+    struct dispatch *dispatch;          /* borrowed, read at scrape; NULL until attached */
+    struct waiter_table *waiters;       /* borrowed, read at scrape; NULL until attached */
 };
 
 /* Creates the registry and every family; version labels osbq_build_info. Returns 0, or -1 when out
@@ -51,7 +52,9 @@ void gateway_metrics_platform_request(struct gateway_metrics *gm, const char *pl
                                       unsigned status);
 
 /* Counts an operation event: state "accepted" (recorded and sent), "joined" (an identical
- * request joined the running one) or "abandoned" (failed by recovery after its attempts). */
-void gateway_metrics_operation(struct gateway_metrics *gm, const char *kind, const char *state);
+ * request joined the running one) or "abandoned" (failed by recovery after its attempts).
+ * service and plan are label values bounded by the catalog (osbq_catalog_metric_labels). */
+void gateway_metrics_operation(struct gateway_metrics *gm, const char *kind, const char *state,
+                               const char *service, const char *plan);
 
 #endif

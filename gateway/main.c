@@ -138,6 +138,12 @@ int main(int argc, char **argv)
             osbq_startup_die(&startup, NULL, &err);
     }
     struct osbq_secrets *secrets = osbq_startup_secrets(&startup, &cfg);
+    /* Before any socket: a Redis that refuses the configuration stops the gateway here. */
+    struct osbq_store *store = osbq_store_new(&cfg);
+    if (store == NULL)
+        fatalx("cannot initialise: out of memory");
+    if (osbq_store_ping(store, &err) < 0)
+        osbq_startup_redis_failed(&startup, &err);
     int listen_fd = osbq_tcp_listen(&cfg.listen, 1024, &err);
     if (listen_fd < 0)
         osbq_startup_die(&startup, "OSBQ_LISTEN", &err);
@@ -158,10 +164,9 @@ int main(int argc, char **argv)
                          .version = OSBQ_VERSION,
                          .started_ms = osbq_store_now_ms()};
     struct gateway_metrics metrics;
-    gw.store = osbq_store_new(&cfg);
+    gw.store = store;
     gw.metrics_auth_on = cfg.metrics_username != NULL;
-    if (gw.store == NULL ||
-        (gw.metrics_auth_on &&
+    if ((gw.metrics_auth_on &&
          osbq_auth_init(&gw.metrics_auth, cfg.metrics_username, cfg.metrics_password) < 0) ||
         gateway_metrics_init(&metrics, gw.store, OSBQ_VERSION) < 0)
         fatalx("cannot initialise: out of memory or no random source");
@@ -170,12 +175,8 @@ int main(int argc, char **argv)
     randombytes_buf(raw_id, sizeof raw_id);
     sodium_bin2hex(gw.gateway_id, sizeof gw.gateway_id, raw_id, sizeof raw_id);
     char replication[512];
-    int replicas_enough = -1;
-    if (osbq_store_ping(gw.store, &err) < 0)
-        log_warnx("Redis is not reachable yet (%s); /readyz fails until it is", err.text);
-    else
-        replicas_enough =
-            osbq_store_replication_check(gw.store, replication, sizeof replication, &err);
+    int replicas_enough =
+        osbq_store_replication_check(gw.store, replication, sizeof replication, &err);
     if (replicas_enough == 0)
         log_warnx("Redis replication: %s; OSBQ_REDIS_MIN_ACKS=%u is not met: acceptances get 503 "
                   "and /readyz fails until it is",

@@ -39,6 +39,7 @@ static const struct reply_error_row error_rows[OSBQ_ERR_COUNT_] = {
     [OSBQ_ERR_UNAVAILABLE] = {503, NULL, "The broker's state store is unavailable."},
     [OSBQ_ERR_TIMEOUT] = {504, NULL, "The operation did not finish in time."},
     [OSBQ_ERR_INVALID] = {500, NULL, "Internal error."},
+    [OSBQ_ERR_MISCONFIGURED] = {503, NULL, "The broker's state store refuses its configuration."},
 };
 
 const struct reply_error_row *reply_error_row(enum osbq_err code)
@@ -148,6 +149,13 @@ bool reply_bad_request(struct reply *out, const char *fmt, ...)
 
 void reply_store_unavailable(struct reply *out, const struct osbq_error *err)
 {
+    if (err->code == OSBQ_ERR_MISCONFIGURED) {
+        log_errorx("%s", err->text);
+        reply_error(out, OSBQ_ERR_MISCONFIGURED,
+                    "The broker's state store refuses the broker's configuration; the broker's "
+                    "operator must fix it.");
+        return;
+    }
     log_warnx("%s", err->text);
     reply_error(out, OSBQ_ERR_UNAVAILABLE,
                 "The broker's state store is unavailable; try again later.");

@@ -10,12 +10,17 @@ top=$(pwd)
 
 usage() {
   cat <<'TEXT'
-usage: scripts/run-local.sh [--port N] [--gateways N] [--workers M] [--var DIR] [--no-install]
+usage: scripts/run-local.sh [--port N] [--gateways N] [--workers M] [--catalog FILE] [--var DIR]
+                            [--no-install]
 
   --port N        HTTP port of the first gateway (default 8080); the gateways listen on
                   127.0.0.1:N, N+1, ..., and all those ports must be free
   --gateways N    number of gateways, 1 to 16 (default 1)
   --workers M     number of workers, 1 to 16 (default 1)
+  --catalog FILE  the catalog the gateways serve and the workers run (default
+                  $OSBQ_CATALOG, else examples/catalog.json); e.g.
+                  examples/exec/catalog-postgres.json with PG* in the environment
+                  (docs/backends.md, "Running the PostgreSQL example locally")
   --var DIR       where Redis keeps its data, the logs, the broker password and the key
                   sealing binding credentials (secret-keys) are
                   (default var/ in the repository, which git ignores)
@@ -45,16 +50,18 @@ port=8080
 gateways=1
 workers=1
 var="$top/var"
+catalog="${OSBQ_CATALOG:-$top/examples/catalog.json}"
 install=1
 while [ $# -gt 0 ]; do
   case "$1" in
-    --port|--gateways|--workers|--var)
+    --port|--gateways|--workers|--var|--catalog)
       [ $# -ge 2 ] || die_usage "$1 needs a value"
       case "$1" in
         --port) port="$2" ;;
         --gateways) gateways="$2" ;;
         --workers) workers="$2" ;;
         --var) var="$2" ;;
+        --catalog) catalog="$2" ;;
       esac
       shift 2 ;;
     --no-install) install=0; shift ;;
@@ -73,6 +80,12 @@ case "$var" in
   /*) ;;
   *) var="$caller_dir/$var" ;;
 esac
+[ -n "$catalog" ] || die_usage "--catalog needs a file"
+case "$catalog" in
+  /*) ;;
+  *) catalog="$caller_dir/$catalog" ;;
+esac
+[ -r "$catalog" ] && [ -f "$catalog" ] || die_usage "--catalog: cannot read the file $catalog"
 
 if [ "$install" = 1 ]; then
   scripts/install-deps.sh
@@ -239,7 +252,7 @@ servers+=($!); server_names+=(redis-target)
 
 export OSBQ_REDIS_URL="redis://127.0.0.1:$redis_port/0"
 export OSBQ_REDIS_TARGET_URL="redis://:$target_password@127.0.0.1:$target_port/0"
-export OSBQ_CATALOG="${OSBQ_CATALOG:-$top/examples/catalog.json}"
+export OSBQ_CATALOG="$catalog"
 export OSBQ_BROKER_USERNAME=osbq
 export OSBQ_BROKER_PASSWORD_FILE="$var/broker-password"
 export OSBQ_SECRET_KEY_FILE="$var/secret-keys"
@@ -291,7 +304,8 @@ print_summary() {
   local password i
   password=$(cat "$var/broker-password")
   echo
-  echo "osbq is running on 127.0.0.1 (data, Redis logs, the password and the bus keys in $var):"
+  echo "osbq is running on 127.0.0.1 with the catalog $catalog"
+  echo "(data, Redis logs, the password and the bus keys in $var):"
   for ((i = 0; i < gateways; i++)); do
     printf '  %-12s %s://127.0.0.1:%-6s bus tcp://127.0.0.1:%-6s pid %s\n' \
       "gateway-$((i + 1))" "$scheme" "$((port + i))" "${bus_ports[i]}" "${daemons[i]}"
@@ -314,6 +328,8 @@ print_summary() {
   for ((i = 0; i < gateways; i++)); do
     echo "  curl ${OSBQ_TLS_CERT:+--cacert '$OSBQ_TLS_CERT' }-u 'osbq:$password' -H 'X-Broker-API-Version: 2.17' $scheme://127.0.0.1:$((port + i))/v2/catalog"
   done
+  echo "The operators' command, from another shell (docs/ctl.md):"
+  echo "  OSBQ_REDIS_URL=$OSBQ_REDIS_URL OSBQ_CATALOG='$catalog' $bin/osbq-ctl instances"
   echo "Ctrl-C stops everything."
   echo
 }

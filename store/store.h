@@ -93,8 +93,8 @@ typedef void (*osbq_store_call_done_fn)(void *ctx);
 /* Frees a call (and a reply it still holds); sets *cp to NULL; accepts NULL. */
 void osbq_store_call_free(struct osbq_store_call **cp);
 
-/* Runs call on one of the store's connections, blocking until its reply or a failure is in
- * it. */
+/* Runs call, blocking until its reply or a failure is in it: through the pipeline the store
+ * uses (osbq_store_use_pipeline), else on one of the store's pooled connections. */
 void osbq_store_call_run(struct osbq_store *store, struct osbq_store_call *call);
 
 /* Whether call is an acceptance that was answered but fewer replicas than OSBQ_REDIS_MIN_ACKS
@@ -106,6 +106,16 @@ bool osbq_store_call_not_durable(const struct osbq_store_call *call);
 /* How many WAITs ended with fewer replicas than OSBQ_REDIS_MIN_ACKS since the store was made:
  * for osbq_redis_ack_timeouts_total. */
 uint64_t osbq_store_ack_timeout_count(const struct osbq_store *store);
+
+struct osbq_store_pipeline;
+
+/* Makes every call the store runs for a blocking caller (osbq_store_call_run, and so every
+ * osbq_store_* function made of one script call) go through pipeline, so the calls of many
+ * threads share one connection's writes and reads instead of a round trip each; a caller still
+ * waits for its own reply. NULL goes back to pooled connections. pipeline is borrowed: set
+ * NULL before freeing it, once no thread can be inside a call (a call made while the pipeline
+ * is draining runs on a pooled connection). */
+void osbq_store_use_pipeline(struct osbq_store *store, struct osbq_store_pipeline *pipeline);
 
 /* Frees a NULL-terminated array of strings the store returned; accepts NULL. */
 void osbq_store_strings_free(char **strings);

@@ -48,16 +48,17 @@ static bool field_hidden(const char *name, size_t len)
     return false;
 }
 
-/* Copies an HGETALL reply into *out, leaving hidden fields out. Returns 0, or -1 (memory). */
-static int fields_from_reply(const redisReply *reply, struct osbq_fields *out,
-                             struct osbq_error *err)
+/* Copies an HGETALL reply into *out, leaving hidden fields out, with one more pair
+ * (id_name: id) when id_name is not NULL. Returns 0, or -1 (memory). */
+static int fields_from_reply(const redisReply *reply, const char *id_name, const char *id,
+                             size_t id_len, struct osbq_fields *out, struct osbq_error *err)
 {
     memset(out, 0, sizeof *out);
     size_t pairs = reply->type == REDIS_REPLY_ARRAY ? reply->elements / 2 : 0;
     if (pairs == 0)
         return 0;
-    out->names = calloc(pairs, sizeof *out->names);
-    out->values = calloc(pairs, sizeof *out->values);
+    out->names = calloc(pairs + 1, sizeof *out->names);
+    out->values = calloc(pairs + 1, sizeof *out->values);
     if (out->names == NULL || out->values == NULL)
         goto oom;
     for (size_t i = 0; i < pairs; i++) {
@@ -68,6 +69,13 @@ static int fields_from_reply(const redisReply *reply, struct osbq_fields *out,
             continue;
         out->names[out->count] = strndup(name->str, name->len);
         out->values[out->count] = strndup(value->str, value->len);
+        out->count++;
+        if (out->names[out->count - 1] == NULL || out->values[out->count - 1] == NULL)
+            goto oom;
+    }
+    if (id_name != NULL) {
+        out->names[out->count] = strdup(id_name);
+        out->values[out->count] = strndup(id, id_len);
         out->count++;
         if (out->names[out->count - 1] == NULL || out->values[out->count - 1] == NULL)
             goto oom;
@@ -101,8 +109,10 @@ int store_scan_fetch(redisContext *c, const char *pattern, uint64_t *cursor, uns
     for (size_t i = 0; i < keys->elements; i++) {
         redisReply *got = NULL;
         if (redisGetReply(c, (void **)&got) != REDIS_OK) {
+            char words[256];
+            store_io_words(c, words, sizeof words);
             osbq_error_set(err, OSBQ_ERR_UNAVAILABLE, "redis %.*s: %s", (int)strcspn(command, " "),
-                           command, c->errstr);
+                           command, words);
             failed = true;
             break;
         }
@@ -120,19 +130,22 @@ int store_scan_fetch(redisContext *c, const char *pattern, uint64_t *cursor, uns
 struct records_step {
     struct osbq_fields *list; /* one per hash found; allocated at the first reply */
     size_t found;             /* entries filled */
+    size_t id_at;             /* operations: where the id starts in the key; 0 otherwise */
 };
 
 static int take_record(void *ctx, const redisReply *key, const redisReply *hash, size_t i,
                        size_t count, struct osbq_error *err)
 {
     struct records_step *step = ctx;
-    (void)key;
     if (i == 0 && (step->list = calloc(count, sizeof *step->list)) == NULL)
         return osbq_error_set(err, OSBQ_ERR_INTERNAL, "out of memory");
     /* A key of another type matching the pattern (none today) is skipped. */
     if (hash->type != REDIS_REPLY_ARRAY || hash->elements == 0)
         return 0;
-    if (fields_from_reply(hash, &step->list[step->found], err) < 0)
+    bool with_id = step->id_at > 0 && key->len > step->id_at;
+    if (fields_from_reply(hash, with_id ? "operation_id" : NULL,
+                          with_id ? key->str + step->id_at : NULL,
+                          with_id ? key->len - step->id_at : 0, &step->list[step->found], err) < 0)
         return -1;
     step->found++;
     return 0;
@@ -143,13 +156,17 @@ int osbq_store_scan_records(struct osbq_store *store, enum osbq_record_kind kind
                             struct osbq_error *err)
 {
     char pattern[STORE_KEY_MAX];
-    const char *suffix = kind == OSBQ_RECORD_INSTANCE ? "instance:*" : "binding:*";
+    const char *suffix = kind == OSBQ_RECORD_INSTANCE  ? "instance:*"
+                         : kind == OSBQ_RECORD_BINDING ? "binding:*"
+                                                       : "op:*";
     if (store_key(store, pattern, sizeof pattern, suffix) < 0)
         return osbq_error_set(err, OSBQ_ERR_INTERNAL, "key too long");
     redisContext *c = store_acquire(store, err);
     if (c == NULL)
         return -1;
-    struct records_step step = {0};
+    struct records_step step = {
+        .id_at = kind == OSBQ_RECORD_OPERATION ? strlen(pattern) - 1 : 0,
+    };
     int rc = store_scan_fetch(c, pattern, cursor, count, "HGETALL %b", take_record, &step, err);
     store_release(store, c);
     if (rc < 0) {
@@ -185,6 +202,25 @@ static char **history_lines(const char *text, size_t len, size_t *count)
     return out;
 }
 
+int osbq_store_instance_record(struct osbq_store *store, const char *instance_id,
+                               struct osbq_fields *record, struct osbq_error *err)
+{
+    char key[STORE_KEY_MAX];
+    if (store_id_key(store, key, sizeof key, "instance", instance_id) < 0)
+        return osbq_error_set(err, OSBQ_ERR_BAD_REQUEST, "instance id too long");
+    redisContext *c = store_acquire(store, err);
+    if (c == NULL)
+        return -1;
+    redisReply *reply = redisCommand(c, "HGETALL %s", key);
+    int rc = store_reply_failed(c, reply, "HGETALL", err);
+    store_release(store, c);
+    /* No hash: rc stays 0. */
+    if (rc == 0 && reply->type == REDIS_REPLY_ARRAY && reply->elements > 0)
+        rc = fields_from_reply(reply, NULL, NULL, 0, record, err) < 0 ? -1 : 1;
+    freeReplyObject(reply);
+    return rc;
+}
+
 int osbq_store_operation_get(struct osbq_store *store, const char *operation_id,
                              struct osbq_fields *op, char ***history, size_t *history_count,
                              struct osbq_error *err)
@@ -209,7 +245,7 @@ int osbq_store_operation_get(struct osbq_store *store, const char *operation_id,
         rc = 0;
         goto out;
     }
-    if (fields_from_reply(replies[0], &fields, err) < 0) {
+    if (fields_from_reply(replies[0], NULL, NULL, 0, &fields, err) < 0) {
         rc = -1;
         goto out;
     }

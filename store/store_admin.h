@@ -19,8 +19,10 @@ void osbq_fields_array_free(struct osbq_fields *records, size_t count);
 
 /* What osbq_store_scan_records walks. */
 enum osbq_record_kind {
-    OSBQ_RECORD_INSTANCE, /* ns:instance:* (fields as in docs/architecture.md) */
-    OSBQ_RECORD_BINDING,  /* ns:binding:* */
+    OSBQ_RECORD_INSTANCE,  /* ns:instance:* (fields as in docs/architecture.md) */
+    OSBQ_RECORD_BINDING,   /* ns:binding:* */
+    OSBQ_RECORD_OPERATION, /* ns:op:*, each with its id as the field "operation_id" (the key
+                            * holds it) and without its history */
 };
 
 /* One step of a walk over every record of kind: SCAN from *cursor (0 to start) asking for
@@ -32,6 +34,11 @@ enum osbq_record_kind {
 int osbq_store_scan_records(struct osbq_store *store, enum osbq_record_kind kind, uint64_t *cursor,
                             unsigned count, struct osbq_fields **records, size_t *n,
                             struct osbq_error *err);
+
+/* Reads the record of instance_id (fields as osbq_store_scan_records gives them). Returns 1
+ * with *record (free with osbq_fields_clear), 0 when there is none, -1 with err. */
+int osbq_store_instance_record(struct osbq_store *store, const char *instance_id,
+                               struct osbq_fields *record, struct osbq_error *err);
 
 /* Reads an operation (every field but its encoded job and its digest) and its history: what
  * happened to it, oldest first, one JSON object text per event ({"ms", "event", and

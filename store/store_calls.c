@@ -3,22 +3,27 @@
  * replies. The pipeline (store_pipeline.c) sends the same calls without blocking. */
 #include "store.h"
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "store_internal.h"
+#include "store_pipeline.h"
 #include "store_scripts.h"
 
 int store_reply_failed(redisContext *c, redisReply *reply, const char *what, struct osbq_error *err)
 {
-    if (reply == NULL)
-        return osbq_error_set(err, OSBQ_ERR_UNAVAILABLE, "redis %s: %s", what, c->errstr);
+    if (reply == NULL) {
+        char words[256];
+        store_io_words(c, words, sizeof words);
+        return osbq_error_set(err, OSBQ_ERR_UNAVAILABLE, "redis %s: %s", what, words);
+    }
     if (reply->type == REDIS_REPLY_ERROR) {
         if (store_reply_from_replica(reply))
             store_drop_replica(c);
-        return osbq_error_set(err, OSBQ_ERR_UNAVAILABLE, "redis %s: %s", what, reply->str);
+        return store_error_reply(what, reply->str, err);
     }
     return 0;
 }
@@ -218,7 +223,7 @@ bool store_call_settle(struct osbq_store *store, struct osbq_store_call *call, r
         return false;
     }
     bool drop = store_reply_from_replica(reply);
-    osbq_error_set(&call->err, OSBQ_ERR_UNAVAILABLE, "redis %s: %s", call->name, reply->str);
+    store_error_reply(call->name, reply->str, &call->err);
     atomic_fetch_add(&store->errors, 1);
     freeReplyObject(reply);
     return drop;
@@ -292,10 +297,60 @@ static redisReply *run_call(struct osbq_store *store, redisContext *c, const cha
     return reply;
 }
 
+void osbq_store_use_pipeline(struct osbq_store *store, struct osbq_store_pipeline *pipeline)
+{
+    atomic_store(&store->pipeline, pipeline);
+}
+
+/* A blocking caller's wait for its call's answer from the pipeline's thread. */
+struct call_waiter {
+    pthread_mutex_t lock;
+    pthread_cond_t answered_cond;
+    bool answered;
+};
+
+static void call_answered(void *ctx)
+{
+    struct call_waiter *w = ctx;
+    pthread_mutex_lock(&w->lock);
+    w->answered = true;
+    pthread_cond_signal(&w->answered_cond);
+    pthread_mutex_unlock(&w->lock);
+}
+
+/* Sends call through pipeline and waits for its answer (the pipeline answers every call it
+ * took, within the Redis timeout). Returns 0, or -1 when the pipeline refused it (draining):
+ * the call is as it was. */
+static int run_through(struct osbq_store_pipeline *pipeline, struct osbq_store_call *call)
+{
+    struct call_waiter w = {.answered = false};
+    if (pthread_mutex_init(&w.lock, NULL) != 0)
+        return -1;
+    if (pthread_cond_init(&w.answered_cond, NULL) != 0) {
+        pthread_mutex_destroy(&w.lock);
+        return -1;
+    }
+    int rc = osbq_store_pipeline_submit(pipeline, call, call_answered, &w);
+    if (rc == 0) {
+        pthread_mutex_lock(&w.lock);
+        while (!w.answered)
+            pthread_cond_wait(&w.answered_cond, &w.lock);
+        pthread_mutex_unlock(&w.lock);
+    } else {
+        call->err = (struct osbq_error){0};
+    }
+    pthread_cond_destroy(&w.answered_cond);
+    pthread_mutex_destroy(&w.lock);
+    return rc;
+}
+
 /* EVALSHA, loading the script first when Redis does not know it (first use, or Redis
  * restarted: SCRIPT LOAD gives the same SHA, the text's SHA-1, so the head stands). */
 void osbq_store_call_run(struct osbq_store *store, struct osbq_store_call *call)
 {
+    struct osbq_store_pipeline *pipeline = atomic_load(&store->pipeline);
+    if (pipeline != NULL && run_through(pipeline, call) == 0)
+        return;
     char sha[41] = "", head[STORE_CALL_HEAD_MAX];
     redisContext *c = store_acquire(store, &call->err);
     if (c == NULL)
@@ -317,9 +372,11 @@ void osbq_store_call_run(struct osbq_store *store, struct osbq_store_call *call)
         }
         reply = run_call(store, c, head, head_len, call);
     }
-    if (reply == NULL) /* I/O: counted (and Redis marked down) by store_release */
-        osbq_error_set(&call->err, OSBQ_ERR_UNAVAILABLE, "redis %s: %s", call->name, c->errstr);
-    else if (store_call_settle(store, call, reply))
+    if (reply == NULL) { /* I/O: counted (and Redis marked down) by store_release */
+        char words[256];
+        store_io_words(c, words, sizeof words);
+        osbq_error_set(&call->err, OSBQ_ERR_UNAVAILABLE, "redis %s: %s", call->name, words);
+    } else if (store_call_settle(store, call, reply))
         store_drop_replica(c);
     store_release(store, c);
 }
@@ -459,10 +516,13 @@ int store_replies_collect(redisContext *c, redisReply **replies, size_t count, c
     int rc = 0;
     for (size_t i = 0; i < count; i++) {
         replies[i] = NULL;
-        if (rc == 0 && redisGetReply(c, (void **)&replies[i]) != REDIS_OK)
-            rc = osbq_error_set(err, OSBQ_ERR_UNAVAILABLE, "redis %s: %s", what, c->errstr);
-        else if (rc == 0 && replies[i]->type == REDIS_REPLY_ERROR)
-            rc = osbq_error_set(err, OSBQ_ERR_UNAVAILABLE, "redis %s: %s", what, replies[i]->str);
+        if (rc == 0 && redisGetReply(c, (void **)&replies[i]) != REDIS_OK) {
+            char words[256];
+            store_io_words(c, words, sizeof words);
+            rc = osbq_error_set(err, OSBQ_ERR_UNAVAILABLE, "redis %s: %s", what, words);
+        } else if (rc == 0 && replies[i]->type == REDIS_REPLY_ERROR) {
+            rc = store_error_reply(what, replies[i]->str, err);
+        }
     }
     if (rc < 0)
         for (size_t i = 0; i < count; i++)

@@ -32,6 +32,11 @@ struct osbq_store {
                                          * OSBQ_REDIS_MIN_ACKS replicas */
     char primary[300];                  /* with Sentinels: the primary last connected to
                                          * ("host:port"), to log a switch; guarded by lock */
+    struct osbq_error failure;          /* why Redis was last marked down: what callers that
+                                         * fail fast are told; guarded by lock */
+    /* The pipeline osbq_store_call_run sends calls through (osbq_store_use_pipeline), or NULL:
+     * each call then takes a pooled connection of its own. */
+    _Atomic(struct osbq_store_pipeline *) pipeline;
 };
 
 /* ---- Connections (store_pool.c, store_sentinel.c) ---- */
@@ -39,13 +44,28 @@ struct osbq_store {
 /* Milliseconds on CLOCK_MONOTONIC. */
 int64_t store_monotonic_ms(void);
 
-/* Records that Redis failed: idle connections are dropped and callers fail fast for a moment
- * (STORE_DOWN_MS in store_pool.c). */
-void store_mark_down(struct osbq_store *store);
+/* Records that Redis failed and why: idle connections are dropped and callers fail fast for
+ * a moment (STORE_DOWN_MS in store_pool.c), told why. */
+void store_mark_down(struct osbq_store *store, const struct osbq_error *why);
 
 /* Opens a new connection (address or Sentinels, AUTH, SELECT, a primary's ROLE). NULL with
  * err. */
 redisContext *store_connect(struct osbq_store *store, struct osbq_error *err);
+
+/* Writes what went wrong on c (a failed connect, read or write) in words an operator can act
+ * on: "connection refused by 127.0.0.1:6390 (...)", "127.0.0.1:6379: timed out after 2000 ms
+ * (OSBQ_REDIS_TIMEOUT_MS)", instead of hiredis's strerror text. */
+void store_io_words(const redisContext *c, char *out, size_t size);
+
+/* The same for an errno met on c's socket outside hiredis (the pipeline's own reads and
+ * writes). */
+void store_errno_words(const redisContext *c, int errnum, char *out, size_t size);
+
+/* Sets err from Redis's error reply to what (a command name) and returns -1. A refusal that
+ * lasts until the configuration changes (a wrong password, no password, an unknown database,
+ * a command the ACL user may not run) gets OSBQ_ERR_MISCONFIGURED and says what to fix;
+ * anything else OSBQ_ERR_UNAVAILABLE with Redis's text. */
+int store_error_reply(const char *what, const char *reply, struct osbq_error *err);
 
 /* READONLY: a primary demoted to a replica by a failover. Its connection must go, so the next
  * one asks the Sentinels again. */

@@ -138,7 +138,7 @@ static void drop_connection(struct osbq_store_pipeline *p, const char *why)
     p->out_at = p->out_len = 0;
     redisFree(p->c);
     p->c = NULL;
-    store_mark_down(p->store);
+    store_mark_down(p->store, &err);
 }
 
 static bool out_append(struct osbq_store_pipeline *p, const char *bytes, size_t len)
@@ -382,7 +382,12 @@ static void read_replies(struct osbq_store_pipeline *p)
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
             return;
         if (n <= 0) {
-            drop_connection(p, n == 0 ? "connection closed by the server" : strerror(errno));
+            char words[256];
+            if (n == 0)
+                (void)snprintf(words, sizeof words, "the server closed the connection");
+            else
+                store_errno_words(p->c, errno, words, sizeof words);
+            drop_connection(p, words);
             return;
         }
         if (redisReaderFeed(p->c->reader, buf, (size_t)n) != REDIS_OK) {
@@ -404,7 +409,9 @@ static void write_out(struct osbq_store_pipeline *p)
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
             return;
         if (n < 0) {
-            drop_connection(p, strerror(errno));
+            char words[256];
+            store_errno_words(p->c, errno, words, sizeof words);
+            drop_connection(p, words);
             return;
         }
         p->out_at += (size_t)n;
@@ -438,7 +445,10 @@ static void *pipeline_main(void *arg)
         if (p->sent_count > 0) {
             int64_t left = p->sent[p->sent_at].deadline_ms - store_monotonic_ms();
             if (left <= 0) {
-                drop_connection(p, "no reply within OSBQ_REDIS_TIMEOUT_MS");
+                char words[96];
+                (void)snprintf(words, sizeof words, "timed out after %u ms (OSBQ_REDIS_TIMEOUT_MS)",
+                               p->store->cfg->redis_timeout_ms);
+                drop_connection(p, words);
                 continue;
             }
             timeout = left > INT32_MAX ? INT32_MAX : (int)left;

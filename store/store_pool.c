@@ -3,6 +3,7 @@
  * replica (the Sentinels are asked again at the next connect, store_sentinel.c). */
 #include "store.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -26,12 +27,16 @@ int64_t store_monotonic_ms(void)
 
 /* Idle connections are dropped (they may be dead too) and callers fail fast for
  * STORE_DOWN_MS. */
-void store_mark_down(struct osbq_store *store)
+void store_mark_down(struct osbq_store *store, const struct osbq_error *why)
 {
     redisContext *stale[STORE_IDLE_MAX];
     size_t n;
     atomic_fetch_add(&store->errors, 1);
     pthread_mutex_lock(&store->lock);
+    if (why != NULL && why->code != OSBQ_OK)
+        store->failure = *why;
+    else
+        osbq_error_set(&store->failure, OSBQ_ERR_UNAVAILABLE, "redis unavailable");
     store->down_until_ms = store_monotonic_ms() + STORE_DOWN_MS;
     store->probing = false;
     n = store->idle_count;
@@ -48,6 +53,7 @@ struct osbq_store *osbq_store_new(const struct osbq_config *cfg)
     if (store == NULL)
         return NULL;
     store->cfg = cfg;
+    atomic_init(&store->pipeline, NULL);
     store->timeout.tv_sec = (time_t)(cfg->redis_timeout_ms / 1000);
     store->timeout.tv_usec = (suseconds_t)((cfg->redis_timeout_ms % 1000) * 1000);
     if (pthread_mutex_init(&store->lock, NULL) != 0) {
@@ -69,14 +75,89 @@ void osbq_store_destroy(struct osbq_store **sp)
     *sp = NULL;
 }
 
+/* Whether hiredis's error text is strerror's text of errnum. */
+static bool says(const char *errstr, int errnum)
+{
+    return strstr(errstr, strerror(errnum)) != NULL;
+}
+
+static void failure_words(const redisContext *c, int type, const char *errstr, char *out,
+                          size_t size)
+{
+    const char *host = c->tcp.host != NULL ? c->tcp.host : "redis";
+    int port = c->tcp.port;
+    long timeout_ms =
+        c->timeout != NULL ? (long)c->timeout->tv_sec * 1000 + c->timeout->tv_usec / 1000 : 0;
+    if (type == REDIS_ERR_EOF)
+        (void)snprintf(out, size, "%s:%d closed the connection", host, port);
+    else if (says(errstr, ETIMEDOUT) || says(errstr, EAGAIN) || says(errstr, EINPROGRESS))
+        (void)snprintf(out, size, "%s:%d: timed out after %ld ms (OSBQ_REDIS_TIMEOUT_MS)", host,
+                       port, timeout_ms);
+    else if (says(errstr, ECONNREFUSED))
+        (void)snprintf(out, size,
+                       "connection refused by %s:%d (is Redis running and listening there?)", host,
+                       port);
+    else if (says(errstr, ECONNRESET) || says(errstr, EPIPE))
+        (void)snprintf(out, size, "%s:%d dropped the connection", host, port);
+    else if (says(errstr, EHOSTUNREACH) || says(errstr, ENETUNREACH))
+        (void)snprintf(out, size, "no network route to %s:%d", host, port);
+    else if (type == REDIS_ERR_OTHER && strstr(errstr, "known") != NULL)
+        (void)snprintf(out, size, "cannot resolve the host name %s (%s)", host, errstr);
+    else
+        (void)snprintf(out, size, "%s:%d: %s", host, port, errstr);
+}
+
+void store_io_words(const redisContext *c, char *out, size_t size)
+{
+    failure_words(c, c->err, c->errstr, out, size);
+}
+
+void store_errno_words(const redisContext *c, int errnum, char *out, size_t size)
+{
+    failure_words(c, REDIS_ERR_IO, strerror(errnum), out, size);
+}
+
+/* What an operator must change for each refusal that no retry cures. */
+static const struct {
+    const char *reply; /* a word of Redis's error reply */
+    const char *fix;
+} misconfigurations[] = {
+    {"WRONGPASS", "Redis refuses the user name or password of OSBQ_REDIS_URL"},
+    {"invalid password", "Redis refuses the password of OSBQ_REDIS_URL"},
+    {"invalid username-password", "Redis refuses the user name or password of OSBQ_REDIS_URL"},
+    {"without any password configured",
+     "OSBQ_REDIS_URL gives a password but Redis has none set (drop it from the URL)"},
+    {"no password is set",
+     "OSBQ_REDIS_URL gives a password but Redis has none set (drop it from the URL)"},
+    {"NOAUTH", "Redis requires a password and OSBQ_REDIS_URL gives none"},
+    {"DB index is out of range",
+     "Redis has no such database: OSBQ_REDIS_URL's database number must be below the "
+     "server's `databases` setting"},
+    {"invalid DB index", "OSBQ_REDIS_URL's database number is not one Redis accepts"},
+    {"NOPERM", "Redis's ACL does not allow OSBQ_REDIS_URL's user this command or key"},
+};
+
+int store_error_reply(const char *what, const char *reply, struct osbq_error *err)
+{
+    for (size_t i = 0; i < sizeof misconfigurations / sizeof misconfigurations[0]; i++) {
+        if (strstr(reply, misconfigurations[i].reply) != NULL)
+            return osbq_error_set(err, OSBQ_ERR_MISCONFIGURED, "redis %s: misconfigured: %s (%s)",
+                                  what, misconfigurations[i].fix, reply);
+    }
+    return osbq_error_set(err, OSBQ_ERR_UNAVAILABLE, "redis %s: %s", what, reply);
+}
+
 /* Runs a command that must answer +OK (AUTH, SELECT) on a fresh connection. */
 static int expect_ok(redisContext *c, struct osbq_error *err, const char *what, redisReply *reply)
 {
     int rc = 0;
-    if (reply == NULL)
-        rc = osbq_error_set(err, OSBQ_ERR_UNAVAILABLE, "%s: %s", what, c->errstr);
-    else if (reply->type == REDIS_REPLY_ERROR)
-        rc = osbq_error_set(err, OSBQ_ERR_UNAVAILABLE, "%s: %s", what, reply->str);
+    if (reply == NULL) {
+        char words[256];
+        store_io_words(c, words, sizeof words);
+        rc = osbq_error_set(err, OSBQ_ERR_UNAVAILABLE, "redis %s: %s", what, words);
+    } else if (reply->type == REDIS_REPLY_ERROR) {
+        rc = store_error_reply(what, reply->str, err);
+    }
     freeReplyObject(reply);
     return rc;
 }
@@ -114,8 +195,9 @@ redisContext *store_connect(struct osbq_store *store, struct osbq_error *err)
         return NULL;
     }
     if (c->err) {
-        osbq_error_set(err, OSBQ_ERR_UNAVAILABLE, "redis %s:%u: %s", host, (unsigned)port,
-                       c->errstr);
+        char words[256];
+        store_io_words(c, words, sizeof words);
+        osbq_error_set(err, OSBQ_ERR_UNAVAILABLE, "redis: %s", words);
         goto out_free;
     }
     if (redisSetTimeout(c, store->timeout) != REDIS_OK) {
@@ -126,11 +208,12 @@ redisContext *store_connect(struct osbq_store *store, struct osbq_error *err)
         redisReply *r = addr->username
                             ? redisCommand(c, "AUTH %s %s", addr->username, addr->password)
                             : redisCommand(c, "AUTH %s", addr->password);
-        if (expect_ok(c, err, "redis AUTH", r) < 0)
+        if (expect_ok(c, err, "AUTH", r) < 0)
             goto out_free;
     }
-    if (addr->db != 0 &&
-        expect_ok(c, err, "redis SELECT", redisCommand(c, "SELECT %u", addr->db)) < 0)
+    char select[24];
+    (void)snprintf(select, sizeof select, "SELECT %u", addr->db);
+    if (addr->db != 0 && expect_ok(c, err, select, redisCommand(c, "SELECT %u", addr->db)) < 0)
         goto out_free;
     if (sentinel) {
         if (store_check_primary(c, err) < 0)
@@ -152,8 +235,9 @@ redisContext *store_acquire(struct osbq_store *store, struct osbq_error *err)
     pthread_mutex_lock(&store->lock);
     if (store->down_until_ms != 0) {
         if (store->probing || store_monotonic_ms() < store->down_until_ms) {
+            struct osbq_error why = store->failure;
             pthread_mutex_unlock(&store->lock);
-            osbq_error_set(err, OSBQ_ERR_UNAVAILABLE, "redis unavailable (it failed just now)");
+            osbq_error_set(err, why.code, "%s (it failed just now)", why.text);
             return NULL;
         }
         store->probing = probe = true;
@@ -164,7 +248,7 @@ redisContext *store_acquire(struct osbq_store *store, struct osbq_error *err)
     if (c == NULL)
         c = store_connect(store, err);
     if (c == NULL)
-        store_mark_down(store);
+        store_mark_down(store, err);
     else if (probe) {
         /* The probe connected: the next failure, if any, marks Redis down again. */
         pthread_mutex_lock(&store->lock);
@@ -180,8 +264,13 @@ redisContext *store_acquire(struct osbq_store *store, struct osbq_error *err)
 void store_release(struct osbq_store *store, redisContext *c)
 {
     /* I/O errors and timeouts mean Redis is away; a protocol error does not. */
-    if (c->err == REDIS_ERR_IO || c->err == REDIS_ERR_EOF)
-        store_mark_down(store);
+    if (c->err == REDIS_ERR_IO || c->err == REDIS_ERR_EOF) {
+        struct osbq_error why = {.code = OSBQ_ERR_UNAVAILABLE};
+        char words[256];
+        store_io_words(c, words, sizeof words);
+        (void)snprintf(why.text, sizeof why.text, "redis: %s", words);
+        store_mark_down(store, &why);
+    }
     if (c->err == 0) {
         pthread_mutex_lock(&store->lock);
         if (store->idle_count < STORE_IDLE_MAX) {
@@ -200,11 +289,7 @@ int osbq_store_ping(struct osbq_store *store, struct osbq_error *err)
     if (c == NULL)
         return -1;
     redisReply *reply = redisCommand(c, "PING");
-    int rc = 0;
-    if (reply == NULL)
-        rc = osbq_error_set(err, OSBQ_ERR_UNAVAILABLE, "redis PING: %s", c->errstr);
-    else if (reply->type == REDIS_REPLY_ERROR)
-        rc = osbq_error_set(err, OSBQ_ERR_UNAVAILABLE, "redis PING: %s", reply->str);
+    int rc = store_reply_failed(c, reply, "PING", err);
     freeReplyObject(reply);
     store_release(store, c);
     return rc;

@@ -17,14 +17,17 @@ static int ask_sentinel(const struct osbq_listen_addr *sentinel, const char *mas
         return osbq_error_set(err, OSBQ_ERR_UNAVAILABLE, "sentinel: out of memory");
     int rc = -1;
     redisReply *r = NULL;
+    char words[256];
     if (c->err) {
-        osbq_error_set(err, OSBQ_ERR_UNAVAILABLE, "%s", c->errstr);
+        store_io_words(c, words, sizeof words);
+        osbq_error_set(err, OSBQ_ERR_UNAVAILABLE, "%s", words);
         goto out;
     }
     (void)redisSetTimeout(c, timeout);
     r = redisCommand(c, "SENTINEL get-master-addr-by-name %s", master_name);
     if (r == NULL) {
-        osbq_error_set(err, OSBQ_ERR_UNAVAILABLE, "%s", c->errstr);
+        store_io_words(c, words, sizeof words);
+        osbq_error_set(err, OSBQ_ERR_UNAVAILABLE, "%s", words);
     } else if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
                r->element[0]->type == REDIS_REPLY_STRING &&
                r->element[1]->type == REDIS_REPLY_STRING) {
@@ -70,16 +73,20 @@ int store_check_primary(redisContext *c, struct osbq_error *err)
 {
     redisReply *r = redisCommand(c, "ROLE");
     int rc = -1;
-    if (r == NULL)
-        osbq_error_set(err, OSBQ_ERR_UNAVAILABLE, "redis ROLE: %s", c->errstr);
-    else if (r->type == REDIS_REPLY_ERROR)
-        osbq_error_set(err, OSBQ_ERR_UNAVAILABLE, "redis ROLE: %s", r->str);
-    else if (r->type != REDIS_REPLY_ARRAY || r->elements == 0 ||
-             r->element[0]->type != REDIS_REPLY_STRING || strcmp(r->element[0]->str, "master") != 0)
+    if (r == NULL) {
+        char words[256];
+        store_io_words(c, words, sizeof words);
+        osbq_error_set(err, OSBQ_ERR_UNAVAILABLE, "redis ROLE: %s", words);
+    } else if (r->type == REDIS_REPLY_ERROR) {
+        store_error_reply("ROLE", r->str, err);
+    } else if (r->type != REDIS_REPLY_ARRAY || r->elements == 0 ||
+               r->element[0]->type != REDIS_REPLY_STRING ||
+               strcmp(r->element[0]->str, "master") != 0) {
         osbq_error_set(err, OSBQ_ERR_UNAVAILABLE,
                        "the server the Sentinels named is not a primary (yet)");
-    else
+    } else {
         rc = 0;
+    }
     freeReplyObject(r);
     return rc;
 }

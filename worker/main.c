@@ -28,6 +28,7 @@
 #include "process_metrics.h"
 #include "runner.h"
 #include "startup.h"
+#include "store_pipeline.h"
 #include "store_registry.h"
 #include "worker_metrics.h"
 
@@ -305,6 +306,9 @@ int main(int argc, char **argv)
     static struct osbq_config cfg;
     static struct osbq_catalog *catalog;
     static struct osbq_store *store;
+    /* The runner threads' Redis calls share one connection through it (osbq_store_use_pipeline):
+     * claims, progress, outcomes and waits of many operations go out in the same writes. */
+    static struct osbq_store_pipeline *pipeline;
     /* The metrics too: runner threads left behind keep counting into them. */
     static struct osbq_metrics *registry;
     static struct osbq_process_metrics process_metrics;
@@ -325,6 +329,12 @@ int main(int argc, char **argv)
         (void)snprintf(metrics_addr, sizeof metrics_addr, ipv6 ? "[%s]:%u" : "%s:%u",
                        cfg.metrics_listen.host, (unsigned)cfg.metrics_listen.port);
     }
+    /* Before any socket: a Redis that refuses the configuration stops the worker here. */
+    store = osbq_store_new(&cfg);
+    if (store == NULL)
+        fatalx("out of memory");
+    if (osbq_store_ping(store, &err) < 0)
+        osbq_startup_redis_failed(&startup, &err);
     if (sodium_init() < 0)
         fatalx("libsodium cannot start");
     char id[320];
@@ -345,16 +355,19 @@ int main(int argc, char **argv)
         log_warnx("the job bus is not authenticated nor encrypted: this worker runs jobs from "
                   "any process registered as a gateway (set OSBQ_BUS_CURVE_SERVER_CERT and "
                   "OSBQ_BUS_CURVE_CLIENT_CERT)");
-    store = osbq_store_new(&cfg);
     struct bus_link *link = bus_link_new(id, &curve);
     registry = osbq_metrics_new();
-    if (store == NULL || link == NULL || registry == NULL ||
+    if (link == NULL || registry == NULL ||
         osbq_process_metrics_add(&process_metrics, registry, "worker", OSBQ_VERSION, store,
                                  osbq_store_error_count) < 0 ||
         osbq_process_metrics_add_ack_timeouts(&process_metrics, registry,
                                               osbq_store_ack_timeout_count) < 0 ||
-        worker_metrics_init(&metrics, registry, cfg.worker_concurrency) < 0)
+        worker_metrics_init(&metrics, registry, catalog, cfg.worker_concurrency) < 0)
         fatalx("out of memory");
+    pipeline = osbq_store_pipeline_start(store, &err);
+    if (pipeline == NULL)
+        fatalx("cannot start the Redis pipeline: %s", err.text);
+    osbq_store_use_pipeline(store, pipeline);
     struct runner *runner = runner_new(&cfg, catalog, store, id, &metrics, &err);
     if (runner == NULL)
         fatalx("cannot start the runner: %s", err.text);
@@ -400,6 +413,14 @@ int main(int argc, char **argv)
     /* Cancels whatever still runs, releases its operations, then joins the runner threads, or
      * leaves behind those stuck in a backend that ignores cancellation. */
     unsigned left = runner_destroy(&runner);
+    /* Drained, calls made from now on (the status removal below, a thread left behind) run on
+     * pooled connections; the pipeline itself is kept while a thread left behind may still be
+     * about to submit to it. */
+    osbq_store_pipeline_drain(pipeline);
+    if (left == 0) {
+        osbq_store_use_pipeline(store, NULL);
+        osbq_store_pipeline_free(&pipeline);
+    }
     bus_link_destroy(&link);
     osbq_bus_curve_clear(&curve);
     close(signal_fd);

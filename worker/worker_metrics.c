@@ -3,7 +3,7 @@
 
 #include <string.h>
 
-static const char *const operation_labels[] = {"kind", "state"};
+static const char *const operation_labels[] = {"kind", "state", "service", "plan"};
 static const char *const kind_label[] = {"kind"};
 static const char *const result_label[] = {"result"};
 
@@ -35,17 +35,41 @@ static struct osbq_series *plain(struct osbq_metrics *m, enum osbq_metric_type t
     return f ? osbq_metric_series(f, NULL) : NULL;
 }
 
-int worker_metrics_init(struct worker_metrics *wm, struct osbq_metrics *registry, unsigned slots)
+/* The series of kind (an index) and state for a service and plan label pair. */
+static struct osbq_series *operation_series(const struct worker_metrics *wm, int kind,
+                                            enum worker_op_state state, const char *service,
+                                            const char *plan)
+{
+    const char *name = osbq_job_kind_name((enum osbq_job_kind)(kind + (int)OSBQ_JOB_PROVISION));
+    return osbq_metric_series(wm->operations, OSBQ_LABELS(name, state_names[state], service, plan));
+}
+
+/* Creates the series of every kind and state for one label pair. */
+static int operation_series_all(const struct worker_metrics *wm, const char *service,
+                                const char *plan)
+{
+    for (int k = 0; k < WORKER_METRICS_KINDS; k++)
+        for (int s = 0; s < WORKER_OP_STATES; s++)
+            if (operation_series(wm, k, (enum worker_op_state)s, service, plan) == NULL)
+                return -1;
+    return 0;
+}
+
+int worker_metrics_init(struct worker_metrics *wm, struct osbq_metrics *registry,
+                        const struct osbq_catalog *catalog, unsigned slots)
 {
     memset(wm, 0, sizeof *wm);
     atomic_init(&wm->gateways, 0);
+    wm->catalog = catalog;
     struct osbq_metrics *m = registry;
     struct osbq_metric *operations = osbq_metrics_add(
-        m, OSBQ_METRIC_COUNTER, "osbq_operations_total",
-        "Jobs this worker claimed, by kind and how they ended: succeeded or failed (outcome "
-        "recorded), released (given back without an outcome: past the plan's deadline, or the "
-        "worker stopped), lost (no longer this worker's: lease lost or outcome refused).",
-        operation_labels, 2, NULL, 0);
+        m, OSBQ_METRIC_COUNTER, "osbq_worker_operations_total",
+        "Jobs this worker claimed, by kind, service, plan and how they ended: succeeded or "
+        "failed (outcome recorded), released (given back without an outcome: past the plan's "
+        "deadline, or the worker stopped), lost (no longer this worker's: lease lost or outcome "
+        "refused).",
+        operation_labels, 4, NULL, 0);
+    wm->operations = operations;
     struct osbq_metric *duration = osbq_metrics_add(
         m, OSBQ_METRIC_HISTOGRAM, "osbq_operation_duration_seconds",
         "Backend run time of the jobs whose outcome this worker recorded, by kind.", kind_label, 1,
@@ -65,20 +89,27 @@ int worker_metrics_init(struct worker_metrics *wm, struct osbq_metrics *registry
         result_label, 1, NULL, 0);
     wm->finish_retries = plain(m, OSBQ_METRIC_COUNTER, "osbq_finish_retries_total",
                                "Retries of recording an operation's outcome after Redis failed.");
+    wm->steps_waiting =
+        plain(m, OSBQ_METRIC_COUNTER, "osbq_steps_waiting_total",
+              "Steps this worker ran that ended with their operation still in progress: each "
+              "recorded as waiting, its next step (a poll) due later on any worker.");
     wm->gateways_connected = plain(m, OSBQ_METRIC_GAUGE, "osbq_gateways_connected",
                                    "Gateways this worker is linked to (from the registry).");
     if (operations == NULL || duration == NULL || claims == NULL || wm->running == NULL ||
         wm->slots == NULL || wm->rejected == NULL || wm->finish_retries == NULL ||
-        wm->gateways_connected == NULL)
+        wm->steps_waiting == NULL || wm->gateways_connected == NULL)
+        return -1;
+    size_t services = catalog != NULL ? osbq_catalog_service_count(catalog) : 0;
+    for (size_t i = 0; i < services; i++) {
+        const struct osbq_service *service = osbq_catalog_service_at(catalog, i);
+        for (size_t j = 0; j < service->plan_count; j++)
+            if (operation_series_all(wm, service->id, service->plans[j].id) < 0)
+                return -1;
+    }
+    if (operation_series_all(wm, OSBQ_CATALOG_UNKNOWN_LABEL, OSBQ_CATALOG_UNKNOWN_LABEL) < 0)
         return -1;
     for (int k = 0; k < WORKER_METRICS_KINDS; k++) {
         const char *kind = osbq_job_kind_name((enum osbq_job_kind)(k + (int)OSBQ_JOB_PROVISION));
-        for (int s = 0; s < WORKER_OP_STATES; s++) {
-            wm->operations[k][s] =
-                osbq_metric_series(operations, OSBQ_LABELS(kind, state_names[s]));
-            if (wm->operations[k][s] == NULL)
-                return -1;
-        }
         wm->duration[k] = osbq_metric_series(duration, OSBQ_LABELS(kind));
         if (wm->duration[k] == NULL)
             return -1;
@@ -106,12 +137,26 @@ void worker_metrics_set_gateways(struct worker_metrics *wm, size_t count)
         atomic_store(&wm->gateways, (unsigned)count);
 }
 
-void worker_metrics_operation(const struct worker_metrics *wm, enum osbq_job_kind kind,
+void worker_metrics_operation(const struct worker_metrics *wm, const struct osbq_job *job,
                               enum worker_op_state state)
 {
+    int k = kind_index(job->kind);
+    if (wm == NULL || k < 0 || state >= WORKER_OP_STATES)
+        return;
+    const char *service, *plan;
+    osbq_catalog_metric_labels(wm->catalog, job->service_id, job->plan_id, &service, &plan);
+    osbq_series_add(operation_series(wm, k, state, service, plan), 1);
+}
+
+double worker_metrics_operation_count(const struct worker_metrics *wm, enum osbq_job_kind kind,
+                                      const char *plan_id, enum worker_op_state state)
+{
     int k = kind_index(kind);
-    if (wm != NULL && k >= 0 && state < WORKER_OP_STATES)
-        osbq_series_add(wm->operations[k][state], 1);
+    if (wm == NULL || k < 0 || state >= WORKER_OP_STATES)
+        return 0;
+    const char *service, *plan;
+    osbq_catalog_metric_labels(wm->catalog, NULL, plan_id, &service, &plan);
+    return osbq_series_value(operation_series(wm, k, state, service, plan));
 }
 
 void worker_metrics_duration(const struct worker_metrics *wm, enum osbq_job_kind kind,
@@ -132,6 +177,12 @@ void worker_metrics_rejected(const struct worker_metrics *wm)
 {
     if (wm != NULL)
         osbq_series_add(wm->rejected, 1);
+}
+
+void worker_metrics_step(const struct worker_metrics *wm)
+{
+    if (wm != NULL)
+        osbq_series_add(wm->steps_waiting, 1);
 }
 
 void worker_metrics_finish_retry(const struct worker_metrics *wm)

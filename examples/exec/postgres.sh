@@ -26,10 +26,24 @@ set -eu
 # Notices ("role is already a member", "does not exist, skipping") are no news on a rerun.
 PGOPTIONS="${PGOPTIONS-} -c client_min_messages=warning"
 export PGHOST PGPORT PGUSER PGDATABASE PGOPTIONS
+# What this script writes on stderr is the failure's description platform users read: psql's
+# own messages name the server's host, port or socket path, so they go to the system log (the
+# operator's; `logger`, when it works) and the platform gets a sentence of its own.
+errors=$(mktemp)
+trap 'rm -f "$errors"' EXIT
 # No ~/.psqlrc surprises, stop at the first error, quiet unaligned output, and errors without
 # the statement text (it may hold a password).
 psql_admin() {
-    psql -X -q -A -t -v ON_ERROR_STOP=1 -v VERBOSITY=terse "$@"
+    status=0
+    psql -X -q -A -t -v ON_ERROR_STOP=1 -v VERBOSITY=terse "$@" 2>"$errors" || status=$?
+    [ "$status" = 0 ] && return 0
+    logger -t osbq-postgres-example -- "$(tr '\n' ' ' <"$errors")" 2>/dev/null || true
+    case $status in
+    2) echo "The database server cannot be reached or refused the broker's login." >&2 ;;
+    3) echo "The database server refused the operation." >&2 ;;
+    *) echo "The database client failed; the broker's operator has the details." >&2 ;;
+    esac
+    return "$status"
 }
 
 # The job -> shell variables: kind, db, owner, role (bind/unbind), role_prefix.

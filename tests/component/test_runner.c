@@ -38,8 +38,13 @@ static const char catalog_text[] =
     "  {\"id\": \"plan-quick\", \"name\": \"quick\", \"description\": \"d\","
     "   \"osbq\": {\"backend\": \"sim\"}},"
     "  {\"id\": \"plan-second\", \"name\": \"second\", \"description\": \"d\","
-    "   \"osbq\": {\"backend\": \"sim\", \"provision_ms\": 1000}},"
+    "   \"osbq\": {\"backend\": \"sim\", \"provision_ms\": 1000, \"blocking\": true}},"
     "  {\"id\": \"plan-slow\", \"name\": \"slow\", \"description\": \"d\","
+    "   \"osbq\": {\"backend\": \"sim\", \"provision_ms\": 60000, \"blocking\": true}},"
+    "  {\"id\": \"plan-steps\", \"name\": \"steps\", \"description\": \"d\","
+    "   \"osbq\": {\"backend\": \"sim\", \"provision_ms\": 300}},"
+    "  {\"id\": \"plan-polling\", \"name\": \"polling\", \"description\": \"d\","
+    "   \"maximum_polling_duration\": 1,"
     "   \"osbq\": {\"backend\": \"sim\", \"provision_ms\": 60000}},"
     "  {\"id\": \"plan-hang\", \"name\": \"hang\", \"description\": \"d\","
     "   \"osbq\": {\"backend\": \"sim\", \"hang_on\": \"provision\","
@@ -133,13 +138,19 @@ static struct osbq_metrics *new_metrics(struct fixture *f, struct worker_metrics
 {
     struct osbq_metrics *m = osbq_metrics_new();
     assert_non_null(m);
-    assert_int_equal(worker_metrics_init(wm, m, f->cfg.worker_concurrency), 0);
+    assert_int_equal(worker_metrics_init(wm, m, f->catalog, f->cfg.worker_concurrency), 0);
     return m;
 }
 
+/* Provisions that ended in state, on any plan of the catalog above. */
 static double provisions(const struct worker_metrics *wm, enum worker_op_state state)
 {
-    return osbq_series_value(wm->operations[OSBQ_JOB_PROVISION - OSBQ_JOB_PROVISION][state]);
+    static const char *const plans[] = {"plan-quick", "plan-second", "plan-slow",
+                                        "plan-hang",  "plan-steps",  "plan-polling"};
+    double n = 0;
+    for (size_t i = 0; i < sizeof plans / sizeof plans[0]; i++)
+        n += worker_metrics_operation_count(wm, OSBQ_JOB_PROVISION, plans[i], state);
+    return n;
 }
 
 /* The field of operation op's hash, or "" when absent; valid until the next call. */
@@ -217,6 +228,16 @@ static void provision(struct fixture *f, struct runner *r, const char *op, const
     free(bytes);
 }
 
+/* Submits op's stored job to r again, as the gateways' recovery loop sends it. */
+static void resubmit(struct fixture *f, struct runner *r, const char *op)
+{
+    redisReply *job = redisCommand(f->direct, "HGET t:op:%s job", op);
+    assert_non_null(job);
+    assert_int_equal(job->type, REDIS_REPLY_STRING);
+    submit_bytes(r, job->str, job->len);
+    freeReplyObject(job);
+}
+
 /* Waits up to ms for op to be running; a claim that failed (the runner dropped the job, as it
  * does when Redis does not answer in time) is resent from the stored job, as the gateways'
  * recovery loop would, up to three times. */
@@ -230,11 +251,7 @@ static void wait_running(struct fixture *f, struct runner *r, const char *op, in
             return;
         if (sent == 3)
             fail_msg("operation %s: not running after %d sends", op, sent);
-        redisReply *job = redisCommand(f->direct, "HGET t:op:%s job", op);
-        assert_non_null(job);
-        assert_int_equal(job->type, REDIS_REPLY_STRING);
-        submit_bytes(r, job->str, job->len);
-        freeReplyObject(job);
+        resubmit(f, r, op);
     }
 }
 
@@ -277,11 +294,56 @@ static void test_success(void **state)
     assert_non_null(text);
     assert_non_null(strstr(text, "\nosbq_jobs_running 0\n"));
     assert_non_null(strstr(text, "\nosbq_worker_slots 2\n"));
-    assert_non_null(
-        strstr(text, "\nosbq_operations_total{kind=\"provision\",state=\"succeeded\"} 1\n"));
+    assert_non_null(strstr(text,
+                           "\nosbq_worker_operations_total{kind=\"provision\",state=\"succeeded\","
+                           "service=\"svc\",plan=\"plan-quick\"} 1\n"));
     free(text);
     assert_int_equal(runner_destroy(&r), 0);
     assert_null(r);
+    osbq_metrics_destroy(&m);
+}
+
+/* A step that ends in progress: recorded as waiting (no worker, due at the sim's end, the slot
+ * free at once, counted as a step); the stored job sent again once due (a poll) ends it. A plan's
+ * maximum_polling_duration caps the due time and fails the operation past it. */
+static void test_steps(void **state)
+{
+    struct fixture *f = *state;
+    struct worker_metrics wm;
+    struct osbq_metrics *m = new_metrics(f, &wm);
+    struct runner *r = start_runner(f, &wm);
+    provision(f, r, "op-steps", "i-steps", "plan-steps");
+    wait_state(f, "op-steps", "waiting", 3000);
+    assert_string_equal(op_field(f, "op-steps", "description"), "Provisioning (0%)");
+    assert_string_equal(op_field(f, "op-steps", "worker"), "");
+    assert_string_equal(op_field(f, "op-steps", "steps"), "1");
+    assert_non_null(strstr(op_field(f, "op-steps", "resume"), "until_ms"));
+    for (int i = 0; i < 100 && runner_busy(r) > 0; i++)
+        sleep_ms(10);
+    assert_int_equal(runner_busy(r), 0);
+    assert_true(osbq_series_value(wm.steps_waiting) == 1);
+    assert_true(provisions(&wm, WORKER_OP_SUCCEEDED) == 0);
+    sleep_ms(400);
+    resubmit(f, r, "op-steps");
+    wait_state(f, "op-steps", "succeeded", 3000);
+    assert_string_equal(op_field(f, "op-steps", "claims"), "1");
+    assert_string_equal(op_field(f, "op-steps", "resume"), "");
+    assert_true(provisions(&wm, WORKER_OP_SUCCEEDED) == 1);
+
+    /* Due no later than the accept + maximum_polling_duration; then it fails. */
+    provision(f, r, "op-poll", "i-poll", "plan-polling");
+    wait_state(f, "op-poll", "waiting", 3000);
+    redisReply *due = redisCommand(f->direct, "ZSCORE t:queue op-poll");
+    double accepted = strtod(op_field(f, "op-poll", "created_ms"), NULL);
+    assert_true(strtod(due->str, NULL) <= accepted + 1000);
+    freeReplyObject(due);
+    sleep_ms(1100);
+    resubmit(f, r, "op-poll");
+    wait_state(f, "op-poll", "failed", 3000);
+    assert_string_equal(op_field(f, "op-poll", "description"),
+                        "The operation did not finish within the plan's maximum_polling_duration "
+                        "of 1 s.");
+    assert_int_equal(runner_destroy(&r), 0);
     osbq_metrics_destroy(&m);
 }
 
@@ -382,6 +444,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_success),
+        cmocka_unit_test(test_steps),
         cmocka_unit_test(test_deadline),
         cmocka_unit_test(test_shutdown),
         cmocka_unit_test(test_finish_after_outage),

@@ -1,6 +1,7 @@
 /* The store's pipeline (store/store_pipeline.c) against a real redis-server: replies reach the
  * calls they answer while several threads submit at once, plain commands among scripts,
- * NOSCRIPT, a server that stops answering, a connection the server closes, and draining; with
+ * NOSCRIPT, a server that stops answering, a connection the server closes, draining, and the
+ * blocking calls of several threads sent through it (osbq_store_use_pipeline); with
  * OSBQ_REDIS_MIN_ACKS, acceptances answered only once a replica holds them (WAIT), and refused
  * as not durable when none does, for the pipeline and for a worker's outcome. */
 #include <setjmp.h>
@@ -544,7 +545,7 @@ static void test_outcome_without_replica_waits_a_lease(void **state)
     struct osbq_store_call *call = provision_call(f, "op-w1", "i-w1");
     assert_int_equal(begin_through_pipeline(f, call, &got, &err), -1); /* recorded, not durable */
     osbq_store_call_free(&call);
-    assert_int_equal(osbq_store_claim(f->store, "op-w1", "w1", 1, 10000, &err), 1);
+    assert_int_equal(osbq_store_claim(f->store, "op-w1", "w1", 1, 10000, NULL, &err), 1);
     uint64_t before = osbq_store_ack_timeout_count(f->store);
     struct osbq_op_result result = {.succeeded = true};
     int64_t start = now_ms();
@@ -556,12 +557,75 @@ static void test_outcome_without_replica_waits_a_lease(void **state)
     /* With a replica, the next outcome is acknowledged at once. */
     start_replica(f);
     provision(f, "op-w2", "i-w2");
-    assert_int_equal(osbq_store_claim(f->store, "op-w2", "w1", 1, 10000, &err), 1);
+    assert_int_equal(osbq_store_claim(f->store, "op-w2", "w1", 1, 10000, NULL, &err), 1);
     before = osbq_store_ack_timeout_count(f->store);
     start = now_ms();
     assert_int_equal(osbq_store_finish(f->store, "op-w2", "w1", &result, &err), 1);
     assert_true(now_ms() - start < ACK_TIMEOUT_MS);
     assert_int_equal(osbq_store_ack_timeout_count(f->store), before);
+}
+
+/* Connections the server accepted so far (INFO stats). */
+static long long connections_received(struct fixture *f)
+{
+    redisReply *r = redisCommand(f->direct, "INFO stats");
+    assert_true(r != NULL && r->type == REDIS_REPLY_STRING);
+    const char *at = strstr(r->str, "total_connections_received:");
+    assert_non_null(at);
+    long long n = atoll(at + strlen("total_connections_received:"));
+    freeReplyObject(r);
+    return n;
+}
+
+#define BLOCKING_THREADS 4
+#define BLOCKING_CALLS   200
+
+/* One thread's blocking calls: progress reports for operations nobody holds (each answers 0). */
+static void *report_progress(void *arg)
+{
+    struct fixture *f = arg;
+    for (int i = 0; i < BLOCKING_CALLS; i++) {
+        struct osbq_error err = {0};
+        if (osbq_store_progress(f->store, "op-nobody", "w", "text", 1000, &err) != 0)
+            return f;
+    }
+    return NULL;
+}
+
+/* With osbq_store_use_pipeline, the blocking calls of several threads are answered through the
+ * pipeline's one connection (no pooled connection is opened for them); once the pipeline
+ * drains, calls run on a pooled connection again. */
+static void test_blocking_calls_share_the_pipeline(void **state)
+{
+    struct fixture *f = *state;
+    struct osbq_error err = {0};
+    /* The pipeline connects on its first call. */
+    struct osbq_store_call *ping = osbq_store_ping_call(&err);
+    assert_non_null(ping);
+    struct answers some;
+    answers_init(&some);
+    assert_int_equal(osbq_store_pipeline_submit(f->pipeline, ping, answered, &some), 0);
+    assert_int_equal(answers_wait(&some, 1), 1);
+    assert_int_equal(osbq_store_ping_result(ping, &err), 0);
+    osbq_store_call_free(&ping);
+    answers_clear(&some);
+
+    osbq_store_use_pipeline(f->store, f->pipeline);
+    long long before = connections_received(f);
+    pthread_t threads[BLOCKING_THREADS];
+    for (int i = 0; i < BLOCKING_THREADS; i++)
+        assert_int_equal(pthread_create(&threads[i], NULL, report_progress, f), 0);
+    for (int i = 0; i < BLOCKING_THREADS; i++) {
+        void *failed = f;
+        assert_int_equal(pthread_join(threads[i], &failed), 0);
+        assert_null(failed);
+    }
+    assert_int_equal(connections_received(f), before);
+
+    osbq_store_pipeline_drain(f->pipeline);
+    assert_int_equal(osbq_store_progress(f->store, "op-nobody", "w", "text", 1000, &err), 0);
+    assert_int_equal(connections_received(f), before + 1);
+    osbq_store_use_pipeline(f->store, NULL);
 }
 
 int main(void)
@@ -581,6 +645,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_acceptances_with_replica_are_acknowledged,
                                         setup_one_ack, teardown),
         cmocka_unit_test_setup_teardown(test_outcome_without_replica_waits_a_lease, setup_one_ack,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_blocking_calls_share_the_pipeline, setup_long_timeout,
                                         teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -493,6 +493,11 @@ _SAMPLE = _re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$')
 _LABEL = _re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
 
 
+# The standard process metrics every osbq process serves beside its osbq_* ones.
+PROCESS_METRICS = ("process_start_time_seconds", "process_resident_memory_bytes",
+                   "process_cpu_seconds_total", "process_open_fds", "process_max_fds")
+
+
 def parse_metrics(text):
     """{(name, frozenset(labels)): value}, checking the format basics: every sample follows its
     family's # TYPE (and # HELP), no sample is listed twice, every line ends."""
@@ -528,7 +533,8 @@ def parse_metrics(text):
             raise AssertionError("sample before its # TYPE: %r" % line)
         if kind == "counter" and not name.endswith("_total"):
             raise AssertionError("counter not named *_total: %r" % line)
-        if not name.startswith("osbq_"):
+        # The process_* names are the standard ones of Prometheus's client libraries.
+        if not name.startswith("osbq_") and name not in PROCESS_METRICS:
             raise AssertionError("metric name without the osbq_ prefix: %r" % line)
         key = (name, frozenset(_LABEL.findall(labels)))
         if key in samples:
@@ -540,3 +546,10 @@ def parse_metrics(text):
 def metric_value(samples, name, **labels):
     """The sample's value, 0 when absent (a counter not yet moved)."""
     return samples.get((name, frozenset(labels.items())), 0.0)
+
+
+def metric_sum(samples, name, **labels):
+    """The sum of the samples of name whose labels include these (what `sum` over the other
+    labels gives), 0 when there are none."""
+    wanted = set(labels.items())
+    return sum(v for (n, ls), v in samples.items() if n == name and wanted <= ls)

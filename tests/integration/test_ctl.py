@@ -139,15 +139,16 @@ class TestCtlReads(CtlTestCase):
         out = self.ctl_ok("instances")
         lines = out.splitlines()
         self.assertEqual(lines[0].split(),
-                         ["ID", "STATE", "SERVICE", "PLAN", "LOCK", "LAST_OP", "CREATED"])
+                         ["ID", "STATE", "SERVICE", "PLAN", "NAMES", "LOCK", "LAST_OP", "CREATED"])
         self.assertEqual(len(lines), 4, out)
         for iid in self.instances:
             row = [line for line in lines if line.startswith(iid)]
             self.assertEqual(len(row), 1, out)
             cells = row[0].split()
             self.assertEqual(cells[1:4], ["provisioned", SERVICE, FAST])
-            self.assertEqual(cells[4], "-")  # no lock
-            self.assertRegex(cells[6], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
+            self.assertEqual(cells[4], "-")  # the default catalog does not know these ids
+            self.assertEqual(cells[5], "-")  # no lock
+            self.assertRegex(cells[7], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
 
         records = self.ctl_json("instances")
         self.assertEqual(sorted(r["instance_id"] for r in records), sorted(self.instances))
@@ -171,7 +172,8 @@ class TestCtlReads(CtlTestCase):
         out = self.ctl_ok("bindings", "--instance", self.instances[0])
         lines = out.splitlines()
         self.assertEqual(lines[0].split(),
-                         ["ID", "INSTANCE", "STATE", "PLAN", "LOCK", "LAST_OP", "CREATED"])
+                         ["ID", "INSTANCE", "STATE", "PLAN", "NAMES", "LOCK", "LAST_OP",
+                          "CREATED"])
         self.assertEqual(sorted(line.split()[0] for line in lines[1:]), self.bindings)
         for line in lines[1:]:
             self.assertEqual(line.split()[1:4], [self.instances[0], "bound", FAST])
@@ -186,6 +188,69 @@ class TestCtlReads(CtlTestCase):
             self.assertNotIn("password", json.dumps(r))
         self.assertEqual(self.ctl_json("bindings", "--instance", self.instances[1]), [])
         self.assertEqual(self.ctl_json("bindings", "--state", "failed"), [])
+
+    def catalog_names(self):
+        with open(CATALOG) as f:
+            service = [s for s in json.load(f)["services"] if s["id"] == SERVICE][0]
+        return service["name"], [p["name"] for p in service["plans"] if p["id"] == FAST][0]
+
+    def test_names_beside_ids(self):
+        service, plan = self.catalog_names()
+        status, out, err = self.ctl("instances", env=self.ctl_env(OSBQ_CATALOG=CATALOG))
+        self.assertEqual(status, 0, err)
+        for line in out.splitlines()[1:]:
+            self.assertEqual(line.split()[4], "%s/%s" % (service, plan), out)
+        status, out, err = self.ctl("--json", "bindings", env=self.ctl_env(OSBQ_CATALOG=CATALOG))
+        self.assertEqual(status, 0, err)
+        for r in json.loads(out):
+            self.assertEqual((r["service_name"], r["plan_name"]), (service, plan))
+        # A catalog that cannot be read: ids only, and a word why.
+        missing = os.path.join(self.stack.workdir, "no-such-catalog.json")
+        status, out, err = self.ctl("instances", env=self.ctl_env(OSBQ_CATALOG=missing))
+        self.assertEqual(status, 0, err)
+        self.assertIn("OSBQ_CATALOG: %s" % missing, err)
+        self.assertIn("showing ids without names", err)
+
+    def test_instance(self):
+        service, plan = self.catalog_names()
+        iid = self.instances[0]
+        status, out, err = self.ctl("instance", iid, env=self.ctl_env(OSBQ_CATALOG=CATALOG))
+        self.assertEqual(status, 0, err)
+        rows = dict(line.split(None, 1) for line in out.split("\n\n")[0].splitlines())
+        self.assertEqual(rows["instance"], iid)
+        self.assertEqual(rows["state"], "provisioned")
+        self.assertEqual(rows["service"], "%s (%s)" % (service, SERVICE))
+        self.assertEqual(rows["plan"], "%s (%s)" % (plan, FAST))
+        self.assertIn("Bindings (2):", out)
+        self.assertIn("Operations (3,", out)
+        for bid in self.bindings:
+            self.assertIn(bid, out)
+
+        record = self.ctl_json("instance", iid)
+        self.assertEqual(record["instance"]["instance_id"], iid)
+        self.assertNotIn("digest", record["instance"])
+        self.assertEqual(sorted(b["binding_id"] for b in record["bindings"]), self.bindings)
+        ops = record["operations"]
+        self.assertEqual(sorted(o["kind"] for o in ops), ["bind", "bind", "provision"])
+        for o in ops:
+            self.assertEqual(o["instance"], iid)
+            self.assertEqual(o["state"], "succeeded")
+            self.assertNotIn("job", o)
+            self.assertNotIn("history", o)
+            # Each id is one `osbq-ctl operation` reads.
+            self.assertEqual(self.ctl_json("operation", o["operation_id"])["kind"], o["kind"])
+        # Another instance's operations are not listed.
+        other = self.ctl_json("instance", self.instances[1])
+        self.assertEqual(other["bindings"], [])
+        self.assertEqual([o["kind"] for o in other["operations"]], ["provision"])
+
+    def test_instance_unknown(self):
+        status, out, err = self.ctl("instance", "no-such-instance")
+        self.assertEqual(status, 3, out + err)
+        self.assertIn("no instance no-such-instance in namespace %s" % NAMESPACE, err)
+        status, out, err = self.ctl("instance")
+        self.assertEqual(status, 2)
+        self.assertIn("instance needs an INSTANCE_ID", err)
 
     def test_operation(self):
         record = [r for r in self.ctl_json("instances") if r["instance_id"] == self.instances[1]]

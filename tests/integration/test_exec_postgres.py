@@ -158,6 +158,30 @@ class ExecPostgresTest(unittest.TestCase):
         self.assertEqual(status, 0, out)
         return out.strip() == "1"
 
+    def test_errors_show_no_server_address(self):
+        """What the script prints on stderr is the description platform users read: a server
+        that cannot be reached (and a wrong password) is a sentence, without the host, port
+        or socket path psql names."""
+        closed = harness.free_port()
+        job = {"kind": "provision", "operation_id": "op", "instance_id": "no-server",
+               "binding_id": None, "service_id": SERVICE, "plan_id": PLAN, "parameters": None,
+               "context": None, "bind_resource": None, "predecessor_binding_id": None,
+               "attempt": 1}
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PG")}
+        for port, password, expected in (
+                (closed, ADMIN_PASSWORD, "The database server cannot be reached"),
+                (self.pg.port, "wrong-" + ADMIN_PASSWORD, "refused the broker's login")):
+            env.update(PGHOST="127.0.0.1", PGPORT=str(port), PGUSER="postgres",
+                       PGPASSWORD=password)
+            r = subprocess.run(["/bin/sh", os.path.join(EXAMPLE_DIR, "postgres.sh")],
+                               input=json.dumps(job).encode(), env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, timeout=30)
+            err = r.stderr.decode()
+            self.assertNotEqual(r.returncode, 0)
+            self.assertIn(expected, err)
+            for internal in ("127.0.0.1", str(port), "/tmp", "/var/run", "psql:"):
+                self.assertNotIn(internal, err)
+
     def test_provision_bind_connect_unbind_deprovision(self):
         iid, bid = str(uuid.uuid4()), str(uuid.uuid4())
         ipath = "/v2/service_instances/" + iid

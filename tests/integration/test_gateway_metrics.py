@@ -4,6 +4,7 @@ move by exactly what a lifecycle did; the text must be valid Prometheus expositi
 pinned OSBQ_METRICS_USERNAME/PASSWORD protect it when set."""
 
 import base64
+import json
 import os
 import re
 import signal
@@ -15,6 +16,10 @@ import harness
 
 CATALOG = os.path.join(harness.SOURCE_DIR, "tests", "data", "catalog-bindings.json")
 SERVICE = "5c1d2e3f-8a9b-4c0d-9e1f-2a3b4c5d6e01"
+with open(CATALOG) as _f:
+    _services = json.load(_f)["services"]
+CATALOG_SERVICES = {s["id"] for s in _services} | {"unknown"}
+CATALOG_PLANS = {p["id"] for s in _services for p in s["plans"]} | {"unknown"}
 FAST = "5c1d2e3f-8a9b-4c0d-9e1f-2a3b4c5d6f01"            # every operation at once
 SLOW_PROVISION = "5c1d2e3f-8a9b-4c0d-9e1f-2a3b4c5d6f11"  # provision 1.5 s
 
@@ -98,13 +103,17 @@ class GatewayMetricsTest(unittest.TestCase):
         samples = parse_metrics(text)
         self.assertEqual(value(samples, "osbq_build_info", version=self.version(),
                                role="gateway"), 1)
-        self.assertGreater(value(samples, "osbq_process_resident_memory_bytes"), 1e6)
-        start = value(samples, "osbq_process_start_time_seconds")
+        self.assertGreater(value(samples, "process_resident_memory_bytes"), 1e6)
+        self.assertGreater(value(samples, "process_open_fds"), 3)
+        self.assertGreaterEqual(value(samples, "process_max_fds"), value(samples,
+                                                                         "process_open_fds"))
+        self.assertGreater(value(samples, "process_cpu_seconds_total"), 0)
+        start = value(samples, "process_start_time_seconds")
         self.assertLess(abs(start - time.time()), 120)
         # The scrape itself is the one request in flight.
         self.assertEqual(value(samples, "osbq_http_requests_in_flight"), 1)
         for name in ("osbq_http_requests_total", "osbq_http_request_duration_seconds",
-                     "osbq_operations_total", "osbq_jobs_queued", "osbq_workers_live",
+                     "osbq_gateway_operations_total", "osbq_jobs_queued", "osbq_workers_live",
                      "osbq_worker_free_slots", "osbq_sync_waits_in_flight",
                      "osbq_job_retries_total", "osbq_lease_expiries_total",
                      "osbq_redis_errors_total"):
@@ -183,12 +192,20 @@ class GatewayMetricsTest(unittest.TestCase):
         def delta(name, **labels):
             return value(after, name, **labels) - value(before, name, **labels)
 
-        ops = "osbq_operations_total"
-        self.assertEqual(delta(ops, kind="provision", state="accepted"), 3)
-        self.assertEqual(delta(ops, kind="provision", state="joined"), 1)
-        self.assertEqual(delta(ops, kind="bind", state="accepted"), 1)
-        self.assertEqual(delta(ops, kind="unbind", state="accepted"), 1)
-        self.assertEqual(delta(ops, kind="deprovision", state="accepted"), 1)
+        ops = "osbq_gateway_operations_total"
+        # Each sample carries the request's service and plan ids (the catalog's only).
+        self.assertTrue(all(dict(ls).get("service") in CATALOG_SERVICES
+                            and dict(ls).get("plan") in CATALOG_PLANS
+                            for (n, ls) in after if n == ops), after)
+
+        def delta_ops(**labels):
+            return (harness.metric_sum(after, ops, **labels)
+                    - harness.metric_sum(before, ops, **labels))
+        self.assertEqual(delta_ops(kind="provision", state="accepted"), 3)
+        self.assertEqual(delta_ops(kind="provision", state="joined"), 1)
+        self.assertEqual(delta_ops(kind="bind", state="accepted"), 1)
+        self.assertEqual(delta_ops(kind="unbind", state="accepted"), 1)
+        self.assertEqual(delta_ops(kind="deprovision", state="accepted"), 1)
 
         req = "osbq_http_requests_total"
         self.assertEqual(delta(req, route=INSTANCE_ROUTE, method="PUT", code="202"), 4)

@@ -233,6 +233,16 @@ class RunLocalTest(unittest.TestCase):
 
     # ---- the test ----
 
+    def test_catalog_option(self):
+        missing = os.path.join(self.tmp, "no-such-catalog.json")
+        r = subprocess.run([SCRIPT, "--no-install", "--catalog", missing, "--var", self.var],
+                           env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           timeout=10)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("--catalog: cannot read the file %s" % missing, r.stderr.decode())
+        r = subprocess.run([SCRIPT, "--help"], stdout=subprocess.PIPE, timeout=10)
+        self.assertIn("--catalog FILE", r.stdout.decode())
+
     def test_gateways_and_workers_end_to_end_then_sigint_stops_all(self):
         t0 = time.monotonic()
         self.start_script()
@@ -268,6 +278,19 @@ class RunLocalTest(unittest.TestCase):
             instances.append((iid, a, r.json()["operation"]))
         for iid, a, op in instances:
             self.wait_op(gw[1 - a], iid, op)
+
+        # The summary's osbq-ctl line works as printed, names beside the ids.
+        m = re.search(r"^  (OSBQ_REDIS_URL=\S+ OSBQ_CATALOG=\S+ \S+/osbq-ctl instances)$",
+                      self.output(), re.M)
+        self.assertIsNotNone(m, self.output())
+        env = {k: v for k, v in self.env.items() if k != "OSBQ_BUILD_DIR"}
+        r = subprocess.run(["bash", "-c", m.group(1)], env=env, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, timeout=10)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        listed = r.stdout.decode()
+        for iid, _, _ in instances:
+            self.assertIn(iid, listed)
+        self.assertIn("osbq-sim-logs/standard", listed)
 
         # Bind synchronously through one gateway, unbind and deprovision through the other;
         # the deprovision is polled through the first.

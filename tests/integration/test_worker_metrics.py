@@ -140,7 +140,7 @@ class WorkerMetricsTest(unittest.TestCase):
         self.assertEqual(r.header("content-type"), "text/plain; version=0.0.4; charset=utf-8")
         text = r.body.decode()
         before = parse_metrics(text)
-        for name, kind in (("osbq_operations_total", "counter"),
+        for name, kind in (("osbq_worker_operations_total", "counter"),
                            ("osbq_operation_duration_seconds", "histogram"),
                            ("osbq_jobs_running", "gauge"), ("osbq_worker_slots", "gauge"),
                            ("osbq_jobs_rejected_total", "counter"),
@@ -148,8 +148,10 @@ class WorkerMetricsTest(unittest.TestCase):
                            ("osbq_finish_retries_total", "counter"),
                            ("osbq_gateways_connected", "gauge"),
                            ("osbq_build_info", "gauge"), ("osbq_redis_errors_total", "counter"),
-                           ("osbq_process_start_time_seconds", "gauge"),
-                           ("osbq_process_resident_memory_bytes", "gauge")):
+                           ("process_start_time_seconds", "gauge"),
+                           ("process_resident_memory_bytes", "gauge"),
+                           ("process_cpu_seconds_total", "counter"),
+                           ("process_open_fds", "gauge"), ("process_max_fds", "gauge")):
             self.assertIn("# TYPE %s %s\n" % (name, kind), text)
             self.assertIn("# HELP %s " % name, text)
         self.assertEqual(value(before, "osbq_build_info", version=self.version(), role="worker"),
@@ -157,12 +159,16 @@ class WorkerMetricsTest(unittest.TestCase):
         self.assertEqual(value(before, "osbq_worker_slots"), CONCURRENCY)
         self.assertEqual(value(before, "osbq_gateways_connected"), 1)
         self.assertEqual(value(before, "osbq_jobs_running"), 0)
-        self.assertLess(abs(value(before, "osbq_process_start_time_seconds") - time.time()), 120)
+        self.assertLess(abs(value(before, "process_start_time_seconds") - time.time()), 120)
         # Every series exists from the start, at 0: rate() works from the first scrape.
+        # The service and plan labels take the catalog's ids, and "unknown" for anything else.
         for kind in KINDS:
             for state in STATES:
-                self.assertIn(("osbq_operations_total",
-                               frozenset({"kind": kind, "state": state}.items())), before)
+                for service, plan in ((SERVICE, FAST), (SERVICE, EXEC_FAIL),
+                                      ("unknown", "unknown")):
+                    labels = {"kind": kind, "state": state, "service": service, "plan": plan}
+                    self.assertIn(("osbq_worker_operations_total",
+                                   frozenset(labels.items())), before)
         # HEAD answers like GET, without a body.
         conn = http.client.HTTPConnection("127.0.0.1", worker.metrics_port, timeout=10)
         conn.request("HEAD", "/metrics")
@@ -204,8 +210,10 @@ class WorkerMetricsTest(unittest.TestCase):
             d = {}
             for kind in KINDS:
                 for state in STATES:
-                    n = (value(after, "osbq_operations_total", kind=kind, state=state)
-                         - value(before, "osbq_operations_total", kind=kind, state=state))
+                    n = (harness.metric_sum(after, "osbq_worker_operations_total", kind=kind,
+                                            state=state)
+                         - harness.metric_sum(before, "osbq_worker_operations_total", kind=kind,
+                                              state=state))
                     if n:
                         d[(kind, state)] = n
             return d
@@ -223,6 +231,10 @@ class WorkerMetricsTest(unittest.TestCase):
         except AssertionError:
             self.fail("operation deltas %r, expected %r" % (deltas(found[0]), expected))
         after = found[0]
+        # The failing provision is counted under its own plan.
+        failed = {"kind": "provision", "state": "failed", "service": SERVICE, "plan": EXEC_FAIL}
+        self.assertEqual(value(after, "osbq_worker_operations_total", **failed)
+                         - value(before, "osbq_worker_operations_total", **failed), 1)
 
         def delta(name, **labels):
             return value(after, name, **labels) - value(before, name, **labels)

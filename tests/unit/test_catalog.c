@@ -338,6 +338,40 @@ static void test_lookups(void **state)
     osbq_catalog_destroy(&cat);
 }
 
+/* Metric labels: the catalog's ids, "unknown" for anything else, a plan only with its own
+ * service. */
+static void test_metric_labels(void **state)
+{
+    (void)state;
+    struct osbq_catalog *cat = load_ok(EFFECTIVE_CATALOG);
+    const char *service = NULL, *plan = NULL;
+    const char *plain = "e0000000-0000-4000-8000-000000000002";
+    const char *bindable = "e0000000-0000-4000-8000-000000000022";
+    osbq_catalog_metric_labels(cat, plain, bindable, &service, &plan);
+    assert_string_equal(service, plain);
+    assert_string_equal(plan, bindable);
+    osbq_catalog_metric_labels(cat, NULL, bindable, &service, &plan);
+    assert_string_equal(service, plain);
+    assert_string_equal(plan, bindable);
+    osbq_catalog_metric_labels(cat, plain, "made-up", &service, &plan);
+    assert_string_equal(service, plain);
+    assert_string_equal(plan, OSBQ_CATALOG_UNKNOWN_LABEL);
+    osbq_catalog_metric_labels(cat, plain, NULL, &service, &plan);
+    assert_string_equal(plan, OSBQ_CATALOG_UNKNOWN_LABEL);
+    /* A plan of another service. */
+    const char *other = osbq_catalog_service_at(cat, 0)->id;
+    osbq_catalog_metric_labels(cat, other, bindable, &service, &plan);
+    assert_string_equal(service, other);
+    assert_string_equal(plan, OSBQ_CATALOG_UNKNOWN_LABEL);
+    osbq_catalog_metric_labels(cat, "made-up", bindable, &service, &plan);
+    assert_string_equal(service, OSBQ_CATALOG_UNKNOWN_LABEL);
+    assert_string_equal(plan, OSBQ_CATALOG_UNKNOWN_LABEL);
+    osbq_catalog_metric_labels(NULL, plain, bindable, &service, &plan);
+    assert_string_equal(service, OSBQ_CATALOG_UNKNOWN_LABEL);
+    assert_string_equal(plan, OSBQ_CATALOG_UNKNOWN_LABEL);
+    osbq_catalog_destroy(&cat);
+}
+
 static void test_effective_values(void **state)
 {
     (void)state;
@@ -582,17 +616,12 @@ static int add_cases(struct test_list *list, const char *kind, CMUnitTestFunctio
 int main(void)
 {
     static const struct CMUnitTest fixed[] = {
-        cmocka_unit_test(test_example_catalog),
-        cmocka_unit_test(test_body_and_etag),
-        cmocka_unit_test(test_body_numbers),
-        cmocka_unit_test(test_lookups),
-        cmocka_unit_test(test_effective_values),
-        cmocka_unit_test(test_requires_list),
-        cmocka_unit_test(test_unreadable_path),
-        cmocka_unit_test(test_schema_size_limit),
-        cmocka_unit_test(test_load_text_parse_error),
-        cmocka_unit_test(test_destroy_null),
-        cmocka_unit_test(test_semver),
+        cmocka_unit_test(test_example_catalog),   cmocka_unit_test(test_body_and_etag),
+        cmocka_unit_test(test_body_numbers),      cmocka_unit_test(test_lookups),
+        cmocka_unit_test(test_metric_labels),     cmocka_unit_test(test_effective_values),
+        cmocka_unit_test(test_requires_list),     cmocka_unit_test(test_unreadable_path),
+        cmocka_unit_test(test_schema_size_limit), cmocka_unit_test(test_load_text_parse_error),
+        cmocka_unit_test(test_destroy_null),      cmocka_unit_test(test_semver),
     };
     struct test_list list = {0};
     for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)

@@ -50,6 +50,7 @@ static const struct expected_row expected_rows[] = {
     {OSBQ_ERR_UNAVAILABLE, 503, NULL, NULL},
     {OSBQ_ERR_TIMEOUT, 504, NULL, NULL},
     {OSBQ_ERR_INVALID, 500, NULL, NULL},
+    {OSBQ_ERR_MISCONFIGURED, 503, NULL, NULL},
 };
 
 /* The parsed body of a reply: an object, with a non-empty string "description". */

@@ -143,6 +143,45 @@ static void test_load_mode(void **state)
     assert_non_null(strstr(err.text, "cannot open"));
 }
 
+/* A Kubernetes Secret volume: the key is a link through ..data to a timestamped directory;
+ * it is read. A link to something that is not a regular file is refused. */
+static void test_load_through_links(void **state)
+{
+    (void)state;
+    char dir[64];
+    (void)snprintf(dir, sizeof dir, "/tmp/osbq-test-secret-volume-XXXXXX");
+    assert_non_null(mkdtemp(dir));
+    char stamp[96], data[96], file[128], link[96], dir_link[96];
+    (void)snprintf(stamp, sizeof stamp, "%s/..2026_01_01", dir);
+    (void)snprintf(data, sizeof data, "%s/..data", dir);
+    (void)snprintf(file, sizeof file, "%s/secret_keys", stamp);
+    (void)snprintf(link, sizeof link, "%s/secret_keys", dir);
+    (void)snprintf(dir_link, sizeof dir_link, "%s/a_directory", dir);
+    assert_int_equal(mkdir(stamp, 0755), 0);
+    FILE *f = fopen(file, "w");
+    assert_non_null(f);
+    assert_true(fputs(KEY_A "\n", f) >= 0);
+    assert_int_equal(fclose(f), 0);
+    assert_int_equal(chmod(file, 0440), 0);
+    assert_int_equal(symlink("..2026_01_01", data), 0);
+    assert_int_equal(symlink("..data/secret_keys", link), 0);
+    struct osbq_error err = {0};
+    struct osbq_secrets *s = osbq_secrets_load(link, &err);
+    if (s == NULL)
+        fail_msg("%s", err.text);
+    assert_int_equal(osbq_secrets_count(s), 1);
+    osbq_secrets_destroy(&s);
+    assert_int_equal(symlink("..2026_01_01", dir_link), 0);
+    assert_null(osbq_secrets_load(dir_link, &err));
+    assert_non_null(strstr(err.text, "not a regular file"));
+    (void)unlink(dir_link);
+    (void)unlink(link);
+    (void)unlink(data);
+    (void)unlink(file);
+    (void)rmdir(stamp);
+    (void)rmdir(dir);
+}
+
 static void test_round_trip(void **state)
 {
     (void)state;
@@ -311,11 +350,17 @@ int main(void)
     if (sodium_init() < 0)
         return 1;
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_load_good),     cmocka_unit_test(test_load_bad),
-        cmocka_unit_test(test_load_too_many), cmocka_unit_test(test_load_mode),
-        cmocka_unit_test(test_round_trip),    cmocka_unit_test(test_tampered),
-        cmocka_unit_test(test_other_place),   cmocka_unit_test(test_wrong_key),
-        cmocka_unit_test(test_rotation),      cmocka_unit_test(test_plaintext_passthrough),
+        cmocka_unit_test(test_load_good),
+        cmocka_unit_test(test_load_bad),
+        cmocka_unit_test(test_load_too_many),
+        cmocka_unit_test(test_load_mode),
+        cmocka_unit_test(test_load_through_links),
+        cmocka_unit_test(test_round_trip),
+        cmocka_unit_test(test_tampered),
+        cmocka_unit_test(test_other_place),
+        cmocka_unit_test(test_wrong_key),
+        cmocka_unit_test(test_rotation),
+        cmocka_unit_test(test_plaintext_passthrough),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

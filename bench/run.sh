@@ -26,6 +26,8 @@
 #                and during a burst of 10,000 more; 160 of 6 s as steps and on threads
 #                (--long-ops-scale multiplies the counts). Not in the default selection: it
 #                takes minutes and 100,000 operations' worth of Redis memory.
+#   durable      accept and lifecycle with no replica, with a replica, and with a replica and
+#                OSBQ_REDIS_MIN_ACKS=1 (WAIT behind each batch), side by side: ratios
 # Each case runs --runs times; the summary gives the median, min and max of the rate and of the
 # p50/p99 latencies, the ratios, every unexpected status, and the command lines.
 # docs/benchmarks.md explains the cases and records figures. Only loopback is used; every loop
@@ -56,6 +58,7 @@ source bench/cases/scale.sh
 source bench/cases/memory.sh
 source bench/cases/round_trips.sh
 source bench/cases/long_ops.sh
+source bench/cases/durable.sh
 
 runs=5
 duration=10
@@ -65,7 +68,7 @@ instances=10000
 scale_instances=1000000
 suspended=10000
 long_ops_scale=1
-all_cases="catalog,accept,redis,accept_alone,last_op,lifecycle,sync_cycle,scale,memory,round_trips"
+all_cases="catalog,accept,redis,accept_alone,last_op,lifecycle,sync_cycle,scale,memory,round_trips,durable"
 cases=$all_cases
 # Every case, the long one included, for --cases.
 known_cases="$all_cases,long_ops"
@@ -83,7 +86,7 @@ usage: bench/run.sh [options]
   --suspended N     sync requests held waiting by the memory case (default 10000)
   --cases LIST      comma-separated subset of (default all but long_ops):
                     catalog,accept,redis,accept_alone,last_op,lifecycle,sync_cycle,scale,
-                    memory,round_trips,long_ops
+                    memory,round_trips,long_ops,durable
   --long-ops-scale F  multiplies long_ops' counts (default 1; 0.1 for a quick run)
   --build-dir DIR   where to build the Release binaries (default build-bench/)
   --quick           a smoke run of every case: --runs 1 --duration 2 --instances 2000
@@ -158,6 +161,7 @@ main() {
   if want_case memory; then case_memory; fi
   if want_case round_trips; then case_round_trips; fi
   if want_case long_ops; then case_long_ops; fi
+  if want_case durable; then case_durable; fi
   local status=0
   report summary || status=1
   echo "bench: done in $((SECONDS - t0)) s"

@@ -493,6 +493,8 @@ UINT_SETTING(parse_shutdown_grace, shutdown_grace_ms, 0, 3600000)
 UINT_SETTING(parse_max_connections, max_connections, 16, 1000000)
 UINT_SETTING(parse_max_connections_per_ip, max_connections_per_ip, 0, 1000000)
 UINT_SETTING(parse_http_idle_timeout, http_idle_timeout_s, 1, 86400)
+UINT_SETTING(parse_redis_min_acks, redis_min_acks, 0, 16)
+UINT_SETTING(parse_redis_ack_timeout, redis_ack_timeout_ms, 10, 60000)
 
 /* The one table of variables; order matters where a default derives from an earlier value. */
 static const struct config_var config_vars[] = {
@@ -504,6 +506,12 @@ static const struct config_var config_vars[] = {
      parse_sentinels, "host:port,host:port of Redis Sentinels that know the primary"},
     {"OSBQ_REDIS_MASTER_NAME", OSBQ_ROLE_ALL, NULL, "none", false, parse_master_name,
      "the Sentinels' name of the primary (set with OSBQ_REDIS_SENTINELS)"},
+    {"OSBQ_REDIS_MIN_ACKS", OSBQ_ROLE_BOTH, "0", "0 (answer once the primary has it)", false,
+     parse_redis_min_acks,
+     "replicas that must hold an acceptance or an outcome before it counts (Redis WAIT)"},
+    {"OSBQ_REDIS_ACK_TIMEOUT_MS", OSBQ_ROLE_BOTH, "1000", NULL, false, parse_redis_ack_timeout,
+     "how long to wait for OSBQ_REDIS_MIN_ACKS replicas; then 503 (gateway) or wait again "
+     "(worker), in ms"},
     {"OSBQ_NAMESPACE", OSBQ_ROLE_ALL, "osbq", NULL, false, parse_namespace,
      "prefix of every Redis key, so several stacks can share one Redis"},
     {"OSBQ_CATALOG", OSBQ_ROLE_ALL, OSBQ_DEFAULT_CATALOG, NULL, false, parse_catalog,

@@ -47,6 +47,9 @@ struct osbq_config {
                                                             * host is the primary */
     char *redis_master_name;       /* OSBQ_REDIS_MASTER_NAME: the Sentinels' name of the primary */
     unsigned redis_timeout_ms;     /* OSBQ_REDIS_TIMEOUT_MS: connect and command timeout */
+    unsigned redis_min_acks;       /* OSBQ_REDIS_MIN_ACKS (both): replicas that must hold an
+                                    * acceptance or outcome (WAIT); 0: the primary alone */
+    unsigned redis_ack_timeout_ms; /* OSBQ_REDIS_ACK_TIMEOUT_MS (both): WAIT's timeout */
     char *namespace_;              /* OSBQ_NAMESPACE: prefix of every Redis key */
     char *catalog_path;            /* OSBQ_CATALOG */
     enum osbq_log_level log_level; /* OSBQ_LOG_LEVEL */

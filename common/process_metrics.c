@@ -76,6 +76,11 @@ static void process_gauges_refresh(void *ctx)
     double errors = (double)g->error_count(g->store);
     osbq_series_add(g->redis_errors, errors - g->reported_errors);
     g->reported_errors = errors;
+    if (g->ack_timeout_count != NULL && g->redis_ack_timeouts != NULL) {
+        double short_waits = (double)g->ack_timeout_count(g->store);
+        osbq_series_add(g->redis_ack_timeouts, short_waits - g->reported_ack_timeouts);
+        g->reported_ack_timeouts = short_waits;
+    }
 }
 
 /* The one series of a family without labels; NULL when out of memory. */
@@ -120,4 +125,19 @@ int osbq_process_metrics_add(struct osbq_process_metrics *pm, struct osbq_metric
     osbq_series_set(osbq_metric_series(build, OSBQ_LABELS(version, role)), 1);
     osbq_series_set(start, (double)time(NULL));
     return osbq_metrics_on_render(m, process_gauges_refresh, pm);
+}
+
+int osbq_process_metrics_add_ack_timeouts(struct osbq_process_metrics *pm, struct osbq_metrics *m,
+                                          osbq_store_error_count_fn ack_timeout_count)
+{
+    struct osbq_metric *acks = osbq_metrics_add(
+        m, OSBQ_METRIC_COUNTER, "osbq_redis_ack_timeouts_total",
+        "Redis WAITs that ended with fewer replicas than OSBQ_REDIS_MIN_ACKS acknowledging: "
+        "acceptances answered 503 (gateway), outcomes waited for again (worker).",
+        NULL, 0, NULL, 0);
+    pm->redis_ack_timeouts = acks ? osbq_metric_series(acks, NULL) : NULL;
+    if (pm->redis_ack_timeouts == NULL)
+        return -1;
+    pm->ack_timeout_count = ack_timeout_count;
+    return 0;
 }

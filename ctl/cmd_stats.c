@@ -131,6 +131,51 @@ static const char *integer_text(const json_t *value, char *buf, size_t size)
     return buf;
 }
 
+/* "role master, 1 online: 10.0.0.2:6379 online lag 0 s" from the redis object's replication. */
+static void replicas_text(const json_t *redis, char *buf, size_t size)
+{
+    const json_t *replicas = json_object_get(redis, "replicas");
+    const json_t *role = json_object_get(redis, "role");
+    size_t online = 0, index = 0;
+    const json_t *r = NULL;
+    json_array_foreach (replicas, index, r) {
+        const char *state = json_string_value(json_object_get(r, "state"));
+        online += state != NULL && strcmp(state, "online") == 0;
+    }
+    int n = snprintf(buf, size, "role %s, %zu of %zu online",
+                     json_is_string(role) ? json_string_value(role) : "-", online,
+                     json_array_size(replicas));
+    size_t at = n > 0 ? (size_t)n : 0;
+    json_array_foreach (replicas, index, r) {
+        if (at >= size)
+            break;
+        char lag[24];
+        n = snprintf(buf + at, size - at, "%s %s %s, lag %s s", index == 0 ? ":" : ";",
+                     json_string_value(json_object_get(r, "address")),
+                     json_string_value(json_object_get(r, "state")),
+                     integer_text(json_object_get(r, "lag_s"), lag, sizeof lag));
+        at += n > 0 ? (size_t)n : 0;
+    }
+}
+
+/* The replicas as JSON: an array of {address, state, offset, lag_s}. */
+static json_t *replicas_json(const struct osbq_store_replication *r)
+{
+    json_t *list = json_array();
+    for (size_t i = 0; list != NULL && i < r->replica_count; i++) {
+        const struct osbq_store_replica *rep = &r->replicas[i];
+        json_t *one = json_pack("{s:o, s:o, s:o, s:o}", "address", format_json_string(rep->address),
+                                "state", format_json_string(rep->state), "offset",
+                                rep->offset >= 0 ? json_integer(rep->offset) : json_null(), "lag_s",
+                                rep->lag_s >= 0 ? json_integer(rep->lag_s) : json_null());
+        if (one == NULL || json_array_append_new(list, one) < 0) {
+            json_decref(list);
+            return NULL;
+        }
+    }
+    return list;
+}
+
 static int print_text(const json_t *stats)
 {
     static const struct table_column columns[] = {{NULL, 0, false}, {NULL, 0, false}};
@@ -138,7 +183,7 @@ static int print_text(const json_t *stats)
     const json_t *workers = json_object_get(stats, "workers");
     const json_t *redis = json_object_get(stats, "redis");
     char instances[512], bindings[512], operations[96], gateways[48], worker_text[128];
-    char slots[24], running[24], redis_text[96], memory[FORMAT_TEXT_MAX];
+    char slots[24], running[24], redis_text[96], memory[FORMAT_TEXT_MAX], replicas[512];
     counts_text(json_object_get(stats, "instances"), instances, sizeof instances);
     counts_text(json_object_get(stats, "bindings"), bindings, sizeof bindings);
     (void)snprintf(operations, sizeof operations,
@@ -158,9 +203,11 @@ static int print_text(const json_t *stats)
                    json_is_string(version) ? json_string_value(version) : "-",
                    format_bytes(json_is_integer(used) ? (int64_t)json_integer_value(used) : -1,
                                 memory, sizeof memory));
+    replicas_text(redis, replicas, sizeof replicas);
     const char *rows[][2] = {
         {"instances", instances}, {"bindings", bindings},   {"operations", operations},
         {"gateways", gateways},   {"workers", worker_text}, {"redis", redis_text},
+        {"replicas", replicas},
     };
     struct table *table = table_new(columns, 2);
     int rc = table != NULL ? CTL_EXIT_OK : ctl_fail("out of memory");
@@ -176,6 +223,7 @@ static int print_text(const json_t *stats)
 int cmd_stats(struct ctl *ctl)
 {
     struct osbq_store_stats queue;
+    struct osbq_store_replication replication;
     struct osbq_error err = {0};
     json_t *instances = NULL, *bindings = NULL, *gateways = NULL, *workers = NULL;
     int rc = count_records(ctl, OSBQ_RECORD_INSTANCE, &instances);
@@ -187,6 +235,8 @@ int cmd_stats(struct ctl *ctl)
         rc = count_processes(ctl, "worker", &workers);
     if (rc == CTL_EXIT_OK && osbq_store_stats_get(ctl->store, &queue, &err) < 0)
         rc = ctl_fail_store("reading the queue and Redis figures", &err);
+    if (rc == CTL_EXIT_OK && osbq_store_replication(ctl->store, &replication, &err) < 0)
+        rc = ctl_fail_store("reading Redis's replication", &err);
     if (rc != CTL_EXIT_OK) {
         json_decref(instances);
         json_decref(bindings);
@@ -195,11 +245,12 @@ int cmd_stats(struct ctl *ctl)
         return rc;
     }
     json_t *stats = json_pack(
-        "{s:o, s:o, s:{s:I, s:I}, s:o, s:o, s:{s:o, s:o}}", "instances", instances, "bindings",
-        bindings, "operations", "unfinished", (json_int_t)queue.unfinished, "overdue",
+        "{s:o, s:o, s:{s:I, s:I}, s:o, s:o, s:{s:o, s:o, s:o, s:o}}", "instances", instances,
+        "bindings", bindings, "operations", "unfinished", (json_int_t)queue.unfinished, "overdue",
         (json_int_t)queue.overdue, "gateways", gateways, "workers", workers, "redis", "version",
         queue.redis_version[0] != '\0' ? format_json_string(queue.redis_version) : json_null(),
-        "used_memory", queue.used_memory >= 0 ? json_integer(queue.used_memory) : json_null());
+        "used_memory", queue.used_memory >= 0 ? json_integer(queue.used_memory) : json_null(),
+        "role", format_json_string(replication.role), "replicas", replicas_json(&replication));
     if (stats == NULL)
         return ctl_fail("out of memory");
     if (ctl->opt.json)

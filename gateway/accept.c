@@ -146,9 +146,31 @@ static void reply_wait_for(struct reply *out, const struct request *req,
         reply_error(out, OSBQ_ERR_INTERNAL, "Out of memory.");
 }
 
+/* The job this request made, as the job of the identical operation already recorded
+ * (operation_id): the same request, so the same job but for its id. Replaces p->job; keeps it
+ * when it cannot be done (then nothing is resent). */
+static void job_for_operation(struct accept_pending *p, const char *operation_id)
+{
+    struct osbq_job job = {0};
+    char *bytes = NULL;
+    size_t len = 0;
+    if (osbq_job_decode(p->job, p->job_len, &job, NULL, 0) < 0)
+        return;
+    job.operation_id = operation_id;
+    if (osbq_job_encode(&job, &bytes, &len, NULL, 0) == 0) {
+        free(p->job);
+        p->job = bytes;
+        p->job_len = len;
+    }
+    osbq_job_clear(&job);
+}
+
 /* Answers OSBQ_BEGIN_ACCEPTED and OSBQ_BEGIN_IN_PROGRESS: 202 with the operation, or a wait for
- * its outcome. A new operation's job goes with the reply; one already running has its own job
- * on its way. */
+ * its outcome. A new operation's job goes with the reply. One already recorded has its own job
+ * on its way, except with OSBQ_REDIS_MIN_ACKS: an acceptance answered 503 because replicas did
+ * not acknowledge it in time stays recorded without its job sent, and this request is the
+ * platform's retry of it; its job is sent again (a worker's claim drops a second delivery), so
+ * the operation starts now rather than after OSBQ_CLAIM_TIMEOUT_MS. */
 static void reply_started(const struct gateway *gw, const struct request *req,
                           struct accept_pending *p, const struct osbq_begin_reply *got,
                           struct reply *out)
@@ -161,7 +183,9 @@ static void reply_started(const struct gateway *gw, const struct request *req,
     else
         reply_wait_for(out, req, p, operation_id,
                        p->desc->resource == ACCEPT_INSTANCE ? got->dashboard_url : NULL);
-    if (accepted) {
+    if (!accepted && gw->cfg->redis_min_acks > 0 && operation_id != NULL)
+        job_for_operation(p, operation_id);
+    if (accepted || gw->cfg->redis_min_acks > 0) {
         out->job = p->job;
         out->job_len = p->job_len;
         p->job = NULL;
@@ -210,6 +234,16 @@ static void accept_operation_after_begin(const struct gateway *gw, const struct 
     struct osbq_begin_reply got = {0};
     struct osbq_error err = {0};
     if (osbq_store_begin_result(call, &got, &err) < 0) {
+        if (osbq_store_call_not_durable(call)) {
+            /* Recorded on the primary only: the job stays here, the platform's retry finds the
+             * operation (and sends the job). */
+            log_warnx("%s", err.text);
+            gateway_metrics_operation(gw->metrics, osbq_job_kind_name(p->kind), "not_durable",
+                                      p->metric_service, p->metric_plan);
+            reply_error(out, OSBQ_ERR_UNAVAILABLE,
+                        "The broker could not make the operation durable; retry.");
+            return;
+        }
         reply_store_unavailable(out, &err);
         return;
     }

@@ -42,7 +42,8 @@ int gateway_metrics_init(struct gateway_metrics *gm, struct osbq_store *store, c
         return -1;
     gm->registry = m;
     if (osbq_process_metrics_add(&gm->process, m, "gateway", version, store,
-                                 osbq_store_error_count) < 0)
+                                 osbq_store_error_count) < 0 ||
+        osbq_process_metrics_add_ack_timeouts(&gm->process, m, osbq_store_ack_timeout_count) < 0)
         goto fail;
     gm->requests = osbq_metrics_add(m, OSBQ_METRIC_COUNTER, "osbq_http_requests_total",
                                     "HTTP requests answered, by route pattern, method and status.",
@@ -56,8 +57,8 @@ int gateway_metrics_init(struct gateway_metrics *gm, struct osbq_store *store, c
     gm->operations = osbq_metrics_add(
         m, OSBQ_METRIC_COUNTER, "osbq_gateway_operations_total",
         "Operations by kind, service, plan and what this gateway did: accepted (recorded and "
-        "sent), joined (an identical request joined the running one), abandoned (failed after "
-        "its attempts).",
+        "sent), joined (an identical request joined the running one), not_durable (recorded, too "
+        "few replicas acknowledged it: answered 503), abandoned (failed after its attempts).",
         operation_labels, 4, NULL, 0);
     gm->sync_waits = plain(m, OSBQ_METRIC_GAUGE, "osbq_sync_waits_in_flight",
                            "Synchronous requests suspended until their operation ends.");

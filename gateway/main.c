@@ -174,6 +174,15 @@ int main(int argc, char **argv)
     unsigned char raw_id[16];
     randombytes_buf(raw_id, sizeof raw_id);
     sodium_bin2hex(gw.gateway_id, sizeof gw.gateway_id, raw_id, sizeof raw_id);
+    char replication[512];
+    int replicas_enough =
+        osbq_store_replication_check(gw.store, replication, sizeof replication, &err);
+    if (replicas_enough == 0)
+        log_warnx("Redis replication: %s; OSBQ_REDIS_MIN_ACKS=%u is not met: acceptances get 503 "
+                  "and /readyz fails until it is",
+                  replication, cfg.redis_min_acks);
+    else if (replicas_enough > 0)
+        log_info("Redis replication: %s", replication);
 
     gw.pipeline = osbq_store_pipeline_start(gw.store, &err);
     if (gw.pipeline == NULL)

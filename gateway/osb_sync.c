@@ -1,6 +1,7 @@
 /* The answer to a synchronous request once its wait ended: the outcome announced, or, after a
  * timeout, the outcome read once more from Redis (the announcement may have been lost). */
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "handlers.h"
@@ -46,11 +47,48 @@ static void sync_reply_after_read(const struct gateway *gw, const struct request
     osbq_last_op_clear(&op);
 }
 
+/* An announced outcome waiting for the replicas: both borrowed from the request's exchange. */
+struct announced {
+    const struct reply_wait *wait;
+    const struct waiter_result *result;
+};
+
+/* With OSBQ_REDIS_MIN_ACKS, once a PING through the pipeline is answered: the WAIT behind it
+ * covers every write before it, the outcome's included, so the announcement can be answered. */
+static void sync_reply_after_acks(const struct gateway *gw, const struct request *req,
+                                  struct osbq_store_call *call, void *state, struct reply *out)
+{
+    (void)req;
+    const struct announced *a = state;
+    struct osbq_error err = {0};
+    if (osbq_store_ping_result(call, &err) < 0) {
+        reply_store_unavailable(out, &err);
+        return;
+    }
+    answer_outcome(gw, a->wait, a->result, out);
+}
+
 void osb_sync_reply(const struct gateway *gw, const struct reply_wait *wait,
                     const struct waiter_result *result, struct reply *out)
 {
+    bool binding = wait->kind == OSBQ_JOB_BIND || wait->kind == OSBQ_JOB_UNBIND;
     switch (result->outcome) {
     case WAITER_FINISHED:
+        /* The announcement leaves the primary before its replicas have the outcome. A binding's
+         * answer reads the binding through the pipeline, which waits for them anyway. */
+        if (gw->cfg->redis_min_acks > 0 && !binding) {
+            struct osbq_error err = {0};
+            struct announced *a = malloc(sizeof *a);
+            struct osbq_store_call *call = a != NULL ? osbq_store_ping_call(&err) : NULL;
+            if (call == NULL) {
+                free(a);
+                reply_error(out, OSBQ_ERR_INTERNAL, NULL);
+                return;
+            }
+            *a = (struct announced){wait, result};
+            reply_defer(out, call, sync_reply_after_acks, a, free);
+            return;
+        }
         answer_outcome(gw, wait, result, out);
         return;
     case WAITER_SHUTDOWN:

@@ -33,6 +33,52 @@ int osbq_store_ping(struct osbq_store *store, struct osbq_error *err);
 struct osbq_store_call *osbq_store_ping_call(struct osbq_error *err);
 int osbq_store_ping_result(struct osbq_store_call *call, struct osbq_error *err);
 
+/* ---- Replication (INFO replication) ---- */
+
+/* Most replicas osbq_store_replication_parse lists. */
+#define OSBQ_STORE_REPLICAS_MAX 16
+
+/* One replica as its primary sees it. */
+struct osbq_store_replica {
+    char address[64]; /* "ip:port" */
+    char state[24];   /* "online" once in sync; "wait_bgsave", "send_bulk"... while it joins */
+    int64_t offset;   /* replication offset it acknowledged; -1 unknown */
+    int64_t lag_s;    /* seconds since its last acknowledgement; -1 unknown */
+};
+
+/* The replication state of the Redis osbq writes to. */
+struct osbq_store_replication {
+    char role[16];        /* "master", "slave"... */
+    int64_t offset;       /* master_repl_offset; -1 unknown */
+    size_t online;        /* replicas in state online */
+    size_t replica_count; /* entries in replicas */
+    struct osbq_store_replica replicas[OSBQ_STORE_REPLICAS_MAX]; /* as INFO lists them */
+};
+
+/* Reads INFO replication's text (borrowed) into *out; what is missing stays unknown. */
+void osbq_store_replication_parse(const char *info, struct osbq_store_replication *out);
+
+/* INFO replication in two halves, for a pipeline: the call (NULL with err), then 0 with *out,
+ * or -1 with err. */
+struct osbq_store_call *osbq_store_replication_call(struct osbq_error *err);
+int osbq_store_replication_result(struct osbq_store_call *call, struct osbq_store_replication *out,
+                                  struct osbq_error *err);
+
+/* The same at once, on a pooled connection. 0, or -1 with err. */
+int osbq_store_replication(struct osbq_store *store, struct osbq_store_replication *out,
+                           struct osbq_error *err);
+
+/* One line for logs: "role master, 1 replica(s) online: 10.0.0.2:6379 online, lag 0 s".
+ * Writes at most size bytes (NUL included); returns the length written. */
+size_t osbq_store_replication_describe(const struct osbq_store_replication *r, char *buf,
+                                       size_t size);
+
+/* Reads the replication state at once and describes it in line (osbq_store_replication_describe).
+ * Returns 1 when at least OSBQ_REDIS_MIN_ACKS replicas are online, 0 when fewer are (acceptances
+ * would get 503), -1 with err when Redis failed. */
+int osbq_store_replication_check(struct osbq_store *store, char *line, size_t size,
+                                 struct osbq_error *err);
+
 /* ---- Calls that do not block the caller (store_pipeline.h sends them) ---- */
 
 /* One call of a store script: made by an osbq_store_*_call function, sent through a pipeline
@@ -50,6 +96,16 @@ void osbq_store_call_free(struct osbq_store_call **cp);
 /* Runs call, blocking until its reply or a failure is in it: through the pipeline the store
  * uses (osbq_store_use_pipeline), else on one of the store's pooled connections. */
 void osbq_store_call_run(struct osbq_store *store, struct osbq_store_call *call);
+
+/* Whether call is an acceptance that was answered but fewer replicas than OSBQ_REDIS_MIN_ACKS
+ * acknowledged what it wrote (and read) within OSBQ_REDIS_ACK_TIMEOUT_MS, or the connection
+ * failed before they did: its result function then fails (OSBQ_ERR_UNAVAILABLE), though the
+ * script ran. (Any call through the pipeline fails so: what it read may not be on a replica.) */
+bool osbq_store_call_not_durable(const struct osbq_store_call *call);
+
+/* How many WAITs ended with fewer replicas than OSBQ_REDIS_MIN_ACKS since the store was made:
+ * for osbq_redis_ack_timeouts_total. */
+uint64_t osbq_store_ack_timeout_count(const struct osbq_store *store);
 
 struct osbq_store_pipeline;
 

@@ -229,17 +229,71 @@ bool store_call_settle(struct osbq_store *store, struct osbq_store_call *call, r
     return drop;
 }
 
+/* Whether call must be followed by the WAIT of OSBQ_REDIS_MIN_ACKS. */
+static bool wants_acks(const struct osbq_store *store, const struct osbq_store_call *call)
+{
+    return call->durable && store->cfg->redis_min_acks > 0;
+}
+
+/* Sets c's read timeout to the store's plus extra_ms (a WAIT blocks that long). */
+static int stretch_timeout(const struct osbq_store *store, redisContext *c, unsigned extra_ms)
+{
+    struct timeval t = store->timeout;
+    t.tv_sec += (time_t)(extra_ms / 1000);
+    t.tv_usec += (suseconds_t)((extra_ms % 1000) * 1000);
+    if (t.tv_usec >= 1000000) {
+        t.tv_sec++;
+        t.tv_usec -= 1000000;
+    }
+    return redisSetTimeout(c, t) == REDIS_OK ? 0 : -1;
+}
+
+/* Reads the replies to the mark and the WAIT after a durable call: the acknowledgements, or -1
+ * (I/O: c->err says which). */
+static long long read_acks(struct osbq_store *store, redisContext *c)
+{
+    void *mark = NULL, *wait = NULL;
+    if (redisGetReply(c, &mark) != REDIS_OK)
+        return -1;
+    freeReplyObject(mark);
+    if (redisGetReply(c, &wait) != REDIS_OK)
+        return -1;
+    long long acks = store_ack_count(store, wait);
+    freeReplyObject(wait);
+    return acks < 0 ? 0 : acks;
+}
+
 /* Sends call's command on c and waits for its reply: NULL on an I/O error (c->err says which),
  * as redisCommandArgv. hiredis appends formatted commands to its output buffer as they are,
- * so the head and the tail go out as one command. */
-static redisReply *run_call(redisContext *c, const char *head, size_t head_len,
-                            const struct osbq_store_call *call)
+ * so the head and the tail go out as one command. A durable call (with OSBQ_REDIS_MIN_ACKS)
+ * has the mark and the WAIT pipelined behind it, their outcome in call->acks_short. */
+static redisReply *run_call(struct osbq_store *store, redisContext *c, const char *head,
+                            size_t head_len, struct osbq_store_call *call)
 {
     void *reply = NULL;
+    char mark[STORE_ACK_COMMAND_MAX], wait[STORE_ACK_COMMAND_MAX];
+    size_t mark_len = 0, wait_len = 0;
+    bool acked = wants_acks(store, call);
+    if (acked) {
+        mark_len = store_ack_mark_command(store, mark);
+        wait_len = store_ack_wait_command(store, wait);
+        if (mark_len == 0 || stretch_timeout(store, c, store->cfg->redis_ack_timeout_ms) < 0)
+            return NULL;
+    }
     if (redisAppendFormattedCommand(c, head, head_len) != REDIS_OK ||
         redisAppendFormattedCommand(c, call->tail, call->tail_len) != REDIS_OK ||
+        (acked && (redisAppendFormattedCommand(c, mark, mark_len) != REDIS_OK ||
+                   redisAppendFormattedCommand(c, wait, wait_len) != REDIS_OK)) ||
         redisGetReply(c, &reply) != REDIS_OK)
         return NULL;
+    if (!acked)
+        return reply;
+    long long acks = read_acks(store, c);
+    if (acks < 0 || redisSetTimeout(c, store->timeout) != REDIS_OK) {
+        freeReplyObject(reply);
+        return NULL;
+    }
+    call->acks_short = acks < (long long)store->cfg->redis_min_acks;
     return reply;
 }
 
@@ -307,7 +361,7 @@ void osbq_store_call_run(struct osbq_store *store, struct osbq_store_call *call)
         return;
     }
     size_t head_len = store_call_head(call, sha, head);
-    redisReply *reply = run_call(c, head, head_len, call);
+    redisReply *reply = run_call(store, c, head, head_len, call);
     if (reply != NULL && reply->type == REDIS_REPLY_ERROR && call->script != STORE_CALL_COMMAND &&
         strncmp(reply->str, "NOSCRIPT", 8) == 0) {
         freeReplyObject(reply);
@@ -316,7 +370,7 @@ void osbq_store_call_run(struct osbq_store *store, struct osbq_store_call *call)
             store_release(store, c);
             return;
         }
-        reply = run_call(c, head, head_len, call);
+        reply = run_call(store, c, head, head_len, call);
     }
     if (reply == NULL) { /* I/O: counted (and Redis marked down) by store_release */
         char words[256];
@@ -327,14 +381,70 @@ void osbq_store_call_run(struct osbq_store *store, struct osbq_store_call *call)
     store_release(store, c);
 }
 
-/* Takes the reply out of an answered call: NULL with err (the call's) when it has none. */
 redisReply *store_call_take_reply(struct osbq_store_call *call, struct osbq_error *err)
 {
     redisReply *reply = call->reply;
     call->reply = NULL;
+    if (reply != NULL && call->acks_short) {
+        freeReplyObject(reply);
+        osbq_error_set(err, OSBQ_ERR_UNAVAILABLE,
+                       "redis %s: fewer replicas than OSBQ_REDIS_MIN_ACKS acknowledged it within "
+                       "OSBQ_REDIS_ACK_TIMEOUT_MS",
+                       call->name);
+        return NULL;
+    }
     if (reply == NULL)
         *err = call->err;
     return reply;
+}
+
+bool osbq_store_call_not_durable(const struct osbq_store_call *call)
+{
+    return call->durable && call->acks_short;
+}
+
+size_t store_ack_mark_command(const struct osbq_store *store, char *buf)
+{
+    char key[STORE_KEY_MAX];
+    if (store_key(store, key, sizeof key, "acks") < 0)
+        return 0;
+    size_t key_len = strlen(key);
+    if (key_len + 64 > STORE_ACK_COMMAND_MAX)
+        return 0;
+    size_t at = 0;
+    memcpy(buf, "*3\r\n", 4);
+    at += 4;
+    at += put_bulk(buf + at, "SET", 3);
+    at += put_bulk(buf + at, key, key_len);
+    at += put_bulk(buf + at, "1", 1);
+    return at;
+}
+
+size_t store_ack_wait_command(const struct osbq_store *store, char *buf)
+{
+    char acks[24], timeout[24];
+    int acks_len = snprintf(acks, sizeof acks, "%u", store->cfg->redis_min_acks);
+    int timeout_len = snprintf(timeout, sizeof timeout, "%u", store->cfg->redis_ack_timeout_ms);
+    size_t at = 0;
+    memcpy(buf, "*3\r\n", 4);
+    at += 4;
+    at += put_bulk(buf + at, "WAIT", 4);
+    at += put_bulk(buf + at, acks, (size_t)acks_len);
+    at += put_bulk(buf + at, timeout, (size_t)timeout_len);
+    return at;
+}
+
+long long store_ack_count(struct osbq_store *store, const redisReply *reply)
+{
+    long long acks = reply != NULL && reply->type == REDIS_REPLY_INTEGER ? reply->integer : -1;
+    if (acks < (long long)store->cfg->redis_min_acks)
+        atomic_fetch_add(&store->ack_timeouts, 1);
+    return acks;
+}
+
+uint64_t osbq_store_ack_timeout_count(const struct osbq_store *store)
+{
+    return atomic_load(&store->ack_timeouts);
 }
 
 redisReply *store_eval(struct osbq_store *store, enum store_script script, const char *const *keys,

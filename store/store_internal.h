@@ -28,6 +28,8 @@ struct osbq_store {
                                          * guarded by lock */
     bool probing;                       /* one caller is trying Redis again; guarded by lock */
     atomic_uint_fast64_t errors;        /* failed calls, for osbq_redis_errors_total */
+    atomic_uint_fast64_t ack_timeouts;  /* WAITs that ended with fewer than
+                                         * OSBQ_REDIS_MIN_ACKS replicas */
     char primary[300];                  /* with Sentinels: the primary last connected to
                                          * ("host:port"), to log a switch; guarded by lock */
     struct osbq_error failure;          /* why Redis was last marked down: what callers that
@@ -104,6 +106,10 @@ struct osbq_store_call {
     size_t tail_len;          /* bytes in tail */
     redisReply *reply;        /* the reply once answered (never an error reply), or NULL */
     struct osbq_error err;    /* why there is no reply */
+    bool durable;             /* an acceptance or an outcome: with OSBQ_REDIS_MIN_ACKS it only
+                               * counts once replicas hold it (WAIT after it) */
+    bool acks_short;          /* answered, but the WAIT behind it ended with too few replicas
+                               * (or the connection failed before it answered) */
     /* The pipeline's (store/store_pipeline.c), while it holds the call. */
     int64_t deadline_ms;          /* no reply by then (monotonic ms): Redis is not answering */
     bool resent;                  /* sent again once after NOSCRIPT */
@@ -138,13 +144,28 @@ bool store_call_settle(struct osbq_store *store, struct osbq_store_call *call, r
 int store_script_sha(struct osbq_store *store, redisContext *c, enum store_script script,
                      char sha[41], struct osbq_error *err);
 
-/* Takes the reply out of an answered call: NULL with err (the call's) when it has none. */
+/* Takes the reply out of an answered call: NULL with err (the call's) when it has none. A call
+ * whose WAIT ended short counts as not answered (OSBQ_ERR_UNAVAILABLE, the text says why): what
+ * it read may not be on a replica. */
 redisReply *store_call_take_reply(struct osbq_store_call *call, struct osbq_error *err);
 
 /* Runs an embedded script at once (store_call_new, then osbq_store_call_run). The reply
  * (caller frees) or NULL with err. */
 redisReply *store_eval(struct osbq_store *store, enum store_script script, const char *const *keys,
                        const char *const *args, struct osbq_error *err);
+
+/* The commands that make a call durable, sent right behind it on its connection (both RESP,
+ * static): a one-key write, so the connection's replication offset covers every write the call
+ * read as well as those it made (WAIT counts replicas that reached the offset of the
+ * connection's last write), then WAIT <OSBQ_REDIS_MIN_ACKS> <OSBQ_REDIS_ACK_TIMEOUT_MS>. Each
+ * returns its length and fills buf (STORE_ACK_COMMAND_MAX bytes), or 0 when it does not fit. */
+#define STORE_ACK_COMMAND_MAX 256
+size_t store_ack_mark_command(const struct osbq_store *store, char *buf);
+size_t store_ack_wait_command(const struct osbq_store *store, char *buf);
+
+/* Reads WAIT's reply: the replicas that acknowledged, or -1 when it is not an integer. Counts
+ * a WAIT that ended short in store->ack_timeouts. */
+long long store_ack_count(struct osbq_store *store, const redisReply *reply);
 
 /* Sends count pipelined commands (already appended on c) and collects their replies; on an
  * I/O failure or an error reply frees them all and fails. */

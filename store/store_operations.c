@@ -7,17 +7,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "store_admin.h"
 #include "store_internal.h"
 #include "store_recovery.h"
 #include "store_scripts.h"
 
-/* Runs a script that answers an integer 0/1 about one operation (claim, progress, finish). */
-static int op_script(struct osbq_store *store, enum store_script script, const char *const *keys,
-                     const char *const *args, struct osbq_error *err)
+/* Reads a script's integer 0/1 answer about one operation; frees reply (NULL: err is set). */
+static int int_answer(redisReply *reply, enum store_script script, struct osbq_error *err)
 {
-    redisReply *reply = store_eval(store, script, keys, args, err);
     if (reply == NULL)
         return -1;
     int rc = reply->type == REDIS_REPLY_INTEGER
@@ -26,6 +25,13 @@ static int op_script(struct osbq_store *store, enum store_script script, const c
                                   store_script_texts[script].name);
     freeReplyObject(reply);
     return rc;
+}
+
+/* Runs a script that answers an integer 0/1 about one operation (claim, progress). */
+static int op_script(struct osbq_store *store, enum store_script script, const char *const *keys,
+                     const char *const *args, struct osbq_error *err)
+{
+    return int_answer(store_eval(store, script, keys, args, err), script, err);
 }
 
 /* The keys of the scripts that act on one operation: its hash and the queue. 0, or -1 with
@@ -154,6 +160,33 @@ int osbq_store_operator_fail(struct osbq_store *store, const char *operation_id,
     return finish_op(store, operation_id, "", &failed, FINISH_BY_OPERATOR, err);
 }
 
+/* A worker's outcome counts once replicas hold it. When the WAIT behind it ended short, WAIT
+ * again, behind a durable PING (its write before the WAIT comes after the outcome, on whatever
+ * connection it goes), up to a lease; past it the outcome stands on the primary alone (a
+ * failover that loses it runs the operation again once its lease runs out on the promoted
+ * replica). */
+static void wait_for_replicas(struct osbq_store *store)
+{
+    int64_t until = store_monotonic_ms() + (int64_t)store->cfg->lease_ms;
+    while (store_monotonic_ms() < until) {
+        struct osbq_error err = {0};
+        struct osbq_store_call *ping = osbq_store_ping_call(&err);
+        if (ping == NULL)
+            return;
+        ping->durable = true;
+        osbq_store_call_run(store, ping);
+        bool waited = osbq_store_call_not_durable(ping);
+        bool acknowledged = osbq_store_ping_result(ping, &err) == 0;
+        osbq_store_call_free(&ping);
+        if (acknowledged)
+            return;
+        if (!waited) { /* Redis failed rather than WAIT: no busy loop while it is away */
+            struct timespec pause = {.tv_sec = 0, .tv_nsec = 100 * 1000000L};
+            nanosleep(&pause, NULL);
+        }
+    }
+}
+
 static int finish_op(struct osbq_store *store, const char *operation_id, const char *worker_id,
                      const struct osbq_op_result *result, enum finish_by by, struct osbq_error *err)
 {
@@ -188,7 +221,19 @@ static int finish_op(struct osbq_store *store, const char *operation_id, const c
         [FINISH_ARG_BINDING] = result->binding ? result->binding : "",
         [FINISH_ARG_MODE] = modes[by],
     };
-    return op_script(store, SCRIPT_FINISH, keys, args, err);
+    struct osbq_store_call *call = store_call_new(SCRIPT_FINISH, keys, args, NULL, err);
+    if (call == NULL)
+        return -1;
+    call->durable = by == FINISH_BY_WORKER;
+    osbq_store_call_run(store, call);
+    bool short_of_acks = osbq_store_call_not_durable(call);
+    call->acks_short = false; /* acknowledged or not, the script ran: its answer stands */
+    redisReply *reply = store_call_take_reply(call, err);
+    osbq_store_call_free(&call);
+    int rc = int_answer(reply, SCRIPT_FINISH, err);
+    if (rc > 0 && short_of_acks)
+        wait_for_replicas(store);
+    return rc;
 }
 
 /* Fills *item from one entry of recover.lua's answer. Returns 1, or 0 when the entry is not

@@ -2,7 +2,14 @@
  * replies are read back in the same order (Redis answers a connection's commands in order), so
  * the calls of many requests share each write and each read, and no caller waits on the
  * socket. hiredis sets the connection up (address, Sentinels, AUTH, SELECT, scripts) and
- * parses replies; the reads and writes are this thread's, on a non-blocking socket. */
+ * parses replies; the reads and writes are this thread's, on a non-blocking socket.
+ *
+ * With OSBQ_REDIS_MIN_ACKS, calls go in batches: the calls taken in one turn, then a one-key
+ * write and WAIT. Redis holds the connection's later commands while WAIT blocks, so the next
+ * batch is kept back until WAIT answers (one acknowledgement round trip per batch, however
+ * many calls it holds), and each call's answer is handed back only once the WAIT behind it
+ * answered: whatever a reply says, replicas hold it too; when the WAIT ends short (or never
+ * answers), the batch's calls fail. */
 #include "store_pipeline.h"
 
 #include <errno.h>
@@ -20,10 +27,24 @@
 #include "log.h"
 #include "store_internal.h"
 
+/* What a command on the connection is. */
+enum sent_kind {
+    SENT_CALL,        /* a call's command */
+    SENT_SCRIPT_LOAD, /* SCRIPT LOAD after NOSCRIPT: the call after it says whether it worked */
+    SENT_ACK_MARK,    /* the write before a WAIT (store_ack_mark_command) */
+    SENT_ACK_WAIT,    /* WAIT: settles the calls held */
+};
+
 /* One command written (or being written) to Redis and not answered yet. */
 struct sent {
-    struct osbq_store_call *call; /* whose reply it is; NULL: a SCRIPT LOAD after NOSCRIPT */
+    enum sent_kind kind;          /* what it is */
+    struct osbq_store_call *call; /* SENT_CALL: whose reply it is; else NULL */
     int64_t deadline_ms;          /* no reply by then: Redis is not answering */
+};
+
+/* A list of calls linked by their next field, oldest first. */
+struct call_list {
+    struct osbq_store_call *first, *last;
 };
 
 struct osbq_store_pipeline {
@@ -42,7 +63,33 @@ struct osbq_store_pipeline {
     size_t sent_cap, sent_at, sent_count;
     char *out; /* bytes to write to c, from out_at to out_len */
     size_t out_at, out_len, out_cap;
+    /* The thread's own, with OSBQ_REDIS_MIN_ACKS. */
+    bool wait_sent;           /* a WAIT is on the connection: send nothing more until it answers */
+    struct call_list backlog; /* taken while a WAIT was out: the next batch */
+    struct call_list held;    /* answered, handed back when the WAIT behind them answers */
 };
+
+static void list_push(struct call_list *list, struct osbq_store_call *call)
+{
+    call->next = NULL;
+    if (list->first == NULL)
+        list->first = call;
+    else
+        list->last->next = call;
+    list->last = call;
+}
+
+static struct osbq_store_call *list_take(struct call_list *list)
+{
+    struct osbq_store_call *calls = list->first;
+    list->first = list->last = NULL;
+    return calls;
+}
+
+static bool acks_wanted(const struct osbq_store_pipeline *p)
+{
+    return p->store->cfg->redis_min_acks > 0;
+}
 
 /* Hands a call back: its reply or error is in it. The call is not touched afterwards. */
 static void finish(struct osbq_store_pipeline *p, struct osbq_store_call *call)
@@ -58,13 +105,29 @@ static void fail(struct osbq_store_pipeline *p, struct osbq_store_call *call,
     finish(p, call);
 }
 
+/* Hands back the calls held for a WAIT; short: too few replicas acknowledged them (or the
+ * WAIT never answered). */
+static void settle_held(struct osbq_store_pipeline *p, bool short_of_acks)
+{
+    struct osbq_store_call *call = list_take(&p->held);
+    while (call != NULL) {
+        struct osbq_store_call *next = call->next;
+        call->acks_short = short_of_acks;
+        finish(p, call);
+        call = next;
+    }
+    p->wait_sent = false;
+}
+
 /* The connection failed (or Redis stopped answering): every call sent on it fails, the
- * connection goes, and the store fails fast for a moment, as for any caller. */
+ * connection goes, and the store fails fast for a moment, as for any caller. Calls answered
+ * and held for a WAIT go back short of acknowledgements. */
 static void drop_connection(struct osbq_store_pipeline *p, const char *why)
 {
     struct osbq_error err = {0};
     osbq_error_set(&err, OSBQ_ERR_UNAVAILABLE, "redis: %s", why);
     log_warnx("redis pipeline: %s; %zu call(s) failed", why, p->sent_count);
+    settle_held(p, true);
     for (; p->sent_count > 0; p->sent_count--) {
         struct sent *s = &p->sent[p->sent_at];
         p->sent_at = (p->sent_at + 1) % p->sent_cap;
@@ -99,8 +162,8 @@ static bool out_append(struct osbq_store_pipeline *p, const char *bytes, size_t 
     return true;
 }
 
-static bool sent_push(struct osbq_store_pipeline *p, struct osbq_store_call *call,
-                      int64_t deadline_ms)
+static bool sent_push(struct osbq_store_pipeline *p, enum sent_kind kind,
+                      struct osbq_store_call *call, int64_t deadline_ms)
 {
     if (p->sent_count == p->sent_cap) {
         size_t cap = p->sent_cap ? 2 * p->sent_cap : 256;
@@ -114,7 +177,7 @@ static bool sent_push(struct osbq_store_pipeline *p, struct osbq_store_call *cal
         p->sent_cap = cap;
         p->sent_at = 0;
     }
-    p->sent[(p->sent_at + p->sent_count) % p->sent_cap] = (struct sent){call, deadline_ms};
+    p->sent[(p->sent_at + p->sent_count) % p->sent_cap] = (struct sent){kind, call, deadline_ms};
     p->sent_count++;
     return true;
 }
@@ -150,24 +213,92 @@ static bool append_call(struct osbq_store_pipeline *p, struct osbq_store_call *c
         store_call_head(call, call->script == STORE_CALL_COMMAND ? "" : p->sha[call->script], head);
     size_t mark = p->out_len;
     if (!out_append(p, head, head_len) || !out_append(p, call->tail, call->tail_len) ||
-        !sent_push(p, call, call->deadline_ms)) {
+        !sent_push(p, SENT_CALL, call, call->deadline_ms)) {
         p->out_len = mark;
         return false;
     }
     return true;
 }
 
-static void send_call(struct osbq_store_pipeline *p, struct osbq_store_call *call)
+/* How long a command sent now may take: a WAIT ahead of it on the connection blocks it for up
+ * to OSBQ_REDIS_ACK_TIMEOUT_MS. */
+static int64_t deadline_from_now(const struct osbq_store_pipeline *p)
+{
+    const struct osbq_config *cfg = p->store->cfg;
+    return store_monotonic_ms() + (int64_t)cfg->redis_timeout_ms +
+           (acks_wanted(p) ? (int64_t)cfg->redis_ack_timeout_ms : 0);
+}
+
+/* Returns whether the call went out (false: it failed, and was handed back). */
+static bool send_call(struct osbq_store_pipeline *p, struct osbq_store_call *call)
 {
     struct osbq_error err = {0};
     if (p->c == NULL && !pipeline_connect(p, &err)) {
         fail(p, call, &err);
-        return;
+        return false;
     }
+    if (acks_wanted(p))
+        call->deadline_ms = deadline_from_now(p);
     if (!append_call(p, call)) {
         osbq_error_set(&err, OSBQ_ERR_INTERNAL, "out of memory");
         fail(p, call, &err);
+        return false;
     }
+    return true;
+}
+
+/* Appends the mark and the WAIT that close a batch. */
+static void send_wait(struct osbq_store_pipeline *p)
+{
+    char mark[STORE_ACK_COMMAND_MAX], wait[STORE_ACK_COMMAND_MAX];
+    size_t mark_len = store_ack_mark_command(p->store, mark);
+    size_t wait_len = store_ack_wait_command(p->store, wait);
+    int64_t deadline = deadline_from_now(p);
+    size_t at = p->out_len;
+    if (mark_len == 0 || !out_append(p, mark, mark_len) || !out_append(p, wait, wait_len) ||
+        !sent_push(p, SENT_ACK_MARK, NULL, deadline)) {
+        p->out_len = at;
+        drop_connection(p, "cannot send WAIT");
+        return;
+    }
+    if (!sent_push(p, SENT_ACK_WAIT, NULL, deadline)) {
+        p->sent_count--; /* the mark's entry, pushed just above */
+        p->out_len = at;
+        drop_connection(p, "cannot send WAIT");
+        return;
+    }
+    p->wait_sent = true;
+}
+
+/* Sends the calls taken: at once without OSBQ_REDIS_MIN_ACKS; else as one batch closed by a
+ * WAIT, unless a WAIT is still out (then they wait in the backlog for it). */
+static void send_calls(struct osbq_store_pipeline *p, struct osbq_store_call *calls)
+{
+    if (!acks_wanted(p)) {
+        while (calls != NULL) {
+            struct osbq_store_call *next = calls->next;
+            (void)send_call(p, calls);
+            calls = next;
+        }
+        return;
+    }
+    while (calls != NULL) {
+        struct osbq_store_call *next = calls->next;
+        list_push(&p->backlog, calls);
+        calls = next;
+    }
+    if (p->wait_sent)
+        return;
+    bool sent = false;
+    struct osbq_store_call *batch = list_take(&p->backlog);
+    while (batch != NULL) {
+        struct osbq_store_call *next = batch->next;
+        sent = send_call(p, batch) || sent;
+        batch = next;
+    }
+    /* Calls answered after the last WAIT (resent after NOSCRIPT) need one as well. */
+    if (p->c != NULL && (sent || p->held.first != NULL))
+        send_wait(p);
 }
 
 /* NOSCRIPT (the script cache was flushed): SCRIPT LOAD, then the call again, once. The SHA is
@@ -177,7 +308,7 @@ static void resend_after_noscript(struct osbq_store_pipeline *p, struct osbq_sto
     char *load = NULL;
     int len = redisFormatCommand(&load, "SCRIPT LOAD %s", store_script_texts[call->script].text);
     bool ok = len > 0 && out_append(p, load, (size_t)len) &&
-              sent_push(p, NULL, call->deadline_ms) && append_call(p, call);
+              sent_push(p, SENT_SCRIPT_LOAD, NULL, call->deadline_ms) && append_call(p, call);
     redisFreeCommand(load);
     call->resent = true;
     if (!ok) {
@@ -207,10 +338,17 @@ static void take_replies(struct osbq_store_pipeline *p)
             drop_connection(p, "a reply to no command");
             return;
         }
-        struct osbq_store_call *call = p->sent[p->sent_at].call;
+        struct sent sent = p->sent[p->sent_at];
+        struct osbq_store_call *call = sent.call;
         p->sent_at = (p->sent_at + 1) % p->sent_cap;
         p->sent_count--;
-        if (call == NULL) { /* a SCRIPT LOAD: the call after it says whether it worked */
+        if (sent.kind == SENT_ACK_WAIT) {
+            long long acks = store_ack_count(p->store, reply);
+            freeReplyObject(reply);
+            settle_held(p, acks < (long long)p->store->cfg->redis_min_acks);
+            continue;
+        }
+        if (call == NULL) { /* the SCRIPT LOAD's or the mark's reply says nothing of use */
             freeReplyObject(reply);
             continue;
         }
@@ -223,7 +361,10 @@ static void take_replies(struct osbq_store_pipeline *p)
             continue;
         }
         bool replica = store_call_settle(p->store, call, reply);
-        finish(p, call);
+        if (acks_wanted(p) && call->reply != NULL)
+            list_push(&p->held, call);
+        else
+            finish(p, call);
         if (replica) {
             drop_connection(p, "the server is a replica now");
             return;
@@ -296,14 +437,9 @@ static void *pipeline_main(void *arg)
     struct osbq_store_pipeline *p = arg;
     bool stopping = false;
     for (;;) {
-        struct osbq_store_call *calls = take_submitted(p, &stopping);
-        while (calls != NULL) {
-            struct osbq_store_call *next = calls->next;
-            send_call(p, calls);
-            calls = next;
-        }
+        send_calls(p, take_submitted(p, &stopping));
         write_out(p);
-        if (stopping && p->sent_count == 0)
+        if (stopping && p->sent_count == 0 && p->backlog.first == NULL)
             break;
         int timeout = -1;
         if (p->sent_count > 0) {

@@ -13,6 +13,15 @@
 
 static int begin_answer(redisReply *reply, struct osbq_begin_reply *out, struct osbq_error *err);
 
+/* Marks an acceptance's call: with OSBQ_REDIS_MIN_ACKS its answer counts only once replicas
+ * hold what it wrote. Returns call. */
+static struct osbq_store_call *durable(struct osbq_store_call *call)
+{
+    if (call != NULL)
+        call->durable = true;
+    return call;
+}
+
 struct osbq_store_call *osbq_store_begin_instance_call(struct osbq_store *store,
                                                        const struct osbq_begin_request *req,
                                                        struct osbq_error *err)
@@ -60,7 +69,7 @@ struct osbq_store_call *osbq_store_begin_instance_call(struct osbq_store *store,
         [BEGIN_INSTANCE_ARG_PLATFORM] = req->platform ? req->platform : "default",
     };
     size_t lens[BEGIN_INSTANCE_ARG_COUNT] = {[BEGIN_INSTANCE_ARG_JOB] = req->job_len};
-    return store_call_new(SCRIPT_BEGIN_INSTANCE, keys, args, lens, err);
+    return durable(store_call_new(SCRIPT_BEGIN_INSTANCE, keys, args, lens, err));
 }
 
 int osbq_store_begin_result(struct osbq_store_call *call, struct osbq_begin_reply *out,
@@ -343,7 +352,7 @@ struct osbq_store_call *osbq_store_begin_binding_call(struct osbq_store *store,
         [BEGIN_BINDING_ARG_PLATFORM] = req->platform ? req->platform : "default",
     };
     size_t lens[BEGIN_BINDING_ARG_COUNT] = {[BEGIN_BINDING_ARG_JOB] = req->job_len};
-    return store_call_new(SCRIPT_BEGIN_BINDING, keys, args, lens, err);
+    return durable(store_call_new(SCRIPT_BEGIN_BINDING, keys, args, lens, err));
 }
 
 struct osbq_store_call *osbq_store_binding_get_call(struct osbq_store *store,

@@ -149,8 +149,17 @@ static void refresh_registry(struct worker *w, int64_t now)
             w->registry_backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : w->registry_backoff * 2;
         return;
     }
-    if (w->registry_state != 1)
+    if (w->registry_state != 1) {
+        char replication[512];
+        int enough = osbq_store_replication_check(w->store, replication, sizeof replication, &err);
         log_info("Redis reachable: %zu gateways registered", count);
+        if (enough == 0)
+            log_warnx("Redis replication: %s; OSBQ_REDIS_MIN_ACKS is not met: outcomes wait "
+                      "for replicas",
+                      replication);
+        else if (enough > 0)
+            log_info("Redis replication: %s", replication);
+    }
     w->registry_state = 1;
     w->registry_backoff = BACKOFF_MIN_MS;
     w->next_registry_ms = now + OSBQ_BUS_REGISTRY_RENEW_MS;
@@ -351,6 +360,8 @@ int main(int argc, char **argv)
     if (link == NULL || registry == NULL ||
         osbq_process_metrics_add(&process_metrics, registry, "worker", OSBQ_VERSION, store,
                                  osbq_store_error_count) < 0 ||
+        osbq_process_metrics_add_ack_timeouts(&process_metrics, registry,
+                                              osbq_store_ack_timeout_count) < 0 ||
         worker_metrics_init(&metrics, registry, catalog, cfg.worker_concurrency) < 0)
         fatalx("out of memory");
     pipeline = osbq_store_pipeline_start(store, &err);

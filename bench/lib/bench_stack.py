@@ -2,7 +2,9 @@
 """One stack of the benchmark, started with the launcher the integration tests use
 (tests/lib/osbq_stack.py): a redis-server without persistence, then GATEWAYS gateways (each
 waited for until /readyz answers 200) and WORKERS workers, on free loopback ports, with the
-bench's settings (settings() below) and the NAME=VALUE words given. Once all are started it
+bench's settings (settings() below) and the NAME=VALUE words given; the word replicas=N first
+starts N replicas of the redis-server (each in its own directory) and waits until the primary
+sees them in sync. Once all are started it
 writes DIR/stack.sh, shell assignments bench/lib/stack.sh reads:
 
     launched_redis_port=PORT launched_gateway_pids=(PID...) launched_gateway_ports=(PORT...)
@@ -13,7 +15,7 @@ again after 3 s, SIGKILL after 13 s: a worker gives its running jobs 10 s of gra
 first signal and cancels them on the second). While it waits it reaps a daemon that exits, so
 the bench sees that PID gone. A start that fails writes DIR/stack.failed and exits 1.
 
-usage: bench_stack.py DIR BUILD_DIR PASSWORD_FILE GATEWAYS WORKERS [NAME=VALUE...]"""
+usage: bench_stack.py DIR BUILD_DIR PASSWORD_FILE GATEWAYS WORKERS [replicas=N] [NAME=VALUE...]"""
 
 import os
 import signal
@@ -49,6 +51,7 @@ def main():
     workdir, build_dir, password_file = sys.argv[1:4]
     gateways, workers = int(sys.argv[4]), int(sys.argv[5])
     extra = dict(word.split("=", 1) for word in sys.argv[6:])
+    replicas = int(extra.pop("replicas", "0"))
     stopping = []
 
     def on_term(signo, frame):
@@ -64,6 +67,15 @@ def main():
     try:
         stack = osbq_stack.Stack(gateway_bin, worker_bin, settings(password_file, extra),
                                  workdir=workdir)
+        for i in range(replicas):
+            replica_dir = os.path.join(workdir, "replica-%d" % i)
+            os.makedirs(replica_dir, exist_ok=True)
+            stack.processes.append(osbq_stack.Redis(
+                replica_dir, name="replica-%d" % i, persistence=osbq_stack.NO_PERSISTENCE +
+                ("--replicaof", "127.0.0.1", str(stack.redis.port))))
+        osbq_stack.wait_until(
+            lambda: stack.redis.command("INFO", "replication").count("state=online") >= replicas,
+            30, "%d replica(s) in sync" % replicas)
         gws = [stack.start_gateway(name="gateway-%d" % i, ready_path="/readyz")
                for i in range(gateways)]
         wks = [stack.start_worker(name="worker-%d" % i) for i in range(workers)]

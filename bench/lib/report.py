@@ -28,6 +28,12 @@ ROWS = (
     ("sync_cycle", "sync provision+deprovision", "cycles/s"),
     ("scale_small", "5 last_operation, 10k in Redis", "req/s"),
     ("scale_large", "5 last_operation, {scale} in Redis", "req/s"),
+    ("durable_accept_plain", "6 accept, no replica", "req/s"),
+    ("durable_accept_r0", "6 accept, replica, MIN_ACKS=0", "req/s"),
+    ("durable_accept_r1", "6 accept, replica, MIN_ACKS=1", "req/s"),
+    ("durable_lifecycle_plain", "6 lifecycles, no replica", "cycles/s"),
+    ("durable_lifecycle_r0", "6 lifecycles, replica, MIN_ACKS=0", "cycles/s"),
+    ("durable_lifecycle_r1", "6 lifecycles, replica, MIN_ACKS=1", "cycles/s"),
 )
 
 # (label, numerator, denominator, column, target) of each ratio of medians. Column 1 is the
@@ -41,6 +47,13 @@ RATIOS = (
     ("lifecycles 2x2 / 1x1", "lifecycle2", "lifecycle", 1, "(scaling)"),
     ("scale p50: {scale} / 10k", "scale_large", "scale_small", 3, "<= 1.10"),
     ("scale p99: {scale} / 10k", "scale_large", "scale_small", 4, "(p99)"),
+    ("accept MIN_ACKS=1 / no replica", "durable_accept_r1", "durable_accept_plain", 1, ">= 0.7"),
+    ("accept MIN_ACKS=1 / replica, MIN_ACKS=0", "durable_accept_r1", "durable_accept_r0", 1,
+     "(cost of WAIT)"),
+    ("lifecycles MIN_ACKS=1 / no replica", "durable_lifecycle_r1", "durable_lifecycle_plain", 1,
+     "(cost)"),
+    ("accept p99 MIN_ACKS=1 / no replica", "durable_accept_r1", "durable_accept_plain", 4,
+     "(p99)"),
 )
 
 

@@ -99,7 +99,7 @@ report_stack_logs() {
     lines=$(wc -l <"$log")
     if [ "$lines" -gt 0 ]; then
       echo "  note: ${name%.log} log has $lines line(s) at warn level or above, e.g.:"
-      sort "$log" | sed 's/^ts=[^ ]* //' | uniq -c | sort -rn | head -3 | sed 's/^/    /'
+      sort "$log" | sed 's/^ts=[^ ]* //' | uniq -c | sort -rn | sed -n '1,3s/^/    /p'
     fi
   done
   for pid in "${gateway_pids[@]}" "${worker_pids[@]}"; do

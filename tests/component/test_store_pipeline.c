@@ -1,7 +1,9 @@
 /* The store's pipeline (store/store_pipeline.c) against a real redis-server: replies reach the
  * calls they answer while several threads submit at once, plain commands among scripts,
  * NOSCRIPT, a server that stops answering, a connection the server closes, draining, and the
- * blocking calls of several threads sent through it (osbq_store_use_pipeline). */
+ * blocking calls of several threads sent through it (osbq_store_use_pipeline); with
+ * OSBQ_REDIS_MIN_ACKS, acceptances answered only once a replica holds them (WAIT), and refused
+ * as not durable when none does, for the pipeline and for a worker's outcome. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -27,6 +29,9 @@
  * each other on one connection, gets the long one so a loaded machine cannot time it out. */
 #define TIMEOUT_MS      600u
 #define LONG_TIMEOUT_MS 10000u
+/* OSBQ_REDIS_ACK_TIMEOUT_MS and OSBQ_LEASE_MS of the acknowledgement tests. */
+#define ACK_TIMEOUT_MS 200u
+#define ACK_LEASE_MS   700u
 
 struct fixture {
     struct redis_fixture redis;           /* the server */
@@ -34,9 +39,11 @@ struct fixture {
     struct osbq_store *store;             /* the store the pipeline uses */
     struct osbq_store_pipeline *pipeline; /* under test */
     redisContext *direct;                 /* a plain connection to inspect and disturb */
+    struct redis_fixture replica;         /* acknowledgement tests: a replica, pid 0 until
+                                           * started */
 };
 
-static int setup_with_timeout(void **state, unsigned timeout_ms)
+static int setup_with_acks(void **state, unsigned timeout_ms, unsigned min_acks)
 {
     struct fixture *f = calloc(1, sizeof *f);
     if (f == NULL || redis_fixture_start(&f->redis) < 0)
@@ -44,6 +51,9 @@ static int setup_with_timeout(void **state, unsigned timeout_ms)
     f->cfg.redis.host = strdup("127.0.0.1");
     f->cfg.redis.port = (uint16_t)f->redis.port;
     f->cfg.redis_timeout_ms = timeout_ms;
+    f->cfg.redis_min_acks = min_acks;
+    f->cfg.redis_ack_timeout_ms = ACK_TIMEOUT_MS;
+    f->cfg.lease_ms = ACK_LEASE_MS;
     f->cfg.namespace_ = strdup("t");
     f->cfg.retention_s = 3600;
     f->store = osbq_store_new(&f->cfg);
@@ -56,18 +66,26 @@ static int setup_with_timeout(void **state, unsigned timeout_ms)
 
 static int setup(void **state)
 {
-    return setup_with_timeout(state, TIMEOUT_MS);
+    return setup_with_acks(state, TIMEOUT_MS, 0);
 }
 
 static int setup_long_timeout(void **state)
 {
-    return setup_with_timeout(state, LONG_TIMEOUT_MS);
+    return setup_with_acks(state, LONG_TIMEOUT_MS, 0);
+}
+
+/* OSBQ_REDIS_MIN_ACKS=1, no replica yet. */
+static int setup_one_ack(void **state)
+{
+    return setup_with_acks(state, LONG_TIMEOUT_MS, 1);
 }
 
 static int teardown(void **state)
 {
     struct fixture *f = *state;
     osbq_store_pipeline_free(&f->pipeline);
+    if (f->replica.pid > 0)
+        redis_fixture_stop(&f->replica);
     redisFree(f->direct);
     osbq_store_destroy(&f->store);
     redis_fixture_stop(&f->redis);
@@ -174,11 +192,10 @@ static void *submit_many(void *arg)
     return NULL;
 }
 
-/* Several threads' calls share the connection; each reply reaches the call it answers: an
- * accepted provision's reply names the operation that call proposed. */
-static void test_replies_reach_their_calls(void **state)
+/* THREADS threads submit CALLS_PER_THREAD provisions each at once; every one must be answered
+ * as accepted, with the operation its call proposed. */
+static void provision_from_threads(struct fixture *f)
 {
-    struct fixture *f = *state;
     struct submitter s[THREADS];
     pthread_t threads[THREADS];
     for (int t = 0; t < THREADS; t++) {
@@ -208,6 +225,14 @@ static void test_replies_reach_their_calls(void **state)
         }
         answers_clear(&s[t].answers);
     }
+}
+
+/* Several threads' calls share the connection; each reply reaches the call it answers: an
+ * accepted provision's reply names the operation that call proposed. */
+static void test_replies_reach_their_calls(void **state)
+{
+    struct fixture *f = *state;
+    provision_from_threads(f);
     assert_int_equal(osbq_store_pipeline_pending(f->pipeline), 0);
     /* The same instance again: the script saw the first call's write. */
     struct answers one;
@@ -406,6 +431,140 @@ static void test_drain_answers_then_refuses(void **state)
     freeReplyObject(r);
 }
 
+/* The start of what "INFO replication" on c says of key (e.g. "master_link_status:up"). */
+static bool info_says(redisContext *c, const char *text)
+{
+    redisReply *r = redisCommand(c, "INFO replication");
+    bool says = r != NULL && r->type == REDIS_REPLY_STRING && strstr(r->str, text) != NULL;
+    freeReplyObject(r);
+    return says;
+}
+
+/* Starts f->replica as a replica of f->redis and waits until it is in sync. */
+static void start_replica(struct fixture *f)
+{
+    assert_int_equal(redis_fixture_start(&f->replica), 0);
+    redisContext *c = redisConnect("127.0.0.1", f->replica.port);
+    assert_true(c != NULL && c->err == 0);
+    redisReply *r = redisCommand(c, "REPLICAOF 127.0.0.1 %d", f->redis.port);
+    assert_non_null(r);
+    freeReplyObject(r);
+    bool up = false;
+    for (int i = 0; i < 100 && !(up = info_says(c, "master_link_status:up")); i++)
+        sleep_ms(100);
+    redisFree(c);
+    assert_true(up);
+    for (int i = 0; i < 100 && !info_says(f->direct, "state=online"); i++)
+        sleep_ms(100);
+}
+
+/* Submits call, waits for it, and reads it as a begin: the result's return. */
+static int begin_through_pipeline(struct fixture *f, struct osbq_store_call *call,
+                                  struct osbq_begin_reply *got, struct osbq_error *err)
+{
+    struct answers one;
+    answers_init(&one);
+    assert_int_equal(osbq_store_pipeline_submit(f->pipeline, call, answered, &one), 0);
+    assert_int_equal(answers_wait(&one, 1), 1);
+    answers_clear(&one);
+    return osbq_store_begin_result(call, got, err);
+}
+
+/* No replica: the acceptance is answered "not durable" after the WAIT's timeout, though the
+ * script recorded it; reads fail too until a replica is back; the repeat of the request finds the
+ * same operation. */
+static void test_acceptance_without_replica_is_not_durable(void **state)
+{
+    struct fixture *f = *state;
+    struct osbq_begin_reply got = {0};
+    struct osbq_error err = {0};
+    struct osbq_store_call *call = provision_call(f, "op-a1", "i-a1");
+    int64_t start = now_ms();
+    assert_int_equal(begin_through_pipeline(f, call, &got, &err), -1);
+    int64_t took = now_ms() - start;
+    assert_true(osbq_store_call_not_durable(call));
+    assert_int_equal(err.code, OSBQ_ERR_UNAVAILABLE);
+    assert_non_null(strstr(err.text, "OSBQ_REDIS_MIN_ACKS"));
+    assert_true(took >= ACK_TIMEOUT_MS - 20);
+    assert_true(osbq_store_ack_timeout_count(f->store) >= 1);
+    osbq_store_call_free(&call);
+    /* A read fails as well: what it read is not on a replica. */
+    struct osbq_last_op op = {0};
+    memset(&err, 0, sizeof err);
+    assert_int_equal(last_operation(f, "i-a1", &op, &err, NULL), -1);
+    assert_int_equal(err.code, OSBQ_ERR_UNAVAILABLE);
+    /* Replicas back: the record is there, and the platform's retry joins the operation
+     * recorded the first time. */
+    start_replica(f);
+    assert_int_equal(last_operation(f, "i-a1", &op, &err, NULL), 1);
+    assert_string_equal(op.state, "queued");
+    osbq_last_op_clear(&op);
+    call = provision_call(f, "op-a1-retry", "i-a1");
+    memset(&err, 0, sizeof err);
+    assert_int_equal(begin_through_pipeline(f, call, &got, &err), 0);
+    assert_false(osbq_store_call_not_durable(call));
+    assert_int_equal(got.answer, OSBQ_BEGIN_IN_PROGRESS);
+    assert_string_equal(got.operation_id, "op-a1");
+    osbq_begin_reply_clear(&got);
+    osbq_store_call_free(&call);
+}
+
+/* With a replica, many calls from several threads are each answered once a WAIT behind them
+ * answered, in batches (far fewer WAITs than calls). */
+static void test_acceptances_with_replica_are_acknowledged(void **state)
+{
+    struct fixture *f = *state;
+    start_replica(f);
+    redisReply *r = redisCommand(f->direct, "CONFIG RESETSTAT");
+    freeReplyObject(r);
+    provision_from_threads(f);
+    assert_int_equal(osbq_store_ack_timeout_count(f->store), 0);
+    r = redisCommand(f->direct, "INFO commandstats");
+    assert_true(r != NULL && r->type == REDIS_REPLY_STRING);
+    const char *wait = strstr(r->str, "cmdstat_wait:calls=");
+    assert_non_null(wait);
+    long waits = strtol(wait + strlen("cmdstat_wait:calls="), NULL, 10);
+    print_message("%d acceptances, %ld WAITs\n", THREADS * CALLS_PER_THREAD, waits);
+    assert_true(waits >= 1 && waits < THREADS * CALLS_PER_THREAD);
+    freeReplyObject(r);
+    /* The replica has them all. */
+    redisContext *c = redisConnect("127.0.0.1", f->replica.port);
+    r = redisCommand(c, "EXISTS t:instance:i-3-399 t:instance:i-0-0");
+    assert_true(r != NULL && r->type == REDIS_REPLY_INTEGER && r->integer == 2);
+    freeReplyObject(r);
+    redisFree(c);
+}
+
+/* A worker's outcome with no replica: finish WAITs again up to a lease, then stands recorded
+ * on the primary (1), each short WAIT counted. */
+static void test_outcome_without_replica_waits_a_lease(void **state)
+{
+    struct fixture *f = *state;
+    struct osbq_begin_reply got = {0};
+    struct osbq_error err = {0};
+    struct osbq_store_call *call = provision_call(f, "op-w1", "i-w1");
+    assert_int_equal(begin_through_pipeline(f, call, &got, &err), -1); /* recorded, not durable */
+    osbq_store_call_free(&call);
+    assert_int_equal(osbq_store_claim(f->store, "op-w1", "w1", 1, 10000, NULL, &err), 1);
+    uint64_t before = osbq_store_ack_timeout_count(f->store);
+    struct osbq_op_result result = {.succeeded = true};
+    int64_t start = now_ms();
+    assert_int_equal(osbq_store_finish(f->store, "op-w1", "w1", &result, &err), 1);
+    int64_t took = now_ms() - start;
+    assert_true(took >= ACK_LEASE_MS - 20);
+    assert_true(took < ACK_LEASE_MS + 3 * ACK_TIMEOUT_MS + 1000);
+    assert_true(osbq_store_ack_timeout_count(f->store) >= before + 3);
+    /* With a replica, the next outcome is acknowledged at once. */
+    start_replica(f);
+    provision(f, "op-w2", "i-w2");
+    assert_int_equal(osbq_store_claim(f->store, "op-w2", "w1", 1, 10000, NULL, &err), 1);
+    before = osbq_store_ack_timeout_count(f->store);
+    start = now_ms();
+    assert_int_equal(osbq_store_finish(f->store, "op-w2", "w1", &result, &err), 1);
+    assert_true(now_ms() - start < ACK_TIMEOUT_MS);
+    assert_int_equal(osbq_store_ack_timeout_count(f->store), before);
+}
+
 /* Connections the server accepted so far (INFO stats). */
 static long long connections_received(struct fixture *f)
 {
@@ -481,6 +640,12 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_plain_commands_share_the_connection, setup, teardown),
         cmocka_unit_test_setup_teardown(test_drain_answers_then_refuses, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_acceptance_without_replica_is_not_durable,
+                                        setup_one_ack, teardown),
+        cmocka_unit_test_setup_teardown(test_acceptances_with_replica_are_acknowledged,
+                                        setup_one_ack, teardown),
+        cmocka_unit_test_setup_teardown(test_outcome_without_replica_waits_a_lease, setup_one_ack,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_blocking_calls_share_the_pipeline, setup_long_timeout,
                                         teardown),
     };

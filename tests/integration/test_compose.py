@@ -17,6 +17,7 @@ import harness
 
 COMPOSE_DIR = os.path.join(harness.SOURCE_DIR, "compose")
 COMPOSE_FILE = os.path.join(COMPOSE_DIR, "docker-compose.yml")
+HA_FILE = os.path.join(COMPOSE_DIR, "docker-compose.ha.yml")
 HAPROXY_CFG = os.path.join(COMPOSE_DIR, "haproxy.cfg")
 DOCKERFILE = os.path.join(COMPOSE_DIR, "Dockerfile")
 DOCKERIGNORE = os.path.join(harness.SOURCE_DIR, ".dockerignore")
@@ -28,8 +29,8 @@ CTL = os.path.join(harness.BUILD_DIR, "bin", "osbq-ctl")
 # The uid the images run as (compose/Dockerfile), which must read the secret files.
 CONTAINER_UID = 10001
 # The tracked files of compose/ the stack needs (not the git-ignored .env nor secrets/).
-COMPOSE_FILES = ("docker-compose.yml", "haproxy.cfg", "Dockerfile", "healthcheck.sh",
-                 ".env.example", "init-secrets.sh")
+COMPOSE_FILES = ("docker-compose.yml", "docker-compose.ha.yml", "haproxy.cfg", "Dockerfile",
+                 "healthcheck.sh", ".env.example", "init-secrets.sh")
 
 OSBQ_VAR = re.compile(r"^  (OSBQ_[A-Z0-9_]+)\s", re.M)
 OSBQ_FILE_VAR = re.compile(r"\((OSBQ_[A-Z0-9_]+_FILE):")
@@ -303,11 +304,14 @@ class ComposeTest(unittest.TestCase):
         shutil.rmtree(cls.tmp, ignore_errors=True)
 
     @classmethod
-    def config(cls):
-        """`docker-compose config` of the copy, parsed; raises with its stderr on failure."""
-        r = subprocess.run([cls.compose_bin, "-f", os.path.join(cls.copy, "docker-compose.yml"),
-                            "config"], cwd=cls.tmp, env=cls.env, capture_output=True, text=True,
-                           timeout=60)
+    def config(cls, *overrides):
+        """`docker-compose config` of the copy (with the override files named, in compose/),
+        parsed; raises with its stderr on failure."""
+        files = []
+        for name in ("docker-compose.yml",) + overrides:
+            files += ["-f", os.path.join(cls.copy, name)]
+        r = subprocess.run([cls.compose_bin] + files + ["config"], cwd=cls.tmp, env=cls.env,
+                           capture_output=True, text=True, timeout=60)
         if r.returncode != 0:
             raise AssertionError("docker-compose config failed (%d):\n%s" % (r.returncode,
                                                                            r.stderr))
@@ -578,6 +582,70 @@ class ComposeTest(unittest.TestCase):
         with open(os.path.join(out, "bus/worker"), "rb") as a, \
                 open(os.path.join(out, "bus/clients/worker"), "rb") as b:
             self.assertEqual(a.read(), b.read())
+
+    # The production shape of Redis (docker-compose.ha.yml on top of the main file).
+    def test_high_availability_file(self):
+        ha = self.config("docker-compose.ha.yml")
+        services = ha["services"]
+        sentinels = ["sentinel-1", "sentinel-2", "sentinel-3"]
+        self.assertEqual(set(services), set(self.resolved["services"]) |
+                         {"redis-replica"} | set(sentinels))
+
+        def command(svc):
+            c = services[svc]["command"]
+            return " ".join(c) if isinstance(c, list) else c
+
+        # Every node: AOF, its own named volume, and min-replicas-to-write (any may be promoted).
+        for node in ("redis", "redis-replica"):
+            with self.subTest(node=node):
+                text = command(node)
+                self.assertIn("--appendonly yes", text)
+                self.assertIn("--appendfsync everysec", text)
+                self.assertIn("--min-replicas-to-write 1", text)
+                self.assertIn("--hash-max-listpack-value 1024", text)
+        self.assertIn("--replicaof redis 6379", command("redis-replica"))
+        self.assertNotIn("--replicaof", command("redis"))
+        data_volumes = {}
+        for svc in ["redis", "redis-replica"] + sentinels:
+            mounts = [str(v) if isinstance(v, str) else "%s:%s" % (v["source"], v["target"])
+                      for v in services[svc]["volumes"]]
+            volume = [m.split(":")[0] for m in mounts if m.split(":")[1] == "/data"]
+            self.assertEqual(len(volume), 1, (svc, mounts))
+            self.assertIn(volume[0], ha["volumes"])
+            data_volumes[svc] = volume[0]
+        self.assertEqual(len(set(data_volumes.values())), len(data_volumes), data_volumes)
+        # The Sentinels watch the primary by name, quorum 2 of 3, under the name osbq is given.
+        monitors = set()
+        for svc in sentinels:
+            m = re.search(r"sentinel monitor (\S+) redis 6379 (\d+)", command(svc))
+            self.assertIsNotNone(m, svc)
+            monitors.add((m.group(1), int(m.group(2))))
+            self.assertIn("resolve-hostnames yes", command(svc))
+            self.assertIn("--sentinel", command(svc))
+        self.assertEqual(len(monitors), 1)
+        master, quorum = monitors.pop()
+        self.assertEqual(quorum, 2)
+        backend = backend_variables()
+        for svc, binary in (("gateway", harness.GATEWAY), ("worker", harness.WORKER)):
+            with self.subTest(service=svc):
+                env = {k: str(v) for k, v in services[svc]["environment"].items()}
+                self.assertEqual(env["OSBQ_REDIS_MIN_ACKS"], "1")
+                self.assertEqual(env["OSBQ_REDIS_MASTER_NAME"], master)
+                self.assertEqual(env["OSBQ_REDIS_SENTINELS"].split(","),
+                                 ["%s:26379" % s for s in sentinels])
+                known = known_variables(binary) | (backend if svc == "worker" else set())
+                for name in env:
+                    self.assertIn(name, known)
+                for s in sentinels:
+                    self.assertEqual(services[svc]["depends_on"][s]["condition"],
+                                     "service_healthy")
+                # Everything else of the main file is kept.
+                main_env = self.env_of(svc)
+                self.assertEqual({k: v for k, v in env.items() if k in main_env}, main_env)
+        # The main file stays the default: one Redis, today's acknowledgement.
+        for svc in ("gateway", "worker"):
+            self.assertNotIn("OSBQ_REDIS_MIN_ACKS", self.env_of(svc))
+            self.assertNotIn("OSBQ_REDIS_SENTINELS", self.env_of(svc))
 
     def test_duration_parser(self):
         self.assertEqual(duration_s("30s"), 30)

@@ -361,6 +361,9 @@ class TestCtlReads(CtlTestCase):
         self.assertRegex(out, r"(?m)^bindings +2 \(bound 2\)$")
         self.assertRegex(out, r"(?m)^operations +0 unfinished, 0 overdue$")
         self.assertRegex(out, r"(?m)^redis +version \d+\.\d+")
+        # The test's Redis has no replica.
+        self.assertEqual((stats["redis"]["role"], stats["redis"]["replicas"]), ("master", []))
+        self.assertRegex(out, r"(?m)^replicas +role master, 0 of 0 online$")
 
     def test_namespace(self):
         """--namespace overrides OSBQ_NAMESPACE; another namespace holds nothing."""

@@ -43,6 +43,27 @@ def info(node, section):
     return dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
 
 
+def start_sentinels(stack, primary):
+    """Three Sentinels (quorum 2, down after 1 s) watching primary, added to stack's processes;
+    returns them once each sees the replica and the two others."""
+    sentinels = []
+    for i in range(3):
+        s = RedisNode(stack.workdir, "sentinel-%d" % i, [
+            "sentinel monitor %s 127.0.0.1 %d 2" % (MASTER, primary.port),
+            "sentinel down-after-milliseconds %s 1000" % MASTER,
+            "sentinel failover-timeout %s 10000" % MASTER,
+            "sentinel parallel-syncs %s 1" % MASTER], sentinel=True)
+        stack.processes.append(s)
+        sentinels.append(s)
+
+    def sentinels_ready():
+        return all(len(s.command("SENTINEL", "replicas", MASTER)) >= 1 and
+                   len(s.command("SENTINEL", "sentinels", MASTER)) >= 2 for s in sentinels)
+
+    harness.wait_until(sentinels_ready, 20, "the Sentinels to see the replica and each other")
+    return sentinels
+
+
 class SentinelFailover(unittest.TestCase):
     def setUp(self):
         self.stack = harness.Stack(catalog=CATALOG)
@@ -52,25 +73,7 @@ class SentinelFailover(unittest.TestCase):
         self.stack.processes.append(self.replica)
         harness.wait_until(lambda: info(self.replica, "replication").get(
             "master_link_status") == "up", 10, "the replica to sync")
-        self.sentinels = []
-        for i in range(3):
-            s = RedisNode(workdir, "sentinel-%d" % i, [
-                "sentinel monitor %s 127.0.0.1 %d 2" % (MASTER, primary.port),
-                "sentinel down-after-milliseconds %s 1000" % MASTER,
-                "sentinel failover-timeout %s 10000" % MASTER,
-                "sentinel parallel-syncs %s 1" % MASTER], sentinel=True)
-            self.stack.processes.append(s)
-            self.sentinels.append(s)
-
-        def sentinels_ready():
-            for s in self.sentinels:
-                if len(s.command("SENTINEL", "replicas", MASTER)) < 1:
-                    return False
-                if len(s.command("SENTINEL", "sentinels", MASTER)) < 2:
-                    return False
-            return True
-
-        harness.wait_until(sentinels_ready, 20, "the Sentinels to see the replica and each other")
+        self.sentinels = start_sentinels(self.stack, primary)
         sentinel_list = ",".join("127.0.0.1:%d" % s.port for s in self.sentinels)
         # OSBQ_REDIS_URL names a port nothing listens on: only the Sentinels can lead to Redis.
         env = dict(OSBQ_REDIS_SENTINELS=sentinel_list, OSBQ_REDIS_MASTER_NAME=MASTER,

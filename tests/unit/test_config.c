@@ -211,6 +211,11 @@ static void render_concurrency(const struct osbq_config *c, char *buf, size_t si
     (void)snprintf(buf, size, "%u", c->worker_concurrency);
 }
 
+static void render_acks(const struct osbq_config *c, char *buf, size_t size)
+{
+    (void)snprintf(buf, size, "%u within %u ms", c->redis_min_acks, c->redis_ack_timeout_ms);
+}
+
 typedef void (*render_fn)(const struct osbq_config *c, char *buf, size_t size);
 
 /* One accepted setting: value NULL means unset (the default); suffix compares the end only. */
@@ -231,6 +236,8 @@ static const struct good_case good_cases[] = {
      "host=127.0.0.1 port=6379 db=0 user=- pass=-", false},
     {OSBQ_ROLE_GATEWAY, "OSBQ_REDIS_TIMEOUT_MS", NULL, render_timeout, "2000", false},
     {OSBQ_ROLE_GATEWAY, "OSBQ_NAMESPACE", NULL, render_namespace, "osbq", false},
+    {OSBQ_ROLE_GATEWAY, "OSBQ_REDIS_MIN_ACKS", NULL, render_acks, "0 within 1000 ms", false},
+    {OSBQ_ROLE_WORKER, "OSBQ_REDIS_MIN_ACKS", NULL, render_acks, "0 within 1000 ms", false},
     {OSBQ_ROLE_GATEWAY, "OSBQ_CATALOG", NULL, render_catalog, DEFAULT_SUFFIX, true},
     {OSBQ_ROLE_GATEWAY, "OSBQ_LOG_LEVEL", NULL, render_log_level, "info", false},
     {OSBQ_ROLE_GATEWAY, "OSBQ_LISTEN", NULL, render_listen, "host=0.0.0.0 port=8080", false},
@@ -256,6 +263,11 @@ static const struct good_case good_cases[] = {
     /* The other variables. */
     {OSBQ_ROLE_GATEWAY, "OSBQ_REDIS_TIMEOUT_MS", "10", render_timeout, "10", false},
     {OSBQ_ROLE_WORKER, "OSBQ_REDIS_TIMEOUT_MS", "600000", render_timeout, "600000", false},
+    {OSBQ_ROLE_GATEWAY, "OSBQ_REDIS_MIN_ACKS", "1", render_acks, "1 within 1000 ms", false},
+    {OSBQ_ROLE_WORKER, "OSBQ_REDIS_MIN_ACKS", "16", render_acks, "16 within 1000 ms", false},
+    {OSBQ_ROLE_GATEWAY, "OSBQ_REDIS_ACK_TIMEOUT_MS", "10", render_acks, "0 within 10 ms", false},
+    {OSBQ_ROLE_WORKER, "OSBQ_REDIS_ACK_TIMEOUT_MS", "60000", render_acks, "0 within 60000 ms",
+     false},
     {OSBQ_ROLE_GATEWAY, "OSBQ_NAMESPACE", "stack-1_prod.eu", render_namespace, "stack-1_prod.eu",
      false},
     {OSBQ_ROLE_GATEWAY, "OSBQ_NAMESPACE", NAMESPACE_64, render_namespace, NAMESPACE_64, false},
@@ -331,6 +343,10 @@ static const struct bad_case bad_cases[] = {
     {OSBQ_ROLE_GATEWAY, "OSBQ_REDIS_TIMEOUT_MS", " 100"},
     {OSBQ_ROLE_GATEWAY, "OSBQ_REDIS_TIMEOUT_MS", "100ms"},
     {OSBQ_ROLE_WORKER, "OSBQ_REDIS_TIMEOUT_MS", ""},
+    {OSBQ_ROLE_GATEWAY, "OSBQ_REDIS_MIN_ACKS", "17"},
+    {OSBQ_ROLE_WORKER, "OSBQ_REDIS_MIN_ACKS", "-1"},
+    {OSBQ_ROLE_GATEWAY, "OSBQ_REDIS_ACK_TIMEOUT_MS", "9"},
+    {OSBQ_ROLE_WORKER, "OSBQ_REDIS_ACK_TIMEOUT_MS", "60001"},
     {OSBQ_ROLE_GATEWAY, "OSBQ_NAMESPACE", "a:b"},
     {OSBQ_ROLE_GATEWAY, "OSBQ_NAMESPACE", "a*"},
     {OSBQ_ROLE_GATEWAY, "OSBQ_NAMESPACE", "a{b}"},

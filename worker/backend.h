@@ -14,6 +14,8 @@
 /* Longest user-facing description a backend can report; longer texts are cut. */
 #define BACKEND_DESCRIPTION_MAX 1024
 
+struct exec_watch;
+
 /* One operation handed to a backend. The runner fills the inputs and the four callbacks; the
  * backend fills result through the backend_call_* helpers below, which keep its strings in the
  * owned buffers. A call is used by one thread only (the runner thread that runs it). */
@@ -38,6 +40,14 @@ struct backend_call {
      * or the process exits without waiting for its thread. */
     bool (*exiting)(struct backend_call *call);
     void *ctx; /* the runner's state behind the callbacks; backends leave it alone */
+    /* Set by a caller that can take a detached step: the backend may then return
+     * BACKEND_DETACHED and end the step later, from another thread, by calling this once with
+     * what it would have returned (0 or -1); the callbacks above stay usable from that thread
+     * meanwhile, one call at a time. NULL: every step ends before the backend returns. */
+    void (*detached_end)(struct backend_call *call, int rc);
+    /* The worker's watch over exec programs (exec_watch.h); borrowed, NULL where there is none
+     * (the exec backend then fails the operation). */
+    struct exec_watch *exec_watch;
 
     struct osbq_op_result result;              /* out: the outcome; its strings point into
                                                 * the buffers below */
@@ -48,10 +58,14 @@ struct backend_call {
                     * zeroed before it is freed */
 };
 
+/* A backend operation's answer when it handed its step to another thread (detached_end). */
+#define BACKEND_DETACHED 1
+
 /* A backend. Each operation returns 0 when call->result holds the outcome (succeeded or
  * failed), or -1 when it stopped because call->cancelled() became true (no outcome: the
- * runner records nothing and gives the operation back). A NULL entry means the backend
- * does not support that kind yet: the operation fails with a description saying so.
+ * runner records nothing and gives the operation back), or BACKEND_DETACHED when the call
+ * allows it (backend_call.detached_end) and the step goes on elsewhere. A NULL entry means the
+ * backend does not support that kind yet: the operation fails with a description saying so.
  * Operations run on runner threads, may block, and must be idempotent per operation id: the
  * same operation may run again after a worker crash, a lost lease or a resend. */
 struct backend {

@@ -26,6 +26,7 @@
 
 #include "backend.h"
 #include "catalog.h"
+#include "exec_watch.h"
 #include "job.h"
 
 #define EXEC_DIR    OSBQ_TEST_DATA_DIR "/exec/"
@@ -98,6 +99,8 @@ struct fake {
 };
 
 static struct osbq_catalog *catalog;
+/* The loop watching the programs, as the worker's runner has one. */
+static struct exec_watch *watch;
 
 static int64_t now_ms(void)
 {
@@ -165,6 +168,7 @@ static void fake_init(struct fake *f, enum osbq_job_kind kind, const char *plan_
     f->call.wait = fake_wait;
     f->call.exiting = fake_exiting;
     f->call.ctx = f;
+    f->call.exec_watch = watch;
 }
 
 static void fake_clear(struct fake *f)
@@ -218,12 +222,18 @@ static int setup(void **state)
         print_error("catalog: %s\n", err.text);
         return -1;
     }
+    watch = exec_watch_new(64, &err);
+    if (watch == NULL) {
+        print_error("exec watch: %s\n", err.text);
+        return -1;
+    }
     return 0;
 }
 
 static int teardown(void **state)
 {
     (void)state;
+    exec_watch_destroy(&watch);
     osbq_catalog_destroy(&catalog);
     return 0;
 }

@@ -56,27 +56,26 @@ struct osbq_config {
     size_t max_body_bytes;           /* OSBQ_MAX_BODY_BYTES (gateway) */
     unsigned max_connections;        /* OSBQ_MAX_CONNECTIONS (gateway): open at once */
     unsigned max_connections_per_ip; /* OSBQ_MAX_CONNECTIONS_PER_IP (gateway); 0: no limit */
-    unsigned http_idle_timeout_s; /* OSBQ_HTTP_IDLE_TIMEOUT_S (gateway): idle connections close */
-    char *broker_username;        /* OSBQ_BROKER_USERNAME[_FILE] (gateway); never logged */
-    char *broker_password;        /* OSBQ_BROKER_PASSWORD[_FILE] (gateway); never logged */
-    char *bus_bind;               /* OSBQ_BUS_BIND (gateway): a tcp:// ZeroMQ endpoint */
-    uint16_t bus_port;            /* the port of bus_bind */
-    char *bus_advertise;          /* OSBQ_BUS_ADVERTISE (gateway), defaulted from bus_bind */
-    unsigned worker_concurrency;  /* OSBQ_WORKER_CONCURRENCY (worker) */
-    unsigned worker_exec_concurrency; /* OSBQ_WORKER_EXEC_CONCURRENCY (worker): programs */
-    unsigned retention_s;             /* OSBQ_RETENTION_S: how long finished records stay */
-    unsigned lease_ms;                /* OSBQ_LEASE_MS (worker): lease on a running operation */
-    unsigned retry_after_min_s;       /* OSBQ_RETRY_AFTER_MIN_S (gateway) */
-    unsigned retry_after_max_s;       /* OSBQ_RETRY_AFTER_MAX_S (gateway) */
-    unsigned max_waiters;             /* OSBQ_MAX_WAITERS (gateway): suspended sync requests */
-    unsigned max_queued_jobs;         /* OSBQ_MAX_QUEUED_JOBS (gateway): jobs awaiting a worker */
-    unsigned claim_timeout_ms;        /* OSBQ_CLAIM_TIMEOUT_MS (gateway): resend an unclaimed job */
-    unsigned max_attempts;            /* OSBQ_MAX_ATTEMPTS (gateway): claims before giving up */
-    unsigned recovery_interval_ms;    /* OSBQ_RECOVERY_INTERVAL_MS (gateway) */
-    unsigned shutdown_grace_ms;       /* OSBQ_SHUTDOWN_GRACE_MS: time to finish on SIGTERM */
-    char *metrics_username;           /* OSBQ_METRICS_USERNAME[_FILE]: /metrics basic auth, or NULL
-                                       * (then /metrics is open); never logged */
-    char *metrics_password;           /* OSBQ_METRICS_PASSWORD[_FILE]: set with the user name */
+    unsigned http_idle_timeout_s;  /* OSBQ_HTTP_IDLE_TIMEOUT_S (gateway): idle connections close */
+    char *broker_username;         /* OSBQ_BROKER_USERNAME[_FILE] (gateway); never logged */
+    char *broker_password;         /* OSBQ_BROKER_PASSWORD[_FILE] (gateway); never logged */
+    char *bus_bind;                /* OSBQ_BUS_BIND (gateway): a tcp:// ZeroMQ endpoint */
+    uint16_t bus_port;             /* the port of bus_bind */
+    char *bus_advertise;           /* OSBQ_BUS_ADVERTISE (gateway), defaulted from bus_bind */
+    unsigned worker_concurrency;   /* OSBQ_WORKER_CONCURRENCY (worker) */
+    unsigned retention_s;          /* OSBQ_RETENTION_S: how long finished records stay */
+    unsigned lease_ms;             /* OSBQ_LEASE_MS (worker): lease on a running operation */
+    unsigned retry_after_min_s;    /* OSBQ_RETRY_AFTER_MIN_S (gateway) */
+    unsigned retry_after_max_s;    /* OSBQ_RETRY_AFTER_MAX_S (gateway) */
+    unsigned max_waiters;          /* OSBQ_MAX_WAITERS (gateway): suspended sync requests */
+    unsigned max_queued_jobs;      /* OSBQ_MAX_QUEUED_JOBS (gateway): jobs awaiting a worker */
+    unsigned claim_timeout_ms;     /* OSBQ_CLAIM_TIMEOUT_MS (gateway): resend an unclaimed job */
+    unsigned max_attempts;         /* OSBQ_MAX_ATTEMPTS (gateway): claims before giving up */
+    unsigned recovery_interval_ms; /* OSBQ_RECOVERY_INTERVAL_MS (gateway) */
+    unsigned shutdown_grace_ms;    /* OSBQ_SHUTDOWN_GRACE_MS: time to finish on SIGTERM */
+    char *metrics_username;        /* OSBQ_METRICS_USERNAME[_FILE]: /metrics basic auth, or NULL
+                                    * (then /metrics is open); never logged */
+    char *metrics_password;        /* OSBQ_METRICS_PASSWORD[_FILE]: set with the user name */
     struct osbq_listen_addr metrics_listen; /* OSBQ_METRICS_LISTEN (worker); host NULL: off */
     size_t max_header_bytes; /* OSBQ_MAX_HEADER_BYTES (gateway): request line + headers */
     char *tls_cert_path;     /* OSBQ_TLS_CERT (gateway): PEM chain, or NULL (plain HTTP) */
@@ -90,6 +89,8 @@ struct osbq_config {
     char *platforms_path;    /* OSBQ_PLATFORMS (gateway): the platforms file, or NULL */
     char *bus_clients_dir;   /* OSBQ_BUS_CURVE_CLIENTS_DIR (gateway): public certificates of
                               * the workers allowed on the bus */
+    /* OSBQ_WORKER_EXEC_CONCURRENCY (worker): exec programs one worker runs at once */
+    unsigned worker_exec_concurrency;
 };
 
 /* Looks up one environment variable; returns NULL when unset. ctx is passed through. */

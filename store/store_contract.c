@@ -112,6 +112,12 @@ static const char *const reseal_keys[] = {NAMED(RESEAL_KEY_BINDING)};
 static const char *const reseal_args[] = {NAMED(RESEAL_ARG_EXPECTED),
                                           NAMED(RESEAL_ARG_REPLACEMENT)};
 
+static const char *const wait_keys[] = {NAMED(WAIT_KEY_OP), NAMED(WAIT_KEY_QUEUE)};
+
+static const char *const wait_args[] = {NAMED(WAIT_ARG_WORKER_ID), NAMED(WAIT_ARG_DESCRIPTION),
+                                        NAMED(WAIT_ARG_RESUME),    NAMED(WAIT_ARG_DUE),
+                                        NAMED(WAIT_ARG_NOW),       NAMED(WAIT_ARG_OPERATION_ID)};
+
 const struct store_script_contract store_script_contracts[SCRIPT_COUNT] = {
     [SCRIPT_BEGIN_INSTANCE] = {begin_instance_keys, BEGIN_INSTANCE_KEY_COUNT, begin_instance_args,
                                BEGIN_INSTANCE_ARG_COUNT},
@@ -126,4 +132,5 @@ const struct store_script_contract store_script_contracts[SCRIPT_COUNT] = {
     [SCRIPT_RELEASE] = {release_keys, RELEASE_KEY_COUNT, release_args, RELEASE_ARG_COUNT},
     [SCRIPT_RESEND] = {resend_keys, RESEND_KEY_COUNT, resend_args, RESEND_ARG_COUNT},
     [SCRIPT_RESEAL] = {reseal_keys, RESEAL_KEY_COUNT, reseal_args, RESEAL_ARG_COUNT},
+    [SCRIPT_WAIT] = {wait_keys, WAIT_KEY_COUNT, wait_args, WAIT_ARG_COUNT},
 };

@@ -1,6 +1,6 @@
-/* The store's side of an operation after its accept: a worker's claim, progress, outcome and
- * release; the recovery loop's scan and abandon; an operator's fail. One finish script records
- * every outcome, whoever gives it (finish.lua). */
+/* The store's side of an operation after its accept: a worker's claim, progress, outcome, wait
+ * (a step that ended in progress) and release; the recovery loop's scan and abandon; an operator's
+ * fail. One finish script records every outcome, whoever gives it (finish.lua). */
 #include "store_operations.h"
 
 #include <inttypes.h>
@@ -39,11 +39,40 @@ static int op_keys(const struct osbq_store *store, const char *operation_id, cha
     return 0;
 }
 
+void osbq_claim_clear(struct osbq_claim *claim)
+{
+    if (claim == NULL)
+        return;
+    free(claim->resume);
+    memset(claim, 0, sizeof *claim);
+}
+
+/* Fills *out from claim.lua's {1, resume, started_ms, steps, created_ms}. 0, or -1 with err
+ * when out of memory. */
+static int claim_read(const redisReply *reply, struct osbq_claim *out, struct osbq_error *err)
+{
+    memset(out, 0, sizeof *out);
+    if (reply->elements >= 2 && reply->element[1]->type == REDIS_REPLY_STRING &&
+        reply->element[1]->len > 0) {
+        out->resume = store_element_dup(reply, 1);
+        if (out->resume == NULL)
+            return osbq_error_set(err, OSBQ_ERR_INTERNAL, "out of memory");
+    }
+    out->started_ms = reply->elements >= 3 ? store_element_int(reply, 2, 0) : 0;
+    int64_t steps = reply->elements >= 4 ? store_element_int(reply, 3, 0) : 0;
+    out->steps = steps > 0 && steps <= UINT32_MAX ? (uint32_t)steps : 0;
+    out->accepted_ms = reply->elements >= 5 ? store_element_int(reply, 4, 0) : 0;
+    return 0;
+}
+
 int osbq_store_claim(struct osbq_store *store, const char *operation_id, const char *worker_id,
-                     uint32_t attempt, int64_t lease_ms, struct osbq_error *err)
+                     uint32_t attempt, int64_t lease_ms, struct osbq_claim *out,
+                     struct osbq_error *err)
 {
     char op[STORE_KEY_MAX], queue[STORE_KEY_MAX];
     char attempt_text[12], now[24], lease[24];
+    if (out != NULL)
+        memset(out, 0, sizeof *out);
     if (op_keys(store, operation_id, op, queue, err) < 0)
         return -1;
     (void)snprintf(attempt_text, sizeof attempt_text, "%" PRIu32, attempt);
@@ -57,7 +86,19 @@ int osbq_store_claim(struct osbq_store *store, const char *operation_id, const c
         [CLAIM_ARG_LEASE] = lease,
         [CLAIM_ARG_OPERATION_ID] = operation_id,
     };
-    return op_script(store, SCRIPT_CLAIM, keys, args, err);
+    redisReply *reply = store_eval(store, SCRIPT_CLAIM, keys, args, err);
+    if (reply == NULL)
+        return -1;
+    int rc;
+    if (reply->type == REDIS_REPLY_INTEGER)
+        rc = 0;
+    else if (reply->type == REDIS_REPLY_ARRAY && reply->elements >= 1 &&
+             store_element_int(reply, 0, 0) == 1)
+        rc = out != NULL && claim_read(reply, out, err) < 0 ? -1 : 1;
+    else
+        rc = osbq_error_set(err, OSBQ_ERR_INTERNAL, "claim: unexpected reply");
+    freeReplyObject(reply);
+    return rc;
 }
 
 int osbq_store_progress(struct osbq_store *store, const char *operation_id, const char *worker_id,
@@ -158,6 +199,7 @@ static size_t recovery_item_read(const redisReply *e, struct osbq_recovery_item 
         return 0;
     item->operation_id = store_element_dup(e, 0);
     item->abandon = store_element_is(e, 1, "abandon");
+    item->poll = store_element_is(e, 1, "poll");
     item->claims = (uint32_t)store_element_int(e, 2, 0);
     item->lease_expired = store_element_is(e, 4, "lease");
     item->kind = store_element_dup(e, 5);
@@ -235,6 +277,29 @@ void osbq_recovery_free(struct osbq_recovery_item *items, size_t count)
         free(items[i].kind);
     }
     free(items);
+}
+
+int osbq_store_wait(struct osbq_store *store, const char *operation_id, const char *worker_id,
+                    const struct osbq_op_result *in_progress, int64_t due_ms,
+                    struct osbq_error *err)
+{
+    char op[STORE_KEY_MAX], queue[STORE_KEY_MAX], now[24], due[24];
+    if (op_keys(store, operation_id, op, queue, err) < 0)
+        return -1;
+    (void)snprintf(now, sizeof now, "%" PRId64, osbq_store_now_ms());
+    (void)snprintf(due, sizeof due, "%" PRId64, due_ms);
+    const char *description = in_progress->description;
+    const char *keys[WAIT_KEY_COUNT] = {[WAIT_KEY_OP] = op, [WAIT_KEY_QUEUE] = queue};
+    const char *args[WAIT_ARG_COUNT] = {
+        [WAIT_ARG_WORKER_ID] = worker_id,
+        [WAIT_ARG_DESCRIPTION] =
+            description != NULL && description[0] != '\0' ? description : "In progress.",
+        [WAIT_ARG_RESUME] = in_progress->resume ? in_progress->resume : "",
+        [WAIT_ARG_DUE] = due,
+        [WAIT_ARG_NOW] = now,
+        [WAIT_ARG_OPERATION_ID] = operation_id,
+    };
+    return op_script(store, SCRIPT_WAIT, keys, args, err);
 }
 
 int osbq_store_release(struct osbq_store *store, const char *operation_id, const char *worker_id,

@@ -5,12 +5,27 @@
 
 #include "store.h"
 
-/* Claims an operation before running it: queued -> running, or a running operation whose lease
- * expired taken over. Records worker_id, attempt and a lease until now + lease_ms.
- * Returns 1 when claimed (run it), 0 when it is not this worker's to run (finished, or held by
- * a live lease: drop the job), -1 with err when Redis failed. */
+/* What a claim tells the worker about the operation it now holds: where an operation that
+ * goes through steps stands. */
+struct osbq_claim {
+    char *resume;        /* owned JSON text the previous step saved, or NULL on a first step */
+    int64_t started_ms;  /* epoch ms of the operation's first claim (its first step) */
+    int64_t accepted_ms; /* epoch ms the gateway accepted the operation, or 0 when unknown */
+    uint32_t steps;      /* steps that ended in progress so far: 0 on a first step */
+};
+
+/* Frees the claim's resume text and zeroes it; accepts a zeroed claim. */
+void osbq_claim_clear(struct osbq_claim *claim);
+
+/* Claims an operation before running it: queued -> running, a waiting operation that is due
+ * (its next step, a poll) -> running, or a running operation whose lease expired taken over.
+ * Records worker_id, attempt and a lease until now + lease_ms; a poll's claim is not counted
+ * as an attempt. Returns 1 when claimed (run it; *out filled, clear it with
+ * osbq_claim_clear), 0 when it is not this worker's to run (finished, held by a live lease, or
+ * waiting and not yet due: drop the job), -1 with err when Redis failed. out may be NULL. */
 int osbq_store_claim(struct osbq_store *store, const char *operation_id, const char *worker_id,
-                     uint32_t attempt, int64_t lease_ms, struct osbq_error *err);
+                     uint32_t attempt, int64_t lease_ms, struct osbq_claim *out,
+                     struct osbq_error *err);
 
 /* Records progress (a user-facing description, e.g. "Provisioning (40%)", or NULL to keep the
  * current one) and renews the lease. Returns 1, 0 when the operation is no longer this
@@ -18,7 +33,8 @@ int osbq_store_claim(struct osbq_store *store, const char *operation_id, const c
 int osbq_store_progress(struct osbq_store *store, const char *operation_id, const char *worker_id,
                         const char *description, int64_t lease_ms, struct osbq_error *err);
 
-/* The outcome of an operation, as a backend reports it. Strings are borrowed. */
+/* The outcome of an operation, or of one step of it, as a backend reports it. Strings are
+ * borrowed. */
 struct osbq_op_result {
     bool succeeded;            /* true: succeeded; false: failed */
     const char *description;   /* user-facing text for last_operation; NULL for a default */
@@ -29,6 +45,12 @@ struct osbq_op_result {
                                 * renew_before), or NULL */
     bool instance_usable;      /* failed update or deprovision: is the instance still usable */
     bool update_repeatable;    /* failed update: may the same update succeed later */
+    bool in_progress;          /* the step ended but the operation did not: description is its
+                                * progress text, the next step is due after poll_after_ms with
+                                * resume; succeeded and the fields above are ignored */
+    int64_t poll_after_ms;     /* in progress: how long until the next step, >= 0 */
+    const char *resume;        /* in progress: compact JSON text the next step resumes from,
+                                * or NULL for none */
 };
 
 /* Records the outcome atomically: the operation's state and description, the instance's new
@@ -37,6 +59,14 @@ struct osbq_op_result {
  * worker's (the result is dropped: another attempt owns it), -1 with err. */
 int osbq_store_finish(struct osbq_store *store, const char *operation_id, const char *worker_id,
                       const struct osbq_op_result *result, struct osbq_error *err);
+
+/* Records that a step ended in progress (result->in_progress; its description and resume):
+ * the operation waits, held by nobody, until due_ms (epoch ms), when the recovery loop sends
+ * it to a worker for its next step. Wakes no synchronous waiter. Returns 1, 0 when the
+ * operation is no longer this worker's (dropped), -1 with err. */
+int osbq_store_wait(struct osbq_store *store, const char *operation_id, const char *worker_id,
+                    const struct osbq_op_result *in_progress, int64_t due_ms,
+                    struct osbq_error *err);
 
 /* Gives a running operation back without an outcome (the worker is stopping, or the operation
  * passed its deadline): it is queued again and due at once, so the recovery loop resends it.

@@ -1,5 +1,6 @@
 /* The store as the gateway's recovery loop uses it: operations whose claim never came or whose
- * lease ran out, to resend or to abandon (store/lua/recover.lua). */
+ * lease ran out, to resend or to abandon, and waiting operations whose next step is due, to
+ * send for that step (store/lua/recover.lua). */
 #ifndef OSBQ_STORE_RECOVERY_H
 #define OSBQ_STORE_RECOVERY_H
 
@@ -9,6 +10,8 @@
 struct osbq_recovery_item {
     char *operation_id; /* the operation */
     bool abandon;       /* true: it used up its attempts, fail it; false: send its job again */
+    bool poll;          /* it waits and its next step is due: send its job for that step (not
+                         * a resend: no attempt used) */
     uint32_t claims;    /* how many times a worker claimed it */
     bool lease_expired; /* resend: it was running and its worker's lease ran out */
     char *kind;         /* the operation's kind, or NULL when unknown */
@@ -17,9 +20,10 @@ struct osbq_recovery_item {
 };
 
 /* Takes up to limit operations whose claim never came (claim_timeout_ms after they were
- * accepted or last sent) or whose lease ran out, moving each one's due time forward so no
- * other process takes it too. Operations claimed max_attempts times are marked for abandon;
- * the others are taken only when can_resend (a worker has room). Returns 0 with *items (count
+ * accepted or last sent), whose lease ran out, or whose next step is due (polls), moving each
+ * one's due time forward so no other process takes it too. Operations claimed max_attempts
+ * times are marked for abandon; the others are taken only when can_resend (a worker has
+ * room). Returns 0 with *items (count
  * *count; free with osbq_recovery_free), or -1 with err. */
 int osbq_store_recover(struct osbq_store *store, unsigned limit, unsigned max_attempts,
                        int64_t claim_timeout_ms, bool can_resend, struct osbq_recovery_item **items,

@@ -20,6 +20,7 @@ enum store_script {
     SCRIPT_RELEASE,
     SCRIPT_RESEND,
     SCRIPT_RESEAL,
+    SCRIPT_WAIT,
     SCRIPT_COUNT
 };
 
@@ -182,6 +183,18 @@ enum release_arg {
 /* resend.lua */
 enum resend_key { RESEND_KEY_OP, RESEND_KEY_QUEUE, RESEND_KEY_COUNT };
 enum resend_arg { RESEND_ARG_NOW, RESEND_ARG_OPERATION_ID, RESEND_ARG_COUNT };
+
+/* wait.lua */
+enum wait_key { WAIT_KEY_OP, WAIT_KEY_QUEUE, WAIT_KEY_COUNT };
+enum wait_arg {
+    WAIT_ARG_WORKER_ID,
+    WAIT_ARG_DESCRIPTION,
+    WAIT_ARG_RESUME,
+    WAIT_ARG_DUE,
+    WAIT_ARG_NOW,
+    WAIT_ARG_OPERATION_ID,
+    WAIT_ARG_COUNT
+};
 
 /* reseal.lua */
 enum reseal_key { RESEAL_KEY_BINDING, RESEAL_KEY_COUNT };

@@ -70,8 +70,19 @@ static void set_description(struct backend_call *call, const char *text)
     call->result.description = call->description;
 }
 
+/* Forgets an in-progress answer given before (a backend may change its mind within a step). */
+static void drop_in_progress(struct backend_call *call)
+{
+    call->result.in_progress = false;
+    call->result.poll_after_ms = 0;
+    call->result.resume = NULL;
+    free(call->resume_text);
+    call->resume_text = NULL;
+}
+
 void backend_call_succeed(struct backend_call *call, const char *description)
 {
+    drop_in_progress(call);
     call->result.succeeded = true;
     call->result.instance_usable = true;
     call->result.update_repeatable = false;
@@ -81,12 +92,61 @@ void backend_call_succeed(struct backend_call *call, const char *description)
 void backend_call_fail(struct backend_call *call, const char *description, bool instance_usable,
                        bool update_repeatable)
 {
+    drop_in_progress(call);
     call->result.succeeded = false;
     /* A failure hands out no credentials: they are not even sent to Redis. */
     call->result.binding = NULL;
     call->result.instance_usable = instance_usable;
     call->result.update_repeatable = update_repeatable;
     set_description(call, description);
+}
+
+int backend_call_wait_for(struct backend_call *call, const char *description, int64_t poll_after_ms,
+                          json_t *resume)
+{
+    char text[BACKEND_DESCRIPTION_MAX];
+    char *saved = NULL;
+    if (resume != NULL) {
+        if (!json_is_object(resume)) {
+            json_decref(resume);
+            backend_call_fail(call, "The backend's resume state is not a JSON object.", true,
+                              false);
+            return -1;
+        }
+        size_t len = json_dumpb(resume, NULL, 0, JSON_COMPACT);
+        if (len > BACKEND_RESUME_MAX) {
+            json_decref(resume);
+            (void)snprintf(text, sizeof text,
+                           "The backend's resume state is %zu bytes, over the %d limit.", len,
+                           BACKEND_RESUME_MAX);
+            backend_call_fail(call, text, true, false);
+            return -1;
+        }
+        saved = malloc(len + 1);
+        if (saved == NULL || json_dumpb(resume, saved, len, JSON_COMPACT) != len) {
+            free(saved);
+            json_decref(resume);
+            backend_call_fail(call, "The broker ran out of memory.", true, false);
+            return -1;
+        }
+        saved[len] = '\0';
+        json_decref(resume);
+    }
+    drop_in_progress(call);
+    /* A failure's flags are meaningless while in progress; set them as a success would. */
+    call->result.succeeded = false;
+    call->result.binding = NULL;
+    call->result.instance_usable = true;
+    call->result.update_repeatable = false;
+    call->result.in_progress = true;
+    call->result.poll_after_ms = poll_after_ms < 0 ? 0
+                                 : poll_after_ms > BACKEND_POLL_AFTER_MAX_MS
+                                     ? BACKEND_POLL_AFTER_MAX_MS
+                                     : poll_after_ms;
+    call->resume_text = saved;
+    call->result.resume = saved;
+    set_description(call, description);
+    return 0;
 }
 
 int backend_call_set_dashboard_url(struct backend_call *call, const char *fmt, ...)
@@ -153,8 +213,10 @@ void backend_call_clear(struct backend_call *call)
     call->binding = NULL;
     free(call->dashboard_url);
     free(call->metadata);
+    free(call->resume_text);
     call->dashboard_url = NULL;
     call->metadata = NULL;
+    call->resume_text = NULL;
     call->description[0] = '\0';
     memset(&call->result, 0, sizeof call->result);
 }

@@ -13,6 +13,11 @@
 
 /* Longest user-facing description a backend can report; longer texts are cut. */
 #define BACKEND_DESCRIPTION_MAX 1024
+/* Largest resume state a step may save, in bytes of compact JSON: it lives in Redis with every
+ * waiting operation. */
+#define BACKEND_RESUME_MAX 4096
+/* Longest delay a step may ask for before the next one: a longer wait is cut to this. */
+#define BACKEND_POLL_AFTER_MAX_MS (24LL * 3600 * 1000)
 
 struct exec_watch;
 
@@ -23,6 +28,10 @@ struct backend_call {
     const struct osbq_job *job;   /* the job; borrowed, valid for the whole call */
     const struct osbq_plan *plan; /* the job's plan (the target plan of an update); borrowed */
     const json_t *parameters;     /* the request's parameters object; borrowed, may be NULL */
+    const json_t *resume;         /* the state the previous step saved (backend_call_wait_for);
+                                   * NULL on an operation's first step; borrowed */
+    uint32_t step;                /* 0 on the first step, then one more per step that ended in
+                                   * progress */
 
     /* Reports progress: description is user-facing text for last_operation ("Provisioning
      * (40%)"), borrowed for the call only. Also renews the operation's lease; when the lease
@@ -54,20 +63,24 @@ struct backend_call {
     char description[BACKEND_DESCRIPTION_MAX]; /* owned text of result.description */
     char *dashboard_url;                       /* owned text of result.dashboard_url, or NULL */
     char *metadata;                            /* owned text of result.metadata, or NULL */
-    char *binding; /* owned text of result.binding, or NULL; holds credentials, so it is
-                    * zeroed before it is freed */
+    char *binding;     /* owned text of result.binding, or NULL; holds credentials, so it is
+                        * zeroed before it is freed */
+    char *resume_text; /* owned text of result.resume, or NULL */
 };
 
 /* A backend operation's answer when it handed its step to another thread (detached_end). */
 #define BACKEND_DETACHED 1
 
-/* A backend. Each operation returns 0 when call->result holds the outcome (succeeded or
- * failed), or -1 when it stopped because call->cancelled() became true (no outcome: the
- * runner records nothing and gives the operation back), or BACKEND_DETACHED when the call
- * allows it (backend_call.detached_end) and the step goes on elsewhere. A NULL entry means the
- * backend does not support that kind yet: the operation fails with a description saying so.
- * Operations run on runner threads, may block, and must be idempotent per operation id: the
- * same operation may run again after a worker crash, a lost lease or a resend. */
+/* A backend. Each operation runs one step and returns 0 when call->result holds its outcome
+ * (succeeded, failed, or in progress: backend_call_wait_for), or -1 when it stopped because
+ * call->cancelled() became true (no outcome: the runner records nothing and gives the
+ * operation back), or BACKEND_DETACHED when the call allows it (backend_call.detached_end) and
+ * the step goes on elsewhere. A step that answers in progress is called again later, on any
+ * worker, with call->resume holding what it saved and call->step raised (docs/backends.md, the
+ * step contract). A NULL entry means the backend does not support that kind yet: the operation
+ * fails with a description saying so. Steps run on runner threads, may block (briefly: waiting
+ * is what in progress is for), and must be idempotent per operation id and step: the same step
+ * may run again after a worker crash, a lost lease or a resend. */
 struct backend {
     const char *name;                              /* the catalog's osbq.backend value */
     int (*provision)(struct backend_call *call);   /* creates the instance */
@@ -107,6 +120,16 @@ void backend_call_succeed(struct backend_call *call, const char *description);
 void backend_call_fail(struct backend_call *call, const char *description, bool instance_usable,
                        bool update_repeatable);
 
+/* Records that the step ended with the operation still in progress: description (copied; the
+ * platform's last_operation shows it), the next step due after poll_after_ms (clamped to
+ * [0, BACKEND_POLL_AFTER_MAX_MS]; 0: due at once) and resume (a JSON object, stolen whatever
+ * happens; NULL: none), written compactly into the call's owned buffer. A resume that is not
+ * an object, is over BACKEND_RESUME_MAX bytes or cannot be written fails the operation instead
+ * with a description saying why. Returns 0 when recorded in progress, -1 when the operation
+ * failed instead; either way the backend returns 0: call->result holds the outcome. */
+int backend_call_wait_for(struct backend_call *call, const char *description, int64_t poll_after_ms,
+                          json_t *resume);
+
 /* Sets result.dashboard_url to the formatted text (owned by call). Returns 0, or -1 when out
  * of memory (result left unchanged). */
 int backend_call_set_dashboard_url(struct backend_call *call, const char *fmt, ...)
@@ -119,8 +142,8 @@ int backend_call_set_dashboard_url(struct backend_call *call, const char *fmt, .
  * memory ran out (result left unchanged). */
 int backend_call_set_binding(struct backend_call *call, json_t *binding);
 
-/* Frees the owned buffers (the binding zeroed first) and clears result; inputs and callbacks
- * stay. */
+/* Frees the owned buffers (the binding zeroed first) and clears result; inputs (resume and
+ * step included) and callbacks stay. */
 void backend_call_clear(struct backend_call *call);
 
 #endif

@@ -534,9 +534,10 @@ struct step {
     struct osbq_job job; /* owned */
     struct run run;
     struct backend_call call;
-    json_t *parameters;     /* the parsed parameters the call borrows */
-    int64_t started_ms;     /* monotonic time of the claim */
-    double backend_started; /* now_seconds() when the backend was called */
+    json_t *parameters;      /* the parsed parameters the call borrows */
+    struct osbq_claim claim; /* what the claim returned (the saved state of a poll step) */
+    int64_t started_ms;      /* monotonic time of the claim */
+    double backend_started;  /* now_seconds() when the backend was called */
     /* Guarded by r->lock: */
     bool detached; /* its runner thread returned; in r->detached_steps or r->ended_steps */
     bool ended;    /* the backend ended it (detached_end) */
@@ -607,6 +608,7 @@ static void free_step(struct step *st)
 {
     json_decref(st->parameters);
     backend_call_clear(&st->call);
+    osbq_claim_clear(&st->claim);
     osbq_job_clear(&st->job);
     free(st);
 }
@@ -652,8 +654,8 @@ static enum step_fate run_job(struct slot *slot, struct step *st)
     const struct osbq_job *job = &st->job;
     int64_t lease = (int64_t)r->cfg->lease_ms;
     struct osbq_error err = {0};
-    int claimed =
-        osbq_store_claim(r->store, job->operation_id, r->worker_id, job->attempt, lease, &err);
+    int claimed = osbq_store_claim(r->store, job->operation_id, r->worker_id, job->attempt, lease,
+                                   &st->claim, &err);
     if (claimed == 0) {
         worker_metrics_claim(r->metrics, WORKER_CLAIM_SKIPPED);
         log_debug("operation %s: finished or held by another worker, dropping the job",

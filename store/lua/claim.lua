@@ -1,5 +1,7 @@
--- A worker claims an operation before running it: queued -> running, or a running operation
--- whose lease has expired is taken over. The claim decides who runs a job delivered twice.
+-- A worker claims an operation before running its next step: queued -> running, a waiting
+-- operation that is due (a poll) -> running, or a running operation whose lease has expired is
+-- taken over. The claim decides who runs a job delivered twice, and a step due while a previous
+-- step still runs is refused by the live lease.
 -- KEYS[1] op: the operation hash
 -- KEYS[2] queue: the queue zset
 -- ARGV[1] worker_id: worker id
@@ -7,23 +9,36 @@
 -- ARGV[3] now: ms
 -- ARGV[4] lease: ms
 -- ARGV[5] operation_id: operation id
--- Returns 1 when claimed, 0 otherwise.
+-- Returns {1, resume JSON or "", started_ms, steps, created_ms} when claimed, 0 otherwise.
 -- requires: history (store/lua/lib/history.lua: add_history)
-local state = redis.call('HGET', KEYS[1], 'state')
+local rec = redis.call('HMGET', KEYS[1], 'state', 'lease_until', 'due_ms')
+local state = rec[1]
 local now = tonumber(ARGV[3])
 if state == 'running' then
-  local lease = tonumber(redis.call('HGET', KEYS[1], 'lease_until') or '0')
-  if lease >= now then return 0 end
+  if tonumber(rec[2] or '0') >= now then return 0 end
+elseif state == 'waiting' then
+  -- A copy of the job delivered before the step is due (a late duplicate): not a poll yet. The
+  -- second of slack absorbs the clocks of the worker that set the due time and this one.
+  if tonumber(rec[3] or '0') > now + 1000 then return 0 end
 elseif state ~= 'queued' then
   return 0
 end
 local until_ms = now + tonumber(ARGV[4])
--- Claims count the attempts: a job that keeps killing its workers is abandoned after the limit.
-local claims = redis.call('HINCRBY', KEYS[1], 'claims', 1)
-redis.call('HSET', KEYS[1], 'state', 'running', 'worker', ARGV[1], 'attempt', claims,
+local attempt
+if state == 'waiting' then
+  -- A poll is not an attempt: claims count the steps that never ended (crashes, give-backs).
+  attempt = tonumber(redis.call('HGET', KEYS[1], 'claims') or '1')
+else
+  -- Claims count the attempts: a job that keeps killing its workers is abandoned after the
+  -- limit.
+  attempt = redis.call('HINCRBY', KEYS[1], 'claims', 1)
+end
+redis.call('HSET', KEYS[1], 'state', 'running', 'worker', ARGV[1], 'attempt', attempt,
            'lease_until', until_ms)
 redis.call('HSETNX', KEYS[1], 'started_ms', now)
 redis.call('ZADD', KEYS[2], until_ms, ARGV[5])
-add_history(KEYS[1], {ms = now, event = 'claimed', worker = ARGV[1],
-                     attempt = claims})
-return 1
+if state ~= 'waiting' then
+  add_history(KEYS[1], {ms = now, event = 'claimed', worker = ARGV[1], attempt = attempt})
+end
+local more = redis.call('HMGET', KEYS[1], 'resume', 'started_ms', 'steps', 'created_ms')
+return {1, more[1] or '', tonumber(more[2]), tonumber(more[3] or '0'), tonumber(more[4] or '0')}

@@ -15,9 +15,9 @@
 -- ARGV[10] prefix: the key prefix "<ns>:"
 -- ARGV[11] operation_id: operation id
 -- ARGV[12] binding: bind: JSON of the binding (credentials, endpoints, ...), or ""
--- ARGV[13] mode: "abandon": the recovery loop gives up on an operation whose lease ran out (any
---          worker); "operator": an operator fails an unfinished operation (osbq-ctl fail);
---          or ""
+-- ARGV[13] mode: "abandon": the recovery loop gives up on an operation whose lease ran out, or
+--          that waits (any worker); "operator": an operator fails an unfinished operation
+--          (osbq-ctl fail); or ""
 -- Returns 1, or 0 when the operation is no longer this worker's.
 -- requires: history (store/lua/lib/history.lua: add_history)
 local op_key, queue, waiters = KEYS[1], KEYS[2], KEYS[3]
@@ -26,11 +26,12 @@ local rec = redis.call('HMGET', op_key, 'state', 'worker', 'kind', 'instance_key
                        'binding_key', 'bindings_key', 'quota_taken', 'quota_keys')
 if ARGV[13] == 'abandon' then
   local lease = tonumber(redis.call('HGET', op_key, 'lease_until') or '0')
-  if rec[1] ~= 'queued' and not (rec[1] == 'running' and lease < tonumber(ARGV[8])) then
+  if rec[1] ~= 'queued' and rec[1] ~= 'waiting' and
+      not (rec[1] == 'running' and lease < tonumber(ARGV[8])) then
     return 0
   end
 elseif ARGV[13] == 'operator' then
-  if rec[1] ~= 'queued' and rec[1] ~= 'running' then return 0 end
+  if rec[1] ~= 'queued' and rec[1] ~= 'running' and rec[1] ~= 'waiting' then return 0 end
 elseif rec[1] ~= 'running' or rec[2] ~= ARGV[1] then
   return 0
 end
@@ -41,7 +42,7 @@ local op_id, prefix = ARGV[11], ARGV[10]
 
 redis.call('HSET', op_key, 'state', ok and 'succeeded' or 'failed', 'description', ARGV[3],
            'finished_ms', now)
-redis.call('HDEL', op_key, 'job', 'lease_until')
+redis.call('HDEL', op_key, 'job', 'lease_until', 'resume', 'due_ms')
 if not ok and (kind == 'update' or kind == 'deprovision') then
   redis.call('HSET', op_key, 'instance_usable', ARGV[6])
   if kind == 'update' then redis.call('HSET', op_key, 'update_repeatable', ARGV[7]) end

@@ -1,5 +1,6 @@
--- Finds operations whose claim never came or whose lease expired, and hands each to exactly one
--- caller: its due time moves forward in the same step, so a concurrent scan skips it.
+-- Finds operations whose claim never came, whose lease expired, or whose next step is due (they
+-- wait: a poll), and hands each to exactly one caller: its due time moves forward in the same
+-- step, so a concurrent scan skips it.
 -- KEYS[1] queue: the queue zset
 -- ARGV[1] now: ms
 -- ARGV[2] limit: most operations to return
@@ -8,9 +9,10 @@
 -- ARGV[5] prefix: the key prefix "<ns>:"
 -- ARGV[6] can_resend: "1" when the caller can resend (a worker has room), else "0": then only
 --          operations to abandon are taken
--- Returns a list of {operation id, "resend"|"abandon", claims so far, encoded job or "",
+-- Returns a list of {operation id, "resend"|"abandon"|"poll", claims so far, encoded job or "",
 -- "lease" when a running operation's lease ran out else "", kind}. Resends are written to the
--- operation's history.
+-- operation's history; polls are not (one per step would grow every waiting operation), nor
+-- counted as resends or attempts.
 -- requires: history (store/lua/lib/history.lua: add_history)
 local queue, now, limit = KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[3])
 local next_due = now + tonumber(ARGV[4])
@@ -25,6 +27,11 @@ for _, op_id in ipairs(due) do
   elseif state == 'running' and tonumber(rec[2] or '0') >= now then
     -- renewed since it was scored: score it by its lease again
     redis.call('ZADD', queue, rec[2], op_id)
+  elseif state == 'waiting' then
+    if ARGV[6] == '1' then
+      redis.call('ZADD', queue, next_due, op_id)
+      table.insert(out, {op_id, 'poll', claims, rec[4] or '', '', rec[6] or ''})
+    end
   elseif claims >= limit then
     -- Used up: its lease ran out, or it was given back (deadline, shutdown), that many times.
     redis.call('ZADD', queue, next_due, op_id)

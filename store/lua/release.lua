@@ -1,5 +1,6 @@
 -- A worker gives an operation back without an outcome (it is stopping, or the operation passed
 -- its deadline): queued again and due at once, so the recovery loop resends it to another worker.
+-- The state a previous step saved (resume) stays: the next claim runs the step again from it.
 -- KEYS[1] op: the operation hash
 -- KEYS[2] queue: the queue zset
 -- ARGV[1] worker_id: worker id

@@ -102,7 +102,7 @@ static enum osbq_begin_answer begin(struct fixture *f, const char *kind, const c
 static int claim(struct fixture *f, const char *op, const char *worker, int64_t lease_ms)
 {
     struct osbq_error err = {0};
-    return osbq_store_claim(f->store, op, worker, 1, lease_ms, &err);
+    return osbq_store_claim(f->store, op, worker, 1, lease_ms, NULL, &err);
 }
 
 static int finish(struct fixture *f, const char *op, const char *worker, bool ok)
@@ -549,6 +549,141 @@ static void test_recovery_resends_then_abandons(void **state)
     assert_string_equal(events, "resent claimed lease_expired claimed abandoned");
 }
 
+/* A step-wise operation: a step ends in progress (wait), the operation is held by nobody until
+ * it is due, recovery hands it out as a poll (no attempt, no resend), the poll's claim returns
+ * the saved state, and the outcome clears it. */
+static void test_steps_wait_and_poll(void **state)
+{
+    struct fixture *f = *state;
+    struct osbq_error err = {0};
+    struct osbq_recovery_item *items = NULL;
+    size_t count = 0;
+    struct osbq_claim c = {0};
+    assert_int_equal(begin(f, "provision", "s1", "is", "d", "plan-a", NULL, "gw1", NULL),
+                     OSBQ_BEGIN_ACCEPTED);
+    assert_int_equal(osbq_store_claim(f->store, "s1", "w1", 1, 10000, &c, &err), 1);
+    assert_null(c.resume);
+    assert_int_equal(c.steps, 0);
+    assert_true(c.started_ms > 0);
+    assert_true(c.accepted_ms > 0 && c.accepted_ms <= c.started_ms);
+    int64_t started = c.started_ms;
+    osbq_claim_clear(&c);
+
+    struct osbq_op_result step = {
+        .in_progress = true, .description = "Provisioning (0%)", .resume = "{\"until_ms\":1}"};
+    int64_t later = osbq_store_now_ms() + 60000;
+    assert_int_equal(osbq_store_wait(f->store, "s1", "w2", &step, later, &err), 0);
+    assert_int_equal(osbq_store_wait(f->store, "s1", "w1", &step, later, &err), 1);
+    assert_string_equal(field(f, "t:op:s1", "state"), "waiting");
+    assert_string_equal(field(f, "t:op:s1", "description"), "Provisioning (0%)");
+    assert_string_equal(field(f, "t:op:s1", "resume"), "{\"until_ms\":1}");
+    assert_string_equal(field(f, "t:op:s1", "steps"), "1");
+    assert_string_equal(field(f, "t:op:s1", "worker"), "");
+    /* Not its worker's any more: a late progress or outcome of the step is refused. */
+    assert_int_equal(osbq_store_progress(f->store, "s1", "w1", NULL, 10000, &err), 0);
+    assert_int_equal(finish(f, "s1", "w1", true), 0);
+    /* Not due: neither handed out nor claimable by a duplicate delivery. */
+    assert_int_equal(osbq_store_recover(f->store, 100, 2, 10000, true, &items, &count, &err), 0);
+    assert_null(find_item(items, count, "s1"));
+    osbq_recovery_free(items, count);
+    assert_int_equal(claim(f, "s1", "w3", 10000), 0);
+
+    /* Due now: a poll, only when a worker has room. */
+    step.resume = "{\"until_ms\":2}";
+    assert_int_equal(claim(f, "s1", "w1", 10000), 0);
+    redisReply *r = redisCommand(f->direct, "HSET t:op:s1 due_ms 1");
+    freeReplyObject(r);
+    r = redisCommand(f->direct, "ZADD t:queue 1 s1");
+    freeReplyObject(r);
+    assert_int_equal(osbq_store_recover(f->store, 100, 2, 10000, false, &items, &count, &err), 0);
+    assert_null(find_item(items, count, "s1"));
+    osbq_recovery_free(items, count);
+    assert_int_equal(osbq_store_recover(f->store, 100, 2, 10000, true, &items, &count, &err), 0);
+    const struct osbq_recovery_item *it = find_item(items, count, "s1");
+    assert_non_null(it);
+    assert_true(it->poll);
+    assert_false(it->abandon);
+    assert_int_equal(it->claims, 1);
+    assert_memory_equal(it->job, "job-bytes", 9);
+    osbq_recovery_free(items, count);
+    assert_string_equal(field(f, "t:op:s1", "resends"), "");
+
+    assert_int_equal(osbq_store_claim(f->store, "s1", "w2", 2, 10000, &c, &err), 1);
+    assert_string_equal(c.resume, "{\"until_ms\":1}");
+    assert_int_equal(c.steps, 1);
+    assert_int_equal(c.started_ms, started);
+    osbq_claim_clear(&c);
+    assert_null(c.resume);
+    /* A poll is not an attempt; the step runs on exactly one worker at a time. */
+    assert_string_equal(field(f, "t:op:s1", "claims"), "1");
+    assert_int_equal(claim(f, "s1", "w3", 10000), 0);
+    /* In progress again without a resume: the old one goes. */
+    step.resume = NULL;
+    assert_int_equal(osbq_store_wait(f->store, "s1", "w2", &step, 1, &err), 1);
+    assert_string_equal(field(f, "t:op:s1", "resume"), "");
+    assert_string_equal(field(f, "t:op:s1", "steps"), "2");
+    assert_int_equal(claim(f, "s1", "w3", 10000), 1);
+    assert_int_equal(finish(f, "s1", "w3", true), 1);
+    assert_string_equal(field(f, "t:op:s1", "state"), "succeeded");
+    assert_string_equal(field(f, "t:op:s1", "due_ms"), "");
+    assert_string_equal(field(f, "t:instance:is", "state"), "provisioned");
+    char events[256];
+    history_events(f, "s1", events, sizeof events);
+    assert_string_equal(events, "claimed waiting succeeded");
+}
+
+/* A waiting operation under the repairs: a poll step's worker dies (its lease runs out: queued,
+ * the saved state kept, the next claim an attempt), an operator resends it (due at once, still
+ * waiting) or fails it, and the recovery loop may abandon it. */
+static void test_steps_repairs(void **state)
+{
+    struct fixture *f = *state;
+    struct osbq_error err = {0};
+    struct osbq_claim c = {0};
+    struct timespec pause = {0, 20000000};
+    struct osbq_op_result step = {.in_progress = true, .resume = "{\"n\":1}"};
+    assert_int_equal(begin(f, "provision", "s2", "is2", "d", "plan-a", NULL, NULL, NULL),
+                     OSBQ_BEGIN_ACCEPTED);
+    assert_int_equal(claim(f, "s2", "w1", 10000), 1);
+    int64_t later = osbq_store_now_ms() + 60000;
+    assert_int_equal(osbq_store_wait(f->store, "s2", "w1", &step, later, &err), 1);
+    assert_string_equal(field(f, "t:op:s2", "description"), "In progress.");
+    assert_int_equal(osbq_store_operator_resend(f->store, "s2", &err), 1);
+    assert_string_equal(field(f, "t:op:s2", "state"), "waiting");
+    assert_string_equal(field(f, "t:op:s2", "claims"), "0");
+    assert_int_equal(claim(f, "s2", "w2", 1), 1);
+    nanosleep(&pause, NULL);
+    struct osbq_recovery_item *items = NULL;
+    size_t count = 0;
+    assert_int_equal(osbq_store_recover(f->store, 100, 5, 10000, true, &items, &count, &err), 0);
+    const struct osbq_recovery_item *it = find_item(items, count, "s2");
+    assert_non_null(it);
+    assert_true(it->lease_expired);
+    assert_false(it->poll);
+    osbq_recovery_free(items, count);
+    assert_string_equal(field(f, "t:op:s2", "state"), "queued");
+    assert_int_equal(osbq_store_claim(f->store, "s2", "w3", 2, 10000, &c, &err), 1);
+    assert_string_equal(c.resume, "{\"n\":1}");
+    osbq_claim_clear(&c);
+    assert_string_equal(field(f, "t:op:s2", "claims"), "1");
+    /* Released (shutdown, deadline): the saved state stays for the next claim. */
+    assert_int_equal(osbq_store_release(f->store, "s2", "w3", &err), 1);
+    assert_string_equal(field(f, "t:op:s2", "resume"), "{\"n\":1}");
+    assert_int_equal(claim(f, "s2", "w3", 10000), 1);
+    assert_int_equal(osbq_store_wait(f->store, "s2", "w3", &step, later, &err), 1);
+    assert_int_equal(osbq_store_abandon(f->store, "s2", "Gave up.", &err), 1);
+    assert_string_equal(field(f, "t:op:s2", "state"), "failed");
+    assert_string_equal(field(f, "t:op:s2", "resume"), "");
+
+    assert_int_equal(begin(f, "provision", "s3", "is3", "d", "plan-a", NULL, NULL, NULL),
+                     OSBQ_BEGIN_ACCEPTED);
+    assert_int_equal(claim(f, "s3", "w1", 10000), 1);
+    assert_int_equal(osbq_store_wait(f->store, "s3", "w1", &step, later, &err), 1);
+    assert_int_equal(osbq_store_operator_fail(f->store, "s3", "Failed by ops.", &err), 1);
+    assert_string_equal(field(f, "t:op:s3", "state"), "failed");
+    assert_string_equal(field(f, "t:instance:is3", "lock_x"), "");
+}
+
 /* osbq-ctl reencrypt's two steps: the walk finds every binding with a result (and only those),
  * and the replacement is a compare-and-set: a result written since the walk read it stays. */
 static void test_results_walk_and_compare_and_set(void **state)
@@ -612,6 +747,8 @@ int main(void)
         cmocka_unit_test(test_scan_records_hides_secrets),
         cmocka_unit_test(test_scripts_reload_after_flush),
         cmocka_unit_test(test_recovery_resends_then_abandons),
+        cmocka_unit_test(test_steps_wait_and_poll),
+        cmocka_unit_test(test_steps_repairs),
         cmocka_unit_test(test_results_walk_and_compare_and_set),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -86,8 +86,19 @@ static int build_input(struct exec_run *x)
                                               : json_or_null(job->parameters);
     json_t *in = json_object();
     int rc = -1;
+    /* A poll: the step after one that answered in progress. The program learns which operation
+     * it polls from "of", and gets back what it saved ({} when it saved nothing). */
+    bool poll = call->step > 0 || call->resume != NULL;
+    if (poll && in != NULL && kind != NULL &&
+        (json_object_set_new(in, "of", json_string(kind)) < 0 ||
+         json_object_set_new(in, "resume",
+                             call->resume != NULL ? json_deep_copy(call->resume) : json_object()) <
+             0 ||
+         json_object_set_new(in, "step", json_integer(call->step)) < 0))
+        goto out;
     /* set_new steals each value even on failure; a NULL value (not UTF-8) fails the set. */
-    if (in == NULL || kind == NULL || json_object_set_new(in, "kind", json_string(kind)) < 0 ||
+    if (in == NULL || kind == NULL ||
+        json_object_set_new(in, "kind", json_string(poll ? "poll" : kind)) < 0 ||
         json_object_set_new(in, "operation_id", string_or_null(job->operation_id)) < 0 ||
         json_object_set_new(in, "instance_id", string_or_null(job->instance_id)) < 0 ||
         json_object_set_new(in, "binding_id", string_or_null(job->binding_id)) < 0 ||
@@ -448,6 +459,61 @@ static int set_instance_fields(struct backend_call *call, const json_t *result)
     return 0;
 }
 
+/* Whether the result line answers "in progress": the step ended, the operation did not. */
+static bool is_in_progress(const json_t *result)
+{
+    const char *state = json_string_value(json_object_get(result, "state"));
+    return state != NULL && strcmp(state, "in progress") == 0;
+}
+
+/* Records an in-progress result line: {"state": "in progress", "description": "...",
+ * "poll_after_s": N, "resume": {...}}. A line that breaks the protocol fails the operation
+ * with a description saying how: the program is the operator's, and a step that cannot be
+ * resumed is better ended than polled forever. */
+static void wait_for(struct exec_run *x, const json_t *result)
+{
+    struct backend_call *call = x->call;
+    char text[BACKEND_DESCRIPTION_MAX];
+    json_t *after = json_object_get(result, "poll_after_s");
+    json_t *description = json_object_get(result, "description");
+    json_t *resume = json_object_get(result, "resume");
+    if (!json_is_number(after) || json_number_value(after) < 0) {
+        fail(call,
+             "The program answered in progress without a valid poll_after_s (a number of seconds, "
+             "0 or more).",
+             NULL);
+        return;
+    }
+    if (description != NULL && !json_is_string(description)) {
+        fail(call, "The program answered in progress with a description that is not a string.",
+             NULL);
+        return;
+    }
+    if (resume != NULL && !json_is_null(resume) && !json_is_object(resume)) {
+        fail(call, "The program answered in progress with a resume that is not an object.", NULL);
+        return;
+    }
+    if (json_is_object(resume)) {
+        size_t len = json_dumpb(resume, NULL, 0, JSON_COMPACT);
+        if (len > BACKEND_RESUME_MAX) {
+            (void)snprintf(text, sizeof text,
+                           "The program's resume state is %zu bytes, over the limit of %d.", len,
+                           BACKEND_RESUME_MAX);
+            fail(call, text, NULL);
+            return;
+        }
+    }
+    /* Seconds as a double: 0.5 is half a second; a day and more is cut by the contract. */
+    double seconds = json_number_value(after);
+    int64_t ms = seconds * 1000.0 > (double)BACKEND_POLL_AFTER_MAX_MS ? BACKEND_POLL_AFTER_MAX_MS
+                                                                      : (int64_t)(seconds * 1000.0);
+    const char *said = json_string_value(description);
+    if (said == NULL || said[0] == '\0')
+        said = x->output.last_progress[0] != '\0' ? x->output.last_progress : "In progress.";
+    (void)backend_call_wait_for(call, said, ms,
+                                json_is_object(resume) ? json_deep_copy(resume) : NULL);
+}
+
 /* Turns the reaped program's exit, output and x->end.stop into the call's outcome. */
 static void report(struct exec_run *x)
 {
@@ -491,6 +557,8 @@ static void report(struct exec_run *x)
              "The program's result (its last stdout line starting with '{') is not a valid JSON "
              "object.",
              NULL);
+    } else if (is_in_progress(result)) {
+        wait_for(x, result);
     } else {
         backend_call_succeed(call, x->output.last_progress[0] != '\0' ? x->output.last_progress
                                                                       : "Succeeded.");

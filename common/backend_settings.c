@@ -25,6 +25,8 @@ const struct osbq_setting osbq_settings[] = {
     {.key = "deprovision_ms", .type = OSBQ_SETTING_INT, .max = DAY_MS, .backend = "sim"},
     {.key = "bind_ms", .type = OSBQ_SETTING_INT, .max = DAY_MS, .backend = "sim"},
     {.key = "unbind_ms", .type = OSBQ_SETTING_INT, .max = DAY_MS, .backend = "sim"},
+    {.key = "poll_ms", .type = OSBQ_SETTING_INT, .max = DAY_MS, .backend = "sim"},
+    {.key = "blocking", .type = OSBQ_SETTING_BOOL, .backend = "sim"},
     {.key = "dashboard", .type = OSBQ_SETTING_BOOL, .backend = "sim"},
     {.key = "fail_on", .type = OSBQ_SETTING_STRING, .backend = "sim"},
     {.key = "crash_on", .type = OSBQ_SETTING_STRING, .backend = "sim"},

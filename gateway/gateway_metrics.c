@@ -72,6 +72,9 @@ int gateway_metrics_init(struct gateway_metrics *gm, struct osbq_store *store, c
     gm->lease_expiries = plain(m, OSBQ_METRIC_COUNTER, "osbq_lease_expiries_total",
                                "Of those, the operations whose worker's lease ran out (it died "
                                "or hung).");
+    gm->polls = plain(m, OSBQ_METRIC_COUNTER, "osbq_polls_total",
+                      "Jobs this gateway's recovery loop sent for the next step of a waiting "
+                      "operation (a poll): not retries.");
     gm->platform_requests = osbq_metrics_add(
         m, OSBQ_METRIC_COUNTER, "osbq_platform_requests_total",
         "Broker API requests answered, by the platform their URL prefix names and status.",
@@ -79,7 +82,7 @@ int gateway_metrics_init(struct gateway_metrics *gm, struct osbq_store *store, c
     if (gm->requests == NULL || gm->platform_requests == NULL || gm->duration == NULL ||
         gm->in_flight == NULL || gm->operations == NULL || gm->sync_waits == NULL ||
         gm->jobs_queued == NULL || gm->workers == NULL || gm->free_slots == NULL ||
-        gm->retries == NULL || gm->lease_expiries == NULL ||
+        gm->retries == NULL || gm->lease_expiries == NULL || gm->polls == NULL ||
         osbq_metrics_on_render(m, refresh_gauges, gm) < 0)
         goto fail;
     return 0;

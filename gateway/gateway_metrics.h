@@ -20,6 +20,7 @@ struct gateway_metrics {
     struct osbq_series *in_flight;         /* osbq_http_requests_in_flight */
     struct osbq_series *retries;           /* osbq_job_retries_total */
     struct osbq_series *lease_expiries;    /* osbq_lease_expiries_total */
+    struct osbq_series *polls;             /* osbq_polls_total */
     struct osbq_series *jobs_queued;       /* osbq_jobs_queued (read at scrape) */
     struct osbq_series *workers;           /* osbq_workers_live (read at scrape) */
     struct osbq_series *free_slots;        /* osbq_worker_free_slots (read at scrape) */

@@ -1,8 +1,9 @@
 /* The recovery loop: every OSBQ_RECOVERY_INTERVAL_MS, takes the operations Redis says are due
- * (store/lua/recover.lua) and resends or abandons them. */
+ * (store/lua/recover.lua) and resends, polls or abandons them. */
 #include "recovery.h"
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -11,8 +12,16 @@
 #include "log.h"
 #include "periodic.h"
 
-/* Operations taken per scan: bounds one scan's work; the rest wait for the next. */
+/* Operations taken per batch: bounds the work handed to the dispatcher at once, so a new job
+ * queued behind a batch waits for at most that many short steps. */
 #define RECOVERY_BATCH 200
+/* Batches one pass takes at most while they come back full (many polls due at once: operations
+ * accepted together end their waits together); the rest wait for the next pass. */
+#define RECOVERY_BATCHES_MAX 50
+/* How long a pass waits at most for the workers to take the last batch before the next one,
+ * and how often it looks. */
+#define RECOVERY_ROOM_WAIT_MS 1000
+#define RECOVERY_ROOM_POLL_MS 5
 
 struct recovery {
     const struct osbq_config *cfg;   /* borrowed */
@@ -23,7 +32,13 @@ struct recovery {
     struct osbq_periodic *periodic;  /* the scanning thread */
 };
 
-/* Sends the job again with its attempt number raised to the next claim. */
+bool recovery_has_room(const struct dispatch_stats *stats, size_t batch)
+{
+    return stats->free_slots > 0 && stats->queued < batch;
+}
+
+/* Sends the job again: for a poll, its next step (the attempt unchanged: a poll is not one);
+ * else with its attempt number raised to the next claim. */
 static void resend(struct recovery *r, const struct osbq_recovery_item *item)
 {
     struct osbq_job job = {0};
@@ -38,11 +53,16 @@ static void resend(struct recovery *r, const struct osbq_recovery_item *item)
                                  "The operation's job was lost; it cannot be run again.", &err);
         return;
     }
-    job.attempt = item->claims + 1;
+    job.attempt = item->poll && item->claims > 0 ? item->claims : item->claims + 1;
     if (osbq_job_encode(&job, &bytes, &len, why, sizeof why) < 0 ||
         dispatch_submit(r->dispatch, item->operation_id, bytes, len) < 0)
-        log_warnx("operation %s: cannot resend it now, the next scan will", item->operation_id);
-    else {
+        log_warnx("operation %s: cannot %s it now, the next scan will", item->operation_id,
+                  item->poll ? "send the next step of" : "resend");
+    else if (item->poll) {
+        /* One a step of every waiting operation: too many for the info level. */
+        log_debug("operation %s: its next step is due, sent", item->operation_id);
+        osbq_series_add(r->metrics->polls, 1);
+    } else {
         log_info("operation %s: resent (attempt %u%s)", item->operation_id, job.attempt,
                  item->lease_expired ? ", its worker's lease ran out" : "");
         osbq_series_add(r->metrics->retries, 1);
@@ -71,23 +91,19 @@ static void abandon(struct recovery *r, const struct osbq_recovery_item *item)
     }
 }
 
-static void scan(void *arg)
+/* Takes one batch of due work and acts on it. Returns how many items it took, or -1 when the
+ * scan failed. */
+static long scan_batch(struct recovery *r, bool can_resend)
 {
-    struct recovery *r = arg;
-    /* Without a worker with room there is nobody to resend to: jobs that only wait for one are
-     * not lost, and resending them would only queue copies. Giving up on an operation that used
-     * up its attempts needs no worker, so that goes on. */
-    struct dispatch_stats stats;
-    dispatch_get_stats(r->dispatch, &stats);
     struct osbq_recovery_item *items = NULL;
     size_t count = 0;
     struct osbq_error err = {0};
     if (osbq_store_recover(r->store, RECOVERY_BATCH, r->cfg->max_attempts, r->cfg->claim_timeout_ms,
-                           stats.free_slots > 0, &items, &count, &err) < 0) {
+                           can_resend, &items, &count, &err) < 0) {
         if (!r->warned)
             log_warnx("recovery scan failed (%s), retrying", err.text);
         r->warned = true;
-        return;
+        return -1;
     }
     r->warned = false;
     for (size_t i = 0; i < count; i++) {
@@ -100,6 +116,42 @@ static void scan(void *arg)
         osbq_log_context_set(NULL);
     }
     osbq_recovery_free(items, count);
+    return (long)count;
+}
+
+/* Waits until the workers took most of what the last batch handed the dispatcher
+ * (recovery_has_room), up to RECOVERY_ROOM_WAIT_MS. Returns whether they did. */
+static bool wait_for_room(struct recovery *r)
+{
+    struct timespec step = {.tv_sec = 0, .tv_nsec = RECOVERY_ROOM_POLL_MS * 1000000L};
+    for (int waited = 0; waited < RECOVERY_ROOM_WAIT_MS; waited += RECOVERY_ROOM_POLL_MS) {
+        struct dispatch_stats stats;
+        dispatch_get_stats(r->dispatch, &stats);
+        if (recovery_has_room(&stats, RECOVERY_BATCH))
+            return true;
+        (void)nanosleep(&step, NULL);
+    }
+    return false;
+}
+
+static void scan(void *arg)
+{
+    struct recovery *r = arg;
+    /* Without a worker with room there is nobody to resend to: jobs that only wait for one are
+     * not lost, and resending them would only queue copies. Giving up on an operation that used
+     * up its attempts needs no worker, so that goes on. */
+    struct dispatch_stats stats;
+    dispatch_get_stats(r->dispatch, &stats);
+    long taken = scan_batch(r, stats.free_slots > 0);
+    /* A full batch: more is due (polls of operations that started together). Hand it out as
+     * the workers take it, never more than a batch ahead of them, so new jobs queued meanwhile
+     * are not stuck behind thousands of polls (docs/reliability.md, fairness). */
+    for (unsigned batches = 1; taken >= RECOVERY_BATCH && batches < RECOVERY_BATCHES_MAX;
+         batches++) {
+        if (!wait_for_room(r))
+            break;
+        taken = scan_batch(r, true);
+    }
 }
 
 struct recovery *recovery_start(const struct osbq_config *cfg, struct osbq_store *store,

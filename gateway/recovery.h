@@ -1,5 +1,6 @@
-/* The recovery loop: resends jobs whose claim never came or whose worker died or hung, and
- * fails the operations that used up their attempts. Every gateway runs one; Redis decides
+/* The recovery loop: resends jobs whose claim never came or whose worker died or hung, sends
+ * waiting operations whose next step is due (polls), and fails the operations that used up
+ * their attempts. Every gateway runs one; Redis decides
  * which gateway handles a given operation. */
 #ifndef OSBQ_GATEWAY_RECOVERY_H
 #define OSBQ_GATEWAY_RECOVERY_H
@@ -16,6 +17,11 @@ struct recovery;
 struct recovery *recovery_start(const struct osbq_config *cfg, struct osbq_store *store,
                                 struct dispatch *dispatch, struct gateway_metrics *metrics,
                                 struct osbq_error *err);
+
+/* Whether the workers have room for another batch of due work: a free slot, and fewer than
+ * batch jobs still queued in the dispatcher (the fairness rule: recovered work never runs more
+ * than a batch ahead of new jobs; docs/reliability.md). */
+bool recovery_has_room(const struct dispatch_stats *stats, size_t batch);
 
 /* Stops the loop and frees it; sets *rp to NULL; accepts NULL. */
 void recovery_stop(struct recovery **rp);

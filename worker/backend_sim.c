@@ -1,5 +1,7 @@
 /* The sim backend: pretends to do each operation, taking the time the plan's settings say, so
- * platforms and tests can exercise every flow without real infrastructure. */
+ * platforms and tests can exercise every flow without real infrastructure. A duration is a due
+ * time, not a sleep: the first step answers in progress at once and a later step (a poll, on any
+ * worker) ends the operation once the time has come. */
 #include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,8 +11,8 @@
 #include "backend.h"
 #include "log.h"
 
-/* Progress reports per operation: one every tenth of its duration. */
-#define SIM_STEPS 10
+/* Progress reports of a blocking operation: one every tenth of its duration. */
+#define SIM_REPORTS 10
 /* How often a hanging operation (hang_on) looks whether the process is exiting. */
 #define SIM_HANG_STEP_MS 100
 
@@ -55,6 +57,24 @@ static int64_t duration_ms(const struct backend_call *call, const char *key)
 {
     json_int_t ms = json_integer_value(json_object_get(call->plan->settings, key));
     return ms > 0 ? (int64_t)ms : 0;
+}
+
+/* How often a waiting operation is polled: the parameters' sim_poll_ms, else the plan's
+ * poll_ms; 0 (neither, or not a positive integer): once, when it is due. */
+static int64_t poll_ms(const struct backend_call *call)
+{
+    json_int_t ms = json_integer_value(json_object_get(call->parameters, "sim_poll_ms"));
+    if (ms <= 0)
+        ms = json_integer_value(json_object_get(call->plan->settings, "poll_ms"));
+    return ms > 0 ? (int64_t)ms : 0;
+}
+
+/* Wall-clock epoch ms: a later step may run on another worker, so due times are absolute. */
+static int64_t epoch_ms(void)
+{
+    struct timespec ts;
+    (void)clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* True when the plan setting key (fail_on, crash_on, hang_on: kinds separated by commas,
@@ -107,10 +127,63 @@ static int hang(struct backend_call *call)
     return -1;
 }
 
-/* Spends the operation's duration in SIM_STEPS waits, reporting progress after each, then
- * succeeds or, when the plan's fail_on or the parameters ask for it, fails. Returns 0 with the
- * outcome in call->result, or -1 as soon as the call is cancelled. crash_on aborts the process
- * first thing, hang_on never returns until the process exits (both test-only). */
+/* blocking: the old way, for tests and for comparing with it. Spends the duration inside the
+ * step, holding its runner thread, in SIM_REPORTS waits with a progress report after each.
+ * Returns 0 once the time passed, -1 as soon as the call is cancelled. */
+static int spend_in_step(struct backend_call *call, const struct sim_kind *kind)
+{
+    int64_t total = duration_ms(call, kind->duration_key);
+    int64_t elapsed = 0;
+    for (int report = 1; report <= SIM_REPORTS; report++) {
+        /* Each wait ends at its share of the total, so the integer waits add up to it. */
+        int64_t until = total * report / SIM_REPORTS;
+        if (!call->wait(call, until - elapsed))
+            return -1;
+        elapsed = until;
+        char text[64];
+        (void)snprintf(text, sizeof text, "%s (%d%%)", kind->doing, report * 100 / SIM_REPORTS);
+        call->progress(call, text);
+    }
+    return 0;
+}
+
+/* Answers in progress while the operation's end (resume's until_ms, or now + the duration on
+ * its first step) is ahead: the next step due then, or after poll_ms when that is sooner, with
+ * the share of the duration spent as the progress text. Returns true when it did (the step is
+ * over), false when the operation ends in this step. */
+static bool still_waiting(struct backend_call *call, const struct sim_kind *kind)
+{
+    int64_t total = duration_ms(call, kind->duration_key);
+    int64_t now = epoch_ms();
+    int64_t until;
+    if (call->resume == NULL) {
+        if (total == 0)
+            return false;
+        until = now + total;
+    } else {
+        json_int_t saved = json_integer_value(json_object_get(call->resume, "until_ms"));
+        until = saved > 0 ? (int64_t)saved : now;
+    }
+    if (now >= until)
+        return false;
+    int64_t left = until - now;
+    int64_t after = poll_ms(call);
+    if (after <= 0 || after > left)
+        after = left;
+    /* The plan's duration may have changed since the first step: never past 99% here. */
+    int64_t spent = total > left ? (total - left) * 100 / total : 0;
+    char text[64];
+    (void)snprintf(text, sizeof text, "%s (%d%%)", kind->doing, (int)(spent > 99 ? 99 : spent));
+    (void)backend_call_wait_for(call, text, after,
+                                json_pack("{s:I}", "until_ms", (json_int_t)until));
+    return true;
+}
+
+/* One step of the operation: in progress until its duration has passed, then succeeds or,
+ * when the plan's fail_on or the parameters ask for it, fails. Returns 0 with the outcome in
+ * call->result, or -1 when the call is cancelled. The plan's blocking spends the duration in
+ * one step instead (test and benchmark setting). crash_on aborts the process first thing,
+ * hang_on never returns until the process exits (both test-only, on every step). */
 static int simulate(struct backend_call *call, const struct sim_kind *kind)
 {
     if (plan_lists_kind(call, "crash_on")) {
@@ -123,19 +196,13 @@ static int simulate(struct backend_call *call, const struct sim_kind *kind)
     }
     if (plan_lists_kind(call, "hang_on"))
         return hang(call);
-    int64_t total = duration_ms(call, kind->duration_key);
-    int64_t elapsed = 0;
-    for (int step = 1; step <= SIM_STEPS; step++) {
-        /* Each step ends at its share of the total, so the integer steps add up to it exactly. */
-        int64_t until = total * step / SIM_STEPS;
-        if (!call->wait(call, until - elapsed))
+    if (json_is_true(json_object_get(call->plan->settings, "blocking"))) {
+        if (spend_in_step(call, kind) < 0)
             return -1;
-        elapsed = until;
-        char text[64];
-        (void)snprintf(text, sizeof text, "%s (%d%%)", kind->doing, step * 100 / SIM_STEPS);
-        call->progress(call, text);
+    } else if (still_waiting(call, kind)) {
+        return 0;
     }
-    /* The last progress report may have found the lease lost. */
+    /* A cancelled call (lease lost, the worker stopping) gives no outcome. */
     if (call->cancelled(call))
         return -1;
     /* Repeating the same request fails the same way: never repeatable. */
@@ -155,7 +222,7 @@ static int sim_provision(struct backend_call *call)
 {
     if (simulate(call, &provisioning) < 0)
         return -1;
-    if (!call->result.succeeded)
+    if (!call->result.succeeded || call->result.in_progress)
         return 0;
     /* The same URL the gateway promised in its first answer (the spec requires that). */
     char *url = osbq_plan_dashboard_url(call->plan, call->job->instance_id);
@@ -365,7 +432,7 @@ static int sim_bind(struct backend_call *call)
 {
     if (simulate(call, &binding_kind) < 0)
         return -1;
-    if (!call->result.succeeded)
+    if (!call->result.succeeded || call->result.in_progress)
         return 0;
     /* Idempotent, so safe on every call; the worker has done it already, tests may not. */
     if (sodium_init() < 0) {
@@ -383,9 +450,9 @@ static int sim_unbind(struct backend_call *call)
     return simulate(call, &unbinding);
 }
 
-/* sim keeps no state of its own: running an operation twice gives the same outcome (a bind's
- * credentials differ, but only the first recorded result is ever kept), which is all its
- * idempotency takes. */
+/* sim keeps no state of its own but the due time in its resume: running a step twice gives the
+ * same answer (a bind's credentials differ, but only the first recorded result is ever kept),
+ * which is all its idempotency takes. */
 const struct backend backend_sim = {
     .name = "sim",
     .provision = sim_provision,

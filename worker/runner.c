@@ -1,7 +1,8 @@
 /* The runner: OSBQ_WORKER_CONCURRENCY threads that each take one job at a time from the
- * hand-off queue, claim its operation in Redis, run the plan's backend while keeping the lease
- * alive, and record the outcome; or give the operation back (release) when the backend passes
- * its deadline or the worker stops before it is done. */
+ * hand-off queue, claim its operation in Redis, run one step of the plan's backend while keeping
+ * the lease alive, and record what it reported: the outcome, or in progress (the operation waits
+ * in Redis, held by nobody, until its next step is due); or give the operation back (release)
+ * when the step passes its deadline or the worker stops before it is done. */
 #include "runner.h"
 
 #include <errno.h>
@@ -20,6 +21,7 @@
 #include "exec_watch.h"
 #include "log.h"
 #include "secrets.h"
+#include "step_timing.h"
 
 /* A result whose recording fails (Redis away) is retried with this backoff until it is
  * recorded, refused, or the worker stops past its grace. */
@@ -340,10 +342,12 @@ static bool call_exiting(struct backend_call *call)
 
 /* ---- one job ---- */
 
-/* Writes the job's start or end line: event "job_start" or "job_end"; result, description
- * and duration_ms (when >= 0) only on the end line. */
-static void log_job(const struct osbq_job *job, const char *event, const char *result,
-                    const char *description, int64_t duration_ms)
+/* Writes the job's start or end line: event "job_start" or "job_end"; result, description,
+ * duration_ms and due_in_ms (each when >= 0; due_in_ms: a step that ended in progress) only on
+ * the end line. step: the step the job runs (0: the first). */
+static void log_job(const struct osbq_job *job, const char *event, uint32_t step,
+                    const char *result, const char *description, int64_t duration_ms,
+                    int64_t due_in_ms)
 {
     /* A failed operation is what an on-call person looks for: a warning, with its gist. */
     bool failed = result != NULL && strcmp(result, "failed") == 0;
@@ -358,6 +362,8 @@ static void log_job(const struct osbq_job *job, const char *event, const char *r
     osbq_log_line_str(&line, "binding", job->binding_id);
     osbq_log_line_str(&line, "plan", job->plan_id);
     osbq_log_line_int(&line, "attempt", job->attempt);
+    if (step > 0)
+        osbq_log_line_int(&line, "step", step);
     osbq_log_line_str(&line, "request_id", job->request_identity);
     osbq_log_line_str(&line, "trace", job->trace);
     osbq_log_line_str(&line, "result", result);
@@ -369,6 +375,8 @@ static void log_job(const struct osbq_job *job, const char *event, const char *r
     osbq_log_line_str(&line, "description", description);
     if (duration_ms >= 0)
         osbq_log_line_int(&line, "duration_ms", duration_ms);
+    if (due_in_ms >= 0)
+        osbq_log_line_int(&line, "due_in_ms", due_in_ms);
     osbq_log_line_end(&line);
 }
 
@@ -487,11 +495,13 @@ static char *seal_binding(const struct runner *r, const struct osbq_job *job,
     return NULL;
 }
 
-/* Records the outcome, retrying with backoff while Redis fails: until it is recorded (1) or
- * refused because the operation is no longer this worker's (0), or the runner is cancelled
- * (the worker stopping past its grace: one last try, then -1). A report that timed out may
- * still have been recorded; the retry is then refused (0), never recorded twice. */
-static int finish(struct run *run, const struct osbq_op_result *result)
+/* Records the outcome (osbq_store_finish) or, for a step that ended in progress, the wait for
+ * the next step due at due_ms (osbq_store_wait), retrying with backoff while Redis fails: until
+ * it is recorded (1) or refused because the operation is no longer this worker's (0), or the
+ * runner is cancelled (the worker stopping past its grace: one last try, then -1). A report
+ * that timed out may still have been recorded; the retry is then refused (0), never recorded
+ * twice. */
+static int record(struct run *run, const struct osbq_op_result *result, int64_t due_ms)
 {
     struct runner *r = run->r;
     const char *op = run->job->operation_id;
@@ -500,7 +510,9 @@ static int finish(struct run *run, const struct osbq_op_result *result)
     bool last = false;
     for (;;) {
         struct osbq_error err = {0};
-        int rc = osbq_store_finish(r->store, op, r->worker_id, result, &err);
+        int rc = result->in_progress
+                     ? osbq_store_wait(r->store, op, r->worker_id, result, due_ms, &err)
+                     : osbq_store_finish(r->store, op, r->worker_id, result, &err);
         if (rc > 0 && failures > 0)
             log_info("operation %s: result recorded after %u failed attempts", op, failures);
         if (rc == 0)
@@ -527,6 +539,80 @@ static int finish(struct run *run, const struct osbq_op_result *result)
     }
 }
 
+/* Records what the backend's step reported (call->result): the outcome, or in progress the wait
+ * for its next step, due by step_due_ms but never after end_ms. Counts it and returns the
+ * job_end result; *due_in_ms is set for a wait recorded, else -1. */
+static const char *record_step(struct run *run, struct backend_call *call, int64_t end_ms,
+                               double backend_seconds, int64_t *due_in_ms)
+{
+    struct runner *r = run->r;
+    const struct osbq_job *job = run->job;
+    *due_in_ms = -1;
+    if (call->result.in_progress) {
+        int64_t now = osbq_store_now_ms();
+        int64_t due = step_due_ms(now, call->result.poll_after_ms, end_ms);
+        int recorded = record(run, &call->result, due);
+        if (recorded > 0) {
+            /* A step, not an outcome: the operation goes on, held by nobody. */
+            worker_metrics_step(r->metrics);
+            *due_in_ms = due - now;
+            return "waiting";
+        }
+        worker_metrics_operation(r->metrics, job->kind,
+                                 recorded == 0 ? WORKER_OP_LOST : WORKER_OP_RELEASED);
+        return recorded == 0 ? "dropped" : "not_recorded";
+    }
+    if (call->result.succeeded && job->kind == OSBQ_JOB_BIND && call->plan != NULL &&
+        call->plan->binding_ttl_s > 0)
+        add_plan_expiry(call);
+    char *sealed = seal_binding(r, job, call);
+    int recorded = record(run, &call->result, 0);
+    if (sealed != NULL) {
+        /* The envelope goes; the plaintext stays in the call until it is cleared. */
+        call->result.binding = NULL;
+        free(sealed);
+    }
+    /* Not recorded (the worker stopping while Redis is away) counts as released: another
+     * worker runs it once its lease expires. */
+    worker_metrics_operation(r->metrics, job->kind,
+                             recorded > 0
+                                 ? (call->result.succeeded ? WORKER_OP_SUCCEEDED : WORKER_OP_FAILED)
+                             : recorded == 0 ? WORKER_OP_LOST
+                                             : WORKER_OP_RELEASED);
+    if (recorded > 0)
+        worker_metrics_duration(r->metrics, job->kind, backend_seconds);
+    if (recorded > 0)
+        return call->result.succeeded ? "succeeded" : "failed";
+    return recorded == 0 ? "dropped" : "not_recorded";
+}
+
+/* Runs the claimed step: the backend, unless the operation ran out of time as a whole
+ * (step_overdue: then it fails without running), with the state its previous step saved.
+ * Returns what run_backend returns. */
+static int run_step(struct runner *r, struct backend_call *call, const struct osbq_claim *claim,
+                    int64_t deadline_s, int64_t max_polling_s, json_t **parameters, json_t **resume)
+{
+    enum step_overdue overdue = step_overdue(claim, osbq_store_now_ms(), deadline_s, max_polling_s);
+    if (overdue != STEP_ON_TIME) {
+        char text[BACKEND_DESCRIPTION_MAX];
+        step_overdue_text(overdue, deadline_s, max_polling_s, text, sizeof text);
+        backend_call_fail(call, text, true, true);
+        return 0;
+    }
+    if (claim->resume != NULL) {
+        *resume = json_loads(claim->resume, 0, NULL);
+        /* Written by backend_call_wait_for: one that does not parse is a broker bug. */
+        if (!json_is_object(*resume)) {
+            backend_call_fail(call, "The broker could not read the state its previous step saved.",
+                              true, false);
+            return 0;
+        }
+    }
+    call->resume = *resume;
+    call->step = claim->steps;
+    return run_backend(r, call, parameters);
+}
+
 /* One job from its claim to its recording. On the heap: a detached step (BACKEND_DETACHED)
  * outlives the runner thread that started it, and is recorded by whichever runner thread takes
  * it once its backend ends it. */
@@ -535,6 +621,8 @@ struct step {
     struct run run;
     struct backend_call call;
     json_t *parameters;      /* the parsed parameters the call borrows */
+    json_t *resume;          /* the parsed state the previous step saved, the call borrows */
+    int64_t max_polling_s;   /* the plan's maximum_polling_duration (step_max_polling_s) */
     struct osbq_claim claim; /* what the claim returned (the saved state of a poll step) */
     int64_t started_ms;      /* monotonic time of the claim */
     double backend_started;  /* now_seconds() when the backend was called */
@@ -551,14 +639,13 @@ static struct step *step_of(struct backend_call *call)
     return (struct step *)(void *)((char *)run - offsetof(struct step, run));
 }
 
-/* Records what the backend answered (rc: 0 outcome, -1 none) and writes the job's end line.
- * Returns true when its operation was given up (counted in r->given_up until the caller takes
- * it off). */
-static bool record_step(struct step *st, int rc)
+/* Ends the step with what the backend answered (rc: 0 a result, -1 none): records it, or
+ * gives the operation back, and writes the job's end line. Returns true when its operation was
+ * given up (counted in r->given_up until the caller takes it off). */
+static bool end_step(struct step *st, int rc)
 {
     struct runner *r = st->run.r;
     const struct osbq_job *job = &st->job;
-    struct backend_call *call = &st->call;
     double backend_seconds = now_seconds() - st->backend_started;
     /* A backend that stopped without an outcome and without being told to (or told only that
      * the process exits) still leaves an operation to give back. */
@@ -573,40 +660,22 @@ static bool record_step(struct step *st, int rc)
         release_op(r, job, release_why, st->run.deadline_s);
 
     const char *outcome = gave_up;
-    if (gave_up == NULL) {
-        if (call->result.succeeded && job->kind == OSBQ_JOB_BIND && call->plan != NULL &&
-            call->plan->binding_ttl_s > 0)
-            add_plan_expiry(call);
-        char *sealed = seal_binding(r, job, call);
-        int recorded = finish(&st->run, &call->result);
-        if (sealed != NULL) {
-            /* The envelope goes; the plaintext stays in the call until it is cleared. */
-            call->result.binding = NULL;
-            free(sealed);
-        }
-        if (recorded > 0)
-            outcome = call->result.succeeded ? "succeeded" : "failed";
-        else
-            outcome = recorded == 0 ? "dropped" : "not_recorded";
-        /* Not recorded (the worker stopping while Redis is away) counts as released: another
-         * worker runs it once its lease expires. */
-        worker_metrics_operation(
-            r->metrics, job->kind,
-            recorded > 0    ? (call->result.succeeded ? WORKER_OP_SUCCEEDED : WORKER_OP_FAILED)
-            : recorded == 0 ? WORKER_OP_LOST
-                            : WORKER_OP_RELEASED);
-        if (recorded > 0)
-            worker_metrics_duration(r->metrics, job->kind, backend_seconds);
-    }
+    int64_t due_in_ms = -1;
+    if (gave_up == NULL)
+        outcome = record_step(&st->run, &st->call,
+                              step_end_ms(&st->claim, st->run.deadline_s, st->max_polling_s),
+                              backend_seconds, &due_in_ms);
     /* Past its deadline, whatever the backend finally reported was dropped: not its text. */
-    log_job(job, "job_end", outcome, gave_up == NULL ? call->result.description : NULL,
-            now_ms() - st->started_ms);
+    log_job(job, "job_end", st->claim.steps, outcome,
+            gave_up == NULL ? st->call.result.description : NULL, now_ms() - st->started_ms,
+            due_in_ms);
     return gave_up != NULL;
 }
 
 static void free_step(struct step *st)
 {
     json_decref(st->parameters);
+    json_decref(st->resume);
     backend_call_clear(&st->call);
     osbq_claim_clear(&st->claim);
     osbq_job_clear(&st->job);
@@ -658,7 +727,7 @@ static enum step_fate run_job(struct slot *slot, struct step *st)
                                    &st->claim, &err);
     if (claimed == 0) {
         worker_metrics_claim(r->metrics, WORKER_CLAIM_SKIPPED);
-        log_debug("operation %s: finished or held by another worker, dropping the job",
+        log_debug("operation %s: finished, held by another worker or not due, dropping the job",
                   job->operation_id);
         return STEP_RECORDED;
     }
@@ -670,8 +739,10 @@ static enum step_fate run_job(struct slot *slot, struct step *st)
     }
     worker_metrics_claim(r->metrics, WORKER_CLAIM_CLAIMED);
     int64_t started = now_ms();
-    int64_t deadline_s = runner_deadline_s(osbq_catalog_plan(r->catalog, job->plan_id), job->kind);
-    log_job(job, "job_start", NULL, NULL, -1);
+    const struct osbq_plan *plan = osbq_catalog_plan(r->catalog, job->plan_id);
+    int64_t deadline_s = runner_deadline_s(plan, job->kind);
+    st->max_polling_s = step_max_polling_s(plan);
+    log_job(job, "job_start", st->claim.steps, NULL, NULL, -1, -1);
 
     st->started_ms = started;
     st->run = (struct run){
@@ -697,7 +768,8 @@ static enum step_fate run_job(struct slot *slot, struct step *st)
     pthread_mutex_unlock(&r->lock);
 
     st->backend_started = now_seconds();
-    int rc = run_backend(r, &st->call, &st->parameters);
+    int rc = run_step(r, &st->call, &st->claim, deadline_s, st->max_polling_s, &st->parameters,
+                      &st->resume);
     pthread_mutex_lock(&r->lock);
     slot->run = NULL;
     if (rc == BACKEND_DETACHED) {
@@ -716,7 +788,7 @@ static enum step_fate run_job(struct slot *slot, struct step *st)
         rc = st->end_rc;
     }
     pthread_mutex_unlock(&r->lock);
-    return record_step(st, rc) ? STEP_GAVE_UP : STEP_RECORDED;
+    return end_step(st, rc) ? STEP_GAVE_UP : STEP_RECORDED;
 }
 
 void runner_set_secrets(struct runner *r, const struct osbq_secrets *secrets)
@@ -736,7 +808,7 @@ static void record_detached(struct runner *r, struct step *st)
                                        .binding_id = st->job.binding_id,
                                        .request_id = st->job.request_identity};
     osbq_log_context_set(&context);
-    bool gave_up = record_step(st, st->end_rc);
+    bool gave_up = end_step(st, st->end_rc);
     osbq_log_context_set(NULL);
     free_step(st);
     pthread_mutex_lock(&r->lock);

@@ -65,11 +65,15 @@ int worker_metrics_init(struct worker_metrics *wm, struct osbq_metrics *registry
         result_label, 1, NULL, 0);
     wm->finish_retries = plain(m, OSBQ_METRIC_COUNTER, "osbq_finish_retries_total",
                                "Retries of recording an operation's outcome after Redis failed.");
+    wm->steps_waiting =
+        plain(m, OSBQ_METRIC_COUNTER, "osbq_steps_waiting_total",
+              "Steps this worker ran that ended with their operation still in progress: each "
+              "recorded as waiting, its next step (a poll) due later on any worker.");
     wm->gateways_connected = plain(m, OSBQ_METRIC_GAUGE, "osbq_gateways_connected",
                                    "Gateways this worker is linked to (from the registry).");
     if (operations == NULL || duration == NULL || claims == NULL || wm->running == NULL ||
         wm->slots == NULL || wm->rejected == NULL || wm->finish_retries == NULL ||
-        wm->gateways_connected == NULL)
+        wm->steps_waiting == NULL || wm->gateways_connected == NULL)
         return -1;
     for (int k = 0; k < WORKER_METRICS_KINDS; k++) {
         const char *kind = osbq_job_kind_name((enum osbq_job_kind)(k + (int)OSBQ_JOB_PROVISION));
@@ -132,6 +136,12 @@ void worker_metrics_rejected(const struct worker_metrics *wm)
 {
     if (wm != NULL)
         osbq_series_add(wm->rejected, 1);
+}
+
+void worker_metrics_step(const struct worker_metrics *wm)
+{
+    if (wm != NULL)
+        osbq_series_add(wm->steps_waiting, 1);
 }
 
 void worker_metrics_finish_retry(const struct worker_metrics *wm)

@@ -44,6 +44,7 @@ struct worker_metrics {
     struct osbq_series *slots;              /* osbq_worker_slots */
     struct osbq_series *rejected;           /* osbq_jobs_rejected_total */
     struct osbq_series *finish_retries;     /* osbq_finish_retries_total */
+    struct osbq_series *steps_waiting;      /* osbq_steps_waiting_total */
     struct osbq_series *gateways_connected; /* osbq_gateways_connected (read at each render) */
     size_t (*running_jobs)(void *ctx);      /* read by the render hook; NULL until
                                              * worker_metrics_attach */
@@ -78,6 +79,9 @@ void worker_metrics_claim(const struct worker_metrics *wm, enum worker_claim_res
 
 /* Counts one job handed back because no slot was free (or the worker was stopping). */
 void worker_metrics_rejected(const struct worker_metrics *wm);
+
+/* Counts one step that ended with its operation still in progress (recorded as waiting). */
+void worker_metrics_step(const struct worker_metrics *wm);
 
 /* Counts one more try to record an outcome after Redis failed. */
 void worker_metrics_finish_retry(const struct worker_metrics *wm);

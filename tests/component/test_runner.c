@@ -38,8 +38,13 @@ static const char catalog_text[] =
     "  {\"id\": \"plan-quick\", \"name\": \"quick\", \"description\": \"d\","
     "   \"osbq\": {\"backend\": \"sim\"}},"
     "  {\"id\": \"plan-second\", \"name\": \"second\", \"description\": \"d\","
-    "   \"osbq\": {\"backend\": \"sim\", \"provision_ms\": 1000}},"
+    "   \"osbq\": {\"backend\": \"sim\", \"provision_ms\": 1000, \"blocking\": true}},"
     "  {\"id\": \"plan-slow\", \"name\": \"slow\", \"description\": \"d\","
+    "   \"osbq\": {\"backend\": \"sim\", \"provision_ms\": 60000, \"blocking\": true}},"
+    "  {\"id\": \"plan-steps\", \"name\": \"steps\", \"description\": \"d\","
+    "   \"osbq\": {\"backend\": \"sim\", \"provision_ms\": 300}},"
+    "  {\"id\": \"plan-polling\", \"name\": \"polling\", \"description\": \"d\","
+    "   \"maximum_polling_duration\": 1,"
     "   \"osbq\": {\"backend\": \"sim\", \"provision_ms\": 60000}},"
     "  {\"id\": \"plan-hang\", \"name\": \"hang\", \"description\": \"d\","
     "   \"osbq\": {\"backend\": \"sim\", \"hang_on\": \"provision\","
@@ -285,6 +290,55 @@ static void test_success(void **state)
     osbq_metrics_destroy(&m);
 }
 
+/* A step that ends in progress: recorded as waiting (no worker, due at the sim's end, the slot
+ * free at once, counted as a step); the stored job sent again once due (a poll) ends it. A plan's
+ * maximum_polling_duration caps the due time and fails the operation past it. */
+static void test_steps(void **state)
+{
+    struct fixture *f = *state;
+    struct worker_metrics wm;
+    struct osbq_metrics *m = new_metrics(f, &wm);
+    struct runner *r = start_runner(f, &wm);
+    provision(f, r, "op-steps", "i-steps", "plan-steps");
+    wait_state(f, "op-steps", "waiting", 3000);
+    assert_string_equal(op_field(f, "op-steps", "description"), "Provisioning (0%)");
+    assert_string_equal(op_field(f, "op-steps", "worker"), "");
+    assert_string_equal(op_field(f, "op-steps", "steps"), "1");
+    assert_non_null(strstr(op_field(f, "op-steps", "resume"), "until_ms"));
+    for (int i = 0; i < 100 && runner_busy(r) > 0; i++)
+        sleep_ms(10);
+    assert_int_equal(runner_busy(r), 0);
+    assert_true(osbq_series_value(wm.steps_waiting) == 1);
+    assert_true(provisions(&wm, WORKER_OP_SUCCEEDED) == 0);
+    sleep_ms(400);
+    redisReply *job = redisCommand(f->direct, "HGET t:op:op-steps job");
+    assert_int_equal(job->type, REDIS_REPLY_STRING);
+    submit_bytes(r, job->str, job->len);
+    freeReplyObject(job);
+    wait_state(f, "op-steps", "succeeded", 3000);
+    assert_string_equal(op_field(f, "op-steps", "claims"), "1");
+    assert_string_equal(op_field(f, "op-steps", "resume"), "");
+    assert_true(provisions(&wm, WORKER_OP_SUCCEEDED) == 1);
+
+    /* Due no later than the accept + maximum_polling_duration; then it fails. */
+    provision(f, r, "op-poll", "i-poll", "plan-polling");
+    wait_state(f, "op-poll", "waiting", 3000);
+    redisReply *due = redisCommand(f->direct, "ZSCORE t:queue op-poll");
+    double accepted = strtod(op_field(f, "op-poll", "created_ms"), NULL);
+    assert_true(strtod(due->str, NULL) <= accepted + 1000);
+    freeReplyObject(due);
+    sleep_ms(1100);
+    job = redisCommand(f->direct, "HGET t:op:op-poll job");
+    submit_bytes(r, job->str, job->len);
+    freeReplyObject(job);
+    wait_state(f, "op-poll", "failed", 3000);
+    assert_string_equal(op_field(f, "op-poll", "description"),
+                        "The operation did not finish within the plan's maximum_polling_duration "
+                        "of 1 s.");
+    assert_int_equal(runner_destroy(&r), 0);
+    osbq_metrics_destroy(&m);
+}
+
 /* A backend hanging past the deadline (1 s; it keeps its lease alive until then): the
  * operation is released, the lease no longer renewed, and the slot stays busy, holding
  * nothing. At exit the hung backend returns and nothing is recorded. */
@@ -382,6 +436,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_success),
+        cmocka_unit_test(test_steps),
         cmocka_unit_test(test_deadline),
         cmocka_unit_test(test_shutdown),
         cmocka_unit_test(test_finish_after_outage),

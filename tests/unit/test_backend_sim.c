@@ -128,6 +128,9 @@ struct fake {
     atomic_int waits;              /* wait calls made */
     struct osbq_job job;           /* the job; strings are literals, never cleared */
     json_t *parameters;            /* owned */
+    json_t *resume;                /* owned: what the last step saved, given to the next */
+    int steps;                     /* steps run_steps ran */
+    char first_progress[64];       /* the first step's in-progress text, or "" */
 };
 
 static struct osbq_catalog *catalog;
@@ -215,6 +218,9 @@ static void fake_clear(struct fake *f)
     backend_call_clear(&f->call);
     json_decref(f->parameters);
     f->parameters = NULL;
+    json_decref(f->resume);
+    f->resume = NULL;
+    f->call.resume = NULL;
 }
 
 static int run_sim(struct fake *f)
@@ -222,14 +228,28 @@ static int run_sim(struct fake *f)
     return backend_run(backend_find("sim"), &f->call);
 }
 
-/* The ten reports "<doing> (10%)" ... "<doing> (100%)". */
-static void assert_reports(const struct fake *f, const char *doing)
+/* Runs sim's steps as the worker would: after a step that ended in progress, waits its
+ * poll_after_ms and runs the next with what it saved. Returns the last step's answer; counts
+ * the steps in f->steps and keeps the first step's progress text. */
+static int run_steps(struct fake *f)
 {
-    assert_int_equal(f->report_count, 10);
-    for (int i = 0; i < 10; i++) {
-        char expected[64];
-        (void)snprintf(expected, sizeof expected, "%s (%d%%)", doing, (i + 1) * 10);
-        assert_string_equal(f->reports[i], expected);
+    for (f->steps = 1;; f->steps++) {
+        int rc = run_sim(f);
+        if (rc < 0 || !f->call.result.in_progress)
+            return rc;
+        if (f->steps == 1)
+            (void)snprintf(f->first_progress, sizeof f->first_progress, "%s",
+                           f->call.result.description);
+        assert_true(f->steps < 100);
+        json_decref(f->resume);
+        f->resume = f->call.result.resume ? json_loads(f->call.result.resume, 0, NULL) : NULL;
+        int64_t after = f->call.result.poll_after_ms;
+        backend_call_clear(&f->call);
+        f->call.resume = f->resume;
+        f->call.step = (uint32_t)f->steps;
+        struct timespec pause = {.tv_sec = (time_t)(after / 1000),
+                                 .tv_nsec = (long)(after % 1000) * 1000000L};
+        nanosleep(&pause, NULL);
     }
 }
 
@@ -289,9 +309,10 @@ static void check_kinds(const char *plan_id, int64_t min_ms, int64_t max_ms)
         struct fake f;
         fake_init(&f, kinds[i].kind, plan_id, NULL);
         int64_t started = now_ms();
-        assert_int_equal(run_sim(&f), 0);
+        assert_int_equal(run_steps(&f), 0);
         int64_t took = now_ms() - started;
         assert_true(f.call.result.succeeded);
+        assert_false(f.call.result.in_progress);
         assert_string_equal(f.call.result.description, kinds[i].done);
         assert_null(f.call.result.dashboard_url);
         assert_null(f.call.result.metadata);
@@ -300,7 +321,14 @@ static void check_kinds(const char *plan_id, int64_t min_ms, int64_t max_ms)
             assert_non_null(f.call.result.binding);
         else
             assert_null(f.call.result.binding);
-        assert_reports(&f, kinds[i].doing);
+        /* A duration is a due time: one step in progress, one that ends it; 0 ms ends at once. */
+        assert_int_equal(f.steps, min_ms > 0 ? 2 : 1);
+        assert_int_equal(f.report_count, 0);
+        if (min_ms > 0) {
+            char expected[64];
+            (void)snprintf(expected, sizeof expected, "%s (0%%)", kinds[i].doing);
+            assert_string_equal(f.first_progress, expected);
+        }
         if (took < min_ms || took > max_ms)
             fail_msg("%s took %lld ms, expected %lld..%lld", kinds[i].done, (long long)took,
                      (long long)min_ms, (long long)max_ms);
@@ -333,7 +361,7 @@ static void test_sim_fail(void **state)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         struct fake f;
         fake_init(&f, cases[i].kind, DASH_PLAN, "{\"sim_fail\": true, \"other\": 1}");
-        assert_int_equal(run_sim(&f), 0);
+        assert_int_equal(run_steps(&f), 0);
         assert_false(f.call.result.succeeded);
         assert_string_equal(f.call.result.description,
                             "Simulated failure requested by the sim_fail parameter.");
@@ -343,7 +371,7 @@ static void test_sim_fail(void **state)
          * bind no binding. */
         assert_null(f.call.result.dashboard_url);
         assert_null(f.call.result.binding);
-        assert_int_equal(f.report_count, 10);
+        assert_int_equal(f.report_count, 0);
         fake_clear(&f);
     }
 }
@@ -393,63 +421,113 @@ static void test_dashboard(void **state)
     fake_clear(&f);
 }
 
-/* Cancelled while running (the lease lost at a progress report): stops at once, no outcome. */
-static void test_cancel_at_progress(void **state)
+/* Cancelled (the lease lost, the worker stopping): no outcome, nothing reported; a step that
+ * ends the operation looks first. */
+static void test_cancelled_step(void **state)
 {
     (void)state;
     struct fake f;
-    fake_init(&f, OSBQ_JOB_PROVISION, LONG_PLAN, NULL);
-    /* A 10 s plan: the first report comes after 1 s, so cancel at the first. */
-    f.cancel_after = 1;
-    int64_t started = now_ms();
-    assert_int_equal(run_sim(&f), -1);
-    assert_true(now_ms() - started < 3000);
-    assert_int_equal(f.report_count, 1);
-    assert_false(f.call.result.succeeded);
-    assert_null(f.call.result.dashboard_url);
-    fake_clear(&f);
-
-    /* At the last report: the outcome is not given either. */
-    fake_init(&f, OSBQ_JOB_DEPROVISION, INSTANT_PLAN, NULL);
-    f.cancel_after = 10;
-    assert_int_equal(run_sim(&f), -1);
-    assert_int_equal(f.report_count, 10);
-    assert_null(f.call.result.description);
-    fake_clear(&f);
-
-    /* Before the start: nothing is reported. */
     fake_init(&f, OSBQ_JOB_BIND, INSTANT_PLAN, NULL);
     atomic_store(&f.cancel, true);
     assert_int_equal(run_sim(&f), -1);
     assert_int_equal(f.report_count, 0);
+    assert_null(f.call.result.description);
+    fake_clear(&f);
+
+    fake_init(&f, OSBQ_JOB_DEPROVISION, TIMED_PLAN, NULL);
+    assert_int_equal(run_sim(&f), 0);
+    assert_true(f.call.result.in_progress);
+    atomic_store(&f.cancel, true);
+    assert_int_equal(run_steps(&f), -1);
     fake_clear(&f);
 }
 
-static void *cancel_later(void *arg)
-{
-    struct fake *f = arg;
-    struct timespec delay = {.tv_sec = 0, .tv_nsec = 50 * 1000000L};
-    nanosleep(&delay, NULL);
-    atomic_store(&f->cancel, true);
-    return NULL;
-}
-
-/* Cancelled by another thread (shutdown) in the middle of a 1 s step: returns quickly. */
-static void test_cancel_from_another_thread(void **state)
+/* A long operation holds nothing: its first step answers at once, in progress, due when the
+ * duration has passed, with the end saved as its resume; a poll before then answers in
+ * progress again, due at the same end; poll_ms (plan or sim_poll_ms) polls more often. */
+static void test_long_operation_steps(void **state)
 {
     (void)state;
     struct fake f;
     fake_init(&f, OSBQ_JOB_PROVISION, LONG_PLAN, NULL);
-    pthread_t thread;
-    assert_int_equal(pthread_create(&thread, NULL, cancel_later, &f), 0);
     int64_t started = now_ms();
-    int rc = run_sim(&f);
-    int64_t took = now_ms() - started;
-    assert_int_equal(pthread_join(thread, NULL), 0);
-    assert_int_equal(rc, -1);
-    assert_int_equal(f.report_count, 0);
-    if (took > 900)
-        fail_msg("took %lld ms to stop", (long long)took);
+    assert_int_equal(run_sim(&f), 0);
+    assert_true(now_ms() - started < 500);
+    assert_true(f.call.result.in_progress);
+    assert_false(f.call.result.succeeded);
+    assert_null(f.call.result.dashboard_url);
+    assert_string_equal(f.call.result.description, "Provisioning (0%)");
+    assert_true(f.call.result.poll_after_ms > 9000 && f.call.result.poll_after_ms <= 10000);
+    json_t *saved = json_loads(f.call.result.resume, 0, NULL);
+    json_int_t until = json_integer_value(json_object_get(saved, "until_ms"));
+    assert_true(until > 0);
+    backend_call_clear(&f.call);
+    /* An early poll (a resend, an operator's): in progress, the same end. */
+    f.resume = saved;
+    f.call.resume = saved;
+    f.call.step = 1;
+    assert_int_equal(run_sim(&f), 0);
+    assert_true(f.call.result.in_progress);
+    json_t *again = json_loads(f.call.result.resume, 0, NULL);
+    assert_int_equal(json_integer_value(json_object_get(again, "until_ms")), until);
+    json_decref(again);
+    fake_clear(&f);
+
+    fake_init(&f, OSBQ_JOB_PROVISION, LONG_PLAN, "{\"sim_poll_ms\": 1000}");
+    assert_int_equal(run_sim(&f), 0);
+    assert_int_equal(f.call.result.poll_after_ms, 1000);
+    fake_clear(&f);
+
+    /* A resume whose end has passed: the operation ends in this step. */
+    fake_init(&f, OSBQ_JOB_PROVISION, LONG_PLAN, NULL);
+    f.resume = json_pack("{s:I}", "until_ms", (json_int_t)1);
+    f.call.resume = f.resume;
+    f.call.step = 3;
+    assert_int_equal(run_sim(&f), 0);
+    assert_false(f.call.result.in_progress);
+    assert_true(f.call.result.succeeded);
+    assert_string_equal(f.call.result.dashboard_url, "https://sim.osbq.invalid/dashboard/inst-1");
+    fake_clear(&f);
+}
+
+/* The step contract's helper: the resume state bounded, the delay clamped, an in-progress
+ * answer replaced by an outcome given later in the same step. */
+static void test_wait_for(void **state)
+{
+    (void)state;
+    struct fake f;
+    fake_init(&f, OSBQ_JOB_UPDATE, INSTANT_PLAN, NULL);
+    assert_int_equal(backend_call_wait_for(&f.call, "Half way.", -5, NULL), 0);
+    assert_true(f.call.result.in_progress);
+    assert_int_equal(f.call.result.poll_after_ms, 0);
+    assert_null(f.call.result.resume);
+    assert_string_equal(f.call.result.description, "Half way.");
+    assert_int_equal(backend_call_wait_for(&f.call, "Later.", BACKEND_POLL_AFTER_MAX_MS * 2,
+                                           json_pack("{s:s}", "job", "j-1")),
+                     0);
+    assert_int_equal(f.call.result.poll_after_ms, BACKEND_POLL_AFTER_MAX_MS);
+    assert_string_equal(f.call.result.resume, "{\"job\":\"j-1\"}");
+    backend_call_succeed(&f.call, "Done.");
+    assert_false(f.call.result.in_progress);
+    assert_null(f.call.result.resume);
+    assert_null(f.call.resume_text);
+
+    /* Over the limit: the operation fails, saying why. */
+    char big[BACKEND_RESUME_MAX + 1];
+    memset(big, 'a', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    assert_int_equal(backend_call_wait_for(&f.call, "x", 10, json_pack("{s:s}", "s", big)), -1);
+    assert_false(f.call.result.in_progress);
+    assert_false(f.call.result.succeeded);
+    char expected[128];
+    (void)snprintf(expected, sizeof expected,
+                   "The backend's resume state is %d bytes, over the %d limit.",
+                   BACKEND_RESUME_MAX + 8, BACKEND_RESUME_MAX);
+    assert_string_equal(f.call.result.description, expected);
+    /* Not an object: fails too. */
+    assert_int_equal(backend_call_wait_for(&f.call, "x", 10, json_integer(3)), -1);
+    assert_string_equal(f.call.result.description,
+                        "The backend's resume state is not a JSON object.");
     fake_clear(&f);
 }
 
@@ -699,7 +777,7 @@ static void test_bind_rotation(void **state)
     json_decref(old);
 }
 
-/* bind_ms is spent (with progress) before the binding is handed out. */
+/* bind_ms passes (the bind waiting between two steps) before the binding is handed out. */
 static void test_bind_timed(void **state)
 {
     (void)state;
@@ -707,17 +785,17 @@ static void test_bind_timed(void **state)
     fake_init(&f, OSBQ_JOB_BIND, TIMED_PLAN, NULL);
     int64_t started = now_ms();
     assert_int_equal(run_sim(&f), 0);
+    /* In progress: no binding yet. */
+    assert_true(f.call.result.in_progress);
+    assert_null(f.call.result.binding);
+    backend_call_clear(&f.call);
+    fake_clear(&f);
+    fake_init(&f, OSBQ_JOB_BIND, TIMED_PLAN, NULL);
+    assert_int_equal(run_steps(&f), 0);
     assert_true(now_ms() - started >= TIMED_MS);
-    assert_reports(&f, "Binding");
+    assert_string_equal(f.first_progress, "Binding (0%)");
     assert_true(f.call.result.succeeded);
     assert_non_null(f.call.result.binding);
-    fake_clear(&f);
-
-    /* Cancelled at the last report: no binding either. */
-    fake_init(&f, OSBQ_JOB_BIND, TIMED_PLAN, NULL);
-    f.cancel_after = 10;
-    assert_int_equal(run_sim(&f), -1);
-    assert_null(f.call.result.binding);
     fake_clear(&f);
 }
 
@@ -732,7 +810,7 @@ static void check_fail_on(const char *plan_id, enum osbq_job_kind kind, bool fai
     struct fake f;
     fake_init(&f, kind, plan_id, NULL);
     assert_int_equal(run_sim(&f), 0);
-    assert_int_equal(f.report_count, 10);
+    assert_int_equal(f.report_count, 0);
     if (!fails) {
         if (!f.call.result.succeeded)
             fail_msg("%s on %s failed", osbq_job_kind_name(kind), plan_id);
@@ -970,7 +1048,7 @@ static void test_hang_on(void **state)
     fake_init(&f, OSBQ_JOB_UPDATE, HANG_PLAN, NULL);
     assert_int_equal(run_sim(&f), 0);
     assert_true(f.call.result.succeeded);
-    assert_int_equal(f.report_count, 10);
+    assert_int_equal(f.report_count, 0);
     fake_clear(&f);
 }
 
@@ -1018,8 +1096,9 @@ int main(void)
         cmocka_unit_test(test_sim_fail),
         cmocka_unit_test(test_sim_fail_needs_true),
         cmocka_unit_test(test_dashboard),
-        cmocka_unit_test(test_cancel_at_progress),
-        cmocka_unit_test(test_cancel_from_another_thread),
+        cmocka_unit_test(test_cancelled_step),
+        cmocka_unit_test(test_long_operation_steps),
+        cmocka_unit_test(test_wait_for),
         cmocka_unit_test(test_unsupported_kind),
         cmocka_unit_test(test_call_helpers),
         cmocka_unit_test(test_bind_plain),

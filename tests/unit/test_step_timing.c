@@ -1,0 +1,95 @@
+/* Unit tests of the timing rules of step-wise operations (worker/step_timing.c): when the next
+ * step is due, capped at the point the operation must have ended by, and when a claimed step
+ * fails instead of running (the deadline across steps, maximum_polling_duration). */
+/* clang-format off: cmocka needs these before cmocka.h, in this order */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+/* clang-format on */
+
+#include <cmocka.h>
+
+#include <string.h>
+
+#include "catalog.h"
+#include "step_timing.h"
+
+#define T0 1700000000000LL /* an epoch ms to count from */
+
+static void test_due_capped(void **state)
+{
+    (void)state;
+    assert_int_equal(step_due_ms(T0, 5000, 0), T0 + 5000);
+    assert_int_equal(step_due_ms(T0, -1, 0), T0);
+    assert_int_equal(step_due_ms(T0, 5000, T0 + 60000), T0 + 5000);
+    /* Never after the end: the step that finds the operation out of time runs then. */
+    assert_int_equal(step_due_ms(T0, 120000, T0 + 60000), T0 + 60000);
+    /* An end already past: due at once. */
+    assert_int_equal(step_due_ms(T0, 120000, T0 - 1), T0);
+}
+
+static void test_end(void **state)
+{
+    (void)state;
+    struct osbq_claim c = {.started_ms = T0, .accepted_ms = T0 - 1000, .steps = 2};
+    assert_int_equal(step_end_ms(&c, 3600, 0), T0 + 3600000);
+    assert_int_equal(step_end_ms(&c, 3600, 60), T0 - 1000 + 60000);
+    assert_int_equal(step_end_ms(&c, 30, 3600), T0 + 30000);
+    c.accepted_ms = 0; /* unknown accept: only the deadline */
+    assert_int_equal(step_end_ms(&c, 30, 10), T0 + 30000);
+    /* Far futures saturate instead of overflowing. */
+    assert_int_equal(step_end_ms(&c, INT64_MAX / 10, 0), INT64_MAX);
+}
+
+static void test_overdue(void **state)
+{
+    (void)state;
+    struct osbq_claim first = {.started_ms = T0, .accepted_ms = T0, .steps = 0};
+    struct osbq_claim poll = {.started_ms = T0, .accepted_ms = T0, .steps = 3};
+    /* A first step's deadline is the runner's own (released, not failed). */
+    assert_int_equal(step_overdue(&first, T0 + 100000, 10, 0), STEP_ON_TIME);
+    assert_int_equal(step_overdue(&poll, T0 + 9999, 10, 0), STEP_ON_TIME);
+    assert_int_equal(step_overdue(&poll, T0 + 10000, 10, 0), STEP_PAST_DEADLINE);
+    /* maximum_polling_duration counts from the accept, on any step. */
+    assert_int_equal(step_overdue(&first, T0 + 5000, 10, 5), STEP_PAST_POLLING);
+    assert_int_equal(step_overdue(&poll, T0 + 20000, 10, 5), STEP_PAST_POLLING);
+    assert_int_equal(step_overdue(&poll, T0 + 4999, 10, 5), STEP_ON_TIME);
+    char text[160];
+    step_overdue_text(STEP_PAST_DEADLINE, 10, 5, text, sizeof text);
+    assert_string_equal(text, "The operation did not finish within its deadline of 10 s.");
+    step_overdue_text(STEP_PAST_POLLING, 10, 5, text, sizeof text);
+    assert_string_equal(text, "The operation did not finish within the plan's "
+                              "maximum_polling_duration of 5 s.");
+}
+
+static void test_max_polling_from_plan(void **state)
+{
+    (void)state;
+    static const char text[] =
+        "{\"services\": [{\"name\": \"s\", \"id\": \"svc\", \"description\": \"d\", \"bindable\": "
+        "false,"
+        " \"plans\": ["
+        "  {\"id\": \"p1\", \"name\": \"a\", \"description\": \"d\","
+        "   \"maximum_polling_duration\": 90, \"osbq\": {\"backend\": \"sim\"}},"
+        "  {\"id\": \"p2\", \"name\": \"b\", \"description\": \"d\","
+        "   \"osbq\": {\"backend\": \"sim\"}}]}]}";
+    struct osbq_catalog *catalog = NULL;
+    struct osbq_error err = {0};
+    assert_int_equal(osbq_catalog_load_text(text, sizeof text - 1, &catalog, &err), 0);
+    assert_int_equal(step_max_polling_s(osbq_catalog_plan(catalog, "p1")), 90);
+    assert_int_equal(step_max_polling_s(osbq_catalog_plan(catalog, "p2")), 0);
+    assert_int_equal(step_max_polling_s(NULL), 0);
+    osbq_catalog_destroy(&catalog);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_due_capped),
+        cmocka_unit_test(test_end),
+        cmocka_unit_test(test_overdue),
+        cmocka_unit_test(test_max_polling_from_plan),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

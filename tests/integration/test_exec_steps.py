@@ -1,6 +1,7 @@
 """The exec backend through a real stack (redis-server, a gateway, one worker): a poll-style
 program whose steps become polls (ended, in progress again, failed), a resume over the size
-limit and an invalid in-progress line failing with a clear description, and 300 old-style
+limit and an invalid in-progress line failing with a clear description, the poll example
+(examples/exec/background-job.sh) end to end, and 300 old-style
 programs that each run 3 s on one worker whose OSBQ_WORKER_EXEC_CONCURRENCY is 256: the rest
 wait their turn, none fails, all end within a bound, and no more than 256 ran at once."""
 
@@ -17,6 +18,7 @@ import uuid
 import harness
 
 EXEC_DIR = os.path.join(harness.SOURCE_DIR, "tests", "data", "exec")
+EXAMPLE_DIR = os.path.join(harness.SOURCE_DIR, "examples", "exec")
 SERVICE = "6f1c2a3b-0d4e-4f5a-8b6c-7d8e9f0a1b2c"
 POLL_PLAN = "0a1b2c3d-4e5f-4a6b-8c7d-8e9f0a1b2c3d"
 SLEEP_PLAN = "1b2c3d4e-5f6a-4b7c-9d8e-9f0a1b2c3d4e"
@@ -33,10 +35,22 @@ SENDERS = 8
 OP_TIMEOUT_S = 30
 
 
-def catalog(record_dir):
+def example_service(state_dir):
+    """The poll example's service as it is, but for the script's path (relative to the
+    repository root in the example), its state directory and a 1 s job."""
+    with open(os.path.join(EXAMPLE_DIR, "catalog-background-job.json")) as f:
+        service = json.load(f)["services"][0]
+    osbq = service["plans"][0]["osbq"]
+    assert osbq["command"] == ["/bin/sh", "examples/exec/background-job.sh"], osbq["command"]
+    osbq["command"] = ["/bin/sh", os.path.join(EXAMPLE_DIR, "background-job.sh")]
+    osbq["env"].update({"WORK_SECONDS": "1", "STATE_DIR": state_dir})
+    return service
+
+
+def catalog(record_dir, state_dir):
     plan = lambda pid, name, osbq: {"id": pid, "name": name, "description": name, "free": True,
                                     "osbq": osbq}
-    return {"services": [{
+    return {"services": [example_service(state_dir), {
         "name": "exec-steps", "id": SERVICE, "description": "exec steps", "bindable": False,
         "instances_retrievable": True,
         "plans": [
@@ -58,7 +72,7 @@ class ExecStepsTest(unittest.TestCase):
         os.mkdir(cls.record_dir)
         path = os.path.join(cls.dir, "catalog.json")
         with open(path, "w") as f:
-            json.dump(catalog(cls.record_dir), f)
+            json.dump(catalog(cls.record_dir, os.path.join(cls.dir, "state")), f)
         cls.stack = harness.Stack(catalog=path, extra_env={"OSBQ_RECOVERY_INTERVAL_MS": "200"})
         try:
             cls.gateways, cls.workers = harness.start_cluster(
@@ -136,6 +150,23 @@ class ExecStepsTest(unittest.TestCase):
                          path.rsplit("/", 1)[1])
         harness.wait_until(lambda: len(self.job_ends(path)) == 3, 5, "three job_end lines")
         self.assertEqual(self.job_ends(path), ["waiting", "waiting", "succeeded"])
+
+    def test_example_background_job(self):
+        service = example_service("")
+        path = "/v2/service_instances/" + str(uuid.uuid4())
+        r = self.client.request("PUT", path + "?accepts_incomplete=true",
+                                {"service_id": service["id"],
+                                 "plan_id": service["plans"][0]["id"],
+                                 "organization_guid": "o", "space_guid": "s"})
+        self.assertEqual(r.status, 202, r.body)
+        body, seen = self.wait_done(path)
+        self.assertEqual(body["state"], "succeeded", body)
+        self.assertEqual(body["description"], "The provision is done")
+        self.assertIn("Started the provision", seen)
+        r = self.client.request("DELETE", path + "?accepts_incomplete=true&" +
+                                urllib.parse.urlencode({"service_id": service["id"],
+                                                        "plan_id": service["plans"][0]["id"]}))
+        self.assertIn(r.status, (200, 202), r.body)
 
     def test_poll_fails(self):
         path = self.provision(POLL_PLAN, {"mode": "fail_poll"})

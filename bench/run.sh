@@ -20,6 +20,12 @@
 #                requests waiting on slow sim jobs; cold start to the first 200
 #   round_trips  Redis round trips per request per endpoint (tests/integration/test_round_trips.py
 #                on the Release build: commands counted per process with MONITOR)
+#   long_ops     long sim operations waiting in Redis (issue 19, bench/long_ops.py): 100,000
+#                ten-minute provisions in flight (worker RSS, Redis memory per operation, the
+#                polls' cost); 10,000 of 60 s on time; 0-ms sync cycles with 10,000 in flight
+#                and during a burst of 10,000 more; 160 of 6 s as steps and on threads
+#                (--long-ops-scale multiplies the counts). Not in the default selection: it
+#                takes minutes and 100,000 operations' worth of Redis memory.
 # Each case runs --runs times; the summary gives the median, min and max of the rate and of the
 # p50/p99 latencies, the ratios, every unexpected status, and the command lines.
 # docs/benchmarks.md explains the cases and records figures. Only loopback is used; every loop
@@ -49,6 +55,7 @@ source bench/cases/sync_cycle.sh
 source bench/cases/scale.sh
 source bench/cases/memory.sh
 source bench/cases/round_trips.sh
+source bench/cases/long_ops.sh
 
 runs=5
 duration=10
@@ -57,8 +64,11 @@ threads=2
 instances=10000
 scale_instances=1000000
 suspended=10000
+long_ops_scale=1
 all_cases="catalog,accept,redis,accept_alone,last_op,lifecycle,sync_cycle,scale,memory,round_trips"
 cases=$all_cases
+# Every case, the long one included, for --cases.
+known_cases="$all_cases,long_ops"
 build_dir="$top/build-bench"
 
 usage() {
@@ -71,9 +81,10 @@ usage: bench/run.sh [options]
   --instances N     instances preloaded for the last_operation case (default 10000, even)
   --scale-instances N  finished instances preloaded by the scale case (default 1000000)
   --suspended N     sync requests held waiting by the memory case (default 10000)
-  --cases LIST      comma-separated subset of (default all):
+  --cases LIST      comma-separated subset of (default all but long_ops):
                     catalog,accept,redis,accept_alone,last_op,lifecycle,sync_cycle,scale,
-                    memory,round_trips
+                    memory,round_trips,long_ops
+  --long-ops-scale F  multiplies long_ops' counts (default 1; 0.1 for a quick run)
   --build-dir DIR   where to build the Release binaries (default build-bench/)
   --quick           a smoke run of every case: --runs 1 --duration 2 --instances 2000
                     --scale-instances 50000 --suspended 1000 (options after it still apply)
@@ -93,6 +104,7 @@ while [ $# -gt 0 ]; do
     --build-dir) build_dir="${2:-}"; shift 2 ;;
     --scale-instances) scale_instances="${2:-}"; shift 2 ;;
     --suspended) suspended="${2:-}"; shift 2 ;;
+    --long-ops-scale) long_ops_scale="${2:-}"; shift 2 ;;
     --quick) runs=1 duration=2 instances=2000 scale_instances=50000 suspended=1000; shift ;;
     -h | --help) usage; exit 0 ;;
     *) usage >&2; die "unknown option $1" ;;
@@ -110,8 +122,10 @@ positive_int "$suspended" --suspended
 [ $((instances % 2)) -eq 0 ] || die "--instances must be even"
 [ "$threads" -le "$connections" ] || die "--threads must not exceed --connections"
 for c in ${cases//,/ }; do
-  [[ ",$all_cases," == *",$c,"* ]] || die "unknown case '$c'"
+  [[ ",$known_cases," == *",$c,"* ]] || die "unknown case '$c'"
 done
+[[ $long_ops_scale =~ ^[0-9]*\.?[0-9]+$ ]] && awk -v s="$long_ops_scale" 'BEGIN { exit !(s > 0 && s <= 10) }' ||
+  die "--long-ops-scale must be a number above 0, at most 10, not '$long_ops_scale'"
 want_case() { [[ ",$cases," == *",$1,"* ]]; }
 
 # The report step (bench/lib/report.py): the machine lines, or the summary of $workdir's results.
@@ -141,6 +155,7 @@ main() {
   if want_case scale; then case_scale; fi
   if want_case memory; then case_memory; fi
   if want_case round_trips; then case_round_trips; fi
+  if want_case long_ops; then case_long_ops; fi
   local status=0
   report summary || status=1
   echo "bench: done in $((SECONDS - t0)) s"

@@ -19,6 +19,7 @@ static const char *const shown_fields[] = {
     "created_ms",   "started_ms",      "finished_ms",
     "lease_until",  "instance_usable", "update_repeatable",
     "instance_key", "binding_key",     "bindings_key",
+    "steps",        "due_ms",
 };
 
 static bool field_shown(const char *name)
@@ -38,7 +39,8 @@ static int64_t field_int(const struct osbq_fields *op, const char *name)
 static bool finished(const struct osbq_fields *op)
 {
     const char *state = osbq_fields_get(op, "state");
-    return state == NULL || (strcmp(state, "queued") != 0 && strcmp(state, "running") != 0);
+    return state == NULL || (strcmp(state, "queued") != 0 && strcmp(state, "running") != 0 &&
+                             strcmp(state, "waiting") != 0);
 }
 
 /* "provision of instance I" or "bind of binding B of instance I", for messages. */
@@ -128,6 +130,24 @@ static void detail_add(struct detail *d, const char *label, const char *value)
         d->rc = ctl_fail("out of memory");
 }
 
+/* A row for the moment ms (none when < 0): its time, and how far it is from now; past_word
+ * comes before the duration of a moment already past ("ran out 3s ago"). */
+static void detail_moment(struct detail *d, const char *label, int64_t ms, int64_t now,
+                          const char *past_word)
+{
+    if (ms < 0)
+        return;
+    char time_text[FORMAT_TEXT_MAX], span[FORMAT_TEXT_MAX], line[160];
+    format_time(ms, true, time_text, sizeof time_text);
+    if (ms >= now)
+        (void)snprintf(line, sizeof line, "%s (in %s)", time_text,
+                       format_duration(ms - now, span, sizeof span));
+    else
+        (void)snprintf(line, sizeof line, "%s (%s%s ago)", time_text, past_word,
+                       format_duration(now - ms, span, sizeof span));
+    detail_add(d, label, line);
+}
+
 /* The times and durations rows. */
 static void detail_times(struct detail *d, const struct osbq_fields *op)
 {
@@ -157,16 +177,11 @@ static void detail_times(struct detail *d, const struct osbq_fields *op)
         detail_add(d, "age",
                    format_duration(created >= 0 ? now - created : -1, span[2], sizeof span[2]));
     }
-    if (lease >= 0) {
-        format_time(lease, true, time_text, sizeof time_text);
-        if (lease >= now)
-            (void)snprintf(line, sizeof line, "%s (in %s)", time_text,
-                           format_duration(lease - now, span[0], sizeof span[0]));
-        else
-            (void)snprintf(line, sizeof line, "%s (ran out %s ago)", time_text,
-                           format_duration(now - lease, span[0], sizeof span[0]));
-        detail_add(d, "lease until", line);
-    }
+    /* A waiting operation: when its next step is due. */
+    const char *state = osbq_fields_get(op, "state");
+    if (state != NULL && strcmp(state, "waiting") == 0)
+        detail_moment(d, "next step", field_int(op, "due_ms"), now, "");
+    detail_moment(d, "lease until", lease, now, "ran out ");
 }
 
 static void detail_history(struct detail *d, char **history, size_t count)
@@ -231,6 +246,7 @@ static int print_text(struct ctl *ctl, const struct osbq_fields *op, char **hist
     detail_add(&d, "attempt", osbq_fields_get(op, "attempt"));
     detail_add(&d, "claims", osbq_fields_get(op, "claims"));
     detail_add(&d, "resends", osbq_fields_get(op, "resends"));
+    detail_add(&d, "steps", osbq_fields_get(op, "steps"));
     detail_add(&d, "description", osbq_fields_get(op, "description"));
     detail_times(&d, op);
     const char *flags[] = {"instance_usable", "update_repeatable"};

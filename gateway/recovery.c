@@ -1,5 +1,6 @@
-/* The recovery loop: every OSBQ_RECOVERY_INTERVAL_MS, takes the operations Redis says are due
- * (store/lua/recover.lua) and resends, polls or abandons them. */
+/* The recovery loop: every OSBQ_RECOVERY_INTERVAL_MS, and as soon as the earliest entry of the
+ * queue falls due, takes the operations Redis says are due (store/lua/recover.lua) and resends,
+ * polls or abandons them. */
 #include "recovery.h"
 
 #include <stdbool.h>
@@ -22,6 +23,9 @@
  * and how often it looks. */
 #define RECOVERY_ROOM_WAIT_MS 1000
 #define RECOVERY_ROOM_POLL_MS 5
+/* How often the loop looks whether the earliest entry of the queue fell due before the next
+ * full interval: a poll due in 300 ms is sent then, not up to an interval later. */
+#define RECOVERY_TICK_MS 50
 
 struct recovery {
     const struct osbq_config *cfg;   /* borrowed */
@@ -29,6 +33,9 @@ struct recovery {
     struct dispatch *dispatch;       /* borrowed: where resent jobs go */
     struct gateway_metrics *metrics; /* borrowed: retries, lease expiries, abandons */
     bool warned;                     /* the last scan failed (logged once) */
+    int64_t next_scan_ms;            /* epoch ms of the next scan a whole interval after the
+                                      * last; only the loop's thread uses these two */
+    int64_t next_due_ms;             /* epoch ms the earliest entry left was due at, or 0 */
     struct osbq_periodic *periodic;  /* the scanning thread */
 };
 
@@ -99,7 +106,7 @@ static long scan_batch(struct recovery *r, bool can_resend)
     size_t count = 0;
     struct osbq_error err = {0};
     if (osbq_store_recover(r->store, RECOVERY_BATCH, r->cfg->max_attempts, r->cfg->claim_timeout_ms,
-                           can_resend, &items, &count, &err) < 0) {
+                           can_resend, &items, &count, &r->next_due_ms, &err) < 0) {
         if (!r->warned)
             log_warnx("recovery scan failed (%s), retrying", err.text);
         r->warned = true;
@@ -134,9 +141,8 @@ static bool wait_for_room(struct recovery *r)
     return false;
 }
 
-static void scan(void *arg)
+static void scan(struct recovery *r)
 {
-    struct recovery *r = arg;
     /* Without a worker with room there is nobody to resend to: jobs that only wait for one are
      * not lost, and resending them would only queue copies. Giving up on an operation that used
      * up its attempts needs no worker, so that goes on. */
@@ -154,6 +160,24 @@ static void scan(void *arg)
     }
 }
 
+/* Every RECOVERY_TICK_MS: a scan once the interval has passed, or sooner when the earliest
+ * entry the last scan saw is due and a worker has room to take it. */
+static void tick(void *arg)
+{
+    struct recovery *r = arg;
+    int64_t now = osbq_store_now_ms();
+    bool due = now >= r->next_scan_ms;
+    if (!due && r->next_due_ms > 0 && now >= r->next_due_ms) {
+        struct dispatch_stats stats;
+        dispatch_get_stats(r->dispatch, &stats);
+        due = recovery_has_room(&stats, RECOVERY_BATCH);
+    }
+    if (!due)
+        return;
+    r->next_scan_ms = now + (int64_t)r->cfg->recovery_interval_ms;
+    scan(r);
+}
+
 struct recovery *recovery_start(const struct osbq_config *cfg, struct osbq_store *store,
                                 struct dispatch *dispatch, struct gateway_metrics *metrics,
                                 struct osbq_error *err)
@@ -167,7 +191,9 @@ struct recovery *recovery_start(const struct osbq_config *cfg, struct osbq_store
     r->store = store;
     r->dispatch = dispatch;
     r->metrics = metrics;
-    r->periodic = osbq_periodic_start(cfg->recovery_interval_ms, scan, r, err);
+    unsigned tick_ms =
+        cfg->recovery_interval_ms < RECOVERY_TICK_MS ? cfg->recovery_interval_ms : RECOVERY_TICK_MS;
+    r->periodic = osbq_periodic_start(tick_ms, tick, r, err);
     if (r->periodic == NULL) {
         free(r);
         return NULL;

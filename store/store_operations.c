@@ -221,8 +221,10 @@ static size_t recovery_item_read(const redisReply *e, struct osbq_recovery_item 
 
 int osbq_store_recover(struct osbq_store *store, unsigned limit, unsigned max_attempts,
                        int64_t claim_timeout_ms, bool can_resend, struct osbq_recovery_item **items,
-                       size_t *count, struct osbq_error *err)
+                       size_t *count, int64_t *next_due_ms, struct osbq_error *err)
 {
+    if (next_due_ms != NULL)
+        *next_due_ms = 0;
     char queue[STORE_KEY_MAX], now[24], limit_text[12], attempts[12], timeout[24], prefix[96];
     if (store_key(store, queue, sizeof queue, "queue") < 0)
         return osbq_error_set(err, OSBQ_ERR_INTERNAL, "key too long");
@@ -255,8 +257,14 @@ int osbq_store_recover(struct osbq_store *store, unsigned limit, unsigned max_at
         osbq_error_set(err, OSBQ_ERR_INTERNAL, "out of memory");
         goto out;
     }
-    for (size_t i = 0; i < reply->elements; i++)
-        n += recovery_item_read(reply->element[i], &list[n]);
+    for (size_t i = 0; i < reply->elements; i++) {
+        const redisReply *e = reply->element[i];
+        /* The trailing score of the earliest entry left (a string; not an item). */
+        if (e->type == REDIS_REPLY_STRING && next_due_ms != NULL)
+            *next_due_ms = (int64_t)strtod(e->str, NULL);
+        else
+            n += recovery_item_read(e, &list[n]);
+    }
     *items = list;
     *count = n;
     list = NULL;

@@ -23,11 +23,11 @@ struct osbq_recovery_item {
  * accepted or last sent), whose lease ran out, or whose next step is due (polls), moving each
  * one's due time forward so no other process takes it too. Operations claimed max_attempts
  * times are marked for abandon; the others are taken only when can_resend (a worker has
- * room). Returns 0 with *items (count
- * *count; free with osbq_recovery_free), or -1 with err. */
+ * room). Returns 0 with *items (count *count; free with osbq_recovery_free) and *next_due_ms
+ * (when not NULL) the epoch ms the earliest entry left is due at (0: none), or -1 with err. */
 int osbq_store_recover(struct osbq_store *store, unsigned limit, unsigned max_attempts,
                        int64_t claim_timeout_ms, bool can_resend, struct osbq_recovery_item **items,
-                       size_t *count, struct osbq_error *err);
+                       size_t *count, int64_t *next_due_ms, struct osbq_error *err);
 void osbq_recovery_free(struct osbq_recovery_item *items, size_t count);
 
 /* Fails an operation whose attempts are used up, as osbq_store_finish would, whoever held it.

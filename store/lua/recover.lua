@@ -10,7 +10,8 @@
 -- ARGV[6] can_resend: "1" when the caller can resend (a worker has room), else "0": then only
 --          operations to abandon are taken
 -- Returns a list of {operation id, "resend"|"abandon"|"poll", claims so far, encoded job or "",
--- "lease" when a running operation's lease ran out else "", kind}. Resends are written to the
+-- "lease" when a running operation's lease ran out else "", kind}, followed by the earliest
+-- score left in the queue (a string, ms) when it is not empty. Resends are written to the
 -- operation's history; polls are not (one per step would grow every waiting operation), nor
 -- counted as resends or attempts.
 -- requires: history (store/lua/lib/history.lua: add_history)
@@ -51,4 +52,7 @@ for _, op_id in ipairs(due) do
                        rec[6] or ''})
   end
 end
+-- When the next scan has work: the caller sleeps until then rather than a whole interval.
+local first = redis.call('ZRANGEBYSCORE', queue, '-inf', '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+if first[2] then table.insert(out, first[2]) end
 return out

@@ -222,6 +222,16 @@ static void provision(struct fixture *f, struct runner *r, const char *op, const
     free(bytes);
 }
 
+/* Submits op's stored job to r again, as the gateways' recovery loop sends it. */
+static void resubmit(struct fixture *f, struct runner *r, const char *op)
+{
+    redisReply *job = redisCommand(f->direct, "HGET t:op:%s job", op);
+    assert_non_null(job);
+    assert_int_equal(job->type, REDIS_REPLY_STRING);
+    submit_bytes(r, job->str, job->len);
+    freeReplyObject(job);
+}
+
 /* Waits up to ms for op to be running; a claim that failed (the runner dropped the job, as it
  * does when Redis does not answer in time) is resent from the stored job, as the gateways'
  * recovery loop would, up to three times. */
@@ -235,11 +245,7 @@ static void wait_running(struct fixture *f, struct runner *r, const char *op, in
             return;
         if (sent == 3)
             fail_msg("operation %s: not running after %d sends", op, sent);
-        redisReply *job = redisCommand(f->direct, "HGET t:op:%s job", op);
-        assert_non_null(job);
-        assert_int_equal(job->type, REDIS_REPLY_STRING);
-        submit_bytes(r, job->str, job->len);
-        freeReplyObject(job);
+        resubmit(f, r, op);
     }
 }
 
@@ -311,10 +317,7 @@ static void test_steps(void **state)
     assert_true(osbq_series_value(wm.steps_waiting) == 1);
     assert_true(provisions(&wm, WORKER_OP_SUCCEEDED) == 0);
     sleep_ms(400);
-    redisReply *job = redisCommand(f->direct, "HGET t:op:op-steps job");
-    assert_int_equal(job->type, REDIS_REPLY_STRING);
-    submit_bytes(r, job->str, job->len);
-    freeReplyObject(job);
+    resubmit(f, r, "op-steps");
     wait_state(f, "op-steps", "succeeded", 3000);
     assert_string_equal(op_field(f, "op-steps", "claims"), "1");
     assert_string_equal(op_field(f, "op-steps", "resume"), "");
@@ -328,9 +331,7 @@ static void test_steps(void **state)
     assert_true(strtod(due->str, NULL) <= accepted + 1000);
     freeReplyObject(due);
     sleep_ms(1100);
-    job = redisCommand(f->direct, "HGET t:op:op-poll job");
-    submit_bytes(r, job->str, job->len);
-    freeReplyObject(job);
+    resubmit(f, r, "op-poll");
     wait_state(f, "op-poll", "failed", 3000);
     assert_string_equal(op_field(f, "op-poll", "description"),
                         "The operation did not finish within the plan's maximum_polling_duration "

@@ -504,13 +504,14 @@ static void test_recovery_resends_then_abandons(void **state)
     /* accepted with a claim deadline 30 s away: not due yet */
     assert_int_equal(begin(f, "provision", "r1", "i7", "d", "plan-a", NULL, NULL, NULL),
                      OSBQ_BEGIN_ACCEPTED);
-    assert_int_equal(osbq_store_recover(f->store, 100, 2, 1, true, &items, &count, &err), 0);
+    assert_int_equal(osbq_store_recover(f->store, 100, 2, 1, true, &items, &count, NULL, &err), 0);
     assert_null(find_item(items, count, "r1"));
     osbq_recovery_free(items, count);
     /* due now: its claim never came */
     redisReply *r = redisCommand(f->direct, "ZADD t:queue 1 r1");
     freeReplyObject(r);
-    assert_int_equal(osbq_store_recover(f->store, 100, 2, 10000, true, &items, &count, &err), 0);
+    assert_int_equal(osbq_store_recover(f->store, 100, 2, 10000, true, &items, &count, NULL, &err),
+                     0);
     const struct osbq_recovery_item *it = find_item(items, count, "r1");
     assert_non_null(it);
     assert_false(it->abandon);
@@ -521,15 +522,16 @@ static void test_recovery_resends_then_abandons(void **state)
     assert_memory_equal(it->job, "job-bytes", 9);
     osbq_recovery_free(items, count);
     /* taken once: a second scan (another gateway) does not get it */
-    assert_int_equal(osbq_store_recover(f->store, 100, 2, 10000, true, &items, &count, &err), 0);
+    assert_int_equal(osbq_store_recover(f->store, 100, 2, 10000, true, &items, &count, NULL, &err),
+                     0);
     assert_null(find_item(items, count, "r1"));
     osbq_recovery_free(items, count);
     /* two claims whose leases run out: resent once, then abandoned */
     for (int attempt = 1; attempt <= 2; attempt++) {
         assert_int_equal(claim(f, "r1", "w", 1), 1);
         nanosleep(&pause, NULL);
-        assert_int_equal(osbq_store_recover(f->store, 100, 2, 10000, true, &items, &count, &err),
-                         0);
+        assert_int_equal(
+            osbq_store_recover(f->store, 100, 2, 10000, true, &items, &count, NULL, &err), 0);
         it = find_item(items, count, "r1");
         assert_non_null(it);
         assert_int_equal(it->claims, attempt);
@@ -582,9 +584,13 @@ static void test_steps_wait_and_poll(void **state)
     /* Not its worker's any more: a late progress or outcome of the step is refused. */
     assert_int_equal(osbq_store_progress(f->store, "s1", "w1", NULL, 10000, &err), 0);
     assert_int_equal(finish(f, "s1", "w1", true), 0);
-    /* Not due: neither handed out nor claimable by a duplicate delivery. */
-    assert_int_equal(osbq_store_recover(f->store, 100, 2, 10000, true, &items, &count, &err), 0);
+    /* Not due: neither handed out nor claimable by a duplicate delivery; the scan says when
+     * the earliest entry is. */
+    int64_t next_due = 0;
+    assert_int_equal(
+        osbq_store_recover(f->store, 100, 2, 10000, true, &items, &count, &next_due, &err), 0);
     assert_null(find_item(items, count, "s1"));
+    assert_true(next_due > 0 && next_due <= later);
     osbq_recovery_free(items, count);
     assert_int_equal(claim(f, "s1", "w3", 10000), 0);
 
@@ -595,10 +601,12 @@ static void test_steps_wait_and_poll(void **state)
     freeReplyObject(r);
     r = redisCommand(f->direct, "ZADD t:queue 1 s1");
     freeReplyObject(r);
-    assert_int_equal(osbq_store_recover(f->store, 100, 2, 10000, false, &items, &count, &err), 0);
+    assert_int_equal(osbq_store_recover(f->store, 100, 2, 10000, false, &items, &count, NULL, &err),
+                     0);
     assert_null(find_item(items, count, "s1"));
     osbq_recovery_free(items, count);
-    assert_int_equal(osbq_store_recover(f->store, 100, 2, 10000, true, &items, &count, &err), 0);
+    assert_int_equal(osbq_store_recover(f->store, 100, 2, 10000, true, &items, &count, NULL, &err),
+                     0);
     const struct osbq_recovery_item *it = find_item(items, count, "s1");
     assert_non_null(it);
     assert_true(it->poll);
@@ -655,7 +663,8 @@ static void test_steps_repairs(void **state)
     nanosleep(&pause, NULL);
     struct osbq_recovery_item *items = NULL;
     size_t count = 0;
-    assert_int_equal(osbq_store_recover(f->store, 100, 5, 10000, true, &items, &count, &err), 0);
+    assert_int_equal(osbq_store_recover(f->store, 100, 5, 10000, true, &items, &count, NULL, &err),
+                     0);
     const struct osbq_recovery_item *it = find_item(items, count, "s2");
     assert_non_null(it);
     assert_true(it->lease_expired);

@@ -30,10 +30,13 @@ case_long_ops_exec() {
   [ "$(ulimit -Hn)" = unlimited ] || [ "$(ulimit -Hn)" -ge "$fds" ] ||
     die "long_ops_exec needs $fds file descriptors (ulimit -Hn: $(ulimit -Hn)); use --long-ops-scale"
   ulimit -n "$fds"
-  osbq_extra_env=(OSBQ_CATALOG="$catalog" OSBQ_WORKER_EXEC_CONCURRENCY=$((old > 256 ? old : 256))
-    OSBQ_MAX_QUEUED_JOBS=$((poll + old + 1000)))
+  # A 5 s Redis timeout: on the shared 2-core machine, hundreds of programs starting at once
+  # starve redis-server for more than the default second now and then.
+  local common=(OSBQ_CATALOG="$catalog" OSBQ_MAX_QUEUED_JOBS=$((poll + old + 1000))
+    OSBQ_REDIS_TIMEOUT_MS=5000)
+  osbq_extra_env=("${common[@]}" OSBQ_WORKER_EXEC_CONCURRENCY=$((old > 256 ? old : 256)))
   long_ops_exec_phase old_style "$old"
-  osbq_extra_env=(OSBQ_CATALOG="$catalog" OSBQ_MAX_QUEUED_JOBS=$((poll + old + 1000)))
+  osbq_extra_env=("${common[@]}")
   long_ops_exec_phase poll_style "$poll"
   osbq_extra_env=()
 }

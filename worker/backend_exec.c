@@ -581,7 +581,7 @@ static void free_run(struct exec_run *x)
     }
     pthread_cond_destroy(&x->ended);
     pthread_mutex_destroy(&x->lock);
-    sodium_memzero(x, sizeof *x);
+    exec_output_wipe(&x->output);
     free(x);
 }
 
@@ -604,11 +604,19 @@ static int exec_operation(struct backend_call *call)
         backend_call_fail(call, "The broker cannot run the service's program here.", usable, false);
         return 0;
     }
-    struct exec_run *x = calloc(1, sizeof *x);
+    /* malloc, not calloc: the output buffers' pages are touched only as the program fills
+     * them (exec_output_init). */
+    struct exec_run *x = malloc(sizeof *x);
     if (x == NULL) {
         backend_call_fail(call, EXEC_NO_MEMORY, usable, false);
         return 0;
     }
+    x->call = call;
+    x->input = NULL;
+    x->input_len = 0;
+    x->end = (struct exec_watch_end){.stop = EXEC_WATCH_EXITED};
+    x->done = false;
+    x->rc = 0;
     if (pthread_mutex_init(&x->lock, NULL) != 0) {
         free(x);
         backend_call_fail(call, EXEC_NO_MEMORY, usable, false);
@@ -620,7 +628,6 @@ static int exec_operation(struct backend_call *call)
         backend_call_fail(call, EXEC_NO_MEMORY, usable, false);
         return 0;
     }
-    x->call = call;
     exec_output_init(&x->output, report_progress, call);
     json_int_t timeout = json_integer_value(json_object_get(call->plan->settings, "timeout_ms"));
     x->timeout_ms = timeout > 0 ? (int64_t)timeout : EXEC_DEFAULT_TIMEOUT_MS;

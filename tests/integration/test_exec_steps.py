@@ -33,6 +33,8 @@ MANY_BOUND_S = 50
 # end.
 SENDERS = 8
 OP_TIMEOUT_S = 30
+# The worker's shutdown grace: shorter than a program, so a stop cancels the running ones.
+GRACE_S = 1
 
 
 def example_service(state_dir):
@@ -73,7 +75,9 @@ class ExecStepsTest(unittest.TestCase):
         path = os.path.join(cls.dir, "catalog.json")
         with open(path, "w") as f:
             json.dump(catalog(cls.record_dir, os.path.join(cls.dir, "state")), f)
-        cls.stack = harness.Stack(catalog=path, extra_env={"OSBQ_RECOVERY_INTERVAL_MS": "200"})
+        cls.stack = harness.Stack(catalog=path, extra_env={
+            "OSBQ_RECOVERY_INTERVAL_MS": "200",
+            "OSBQ_SHUTDOWN_GRACE_MS": str(GRACE_S * 1000)})
         try:
             cls.gateways, cls.workers = harness.start_cluster(
                 cls.stack, 1, 1, OSBQ_WORKER_EXEC_CONCURRENCY=str(EXEC_CONCURRENCY))
@@ -190,6 +194,37 @@ class ExecStepsTest(unittest.TestCase):
         self.assertEqual(body["description"],
                          "The program answered in progress without a valid poll_after_s (a "
                          "number of seconds, 0 or more).")
+
+    def test_zz_stop_releases_running_programs(self):
+        """Last (it stops the worker): SIGTERM while programs run; past the grace the worker
+        kills them (their whole groups), releases their operations and exits; a new worker runs
+        them again and they succeed."""
+        for name in os.listdir(self.record_dir):
+            os.unlink(os.path.join(self.record_dir, name))
+        paths = [self.provision(SLEEP_PLAN) for _ in range(20)]
+
+        def running():
+            # Each program makes its record file first thing.
+            return len(os.listdir(self.record_dir)) == len(paths)
+
+        harness.wait_until(running, OP_TIMEOUT_S, "20 programs running")
+        worker = self.workers[0]
+        t = time.monotonic()
+        status = worker.stop(timeout_s=30)
+        self.assertEqual(status, 0, worker.log())
+        self.assertLess(time.monotonic() - t, GRACE_S + 10)
+        log = worker.log()
+        self.assertEqual(log.count("job_released"), len(paths), log)
+        # No program outlived its worker: none is left to write its end.
+        time.sleep(SLEEP_S + 1)
+        for name in os.listdir(self.record_dir):
+            with open(os.path.join(self.record_dir, name)) as f:
+                self.assertEqual(f.read(), "", name)
+        self.workers[0] = self.stack.start_worker(
+            OSBQ_WORKER_EXEC_CONCURRENCY=str(EXEC_CONCURRENCY))
+        for path in paths:
+            body, _ = self.wait_done(path)
+            self.assertEqual(body["state"], "succeeded", body)
 
     def test_many_old_style_programs(self):
         for name in os.listdir(self.record_dir):

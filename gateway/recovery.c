@@ -66,7 +66,7 @@ static void resend(struct recovery *r, const struct osbq_recovery_item *item)
         log_warnx("operation %s: cannot %s it now, the next scan will", item->operation_id,
                   item->poll ? "send the next step of" : "resend");
     else if (item->poll) {
-        /* One a step of every waiting operation: too many for the info level. */
+        /* One per step of every waiting operation: too many for the info level. */
         log_debug("operation %s: its next step is due, sent", item->operation_id);
         osbq_series_add(r->metrics->polls, 1);
     } else {

@@ -1,6 +1,8 @@
 /* Unit tests of the timing rules of step-wise operations (worker/step_timing.c): when the next
  * step is due, capped at the point the operation must have ended by, and when a claimed step
- * fails instead of running (the deadline across steps, maximum_polling_duration). */
+ * fails instead of running (the deadline across steps, maximum_polling_duration); and the
+ * fairness rule of the gateways' recovery loop (gateway/recovery.c: due work handed out only
+ * when workers have room). */
 /* clang-format off: cmocka needs these before cmocka.h, in this order */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,6 +15,7 @@
 #include <string.h>
 
 #include "catalog.h"
+#include "recovery.h"
 #include "step_timing.h"
 
 #define T0 1700000000000LL /* an epoch ms to count from */
@@ -83,13 +86,28 @@ static void test_max_polling_from_plan(void **state)
     osbq_catalog_destroy(&catalog);
 }
 
+/* Recovered work (resends, polls) never runs more than a batch ahead of new jobs: another batch
+ * only with a free slot and less than a batch still queued in the dispatcher. */
+static void test_recovery_room(void **state)
+{
+    (void)state;
+    struct dispatch_stats stats = {.queued = 0, .workers = 1, .free_slots = 4};
+    assert_true(recovery_has_room(&stats, 200));
+    stats.queued = 199;
+    assert_true(recovery_has_room(&stats, 200));
+    stats.queued = 200;
+    assert_false(recovery_has_room(&stats, 200));
+    stats.queued = 0;
+    stats.free_slots = 0;
+    assert_false(recovery_has_room(&stats, 200));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_due_capped),
-        cmocka_unit_test(test_end),
-        cmocka_unit_test(test_overdue),
-        cmocka_unit_test(test_max_polling_from_plan),
+        cmocka_unit_test(test_due_capped),    cmocka_unit_test(test_end),
+        cmocka_unit_test(test_overdue),       cmocka_unit_test(test_max_polling_from_plan),
+        cmocka_unit_test(test_recovery_room),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -223,7 +223,7 @@ static void test_large_input(void **state)
     seen_init(&s);
     (void)start(w, "wc -c", input, len, 0, &s);
     assert_true(wait_ended(&s, 20000));
-    assert_int_equal(atol(s.out), (long)len);
+    assert_int_equal(strtol(s.out, NULL, 10), (long)len);
     assert_int_equal(WEXITSTATUS(s.end.status), 0);
     free(input);
 }

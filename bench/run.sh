@@ -131,8 +131,10 @@ positive_int "$suspended" --suspended
 for c in ${cases//,/ }; do
   [[ ",$known_cases," == *",$c,"* ]] || die "unknown case '$c'"
 done
-[[ $long_ops_scale =~ ^[0-9]*\.?[0-9]+$ ]] && awk -v s="$long_ops_scale" 'BEGIN { exit !(s > 0 && s <= 10) }' ||
+if ! [[ $long_ops_scale =~ ^[0-9]*\.?[0-9]+$ ]] ||
+  ! awk -v s="$long_ops_scale" 'BEGIN { exit !(s > 0 && s <= 10) }'; then
   die "--long-ops-scale must be a number above 0, at most 10, not '$long_ops_scale'"
+fi
 want_case() { [[ ",$cases," == *",$1,"* ]]; }
 
 # The report step (bench/lib/report.py): the machine lines, or the summary of $workdir's results.

@@ -22,6 +22,7 @@ POLL_AFTER_S=2
 
 # The job -> shell variables: kind (poll: the kind polled), poll (1 for a poll), instance and
 # operation (both as safe file names: a hash of the id).
+kind="" poll=0 instance="" operation=""
 eval "$(python3 -c '
 import hashlib, json, shlex, sys
 job = json.load(sys.stdin)
@@ -51,6 +52,7 @@ provision | update)
             # A new session: the worker kills what a program leaves in its process group when
             # the program exits, and this job must outlive it. Its output goes to a file: a
             # job holding the program's stdout would keep the worker reading it.
+            # shellcheck disable=SC2016 # expanded by the job's own shell
             setsid sh -c '
                 sleep "$1"
                 if [ "$2" = 1 ]; then echo "the job failed" >"$3.failed"

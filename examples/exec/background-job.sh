@@ -54,10 +54,18 @@ provision | update)
             # job holding the program's stdout would keep the worker reading it.
             # shellcheck disable=SC2016 # expanded by the job's own shell
             setsid sh -c '
+                echo $$ >"$3.pid"
                 sleep "$1"
                 if [ "$2" = 1 ]; then echo "the job failed" >"$3.failed"
                 else echo done >"$3.done"; fi' job "$WORK_SECONDS" "$FAIL_WORK" "$marker" \
                 </dev/null >"$marker.log" 2>&1 &
+            # Until the job is in its own session it is still in this program's group, and
+            # would go with it: wait (5 s at most) for it to say it left.
+            i=0
+            while [ ! -s "$marker.pid" ] && [ "$i" -lt 100 ]; do
+                sleep 0.05
+                i=$((i + 1))
+            done
         fi
         in_progress "Started the $kind"
     fi

@@ -28,6 +28,11 @@
 #                takes minutes and 100,000 operations' worth of Redis memory.
 #   durable      accept and lifecycle with no replica, with a replica, and with a replica and
 #                OSBQ_REDIS_MIN_ACKS=1 (WAIT behind each batch), side by side: ratios
+#   long_ops_exec  exec programs watched by the worker's event loop (issue 19,
+#                bench/long_ops_exec.py): 1,000 old-style programs of 30 s on one worker
+#                (OSBQ_WORKER_EXEC_CONCURRENCY raised to their count), 10,000 poll-style exec
+#                operations of 60 s (--long-ops-scale multiplies the counts). Not in the
+#                default selection either.
 # Each case runs --runs times; the summary gives the median, min and max of the rate and of the
 # p50/p99 latencies, the ratios, every unexpected status, and the command lines.
 # docs/benchmarks.md explains the cases and records figures. Only loopback is used; every loop
@@ -59,6 +64,7 @@ source bench/cases/memory.sh
 source bench/cases/round_trips.sh
 source bench/cases/long_ops.sh
 source bench/cases/durable.sh
+source bench/cases/long_ops_exec.sh
 
 runs=5
 duration=10
@@ -71,7 +77,7 @@ long_ops_scale=1
 all_cases="catalog,accept,redis,accept_alone,last_op,lifecycle,sync_cycle,scale,memory,round_trips,durable"
 cases=$all_cases
 # Every case, the long one included, for --cases.
-known_cases="$all_cases,long_ops"
+known_cases="$all_cases,long_ops,long_ops_exec"
 build_dir="$top/build-bench"
 
 usage() {
@@ -86,8 +92,9 @@ usage: bench/run.sh [options]
   --suspended N     sync requests held waiting by the memory case (default 10000)
   --cases LIST      comma-separated subset of (default all but long_ops):
                     catalog,accept,redis,accept_alone,last_op,lifecycle,sync_cycle,scale,
-                    memory,round_trips,long_ops,durable
-  --long-ops-scale F  multiplies long_ops' counts (default 1; 0.1 for a quick run)
+                    memory,round_trips,long_ops,long_ops_exec,durable
+  --long-ops-scale F  multiplies long_ops' and long_ops_exec's counts (default 1; 0.1 for a
+                    quick run)
   --build-dir DIR   where to build the Release binaries (default build-bench/)
   --quick           a smoke run of every case: --runs 1 --duration 2 --instances 2000
                     --scale-instances 50000 --suspended 1000 (options after it still apply)
@@ -162,6 +169,7 @@ main() {
   if want_case round_trips; then case_round_trips; fi
   if want_case long_ops; then case_long_ops; fi
   if want_case durable; then case_durable; fi
+  if want_case long_ops_exec; then case_long_ops_exec; fi
   local status=0
   report summary || status=1
   echo "bench: done in $((SECONDS - t0)) s"

@@ -482,6 +482,7 @@ static int parse_concurrency(struct osbq_config *cfg, const char *value, struct 
 
 UINT_SETTING(parse_retention, retention_s, 60, 31536000)
 UINT_SETTING(parse_lease, lease_ms, 1000, 3600000)
+UINT_SETTING(parse_exec_concurrency, worker_exec_concurrency, 1, 65536)
 UINT_SETTING(parse_retry_after_min, retry_after_min_s, 1, 3600)
 UINT_SETTING(parse_retry_after_max, retry_after_max_s, 1, 86400)
 UINT_SETTING(parse_max_waiters, max_waiters, 1, 1000000)
@@ -564,6 +565,8 @@ static const struct config_var config_vars[] = {
      "keys for binding credentials at rest: 64 hex characters a line, the first encrypts"},
     {"OSBQ_WORKER_CONCURRENCY", OSBQ_ROLE_WORKER, "16", NULL, false, parse_concurrency,
      "jobs one worker runs at once"},
+    {"OSBQ_WORKER_EXEC_CONCURRENCY", OSBQ_ROLE_WORKER, "256", NULL, false, parse_exec_concurrency,
+     "exec programs one worker runs at once; more wait their turn"},
     {"OSBQ_RETENTION_S", OSBQ_ROLE_ALL, "604800", "604800 (7 days)", false, parse_retention,
      "how long finished operations and deleted records stay answerable, in s"},
     {"OSBQ_LEASE_MS", OSBQ_ROLE_WORKER, "15000", NULL, false, parse_lease,

@@ -92,6 +92,8 @@ struct osbq_config {
     char *platforms_path;    /* OSBQ_PLATFORMS (gateway): the platforms file, or NULL */
     char *bus_clients_dir;   /* OSBQ_BUS_CURVE_CLIENTS_DIR (gateway): public certificates of
                               * the workers allowed on the bus */
+    /* OSBQ_WORKER_EXEC_CONCURRENCY (worker): exec programs one worker runs at once */
+    unsigned worker_exec_concurrency;
 };
 
 /* Looks up one environment variable; returns NULL when unset. ctx is passed through. */

@@ -19,6 +19,8 @@
 /* Longest delay a step may ask for before the next one: a longer wait is cut to this. */
 #define BACKEND_POLL_AFTER_MAX_MS (24LL * 3600 * 1000)
 
+struct exec_watch;
+
 /* One operation handed to a backend. The runner fills the inputs and the four callbacks; the
  * backend fills result through the backend_call_* helpers below, which keep its strings in the
  * owned buffers. A call is used by one thread only (the runner thread that runs it). */
@@ -47,6 +49,14 @@ struct backend_call {
      * or the process exits without waiting for its thread. */
     bool (*exiting)(struct backend_call *call);
     void *ctx; /* the runner's state behind the callbacks; backends leave it alone */
+    /* Set by a caller that can take a detached step: the backend may then return
+     * BACKEND_DETACHED and end the step later, from another thread, by calling this once with
+     * what it would have returned (0 or -1); the callbacks above stay usable from that thread
+     * meanwhile, one call at a time. NULL: every step ends before the backend returns. */
+    void (*detached_end)(struct backend_call *call, int rc);
+    /* The worker's watch over exec programs (exec_watch.h); borrowed, NULL where there is none
+     * (the exec backend then fails the operation). */
+    struct exec_watch *exec_watch;
 
     struct osbq_op_result result;              /* out: the outcome; its strings point into
                                                 * the buffers below */
@@ -58,12 +68,16 @@ struct backend_call {
     char *resume_text; /* owned text of result.resume, or NULL */
 };
 
+/* A backend operation's answer when it handed its step to another thread (detached_end). */
+#define BACKEND_DETACHED 1
+
 /* A backend. Each operation runs one step and returns 0 when call->result holds its outcome
  * (succeeded, failed, or in progress: backend_call_wait_for), or -1 when it stopped because
  * call->cancelled() became true (no outcome: the runner records nothing and gives the
- * operation back). A step that answers in progress is called again later, on any worker, with
- * call->resume holding what it saved and call->step raised (docs/backends.md, the step
- * contract). A NULL entry means the backend does not support that kind yet: the operation
+ * operation back), or BACKEND_DETACHED when the call allows it (backend_call.detached_end) and
+ * the step goes on elsewhere. A step that answers in progress is called again later, on any
+ * worker, with call->resume holding what it saved and call->step raised (docs/backends.md, the
+ * step contract). A NULL entry means the backend does not support that kind yet: the operation
  * fails with a description saying so. Steps run on runner threads, may block (briefly: waiting
  * is what in progress is for), and must be idempotent per operation id and step: the same step
  * may run again after a worker crash, a lost lease or a resend. */

@@ -1,14 +1,15 @@
-/* The exec backend: runs the operator's program once per operation, the job as one JSON object
- * on its stdin, and turns what it prints and how it exits into the outcome (docs/backends.md).
+/* The exec backend: runs the operator's program once per step, the job as one JSON object on
+ * its stdin, and turns what it prints and how it exits into the outcome (docs/backends.md).
  * The program runs in its own process group so a timeout or a cancellation kills everything it
- * started; its output is read on the runner thread with poll(), so many programs run at once
- * and none blocks another job. */
+ * started. It is started on the runner thread and then handed to the worker's exec watch
+ * (exec_watch.h): one event loop drives every running program, so a program that runs for
+ * minutes holds no thread. */
 /* pipe2 and posix_spawn_file_actions_addclosefrom_np are GNU extensions (glibc 2.34+). */
 #define _GNU_SOURCE
 
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sodium.h>
 #include <spawn.h>
@@ -22,59 +23,37 @@
 
 #include "backend.h"
 #include "exec_output.h"
+#include "exec_watch.h"
 #include "log.h"
 
 extern char **environ;
 
 /* The plan's timeout_ms when it sets none: ten minutes, as the issue pins. */
 #define EXEC_DEFAULT_TIMEOUT_MS 600000
-/* Bytes read from a pipe at once. */
-#define EXEC_CHUNK 65536
-/* How often the loop looks at cancellation and renews the lease (through wait) while the
- * program runs; also poll()'s longest sleep. */
-#define EXEC_TICK_MS 100
-/* Between SIGTERM and SIGKILL: time for the program to clean up after a timeout or cancel. */
-#define EXEC_KILL_GRACE_MS 2000
-/* After the program exited, how long processes it left behind may keep its pipes open before
- * the group is killed: their output is read meanwhile. */
-#define EXEC_DRAIN_MS 1000
-/* poll()'s sleep while only the program's exit is awaited (its pipes closed already). */
-#define EXEC_EXIT_POLL_MS 5
+/* How long a step waiting for a place among the programs running at once sleeps between
+ * looks at its cancellation (which also renews its lease). */
+#define EXEC_PLACE_WAIT_MS 100
 
 #define EXEC_NO_MEMORY "The broker ran out of memory."
 
-/* Why the program was stopped by the broker. */
-enum stop_reason {
-    STOP_NONE,      /* it ended on its own */
-    STOP_TIMEOUT,   /* over timeout_ms: the operation fails */
-    STOP_CANCELLED, /* the call was cancelled: no outcome */
-};
-
-/* One run of the program. On the heap (it holds ~200 KiB of buffers); zeroed before it is
- * freed, since the input holds parameters and the output credentials. */
+/* One step of the program. On the heap (it holds ~200 KiB of buffers); zeroed before it is
+ * freed, since the input holds parameters and the output credentials. Once the program is
+ * handed to the watch, only the watch's thread touches it, but for done and rc, which a caller
+ * waiting for the end (no detached steps) reads under lock. */
 struct exec_run {
     struct backend_call *call;
-    pid_t pid;  /* the program, also its process group id; 0 before the spawn */
-    int in_fd;  /* our end of its stdin, -1 once closed */
-    int out_fd; /* our end of its stdout, -1 once at EOF */
-    int err_fd; /* our end of its stderr, -1 once at EOF */
     char *input;
-    size_t input_len, input_off; /* the job's JSON line and how much of it was written */
-    int status;                  /* waitpid status once reaped */
-    bool lost;                   /* waitpid failed: the status is unknown */
-    enum stop_reason stop;
+    size_t input_len; /* the job's JSON line */
     int64_t timeout_ms;
+    struct exec_watch_end end; /* how the program ended */
+
+    pthread_mutex_t lock; /* guards done and rc, for a caller waiting on ended */
+    pthread_cond_t ended;
+    bool done;
+    int rc;
 
     struct exec_output output; /* what it printed, parsed */
-    char chunk[EXEC_CHUNK];
 };
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    (void)clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static bool exiting(struct backend_call *call)
 {
@@ -107,8 +86,19 @@ static int build_input(struct exec_run *x)
                                               : json_or_null(job->parameters);
     json_t *in = json_object();
     int rc = -1;
+    /* A poll: the step after one that answered in progress. The program learns which operation
+     * it polls from "of", and gets back what it saved ({} when it saved nothing). */
+    bool poll = call->step > 0 || call->resume != NULL;
+    if (poll && in != NULL && kind != NULL &&
+        (json_object_set_new(in, "of", json_string(kind)) < 0 ||
+         json_object_set_new(in, "resume",
+                             call->resume != NULL ? json_deep_copy(call->resume) : json_object()) <
+             0 ||
+         json_object_set_new(in, "step", json_integer(call->step)) < 0))
+        goto out;
     /* set_new steals each value even on failure; a NULL value (not UTF-8) fails the set. */
-    if (in == NULL || kind == NULL || json_object_set_new(in, "kind", json_string(kind)) < 0 ||
+    if (in == NULL || kind == NULL ||
+        json_object_set_new(in, "kind", json_string(poll ? "poll" : kind)) < 0 ||
         json_object_set_new(in, "operation_id", string_or_null(job->operation_id)) < 0 ||
         json_object_set_new(in, "instance_id", string_or_null(job->instance_id)) < 0 ||
         json_object_set_new(in, "binding_id", string_or_null(job->binding_id)) < 0 ||
@@ -202,7 +192,7 @@ static void close_fd(int *fd)
  * group, with default signal handling and an empty signal mask (the worker blocks SIGTERM and
  * ignores SIGPIPE; a child inheriting that would shrug off our SIGTERM). Returns 0, or -1 with
  * a failed outcome in the call. */
-static int spawn_program(struct exec_run *x)
+static int spawn_program(struct exec_run *x, struct exec_watch_program *prog)
 {
     struct backend_call *call = x->call;
     const json_t *command = json_object_get(call->plan->settings, "command");
@@ -253,12 +243,12 @@ static int spawn_program(struct exec_run *x)
             (e = posix_spawnattr_setpgroup(&attr, 0)) == 0 &&
             (e = posix_spawnattr_setsigmask(&attr, &none)) == 0 &&
             (e = posix_spawnattr_setsigdefault(&attr, &all)) == 0)
-            e = posix_spawnp(&x->pid, argv[0], &actions, &attr, argv, env);
+            e = posix_spawnp(&prog->pid, argv[0], &actions, &attr, argv, env);
         (void)posix_spawnattr_destroy(&attr);
         (void)posix_spawn_file_actions_destroy(&actions);
     }
     if (e != 0) {
-        x->pid = 0;
+        prog->pid = 0;
         errno = e;
         /* The path is the operator's configuration: logged, not shown to platform users. */
         log_warn("operation %s: cannot start the exec program %s", call->job->operation_id,
@@ -267,14 +257,14 @@ static int spawn_program(struct exec_run *x)
                           call->job->kind != OSBQ_JOB_PROVISION, false);
         goto out;
     }
-    x->in_fd = in[1];
-    x->out_fd = out[0];
-    x->err_fd = err[0];
+    prog->in_fd = in[1];
+    prog->out_fd = out[0];
+    prog->err_fd = err[0];
     in[1] = out[0] = err[0] = -1;
-    /* Non-blocking: the loop polls all three and must never stall on one. */
-    (void)fcntl(x->in_fd, F_SETFL, O_NONBLOCK);
-    (void)fcntl(x->out_fd, F_SETFL, O_NONBLOCK);
-    (void)fcntl(x->err_fd, F_SETFL, O_NONBLOCK);
+    /* Non-blocking: the watch's loop drives every program and must never stall on one. */
+    (void)fcntl(prog->in_fd, F_SETFL, O_NONBLOCK);
+    (void)fcntl(prog->out_fd, F_SETFL, O_NONBLOCK);
+    (void)fcntl(prog->err_fd, F_SETFL, O_NONBLOCK);
     rc = 0;
 out:
     for (int i = 0; i < 2; i++) {
@@ -287,7 +277,18 @@ out:
     return rc;
 }
 
-/* ---- reading its output ---- */
+/* ---- the watch's callbacks (on its thread) ---- */
+
+/* Makes the watch's thread write its lines in the name of x's job, like a runner thread. */
+static void enter_context(const struct exec_run *x)
+{
+    const struct osbq_job *job = x->call->job;
+    struct osbq_log_context context = {.operation_id = job->operation_id,
+                                       .instance_id = job->instance_id,
+                                       .binding_id = job->binding_id,
+                                       .request_id = job->request_identity};
+    osbq_log_context_set(&context);
+}
 
 /* The parser's progress callback: forwards to the call. */
 static void report_progress(void *ctx, const char *description)
@@ -296,135 +297,70 @@ static void report_progress(void *ctx, const char *description)
     call->progress(call, description);
 }
 
-/* Reads what *fd has; closes it at EOF or on an error (a last partial stdout line counts). */
-static void read_pipe(struct exec_run *x, int *fd, bool is_stdout)
+static void on_output(void *ctx, int stream, const char *data, size_t n)
 {
-    ssize_t n = read(*fd, x->chunk, sizeof x->chunk);
-    if (n > 0) {
-        if (is_stdout)
-            exec_output_stdout(&x->output, x->chunk, (size_t)n);
-        else
-            exec_output_stderr(&x->output, x->chunk, (size_t)n);
-        return;
-    }
-    if (n < 0 && (errno == EAGAIN || errno == EINTR))
-        return;
-    if (is_stdout)
+    struct exec_run *x = ctx;
+    enter_context(x);
+    if (stream == 1 && n == 0)
         exec_output_stdout_end(&x->output);
-    close_fd(fd);
+    else if (stream == 1)
+        exec_output_stdout(&x->output, data, n);
+    else if (n > 0)
+        exec_output_stderr(&x->output, data, n);
+    osbq_log_context_set(NULL);
 }
 
-/* Writes what the pipe takes of the job; closes stdin once all of it is written, or when the
- * program closed its end (EPIPE: it does not want the job; the worker ignores SIGPIPE). */
-static void write_input(struct exec_run *x)
+/* A wait of 0 ms: notices a cancellation and renews the lease when due, without sleeping. */
+static bool on_keep_running(void *ctx)
 {
-    ssize_t n = write(x->in_fd, x->input + x->input_off, x->input_len - x->input_off);
-    if (n > 0)
-        x->input_off += (size_t)n;
-    else if (n < 0 && (errno == EAGAIN || errno == EINTR))
-        return;
-    if (n <= 0 || x->input_off == x->input_len)
-        close_fd(&x->in_fd);
+    struct exec_run *x = ctx;
+    enter_context(x);
+    bool keep = x->call->wait(x->call, 0);
+    osbq_log_context_set(NULL);
+    return keep;
 }
 
-/* True when the program has exited, leaving it unreaped (a zombie keeps its pid, and so its
- * process group id, from being reused: killing the group stays safe). */
-static bool program_exited(pid_t pid)
+static bool on_hurry(void *ctx)
 {
-    siginfo_t info;
-    memset(&info, 0, sizeof info);
-    if (waitid(P_PID, (id_t)pid, &info, WEXITED | WNOHANG | WNOWAIT) < 0)
-        return errno != EINTR; /* ECHILD: reaped by someone else; nothing to wait for */
-    return info.si_pid == pid;
+    struct exec_run *x = ctx;
+    return exiting(x->call);
 }
 
-/* Runs the started program to its end: feeds stdin, reads stdout and stderr, reports
- * progress, keeps the lease alive, and stops the group on a timeout or a cancellation. On
- * return the program is reaped (x->status) and no process of its group is left. */
-static void supervise(struct exec_run *x)
+static void report(struct exec_run *x);
+static void free_run(struct exec_run *x);
+
+static void on_ended(void *ctx, const struct exec_watch_end *end)
 {
+    struct exec_run *x = ctx;
     struct backend_call *call = x->call;
-    int64_t start = now_ms();
-    int64_t timeout_at = start + x->timeout_ms;
-    int64_t next_tick = start + EXEC_TICK_MS;
-    int64_t kill_at = 0; /* when SIGKILL follows SIGTERM; 0 before SIGTERM */
-    bool killed = false;
-    int64_t exited_at = -1;
-    for (;;) {
-        int64_t now = now_ms();
-        if (exited_at < 0 && program_exited(x->pid))
-            exited_at = now;
-        if (exited_at >= 0 &&
-            ((x->out_fd < 0 && x->err_fd < 0) || now - exited_at >= EXEC_DRAIN_MS))
-            break;
-        if (x->stop == STOP_NONE && exited_at < 0) {
-            if (now >= next_tick) {
-                next_tick = now + EXEC_TICK_MS;
-                /* A 1 ms wait: notices a cancellation and renews the lease when due. */
-                if (!call->wait(call, 1))
-                    x->stop = STOP_CANCELLED;
-            }
-            if (x->stop == STOP_NONE && now >= timeout_at)
-                x->stop = STOP_TIMEOUT;
-            if (x->stop != STOP_NONE) {
-                (void)killpg(x->pid, SIGTERM);
-                kill_at = now + EXEC_KILL_GRACE_MS;
-            }
-        }
-        if (kill_at > 0 && !killed && (now >= kill_at || exiting(call))) {
-            (void)killpg(x->pid, SIGKILL);
-            killed = true;
-        }
-
-        struct pollfd fds[3];
-        nfds_t nfds = 0;
-        int *which[3];
-        if (x->in_fd >= 0) {
-            fds[nfds] = (struct pollfd){.fd = x->in_fd, .events = POLLOUT};
-            which[nfds++] = &x->in_fd;
-        }
-        if (x->out_fd >= 0) {
-            fds[nfds] = (struct pollfd){.fd = x->out_fd, .events = POLLIN};
-            which[nfds++] = &x->out_fd;
-        }
-        if (x->err_fd >= 0) {
-            fds[nfds] = (struct pollfd){.fd = x->err_fd, .events = POLLIN};
-            which[nfds++] = &x->err_fd;
-        }
-        int64_t sleep_ms = EXEC_TICK_MS;
-        if (x->stop == STOP_NONE && timeout_at - now < sleep_ms)
-            sleep_ms = timeout_at - now;
-        if (kill_at > 0 && !killed && kill_at - now < sleep_ms)
-            sleep_ms = kill_at - now;
-        /* Exit is not a pollable event: look often once nothing else is left to wait on. */
-        if ((x->out_fd < 0 && x->err_fd < 0) || exited_at >= 0)
-            sleep_ms = sleep_ms < EXEC_EXIT_POLL_MS ? sleep_ms : EXEC_EXIT_POLL_MS;
-        if (sleep_ms < 0)
-            sleep_ms = 0;
-        int ready = poll(fds, nfds, (int)sleep_ms);
-        if (ready <= 0)
-            continue;
-        for (nfds_t i = 0; i < nfds; i++) {
-            if (fds[i].revents == 0)
-                continue;
-            if (which[i] == &x->in_fd)
-                write_input(x);
-            else
-                read_pipe(x, which[i], which[i] == &x->out_fd);
-        }
+    enter_context(x);
+    x->end = *end;
+    int rc = 0;
+    if (end->stop == EXEC_WATCH_CANCELLED)
+        rc = -1;
+    else
+        report(x);
+    osbq_log_context_set(NULL);
+    void (*detached_end)(struct backend_call *, int) = call->detached_end;
+    if (detached_end != NULL) {
+        /* The call may be gone as soon as it hears of the end: x goes first. */
+        free_run(x);
+        detached_end(call, rc);
+        return;
     }
-    /* Whatever the program left behind in its group goes with it: an operation owns its
-     * processes. The unreaped program keeps the group id from being reused. */
-    (void)killpg(x->pid, SIGKILL);
-    close_fd(&x->in_fd);
-    close_fd(&x->out_fd);
-    close_fd(&x->err_fd);
-    pid_t reaped;
-    while ((reaped = waitpid(x->pid, &x->status, 0)) < 0 && errno == EINTR) {
-    }
-    /* Only if something else in the process reaped it (nothing does): never a success. */
-    x->lost = reaped != x->pid;
+    pthread_mutex_lock(&x->lock);
+    x->rc = rc;
+    x->done = true;
+    pthread_cond_signal(&x->ended);
+    pthread_mutex_unlock(&x->lock);
 }
+
+static const struct exec_watch_ops watch_ops = {
+    .output = on_output,
+    .keep_running = on_keep_running,
+    .hurry = on_hurry,
+    .ended = on_ended,
+};
 
 /* ---- the outcome ---- */
 
@@ -523,7 +459,62 @@ static int set_instance_fields(struct backend_call *call, const json_t *result)
     return 0;
 }
 
-/* Turns the reaped program's exit, output and x->stop into the call's outcome. */
+/* Whether the result line answers "in progress": the step ended, the operation did not. */
+static bool is_in_progress(const json_t *result)
+{
+    const char *state = json_string_value(json_object_get(result, "state"));
+    return state != NULL && strcmp(state, "in progress") == 0;
+}
+
+/* Records an in-progress result line: {"state": "in progress", "description": "...",
+ * "poll_after_s": N, "resume": {...}}. A line that breaks the protocol fails the operation
+ * with a description saying how: the program is the operator's, and a step that cannot be
+ * resumed is better ended than polled forever. */
+static void wait_for(struct exec_run *x, const json_t *result)
+{
+    struct backend_call *call = x->call;
+    char text[BACKEND_DESCRIPTION_MAX];
+    json_t *after = json_object_get(result, "poll_after_s");
+    json_t *description = json_object_get(result, "description");
+    json_t *resume = json_object_get(result, "resume");
+    if (!json_is_number(after) || json_number_value(after) < 0) {
+        fail(call,
+             "The program answered in progress without a valid poll_after_s (a number of seconds, "
+             "0 or more).",
+             NULL);
+        return;
+    }
+    if (description != NULL && !json_is_string(description)) {
+        fail(call, "The program answered in progress with a description that is not a string.",
+             NULL);
+        return;
+    }
+    if (resume != NULL && !json_is_null(resume) && !json_is_object(resume)) {
+        fail(call, "The program answered in progress with a resume that is not an object.", NULL);
+        return;
+    }
+    if (json_is_object(resume)) {
+        size_t len = json_dumpb(resume, NULL, 0, JSON_COMPACT);
+        if (len > BACKEND_RESUME_MAX) {
+            (void)snprintf(text, sizeof text,
+                           "The program's resume state is %zu bytes, over the limit of %d.", len,
+                           BACKEND_RESUME_MAX);
+            fail(call, text, NULL);
+            return;
+        }
+    }
+    /* Seconds as a double: 0.5 is half a second; a day and more is cut by the contract. */
+    double seconds = json_number_value(after);
+    int64_t ms = seconds * 1000.0 > (double)BACKEND_POLL_AFTER_MAX_MS ? BACKEND_POLL_AFTER_MAX_MS
+                                                                      : (int64_t)(seconds * 1000.0);
+    const char *said = json_string_value(description);
+    if (said == NULL || said[0] == '\0')
+        said = x->output.last_progress[0] != '\0' ? x->output.last_progress : "In progress.";
+    (void)backend_call_wait_for(call, said, ms,
+                                json_is_object(resume) ? json_deep_copy(resume) : NULL);
+}
+
+/* Turns the reaped program's exit, output and x->end.stop into the call's outcome. */
 static void report(struct exec_run *x)
 {
     struct backend_call *call = x->call;
@@ -532,24 +523,24 @@ static void report(struct exec_run *x)
     bool result_bad;
     json_t *result = exec_output_result(&x->output, &result_bad);
 
-    if (x->stop == STOP_TIMEOUT) {
+    if (x->end.stop == EXEC_WATCH_TIMEOUT) {
         log_warnx("operation %s: the exec program ran past its timeout of %lld ms; killed", op,
                   (long long)x->timeout_ms);
         (void)snprintf(text, sizeof text, "The program did not finish within %lld ms.",
                        (long long)x->timeout_ms);
         fail(call, text, NULL);
-    } else if (x->lost) {
+    } else if (x->end.lost) {
         log_errorx("operation %s: the exec program's exit status is unknown (reaped elsewhere)",
                    op);
         fail(call, "The broker lost track of the service's program.", NULL);
-    } else if (WIFSIGNALED(x->status)) {
+    } else if (WIFSIGNALED(x->end.status)) {
         log_warnx("operation %s: the exec program was killed by signal %d", op,
-                  WTERMSIG(x->status));
+                  WTERMSIG(x->end.status));
         (void)snprintf(text, sizeof text, "The program was killed by signal %d.",
-                       WTERMSIG(x->status));
+                       WTERMSIG(x->end.status));
         fail(call, text, result);
-    } else if (!WIFEXITED(x->status) || WEXITSTATUS(x->status) != 0) {
-        int code = WIFEXITED(x->status) ? WEXITSTATUS(x->status) : -1;
+    } else if (!WIFEXITED(x->end.status) || WEXITSTATUS(x->end.status) != 0) {
+        int code = WIFEXITED(x->end.status) ? WEXITSTATUS(x->end.status) : -1;
         log_info("operation %s: the exec program exited with status %d", op, code);
         exec_output_stderr_description(&x->output, text, sizeof text);
         if (text[0] == '\0')
@@ -566,6 +557,8 @@ static void report(struct exec_run *x)
              "The program's result (its last stdout line starting with '{') is not a valid JSON "
              "object.",
              NULL);
+    } else if (is_in_progress(result)) {
+        wait_for(x, result);
     } else {
         backend_call_succeed(call, x->output.last_progress[0] != '\0' ? x->output.last_progress
                                                                       : "Succeeded.");
@@ -580,38 +573,105 @@ static void report(struct exec_run *x)
     json_decref(result);
 }
 
-/* Every kind runs the same way: the program tells them apart by the input's "kind". */
-static int exec_operation(struct backend_call *call)
+static void free_run(struct exec_run *x)
 {
-    struct exec_run *x = calloc(1, sizeof *x);
-    if (x == NULL) {
-        backend_call_fail(call, EXEC_NO_MEMORY, call->job->kind != OSBQ_JOB_PROVISION, false);
-        return 0;
-    }
-    x->call = call;
-    exec_output_init(&x->output, report_progress, call);
-    x->in_fd = x->out_fd = x->err_fd = -1;
-    json_int_t timeout = json_integer_value(json_object_get(call->plan->settings, "timeout_ms"));
-    x->timeout_ms = timeout > 0 ? (int64_t)timeout : EXEC_DEFAULT_TIMEOUT_MS;
-    int rc = 0;
-    if (call->cancelled(call)) {
-        rc = -1;
-    } else if (build_input(x) < 0) {
-        backend_call_fail(call, "The operation could not be passed to the service's program.",
-                          call->job->kind != OSBQ_JOB_PROVISION, false);
-    } else if (spawn_program(x) == 0) {
-        supervise(x);
-        if (x->stop == STOP_CANCELLED)
-            rc = -1;
-        else
-            report(x);
-    }
     if (x->input != NULL) {
         sodium_memzero(x->input, x->input_len);
         free(x->input);
     }
-    sodium_memzero(x, sizeof *x);
+    pthread_cond_destroy(&x->ended);
+    pthread_mutex_destroy(&x->lock);
+    exec_output_wipe(&x->output);
     free(x);
+}
+
+/* Takes a place among the programs running at once, waiting its turn while the limit is
+ * reached (the lease renewed meanwhile). False when the call got cancelled first. */
+static bool take_place(struct backend_call *call)
+{
+    while (!exec_watch_reserve(call->exec_watch, EXEC_PLACE_WAIT_MS)) {
+        if (!call->wait(call, 0))
+            return false;
+    }
+    return true;
+}
+
+/* Every kind runs the same way: the program tells them apart by the input's "kind". */
+static int exec_operation(struct backend_call *call)
+{
+    bool usable = call->job->kind != OSBQ_JOB_PROVISION;
+    if (call->exec_watch == NULL) {
+        backend_call_fail(call, "The broker cannot run the service's program here.", usable, false);
+        return 0;
+    }
+    /* malloc, not calloc: the output buffers' pages are touched only as the program fills
+     * them (exec_output_init). */
+    struct exec_run *x = malloc(sizeof *x);
+    if (x == NULL) {
+        backend_call_fail(call, EXEC_NO_MEMORY, usable, false);
+        return 0;
+    }
+    x->call = call;
+    x->input = NULL;
+    x->input_len = 0;
+    x->end = (struct exec_watch_end){.stop = EXEC_WATCH_EXITED};
+    x->done = false;
+    x->rc = 0;
+    if (pthread_mutex_init(&x->lock, NULL) != 0) {
+        free(x);
+        backend_call_fail(call, EXEC_NO_MEMORY, usable, false);
+        return 0;
+    }
+    if (pthread_cond_init(&x->ended, NULL) != 0) {
+        pthread_mutex_destroy(&x->lock);
+        free(x);
+        backend_call_fail(call, EXEC_NO_MEMORY, usable, false);
+        return 0;
+    }
+    exec_output_init(&x->output, report_progress, call);
+    json_int_t timeout = json_integer_value(json_object_get(call->plan->settings, "timeout_ms"));
+    x->timeout_ms = timeout > 0 ? (int64_t)timeout : EXEC_DEFAULT_TIMEOUT_MS;
+    struct exec_watch_program prog = {.in_fd = -1, .out_fd = -1, .err_fd = -1};
+    int rc = 0;
+    if (call->cancelled(call)) {
+        rc = -1;
+        goto out;
+    }
+    if (build_input(x) < 0) {
+        backend_call_fail(call, "The operation could not be passed to the service's program.",
+                          usable, false);
+        goto out;
+    }
+    if (!take_place(call)) {
+        rc = -1;
+        goto out;
+    }
+    if (spawn_program(x, &prog) < 0) {
+        exec_watch_unreserve(call->exec_watch);
+        goto out;
+    }
+    prog.input = x->input;
+    prog.input_len = x->input_len;
+    prog.timeout_ms = x->timeout_ms;
+    prog.ops = &watch_ops;
+    prog.ctx = x;
+    struct osbq_error err = {0};
+    if (exec_watch_add(call->exec_watch, &prog, &err) < 0) {
+        log_warnx("operation %s: cannot watch the exec program (%s)", call->job->operation_id,
+                  err.text);
+        backend_call_fail(call, "The broker could not start the service's program.", usable, false);
+        goto out;
+    }
+    /* From here x is the watch's until on_ended. */
+    if (call->detached_end != NULL)
+        return BACKEND_DETACHED;
+    pthread_mutex_lock(&x->lock);
+    while (!x->done)
+        pthread_cond_wait(&x->ended, &x->lock);
+    rc = x->rc;
+    pthread_mutex_unlock(&x->lock);
+out:
+    free_run(x);
     return rc;
 }
 

@@ -73,9 +73,25 @@ static void clean_text(const char *text, size_t len, char *out, size_t out_size)
 
 void exec_output_init(struct exec_output *o, exec_progress_fn progress, void *ctx)
 {
-    memset(o, 0, sizeof *o);
     o->progress = progress;
     o->progress_ctx = ctx;
+    o->line_len = 0;
+    o->line_overlong = false;
+    o->result_len = 0;
+    o->result_state = EXEC_RESULT_NONE;
+    o->err_len = 0;
+    o->last_progress[0] = '\0';
+}
+
+void exec_output_wipe(struct exec_output *o)
+{
+    /* Lines are wiped as they end and a result when replaced, and the stderr tail never holds
+     * bytes past err_len: the lengths cover all that is left. */
+    sodium_memzero(o->line, o->line_len);
+    sodium_memzero(o->result, o->result_len);
+    sodium_memzero(o->err_tail, o->err_len);
+    sodium_memzero(o->last_progress, sizeof o->last_progress);
+    exec_output_init(o, NULL, NULL);
 }
 
 /* True when text (n bytes) starts, after blanks, with '{': a result line. */

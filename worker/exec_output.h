@@ -30,7 +30,7 @@ enum exec_result_state {
 typedef void (*exec_progress_fn)(void *ctx, const char *description);
 
 /* The parser's state: ~200 KiB, so keep it on the heap. It may hold credentials (the result):
- * wipe it with sodium_memzero before freeing. */
+ * wipe it (exec_output_wipe) before freeing. */
 struct exec_output {
     exec_progress_fn progress;
     void *progress_ctx;
@@ -45,9 +45,15 @@ struct exec_output {
     char last_progress[EXEC_PROGRESS_MAX]; /* the last progress text, "" when none */
 };
 
-/* Zeroes o and sets the progress callback (progress may be NULL: progress lines are then only
- * remembered). */
+/* Resets o's state and sets the progress callback (progress may be NULL: progress lines are
+ * then only remembered). The buffers are left as they are (only bytes the parser wrote are ever
+ * read), so the pages of a fresh allocation stay untouched until output needs them: a worker
+ * running hundreds of programs pays for what they print, not for the limits. */
 void exec_output_init(struct exec_output *o, exec_progress_fn progress, void *ctx);
+
+/* Zeroes every byte the parser wrote (the result may hold credentials) and resets o; what a
+ * program never printed is not touched. */
+void exec_output_wipe(struct exec_output *o);
 
 /* Feeds n bytes of stdout. */
 void exec_output_stdout(struct exec_output *o, const char *data, size_t n);

@@ -9,6 +9,7 @@
 #include <jansson.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,7 @@
 #include <unistd.h>
 
 #include "backend.h"
+#include "exec_watch.h"
 #include "log.h"
 #include "secrets.h"
 #include "step_timing.h"
@@ -61,23 +63,29 @@ struct runner {
     struct slot *slots;                   /* the pool, concurrency entries */
     unsigned started;                     /* threads actually started */
     int event_fd;                         /* counts ended jobs, for the main thread's poll */
+    struct exec_watch *watch;             /* the exec programs' loop, handed to every call */
     struct runner *next_left;             /* next runner left behind (runner_destroy) */
 
-    pthread_mutex_t lock;   /* guards the fields below */
-    pthread_cond_t work;    /* a job was queued, or the runner closed or cancelled */
-    pthread_cond_t wake;    /* the runner cancelled or a run gave up: sleeping backends and
-                             * retries stop */
-    pthread_cond_t ended;   /* a thread returned */
-    struct osbq_job *queue; /* ring of concurrency jobs handed over and not yet taken */
-    unsigned head;          /* index of the oldest queued job */
-    unsigned queued;        /* jobs in the ring */
-    unsigned busy;          /* jobs queued or running: never more than concurrency */
-    unsigned given_up;      /* of those, jobs whose operation was given up while their backend
-                             * still runs */
-    unsigned alive;         /* threads started and not returned */
-    bool closed;            /* runner_submit refuses jobs */
-    bool cancelled;         /* backends must stop; queued jobs are dropped */
-    bool exiting;           /* the process exits: even backends ignoring cancelled() return */
+    pthread_mutex_t lock;        /* guards the fields below */
+    pthread_cond_t work;         /* a job was queued, or the runner closed or cancelled */
+    pthread_cond_t wake;         /* the runner cancelled or a run gave up: sleeping backends and
+                                  * retries stop */
+    pthread_cond_t ended;        /* a thread returned */
+    struct osbq_job *queue;      /* ring of concurrency jobs handed over and not yet taken */
+    unsigned head;               /* index of the oldest queued job */
+    unsigned queued;             /* jobs in the ring */
+    unsigned busy;               /* jobs queued or running: never more than concurrency */
+    unsigned given_up;           /* of those, jobs whose operation was given up while their backend
+                                  * still runs */
+    unsigned alive;              /* threads started and not returned */
+    bool closed;                 /* runner_submit refuses jobs */
+    bool cancelled;              /* backends must stop; queued jobs are dropped */
+    bool exiting;                /* the process exits: even backends ignoring cancelled() return */
+    unsigned detached;           /* steps handed off by their backend (BACKEND_DETACHED), not yet
+                                  * recorded: held by the runner but by no slot */
+    struct step *detached_steps; /* of those, the ones still going on */
+    struct step *ended_steps;    /* of those, the ones ended, oldest first, to be recorded */
+    struct step *ended_steps_tail;
 };
 
 /* Runners whose threads did not all return (runner_destroy): kept, never freed, so the threads
@@ -306,13 +314,14 @@ static bool call_wait(struct backend_call *call, int64_t ms)
         int64_t now = now_ms();
         if (must_stop(run, now))
             return false;
-        if (now >= until)
-            return true;
         if (now >= run->next_renew_ms) {
-            /* A long quiet step must not let the lease expire under it. */
+            /* A long quiet step must not let the lease expire under it; a wait of 0 ms is how
+             * a step that does not sleep here (a program watched by the exec loop) renews. */
             renew(run, NULL, now);
             continue;
         }
+        if (now >= until)
+            return true;
         pthread_mutex_lock(&r->lock);
         /* Checked under the lock the cancellation takes, so its wake-up is not missed. */
         if (!r->cancelled && run->gave_up == NULL)
@@ -604,36 +613,139 @@ static int run_step(struct runner *r, struct backend_call *call, const struct os
     return run_backend(r, call, parameters);
 }
 
-/* Claims and runs one step of job on slot's thread. Returns true when its operation was given
- * up (counted in r->given_up until the caller takes it off). */
-static bool run_job(struct slot *slot, const struct osbq_job *job)
+/* One job from its claim to its recording. On the heap: a detached step (BACKEND_DETACHED)
+ * outlives the runner thread that started it, and is recorded by whichever runner thread takes
+ * it once its backend ends it. */
+struct step {
+    struct osbq_job job; /* owned */
+    struct run run;
+    struct backend_call call;
+    json_t *parameters;      /* the parsed parameters the call borrows */
+    json_t *resume;          /* the parsed state the previous step saved, the call borrows */
+    int64_t max_polling_s;   /* the plan's maximum_polling_duration (step_max_polling_s) */
+    struct osbq_claim claim; /* what the claim returned (the saved state of a poll step) */
+    int64_t started_ms;      /* monotonic time of the claim */
+    double backend_started;  /* now_seconds() when the backend was called */
+    /* Guarded by r->lock: */
+    bool detached; /* its runner thread returned; in r->detached_steps or r->ended_steps */
+    bool ended;    /* the backend ended it (detached_end) */
+    int end_rc;    /* what the backend ended it with */
+    struct step *prev, *next; /* in r->detached_steps, then (next only) in r->ended */
+};
+
+static struct step *step_of(struct backend_call *call)
+{
+    struct run *run = call->ctx;
+    return (struct step *)(void *)((char *)run - offsetof(struct step, run));
+}
+
+/* Ends the step with what the backend answered (rc: 0 a result, -1 none): records it, or
+ * gives the operation back, and writes the job's end line. Returns true when its operation was
+ * given up (counted in r->given_up until the caller takes it off). */
+static bool end_step(struct step *st, int rc)
+{
+    struct runner *r = st->run.r;
+    const struct osbq_job *job = &st->job;
+    double backend_seconds = now_seconds() - st->backend_started;
+    /* A backend that stopped without an outcome and without being told to (or told only that
+     * the process exits) still leaves an operation to give back. */
+    const char *release_why = NULL;
+    pthread_mutex_lock(&r->lock);
+    if (rc < 0 && give_up_locked(&st->run, GAVE_UP_SHUTDOWN))
+        release_why = GAVE_UP_SHUTDOWN;
+    const char *gave_up = st->run.gave_up;
+    st->run.recording = gave_up == NULL;
+    pthread_mutex_unlock(&r->lock);
+    if (release_why != NULL)
+        release_op(r, job, release_why, st->run.deadline_s);
+
+    const char *outcome = gave_up;
+    int64_t due_in_ms = -1;
+    if (gave_up == NULL)
+        outcome = record_step(&st->run, &st->call,
+                              step_end_ms(&st->claim, st->run.deadline_s, st->max_polling_s),
+                              backend_seconds, &due_in_ms);
+    /* Past its deadline, whatever the backend finally reported was dropped: not its text. */
+    log_job(job, "job_end", st->claim.steps, outcome,
+            gave_up == NULL ? st->call.result.description : NULL, now_ms() - st->started_ms,
+            due_in_ms);
+    return gave_up != NULL;
+}
+
+static void free_step(struct step *st)
+{
+    json_decref(st->parameters);
+    json_decref(st->resume);
+    backend_call_clear(&st->call);
+    osbq_claim_clear(&st->claim);
+    osbq_job_clear(&st->job);
+    free(st);
+}
+
+/* The backend ended a detached step, on its own thread: the step waits for a runner thread to
+ * record it. Before its runner thread came back from the backend, that thread records it. */
+static void step_detached_end(struct backend_call *call, int rc)
+{
+    struct step *st = step_of(call);
+    struct runner *r = st->run.r;
+    pthread_mutex_lock(&r->lock);
+    st->ended = true;
+    st->end_rc = rc;
+    if (st->detached) {
+        if (st->prev != NULL)
+            st->prev->next = st->next;
+        else
+            r->detached_steps = st->next;
+        if (st->next != NULL)
+            st->next->prev = st->prev;
+        st->prev = st->next = NULL;
+        if (r->ended_steps_tail != NULL)
+            r->ended_steps_tail->next = st;
+        else
+            r->ended_steps = st;
+        r->ended_steps_tail = st;
+        pthread_cond_signal(&r->work);
+    }
+    pthread_mutex_unlock(&r->lock);
+}
+
+/* What run_job did with its step. */
+enum step_fate {
+    STEP_RECORDED, /* ended and recorded (or dropped before its claim): free it */
+    STEP_GAVE_UP,  /* ended, its operation given up: free it and take it off r->given_up */
+    STEP_DETACHED, /* goes on elsewhere: the runner keeps it */
+};
+
+/* Claims and runs st's job on slot's thread. */
+static enum step_fate run_job(struct slot *slot, struct step *st)
 {
     struct runner *r = slot->r;
+    const struct osbq_job *job = &st->job;
     int64_t lease = (int64_t)r->cfg->lease_ms;
     struct osbq_error err = {0};
-    struct osbq_claim claim = {0};
     int claimed = osbq_store_claim(r->store, job->operation_id, r->worker_id, job->attempt, lease,
-                                   &claim, &err);
+                                   &st->claim, &err);
     if (claimed == 0) {
         worker_metrics_claim(r->metrics, WORKER_CLAIM_SKIPPED);
         log_debug("operation %s: finished, held by another worker or not due, dropping the job",
                   job->operation_id);
-        return false;
+        return STEP_RECORDED;
     }
     if (claimed < 0) {
         worker_metrics_claim(r->metrics, WORKER_CLAIM_ERROR);
         log_warnx("operation %s: cannot claim it (%s), dropping the job; it will be resent",
                   job->operation_id, err.text);
-        return false;
+        return STEP_RECORDED;
     }
     worker_metrics_claim(r->metrics, WORKER_CLAIM_CLAIMED);
     int64_t started = now_ms();
     const struct osbq_plan *plan = osbq_catalog_plan(r->catalog, job->plan_id);
     int64_t deadline_s = runner_deadline_s(plan, job->kind);
-    int64_t max_polling_s = step_max_polling_s(plan);
-    log_job(job, "job_start", claim.steps, NULL, NULL, -1, -1);
+    st->max_polling_s = step_max_polling_s(plan);
+    log_job(job, "job_start", st->claim.steps, NULL, NULL, -1, -1);
 
-    struct run run = {
+    st->started_ms = started;
+    st->run = (struct run){
         .r = r,
         .job = job,
         .deadline_s = deadline_s,
@@ -641,51 +753,42 @@ static bool run_job(struct slot *slot, const struct osbq_job *job)
         .next_renew_ms = started + lease / 3,
         .last_text_ms = started,
     };
-    struct backend_call call = {
+    st->call = (struct backend_call){
         .job = job,
         .progress = call_progress,
         .cancelled = call_cancelled,
         .wait = call_wait,
         .exiting = call_exiting,
-        .ctx = &run,
+        .ctx = &st->run,
+        .detached_end = step_detached_end,
+        .exec_watch = r->watch,
     };
     pthread_mutex_lock(&r->lock);
-    slot->run = &run;
+    slot->run = &st->run;
     pthread_mutex_unlock(&r->lock);
 
-    json_t *parameters = NULL;
-    json_t *resume = NULL;
-    double backend_started = now_seconds();
-    int rc = run_step(r, &call, &claim, deadline_s, max_polling_s, &parameters, &resume);
-    double backend_seconds = now_seconds() - backend_started;
-    /* A backend that stopped without an outcome and without being told to (or told only that
-     * the process exits) still leaves an operation to give back. */
-    const char *release_why = NULL;
-    pthread_mutex_lock(&r->lock);
-    if (rc < 0 && give_up_locked(&run, GAVE_UP_SHUTDOWN))
-        release_why = GAVE_UP_SHUTDOWN;
-    const char *gave_up = run.gave_up;
-    run.recording = gave_up == NULL;
-    pthread_mutex_unlock(&r->lock);
-    if (release_why != NULL)
-        release_op(r, job, release_why, deadline_s);
-
-    const char *outcome = gave_up;
-    int64_t due_in_ms = -1;
-    if (gave_up == NULL)
-        outcome = record_step(&run, &call, step_end_ms(&claim, deadline_s, max_polling_s),
-                              backend_seconds, &due_in_ms);
-    /* Past its deadline, whatever the backend finally reported was dropped: not its text. */
-    log_job(job, "job_end", claim.steps, outcome, gave_up == NULL ? call.result.description : NULL,
-            now_ms() - started, due_in_ms);
+    st->backend_started = now_seconds();
+    int rc = run_step(r, &st->call, &st->claim, deadline_s, st->max_polling_s, &st->parameters,
+                      &st->resume);
     pthread_mutex_lock(&r->lock);
     slot->run = NULL;
+    if (rc == BACKEND_DETACHED) {
+        if (!st->ended) {
+            /* The thread goes back to the pool; the step's end brings it to another. */
+            st->detached = true;
+            st->prev = NULL;
+            st->next = r->detached_steps;
+            if (st->next != NULL)
+                st->next->prev = st;
+            r->detached_steps = st;
+            r->detached++;
+            pthread_mutex_unlock(&r->lock);
+            return STEP_DETACHED;
+        }
+        rc = st->end_rc;
+    }
     pthread_mutex_unlock(&r->lock);
-    json_decref(parameters);
-    json_decref(resume);
-    backend_call_clear(&call);
-    osbq_claim_clear(&claim);
-    return gave_up != NULL;
+    return end_step(st, rc) ? STEP_GAVE_UP : STEP_RECORDED;
 }
 
 void runner_set_secrets(struct runner *r, const struct osbq_secrets *secrets)
@@ -697,18 +800,54 @@ void runner_set_secrets(struct runner *r, const struct osbq_secrets *secrets)
 
 /* ---- the pool ---- */
 
+/* Records a detached step its backend ended, on the calling runner thread, and frees it. */
+static void record_detached(struct runner *r, struct step *st)
+{
+    struct osbq_log_context context = {.operation_id = st->job.operation_id,
+                                       .instance_id = st->job.instance_id,
+                                       .binding_id = st->job.binding_id,
+                                       .request_id = st->job.request_identity};
+    osbq_log_context_set(&context);
+    bool gave_up = end_step(st, st->end_rc);
+    osbq_log_context_set(NULL);
+    free_step(st);
+    pthread_mutex_lock(&r->lock);
+    r->detached--;
+    if (gave_up)
+        r->given_up--;
+    /* The last one lets the threads of a closed runner return. */
+    if (r->detached == 0)
+        pthread_cond_broadcast(&r->work);
+    pthread_mutex_unlock(&r->lock);
+    notify(r);
+}
+
 static void *thread_main(void *arg)
 {
     struct slot *slot = arg;
     struct runner *r = slot->r;
     for (;;) {
         pthread_mutex_lock(&r->lock);
-        while (r->queued == 0 && !r->closed && !r->cancelled)
+        /* A closed runner's threads stay while detached steps may still need recording. */
+        while (r->queued == 0 && r->ended_steps == NULL &&
+               (r->detached > 0 || (!r->closed && !r->cancelled)))
             pthread_cond_wait(&r->work, &r->lock);
+        /* Ended steps first: their programs are done and their operations wait for it. */
+        if (r->ended_steps != NULL) {
+            struct step *st = r->ended_steps;
+            r->ended_steps = st->next;
+            if (r->ended_steps == NULL)
+                r->ended_steps_tail = NULL;
+            st->next = NULL;
+            pthread_mutex_unlock(&r->lock);
+            record_detached(r, st);
+            continue;
+        }
         if (r->queued == 0) {
             pthread_mutex_unlock(&r->lock);
             break;
         }
+        struct step *st = calloc(1, sizeof *st);
         struct osbq_job job = r->queue[r->head];
         memset(&r->queue[r->head], 0, sizeof r->queue[r->head]);
         r->head = (r->head + 1) % r->concurrency;
@@ -722,17 +861,36 @@ static void *thread_main(void *arg)
                                            .binding_id = job.binding_id,
                                            .request_id = job.request_identity};
         osbq_log_context_set(&context);
-        bool gave_up = false;
-        if (cancelled)
+        enum step_fate fate = STEP_RECORDED;
+        if (cancelled) {
             log_debug("operation %s: stopping, job dropped before its claim", job.operation_id);
-        else
-            gave_up = run_job(slot, &job);
+            osbq_job_clear(&job);
+        } else if (st == NULL) {
+            log_warnx("operation %s: out of memory, job dropped before its claim; it will be "
+                      "resent",
+                      job.operation_id);
+            osbq_job_clear(&job);
+        } else {
+            st->job = job;
+            /* The context's strings now live in the step. */
+            context = (struct osbq_log_context){.operation_id = st->job.operation_id,
+                                                .instance_id = st->job.instance_id,
+                                                .binding_id = st->job.binding_id,
+                                                .request_id = st->job.request_identity};
+            osbq_log_context_set(&context);
+            fate = run_job(slot, st);
+        }
         osbq_log_context_set(NULL);
-        osbq_job_clear(&job);
+        if (fate != STEP_DETACHED && st != NULL) {
+            if (cancelled)
+                free(st);
+            else
+                free_step(st);
+        }
 
         pthread_mutex_lock(&r->lock);
         r->busy--;
-        if (gave_up)
+        if (fate == STEP_GAVE_UP)
             r->given_up--;
         pthread_mutex_unlock(&r->lock);
         notify(r);
@@ -806,6 +964,14 @@ struct runner *runner_new(const struct osbq_config *cfg, const struct osbq_catal
         osbq_error_set(err, OSBQ_ERR_INTERNAL, "cannot initialise the runner's locks");
         goto out_free;
     }
+    r->watch = exec_watch_new(cfg->worker_exec_concurrency, err);
+    if (r->watch == NULL) {
+        pthread_cond_destroy(&r->ended);
+        pthread_cond_destroy(&r->wake);
+        pthread_cond_destroy(&r->work);
+        pthread_mutex_destroy(&r->lock);
+        goto out_free;
+    }
     for (; r->started < r->concurrency; r->started++) {
         struct slot *slot = &r->slots[r->started];
         slot->r = r;
@@ -847,6 +1013,22 @@ static void release_stuck(struct runner *r)
         /* The run's strings may go as soon as the lock is dropped: copy what the release needs. */
         struct osbq_job copy;
         int copied = osbq_job_copy(run->job, &copy);
+        pthread_mutex_unlock(&r->lock);
+        if (copied == 0)
+            release_op(r, &copy, GAVE_UP_SHUTDOWN, 0);
+        osbq_job_clear(&copy);
+        pthread_mutex_lock(&r->lock);
+    }
+    /* Detached steps whose backend has not ended them: the same, one at a time, since the list
+     * may change while the lock is dropped. */
+    for (;;) {
+        struct step *st = r->detached_steps;
+        while (st != NULL && (st->run.gave_up != NULL || st->run.recording))
+            st = st->next;
+        if (st == NULL || !give_up_locked(&st->run, GAVE_UP_SHUTDOWN))
+            break;
+        struct osbq_job copy;
+        int copied = osbq_job_copy(&st->job, &copy);
         pthread_mutex_unlock(&r->lock);
         if (copied == 0)
             release_op(r, &copy, GAVE_UP_SHUTDOWN, 0);
@@ -898,6 +1080,8 @@ unsigned runner_destroy(struct runner **rp)
         left_behind = r;
         return left;
     }
+    /* With every thread gone no step is detached: the watch has nothing left to end. */
+    exec_watch_destroy(&r->watch);
     /* With every thread gone the queue is empty, unless none ever started. */
     for (unsigned i = 0; i < r->concurrency; i++)
         osbq_job_clear(&r->queue[i]);
@@ -940,7 +1124,7 @@ unsigned runner_free_slots(struct runner *r)
 unsigned runner_busy(struct runner *r)
 {
     pthread_mutex_lock(&r->lock);
-    unsigned busy = r->busy;
+    unsigned busy = r->busy + r->detached;
     pthread_mutex_unlock(&r->lock);
     return busy;
 }
@@ -948,7 +1132,7 @@ unsigned runner_busy(struct runner *r)
 unsigned runner_holding(struct runner *r)
 {
     pthread_mutex_lock(&r->lock);
-    unsigned holding = r->busy - r->given_up;
+    unsigned holding = r->busy + r->detached - r->given_up;
     pthread_mutex_unlock(&r->lock);
     return holding;
 }

@@ -21,11 +21,12 @@
 
 struct runner;
 
-/* Starts cfg->worker_concurrency threads. cfg, catalog, store, worker_id and metrics are
- * borrowed and must outlive the runner (and any thread runner_destroy leaves behind); store must
- * be safe to use from several threads at once. metrics may be NULL: nothing is counted. Each
- * thread sets its log context (osbq_log_context_set) to the job it handles, so every line
- * written meanwhile names its operation, instance, binding and request identity. Call with the
+/* Starts cfg->worker_concurrency threads and the exec watch (exec_watch.h) with
+ * cfg->worker_exec_concurrency places, handed to every backend call. cfg, catalog, store, worker_id
+ * and metrics are borrowed and must outlive the runner (and any thread runner_destroy leaves
+ * behind); store must be safe to use from several threads at once. metrics may be NULL: nothing is
+ * counted. Each thread sets its log context (osbq_log_context_set) to the job it handles, so every
+ * line written meanwhile names its operation, instance, binding and request identity. Call with the
  * stop signals blocked: the threads inherit the mask. Caller owns the result (runner_destroy);
  * NULL when memory, an eventfd or a thread cannot be had (err says which). */
 struct runner *runner_new(const struct osbq_config *cfg, const struct osbq_catalog *catalog,
@@ -50,15 +51,17 @@ unsigned runner_destroy(struct runner **rp);
  * returns 0; returns -1 with *job untouched when no slot is free or the runner is closed. */
 int runner_submit(struct runner *r, struct osbq_job *job);
 
-/* Slots free for new jobs: concurrency minus the jobs queued or running; 0 once closed. */
+/* Slots free for new jobs: concurrency minus the jobs queued or running on threads (detached
+ * steps hold no slot); 0 once closed. */
 unsigned runner_free_slots(struct runner *r);
 
 /* Jobs queued or running, including those given up (past their deadline) whose backend has
- * not returned yet: their slots stay busy until it does. */
+ * not returned yet (their slots stay busy until it does) and detached steps (an exec program
+ * watched by the exec loop: running, but on no slot) not yet recorded. */
 unsigned runner_busy(struct runner *r);
 
 /* Jobs queued or running whose operation this worker still holds (runner_busy minus the jobs
- * given up): what a stopping worker waits for. */
+ * given up), detached steps included: what a stopping worker waits for. */
 unsigned runner_holding(struct runner *r);
 
 /* A file descriptor that becomes readable whenever a job ends (its slot is free again), for
@@ -69,9 +72,10 @@ void runner_drain(struct runner *r);
 /* Stops taking jobs: runner_submit fails from now on; jobs already handed over still run. */
 void runner_close(struct runner *r);
 
-/* Asks every running backend to stop and drops queued jobs without claiming them (their
- * operations stay queued in Redis and are resent). Each running job's operation is released
- * (osbq_store_release: due at once, resent to another worker) by its thread as soon as the
+/* Asks every running backend to stop (a detached step's program gets SIGTERM from the exec
+ * watch within its tick, SIGKILL once the process exits) and drops queued jobs without claiming
+ * them (their operations stay queued in Redis and are resent). Each running job's operation is
+ * released (osbq_store_release: due at once, resent to another worker) by its thread as soon as the
  * backend sees the cancellation or returns; one job_released line each. A result that could
  * not be recorded yet (Redis away) gets one last try, then its operation runs again once its
  * lease expires. */

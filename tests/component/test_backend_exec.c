@@ -26,6 +26,7 @@
 
 #include "backend.h"
 #include "catalog.h"
+#include "exec_watch.h"
 #include "job.h"
 
 #define EXEC_DIR    OSBQ_TEST_DATA_DIR "/exec/"
@@ -36,6 +37,11 @@
 #define PLAN(id, script, extra)                                                                    \
     "{\"id\": \"" id "\", \"name\": \"" id "\", \"description\": \"d\", \"osbq\": {\"backend\": "  \
     "\"exec\", \"command\": [\"/bin/sh\", \"" EXEC_DIR script "\"]" extra "}}"
+
+/* The poll-style test program, run by python3. */
+#define POLL_PLAN                                                                                  \
+    "{\"id\": \"poll\", \"name\": \"poll\", \"description\": \"d\", \"osbq\": {\"backend\": "      \
+    "\"exec\", \"command\": [\"python3\", \"" EXEC_DIR "poll.py\"]}},"
 
 /* clang-format off: one plan a line */
 static const char catalog_text[] =
@@ -77,7 +83,7 @@ static const char catalog_text[] =
                                                                                                                          "group.sh",
                                                                                                                          "") "," PLAN("ignore-stdin",
                                                                                                                                       "ignore_stdin.sh",
-                                                                                                                                      "") ","
+                                                                                                                                      "") "," POLL_PLAN
                                                                                                                                           "{\"id\": \"missing\", \"name\": \"missing\", \"description\": \"d\", \"osbq\": {\"backend\": "
                                                                                                                                           "\"exec\", \"command\": [\"/nonexistent/osbq-program\"]}}"
                                                                                                                                           "]}]}";
@@ -98,6 +104,8 @@ struct fake {
 };
 
 static struct osbq_catalog *catalog;
+/* The loop watching the programs, as the worker's runner has one. */
+static struct exec_watch *watch;
 
 static int64_t now_ms(void)
 {
@@ -165,6 +173,7 @@ static void fake_init(struct fake *f, enum osbq_job_kind kind, const char *plan_
     f->call.wait = fake_wait;
     f->call.exiting = fake_exiting;
     f->call.ctx = f;
+    f->call.exec_watch = watch;
 }
 
 static void fake_clear(struct fake *f)
@@ -218,12 +227,18 @@ static int setup(void **state)
         print_error("catalog: %s\n", err.text);
         return -1;
     }
+    watch = exec_watch_new(64, &err);
+    if (watch == NULL) {
+        print_error("exec watch: %s\n", err.text);
+        return -1;
+    }
     return 0;
 }
 
 static int teardown(void **state)
 {
     (void)state;
+    exec_watch_destroy(&watch);
     osbq_catalog_destroy(&catalog);
     return 0;
 }
@@ -537,6 +552,101 @@ static void test_missing_program(void **state)
     fake_clear(&f);
 }
 
+/* Runs one step of the poll program: the first (resume NULL) or the poll after a step that
+ * saved resume (JSON text), with parameters (JSON text, or NULL). */
+static int run_poll_step(struct fake *f, enum osbq_job_kind kind, const char *resume, uint32_t step,
+                         const char *parameters)
+{
+    fake_init(f, kind, "poll");
+    json_t *saved = resume != NULL ? json_loads(resume, 0, NULL) : NULL;
+    f->call.resume = saved;
+    f->call.step = step;
+    if (parameters != NULL) {
+        f->parameters = json_loads(parameters, 0, NULL);
+        assert_non_null(f->parameters);
+        f->call.parameters = f->parameters;
+    }
+    int rc = run_exec(f);
+    json_decref(saved);
+    f->call.resume = NULL;
+    return rc;
+}
+
+/* A poll-style program: in progress with its resume state, in progress again from a poll (which
+ * gets kind "poll", "of", "step" and the state back), then ended; each step a new program. */
+static void test_poll_steps(void **state)
+{
+    (void)state;
+    struct fake f;
+    assert_int_equal(run_poll_step(&f, OSBQ_JOB_PROVISION, NULL, 0, NULL), 0);
+    assert_true(f.call.result.in_progress);
+    assert_false(f.call.result.succeeded);
+    assert_int_equal(f.call.result.poll_after_ms, 200);
+    assert_string_equal(f.call.result.description, "Started (1 of 3)");
+    assert_string_equal(f.call.result.resume, "{\"n\":1,\"of\":\"provision\"}");
+    assert_int_equal(f.report_count, 1);
+    fake_clear(&f);
+
+    assert_int_equal(
+        run_poll_step(&f, OSBQ_JOB_PROVISION, "{\"n\": 1, \"of\": \"provision\"}", 1, NULL), 0);
+    assert_true(f.call.result.in_progress);
+    assert_string_equal(f.call.result.description, "Working (2 of 3)");
+    assert_string_equal(f.call.result.resume, "{\"n\":2,\"of\":\"provision\"}");
+    fake_clear(&f);
+
+    assert_int_equal(
+        run_poll_step(&f, OSBQ_JOB_PROVISION, "{\"n\": 2, \"of\": \"provision\"}", 2, NULL), 0);
+    assert_false(f.call.result.in_progress);
+    assert_true(f.call.result.succeeded);
+    assert_string_equal(f.call.result.description, "Ready after 2 polls");
+    assert_string_equal(f.call.result.dashboard_url, "https://dash.example/inst-1");
+    assert_null(f.call.result.resume);
+    fake_clear(&f);
+}
+
+/* A poll that fails ends the operation failed, with its stderr. */
+static void test_poll_fails(void **state)
+{
+    (void)state;
+    struct fake f;
+    assert_int_equal(run_poll_step(&f, OSBQ_JOB_UPDATE, "{\"n\": 1, \"of\": \"update\"}", 1,
+                                   "{\"mode\": \"fail_poll\"}"),
+                     0);
+    assert_false(f.call.result.in_progress);
+    assert_false(f.call.result.succeeded);
+    assert_string_equal(f.call.result.description, "poll failed: the job broke");
+    fake_clear(&f);
+}
+
+/* In-progress lines that break the protocol fail the operation, saying how. */
+static void test_poll_invalid_lines(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *parameters;
+        const char *description;
+    } cases[] = {
+        {"{\"mode\": \"huge_resume\"}",
+         "The program's resume state is 5010 bytes, over the limit of 4096."},
+        {"{\"mode\": \"no_after\"}", "The program answered in progress without a valid "
+                                     "poll_after_s (a number of seconds, 0 or more)."},
+        {"{\"after\": -1}", "The program answered in progress without a valid poll_after_s (a "
+                            "number of seconds, 0 or more)."},
+        {"{\"after\": \"soon\"}", "The program answered in progress without a valid "
+                                  "poll_after_s (a number of seconds, 0 or more)."},
+        {"{\"mode\": \"bad_resume\"}",
+         "The program answered in progress with a resume that is not an object."},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct fake f;
+        assert_int_equal(run_poll_step(&f, OSBQ_JOB_BIND, NULL, 0, cases[i].parameters), 0);
+        assert_false(f.call.result.in_progress);
+        assert_false(f.call.result.succeeded);
+        assert_string_equal(f.call.result.description, cases[i].description);
+        fake_clear(&f);
+    }
+}
+
 #define PARALLEL 4
 
 /* The parallel runs, and when each started and ended (ms), to see them overlap. */
@@ -593,6 +703,9 @@ int main(void)
         cmocka_unit_test(test_ignored_stdin),
         cmocka_unit_test(test_missing_program),
         cmocka_unit_test(test_parallel),
+        cmocka_unit_test(test_poll_steps),
+        cmocka_unit_test(test_poll_fails),
+        cmocka_unit_test(test_poll_invalid_lines),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -216,6 +216,11 @@ static void render_acks(const struct osbq_config *c, char *buf, size_t size)
     (void)snprintf(buf, size, "%u within %u ms", c->redis_min_acks, c->redis_ack_timeout_ms);
 }
 
+static void render_exec_concurrency(const struct osbq_config *c, char *buf, size_t size)
+{
+    (void)snprintf(buf, size, "%u", c->worker_exec_concurrency);
+}
+
 typedef void (*render_fn)(const struct osbq_config *c, char *buf, size_t size);
 
 /* One accepted setting: value NULL means unset (the default); suffix compares the end only. */
@@ -245,6 +250,7 @@ static const struct good_case good_cases[] = {
     {OSBQ_ROLE_GATEWAY, "OSBQ_BUS_BIND", NULL, render_bus_bind, "tcp://0.0.0.0:5555 port=5555",
      false},
     {OSBQ_ROLE_WORKER, "OSBQ_WORKER_CONCURRENCY", NULL, render_concurrency, "16", false},
+    {OSBQ_ROLE_WORKER, "OSBQ_WORKER_EXEC_CONCURRENCY", NULL, render_exec_concurrency, "256", false},
     /* Redis URLs. */
     {OSBQ_ROLE_GATEWAY, "OSBQ_REDIS_URL", "redis://h", render_redis,
      "host=h port=6379 db=0 user=- pass=-", false},
@@ -293,6 +299,9 @@ static const struct good_case good_cases[] = {
      "tcp://gw.example:7000", false},
     {OSBQ_ROLE_WORKER, "OSBQ_WORKER_CONCURRENCY", "1", render_concurrency, "1", false},
     {OSBQ_ROLE_WORKER, "OSBQ_WORKER_CONCURRENCY", "1024", render_concurrency, "1024", false},
+    {OSBQ_ROLE_WORKER, "OSBQ_WORKER_EXEC_CONCURRENCY", "1", render_exec_concurrency, "1", false},
+    {OSBQ_ROLE_WORKER, "OSBQ_WORKER_EXEC_CONCURRENCY", "65536", render_exec_concurrency, "65536",
+     false},
 };
 
 static void test_defaults_and_good_values_parse(void **state)
@@ -386,6 +395,8 @@ static const struct bad_case bad_cases[] = {
     {OSBQ_ROLE_WORKER, "OSBQ_WORKER_CONCURRENCY", "0"},
     {OSBQ_ROLE_WORKER, "OSBQ_WORKER_CONCURRENCY", "1025"},
     {OSBQ_ROLE_WORKER, "OSBQ_WORKER_CONCURRENCY", "many"},
+    {OSBQ_ROLE_WORKER, "OSBQ_WORKER_EXEC_CONCURRENCY", "0"},
+    {OSBQ_ROLE_WORKER, "OSBQ_WORKER_EXEC_CONCURRENCY", "65537"},
 };
 
 static void test_bad_values_fail_naming_the_variable(void **state)

@@ -1,0 +1,473 @@
+/* The exec programs' watch: one thread, one epoll set. Each program contributes up to four
+ * descriptors (its pidfd, stdin, stdout, stderr), each registered with a pointer to its own
+ * tag in the program's entry; the loop's eventfd (tag NULL) announces new programs and the
+ * destruction. Timers (ticks, timeouts, kill graces, drains) are checked in one sweep over the
+ * entries every EXEC_WATCH_TICK_MS, which bounds their precision to that. */
+#define _GNU_SOURCE
+
+#include "exec_watch.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Bytes read from a pipe at once: one read per ready pipe and wake-up, so a chatty program
+ * cannot starve the others. */
+#define WATCH_CHUNK 65536
+/* Events taken from epoll at once. */
+#define WATCH_EVENTS 256
+
+enum fd_role { FD_PID, FD_IN, FD_OUT, FD_ERR, FD_ROLES };
+
+struct entry;
+
+/* What an epoll event points at: one descriptor of one entry. */
+struct fd_tag {
+    struct entry *e;
+    enum fd_role role;
+};
+
+/* One watched program. */
+struct entry {
+    struct exec_watch_program p;
+    int fds[FD_ROLES]; /* -1 once closed */
+    struct fd_tag tags[FD_ROLES];
+    size_t input_off;   /* bytes of p.input written */
+    int64_t timeout_at; /* monotonic ms; 0: none */
+    int64_t next_tick;  /* when keep_running is asked next */
+    int64_t kill_at;    /* when SIGKILL follows the SIGTERM sent; 0 before */
+    bool killed;        /* SIGKILL sent */
+    int64_t exited_at;  /* monotonic ms it exited at; -1 while it runs */
+    enum exec_watch_stop stop;
+    bool ended; /* finished: freed once the current batch of events is handled */
+    struct entry *prev, *next;
+};
+
+struct exec_watch {
+    unsigned limit;
+    int epoll_fd;
+    int wake_fd; /* eventfd: new programs or the end */
+    pthread_t thread;
+    struct entry *entries; /* watched by the loop; the loop's own */
+    struct entry *ended;   /* finished during the current batch; freed after it */
+    char chunk[WATCH_CHUNK];
+
+    pthread_mutex_t lock;   /* guards the fields below */
+    pthread_cond_t freed;   /* a place came free */
+    unsigned busy;          /* places taken */
+    struct entry *incoming; /* added, not yet taken by the loop */
+    bool stopping;
+};
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    (void)clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void close_fd(int *fd)
+{
+    if (*fd >= 0)
+        (void)close(*fd);
+    *fd = -1;
+}
+
+static void wake(struct exec_watch *w)
+{
+    uint64_t one = 1;
+    (void)!write(w->wake_fd, &one, sizeof one);
+}
+
+static void give_place(struct exec_watch *w)
+{
+    pthread_mutex_lock(&w->lock);
+    w->busy--;
+    pthread_cond_signal(&w->freed);
+    pthread_mutex_unlock(&w->lock);
+}
+
+/* Stops watching and closes one descriptor; a pipe's end is reported as its stream's end. */
+static void drop_fd(struct exec_watch *w, struct entry *e, enum fd_role role)
+{
+    if (e->fds[role] < 0)
+        return;
+    (void)epoll_ctl(w->epoll_fd, EPOLL_CTL_DEL, e->fds[role], NULL);
+    close_fd(&e->fds[role]);
+    if (role == FD_OUT || role == FD_ERR)
+        e->p.ops->output(e->p.ctx, role == FD_OUT ? 1 : 2, NULL, 0);
+}
+
+/* Signals the program's whole group: an operation owns every process it started. The
+ * program is reaped only at its entry's end, so its pid, and with it the group id, cannot be
+ * reused before. */
+static void signal_group(struct entry *e, int sig)
+{
+    (void)kill(-e->p.pid, sig);
+}
+
+static void begin_stop(struct entry *e, enum exec_watch_stop why, int64_t now)
+{
+    e->stop = why;
+    signal_group(e, SIGTERM);
+    e->kill_at = now + EXEC_WATCH_KILL_GRACE_MS;
+}
+
+/* Kills what is left of the group, reaps the program, closes everything and calls ended. */
+static void finish_entry(struct exec_watch *w, struct entry *e)
+{
+    signal_group(e, SIGKILL);
+    for (int role = 0; role < FD_ROLES; role++)
+        drop_fd(w, e, (enum fd_role)role);
+    struct exec_watch_end end = {.stop = e->stop};
+    pid_t reaped;
+    while ((reaped = waitpid(e->p.pid, &end.status, 0)) < 0 && errno == EINTR) {
+    }
+    /* Only if something else in the process reaped it (nothing does). */
+    end.lost = reaped != e->p.pid;
+    give_place(w);
+    e->p.ops->ended(e->p.ctx, &end);
+    /* Later events of the same batch may still point at it: it goes after the batch. */
+    e->ended = true;
+    if (e->prev != NULL)
+        e->prev->next = e->next;
+    else if (w->entries == e)
+        w->entries = e->next;
+    if (e->next != NULL)
+        e->next->prev = e->prev;
+    e->prev = NULL;
+    e->next = w->ended;
+    w->ended = e;
+}
+
+static void free_ended(struct exec_watch *w)
+{
+    while (w->ended != NULL) {
+        struct entry *e = w->ended;
+        w->ended = e->next;
+        free(e);
+    }
+}
+
+/* Ends the entry once the program exited and its pipes are closed, or its drain time is over;
+ * returns true when it did (e is gone). */
+static bool settle(struct exec_watch *w, struct entry *e, int64_t now)
+{
+    if (e->exited_at < 0)
+        return false;
+    if ((e->fds[FD_OUT] >= 0 || e->fds[FD_ERR] >= 0) && now - e->exited_at < EXEC_WATCH_DRAIN_MS)
+        return false;
+    finish_entry(w, e);
+    return true;
+}
+
+static void write_input(struct entry *e, struct exec_watch *w)
+{
+    ssize_t n = write(e->fds[FD_IN], e->p.input + e->input_off, e->p.input_len - e->input_off);
+    if (n > 0)
+        e->input_off += (size_t)n;
+    else if (n < 0 && (errno == EAGAIN || errno == EINTR))
+        return;
+    /* All written, or the program closed its end (EPIPE: it does not want the input; the
+     * worker ignores SIGPIPE). */
+    if (n <= 0 || e->input_off == e->p.input_len)
+        drop_fd(w, e, FD_IN);
+}
+
+static void read_output(struct exec_watch *w, struct entry *e, enum fd_role role)
+{
+    ssize_t n = read(e->fds[role], w->chunk, sizeof w->chunk);
+    if (n > 0) {
+        e->p.ops->output(e->p.ctx, role == FD_OUT ? 1 : 2, w->chunk, (size_t)n);
+        return;
+    }
+    if (n < 0 && (errno == EAGAIN || errno == EINTR))
+        return;
+    drop_fd(w, e, role);
+}
+
+/* Handles one ready descriptor. */
+static void on_event(struct exec_watch *w, struct fd_tag *tag, int64_t now)
+{
+    struct entry *e = tag->e;
+    if (e->ended || e->fds[tag->role] < 0)
+        return;
+    switch (tag->role) {
+    case FD_PID:
+        /* Readable once the program exited; it stays a zombie until finish_entry reaps it. */
+        e->exited_at = now;
+        (void)epoll_ctl(w->epoll_fd, EPOLL_CTL_DEL, e->fds[FD_PID], NULL);
+        close_fd(&e->fds[FD_PID]);
+        break;
+    case FD_IN:
+        write_input(e, w);
+        break;
+    case FD_OUT:
+    case FD_ERR:
+        read_output(w, e, tag->role);
+        break;
+    case FD_ROLES:
+    default:
+        break;
+    }
+    (void)settle(w, e, now);
+}
+
+/* Timers of one entry. */
+static void sweep_entry(struct exec_watch *w, struct entry *e, int64_t now)
+{
+    if (settle(w, e, now))
+        return;
+    if (e->exited_at < 0 && e->stop == EXEC_WATCH_EXITED) {
+        if (now >= e->next_tick) {
+            e->next_tick = now + EXEC_WATCH_TICK_MS;
+            if (!e->p.ops->keep_running(e->p.ctx))
+                begin_stop(e, EXEC_WATCH_CANCELLED, now);
+        }
+        if (e->stop == EXEC_WATCH_EXITED && e->timeout_at > 0 && now >= e->timeout_at)
+            begin_stop(e, EXEC_WATCH_TIMEOUT, now);
+    }
+    if (e->kill_at > 0 && !e->killed &&
+        (now >= e->kill_at || (e->p.ops->hurry != NULL && e->p.ops->hurry(e->p.ctx)))) {
+        signal_group(e, SIGKILL);
+        e->killed = true;
+    }
+}
+
+static int watch_fd(struct exec_watch *w, struct entry *e, enum fd_role role, uint32_t events)
+{
+    if (e->fds[role] < 0)
+        return 0;
+    e->tags[role] = (struct fd_tag){.e = e, .role = role};
+    struct epoll_event ev = {.events = events, .data.ptr = &e->tags[role]};
+    return epoll_ctl(w->epoll_fd, EPOLL_CTL_ADD, e->fds[role], &ev);
+}
+
+/* Takes the programs added since the last wake-up into the epoll set. */
+static void take_incoming(struct exec_watch *w, int64_t now)
+{
+    pthread_mutex_lock(&w->lock);
+    struct entry *list = w->incoming;
+    w->incoming = NULL;
+    pthread_mutex_unlock(&w->lock);
+    while (list != NULL) {
+        struct entry *e = list;
+        list = e->next;
+        e->next_tick = now + EXEC_WATCH_TICK_MS;
+        e->timeout_at = e->p.timeout_ms > 0 ? now + e->p.timeout_ms : 0;
+        if (watch_fd(w, e, FD_PID, EPOLLIN) < 0 || watch_fd(w, e, FD_IN, EPOLLOUT) < 0 ||
+            watch_fd(w, e, FD_OUT, EPOLLIN) < 0 || watch_fd(w, e, FD_ERR, EPOLLIN) < 0) {
+            /* Cannot be watched (out of kernel memory): stopped at once, reported as cancelled
+             * so its operation runs again elsewhere. */
+            e->stop = EXEC_WATCH_CANCELLED;
+            e->prev = e->next = NULL;
+            finish_entry(w, e);
+            continue;
+        }
+        e->prev = NULL;
+        e->next = w->entries;
+        if (w->entries != NULL)
+            w->entries->prev = e;
+        w->entries = e;
+    }
+}
+
+static void *loop_main(void *arg)
+{
+    struct exec_watch *w = arg;
+    struct epoll_event events[WATCH_EVENTS];
+    int64_t next_sweep = now_ms() + EXEC_WATCH_TICK_MS;
+    for (;;) {
+        int64_t now = now_ms();
+        int timeout = next_sweep > now ? (int)(next_sweep - now) : 0;
+        int n = epoll_wait(w->epoll_fd, events, WATCH_EVENTS, timeout);
+        now = now_ms();
+        bool stopping = false;
+        for (int i = 0; i < n; i++) {
+            struct fd_tag *tag = events[i].data.ptr;
+            if (tag == NULL) {
+                uint64_t count;
+                (void)!read(w->wake_fd, &count, sizeof count);
+                take_incoming(w, now);
+                pthread_mutex_lock(&w->lock);
+                stopping = w->stopping;
+                pthread_mutex_unlock(&w->lock);
+                continue;
+            }
+            on_event(w, tag, now);
+        }
+        if (!stopping && now >= next_sweep) {
+            next_sweep = now + EXEC_WATCH_TICK_MS;
+            for (struct entry *e = w->entries, *next; e != NULL; e = next) {
+                next = e->next;
+                sweep_entry(w, e, now);
+            }
+        }
+        free_ended(w);
+        if (stopping)
+            break;
+    }
+    /* The end: nothing waits any more. */
+    take_incoming(w, now_ms());
+    while (w->entries != NULL) {
+        struct entry *e = w->entries;
+        if (e->stop == EXEC_WATCH_EXITED && e->exited_at < 0)
+            e->stop = EXEC_WATCH_CANCELLED;
+        finish_entry(w, e);
+    }
+    free_ended(w);
+    return NULL;
+}
+
+struct exec_watch *exec_watch_new(unsigned limit, struct osbq_error *err)
+{
+    struct exec_watch *w = calloc(1, sizeof *w);
+    if (w == NULL) {
+        osbq_error_set(err, OSBQ_ERR_INTERNAL, "out of memory");
+        return NULL;
+    }
+    w->limit = limit > 0 ? limit : 1;
+    w->wake_fd = -1;
+    w->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+    if (w->epoll_fd < 0) {
+        osbq_error_set(err, OSBQ_ERR_INTERNAL, "epoll_create1: %s", strerror(errno));
+        goto fail;
+    }
+    w->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
+    if (w->wake_fd < 0 || epoll_ctl(w->epoll_fd, EPOLL_CTL_ADD, w->wake_fd, &ev) < 0) {
+        osbq_error_set(err, OSBQ_ERR_INTERNAL, "eventfd: %s", strerror(errno));
+        goto fail;
+    }
+    pthread_condattr_t attr;
+    if (pthread_condattr_init(&attr) != 0) {
+        osbq_error_set(err, OSBQ_ERR_INTERNAL, "cannot initialise the watch's locks");
+        goto fail;
+    }
+    (void)pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    int rc = pthread_cond_init(&w->freed, &attr);
+    pthread_condattr_destroy(&attr);
+    if (rc != 0 || pthread_mutex_init(&w->lock, NULL) != 0) {
+        if (rc == 0)
+            pthread_cond_destroy(&w->freed);
+        osbq_error_set(err, OSBQ_ERR_INTERNAL, "cannot initialise the watch's locks");
+        goto fail;
+    }
+    rc = pthread_create(&w->thread, NULL, loop_main, w);
+    if (rc != 0) {
+        pthread_cond_destroy(&w->freed);
+        pthread_mutex_destroy(&w->lock);
+        osbq_error_set(err, OSBQ_ERR_INTERNAL, "cannot start the exec watch thread: %s",
+                       strerror(rc));
+        goto fail;
+    }
+    return w;
+fail:
+    close_fd(&w->wake_fd);
+    close_fd(&w->epoll_fd);
+    free(w);
+    return NULL;
+}
+
+bool exec_watch_reserve(struct exec_watch *w, int64_t wait_ms)
+{
+    int64_t until = now_ms() + (wait_ms > 0 ? wait_ms : 0);
+    struct timespec ts = {.tv_sec = (time_t)(until / 1000),
+                          .tv_nsec = (long)(until % 1000) * 1000000L};
+    pthread_mutex_lock(&w->lock);
+    while (w->busy >= w->limit && !w->stopping && now_ms() < until)
+        (void)pthread_cond_timedwait(&w->freed, &w->lock, &ts);
+    bool taken = w->busy < w->limit && !w->stopping;
+    if (taken)
+        w->busy++;
+    pthread_mutex_unlock(&w->lock);
+    return taken;
+}
+
+void exec_watch_unreserve(struct exec_watch *w)
+{
+    give_place(w);
+}
+
+int exec_watch_add(struct exec_watch *w, const struct exec_watch_program *program,
+                   struct osbq_error *err)
+{
+    struct entry *e = calloc(1, sizeof *e);
+    int pidfd = -1;
+    if (e == NULL)
+        osbq_error_set(err, OSBQ_ERR_INTERNAL, "out of memory");
+    else if ((pidfd = (int)syscall(SYS_pidfd_open, program->pid, 0)) < 0)
+        osbq_error_set(err, OSBQ_ERR_INTERNAL, "pidfd_open: %s", strerror(errno));
+    if (pidfd < 0) {
+        (void)kill(-program->pid, SIGKILL);
+        int fds[3] = {program->in_fd, program->out_fd, program->err_fd};
+        for (int i = 0; i < 3; i++)
+            close_fd(&fds[i]);
+        while (waitpid(program->pid, NULL, 0) < 0 && errno == EINTR) {
+        }
+        free(e);
+        give_place(w);
+        return -1;
+    }
+    e->p = *program;
+    e->fds[FD_PID] = pidfd;
+    e->fds[FD_IN] = program->in_fd;
+    e->fds[FD_OUT] = program->out_fd;
+    e->fds[FD_ERR] = program->err_fd;
+    e->exited_at = -1;
+    e->stop = EXEC_WATCH_EXITED;
+    pthread_mutex_lock(&w->lock);
+    if (w->stopping) {
+        /* The loop took its last programs already: this one would never be watched. */
+        pthread_mutex_unlock(&w->lock);
+        osbq_error_set(err, OSBQ_ERR_INTERNAL, "the exec watch is stopping");
+        (void)kill(-program->pid, SIGKILL);
+        for (int role = 0; role < FD_ROLES; role++)
+            close_fd(&e->fds[role]);
+        while (waitpid(program->pid, NULL, 0) < 0 && errno == EINTR) {
+        }
+        free(e);
+        give_place(w);
+        return -1;
+    }
+    e->next = w->incoming;
+    w->incoming = e;
+    pthread_mutex_unlock(&w->lock);
+    wake(w);
+    return 0;
+}
+
+unsigned exec_watch_busy(struct exec_watch *w)
+{
+    pthread_mutex_lock(&w->lock);
+    unsigned busy = w->busy;
+    pthread_mutex_unlock(&w->lock);
+    return busy;
+}
+
+void exec_watch_destroy(struct exec_watch **wp)
+{
+    if (wp == NULL || *wp == NULL)
+        return;
+    struct exec_watch *w = *wp;
+    *wp = NULL;
+    pthread_mutex_lock(&w->lock);
+    w->stopping = true;
+    pthread_cond_broadcast(&w->freed);
+    pthread_mutex_unlock(&w->lock);
+    wake(w);
+    pthread_join(w->thread, NULL);
+    close_fd(&w->wake_fd);
+    close_fd(&w->epoll_fd);
+    pthread_cond_destroy(&w->freed);
+    pthread_mutex_destroy(&w->lock);
+    free(w);
+}

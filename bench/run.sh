@@ -90,7 +90,7 @@ usage: bench/run.sh [options]
   --instances N     instances preloaded for the last_operation case (default 10000, even)
   --scale-instances N  finished instances preloaded by the scale case (default 1000000)
   --suspended N     sync requests held waiting by the memory case (default 10000)
-  --cases LIST      comma-separated subset of (default all but long_ops):
+  --cases LIST      comma-separated subset of (default all but long_ops and long_ops_exec):
                     catalog,accept,redis,accept_alone,last_op,lifecycle,sync_cycle,scale,
                     memory,round_trips,long_ops,long_ops_exec,durable
   --long-ops-scale F  multiplies long_ops' and long_ops_exec's counts (default 1; 0.1 for a

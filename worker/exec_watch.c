@@ -133,8 +133,9 @@ static void finish_entry(struct exec_watch *w, struct entry *e)
     }
     /* Only if something else in the process reaped it (nothing does). */
     end.lost = reaped != e->p.pid;
-    give_place(w);
     e->p.ops->ended(e->p.ctx, &end);
+    /* Only now: a step that waited for the place starts after this one's end is reported. */
+    give_place(w);
     /* Later events of the same batch may still point at it: it goes after the batch. */
     e->ended = true;
     if (e->prev != NULL)

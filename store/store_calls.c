@@ -15,11 +15,8 @@
 
 int store_reply_failed(redisContext *c, redisReply *reply, const char *what, struct osbq_error *err)
 {
-    if (reply == NULL) {
-        char words[256];
-        store_io_words(c, words, sizeof words);
-        return osbq_error_set(err, OSBQ_ERR_UNAVAILABLE, "redis %s: %s", what, words);
-    }
+    if (reply == NULL)
+        return store_io_error(c, what, err);
     if (reply->type == REDIS_REPLY_ERROR) {
         if (store_reply_from_replica(reply))
             store_drop_replica(c);
@@ -372,11 +369,9 @@ void osbq_store_call_run(struct osbq_store *store, struct osbq_store_call *call)
         }
         reply = run_call(store, c, head, head_len, call);
     }
-    if (reply == NULL) { /* I/O: counted (and Redis marked down) by store_release */
-        char words[256];
-        store_io_words(c, words, sizeof words);
-        osbq_error_set(&call->err, OSBQ_ERR_UNAVAILABLE, "redis %s: %s", call->name, words);
-    } else if (store_call_settle(store, call, reply))
+    if (reply == NULL) /* I/O: counted (and Redis marked down) by store_release */
+        (void)store_io_error(c, call->name, &call->err);
+    else if (store_call_settle(store, call, reply))
         store_drop_replica(c);
     store_release(store, c);
 }
@@ -517,9 +512,7 @@ int store_replies_collect(redisContext *c, redisReply **replies, size_t count, c
     for (size_t i = 0; i < count; i++) {
         replies[i] = NULL;
         if (rc == 0 && redisGetReply(c, (void **)&replies[i]) != REDIS_OK) {
-            char words[256];
-            store_io_words(c, words, sizeof words);
-            rc = osbq_error_set(err, OSBQ_ERR_UNAVAILABLE, "redis %s: %s", what, words);
+            rc = store_io_error(c, what, err);
         } else if (rc == 0 && replies[i]->type == REDIS_REPLY_ERROR) {
             rc = store_error_reply(what, replies[i]->str, err);
         }

@@ -57,6 +57,9 @@ redisContext *store_connect(struct osbq_store *store, struct osbq_error *err);
  * (OSBQ_REDIS_TIMEOUT_MS)", instead of hiredis's strerror text. */
 void store_io_words(const redisContext *c, char *out, size_t size);
 
+/* Sets err to "redis <what>: <c's failure in words>" (unavailable). Returns -1. */
+int store_io_error(const redisContext *c, const char *what, struct osbq_error *err);
+
 /* The same for an errno met on c's socket outside hiredis (the pipeline's own reads and
  * writes). */
 void store_errno_words(const redisContext *c, int errnum, char *out, size_t size);

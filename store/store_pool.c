@@ -112,6 +112,13 @@ void store_io_words(const redisContext *c, char *out, size_t size)
     failure_words(c, c->err, c->errstr, out, size);
 }
 
+int store_io_error(const redisContext *c, const char *what, struct osbq_error *err)
+{
+    char words[256];
+    store_io_words(c, words, sizeof words);
+    return osbq_error_set(err, OSBQ_ERR_UNAVAILABLE, "redis %s: %s", what, words);
+}
+
 void store_errno_words(const redisContext *c, int errnum, char *out, size_t size)
 {
     failure_words(c, REDIS_ERR_IO, strerror(errnum), out, size);
@@ -152,9 +159,7 @@ static int expect_ok(redisContext *c, struct osbq_error *err, const char *what, 
 {
     int rc = 0;
     if (reply == NULL) {
-        char words[256];
-        store_io_words(c, words, sizeof words);
-        rc = osbq_error_set(err, OSBQ_ERR_UNAVAILABLE, "redis %s: %s", what, words);
+        rc = store_io_error(c, what, err);
     } else if (reply->type == REDIS_REPLY_ERROR) {
         rc = store_error_reply(what, reply->str, err);
     }

@@ -70,9 +70,7 @@ int osbq_store_gateway_list(struct osbq_store *store, char ***out, size_t *count
     int rc = -1;
     if (redisGetReply(c, (void **)&pruned) != REDIS_OK ||
         redisGetReply(c, (void **)&listed) != REDIS_OK) {
-        char words[256];
-        store_io_words(c, words, sizeof words);
-        osbq_error_set(err, OSBQ_ERR_UNAVAILABLE, "redis gateways: %s", words);
+        (void)store_io_error(c, "gateways", err);
         goto out;
     }
     if (store_reply_failed(c, listed, "ZRANGEBYSCORE", err) < 0)
@@ -179,9 +177,7 @@ int osbq_store_status_list(struct osbq_store *store, const char *role, char ***o
     for (size_t i = 0; i < n; i++) {
         redisReply *value = NULL;
         if (redisGetReply(c, (void **)&value) != REDIS_OK) {
-            char words[256];
-            store_io_words(c, words, sizeof words);
-            rc = osbq_error_set(err, OSBQ_ERR_UNAVAILABLE, "redis status: %s", words);
+            rc = store_io_error(c, "status", err);
             break;
         }
         /* An entry that expired between the two steps is skipped. */

@@ -74,9 +74,7 @@ int store_check_primary(redisContext *c, struct osbq_error *err)
     redisReply *r = redisCommand(c, "ROLE");
     int rc = -1;
     if (r == NULL) {
-        char words[256];
-        store_io_words(c, words, sizeof words);
-        osbq_error_set(err, OSBQ_ERR_UNAVAILABLE, "redis ROLE: %s", words);
+        (void)store_io_error(c, "ROLE", err);
     } else if (r->type == REDIS_REPLY_ERROR) {
         store_error_reply("ROLE", r->str, err);
     } else if (r->type != REDIS_REPLY_ARRAY || r->elements == 0 ||

@@ -50,12 +50,22 @@ local function join(running)
   return {'in_progress', running}
 end
 
+-- The keys finish.lua needs are written only when they are not the plain "<prefix>instance:<id>",
+-- "<prefix>binding:<id>:<binding id>" and "<prefix>bindings:<id>" (an id store_keys.c had to
+-- encode): a waiting operation stays small (begin_instance.lua does the same).
 local function record()
   redis.call('HSET', op_key, 'kind', kind, 'instance', ARGV[14], 'binding', ARGV[15],
-             'instance_key', inst, 'binding_key', binding, 'service_id', ARGV[6],
-             'plan_id', ARGV[7], 'digest', digest, 'state', 'queued', 'attempt', '0',
-             'created_ms', now, 'api', ARGV[16], 'job', ARGV[11], 'bindings_key', set,
-             'platform', platform)
+             'service_id', ARGV[6], 'plan_id', ARGV[7], 'state', 'queued', 'attempt', '0',
+             'created_ms', now, 'api', ARGV[16], 'job', ARGV[11])
+  if inst ~= prefix .. 'instance:' .. ARGV[14] then
+    redis.call('HSET', op_key, 'instance_key', inst)
+  end
+  if binding ~= prefix .. 'binding:' .. ARGV[14] .. ':' .. ARGV[15] then
+    redis.call('HSET', op_key, 'binding_key', binding)
+  end
+  if set ~= prefix .. 'bindings:' .. ARGV[14] then
+    redis.call('HSET', op_key, 'bindings_key', set)
+  end
   redis.call('ZADD', queue, ARGV[12], op_id)
   if gateway ~= '' then
     redis.call('SADD', waiters, gateway)

@@ -88,14 +88,30 @@ local function key_list(list)
   return table.concat(keys, '\n')
 end
 
+-- Only what finish.lua cannot find elsewhere is recorded, so an operation that waits for
+-- hours stays small: the instance's and its bindings' keys are written only when they are not
+-- plain "<prefix>instance:<id>" and "<prefix>bindings:<id>" (an id store_keys.c had to encode);
+-- parameters, context and maintenance version only for an update, whose finish applies them
+-- (a provision wrote them to the instance already), and its digest, which an identical update
+-- joins by (a provision's or deprovision's is the instance's); the previous plan only when
+-- there is one.
 local function record(plan_id, prev_plan)
-  redis.call('HSET', op_key, 'kind', kind, 'instance', ARGV[16], 'instance_key', inst,
-             'service_id', ARGV[6], 'plan_id', plan_id, 'prev_plan_id', prev_plan,
-             'digest', digest, 'state', 'queued', 'attempt', '0', 'created_ms', now,
-             'api', ARGV[17], 'job', ARGV[12], 'bindings_key', KEYS[5], 'platform', platform)
-  if ARGV[8] ~= '' then redis.call('HSET', op_key, 'parameters', ARGV[8]) end
-  if ARGV[9] ~= '' then redis.call('HSET', op_key, 'context', ARGV[9]) end
-  if ARGV[10] ~= '' then redis.call('HSET', op_key, 'maintenance_version', ARGV[10]) end
+  redis.call('HSET', op_key, 'kind', kind, 'instance', ARGV[16], 'service_id', ARGV[6],
+             'plan_id', plan_id, 'state', 'queued', 'attempt', '0', 'created_ms', now,
+             'api', ARGV[17], 'job', ARGV[12])
+  if inst ~= prefix .. 'instance:' .. ARGV[16] then
+    redis.call('HSET', op_key, 'instance_key', inst)
+  end
+  if KEYS[5] ~= prefix .. 'bindings:' .. ARGV[16] then
+    redis.call('HSET', op_key, 'bindings_key', KEYS[5])
+  end
+  if prev_plan ~= '' then redis.call('HSET', op_key, 'prev_plan_id', prev_plan) end
+  if kind == 'update' then
+    redis.call('HSET', op_key, 'digest', digest)
+    if ARGV[8] ~= '' then redis.call('HSET', op_key, 'parameters', ARGV[8]) end
+    if ARGV[9] ~= '' then redis.call('HSET', op_key, 'context', ARGV[9]) end
+    if ARGV[10] ~= '' then redis.call('HSET', op_key, 'maintenance_version', ARGV[10]) end
+  end
   redis.call('ZADD', queue, ARGV[13], op_id)
   if gateway ~= '' then
     redis.call('SADD', waiters, gateway)

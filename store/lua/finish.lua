@@ -23,7 +23,8 @@
 local op_key, queue, waiters = KEYS[1], KEYS[2], KEYS[3]
 local rec = redis.call('HMGET', op_key, 'state', 'worker', 'kind', 'instance_key', 'plan_id',
                        'parameters', 'context', 'maintenance_version', 'created_ms',
-                       'binding_key', 'bindings_key', 'quota_taken', 'quota_keys')
+                       'binding_key', 'bindings_key', 'quota_taken', 'quota_keys',
+                       'instance', 'binding')
 if ARGV[13] == 'abandon' then
   local lease = tonumber(redis.call('HGET', op_key, 'lease_until') or '0')
   if rec[1] ~= 'queued' and rec[1] ~= 'waiting' and
@@ -35,10 +36,14 @@ elseif ARGV[13] == 'operator' then
 elseif rec[1] ~= 'running' or rec[2] ~= ARGV[1] then
   return 0
 end
-local kind, inst, plan_id = rec[3], rec[4], rec[5]
 local ok = ARGV[2] == '1'
 local now, retention = tonumber(ARGV[8]), tonumber(ARGV[9])
 local op_id, prefix = ARGV[11], ARGV[10]
+-- The begin scripts record a key only when it is not the plain one built here.
+local kind, plan_id = rec[3], rec[5]
+local inst = rec[4] or (prefix .. 'instance:' .. rec[14])
+if rec[15] and not rec[10] then rec[10] = prefix .. 'binding:' .. rec[14] .. ':' .. rec[15] end
+rec[11] = rec[11] or (prefix .. 'bindings:' .. rec[14])
 
 redis.call('HSET', op_key, 'state', ok and 'succeeded' or 'failed', 'description', ARGV[3],
            'finished_ms', now)

@@ -124,6 +124,15 @@ static void test_provision_lifecycle(void **state)
     assert_string_equal(field(f, "t:instance:i1", "state"), "provisioning");
     assert_string_equal(field(f, "t:instance:i1", "lock_x"), "op1");
     assert_string_equal(field(f, "t:op:op1", "state"), "queued");
+    /* A provision's operation holds only what the instance does not: its parameters, digest
+     * and the plain keys finish.lua builds from the ids are not copied (a waiting operation
+     * stays small). */
+    assert_string_equal(field(f, "t:instance:i1", "parameters"), "{\"size\":1}");
+    assert_string_equal(field(f, "t:op:op1", "parameters"), "");
+    assert_string_equal(field(f, "t:op:op1", "digest"), "");
+    assert_string_equal(field(f, "t:op:op1", "instance_key"), "");
+    assert_string_equal(field(f, "t:op:op1", "bindings_key"), "");
+    assert_string_equal(field(f, "t:op:op1", "prev_plan_id"), "");
     /* identical: the same operation; different: conflict; others wait */
     assert_int_equal(begin(f, "provision", "op2", "i1", "d1", "plan-a", NULL, NULL, &running),
                      OSBQ_BEGIN_IN_PROGRESS);
@@ -182,6 +191,10 @@ static void test_update_applies_on_success_only(void **state)
     assert_int_equal(begin(f, "update", "u3", "i2", "other", "plan-b", "plan-a", NULL, NULL),
                      OSBQ_BEGIN_BUSY);
     assert_string_equal(field(f, "t:instance:i2", "plan_id"), "plan-a");
+    /* An update keeps what its finish applies and what an identical update joins by. */
+    assert_string_equal(field(f, "t:op:u1", "parameters"), "{\"size\":1}");
+    assert_string_equal(field(f, "t:op:u1", "digest"), "du");
+    assert_string_equal(field(f, "t:op:u1", "prev_plan_id"), "plan-a");
     assert_int_equal(claim(f, "u1", "w", 10000), 1);
     assert_int_equal(finish(f, "u1", "w", false), 1);
     assert_string_equal(field(f, "t:instance:i2", "plan_id"), "plan-a");
@@ -287,6 +300,13 @@ static void test_ids_cannot_escape_their_keys(void **state)
     assert_int_equal(begin(f, "provision", "k1", "a:b*{c}\n", "d", "plan-a", NULL, NULL, NULL),
                      OSBQ_BEGIN_ACCEPTED);
     assert_string_equal(field(f, "t:instance:a%3Ab%2A%7Bc%7D%0A", "state"), "provisioning");
+    /* An encoded id's keys are recorded: finish.lua could not build them from the id. */
+    assert_string_equal(field(f, "t:op:k1", "instance_key"), "t:instance:a%3Ab%2A%7Bc%7D%0A");
+    assert_string_equal(field(f, "t:op:k1", "bindings_key"), "t:bindings:a%3Ab%2A%7Bc%7D%0A");
+    assert_int_equal(claim(f, "k1", "w", 10000), 1);
+    assert_int_equal(finish(f, "k1", "w", true), 1);
+    assert_string_equal(field(f, "t:instance:a%3Ab%2A%7Bc%7D%0A", "state"), "provisioned");
+    assert_string_equal(field(f, "t:instance:a%3Ab%2A%7Bc%7D%0A", "lock_x"), "");
     /* "i1:lock" must not touch the record of "i1" */
     assert_int_equal(begin(f, "provision", "k2", "i1:x", "d", "plan-a", NULL, NULL, NULL),
                      OSBQ_BEGIN_ACCEPTED);

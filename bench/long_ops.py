@@ -8,12 +8,14 @@ worker, against a stack bench/run.sh started. One phase per call; each prints NA
                 memory per operation, and over 10 s the Redis calls per second and the worker's
                 CPU seconds per second (the polls' cost)
   on_time N     N async provisions of 60 s; seconds from the last acceptance to the last end
-  hol N         N long provisions in flight; 10 s of synchronous 0-ms provision + deprovision
+  hol N [NICE]  N long provisions in flight; 10 s of synchronous 0-ms provision + deprovision
                 cycles (p50, p99), then the same while a burst of N more long provisions is sent
                 by another process (burst), so the measuring client is alone in its own: its
                 latencies hold no wait for a lock its senders hold (Python's GIL); the burst's
                 rate and the CPU seconds of each process meanwhile; the time jobs waited in the
-                gateway's dispatcher (osbq_dispatch_wait_seconds), by lane
+                gateway's dispatcher (osbq_dispatch_wait_seconds), by lane. The sender runs at
+                nice NICE (default 0; 19: it takes only CPU the broker leaves, as if it ran on
+                another host)
   burst N       (hol's sender) N async ten-minute provisions on 8 connections; prints
                 burst_started once connected, then burst_s
   threads PLAN N  N async provisions of 6 s on PLAN (sim steps, or sim blocking: a thread per
@@ -279,7 +281,7 @@ def phase_on_time(port, redis_port, worker, password, n):
            worker_rss_mb=rss_mb(worker))
 
 
-def phase_hol(port, redis_port, worker, gateway, password, n):
+def phase_hol(port, redis_port, worker, gateway, password, n, sender_nice):
     accept(port, password, TEN_MINUTES, n, {"sim_poll_ms": POLL_MS})
     sync_cycles(port, password, 2)  # warm up
     waits0 = dispatch_waits(port)
@@ -288,10 +290,12 @@ def phase_hol(port, redis_port, worker, gateway, password, n):
     redis_pid = int(redis_info(redis_port, "server", "process_id"))
     pids = {"gateway": gateway, "worker": worker, "redis": redis_pid}
     # The sender in a process of its own: in this one, its 8 threads would hold the GIL the
-    # measuring loop needs after each of its reads (5 ms switch interval).
+    # measuring loop needs after each of its reads (5 ms switch interval). At sender_nice it
+    # yields the CPU to the broker, as a platform on another host would not take it at all.
     sender = subprocess.Popen([sys.executable, os.path.abspath(__file__), "burst", str(port),
                                str(redis_port), str(worker), str(gateway), sys.argv[6], str(n)],
-                              stdout=subprocess.PIPE, text=True)
+                              stdout=subprocess.PIPE, text=True,
+                              preexec_fn=lambda: os.nice(sender_nice))
     if sender.stdout.readline().strip() != "burst_started":
         sender.kill()
         raise RuntimeError("the burst's sender did not start")
@@ -309,7 +313,7 @@ def phase_hol(port, redis_port, worker, gateway, password, n):
         raise RuntimeError("the burst's sender failed: %d" % sender.returncode)
     burst_s = float(dict(line.split("=", 1) for line in out.split())["burst_s"])
     children = os.times()
-    report(hol_in_flight=n, quiet_cycles=len(quiet), quiet_p50_ms=percentile(quiet, 50),
+    report(hol_in_flight=n, sender_nice=sender_nice, quiet_cycles=len(quiet), quiet_p50_ms=percentile(quiet, 50),
            quiet_p99_ms=percentile(quiet, 99), burst_ops=n, burst_s=burst_s,
            burst_per_s=n / burst_s, burst_cycles=len(during), burst_p50_ms=percentile(during, 50),
            burst_p99_ms=percentile(during, 99), burst_max_ms=max(during),
@@ -377,7 +381,8 @@ def main():
     if phase == "threads":
         phase_threads(port, redis_port, worker, password, args[0], int(args[1]))
     elif phase == "hol":
-        phase_hol(port, redis_port, worker, gateway, password, int(args[0]))
+        phase_hol(port, redis_port, worker, gateway, password, int(args[0]),
+                  int(args[1]) if len(args) > 1 else 0)
     elif phase == "burst":
         phase_burst(port, password, int(args[0]))
     else:

@@ -2,7 +2,8 @@
 # Case long_ops of bench/run.sh (sourced), issue 19: long sim operations wait in Redis, not on
 # threads. bench/long_ops.py runs each phase against a stack of its own (one gateway, one
 # worker); --scale multiplies the counts (1: the issue's 100,000, 10,000 and 10,000);
-# --long-ops-phases picks the phases (in_flight, on_time, hol, steps, threads; default all).
+# --long-ops-phases picks the phases (in_flight, on_time, hol, steps, threads; default all);
+# --long-ops-sender-nice is the nice value of hol's burst sender.
 
 # Runs one phase of bench/long_ops.py on a fresh stack; its NAME=VALUE lines go to
 # $workdir/long_ops.txt.
@@ -31,7 +32,7 @@ case_long_ops() {
   osbq_extra_env=(OSBQ_MAX_QUEUED_JOBS=$((in_flight + hol + 1000)))
   long_ops_phase in_flight in_flight "$in_flight"
   long_ops_phase on_time on_time "$on_time"
-  long_ops_phase hol hol "$hol"
+  long_ops_phase hol hol "$hol" "$long_ops_sender_nice"
   long_ops_phase steps threads six 160
   long_ops_phase threads threads six_blocking 160
   osbq_extra_env=()

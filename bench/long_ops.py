@@ -15,7 +15,8 @@ worker, against a stack bench/run.sh started. One phase per call; each prints NA
                 rate and the CPU seconds of each process meanwhile; the time jobs waited in the
                 gateway's dispatcher (osbq_dispatch_wait_seconds), by lane. The sender runs at
                 nice NICE (default 0; 19: it takes only CPU the broker leaves, as if it ran on
-                another host)
+                another host); and the time each process's threads waited for a CPU (their
+                run queue wait, ms per s), quiet and during the burst
   burst N       (hol's sender) N async ten-minute provisions on 8 connections; prints
                 burst_started once connected, then burst_s
   threads PLAN N  N async provisions of 6 s on PLAN (sim steps, or sim blocking: a thread per
@@ -170,6 +171,24 @@ def wait_figures(before, after, prefix):
     return figures
 
 
+def runq_wait_s(pid):
+    """Seconds the threads of pid (those alive now) have spent runnable, waiting for a CPU
+    (/proc/<pid>/task/<tid>/schedstat, second field)."""
+    total = 0
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/schedstat" % (pid, tid)) as f:
+                total += int(f.read().split()[1])
+        except (OSError, IndexError, ValueError):
+            pass  # a thread that ended meanwhile
+    return total / 1e9
+
+
+def runq_figures(before, after, seconds, prefix):
+    return {"%s_runq_%s_ms_per_s" % (prefix, k): (after[k] - before[k]) * 1000 / seconds
+            for k in before}
+
+
 def rss_mb(pid):
     with open("/proc/%d/status" % pid) as f:
         for line in f:
@@ -284,11 +303,17 @@ def phase_on_time(port, redis_port, worker, password, n):
 def phase_hol(port, redis_port, worker, gateway, password, n, sender_nice):
     accept(port, password, TEN_MINUTES, n, {"sim_poll_ms": POLL_MS})
     sync_cycles(port, password, 2)  # warm up
-    waits0 = dispatch_waits(port)
-    quiet = sync_cycles(port, password, 10)
-    waits1 = dispatch_waits(port)
     redis_pid = int(redis_info(redis_port, "server", "process_id"))
     pids = {"gateway": gateway, "worker": worker, "redis": redis_pid}
+    # Time the broker's threads and this client waited for a CPU: what a busy machine adds.
+    runq_pids = dict(pids, measuring=os.getpid())
+    waits0 = dispatch_waits(port)
+    runq0 = {k: runq_wait_s(pid) for k, pid in runq_pids.items()}
+    t = time.monotonic()
+    quiet = sync_cycles(port, password, 10)
+    quiet_s = time.monotonic() - t
+    runq1 = {k: runq_wait_s(pid) for k, pid in runq_pids.items()}
+    waits1 = dispatch_waits(port)
     # The sender in a process of its own: in this one, its 8 threads would hold the GIL the
     # measuring loop needs after each of its reads (5 ms switch interval). At sender_nice it
     # yields the CPU to the broker, as a platform on another host would not take it at all.
@@ -301,11 +326,13 @@ def phase_hol(port, redis_port, worker, gateway, password, n, sender_nice):
         raise RuntimeError("the burst's sender did not start")
     waits2 = dispatch_waits(port)
     cpu0 = {k: cpu_s(pid) for k, pid in pids.items()}
+    runq2 = {k: runq_wait_s(pid) for k, pid in runq_pids.items()}
     own0 = os.times()
     t0 = time.monotonic()
     during = sync_cycles(port, password, 300, lambda: sender.poll() is not None)
     wall = time.monotonic() - t0
     own1 = os.times()
+    runq3 = {k: runq_wait_s(pid) for k, pid in runq_pids.items()}
     cpu1 = {k: cpu_s(pid) for k, pid in pids.items()}
     waits3 = dispatch_waits(port)
     out = sender.communicate(timeout=300)[0]
@@ -322,6 +349,8 @@ def phase_hol(port, redis_port, worker, gateway, password, n, sender_nice):
            cpu_measuring_per_s=(own1.user + own1.system - own0.user - own0.system) / wall,
            cpu_sender_per_s=(children.children_user + children.children_system) / burst_s,
            **{"cpu_%s_per_s" % k: (cpu1[k] - cpu0[k]) / wall for k in pids},
+           **runq_figures(runq0, runq1, quiet_s, "quiet"),
+           **runq_figures(runq2, runq3, wall, "burst"),
            # Time the jobs waited in the gateway's dispatcher for a worker's slot.
            **wait_figures(waits0, waits1, "quiet_dispatch"),
            **wait_figures(waits2, waits3, "burst_dispatch"))

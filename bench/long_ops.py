@@ -8,22 +8,31 @@ worker, against a stack bench/run.sh started. One phase per call; each prints NA
                 memory per operation, and over 10 s the Redis calls per second and the worker's
                 CPU seconds per second (the polls' cost)
   on_time N     N async provisions of 60 s; seconds from the last acceptance to the last end
-  hol N         N long provisions in flight; 10 s of synchronous 0-ms provision + deprovision
+  hol N [NICE]  N long provisions in flight; 10 s of synchronous 0-ms provision + deprovision
                 cycles (p50, p99), then the same while a burst of N more long provisions is sent
+                by another process (burst), so the measuring client is alone in its own: its
+                latencies hold no wait for a lock its senders hold (Python's GIL); the burst's
+                rate and the CPU seconds of each process meanwhile; the time jobs waited in the
+                gateway's dispatcher (osbq_dispatch_wait_seconds), by lane. The sender runs at
+                nice NICE (default 0; 19: it takes only CPU the broker leaves, as if it ran on
+                another host); and the time each process's threads waited for a CPU (their
+                run queue wait, ms per s), quiet and during the burst
+  burst N       (hol's sender) N async ten-minute provisions on 8 connections; prints
+                burst_started once connected, then burst_s
   threads PLAN N  N async provisions of 6 s on PLAN (sim steps, or sim blocking: a thread per
                 operation), then a synchronous 0-ms provision: when all ended after the first
                 acceptance, and when the 0-ms one was answered (201, or 504 past the plan's
                 sync_timeout_ms) and ended
 
-usage: long_ops.py PHASE GATEWAY_PORT REDIS_PORT WORKER_PID PASSWORD_FILE ARG..."""
+usage: long_ops.py PHASE GATEWAY_PORT REDIS_PORT WORKER_PID GATEWAY_PID PASSWORD_FILE ARG..."""
 
 import base64
 import http.client
 import json
 import os
 import socket
+import subprocess
 import sys
-import threading
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -111,16 +120,73 @@ def redis_calls(port):
     return total, scripts
 
 
-def polls(port):
-    """osbq_polls_total of the gateway."""
+def metrics(port):
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
     c.request("GET", "/metrics")
     text = c.getresponse().read().decode()
     c.close()
-    for line in text.splitlines():
+    return text
+
+
+def polls(port):
+    """osbq_polls_total of the gateway."""
+    for line in metrics(port).splitlines():
         if line.startswith("osbq_polls_total "):
             return float(line.split()[1])
     return 0.0
+
+
+def dispatch_waits(port):
+    """osbq_dispatch_wait_seconds of the gateway by lane: {lane: {le: count, "sum": s}}, empty
+    from a gateway without it."""
+    out = {}
+    for line in metrics(port).splitlines():
+        if not line.startswith("osbq_dispatch_wait_seconds"):
+            continue
+        name, value = line.rsplit(" ", 1)
+        lane = name.split('lane="', 1)[1].split('"', 1)[0]
+        if "_bucket" in name:
+            out.setdefault(lane, {})[name.split('le="', 1)[1].split('"', 1)[0]] = float(value)
+        elif name.startswith("osbq_dispatch_wait_seconds_sum"):
+            out.setdefault(lane, {})["sum"] = float(value)
+    return out
+
+
+def wait_figures(before, after, prefix):
+    """Per lane between two dispatch_waits: jobs, their mean wait and the bucket their p99 falls
+    in (the histogram's bound, ms)."""
+    figures = {}
+    for lane, b in after.items():
+        a = before.get(lane, {})
+        count = b.get("+Inf", 0) - a.get("+Inf", 0)
+        figures["%s_%s_jobs" % (prefix, lane)] = int(count)
+        if count == 0:
+            continue
+        figures["%s_%s_mean_ms" % (prefix, lane)] = (b["sum"] - a.get("sum", 0)) * 1000 / count
+        bounds = sorted((float(le), le) for le in b if le not in ("sum", "+Inf"))
+        for bound, le in bounds + [(float("inf"), "+Inf")]:
+            if b[le] - a.get(le, 0) >= 0.99 * count:
+                figures["%s_%s_p99_le_ms" % (prefix, lane)] = bound * 1000
+                break
+    return figures
+
+
+def runq_wait_s(pid):
+    """Seconds the threads of pid (those alive now) have spent runnable, waiting for a CPU
+    (/proc/<pid>/task/<tid>/schedstat, second field)."""
+    total = 0
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/schedstat" % (pid, tid)) as f:
+                total += int(f.read().split()[1])
+        except (OSError, IndexError, ValueError):
+            pass  # a thread that ended meanwhile
+    return total / 1e9
+
+
+def runq_figures(before, after, seconds, prefix):
+    return {"%s_runq_%s_ms_per_s" % (prefix, k): (after[k] - before[k]) * 1000 / seconds
+            for k in before}
 
 
 def rss_mb(pid):
@@ -177,12 +243,12 @@ def percentile(values, p):
 
 
 def sync_cycles(port, password, seconds, stop=None):
-    """Synchronous 0-ms provision + deprovision cycles for seconds (or until stop is set);
+    """Synchronous 0-ms provision + deprovision cycles for seconds (or until stop() is true);
     each cycle's latency in ms."""
     b = Broker(port, password)
     out = []
     until = time.monotonic() + seconds
-    while time.monotonic() < until and not (stop and stop.is_set()):
+    while time.monotonic() < until and not (stop and stop()):
         t = time.monotonic()
         iid, status, data = b.provision(INSTANT, False)
         if status != 201 or b.deprovision(iid, INSTANT) != 200:
@@ -234,27 +300,80 @@ def phase_on_time(port, redis_port, worker, password, n):
            worker_rss_mb=rss_mb(worker))
 
 
-def phase_hol(port, redis_port, worker, password, n):
+def phase_hol(port, redis_port, worker, gateway, password, n, sender_nice):
     accept(port, password, TEN_MINUTES, n, {"sim_poll_ms": POLL_MS})
     sync_cycles(port, password, 2)  # warm up
+    redis_pid = int(redis_info(redis_port, "server", "process_id"))
+    pids = {"gateway": gateway, "worker": worker, "redis": redis_pid}
+    # Time the broker's threads and this client waited for a CPU: what a busy machine adds.
+    runq_pids = dict(pids, measuring=os.getpid())
+    waits0 = dispatch_waits(port)
+    runq0 = {k: runq_wait_s(pid) for k, pid in runq_pids.items()}
+    t = time.monotonic()
     quiet = sync_cycles(port, password, 10)
-    stop = threading.Event()
-    result = {}
+    quiet_s = time.monotonic() - t
+    runq1 = {k: runq_wait_s(pid) for k, pid in runq_pids.items()}
+    waits1 = dispatch_waits(port)
+    # The sender in a process of its own: in this one, its 8 threads would hold the GIL the
+    # measuring loop needs after each of its reads (5 ms switch interval). At sender_nice it
+    # yields the CPU to the broker, as a platform on another host would not take it at all.
+    sender = subprocess.Popen([sys.executable, os.path.abspath(__file__), "burst", str(port),
+                               str(redis_port), str(worker), str(gateway), sys.argv[6], str(n)],
+                              stdout=subprocess.PIPE, text=True,
+                              preexec_fn=lambda: os.nice(sender_nice))
+    if sender.stdout.readline().strip() != "burst_started":
+        sender.kill()
+        raise RuntimeError("the burst's sender did not start")
+    waits2 = dispatch_waits(port)
+    cpu0 = {k: cpu_s(pid) for k, pid in pids.items()}
+    runq2 = {k: runq_wait_s(pid) for k, pid in runq_pids.items()}
+    own0 = os.times()
+    t0 = time.monotonic()
+    during = sync_cycles(port, password, 300, lambda: sender.poll() is not None)
+    wall = time.monotonic() - t0
+    own1 = os.times()
+    runq3 = {k: runq_wait_s(pid) for k, pid in runq_pids.items()}
+    cpu1 = {k: cpu_s(pid) for k, pid in pids.items()}
+    waits3 = dispatch_waits(port)
+    out = sender.communicate(timeout=300)[0]
+    if sender.returncode != 0:
+        raise RuntimeError("the burst's sender failed: %d" % sender.returncode)
+    burst_s = float(dict(line.split("=", 1) for line in out.split())["burst_s"])
+    children = os.times()
+    report(hol_in_flight=n, sender_nice=sender_nice, quiet_cycles=len(quiet), quiet_p50_ms=percentile(quiet, 50),
+           quiet_p99_ms=percentile(quiet, 99), burst_ops=n, burst_s=burst_s,
+           burst_per_s=n / burst_s, burst_cycles=len(during), burst_p50_ms=percentile(during, 50),
+           burst_p99_ms=percentile(during, 99), burst_max_ms=max(during),
+           burst_p99_ratio=percentile(during, 99) / percentile(quiet, 99),
+           # CPU seconds per second of the burst's window: 2 at most on this machine
+           cpu_measuring_per_s=(own1.user + own1.system - own0.user - own0.system) / wall,
+           cpu_sender_per_s=(children.children_user + children.children_system) / burst_s,
+           **{"cpu_%s_per_s" % k: (cpu1[k] - cpu0[k]) / wall for k in pids},
+           **runq_figures(runq0, runq1, quiet_s, "quiet"),
+           **runq_figures(runq2, runq3, wall, "burst"),
+           # Time the jobs waited in the gateway's dispatcher for a worker's slot.
+           **wait_figures(waits0, waits1, "quiet_dispatch"),
+           **wait_figures(waits2, waits3, "burst_dispatch"))
 
-    def burst():
-        t = time.monotonic()
-        accept(port, password, TEN_MINUTES, n, {"sim_poll_ms": POLL_MS})
-        result["burst_s"] = time.monotonic() - t
-        stop.set()
 
-    thread = threading.Thread(target=burst)
-    thread.start()
-    during = sync_cycles(port, password, 300, stop)
-    thread.join()
-    report(hol_in_flight=n, quiet_cycles=len(quiet), quiet_p50_ms=percentile(quiet, 50),
-           quiet_p99_ms=percentile(quiet, 99), burst_ops=n, burst_s=result.get("burst_s", 0.0),
-           burst_cycles=len(during), burst_p50_ms=percentile(during, 50),
-           burst_p99_ms=percentile(during, 99))
+def phase_burst(port, password, n):
+    """hol's sender: connects first, so the measuring loop starts with the burst."""
+    brokers = [Broker(port, password) for _ in range(SENDERS)]
+    for b in brokers:
+        b.request("GET", "/v2/catalog")
+    print("burst_started", flush=True)
+    t = time.monotonic()
+
+    def send(sender):
+        for _ in range(sender, n, SENDERS):
+            _, status, data = brokers[sender].provision(TEN_MINUTES, True,
+                                                        {"sim_poll_ms": POLL_MS})
+            if status != 202:
+                raise RuntimeError("provision: %d %r" % (status, data[:200]))
+
+    with ThreadPoolExecutor(SENDERS) as pool:
+        list(pool.map(send, range(SENDERS)))
+    report(burst_s=time.monotonic() - t)
 
 
 def phase_threads(port, redis_port, worker, password, plan, n):
@@ -280,18 +399,24 @@ def phase_threads(port, redis_port, worker, password, plan, n):
 
 
 def main():
-    if len(sys.argv) < 7:
+    if len(sys.argv) < 8:
         sys.exit(__doc__)
     phase = sys.argv[1]
     port, redis_port, worker = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
-    with open(sys.argv[5]) as f:
+    gateway = int(sys.argv[5])
+    with open(sys.argv[6]) as f:
         password = f.read().strip()
-    args = sys.argv[6:]
+    args = sys.argv[7:]
     if phase == "threads":
         phase_threads(port, redis_port, worker, password, args[0], int(args[1]))
+    elif phase == "hol":
+        phase_hol(port, redis_port, worker, gateway, password, int(args[0]),
+                  int(args[1]) if len(args) > 1 else 0)
+    elif phase == "burst":
+        phase_burst(port, password, int(args[0]))
     else:
-        {"in_flight": phase_in_flight, "on_time": phase_on_time,
-         "hol": phase_hol}[phase](port, redis_port, worker, password, int(args[0]))
+        {"in_flight": phase_in_flight,
+         "on_time": phase_on_time}[phase](port, redis_port, worker, password, int(args[0]))
 
 
 if __name__ == "__main__":

@@ -24,8 +24,8 @@
 #                ten-minute provisions in flight (worker RSS, Redis memory per operation, the
 #                polls' cost); 10,000 of 60 s on time; 0-ms sync cycles with 10,000 in flight
 #                and during a burst of 10,000 more; 160 of 6 s as steps and on threads
-#                (--long-ops-scale multiplies the counts). Not in the default selection: it
-#                takes minutes and 100,000 operations' worth of Redis memory.
+#                (--long-ops-scale multiplies the counts, --long-ops-phases picks phases). Not
+#                in the default selection: it takes minutes and 100,000 operations' worth of Redis memory.
 #   durable      accept and lifecycle with no replica, with a replica, and with a replica and
 #                OSBQ_REDIS_MIN_ACKS=1 (WAIT behind each batch), side by side: ratios
 #   long_ops_exec  exec programs watched by the worker's event loop (issue 19,
@@ -74,6 +74,8 @@ instances=10000
 scale_instances=1000000
 suspended=10000
 long_ops_scale=1
+long_ops_phases=in_flight,on_time,hol,steps,threads
+long_ops_sender_nice=19
 all_cases="catalog,accept,redis,accept_alone,last_op,lifecycle,sync_cycle,scale,memory,round_trips,durable"
 cases=$all_cases
 # Every case, the long one included, for --cases.
@@ -95,6 +97,11 @@ usage: bench/run.sh [options]
                     memory,round_trips,long_ops,long_ops_exec,durable
   --long-ops-scale F  multiplies long_ops' and long_ops_exec's counts (default 1; 0.1 for a
                     quick run)
+  --long-ops-phases LIST  comma-separated phases of long_ops to run (default all:
+                    in_flight,on_time,hol,steps,threads)
+  --long-ops-sender-nice N  the nice value of long_ops' hol burst sender (default 19: it takes
+                    only the CPU the broker leaves, as a platform on another host; 0: it
+                    competes with the broker for this machine's cores)
   --build-dir DIR   where to build the Release binaries (default build-bench/)
   --quick           a smoke run of every case: --runs 1 --duration 2 --instances 2000
                     --scale-instances 50000 --suspended 1000 (options after it still apply)
@@ -115,6 +122,8 @@ while [ $# -gt 0 ]; do
     --scale-instances) scale_instances="${2:-}"; shift 2 ;;
     --suspended) suspended="${2:-}"; shift 2 ;;
     --long-ops-scale) long_ops_scale="${2:-}"; shift 2 ;;
+    --long-ops-phases) long_ops_phases="${2:-}"; shift 2 ;;
+    --long-ops-sender-nice) long_ops_sender_nice="${2:-}"; shift 2 ;;
     --quick) runs=1 duration=2 instances=2000 scale_instances=50000 suspended=1000; shift ;;
     -h | --help) usage; exit 0 ;;
     *) usage >&2; die "unknown option $1" ;;
@@ -138,6 +147,11 @@ if ! [[ $long_ops_scale =~ ^[0-9]*\.?[0-9]+$ ]] ||
   ! awk -v s="$long_ops_scale" 'BEGIN { exit !(s > 0 && s <= 10) }'; then
   die "--long-ops-scale must be a number above 0, at most 10, not '$long_ops_scale'"
 fi
+[[ $long_ops_sender_nice =~ ^[0-9]+$ ]] && [ "$long_ops_sender_nice" -le 19 ] ||
+  die "--long-ops-sender-nice must be 0 to 19, not '$long_ops_sender_nice'"
+for p in ${long_ops_phases//,/ }; do
+  [[ ",in_flight,on_time,hol,steps,threads," == *",$p,"* ]] || die "unknown long_ops phase '$p'"
+done
 want_case() { [[ ",$cases," == *",$1,"* ]]; }
 
 # The report step (bench/lib/report.py): the machine lines, or the summary of $workdir's results.

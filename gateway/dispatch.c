@@ -1,6 +1,6 @@
 /* The dispatcher: owns the ROUTER socket, learns the workers' free slots from their READY
- * messages, and sends queued jobs to the worker with the most room, the one sent to longest
- * ago among equals. */
+ * messages, and sends queued jobs, taken from the lanes in turn (dispatch_lanes.h), to the
+ * worker with the most room, the one sent to longest ago among equals. */
 #include "dispatch.h"
 
 #include <errno.h>
@@ -24,9 +24,11 @@
 
 /* One queued job. */
 struct job_buf {
-    char operation_id[65]; /* its operation: the key of the queued set */
-    size_t len;            /* bytes in data */
-    char data[];           /* the encoded job */
+    char operation_id[65];   /* its operation: the key of the queued set */
+    enum dispatch_lane lane; /* where it waits */
+    int64_t queued_ns;       /* CLOCK_MONOTONIC ns it was queued at */
+    size_t len;              /* bytes in data */
+    char data[];             /* the encoded job */
 };
 
 /* One worker as the dispatcher knows it. */
@@ -39,24 +41,30 @@ struct worker_slot {
 };
 
 struct dispatch {
-    zsock_t *router;             /* owned by the thread */
-    int wake_fd;                 /* eventfd: a job was submitted, or stop */
-    unsigned max_queued;         /* bound of queue */
-    pthread_mutex_t lock;        /* guards queue, stopping and stats */
-    zlistx_t *queue;             /* struct job_buf *, oldest first */
-    zhashx_t *queued;            /* operation ids of the jobs in queue (values unused) */
-    bool stopping;               /* set by dispatch_stop */
-    struct dispatch_stats stats; /* copy for dispatch_get_stats */
-    pthread_t thread;            /* the dispatcher thread */
-    zlistx_t *workers;           /* struct worker_slot *; thread-only */
-    uint64_t sent;               /* jobs sent so far; thread-only */
+    zsock_t *router;              /* owned by the thread */
+    int wake_fd;                  /* eventfd: a job was submitted, or stop */
+    unsigned max_queued;          /* bound of queue */
+    pthread_mutex_t lock;         /* guards queue, stopping and stats */
+    struct dispatch_lanes *queue; /* struct job_buf *, by lane */
+    zhashx_t *queued;             /* operation ids of the jobs in queue (values unused) */
+    bool stopping;                /* set by dispatch_stop */
+    struct dispatch_stats stats;  /* copy for dispatch_get_stats */
+    pthread_t thread;             /* the dispatcher thread */
+    zlistx_t *workers;            /* struct worker_slot *; thread-only */
+    uint64_t sent;                /* jobs sent so far; thread-only */
+    struct osbq_series *waits[DISPATCH_LANES]; /* borrowed: time queued, by lane; may be NULL */
 };
 
-static int64_t now_ms(void)
+static int64_t now_ns(void)
 {
     struct timespec ts;
     (void)clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int64_t now_ms(void)
+{
+    return now_ns() / 1000000;
 }
 
 static void worker_free(struct worker_slot **wp)
@@ -88,41 +96,43 @@ static void worker_remove(struct dispatch *d, struct worker_slot *gone)
     }
 }
 
-static struct job_buf *job_buf_new(const char *operation_id, const void *job, size_t len)
+static struct job_buf *job_buf_new(const char *operation_id, enum dispatch_lane lane,
+                                   const void *job, size_t len)
 {
     struct job_buf *buf = malloc(sizeof *buf + len);
     if (buf == NULL)
         return NULL;
     (void)snprintf(buf->operation_id, sizeof buf->operation_id, "%s", operation_id);
+    buf->lane = lane;
+    buf->queued_ns = now_ns();
     buf->len = len;
     memcpy(buf->data, job, len);
     return buf;
 }
 
-/* Queues buf at the head (a job handed back) or the tail, unless its operation is queued
- * already; takes buf. Returns 0, or -1 when the queue is full. Called with d->lock held. */
+/* Queues buf at the head (a job handed back) or the tail of its lane, unless its operation is
+ * queued already; takes buf. Returns 0, or -1 when the queue is full. Called with d->lock
+ * held. */
 static int enqueue_locked(struct dispatch *d, struct job_buf *buf, bool front)
 {
     if (zhashx_lookup(d->queued, buf->operation_id) != NULL) {
         free(buf);
         return 0;
     }
-    if (zlistx_size(d->queue) >= d->max_queued) {
+    if (dispatch_lanes_total(d->queue) >= d->max_queued ||
+        dispatch_lanes_push(d->queue, buf->lane, buf, front) < 0) {
         free(buf);
         return -1;
     }
     zhashx_insert(d->queued, buf->operation_id, d);
-    if (front)
-        zlistx_add_start(d->queue, buf);
-    else
-        zlistx_add_end(d->queue, buf);
     return 0;
 }
 
-/* Puts a job back at the head of the queue (a worker handed it back, or could not take it). */
-static void requeue_front(struct dispatch *d, const char *operation_id, const void *job, size_t len)
+/* Puts a job back at the head of its lane (a worker handed it back, or could not take it). */
+static void requeue_front(struct dispatch *d, const char *operation_id, enum dispatch_lane lane,
+                          const void *job, size_t len)
 {
-    struct job_buf *buf = job_buf_new(operation_id, job, len);
+    struct job_buf *buf = job_buf_new(operation_id, lane, job, len);
     if (buf == NULL) {
         log_warnx("out of memory: dropping a job; recovery resends it from Redis");
         return;
@@ -177,11 +187,14 @@ static bool handle_message(struct dispatch *d)
             w->free = 0;
             w->last_seen = now_ms();
         }
-        /* The frame holds the job only: its operation id is inside. */
+        /* The frame holds the job only: its operation id is inside, its lane is not. The
+         * head of the new lane: it goes before the burst of new work it may belong to, and
+         * after at most one job of each other lane. */
         struct osbq_job decoded = {0};
         if (job != NULL && osbq_job_decode((const char *)zframe_data(job), zframe_size(job),
                                            &decoded, NULL, 0) == 0)
-            requeue_front(d, decoded.operation_id, zframe_data(job), zframe_size(job));
+            requeue_front(d, decoded.operation_id, DISPATCH_LANE_NEW, zframe_data(job),
+                          zframe_size(job));
         osbq_job_clear(&decoded);
         zframe_destroy(&job);
     } else {
@@ -222,20 +235,19 @@ static void send_queued(struct dispatch *d)
         if (w == NULL)
             return;
         pthread_mutex_lock(&d->lock);
-        struct job_buf *job = zlistx_first(d->queue);
-        if (job != NULL) {
-            zlistx_detach_cur(d->queue);
+        struct job_buf *job = dispatch_lanes_pop(d->queue, NULL);
+        if (job != NULL)
             zhashx_delete(d->queued, job->operation_id);
-        }
         pthread_mutex_unlock(&d->lock);
         if (job == NULL)
             return;
+        osbq_series_observe(d->waits[job->lane], (double)(now_ns() - job->queued_ns) / 1e9);
         /* Zero copy: ZeroMQ frees the buffer once it has written it. */
         if (osbq_bus_send_job(d->router, w->identity, job->data, job->len, job_buf_release, job) <
             0) {
             /* ROUTER_MANDATORY: the worker is gone. Keep the job for another one. */
             log_info("worker %s unreachable, forgetting it", w->id);
-            requeue_front(d, job->operation_id, job->data, job->len);
+            requeue_front(d, job->operation_id, job->lane, job->data, job->len);
             worker_remove(d, w);
             free(job);
         } else {
@@ -269,7 +281,8 @@ static void publish_stats(struct dispatch *d)
         s.free_slots += w->free;
     }
     pthread_mutex_lock(&d->lock);
-    s.queued = zlistx_size(d->queue);
+    s.queued = dispatch_lanes_total(d->queue);
+    s.queued_due = dispatch_lanes_size(d->queue, DISPATCH_LANE_DUE);
     d->stats = s;
     pthread_mutex_unlock(&d->lock);
 }
@@ -313,13 +326,16 @@ static void *dispatch_thread(void *arg)
     return NULL;
 }
 
-struct dispatch *dispatch_start(zsock_t **routerp, unsigned max_queued, struct osbq_error *err)
+struct dispatch *dispatch_start(zsock_t **routerp, unsigned max_queued,
+                                struct osbq_series *const *waits, struct osbq_error *err)
 {
     struct dispatch *d = calloc(1, sizeof *d);
     if (d == NULL)
         goto out_fail;
+    for (unsigned i = 0; waits != NULL && i < DISPATCH_LANES; i++)
+        d->waits[i] = waits[i];
     d->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    d->queue = zlistx_new();
+    d->queue = dispatch_lanes_new();
     d->queued = zhashx_new();
     d->workers = zlistx_new();
     d->max_queued = max_queued;
@@ -340,7 +356,7 @@ struct dispatch *dispatch_start(zsock_t **routerp, unsigned max_queued, struct o
 out_free:
     if (d->wake_fd >= 0)
         close(d->wake_fd);
-    zlistx_destroy(&d->queue);
+    dispatch_lanes_destroy(&d->queue);
     zhashx_destroy(&d->queued);
     zlistx_destroy(&d->workers);
     free(d);
@@ -355,9 +371,10 @@ static void wake_thread(struct dispatch *d)
     (void)!write(d->wake_fd, &one, sizeof one);
 }
 
-int dispatch_submit(struct dispatch *d, const char *operation_id, const void *job, size_t len)
+int dispatch_submit(struct dispatch *d, const char *operation_id, enum dispatch_lane lane,
+                    const void *job, size_t len)
 {
-    struct job_buf *buf = job_buf_new(operation_id, job, len);
+    struct job_buf *buf = job_buf_new(operation_id, lane, job, len);
     if (buf == NULL)
         return -1;
     pthread_mutex_lock(&d->lock);
@@ -365,7 +382,7 @@ int dispatch_submit(struct dispatch *d, const char *operation_id, const void *jo
      * queue was empty: under load one wake-up then carries many jobs, instead of an eventfd
      * write and a thread switch per job. A queue left full for want of worker room is sent
      * when a worker's READY arrives. */
-    bool was_empty = zlistx_size(d->queue) == 0;
+    bool was_empty = dispatch_lanes_total(d->queue) == 0;
     int rc = enqueue_locked(d, buf, false);
     pthread_mutex_unlock(&d->lock);
     if (rc == 0 && was_empty)
@@ -390,9 +407,10 @@ void dispatch_stop(struct dispatch **dp)
     pthread_mutex_unlock(&d->lock);
     wake_thread(d);
     pthread_join(d->thread, NULL);
-    for (struct job_buf *job = zlistx_first(d->queue); job != NULL; job = zlistx_next(d->queue))
+    for (struct job_buf *job = dispatch_lanes_pop(d->queue, NULL); job != NULL;
+         job = dispatch_lanes_pop(d->queue, NULL))
         free(job);
-    zlistx_destroy(&d->queue);
+    dispatch_lanes_destroy(&d->queue);
     zhashx_destroy(&d->queued);
     for (struct worker_slot *w = zlistx_first(d->workers); w != NULL; w = zlistx_next(d->workers))
         worker_free(&w);

@@ -6,26 +6,34 @@
 #include <czmq.h>
 #include <stddef.h>
 
+#include "dispatch_lanes.h"
 #include "error.h"
+#include "metrics.h"
 
 struct dispatch;
 
 /* Starts the dispatcher thread on router (which it takes over: *routerp is set to NULL).
- * max_queued bounds the jobs held while no worker has room. NULL with err on failure. */
-struct dispatch *dispatch_start(zsock_t **routerp, unsigned max_queued, struct osbq_error *err);
+ * max_queued bounds the jobs held while no worker has room. waits, when not NULL, holds
+ * DISPATCH_LANES histogram series (borrowed, by lane) that get each job's time in the queue,
+ * in seconds. NULL with err on failure. */
+struct dispatch *dispatch_start(zsock_t **routerp, unsigned max_queued,
+                                struct osbq_series *const *waits, struct osbq_error *err);
 
 /* Stops the thread and frees everything, queued jobs included (they are in Redis); sets *dp to
  * NULL; accepts NULL. */
 void dispatch_stop(struct dispatch **dp);
 
-/* Queues an encoded job for the next worker with a free slot; copies it. A job whose operation
- * is already queued here is dropped (a resend of a job that only waits for room). Safe from any
- * thread. Returns 0, or -1 when the queue is full (the job stays recorded in Redis). */
-int dispatch_submit(struct dispatch *d, const char *operation_id, const void *job, size_t len);
+/* Queues an encoded job in lane for the next worker with a free slot (the lanes take turns:
+ * dispatch_lanes_pop); copies it. A job whose operation is already queued here, in any lane, is
+ * dropped (a resend of a job that only waits for room). Safe from any thread. Returns 0, or -1
+ * when the queue is full (the job stays recorded in Redis). */
+int dispatch_submit(struct dispatch *d, const char *operation_id, enum dispatch_lane lane,
+                    const void *job, size_t len);
 
 /* Figures for logs and /metrics: jobs waiting, workers known, their free slots. */
 struct dispatch_stats {
-    size_t queued;     /* jobs waiting for a worker */
+    size_t queued;     /* jobs waiting for a worker, in every lane */
+    size_t queued_due; /* of those, the recovery loop's (DISPATCH_LANE_DUE) */
     size_t workers;    /* live workers */
     size_t free_slots; /* their free slots, as last announced */
 };

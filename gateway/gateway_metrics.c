@@ -11,6 +11,7 @@ static const char *const request_labels[] = {"route", "method", "code"};
 static const char *const route_label[] = {"route"};
 static const char *const operation_labels[] = {"kind", "state", "service", "plan"};
 static const char *const platform_labels[] = {"platform", "code"};
+static const char *const lane_label[] = {"lane"};
 
 /* Sets the gauges that are read rather than tracked. */
 static void refresh_gauges(void *ctx)
@@ -81,6 +82,20 @@ int gateway_metrics_init(struct gateway_metrics *gm, struct osbq_store *store, c
         m, OSBQ_METRIC_COUNTER, "osbq_platform_requests_total",
         "Broker API requests answered, by the platform their URL prefix names and status.",
         platform_labels, 2, NULL, 0);
+    struct osbq_metric *waits = osbq_metrics_add(
+        m, OSBQ_METRIC_HISTOGRAM, "osbq_dispatch_wait_seconds",
+        "Time jobs waited in this gateway's dispatcher for a worker's free slot, by lane: waiting "
+        "(a synchronous request's), due (polls and resends), new (first steps of asynchronous "
+        "operations).",
+        lane_label, 1, osbq_metrics_latency_buckets, osbq_metrics_latency_buckets_count);
+    for (unsigned i = 0; i < DISPATCH_LANES; i++) {
+        gm->dispatch_waits[i] =
+            waits
+                ? osbq_metric_series(waits, OSBQ_LABELS(dispatch_lane_name((enum dispatch_lane)i)))
+                : NULL;
+        if (gm->dispatch_waits[i] == NULL)
+            goto fail;
+    }
     if (gm->requests == NULL || gm->platform_requests == NULL || gm->duration == NULL ||
         gm->in_flight == NULL || gm->operations == NULL || gm->sync_waits == NULL ||
         gm->jobs_queued == NULL || gm->workers == NULL || gm->free_slots == NULL ||

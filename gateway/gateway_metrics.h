@@ -25,8 +25,9 @@ struct gateway_metrics {
     struct osbq_series *workers;        /* osbq_workers_live (read at scrape) */
     struct osbq_series *free_slots;     /* osbq_worker_free_slots (read at scrape) */
     struct osbq_series *sync_waits;     /* osbq_sync_waits_in_flight (read at scrape) */
-    struct dispatch *dispatch;          /* borrowed, read at scrape; NULL until attached */
-    struct waiter_table *waiters;       /* borrowed, read at scrape; NULL until attached */
+    struct osbq_series *dispatch_waits[DISPATCH_LANES]; /* osbq_dispatch_wait_seconds{lane} */
+    struct dispatch *dispatch;    /* borrowed, read at scrape; NULL until attached */
+    struct waiter_table *waiters; /* borrowed, read at scrape; NULL until attached */
 };
 
 /* Creates the registry and every family; version labels osbq_build_info. Returns 0, or -1 when out

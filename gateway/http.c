@@ -424,12 +424,15 @@ static enum MHD_Result start_call(const struct gateway *gw, struct MHD_Connectio
 
 /* Sends an accepted operation's job to a worker: the one place jobs leave a handler's reply,
  * once that reply is queued or its request suspended, so that a fast outcome finds the waiter
- * registered. */
-static void send_job(const struct gateway *gw, const char *operation_id, char *job, size_t len)
+ * registered. A request that waits for the outcome (sync) has a lane of its own: its client
+ * waits on the connection, and new asynchronous work must not queue ahead of it. */
+static void send_job(const struct gateway *gw, const char *operation_id, bool waiting, char *job,
+                     size_t len)
 {
     if (job == NULL)
         return;
-    if (dispatch_submit(gw->dispatch, operation_id, job, len) < 0)
+    if (dispatch_submit(gw->dispatch, operation_id,
+                        waiting ? DISPATCH_LANE_WAITING : DISPATCH_LANE_NEW, job, len) < 0)
         log_warnx("job queue full: operation %s waits for recovery", operation_id);
     free(job);
 }
@@ -445,6 +448,7 @@ static enum MHD_Result respond(const struct gateway *gw, struct MHD_Connection *
     size_t job_len = r->job_len;
     r->job = NULL;
     enum MHD_Result rc = MHD_NO;
+    bool waiting = r->kind == REPLY_WAIT;
     switch (r->kind) {
     case REPLY_DEFERRED:
         rc = start_call(gw, conn, ex, r);
@@ -456,7 +460,7 @@ static enum MHD_Result respond(const struct gateway *gw, struct MHD_Connection *
         rc = queue_reply(conn, ex, r);
         break;
     }
-    send_job(gw, operation_id, job, job_len);
+    send_job(gw, operation_id, waiting, job, job_len);
     return rc;
 }
 

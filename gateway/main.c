@@ -187,7 +187,7 @@ int main(int argc, char **argv)
     gw.pipeline = osbq_store_pipeline_start(gw.store, &err);
     if (gw.pipeline == NULL)
         fatalx("%s", err.text);
-    gw.dispatch = dispatch_start(&bus, cfg.max_queued_jobs, &err);
+    gw.dispatch = dispatch_start(&bus, cfg.max_queued_jobs, metrics.dispatch_waits, &err);
     if (gw.dispatch == NULL)
         fatalx("%s", err.text);
     gw.waiters = waiter_table_start(gw.store, &cfg, gw.gateway_id, &err);

@@ -13,8 +13,8 @@
 #include "log.h"
 #include "periodic.h"
 
-/* Operations taken per batch: bounds the work handed to the dispatcher at once, so a new job
- * queued behind a batch waits for at most that many short steps. */
+/* Operations taken per batch: bounds the due work handed to the dispatcher at once (its due
+ * lane), so due work leaves Redis about as fast as the workers run it. */
 #define RECOVERY_BATCH 200
 /* Batches one pass takes at most while they come back full (many polls due at once: operations
  * accepted together end their waits together); the rest wait for the next pass. */
@@ -41,7 +41,7 @@ struct recovery {
 
 bool recovery_has_room(const struct dispatch_stats *stats, size_t batch)
 {
-    return stats->free_slots > 0 && stats->queued < batch;
+    return stats->free_slots > 0 && stats->queued_due < batch;
 }
 
 /* Sends the job again: for a poll, its next step (the attempt unchanged: a poll is not one);
@@ -62,7 +62,7 @@ static void resend(struct recovery *r, const struct osbq_recovery_item *item)
     }
     job.attempt = item->poll && item->claims > 0 ? item->claims : item->claims + 1;
     if (osbq_job_encode(&job, &bytes, &len, why, sizeof why) < 0 ||
-        dispatch_submit(r->dispatch, item->operation_id, bytes, len) < 0)
+        dispatch_submit(r->dispatch, item->operation_id, DISPATCH_LANE_DUE, bytes, len) < 0)
         log_warnx("operation %s: cannot %s it now, the next scan will", item->operation_id,
                   item->poll ? "send the next step of" : "resend");
     else if (item->poll) {
@@ -152,8 +152,8 @@ static void scan(struct recovery *r)
     dispatch_get_stats(r->dispatch, &stats);
     long taken = scan_batch(r, stats.free_slots > 0);
     /* A full batch: more is due (polls of operations that started together). Hand it out as
-     * the workers take it, never more than a batch ahead of them, so new jobs queued meanwhile
-     * are not stuck behind thousands of polls (docs/reliability.md, fairness). */
+     * the workers take it, never more than a batch ahead of them: the rest stays in Redis, due,
+     * for any gateway's workers (docs/reliability.md, fairness). */
     for (unsigned batches = 1; taken >= RECOVERY_BATCH && batches < RECOVERY_BATCHES_MAX;
          batches++) {
         if (!wait_for_room(r))

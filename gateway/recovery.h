@@ -19,8 +19,9 @@ struct recovery *recovery_start(const struct osbq_config *cfg, struct osbq_store
                                 struct osbq_error *err);
 
 /* Whether the workers have room for another batch of due work: a free slot, and fewer than
- * batch jobs still queued in the dispatcher (the fairness rule: recovered work never runs more
- * than a batch ahead of new jobs; docs/reliability.md). */
+ * batch jobs of the recovery loop still queued in the dispatcher's due lane (the fairness rule:
+ * due work is taken from Redis no faster than workers run it, and the lanes take turns so it
+ * never delays a new job by more than one; docs/reliability.md). */
 bool recovery_has_room(const struct dispatch_stats *stats, size_t batch);
 
 /* Stops the loop and frees it; sets *rp to NULL; accepts NULL. */

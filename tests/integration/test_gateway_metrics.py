@@ -116,7 +116,7 @@ class GatewayMetricsTest(unittest.TestCase):
                      "osbq_gateway_operations_total", "osbq_jobs_queued", "osbq_workers_live",
                      "osbq_worker_free_slots", "osbq_sync_waits_in_flight",
                      "osbq_job_retries_total", "osbq_lease_expiries_total",
-                     "osbq_redis_errors_total"):
+                     "osbq_redis_errors_total", "osbq_dispatch_wait_seconds"):
             self.assertIn("# TYPE %s " % name, text)
             self.assertIn("# HELP %s " % name, text)
         harness.wait_until(
@@ -226,6 +226,12 @@ class GatewayMetricsTest(unittest.TestCase):
                           if k[0] == hist + "_bucket" and dict(k[1])["route"] == BINDING_ROUTE))
         self.assertEqual([v for _, v in buckets], sorted(v for _, v in buckets))
         self.assertEqual(value(after, "osbq_sync_waits_in_flight"), 0)
+        # Every job sent went through the dispatcher's lanes: the sync bind and unbind through
+        # "waiting", the three provisions and the async deprovision through "new" (the joined
+        # request sends no job of its own).
+        wait = "osbq_dispatch_wait_seconds_count"
+        self.assertEqual(delta(wait, lane="waiting"), 2)
+        self.assertEqual(delta(wait, lane="new"), 4)
         # The access log names the operation and instance of the accepted provision.
         harness.wait_until(lambda: re.search(r"msg=request .*status=202 .*instance=%s .*op=%s"
                                              % (slow, first.json()["operation"]),

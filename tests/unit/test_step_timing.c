@@ -2,7 +2,7 @@
  * step is due, capped at the point the operation must have ended by, and when a claimed step
  * fails instead of running (the deadline across steps, maximum_polling_duration); and the
  * fairness rule of the gateways' recovery loop (gateway/recovery.c: due work handed out only
- * when workers have room). */
+ * when workers have room; the dispatcher's lanes are tested in test_dispatch_lanes.c). */
 /* clang-format off: cmocka needs these before cmocka.h, in this order */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -86,17 +86,21 @@ static void test_max_polling_from_plan(void **state)
     osbq_catalog_destroy(&catalog);
 }
 
-/* Recovered work (resends, polls) never runs more than a batch ahead of new jobs: another batch
- * only with a free slot and less than a batch still queued in the dispatcher. */
+/* Recovered work (resends, polls) is taken from Redis no faster than workers run it: another
+ * batch only with a free slot and less than a batch still queued in the dispatcher's due lane;
+ * new jobs queued in the other lanes do not hold it back (the lanes take turns). */
 static void test_recovery_room(void **state)
 {
     (void)state;
     struct dispatch_stats stats = {.queued = 0, .workers = 1, .free_slots = 4};
     assert_true(recovery_has_room(&stats, 200));
-    stats.queued = 199;
+    stats.queued = stats.queued_due = 199;
     assert_true(recovery_has_room(&stats, 200));
-    stats.queued = 200;
+    stats.queued = stats.queued_due = 200;
     assert_false(recovery_has_room(&stats, 200));
+    stats.queued = 10000;
+    stats.queued_due = 0;
+    assert_true(recovery_has_room(&stats, 200));
     stats.queued = 0;
     stats.free_slots = 0;
     assert_false(recovery_has_room(&stats, 200));

@@ -1,0 +1,43 @@
+/* The dispatcher's queue: one line (lane) per kind of work, served in turn, so that no kind of
+ * work waits behind a flood of another (docs/reliability.md, fairness). */
+#ifndef OSBQ_GATEWAY_DISPATCH_LANES_H
+#define OSBQ_GATEWAY_DISPATCH_LANES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* Where a job waits for a worker. */
+enum dispatch_lane {
+    DISPATCH_LANE_WAITING, /* a synchronous request's job: its client waits on the connection */
+    DISPATCH_LANE_DUE,     /* from the recovery loop: a due poll, or a resend */
+    DISPATCH_LANE_NEW,     /* the first step of a new asynchronous operation */
+};
+#define DISPATCH_LANES 3
+
+/* The lane's name in metrics and logs: "waiting", "due", "new". */
+const char *dispatch_lane_name(enum dispatch_lane lane);
+
+struct dispatch_lanes;
+
+/* An empty set of lanes; NULL when memory ran out. */
+struct dispatch_lanes *dispatch_lanes_new(void);
+
+/* Frees the lanes (not the items: take them out first); sets *lp to NULL; accepts NULL. */
+void dispatch_lanes_destroy(struct dispatch_lanes **lp);
+
+/* Adds item (not NULL) at the tail of lane, or at its head (a job handed back). Returns 0, or
+ * -1 when memory ran out. */
+int dispatch_lanes_push(struct dispatch_lanes *l, enum dispatch_lane lane, void *item, bool front);
+
+/* Takes the next item, or NULL when every lane is empty. The rule: the lanes take turns, one
+ * item each; the turn goes from the lane served last to the next lane, in the order of enum
+ * dispatch_lane, that holds an item. So the item at the head of a lane leaves before at most
+ * one item of each other lane; within a lane, items leave in order. *lane (when not NULL) is
+ * set to the lane it came from. */
+void *dispatch_lanes_pop(struct dispatch_lanes *l, enum dispatch_lane *lane);
+
+/* Items in lane, and in all of them. */
+size_t dispatch_lanes_size(const struct dispatch_lanes *l, enum dispatch_lane lane);
+size_t dispatch_lanes_total(const struct dispatch_lanes *l);
+
+#endif

@@ -1,0 +1,148 @@
+/* Unit tests of the dispatcher's lanes (gateway/dispatch_lanes.c): the lanes take turns, so a
+ * job at the head of its lane leaves before at most one job of each other lane, whatever waits
+ * there; jobs of one lane leave in order; a job handed back goes first in its lane. */
+/* clang-format off: cmocka needs these before cmocka.h, in this order */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+/* clang-format on */
+
+#include <cmocka.h>
+
+#include "dispatch_lanes.h"
+
+/* Items are the addresses of these: what a lane holds is opaque to it. */
+static int items[64];
+
+static void *pop(struct dispatch_lanes *l, enum dispatch_lane expected_lane)
+{
+    enum dispatch_lane lane = DISPATCH_LANES;
+    void *item = dispatch_lanes_pop(l, &lane);
+    assert_non_null(item);
+    assert_int_equal(lane, expected_lane);
+    return item;
+}
+
+static void test_empty(void **state)
+{
+    (void)state;
+    struct dispatch_lanes *l = dispatch_lanes_new();
+    assert_non_null(l);
+    assert_null(dispatch_lanes_pop(l, NULL));
+    assert_int_equal(dispatch_lanes_total(l), 0);
+    dispatch_lanes_destroy(&l);
+    assert_null(l);
+    dispatch_lanes_destroy(&l);
+}
+
+/* One lane alone: first in, first out; a job handed back goes before the others. */
+static void test_one_lane_in_order(void **state)
+{
+    (void)state;
+    struct dispatch_lanes *l = dispatch_lanes_new();
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(dispatch_lanes_push(l, DISPATCH_LANE_NEW, &items[i], false), 0);
+    assert_int_equal(dispatch_lanes_push(l, DISPATCH_LANE_NEW, &items[9], true), 0);
+    assert_int_equal(dispatch_lanes_size(l, DISPATCH_LANE_NEW), 6);
+    assert_int_equal(dispatch_lanes_size(l, DISPATCH_LANE_WAITING), 0);
+    assert_ptr_equal(pop(l, DISPATCH_LANE_NEW), &items[9]);
+    for (int i = 0; i < 5; i++)
+        assert_ptr_equal(pop(l, DISPATCH_LANE_NEW), &items[i]);
+    assert_null(dispatch_lanes_pop(l, NULL));
+    dispatch_lanes_destroy(&l);
+}
+
+/* A burst of new jobs queued first: a synchronous request's job queued behind them leaves
+ * after at most one of them, and so does a due poll. */
+static void test_burst_waits_one_turn(void **state)
+{
+    (void)state;
+    struct dispatch_lanes *l = dispatch_lanes_new();
+    for (int i = 0; i < 40; i++)
+        assert_int_equal(dispatch_lanes_push(l, DISPATCH_LANE_NEW, &items[i], false), 0);
+    /* The burst's first job goes, since it was alone. */
+    assert_ptr_equal(pop(l, DISPATCH_LANE_NEW), &items[0]);
+    assert_ptr_equal(pop(l, DISPATCH_LANE_NEW), &items[1]);
+    assert_int_equal(dispatch_lanes_push(l, DISPATCH_LANE_WAITING, &items[50], false), 0);
+    assert_int_equal(dispatch_lanes_push(l, DISPATCH_LANE_DUE, &items[51], false), 0);
+    assert_int_equal(dispatch_lanes_total(l), 40);
+    /* The lane served last was the new lane: the turn goes to the waiting one, then due. */
+    assert_ptr_equal(pop(l, DISPATCH_LANE_WAITING), &items[50]);
+    assert_ptr_equal(pop(l, DISPATCH_LANE_DUE), &items[51]);
+    assert_ptr_equal(pop(l, DISPATCH_LANE_NEW), &items[2]);
+    /* Another sync job: one new job went since the last, it goes next. */
+    assert_int_equal(dispatch_lanes_push(l, DISPATCH_LANE_WAITING, &items[52], false), 0);
+    assert_ptr_equal(pop(l, DISPATCH_LANE_WAITING), &items[52]);
+    assert_ptr_equal(pop(l, DISPATCH_LANE_NEW), &items[3]);
+    dispatch_lanes_destroy(&l);
+    /* The rest are static: nothing to free. */
+}
+
+/* Every lane full: strict turns, waiting, due, new, and each lane in its order. */
+static void test_turns(void **state)
+{
+    (void)state;
+    struct dispatch_lanes *l = dispatch_lanes_new();
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(dispatch_lanes_push(l, DISPATCH_LANE_NEW, &items[i], false), 0);
+        assert_int_equal(dispatch_lanes_push(l, DISPATCH_LANE_DUE, &items[10 + i], false), 0);
+        assert_int_equal(dispatch_lanes_push(l, DISPATCH_LANE_WAITING, &items[20 + i], false), 0);
+    }
+    assert_int_equal(dispatch_lanes_total(l), 12);
+    for (int i = 0; i < 4; i++) {
+        assert_ptr_equal(pop(l, DISPATCH_LANE_WAITING), &items[20 + i]);
+        assert_ptr_equal(pop(l, DISPATCH_LANE_DUE), &items[10 + i]);
+        assert_ptr_equal(pop(l, DISPATCH_LANE_NEW), &items[i]);
+    }
+    assert_null(dispatch_lanes_pop(l, NULL));
+    dispatch_lanes_destroy(&l);
+}
+
+/* The bound, whatever the order of arrivals: between a job's arrival at the head of its lane
+ * and its leaving, at most one job of each other lane leaves. Lanes filled by a fixed
+ * pseudo-random sequence of pushes and pops. */
+static void test_bound(void **state)
+{
+    (void)state;
+    struct dispatch_lanes *l = dispatch_lanes_new();
+    uint32_t seed = 12345;
+    /* For each lane: how many jobs of other lanes left since its head job became head. */
+    unsigned others[DISPATCH_LANES] = {0};
+    for (int round = 0; round < 20000; round++) {
+        seed = seed * 1103515245u + 12345u;
+        unsigned r = (seed >> 16) % 8;
+        if (r < 4) {
+            enum dispatch_lane lane = (enum dispatch_lane)(r % DISPATCH_LANES);
+            if (dispatch_lanes_size(l, lane) == 0)
+                others[lane] = 0;
+            assert_int_equal(dispatch_lanes_push(l, lane, &items[round % 64], false), 0);
+        } else {
+            enum dispatch_lane lane = DISPATCH_LANES;
+            if (dispatch_lanes_pop(l, &lane) == NULL)
+                continue;
+            others[lane] = 0;
+            for (unsigned i = 0; i < DISPATCH_LANES; i++) {
+                if (i == lane || dispatch_lanes_size(l, (enum dispatch_lane)i) == 0)
+                    continue;
+                others[i]++;
+                assert_true(others[i] <= DISPATCH_LANES - 1);
+            }
+        }
+    }
+    while (dispatch_lanes_pop(l, NULL) != NULL)
+        ;
+    dispatch_lanes_destroy(&l);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_empty),
+        cmocka_unit_test(test_one_lane_in_order),
+        cmocka_unit_test(test_burst_waits_one_turn),
+        cmocka_unit_test(test_turns),
+        cmocka_unit_test(test_bound),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -74,6 +74,7 @@ instances=10000
 scale_instances=1000000
 suspended=10000
 long_ops_scale=1
+exec_poll_limit=
 all_cases="catalog,accept,redis,accept_alone,last_op,lifecycle,sync_cycle,scale,memory,round_trips,durable"
 cases=$all_cases
 # Every case, the long one included, for --cases.
@@ -95,6 +96,8 @@ usage: bench/run.sh [options]
                     memory,round_trips,long_ops,long_ops_exec,durable
   --long-ops-scale F  multiplies long_ops' and long_ops_exec's counts (default 1; 0.1 for a
                     quick run)
+  --exec-poll-limit N  OSBQ_WORKER_EXEC_CONCURRENCY in long_ops_exec's poll phase (default:
+                    the worker's, 256)
   --build-dir DIR   where to build the Release binaries (default build-bench/)
   --quick           a smoke run of every case: --runs 1 --duration 2 --instances 2000
                     --scale-instances 50000 --suspended 1000 (options after it still apply)
@@ -115,6 +118,7 @@ while [ $# -gt 0 ]; do
     --scale-instances) scale_instances="${2:-}"; shift 2 ;;
     --suspended) suspended="${2:-}"; shift 2 ;;
     --long-ops-scale) long_ops_scale="${2:-}"; shift 2 ;;
+    --exec-poll-limit) exec_poll_limit="${2:-}"; shift 2 ;;
     --quick) runs=1 duration=2 instances=2000 scale_instances=50000 suspended=1000; shift ;;
     -h | --help) usage; exit 0 ;;
     *) usage >&2; die "unknown option $1" ;;
@@ -127,6 +131,7 @@ positive_int "$threads" --threads
 positive_int "$instances" --instances
 positive_int "$scale_instances" --scale-instances
 positive_int "$suspended" --suspended
+[ -z "$exec_poll_limit" ] || positive_int "$exec_poll_limit" --exec-poll-limit
 [ "$scale_instances" -ge 10000 ] || die "--scale-instances must be at least 10000 (the polled set)"
 # Even ids are loaded on the instant plan, odd ones on the hold plan: an even count keeps it half.
 [ $((instances % 2)) -eq 0 ] || die "--instances must be even"

@@ -17,6 +17,7 @@ usage: long_ops_exec.py catalog PATH
 
 import json
 import os
+import shutil
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -36,14 +37,16 @@ def write_catalog(path):
     with open(os.path.join(BENCH_DIR, "catalog.json")) as f:
         catalog = json.load(f)
 
-    def plan(pid, name, script, env):
+    def plan(pid, name, shell, script, env):
         return {"id": pid, "name": name, "description": name, "free": True,
                 "osbq": {"backend": "exec", "timeout_ms": 600000, "env": env,
-                         "command": ["/bin/sh", os.path.join(BENCH_DIR, "exec", script)]}}
+                         "command": [shell, os.path.join(BENCH_DIR, "exec", script)]}}
 
+    # poll.sh needs bash ($EPOCHSECONDS: the time without starting date).
+    bash = shutil.which("bash") or "/bin/bash"
     catalog["services"][0]["plans"] += [
-        plan(SLEEP_PLAN, "exec-sleep", "sleep.sh", {"SLEEP_S": str(SLEEP_S)}),
-        plan(POLL_PLAN, "exec-poll", "poll.sh", {"WAIT_S": str(WAIT_S)}),
+        plan(SLEEP_PLAN, "exec-sleep", "/bin/sh", "sleep.sh", {"SLEEP_S": str(SLEEP_S)}),
+        plan(POLL_PLAN, "exec-poll", bash, "poll.sh", {"WAIT_S": str(WAIT_S)}),
     ]
     with open(path, "w") as f:
         json.dump(catalog, f)

@@ -76,6 +76,7 @@ suspended=10000
 long_ops_scale=1
 long_ops_phases=in_flight,on_time,hol,steps,threads
 long_ops_sender_nice=19
+exec_poll_limit=
 all_cases="catalog,accept,redis,accept_alone,last_op,lifecycle,sync_cycle,scale,memory,round_trips,durable"
 cases=$all_cases
 # Every case, the long one included, for --cases.
@@ -102,6 +103,8 @@ usage: bench/run.sh [options]
   --long-ops-sender-nice N  the nice value of long_ops' hol burst sender (default 19: it takes
                     only the CPU the broker leaves, as a platform on another host; 0: it
                     competes with the broker for this machine's cores)
+  --exec-poll-limit N  OSBQ_WORKER_EXEC_CONCURRENCY in long_ops_exec's poll phase (default:
+                    the worker's, 256)
   --build-dir DIR   where to build the Release binaries (default build-bench/)
   --quick           a smoke run of every case: --runs 1 --duration 2 --instances 2000
                     --scale-instances 50000 --suspended 1000 (options after it still apply)
@@ -124,6 +127,7 @@ while [ $# -gt 0 ]; do
     --long-ops-scale) long_ops_scale="${2:-}"; shift 2 ;;
     --long-ops-phases) long_ops_phases="${2:-}"; shift 2 ;;
     --long-ops-sender-nice) long_ops_sender_nice="${2:-}"; shift 2 ;;
+    --exec-poll-limit) exec_poll_limit="${2:-}"; shift 2 ;;
     --quick) runs=1 duration=2 instances=2000 scale_instances=50000 suspended=1000; shift ;;
     -h | --help) usage; exit 0 ;;
     *) usage >&2; die "unknown option $1" ;;
@@ -136,6 +140,7 @@ positive_int "$threads" --threads
 positive_int "$instances" --instances
 positive_int "$scale_instances" --scale-instances
 positive_int "$suspended" --suspended
+[ -z "$exec_poll_limit" ] || positive_int "$exec_poll_limit" --exec-poll-limit
 [ "$scale_instances" -ge 10000 ] || die "--scale-instances must be at least 10000 (the polled set)"
 # Even ids are loaded on the instant plan, odd ones on the hold plan: an even count keeps it half.
 [ $((instances % 2)) -eq 0 ] || die "--instances must be even"

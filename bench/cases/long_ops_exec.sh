@@ -36,7 +36,12 @@ case_long_ops_exec() {
     OSBQ_REDIS_TIMEOUT_MS=5000)
   osbq_extra_env=("${common[@]}" OSBQ_WORKER_EXEC_CONCURRENCY=$((old > 256 ? old : 256)))
   long_ops_exec_phase old_style "$old"
+  # Poll-style steps are short and CPU-bound (a program start each): --exec-poll-limit sizes
+  # the programs running at once to the cores, as an operator running only such programs would;
+  # without it the worker's default (256) applies.
   osbq_extra_env=("${common[@]}")
+  [ -z "$exec_poll_limit" ] || osbq_extra_env+=(OSBQ_WORKER_EXEC_CONCURRENCY="$exec_poll_limit")
+  echo "  poll phase: OSBQ_WORKER_EXEC_CONCURRENCY=${exec_poll_limit:-256 (default)}"
   long_ops_exec_phase poll_style "$poll"
   osbq_extra_env=()
 }

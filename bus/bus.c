@@ -1,6 +1,7 @@
 /* The job bus: ZeroMQ sockets between gateways and workers (czmq). */
 #include "bus.h"
 
+#include <inttypes.h>
 #include <stdatomic.h>
 #include <string.h>
 
@@ -64,11 +65,19 @@ zsock_t *osbq_bus_worker_connect(const char *endpoint, const struct osbq_bus_cur
     return sock;
 }
 
-int osbq_bus_send_ready(zsock_t *dealer, const char *worker_id, unsigned free_slots)
+int osbq_bus_send_ready(zsock_t *dealer, const char *worker_id, unsigned free_slots,
+                        uint64_t received)
 {
-    char slots[16];
+    char slots[16], count[24];
     (void)snprintf(slots, sizeof slots, "%u", free_slots);
-    return zsock_send(dealer, "sss", OSBQ_BUS_READY, worker_id, slots);
+    (void)snprintf(count, sizeof count, "%" PRIu64, received);
+    return zsock_send(dealer, "ssss", OSBQ_BUS_READY, worker_id, slots, count);
+}
+
+unsigned osbq_bus_ready_credit(unsigned free_slots, uint64_t sent, uint64_t received)
+{
+    uint64_t on_the_way = sent > received ? sent - received : 0;
+    return on_the_way >= free_slots ? 0 : free_slots - (unsigned)on_the_way;
 }
 
 int osbq_bus_send_reject(zsock_t *dealer, const void *job, size_t len)

@@ -3,6 +3,7 @@
 #define OSBQ_BUS_H
 
 #include <czmq.h>
+#include <stdint.h>
 
 #include "bus_curve.h"
 #include "error.h"
@@ -20,8 +21,12 @@ zsock_t *osbq_bus_gateway_bind(const char *endpoint, const struct osbq_bus_curve
                                struct osbq_error *err);
 
 /* The bus protocol: multipart messages whose first frame is a command word.
- *   worker -> gateway  READY  <worker id> <free slots, decimal>   on every change, and every
- *                                                               OSBQ_BUS_HEARTBEAT_MS as liveness
+ *   worker -> gateway  READY  <worker id> <free slots, decimal> <jobs received, decimal>
+ *                            on every change, and every OSBQ_BUS_HEARTBEAT_MS as liveness; the
+ *                            last frame counts the JOBs this connection has delivered so far,
+ *                            so the gateway can subtract the jobs still on their way from the
+ *                            free slots (osbq_bus_ready_credit); a READY without it (an older
+ *                            worker) is taken as it is, and an older gateway ignores the frame
  *   gateway -> worker  JOB    <encoded job (proto/job.h)>
  *   worker -> gateway  REJECT <encoded job>    no free slot after all: the gateway sends it on
  * A gateway forgets a worker silent for OSBQ_BUS_WORKER_EXPIRY_MS. */
@@ -57,8 +62,16 @@ void osbq_bus_monitor_stop(zsock_t *sock, zsock_t **monitorp);
 /* Reads one waiting event without blocking. 0, or -1 when none is waiting. */
 int osbq_bus_event_read(zsock_t *monitor, struct osbq_bus_event *event);
 
-/* Worker side: sends READY with the number of free slots. 0 or -1. */
-int osbq_bus_send_ready(zsock_t *dealer, const char *worker_id, unsigned free_slots);
+/* Worker side: sends READY with the number of free slots and the count of JOBs received on
+ * this socket. 0 or -1. */
+int osbq_bus_send_ready(zsock_t *dealer, const char *worker_id, unsigned free_slots,
+                        uint64_t received);
+
+/* Gateway side: the jobs a worker can take now, from a READY that announced free_slots after
+ * receiving `received` jobs of the `sent` this gateway has sent it: the jobs sent since are
+ * on their way and will take slots. A received count above sent (the counts of another
+ * connection) is taken as nothing on the way. */
+unsigned osbq_bus_ready_credit(unsigned free_slots, uint64_t sent, uint64_t received);
 
 /* Worker side: hands a job back (REJECT). 0 or -1. */
 int osbq_bus_send_reject(zsock_t *dealer, const void *job, size_t len);

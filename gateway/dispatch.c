@@ -38,6 +38,7 @@ struct worker_slot {
     unsigned free;      /* free slots it announced, minus jobs sent since */
     int64_t last_seen;  /* CLOCK_MONOTONIC ms of its last message */
     uint64_t last_sent; /* d->sent when it was last sent a job; 0: never */
+    uint64_t sent;      /* jobs sent to it (its READY says how many it received) */
 };
 
 struct dispatch {
@@ -156,9 +157,13 @@ static bool handle_message(struct dispatch *d)
     if (strcmp(command, OSBQ_BUS_READY) == 0) {
         char *id = zmsg_popstr(msg);
         char *free_text = zmsg_popstr(msg);
-        char *end = NULL;
+        char *received_text = zmsg_popstr(msg); /* NULL from an older worker */
+        char *end = NULL, *received_end = NULL;
         unsigned long slots = free_text ? strtoul(free_text, &end, 10) : 0;
-        if (id == NULL || free_text == NULL || *end != '\0' || slots > 1000000) {
+        unsigned long long received =
+            received_text ? strtoull(received_text, &received_end, 10) : 0;
+        if (id == NULL || free_text == NULL || *end != '\0' || slots > 1000000 ||
+            (received_text != NULL && (*received_end != '\0' || received_text[0] == '-'))) {
             log_warnx("ignoring a malformed READY message");
         } else {
             struct worker_slot *w = worker_find(d, identity);
@@ -174,12 +179,18 @@ static bool handle_message(struct dispatch *d)
                 }
             }
             if (w != NULL) {
-                w->free = (unsigned)slots;
+                /* Jobs sent after the worker counted its free slots are still on their way:
+                 * without taking them off, a fast stream of jobs over-fills it and it hands
+                 * the excess back (REJECT) to be sent again. */
+                w->free = received_text != NULL
+                              ? osbq_bus_ready_credit((unsigned)slots, w->sent, received)
+                              : (unsigned)slots;
                 w->last_seen = now_ms();
             }
         }
         free(id);
         free(free_text);
+        free(received_text);
     } else if (strcmp(command, OSBQ_BUS_REJECT) == 0) {
         zframe_t *job = zmsg_pop(msg);
         struct worker_slot *w = worker_find(d, identity);
@@ -252,6 +263,7 @@ static void send_queued(struct dispatch *d)
             free(job);
         } else {
             w->free--;
+            w->sent++;
             w->last_sent = ++d->sent;
         }
     }

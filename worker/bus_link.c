@@ -38,6 +38,8 @@ struct gateway {
     int64_t failure_logged; /* CLOCK_MONOTONIC ms of the last failure logged; 0: none yet */
     struct osbq_bus_event logged; /* the failure last logged */
     int64_t redial_at;            /* CLOCK_MONOTONIC ms to open a new socket; 0: not due */
+    uint64_t received;            /* JOBs delivered by dealer (a new socket starts at 0) */
+    uint64_t announced_received;  /* received when free_slots was last counted: what READY says */
 };
 
 struct bus_link {
@@ -86,7 +88,8 @@ static void send_ready(struct bus_link *b, struct gateway *gw)
 {
     /* With ZMQ_IMMEDIATE a gateway still connecting (or gone) refuses the message at once;
      * the poll loop sends it when the socket turns writable. */
-    gw->ready_owed = osbq_bus_send_ready(gw->dealer, b->worker_id, b->free_slots) < 0;
+    gw->ready_owed =
+        osbq_bus_send_ready(gw->dealer, b->worker_id, b->free_slots, gw->announced_received) < 0;
     if (gw->ready_owed)
         log_debug("READY to %s not sent yet (%s)", gw->endpoint, zmq_strerror(zmq_errno()));
 }
@@ -106,6 +109,9 @@ static void dial(struct bus_link *b, struct gateway *gw)
     struct osbq_error err = {0};
     gw->connecting = false;
     gw->redial_at = 0;
+    /* The gateway knows a new socket as a new worker, whose count starts again. */
+    gw->received = 0;
+    gw->announced_received = 0;
     gw->dealer = osbq_bus_worker_connect(gw->endpoint, b->curve, &err);
     if (gw->dealer == NULL) {
         log_warnx("gateway %s: %s; ignoring it while the registry lists it", gw->endpoint,
@@ -178,6 +184,9 @@ void bus_link_announce(struct bus_link *b, unsigned free_slots)
 {
     b->free_slots = free_slots;
     for (size_t i = 0; i < b->count; i++) {
+        /* An owed READY sent later must not count jobs received after free_slots was: their
+         * slots are taken already. */
+        b->gateways[i].announced_received = b->gateways[i].received;
         if (b->gateways[i].dealer != NULL)
             send_ready(b, &b->gateways[i]);
     }
@@ -213,6 +222,7 @@ static void receive(struct gateway *gw, bus_link_job_fn on_job, void *ctx)
         zframe_t *command = zmsg_first(msg);
         if (zmsg_size(msg) == 2 && zframe_streq(command, OSBQ_BUS_JOB)) {
             zframe_t *job = zmsg_next(msg);
+            gw->received++;
             on_job(ctx, gw->dealer, gw->endpoint, zframe_data(job), zframe_size(job));
         } else {
             char quoted[COMMAND_QUOTE_MAX + 1];

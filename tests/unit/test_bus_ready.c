@@ -1,0 +1,67 @@
+/* Unit tests for the READY credit (bus/bus.c): what a gateway may send a worker once the jobs
+ * still on their way are taken off its announced free slots, and the frames a READY carries
+ * (a real ZeroMQ pair over inproc). */
+/* cmocka.h uses these without including them, so they come first and in this order. */
+/* clang-format off */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+/* clang-format on */
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "bus.h"
+
+static void test_credit_takes_off_jobs_on_their_way(void **state)
+{
+    (void)state;
+    /* Nothing on the way: the announcement as it is. */
+    assert_int_equal(osbq_bus_ready_credit(16, 0, 0), 16);
+    assert_int_equal(osbq_bus_ready_credit(16, 40, 40), 16);
+    /* Five sent after the worker counted: five of its slots are spoken for. */
+    assert_int_equal(osbq_bus_ready_credit(16, 45, 40), 11);
+    /* More on the way than free: nothing until the next READY. */
+    assert_int_equal(osbq_bus_ready_credit(4, 50, 40), 0);
+    assert_int_equal(osbq_bus_ready_credit(0, 50, 50), 0);
+    /* A count from another connection (above what was sent here): nothing on the way. */
+    assert_int_equal(osbq_bus_ready_credit(8, 3, 10), 8);
+    /* Counts far apart cannot wrap the credit. */
+    assert_int_equal(osbq_bus_ready_credit(8, UINT64_MAX, 0), 0);
+}
+
+static void test_ready_carries_the_received_count(void **state)
+{
+    (void)state;
+    osbq_bus_init();
+    zsock_t *gateway = zsock_new_router("inproc://ready-test");
+    zsock_t *worker = zsock_new_dealer(">inproc://ready-test");
+    assert_non_null(gateway);
+    assert_non_null(worker);
+    assert_int_equal(osbq_bus_send_ready(worker, "w-1", 12, 1234567890123ULL), 0);
+    zmsg_t *msg = zmsg_recv(gateway);
+    assert_non_null(msg);
+    assert_int_equal(zmsg_size(msg), 5); /* identity, READY, id, free, received */
+    zframe_t *identity = zmsg_pop(msg);
+    zframe_destroy(&identity);
+    const char *expected[] = {OSBQ_BUS_READY, "w-1", "12", "1234567890123"};
+    for (size_t i = 0; i < sizeof expected / sizeof expected[0]; i++) {
+        char *frame = zmsg_popstr(msg);
+        assert_string_equal(frame, expected[i]);
+        free(frame);
+    }
+    zmsg_destroy(&msg);
+    zsock_destroy(&worker);
+    zsock_destroy(&gateway);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_credit_takes_off_jobs_on_their_way),
+        cmocka_unit_test(test_ready_carries_the_received_count),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

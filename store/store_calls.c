@@ -4,6 +4,7 @@
 #include "store.h"
 
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -299,20 +300,18 @@ void osbq_store_use_pipeline(struct osbq_store *store, struct osbq_store_pipelin
     atomic_store(&store->pipeline, pipeline);
 }
 
-/* A blocking caller's wait for its call's answer from the pipeline's thread. */
+/* A blocking caller's wait for its call's answer from the pipeline's thread: a semaphore,
+ * so the answer wakes the caller once. (With a condition variable signalled under its mutex,
+ * the caller woke only to sleep again on the mutex the pipeline's thread still held, and was
+ * woken a second time when it let go.) */
 struct call_waiter {
-    pthread_mutex_t lock;
-    pthread_cond_t answered_cond;
-    bool answered;
+    sem_t answered;
 };
 
 static void call_answered(void *ctx)
 {
     struct call_waiter *w = ctx;
-    pthread_mutex_lock(&w->lock);
-    w->answered = true;
-    pthread_cond_signal(&w->answered_cond);
-    pthread_mutex_unlock(&w->lock);
+    (void)sem_post(&w->answered);
 }
 
 /* Sends call through pipeline and waits for its answer (the pipeline answers every call it
@@ -320,24 +319,17 @@ static void call_answered(void *ctx)
  * the call is as it was. */
 static int run_through(struct osbq_store_pipeline *pipeline, struct osbq_store_call *call)
 {
-    struct call_waiter w = {.answered = false};
-    if (pthread_mutex_init(&w.lock, NULL) != 0)
+    struct call_waiter w;
+    if (sem_init(&w.answered, 0, 0) != 0)
         return -1;
-    if (pthread_cond_init(&w.answered_cond, NULL) != 0) {
-        pthread_mutex_destroy(&w.lock);
-        return -1;
-    }
     int rc = osbq_store_pipeline_submit(pipeline, call, call_answered, &w);
     if (rc == 0) {
-        pthread_mutex_lock(&w.lock);
-        while (!w.answered)
-            pthread_cond_wait(&w.answered_cond, &w.lock);
-        pthread_mutex_unlock(&w.lock);
+        while (sem_wait(&w.answered) != 0)
+            ; /* interrupted by a signal handler: the answer is still to come */
     } else {
         call->err = (struct osbq_error){0};
     }
-    pthread_cond_destroy(&w.answered_cond);
-    pthread_mutex_destroy(&w.lock);
+    (void)sem_destroy(&w.answered);
     return rc;
 }
 

@@ -1108,8 +1108,10 @@ int runner_submit(struct runner *r, struct osbq_job *job)
     memset(job, 0, sizeof *job);
     r->queued++;
     r->busy++;
-    pthread_cond_signal(&r->work);
     pthread_mutex_unlock(&r->lock);
+    /* Signalled once the lock is free: the thread it wakes takes the job at once instead of
+     * waking to sleep again on the lock. The cond outlives the call; the job is in the queue. */
+    pthread_cond_signal(&r->work);
     return 0;
 }
 

@@ -117,6 +117,13 @@ struct osbq_store_pipeline;
  * is draining runs on a pooled connection). */
 void osbq_store_use_pipeline(struct osbq_store *store, struct osbq_store_pipeline *pipeline);
 
+/* Sends call through the pipeline the store uses without waiting: done(ctx) is called once,
+ * from the pipeline's thread, when the call holds its reply or why it has none (within the
+ * Redis timeout); the call is the pipeline's until then. Returns 0, or -1 when the store uses
+ * no pipeline or it is draining: the call is the caller's, unsent (osbq_store_call_run it). */
+int osbq_store_call_send(struct osbq_store *store, struct osbq_store_call *call,
+                         osbq_store_call_done_fn done, void *ctx);
+
 /* Frees a NULL-terminated array of strings the store returned; accepts NULL. */
 void osbq_store_strings_free(char **strings);
 

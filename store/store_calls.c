@@ -300,6 +300,18 @@ void osbq_store_use_pipeline(struct osbq_store *store, struct osbq_store_pipelin
     atomic_store(&store->pipeline, pipeline);
 }
 
+int osbq_store_call_send(struct osbq_store *store, struct osbq_store_call *call,
+                         osbq_store_call_done_fn done, void *ctx)
+{
+    struct osbq_store_pipeline *pipeline = atomic_load(&store->pipeline);
+    if (pipeline == NULL)
+        return -1;
+    if (osbq_store_pipeline_submit(pipeline, call, done, ctx) == 0)
+        return 0;
+    call->err = (struct osbq_error){0};
+    return -1;
+}
+
 /* A blocking caller's wait for its call's answer from the pipeline's thread: a semaphore,
  * so the answer wakes the caller once. (With a condition variable signalled under its mutex,
  * the caller woke only to sleep again on the mutex the pipeline's thread still held, and was

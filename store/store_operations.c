@@ -107,12 +107,13 @@ int osbq_store_claim(struct osbq_store *store, const char *operation_id, const c
     return rc;
 }
 
-int osbq_store_progress(struct osbq_store *store, const char *operation_id, const char *worker_id,
-                        const char *description, int64_t lease_ms, struct osbq_error *err)
+struct osbq_store_call *osbq_store_progress_call(struct osbq_store *store, const char *operation_id,
+                                                 const char *worker_id, const char *description,
+                                                 int64_t lease_ms, struct osbq_error *err)
 {
     char op[STORE_KEY_MAX], queue[STORE_KEY_MAX], now[24], lease[24];
     if (op_keys(store, operation_id, op, queue, err) < 0)
-        return -1;
+        return NULL;
     (void)snprintf(now, sizeof now, "%" PRId64, osbq_store_now_ms());
     (void)snprintf(lease, sizeof lease, "%" PRId64, lease_ms);
     const char *keys[PROGRESS_KEY_COUNT] = {[PROGRESS_KEY_OP] = op, [PROGRESS_KEY_QUEUE] = queue};
@@ -123,7 +124,25 @@ int osbq_store_progress(struct osbq_store *store, const char *operation_id, cons
         [PROGRESS_ARG_LEASE] = lease,
         [PROGRESS_ARG_OPERATION_ID] = operation_id,
     };
-    return op_script(store, SCRIPT_PROGRESS, keys, args, err);
+    return store_call_new(SCRIPT_PROGRESS, keys, args, NULL, err);
+}
+
+int osbq_store_progress_result(struct osbq_store_call *call, struct osbq_error *err)
+{
+    return int_answer(store_call_take_reply(call, err), SCRIPT_PROGRESS, err);
+}
+
+int osbq_store_progress(struct osbq_store *store, const char *operation_id, const char *worker_id,
+                        const char *description, int64_t lease_ms, struct osbq_error *err)
+{
+    struct osbq_store_call *call =
+        osbq_store_progress_call(store, operation_id, worker_id, description, lease_ms, err);
+    if (call == NULL)
+        return -1;
+    osbq_store_call_run(store, call);
+    int rc = osbq_store_progress_result(call, err);
+    osbq_store_call_free(&call);
+    return rc;
 }
 
 /* How finish_op may take an operation: from its worker, from the recovery loop (abandon), or

@@ -33,6 +33,15 @@ int osbq_store_claim(struct osbq_store *store, const char *operation_id, const c
 int osbq_store_progress(struct osbq_store *store, const char *operation_id, const char *worker_id,
                         const char *description, int64_t lease_ms, struct osbq_error *err);
 
+/* osbq_store_progress as a call, for a caller that does not wait for it (osbq_store_call_send);
+ * the lease runs from when the script runs. NULL with err. */
+struct osbq_store_call *osbq_store_progress_call(struct osbq_store *store, const char *operation_id,
+                                                 const char *worker_id, const char *description,
+                                                 int64_t lease_ms, struct osbq_error *err);
+
+/* The answer of a progress call: as osbq_store_progress. */
+int osbq_store_progress_result(struct osbq_store_call *call, struct osbq_error *err);
+
 /* The outcome of an operation, or of one step of it, as a backend reports it. Strings are
  * borrowed. */
 struct osbq_op_result {

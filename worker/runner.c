@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <jansson.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -107,7 +108,19 @@ struct run {
                                  * records nothing; NULL while it does. Guarded by r->lock */
     bool recording;             /* the backend returned an outcome this thread records: nobody
                                  * gives the operation up any more. Guarded by r->lock */
+    /* A renewal sent without waiting (renew, off the runner's threads), until renewal_settle
+     * reads it; NULL when none is under way. */
+    struct osbq_store_call *renewal;
+    atomic_bool renewal_answered; /* set by the pipeline's thread once renewal holds its answer */
+    int64_t renewal_sent_ms;      /* monotonic time renewal was sent */
+    char *pending_text;           /* a progress text that came while renewal was under way */
 };
+
+/* Set on the runner's own threads. A renewal made there waits for its answer: the thread has
+ * nothing else to do. One made on another thread (the exec loop's, which watches every
+ * program and must not wait for Redis once per program) is sent without waiting and read
+ * later (renewal_settle). */
+static _Thread_local bool on_runner_thread;
 
 static int64_t now_ms(void)
 {
@@ -231,10 +244,14 @@ static void release_op(struct runner *r, const struct osbq_job *job, const char 
 /* Whether the backend must stop: the lease was lost, the deadline passed, or the runner was
  * cancelled. The first call that finds the deadline passed or the runner cancelled gives the
  * operation back. */
+static void renewal_settle(struct run *run, bool wait);
+
 static bool must_stop(struct run *run, int64_t now)
 {
     struct runner *r = run->r;
     const char *why = NULL;
+    /* A renewal sent without waiting may have answered that the lease is lost. */
+    renewal_settle(run, false);
     pthread_mutex_lock(&r->lock);
     if (run->gave_up == NULL) {
         if (now >= run->deadline_ms)
@@ -253,22 +270,17 @@ static bool must_stop(struct run *run, int64_t now)
 
 /* ---- the lease and the callbacks a backend gets ---- */
 
-/* Writes description (NULL: none) into the operation and renews its lease. */
-static void renew(struct run *run, const char *description, int64_t now)
+/* Applies the answer rc of a renewal sent at sent_ms (err: why it failed). */
+static void renew_apply(struct run *run, int rc, const struct osbq_error *err, int64_t sent_ms,
+                        int64_t now)
 {
     struct runner *r = run->r;
     int64_t lease = (int64_t)r->cfg->lease_ms;
-    struct osbq_error err = {0};
-    int rc = osbq_store_progress(r->store, run->job->operation_id, r->worker_id, description, lease,
-                                 &err);
-    /* Counted even when the write failed, so a Redis outage costs one attempt per interval. */
-    if (description != NULL)
-        run->last_text_ms = now;
     if (rc > 0) {
         if (run->renew_failing)
             log_info("operation %s: lease renewed again", run->job->operation_id);
         run->renew_failing = false;
-        run->next_renew_ms = now + lease / 3;
+        run->next_renew_ms = sent_ms + lease / 3;
     } else if (rc == 0) {
         log_warnx("operation %s: lease lost (the operation ended or another worker took it "
                   "over), stopping without recording a result",
@@ -281,10 +293,98 @@ static void renew(struct run *run, const char *description, int64_t now)
     } else {
         if (!run->renew_failing)
             log_warnx("operation %s: cannot renew the lease (%s), retrying", run->job->operation_id,
-                      err.text);
+                      err->text);
         run->renew_failing = true;
         run->next_renew_ms = now + min64(RENEW_RETRY_MS, lease / 3);
     }
+}
+
+static void renewal_done(void *ctx)
+{
+    struct run *run = ctx;
+    atomic_store_explicit(&run->renewal_answered, true, memory_order_release);
+}
+
+static void renew(struct run *run, const char *description, int64_t now);
+
+/* Reads the answer of the renewal sent without waiting, if it came (wait: waits for it; the
+ * pipeline answers within the Redis timeout), and applies it; then sends the progress text
+ * that came meanwhile, unless waiting (the step is ending). */
+static void renewal_settle(struct run *run, bool wait)
+{
+    if (run->renewal == NULL)
+        return;
+    while (!atomic_load_explicit(&run->renewal_answered, memory_order_acquire)) {
+        if (!wait)
+            return;
+        struct timespec pause = {.tv_nsec = 1000000};
+        (void)nanosleep(&pause, NULL);
+    }
+    struct osbq_error err = {0};
+    int rc = osbq_store_progress_result(run->renewal, &err);
+    osbq_store_call_free(&run->renewal);
+    int64_t now = now_ms();
+    renew_apply(run, rc, &err, run->renewal_sent_ms, now);
+    char *text = run->pending_text;
+    run->pending_text = NULL;
+    if (text != NULL && !wait && rc > 0)
+        renew(run, text, now);
+    free(text);
+}
+
+/* Sends the renewal without waiting (off the runner's threads). Returns true when it went (or
+ * one already under way takes description along), false to renew the blocking way (no
+ * pipeline, or out of memory). */
+static bool renew_unwaited(struct run *run, const char *description, int64_t now)
+{
+    struct runner *r = run->r;
+    if (run->renewal != NULL) {
+        /* One at a time: the one under way renews the lease; the latest text follows it. */
+        if (description != NULL) {
+            char *text = strdup(description);
+            if (text != NULL) {
+                free(run->pending_text);
+                run->pending_text = text;
+            }
+        }
+        return true;
+    }
+    struct osbq_error err = {0};
+    struct osbq_store_call *call =
+        osbq_store_progress_call(r->store, run->job->operation_id, r->worker_id, description,
+                                 (int64_t)r->cfg->lease_ms, &err);
+    if (call == NULL)
+        return false;
+    atomic_store_explicit(&run->renewal_answered, false, memory_order_relaxed);
+    if (osbq_store_call_send(r->store, call, renewal_done, run) < 0) {
+        osbq_store_call_free(&call);
+        return false;
+    }
+    run->renewal = call;
+    run->renewal_sent_ms = now;
+    if (description != NULL)
+        run->last_text_ms = now;
+    /* Not due again before its answer is read (renewal_settle sets the next time). */
+    run->next_renew_ms = now + (int64_t)r->cfg->lease_ms / 3;
+    return true;
+}
+
+/* Writes description (NULL: none) into the operation and renews its lease. */
+static void renew(struct run *run, const char *description, int64_t now)
+{
+    struct runner *r = run->r;
+    if (!on_runner_thread) {
+        renewal_settle(run, false);
+        if (renew_unwaited(run, description, now))
+            return;
+    }
+    struct osbq_error err = {0};
+    int rc = osbq_store_progress(r->store, run->job->operation_id, r->worker_id, description,
+                                 (int64_t)r->cfg->lease_ms, &err);
+    /* Counted even when the write failed, so a Redis outage costs one attempt per interval. */
+    if (description != NULL)
+        run->last_text_ms = now;
+    renew_apply(run, rc, &err, now, now);
 }
 
 static void call_progress(struct backend_call *call, const char *description)
@@ -647,6 +747,8 @@ static bool end_step(struct step *st, int rc)
     struct runner *r = st->run.r;
     const struct osbq_job *job = &st->job;
     double backend_seconds = now_seconds() - st->backend_started;
+    /* The answer of a renewal still under way decides whether the lease is still ours. */
+    renewal_settle(&st->run, true);
     /* A backend that stopped without an outcome and without being told to (or told only that
      * the process exits) still leaves an operation to give back. */
     const char *release_why = NULL;
@@ -674,6 +776,10 @@ static bool end_step(struct step *st, int rc)
 
 static void free_step(struct step *st)
 {
+    /* The pipeline's thread must be done with the run before it goes (normally end_step
+     * settled it already). */
+    renewal_settle(&st->run, true);
+    free(st->run.pending_text);
     json_decref(st->parameters);
     json_decref(st->resume);
     backend_call_clear(&st->call);
@@ -826,6 +932,7 @@ static void *thread_main(void *arg)
 {
     struct slot *slot = arg;
     struct runner *r = slot->r;
+    on_runner_thread = true;
     for (;;) {
         pthread_mutex_lock(&r->lock);
         /* A closed runner's threads stay while detached steps may still need recording. */

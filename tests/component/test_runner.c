@@ -26,6 +26,7 @@
 #include "redis_fixture.h"
 #include "runner.h"
 #include "store_operations.h"
+#include "store_pipeline.h"
 #include "store_test_helpers.h"
 #include "worker_metrics.h"
 
@@ -48,7 +49,9 @@ static const char catalog_text[] =
     "   \"osbq\": {\"backend\": \"sim\", \"provision_ms\": 60000}},"
     "  {\"id\": \"plan-hang\", \"name\": \"hang\", \"description\": \"d\","
     "   \"osbq\": {\"backend\": \"sim\", \"hang_on\": \"provision\","
-    "    \"provision_deadline_s\": 1}}"
+    "    \"provision_deadline_s\": 1}},"
+    "  {\"id\": \"plan-program\", \"name\": \"program\", \"description\": \"d\","
+    "   \"osbq\": {\"backend\": \"exec\", \"command\": [\"/bin/sh\", \"-c\", \"sleep 30\"]}}"
     "]}]}";
 
 struct fixture {
@@ -440,6 +443,49 @@ static void test_finish_after_outage(void **state)
     osbq_metrics_destroy(&m);
 }
 
+/* A program watched by the exec loop, with the store's calls through a pipeline as in the
+ * worker: its lease is renewed without the loop's thread waiting for Redis (the renewals are
+ * sent, their answers read on the loop's next turns), and an answer that the lease is lost
+ * (another worker took the operation) stops the program and records nothing. */
+static void test_program_lease_renewed_then_lost(void **state)
+{
+    struct fixture *f = *state;
+    struct osbq_error err = {0};
+    struct osbq_store_pipeline *pipeline = osbq_store_pipeline_start(f->store, &err);
+    if (pipeline == NULL)
+        fail_msg("pipeline: %s", err.text);
+    osbq_store_use_pipeline(f->store, pipeline);
+    struct runner *r = start_runner(f, NULL);
+    provision(f, r, "op-prog", "i-prog", "plan-program");
+    wait_running(f, r, "op-prog", 5000);
+    char first[32];
+    (void)snprintf(first, sizeof first, "%s", op_field(f, "op-prog", "lease_until"));
+    /* Renewed every third of the lease (1 s): moved on within a lease and a bit. */
+    int64_t until = now_ms() + LEASE_MS + 1000;
+    while (strcmp(op_field(f, "op-prog", "lease_until"), first) == 0 && now_ms() < until)
+        sleep_ms(50);
+    assert_string_not_equal(op_field(f, "op-prog", "lease_until"), first);
+    assert_string_equal(op_field(f, "op-prog", "state"), "running");
+    assert_string_equal(op_field(f, "op-prog", "worker"), WORKER_ID);
+
+    /* Another worker takes it over: the next renewal is refused, the program stopped (SIGTERM:
+     * sh and its sleep go at once), the slot freed, nothing recorded. */
+    redisReply *taken = redisCommand(f->direct, "HSET t:op:op-prog worker w-other");
+    assert_non_null(taken);
+    freeReplyObject(taken);
+    until = now_ms() + LEASE_MS + 5000;
+    while (runner_busy(r) > 0 && now_ms() < until)
+        sleep_ms(50);
+    assert_int_equal(runner_busy(r), 0);
+    assert_string_equal(op_field(f, "op-prog", "state"), "running");
+    assert_string_equal(op_field(f, "op-prog", "worker"), "w-other");
+    assert_string_equal(op_field(f, "op-prog", "description"), "");
+
+    assert_int_equal(runner_destroy(&r), 0);
+    osbq_store_use_pipeline(f->store, NULL);
+    osbq_store_pipeline_free(&pipeline);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -448,6 +494,7 @@ int main(void)
         cmocka_unit_test(test_deadline),
         cmocka_unit_test(test_shutdown),
         cmocka_unit_test(test_finish_after_outage),
+        cmocka_unit_test(test_program_lease_renewed_then_lost),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -27,7 +27,7 @@ static int int_answer(redisReply *reply, enum store_script script, struct osbq_e
     return rc;
 }
 
-/* Runs a script that answers an integer 0/1 about one operation (claim, progress). */
+/* Runs a script that answers an integer 0/1 about one operation (wait, release). */
 static int op_script(struct osbq_store *store, enum store_script script, const char *const *keys,
                      const char *const *args, struct osbq_error *err)
 {

@@ -42,8 +42,8 @@ local op_id, prefix = ARGV[11], ARGV[10]
 -- The begin scripts record a key only when it is not the plain one built here.
 local kind, plan_id = rec[3], rec[5]
 local inst = rec[4] or (prefix .. 'instance:' .. rec[14])
-if rec[15] and not rec[10] then rec[10] = prefix .. 'binding:' .. rec[14] .. ':' .. rec[15] end
-rec[11] = rec[11] or (prefix .. 'bindings:' .. rec[14])
+local binding = rec[10] or (rec[15] and (prefix .. 'binding:' .. rec[14] .. ':' .. rec[15]))
+local bindings_set = rec[11] or (prefix .. 'bindings:' .. rec[14])
 
 redis.call('HSET', op_key, 'state', ok and 'succeeded' or 'failed', 'description', ARGV[3],
            'finished_ms', now)
@@ -67,7 +67,6 @@ local function quota_release(keys_text, keep)
   end
 end
 
-local binding = rec[10]
 if binding then
   -- Binding operations hold the instance shared and their binding exclusively.
   if redis.call('HGET', binding, 'lock_x') == op_id then redis.call('HDEL', binding, 'lock_x') end
@@ -81,7 +80,7 @@ if binding then
     redis.call('HSET', binding, 'state', 'gone')
     redis.call('HDEL', binding, 'result')
     redis.call('EXPIRE', binding, retention)
-    redis.call('SREM', rec[11], binding)
+    redis.call('SREM', bindings_set, binding)
   end
 elseif redis.call('HGET', inst, 'lock_x') == op_id then
   redis.call('HDEL', inst, 'lock_x')
@@ -120,13 +119,12 @@ elseif kind == 'deprovision' and ok then
   redis.call('HSET', inst, 'state', 'gone')
   redis.call('EXPIRE', inst, retention)
   -- Bindings the platform did not delete first go with their instance (docs/decisions/0004).
-  local set = rec[11]
-  for _, bkey in ipairs(redis.call('SMEMBERS', set)) do
+  for _, bkey in ipairs(redis.call('SMEMBERS', bindings_set)) do
     redis.call('HSET', bkey, 'state', 'gone')
     redis.call('HDEL', bkey, 'result', 'lock_x')
     redis.call('EXPIRE', bkey, retention)
   end
-  redis.call('DEL', set)
+  redis.call('DEL', bindings_set)
 end
 
 -- Average duration per plan and kind (exponentially weighted), for adaptive Retry-After.

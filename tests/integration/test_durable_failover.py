@@ -246,9 +246,12 @@ class DurableFailover(unittest.TestCase):
         # A new machine replaces the lost one (empty: the disk went with it) as a replica of the
         # new primary, so OSBQ_REDIS_MIN_ACKS=1 can be met again. (Restarted at the old address,
         # the old primary would be turned into a replica by Sentinel too, some 10 s later.)
+        # As an operator brings up an empty replica, it starts with replica-priority 0: Sentinel
+        # counts a replica that never synced as fresh, and a second failover (a PING answered
+        # late on a loaded machine, with down-after at 1 s) must not promote it over the data.
         back = test_sentinel.RedisNode(self.stack.workdir, "new-replica",
                                        ["replicaof 127.0.0.1 %d" % self.replica.port,
-                                        "dbfilename new-replica.rdb"])
+                                        "dbfilename new-replica.rdb", "replica-priority 0"])
         self.stack.processes.append(back)
         # Its full sync runs while the load goes on and the ASan daemons share two cores: a
         # fresh-clone CI run once needed more than 30 s. The bound is the harness's patience,
@@ -259,7 +262,11 @@ class DurableFailover(unittest.TestCase):
         except AssertionError as e:
             story = redis_story(self.replica, back, *self.sentinels)
             raise AssertionError("%s\n%s" % (e, story)) from None
+        back.command("CONFIG", "SET", "replica-priority", "100")
         rejoined = time.monotonic()
+        self.assertEqual(self.primary_port(), self.replica.port,
+                         "a second failover moved the primary:\n"
+                         + redis_story(self.replica, back, *self.sentinels))
         harness.wait_until(lambda: any(t > rejoined for t in list(load.accepted_at)), 30,
                            "acceptances after the failover")
         time.sleep(LOAD_AFTER_S)

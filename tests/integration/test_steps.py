@@ -141,8 +141,16 @@ class ManyWaiting(StepsTestCase):
         last_at = time.monotonic()
         behind = self.sync_short_provision(gw)
         self.assertLess(behind, SHORT_BOUND_S, "a 0-ms provision behind 500 waiting ones")
-        waiting = sum(1 for r in self.records(LONG).values() if r[0] == "waiting")
-        self.assertGreater(waiting, MANY // 2, "most operations wait, held by no worker")
+
+        # Their first steps are short: most soon wait, held by no worker, while never more
+        # steps run than the worker's 4 slots. (How soon depends on the machine's load: the
+        # wait is bounded well before their second steps come due.)
+        def most_wait():
+            states = [r[0] for r in self.records(LONG).values()]
+            self.assertLessEqual(states.count("running"), 4, "steps running beyond the slots")
+            return states.count("waiting") > MANY // 2
+
+        harness.wait_until(most_wait, LONG_S / 2, "most operations to wait, held by no worker")
 
         time.sleep(max(0.0, first_at + LONG_S - time.monotonic()))
         during = self.sync_short_provision(gw)

@@ -256,17 +256,16 @@ class DurableFailover(unittest.TestCase):
         # Its full sync runs while the load goes on and the ASan daemons share two cores: a
         # fresh-clone CI run once needed more than 30 s. The bound is the harness's patience,
         # not the property under test (nothing acknowledged lost, below).
+        nodes = (self.replica, back, *self.sentinels)
         try:
             harness.wait_until(lambda: test_sentinel.info(back, "replication").get(
                 "master_link_status") == "up", 90, "the new replica to sync with the new primary")
         except AssertionError as e:
-            story = redis_story(self.replica, back, *self.sentinels)
-            raise AssertionError("%s\n%s" % (e, story)) from None
+            raise AssertionError("%s\n%s" % (e, redis_story(*nodes))) from None
         back.command("CONFIG", "SET", "replica-priority", "100")
         rejoined = time.monotonic()
         if self.primary_port() != self.replica.port:
-            self.fail("a second failover moved the primary:\n"
-                      + redis_story(self.replica, back, *self.sentinels))
+            self.fail("a second failover moved the primary:\n" + redis_story(*nodes))
         harness.wait_until(lambda: any(t > rejoined for t in list(load.accepted_at)), 30,
                            "acceptances after the failover")
         time.sleep(LOAD_AFTER_S)

@@ -23,6 +23,7 @@ POLLED = "9d2c4e6a-1b3f-4a5c-8e7d-0f1a2b3c4f08"  # provision 6 s, polled every 2
 LONG_S = 20.0
 POLLED_S = 6.0
 MANY = 500
+SLOTS = 4  # OSBQ_WORKER_CONCURRENCY of the worker that holds the MANY
 SENDERS = 4
 # A synchronous 0-ms provision sent behind the waiting operations must answer within this.
 SHORT_BOUND_S = 2.0
@@ -133,7 +134,7 @@ class ManyWaiting(StepsTestCase):
         answers within 2 s."""
         stack = self.make_stack()
         gw = stack.start_gateway()
-        worker = stack.start_worker(OSBQ_WORKER_CONCURRENCY="4")
+        worker = stack.start_worker(OSBQ_WORKER_CONCURRENCY=str(SLOTS))
         harness.wait_workers_connected([gw], 1)
 
         first_at = time.monotonic()
@@ -143,11 +144,11 @@ class ManyWaiting(StepsTestCase):
         self.assertLess(behind, SHORT_BOUND_S, "a 0-ms provision behind 500 waiting ones")
 
         # Their first steps are short: most soon wait, held by no worker, while never more
-        # steps run than the worker's 4 slots. (How soon depends on the machine's load: the
+        # steps run than the worker's slots. (How soon depends on the machine's load: the
         # wait is bounded well before their second steps come due.)
         def most_wait():
             states = [r[0] for r in self.records(LONG).values()]
-            self.assertLessEqual(states.count("running"), 4, "steps running beyond the slots")
+            self.assertLessEqual(states.count("running"), SLOTS, "steps beyond the slots")
             return states.count("waiting") > MANY // 2
 
         harness.wait_until(most_wait, LONG_S / 2, "most operations to wait, held by no worker")

@@ -71,6 +71,7 @@ struct exchange {
     const struct osbq_platform *platform; /* its platform (in platforms), or NULL off /v2 */
     struct request req;                   /* what the handler saw, kept for its second half */
     struct reply_defer defer;             /* the handler's Redis call and second half */
+    atomic_bool answered;                 /* defer.call holds its answer (or why it has none) */
 };
 
 /* The query parameters OSB requests use; decoded once per request. */
@@ -403,6 +404,7 @@ static enum MHD_Result start_waiting(const struct gateway *gw, struct MHD_Connec
 static void call_answered(void *request)
 {
     struct exchange *ex = request;
+    atomic_store(&ex->answered, true);
     MHD_resume_connection(ex->conn);
 }
 
@@ -416,9 +418,12 @@ static enum MHD_Result start_call(const struct gateway *gw, struct MHD_Connectio
     memset(&r->defer, 0, sizeof r->defer);
     reply_clear(r);
     ex->state = EXCHANGE_DEFERRED;
+    atomic_store(&ex->answered, false);
     MHD_suspend_connection(conn);
-    if (osbq_store_pipeline_submit(gw->pipeline, ex->defer.call, call_answered, ex) < 0)
+    if (osbq_store_pipeline_submit(gw->pipeline, ex->defer.call, call_answered, ex) < 0) {
+        atomic_store(&ex->answered, true);
         MHD_resume_connection(conn);
+    }
     return MHD_YES;
 }
 
@@ -484,6 +489,34 @@ static enum MHD_Result finish_call(const struct gateway *gw, struct MHD_Connecti
     return respond(gw, conn, ex, &r);
 }
 
+/* The client left while the request's call travelled: resumed for the answer, libmicrohttpd
+ * found the connection closed and ended the request without running its second half. An
+ * operation that call recorded is accepted all the same (it is in Redis), so its job must go to
+ * a worker now, not when the recovery loop finds it unclaimed (OSBQ_CLAIM_TIMEOUT_MS later):
+ * run the second half for its job alone. A further call it asks for (an update's read came
+ * first) recorded nothing yet and is dropped. */
+static void finish_call_unanswered(const struct gateway *gw, struct exchange *ex)
+{
+    struct reply_defer defer = ex->defer;
+    memset(&ex->defer, 0, sizeof ex->defer);
+    struct osbq_log_context context = {.instance_id = ex->instance_id,
+                                       .binding_id = ex->binding_id,
+                                       .request_id = ex->request_identity};
+    struct reply r = {0};
+    osbq_log_context_set(&context);
+    defer.resume(gw, &ex->req, defer.call, defer.state, &r);
+    reply_defer_clear(&defer);
+    if (r.job != NULL) {
+        log_info("operation %s: its client left before the answer; the job goes on",
+                 r.operation_id);
+        /* Nobody waits for it any more: a new operation's lane. */
+        send_job(gw, r.operation_id, false, r.job, r.job_len);
+        r.job = NULL;
+    }
+    osbq_log_context_set(NULL);
+    reply_clear(&r);
+}
+
 /* The peer's numeric address for the access log; empty when unknown. */
 static void client_address(struct MHD_Connection *conn, char *out, size_t size)
 {
@@ -505,6 +538,7 @@ static struct exchange *exchange_new(const struct gateway *gw, struct MHD_Connec
     struct exchange *ex = calloc(1, sizeof *ex);
     if (ex == NULL)
         return NULL;
+    atomic_init(&ex->answered, false);
     /* Held to the end of the request: a reload meanwhile does not change its platform. */
     ex->platforms = osbq_platforms_acquire(gw->platforms);
     (void)clock_gettime(CLOCK_MONOTONIC, &ex->started);
@@ -660,6 +694,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     (void)conn;
     if (ex == NULL)
         return;
+    if (ex->state == EXCHANGE_DEFERRED && atomic_load(&ex->answered))
+        finish_call_unanswered(server->gw, ex);
     atomic_fetch_sub(&server->inflight, 1);
     struct gateway_metrics *metrics = server->gw->metrics;
     osbq_series_add(metrics->in_flight, -1);

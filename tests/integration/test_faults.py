@@ -7,11 +7,14 @@ lock_x gone, ns:queue no longer listing the operation). Only processes the harne
 signalled, by PID; every wait is bounded.
 
 Tests 1-8 are the issue's list (2 in two variants); test_4b sends a burst of requests to one
-gateway during the Redis outage, test_9 covers sim's hang_on and plan deadlines."""
+gateway during the Redis outage, test_9 covers sim's hang_on and plan deadlines, test_10 clients that leave before
+their answer."""
 
+import base64
 import json
 import os
 import signal
+import socket
 import time
 import unittest
 import uuid
@@ -744,6 +747,59 @@ class HungBackend(FaultTestCase):
         self.assertAllAlive([gw])
         if failure is not None:
             raise failure
+
+
+class ClientGone(FaultTestCase):
+
+    COUNT = 8
+    # Far longer than the test waits: an operation whose job was dropped with its client would
+    # only run once the recovery loop found it unclaimed.
+    CLAIM_TIMEOUT_MS = 60000
+    PAUSE_MS = 1500
+
+    def send_and_close(self, port, method, path, body):
+        """Sends one request on a raw connection and closes it without reading the answer."""
+        data = json.dumps(body).encode()
+        token = base64.b64encode(("%s:%s" % (self.stack.username,
+                                             self.stack.password)).encode()).decode()
+        head = ("%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Basic %s\r\n"
+                "X-Broker-API-Version: 2.17\r\nContent-Type: application/json\r\n"
+                "Content-Length: %d\r\n\r\n" % (method, path, token, len(data))).encode()
+        s = socket.create_connection(("127.0.0.1", port), timeout=5)
+        s.sendall(head + data)
+        return s
+
+    def test_10_clients_that_leave_mid_request_their_operations_run_at_once(self):
+        """Provisions, synchronous and asynchronous, whose clients close their connections
+        while the gateway's Redis call is held (Redis pauses writes): once Redis answers, each
+        operation the broker recorded runs at once, not after OSBQ_CLAIM_TIMEOUT_MS (60 s)."""
+        stack = self.make_stack(OSBQ_CLAIM_TIMEOUT_MS=str(self.CLAIM_TIMEOUT_MS))
+        gw = stack.start_gateway()
+        stack.start_worker()
+        harness.wait_workers_connected([gw], 1)
+        ids = [new_id() for _ in range(self.COUNT)]
+        stack.redis.command("CLIENT", "PAUSE", self.PAUSE_MS, "WRITE")
+        paused_at = time.monotonic()
+        sockets = [self.send_and_close(gw.port, "PUT", ipath(iid, incomplete=n % 2 == 0),
+                                       instance_body(FAST)) for n, iid in enumerate(ids)]
+        # The requests reach the gateway and wait for Redis; then their clients leave.
+        time.sleep(0.3)
+        for s in sockets:
+            s.close()
+        self.assertLess(time.monotonic() - paused_at, self.PAUSE_MS / 1000.0,
+                        "the clients left after Redis answered: nothing tested")
+
+        def states():
+            return [stack.redis.command("HGET", "%s:instance:%s" % (NAMESPACE, iid), "state")
+                    for iid in ids]
+
+        try:
+            harness.wait_until(lambda: states() == ["provisioned"] * self.COUNT,
+                               self.PAUSE_MS / 1000.0 + SLACK_S, "every provision to end")
+        except AssertionError as e:
+            self.fail_with_logs("%s: %r" % (e, states()))
+        self.assertIn("its client left before the answer", gw.log())
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -1,8 +1,10 @@
 /* The job bus: ZeroMQ sockets between gateways and workers (czmq). */
 #include "bus.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 
 void osbq_bus_init(void)
@@ -66,12 +68,25 @@ zsock_t *osbq_bus_worker_connect(const char *endpoint, const struct osbq_bus_cur
 }
 
 int osbq_bus_send_ready(zsock_t *dealer, const char *worker_id, unsigned free_slots,
-                        uint64_t received)
+                        uint64_t received, int64_t due_ms)
 {
-    char slots[16], count[24];
+    char slots[16], count[24], due[24];
     (void)snprintf(slots, sizeof slots, "%u", free_slots);
     (void)snprintf(count, sizeof count, "%" PRIu64, received);
-    return zsock_send(dealer, "ssss", OSBQ_BUS_READY, worker_id, slots, count);
+    if (due_ms <= 0)
+        return zsock_send(dealer, "ssss", OSBQ_BUS_READY, worker_id, slots, count);
+    (void)snprintf(due, sizeof due, "%" PRId64, due_ms);
+    return zsock_send(dealer, "sssss", OSBQ_BUS_READY, worker_id, slots, count, due);
+}
+
+int64_t osbq_bus_ready_due(const char *frame)
+{
+    if (frame == NULL || *frame < '1' || *frame > '9')
+        return 0;
+    char *end = NULL;
+    errno = 0;
+    long long due = strtoll(frame, &end, 10);
+    return errno == 0 && *end == '\0' ? (int64_t)due : 0;
 }
 
 unsigned osbq_bus_ready_credit(unsigned free_slots, uint64_t sent, uint64_t received)

@@ -27,6 +27,12 @@ zsock_t *osbq_bus_gateway_bind(const char *endpoint, const struct osbq_bus_curve
  *                            so the gateway can subtract the jobs still on their way from the
  *                            free slots (osbq_bus_ready_credit); a READY without it (an older
  *                            worker) is taken as it is, and an older gateway ignores the frame
+ *                     READY  <worker id> <free slots> <jobs received> <due, epoch ms>
+ *                            the same, with the earliest due time of the waits the worker
+ *                            recorded for jobs of this gateway since its last READY here: the
+ *                            gateway's recovery loop wakes then to send the next step, instead
+ *                            of learning of it at its next full scan (an older gateway ignores
+ *                            the frame, an older worker never sends it)
  *   gateway -> worker  JOB    <encoded job (proto/job.h)>
  *   worker -> gateway  REJECT <encoded job>    no free slot after all: the gateway sends it on
  * A gateway forgets a worker silent for OSBQ_BUS_WORKER_EXPIRY_MS. */
@@ -62,10 +68,15 @@ void osbq_bus_monitor_stop(zsock_t *sock, zsock_t **monitorp);
 /* Reads one waiting event without blocking. 0, or -1 when none is waiting. */
 int osbq_bus_event_read(zsock_t *monitor, struct osbq_bus_event *event);
 
-/* Worker side: sends READY with the number of free slots and the count of JOBs received on
- * this socket. 0 or -1. */
+/* Worker side: sends READY with the number of free slots, the count of JOBs received on this
+ * socket and, when due_ms > 0, the earliest due time (epoch ms) of the waits recorded since the
+ * last READY on it. 0 or -1. */
 int osbq_bus_send_ready(zsock_t *dealer, const char *worker_id, unsigned free_slots,
-                        uint64_t received);
+                        uint64_t received, int64_t due_ms);
+
+/* Gateway side: the due frame of a READY (NULL when absent) as epoch ms; 0 when absent or not
+ * a positive decimal number (a malformed frame is ignored, as a READY without it). */
+int64_t osbq_bus_ready_due(const char *frame);
 
 /* Gateway side: the jobs a worker can take now, from a READY that announced free_slots after
  * receiving `received` jobs of the `sent` this gateway has sent it: the jobs sent since are

@@ -54,6 +54,8 @@ struct dispatch {
     zlistx_t *workers;            /* struct worker_slot *; thread-only */
     uint64_t sent;                /* jobs sent so far; thread-only */
     struct osbq_series *waits[DISPATCH_LANES]; /* borrowed: time queued, by lane; may be NULL */
+    dispatch_due_fn on_due;                    /* where READY's due times go; guarded by lock */
+    void *on_due_ctx;
 };
 
 static int64_t now_ns(void)
@@ -158,6 +160,7 @@ static bool handle_message(struct dispatch *d)
         char *id = zmsg_popstr(msg);
         char *free_text = zmsg_popstr(msg);
         char *received_text = zmsg_popstr(msg); /* NULL from an older worker */
+        char *due_text = zmsg_popstr(msg);      /* NULL without a wait recorded, or older */
         char *end = NULL, *received_end = NULL;
         unsigned long slots = free_text ? strtoul(free_text, &end, 10) : 0;
         unsigned long long received =
@@ -187,10 +190,19 @@ static bool handle_message(struct dispatch *d)
                               : (unsigned)slots;
                 w->last_seen = now_ms();
             }
+            int64_t due = osbq_bus_ready_due(due_text);
+            if (due > 0) {
+                /* Called under the lock, so dispatch_on_due knows when it is no longer used. */
+                pthread_mutex_lock(&d->lock);
+                if (d->on_due != NULL)
+                    d->on_due(d->on_due_ctx, due);
+                pthread_mutex_unlock(&d->lock);
+            }
         }
         free(id);
         free(free_text);
         free(received_text);
+        free(due_text);
     } else if (strcmp(command, OSBQ_BUS_REJECT) == 0) {
         zframe_t *job = zmsg_pop(msg);
         struct worker_slot *w = worker_find(d, identity);
@@ -400,6 +412,14 @@ int dispatch_submit(struct dispatch *d, const char *operation_id, enum dispatch_
     if (rc == 0 && was_empty)
         wake_thread(d);
     return rc;
+}
+
+void dispatch_on_due(struct dispatch *d, dispatch_due_fn fn, void *ctx)
+{
+    pthread_mutex_lock(&d->lock);
+    d->on_due = fn;
+    d->on_due_ctx = ctx;
+    pthread_mutex_unlock(&d->lock);
 }
 
 void dispatch_get_stats(struct dispatch *d, struct dispatch_stats *out)

@@ -5,6 +5,7 @@
 
 #include <czmq.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "dispatch_lanes.h"
 #include "error.h"
@@ -29,6 +30,15 @@ void dispatch_stop(struct dispatch **dp);
  * when the queue is full (the job stays recorded in Redis). */
 int dispatch_submit(struct dispatch *d, const char *operation_id, enum dispatch_lane lane,
                     const void *job, size_t len);
+
+/* Called on the dispatcher's thread with the due time (epoch ms) a worker's READY carries: the
+ * earliest next step of the waits it recorded for jobs this gateway sent it. */
+typedef void (*dispatch_due_fn)(void *ctx, int64_t due_ms);
+
+/* Sets where those due times go (fn NULL: nowhere). Once it returns, the previous fn is not
+ * being called and will not be: it may be freed. Safe from any thread; fn must not call the
+ * dispatcher. */
+void dispatch_on_due(struct dispatch *d, dispatch_due_fn fn, void *ctx);
 
 /* Figures for logs and /metrics: jobs waiting, workers known, their free slots. */
 struct dispatch_stats {

@@ -1,8 +1,10 @@
 /* The recovery loop: every OSBQ_RECOVERY_INTERVAL_MS, and as soon as the earliest entry of the
  * queue falls due, takes the operations Redis says are due (store/lua/recover.lua) and resends,
- * polls or abandons them. */
+ * polls or abandons them. It learns of entries due sooner from its last scan and from the
+ * workers (a READY's due time, recovery_due): it sleeps until the earliest of them. */
 #include "recovery.h"
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -11,7 +13,6 @@
 
 #include "job.h"
 #include "log.h"
-#include "periodic.h"
 
 /* Operations taken per batch: bounds the due work handed to the dispatcher at once (its due
  * lane), so due work leaves Redis about as fast as the workers run it. */
@@ -23,8 +24,8 @@
  * and how often it looks. */
 #define RECOVERY_ROOM_WAIT_MS 1000
 #define RECOVERY_ROOM_POLL_MS 5
-/* How often the loop looks whether the earliest entry of the queue fell due before the next
- * full interval: a poll due in 300 ms is sent then, not up to an interval later. */
+/* How soon the loop looks again at an entry that is due while no worker has room for it (or
+ * more was due than one pass takes). */
 #define RECOVERY_TICK_MS 50
 
 struct recovery {
@@ -35,8 +36,13 @@ struct recovery {
     bool warned;                     /* the last scan failed (logged once) */
     int64_t next_scan_ms;            /* epoch ms of the next scan a whole interval after the
                                       * last; only the loop's thread uses these two */
-    int64_t next_due_ms;             /* epoch ms the earliest entry left was due at, or 0 */
-    struct osbq_periodic *periodic;  /* the scanning thread */
+    int64_t next_due_ms;             /* epoch ms the earliest entry known is due at, or 0 */
+    pthread_t thread;                /* the loop */
+    pthread_mutex_t lock;            /* guards the fields below */
+    pthread_cond_t wake;             /* an earlier due time came, or stop */
+    bool stopping;                   /* set by recovery_stop */
+    int64_t sleep_until_ms;          /* epoch ms the loop sleeps until; 0: it is not sleeping */
+    int64_t told_due_ms;             /* the earliest due time recovery_due was told, or 0 */
 };
 
 bool recovery_has_room(const struct dispatch_stats *stats, size_t batch)
@@ -162,11 +168,21 @@ static void scan(struct recovery *r)
     }
 }
 
-/* Every RECOVERY_TICK_MS: a scan once the interval has passed, or sooner when the earliest
- * entry the last scan saw is due and a worker has room to take it. */
-static void tick(void *arg)
+int64_t recovery_wake_ms(int64_t now, int64_t next_scan_ms, int64_t next_due_ms)
 {
-    struct recovery *r = arg;
+    int64_t wake = next_scan_ms;
+    if (next_due_ms > 0) {
+        int64_t due = next_due_ms > now ? next_due_ms : now + RECOVERY_TICK_MS;
+        if (due < wake)
+            wake = due;
+    }
+    return wake;
+}
+
+/* A scan once the interval has passed, or sooner when the earliest entry known is due and a
+ * worker has room to take it. Returns the epoch ms to run again at. */
+static int64_t tick(struct recovery *r)
+{
     int64_t now = osbq_store_now_ms();
     bool due = now >= r->next_scan_ms;
     if (!due && r->next_due_ms > 0 && now >= r->next_due_ms) {
@@ -174,10 +190,50 @@ static void tick(void *arg)
         dispatch_get_stats(r->dispatch, &stats);
         due = recovery_has_room(&stats, RECOVERY_BATCH);
     }
-    if (!due)
-        return;
-    r->next_scan_ms = now + (int64_t)r->cfg->recovery_interval_ms;
-    scan(r);
+    if (due) {
+        r->next_scan_ms = now + (int64_t)r->cfg->recovery_interval_ms;
+        scan(r);
+        now = osbq_store_now_ms();
+    }
+    return recovery_wake_ms(now, r->next_scan_ms, r->next_due_ms);
+}
+
+static void *recovery_thread(void *arg)
+{
+    struct recovery *r = arg;
+    pthread_mutex_lock(&r->lock);
+    while (!r->stopping) {
+        int64_t told = r->told_due_ms;
+        r->told_due_ms = 0;
+        pthread_mutex_unlock(&r->lock);
+        if (told > 0 && (r->next_due_ms == 0 || told < r->next_due_ms))
+            r->next_due_ms = told;
+        int64_t wake = tick(r);
+        pthread_mutex_lock(&r->lock);
+        /* Until then, unless recovery_due brings an earlier time (it signals only then). */
+        r->sleep_until_ms = wake;
+        struct timespec until = {.tv_sec = (time_t)(wake / 1000),
+                                 .tv_nsec = (long)(wake % 1000) * 1000000L};
+        while (!r->stopping && r->told_due_ms == 0 &&
+               pthread_cond_timedwait(&r->wake, &r->lock, &until) == 0)
+            ;
+        r->sleep_until_ms = 0;
+    }
+    pthread_mutex_unlock(&r->lock);
+    return NULL;
+}
+
+void recovery_due(void *ctx, int64_t due_ms)
+{
+    struct recovery *r = ctx;
+    pthread_mutex_lock(&r->lock);
+    if (r->told_due_ms == 0 || due_ms < r->told_due_ms) {
+        r->told_due_ms = due_ms;
+        /* A loop sleeping past it wakes to sleep until it instead; one awake reads it next. */
+        if (r->sleep_until_ms > due_ms)
+            pthread_cond_signal(&r->wake);
+    }
+    pthread_mutex_unlock(&r->lock);
 }
 
 struct recovery *recovery_start(const struct osbq_config *cfg, struct osbq_store *store,
@@ -193,14 +249,22 @@ struct recovery *recovery_start(const struct osbq_config *cfg, struct osbq_store
     r->store = store;
     r->dispatch = dispatch;
     r->metrics = metrics;
-    unsigned tick_ms =
-        cfg->recovery_interval_ms < RECOVERY_TICK_MS ? cfg->recovery_interval_ms : RECOVERY_TICK_MS;
-    r->periodic = osbq_periodic_start(tick_ms, tick, r, err);
-    if (r->periodic == NULL) {
-        free(r);
-        return NULL;
-    }
+    if (pthread_mutex_init(&r->lock, NULL) != 0)
+        goto out_free;
+    if (pthread_cond_init(&r->wake, NULL) != 0)
+        goto out_mutex;
+    if (pthread_create(&r->thread, NULL, recovery_thread, r) != 0)
+        goto out_cond;
+    dispatch_on_due(dispatch, recovery_due, r);
     return r;
+out_cond:
+    pthread_cond_destroy(&r->wake);
+out_mutex:
+    pthread_mutex_destroy(&r->lock);
+out_free:
+    free(r);
+    osbq_error_set(err, OSBQ_ERR_INTERNAL, "cannot start the recovery thread");
+    return NULL;
 }
 
 void recovery_stop(struct recovery **rp)
@@ -208,7 +272,15 @@ void recovery_stop(struct recovery **rp)
     struct recovery *r = rp ? *rp : NULL;
     if (r == NULL)
         return;
-    osbq_periodic_stop(&r->periodic);
+    /* Once this returns, the dispatcher calls recovery_due no more. */
+    dispatch_on_due(r->dispatch, NULL, NULL);
+    pthread_mutex_lock(&r->lock);
+    r->stopping = true;
+    pthread_cond_signal(&r->wake);
+    pthread_mutex_unlock(&r->lock);
+    pthread_join(r->thread, NULL);
+    pthread_cond_destroy(&r->wake);
+    pthread_mutex_destroy(&r->lock);
     free(r);
     *rp = NULL;
 }

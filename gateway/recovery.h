@@ -5,6 +5,8 @@
 #ifndef OSBQ_GATEWAY_RECOVERY_H
 #define OSBQ_GATEWAY_RECOVERY_H
 
+#include <stdint.h>
+
 #include "config.h"
 #include "dispatch.h"
 #include "error.h"
@@ -23,6 +25,16 @@ struct recovery *recovery_start(const struct osbq_config *cfg, struct osbq_store
  * due work is taken from Redis no faster than workers run it, and the lanes take turns so it
  * never delays a new job by more than one; docs/reliability.md). */
 bool recovery_has_room(const struct dispatch_stats *stats, size_t batch);
+
+/* Tells the loop (ctx, a struct recovery) that an operation falls due at due_ms (epoch ms):
+ * it scans then, or at once when a worker has room and due_ms passed. The dispatcher calls it
+ * with the due time of a worker's READY (dispatch_on_due); safe from any thread. */
+void recovery_due(void *ctx, int64_t due_ms);
+
+/* When the loop runs next (epoch ms), at now: the next full scan, or the earliest entry known
+ * (next_due_ms, 0: none) when sooner; one already due (no worker had room, or more was due than
+ * a pass takes) is looked at again a short tick later. */
+int64_t recovery_wake_ms(int64_t now, int64_t next_scan_ms, int64_t next_due_ms);
 
 /* Stops the loop and frees it; sets *rp to NULL; accepts NULL. */
 void recovery_stop(struct recovery **rp);

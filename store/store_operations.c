@@ -53,7 +53,7 @@ void osbq_claim_clear(struct osbq_claim *claim)
     memset(claim, 0, sizeof *claim);
 }
 
-/* Fills *out from claim.lua's {1, resume, started_ms, steps, created_ms}. 0, or -1 with err
+/* Fills *out from claim.lua's {1, resume, started_ms, steps, created_ms, due_ms}. 0, or -1 with err
  * when out of memory. */
 static int claim_read(const redisReply *reply, struct osbq_claim *out, struct osbq_error *err)
 {
@@ -68,6 +68,7 @@ static int claim_read(const redisReply *reply, struct osbq_claim *out, struct os
     int64_t steps = reply->elements >= 4 ? store_element_int(reply, 3, 0) : 0;
     out->steps = steps > 0 && steps <= UINT32_MAX ? (uint32_t)steps : 0;
     out->accepted_ms = reply->elements >= 5 ? store_element_int(reply, 4, 0) : 0;
+    out->due_ms = reply->elements >= 6 ? store_element_int(reply, 5, 0) : 0;
     return 0;
 }
 

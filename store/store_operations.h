@@ -12,6 +12,7 @@ struct osbq_claim {
     int64_t started_ms;  /* epoch ms of the operation's first claim (its first step) */
     int64_t accepted_ms; /* epoch ms the gateway accepted the operation, or 0 when unknown */
     uint32_t steps;      /* steps that ended in progress so far: 0 on a first step */
+    int64_t due_ms;      /* epoch ms the step was due at (a poll), or 0 */
 };
 
 /* Frees the claim's resume text and zeroes it; accepts a zeroed claim. */

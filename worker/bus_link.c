@@ -40,6 +40,8 @@ struct gateway {
     int64_t redial_at;            /* CLOCK_MONOTONIC ms to open a new socket; 0: not due */
     uint64_t received;            /* JOBs delivered by dealer (a new socket starts at 0) */
     uint64_t announced_received;  /* received when free_slots was last counted: what READY says */
+    unsigned origin;              /* this socket's number, handed out with its jobs; 0: none */
+    int64_t due_ms;               /* earliest due time (epoch ms) the next READY carries; 0: none */
 };
 
 struct bus_link {
@@ -51,6 +53,7 @@ struct bus_link {
     size_t cap;                         /* gateways allocated */
     zmq_pollitem_t *items;              /* poll set scratch, items_cap of them; owned */
     size_t items_cap;                   /* items allocated */
+    unsigned last_origin;               /* the number the newest socket was given */
 };
 
 struct bus_link *bus_link_new(const char *worker_id, const struct osbq_bus_curve *curve)
@@ -88,10 +91,12 @@ static void send_ready(struct bus_link *b, struct gateway *gw)
 {
     /* With ZMQ_IMMEDIATE a gateway still connecting (or gone) refuses the message at once;
      * the poll loop sends it when the socket turns writable. */
-    gw->ready_owed =
-        osbq_bus_send_ready(gw->dealer, b->worker_id, b->free_slots, gw->announced_received) < 0;
+    gw->ready_owed = osbq_bus_send_ready(gw->dealer, b->worker_id, b->free_slots,
+                                         gw->announced_received, gw->due_ms) < 0;
     if (gw->ready_owed)
         log_debug("READY to %s not sent yet (%s)", gw->endpoint, zmq_strerror(zmq_errno()));
+    else
+        gw->due_ms = 0;
 }
 
 static struct gateway *find(struct bus_link *b, const char *endpoint)
@@ -112,6 +117,10 @@ static void dial(struct bus_link *b, struct gateway *gw)
     /* The gateway knows a new socket as a new worker, whose count starts again. */
     gw->received = 0;
     gw->announced_received = 0;
+    /* Jobs of the old socket noting a due time reach every gateway (bus_link_note_due). */
+    gw->origin = ++b->last_origin;
+    if (gw->origin == 0)
+        gw->origin = ++b->last_origin;
     gw->dealer = osbq_bus_worker_connect(gw->endpoint, b->curve, &err);
     if (gw->dealer == NULL) {
         log_warnx("gateway %s: %s; ignoring it while the registry lists it", gw->endpoint,
@@ -192,6 +201,34 @@ void bus_link_announce(struct bus_link *b, unsigned free_slots)
     }
 }
 
+static void note_due(struct gateway *gw, int64_t due_ms)
+{
+    if (gw->due_ms == 0 || due_ms < gw->due_ms)
+        gw->due_ms = due_ms;
+}
+
+void bus_link_note_due(struct bus_link *b, unsigned origin, int64_t due_ms)
+{
+    if (due_ms <= 0)
+        return;
+    for (size_t i = 0; origin != 0 && i < b->count; i++)
+        if (b->gateways[i].origin == origin) {
+            note_due(&b->gateways[i], due_ms);
+            return;
+        }
+    for (size_t i = 0; i < b->count; i++)
+        note_due(&b->gateways[i], due_ms);
+}
+
+void bus_link_send_due(struct bus_link *b)
+{
+    for (size_t i = 0; i < b->count; i++) {
+        struct gateway *gw = &b->gateways[i];
+        if (gw->due_ms != 0 && gw->dealer != NULL && !gw->ready_owed)
+            send_ready(b, gw);
+    }
+}
+
 size_t bus_link_count(const struct bus_link *b)
 {
     size_t n = 0;
@@ -223,7 +260,7 @@ static void receive(struct gateway *gw, bus_link_job_fn on_job, void *ctx)
         if (zmsg_size(msg) == 2 && zframe_streq(command, OSBQ_BUS_JOB)) {
             zframe_t *job = zmsg_next(msg);
             gw->received++;
-            on_job(ctx, gw->dealer, gw->endpoint, zframe_data(job), zframe_size(job));
+            on_job(ctx, gw->dealer, gw->endpoint, gw->origin, zframe_data(job), zframe_size(job));
         } else {
             char quoted[COMMAND_QUOTE_MAX + 1];
             quote_command(command, quoted, sizeof quoted);

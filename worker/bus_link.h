@@ -12,9 +12,10 @@
 struct bus_link;
 
 /* Called for each JOB message: dealer is the socket it came on (borrowed: reply REJECT on it),
- * endpoint the gateway's, job and len the encoded job (borrowed for the call only). */
-typedef void (*bus_link_job_fn)(void *ctx, zsock_t *dealer, const char *endpoint, const void *job,
-                                size_t len);
+ * endpoint the gateway's, origin the connection's number (never 0; bus_link_note_due takes it
+ * back), job and len the encoded job (borrowed for the call only). */
+typedef void (*bus_link_job_fn)(void *ctx, zsock_t *dealer, const char *endpoint, unsigned origin,
+                                const void *job, size_t len);
 
 /* A link with no gateway yet. worker_id and curve (the keys every gateway socket uses; plain
  * when it holds none) are borrowed and must outlive the link. Caller owns the result
@@ -33,6 +34,16 @@ void bus_link_sync(struct bus_link *b, char *const *endpoints, size_t count, uns
 /* Sends READY free_slots to every gateway. A gateway that cannot take it now (still
  * connecting, or gone) gets the latest count as soon as its socket accepts a message. */
 void bus_link_announce(struct bus_link *b, unsigned free_slots);
+
+/* Notes that a job which came through connection origin (as given to bus_link_job_fn) left its
+ * operation waiting until due_ms (epoch ms): the next READY to that gateway carries the earliest
+ * such time, so its recovery loop sends the next step when it is due. origin 0, or a connection
+ * since closed, notes it for every gateway. */
+void bus_link_note_due(struct bus_link *b, unsigned origin, int64_t due_ms);
+
+/* Sends READY (the count last announced) to every gateway holding a due time not sent yet:
+ * for waits recorded while the free slots did not change (a detached step ending). */
+void bus_link_send_due(struct bus_link *b);
 
 /* Gateways currently linked (sockets open). */
 size_t bus_link_count(const struct bus_link *b);

@@ -171,7 +171,8 @@ static void refresh_registry(struct worker *w, int64_t now)
 }
 
 /* A JOB from a gateway: to the runner when a slot is free, else back to that gateway. */
-static void on_job(void *ctx, zsock_t *dealer, const char *endpoint, const void *data, size_t len)
+static void on_job(void *ctx, zsock_t *dealer, const char *endpoint, unsigned origin,
+                   const void *data, size_t len)
 {
     struct worker *w = ctx;
     struct osbq_job job = {0};
@@ -180,7 +181,7 @@ static void on_job(void *ctx, zsock_t *dealer, const char *endpoint, const void 
         log_warnx("gateway %s: undecodable job (%s), dropping it", endpoint, reason);
         return;
     }
-    if (runner_submit(w->runner, &job) == 0)
+    if (runner_submit(w->runner, &job, origin) == 0)
         return;
     /* The gateway sent more than the last READY allowed (the two crossed), or we are
      * stopping: it gives the job to another worker. */
@@ -198,6 +199,12 @@ static void on_job(void *ctx, zsock_t *dealer, const char *endpoint, const void 
         log_debug("operation %s: no free slot, job handed back to %s", job.operation_id, endpoint);
     osbq_log_context_set(NULL);
     osbq_job_clear(&job);
+}
+
+/* A wait recorded for a job of origin: its gateway learns when the next step is due. */
+static void note_due(void *link, unsigned origin, int64_t due_ms)
+{
+    bus_link_note_due(link, origin, due_ms);
 }
 
 static void on_signal(struct worker *w, int64_t now)
@@ -236,6 +243,8 @@ static void run(struct worker *w)
             w->announced = free_now;
             w->next_heartbeat_ms = now + OSBQ_BUS_HEARTBEAT_MS;
         }
+        /* Due times of waits recorded while the free slots stayed the same. */
+        bus_link_send_due(w->link);
         int64_t next = w->next_heartbeat_ms;
         if (w->stopping && now >= w->next_status_ms) {
             /* The registry is not read any more: the status (now "stopping") keeps its own
@@ -278,8 +287,10 @@ static void run(struct worker *w)
             log_errorx("polling the bus failed (%s), stopping", zmq_strerror(zmq_errno()));
             return;
         }
-        if (extra[1].revents & ZMQ_POLLIN)
+        if (extra[1].revents & ZMQ_POLLIN) {
             runner_drain(w->runner);
+            runner_take_due(w->runner, note_due, w->link);
+        }
         if (extra[0].revents & ZMQ_POLLIN)
             on_signal(w, now_ms());
     }

@@ -37,6 +37,10 @@
 /* How long runner_destroy waits, on top of the Redis timeout (a release or a last finish may be
  * under way), for cancelled threads to return before it leaves them behind. */
 #define EXIT_WAIT_MS 1000
+/* Gateways whose due times one drain of the main thread collects apart; past that many (a
+ * worker linked to more gateways, all of whose jobs waited at once), the rest are told to
+ * every gateway. */
+#define DUE_ORIGINS_MAX 16
 
 /* Why a run gave its operation up; also its job_end result. */
 #define GAVE_UP_DEADLINE   "past_deadline" /* the backend ran past the plan's deadline */
@@ -44,6 +48,19 @@
 #define GAVE_UP_LEASE_LOST "lease_lost"    /* the operation is no longer this worker's */
 
 struct run;
+
+/* A job handed over, with the connection it came through (runner_submit). */
+struct queued_job {
+    struct osbq_job job;
+    unsigned origin;
+};
+
+/* The earliest due time of the waits recorded for jobs of one origin, until the main thread
+ * takes it (runner_take_due). */
+struct due_note {
+    unsigned origin;
+    int64_t due_ms;
+};
 
 /* One runner thread. */
 struct slot {
@@ -72,7 +89,7 @@ struct runner {
     pthread_cond_t wake;         /* the runner cancelled or a run gave up: sleeping backends and
                                   * retries stop */
     pthread_cond_t ended;        /* a thread returned */
-    struct osbq_job *queue;      /* ring of concurrency jobs handed over and not yet taken */
+    struct queued_job *queue;    /* ring of concurrency jobs handed over and not yet taken */
     unsigned head;               /* index of the oldest queued job */
     unsigned queued;             /* jobs in the ring */
     unsigned busy;               /* jobs queued or running: never more than concurrency */
@@ -87,6 +104,9 @@ struct runner {
     struct step *detached_steps; /* of those, the ones still going on */
     struct step *ended_steps;    /* of those, the ones ended, oldest first, to be recorded */
     struct step *ended_steps_tail;
+    struct due_note due[DUE_ORIGINS_MAX]; /* waits recorded since runner_take_due, by origin */
+    unsigned due_count;                   /* entries of due in use */
+    int64_t due_any_ms;                   /* the earliest of those that found due full; 0: none */
 };
 
 /* Runners whose threads did not all return (runner_destroy): kept, never freed, so the threads
@@ -99,6 +119,7 @@ static struct runner *volatile left_behind;
 struct run {
     struct runner *r;           /* the runner */
     const struct osbq_job *job; /* the job; borrowed */
+    unsigned origin;            /* the connection the job came through (runner_submit) */
     int64_t deadline_s;         /* the plan's deadline for the kind */
     int64_t deadline_ms;        /* monotonic time the backend is abandoned at */
     bool renew_failing;         /* a renewal failed and was logged; log again only once it works */
@@ -444,10 +465,11 @@ static bool call_exiting(struct backend_call *call)
 
 /* Writes the job's start or end line: event "job_start" or "job_end"; result, description,
  * duration_ms and due_in_ms (each when >= 0; due_in_ms: a step that ended in progress) only on
- * the end line. step: the step the job runs (0: the first). */
+ * the end line, late_ms (>= 0: how long after its due time a poll was claimed) on the start
+ * line. step: the step the job runs (0: the first). */
 static void log_job(const struct osbq_job *job, const char *event, uint32_t step,
                     const char *result, const char *description, int64_t duration_ms,
-                    int64_t due_in_ms)
+                    int64_t due_in_ms, int64_t late_ms)
 {
     /* A failed operation is what an on-call person looks for: a warning, with its gist. */
     bool failed = result != NULL && strcmp(result, "failed") == 0;
@@ -477,6 +499,8 @@ static void log_job(const struct osbq_job *job, const char *event, uint32_t step
         osbq_log_line_int(&line, "duration_ms", duration_ms);
     if (due_in_ms >= 0)
         osbq_log_line_int(&line, "due_in_ms", due_in_ms);
+    if (late_ms >= 0)
+        osbq_log_line_int(&line, "late_ms", late_ms);
     osbq_log_line_end(&line);
 }
 
@@ -639,6 +663,26 @@ static int record(struct run *run, const struct osbq_op_result *result, int64_t 
     }
 }
 
+/* Keeps due_ms for the gateway the job came from (runner_take_due): it sends the next step
+ * then, rather than when its next full scan finds it. */
+static void note_due(struct runner *r, unsigned origin, int64_t due_ms)
+{
+    pthread_mutex_lock(&r->lock);
+    unsigned i = 0;
+    while (i < r->due_count && r->due[i].origin != origin)
+        i++;
+    if (i < r->due_count) {
+        if (due_ms < r->due[i].due_ms)
+            r->due[i].due_ms = due_ms;
+    } else if (i < DUE_ORIGINS_MAX) {
+        r->due[i] = (struct due_note){.origin = origin, .due_ms = due_ms};
+        r->due_count++;
+    } else if (r->due_any_ms == 0 || due_ms < r->due_any_ms) {
+        r->due_any_ms = due_ms;
+    }
+    pthread_mutex_unlock(&r->lock);
+}
+
 /* Records what the backend's step reported (call->result): the outcome, or in progress the wait
  * for its next step, due by step_due_ms but never after end_ms. Counts it and returns the
  * job_end result; *due_in_ms is set for a wait recorded, else -1. */
@@ -655,6 +699,7 @@ static const char *record_step(struct run *run, struct backend_call *call, int64
         if (recorded > 0) {
             /* A step, not an outcome: the operation goes on, held by nobody. */
             worker_metrics_step(r->metrics);
+            note_due(r, run->origin, due);
             *due_in_ms = due - now;
             return "waiting";
         }
@@ -718,6 +763,7 @@ static int run_step(struct runner *r, struct backend_call *call, const struct os
  * it once its backend ends it. */
 struct step {
     struct osbq_job job; /* owned */
+    unsigned origin;     /* the connection it came through (runner_submit) */
     struct run run;
     struct backend_call call;
     json_t *parameters;      /* the parsed parameters the call borrows */
@@ -770,7 +816,7 @@ static bool end_step(struct step *st, int rc)
     /* Past its deadline, whatever the backend finally reported was dropped: not its text. */
     log_job(job, "job_end", st->claim.steps, outcome,
             gave_up == NULL ? st->call.result.description : NULL, now_ms() - st->started_ms,
-            due_in_ms);
+            due_in_ms, -1);
     return gave_up != NULL;
 }
 
@@ -848,12 +894,19 @@ static enum step_fate run_job(struct slot *slot, struct step *st)
     const struct osbq_plan *plan = osbq_catalog_plan(r->catalog, job->plan_id);
     int64_t deadline_s = runner_deadline_s(plan, job->kind);
     st->max_polling_s = step_max_polling_s(plan);
-    log_job(job, "job_start", st->claim.steps, NULL, NULL, -1, -1);
+    int64_t late_ms = -1;
+    if (st->claim.due_ms > 0) {
+        int64_t late = osbq_store_now_ms() - st->claim.due_ms;
+        late_ms = late > 0 ? late : 0;
+        worker_metrics_step_lateness(r->metrics, (double)late_ms / 1000.0);
+    }
+    log_job(job, "job_start", st->claim.steps, NULL, NULL, -1, -1, late_ms);
 
     st->started_ms = started;
     st->run = (struct run){
         .r = r,
         .job = job,
+        .origin = st->origin,
         .deadline_s = deadline_s,
         .deadline_ms = started + deadline_s * 1000,
         .next_renew_ms = started + lease / 3,
@@ -955,7 +1008,8 @@ static void *thread_main(void *arg)
             break;
         }
         struct step *st = calloc(1, sizeof *st);
-        struct osbq_job job = r->queue[r->head];
+        struct osbq_job job = r->queue[r->head].job;
+        unsigned origin = r->queue[r->head].origin;
         memset(&r->queue[r->head], 0, sizeof r->queue[r->head]);
         r->head = (r->head + 1) % r->concurrency;
         r->queued--;
@@ -979,6 +1033,7 @@ static void *thread_main(void *arg)
             osbq_job_clear(&job);
         } else {
             st->job = job;
+            st->origin = origin;
             /* The context's strings now live in the step. */
             context = (struct osbq_log_context){.operation_id = st->job.operation_id,
                                                 .instance_id = st->job.instance_id,
@@ -1191,7 +1246,7 @@ unsigned runner_destroy(struct runner **rp)
     exec_watch_destroy(&r->watch);
     /* With every thread gone the queue is empty, unless none ever started. */
     for (unsigned i = 0; i < r->concurrency; i++)
-        osbq_job_clear(&r->queue[i]);
+        osbq_job_clear(&r->queue[i].job);
     pthread_cond_destroy(&r->ended);
     pthread_cond_destroy(&r->wake);
     pthread_cond_destroy(&r->work);
@@ -1203,7 +1258,7 @@ unsigned runner_destroy(struct runner **rp)
     return 0;
 }
 
-int runner_submit(struct runner *r, struct osbq_job *job)
+int runner_submit(struct runner *r, struct osbq_job *job, unsigned origin)
 {
     pthread_mutex_lock(&r->lock);
     if (r->closed || r->cancelled || r->busy >= r->concurrency) {
@@ -1211,7 +1266,7 @@ int runner_submit(struct runner *r, struct osbq_job *job)
         return -1;
     }
     unsigned tail = (r->head + r->queued) % r->concurrency;
-    r->queue[tail] = *job;
+    r->queue[tail] = (struct queued_job){.job = *job, .origin = origin};
     memset(job, 0, sizeof *job);
     r->queued++;
     r->busy++;
@@ -1256,6 +1311,22 @@ void runner_drain(struct runner *r)
     uint64_t count;
     /* Non-blocking: fails with EAGAIN when nothing ended since the last drain. */
     (void)!read(r->event_fd, &count, sizeof count);
+}
+
+void runner_take_due(struct runner *r, runner_due_fn fn, void *ctx)
+{
+    struct due_note due[DUE_ORIGINS_MAX];
+    pthread_mutex_lock(&r->lock);
+    unsigned count = r->due_count;
+    memcpy(due, r->due, count * sizeof due[0]);
+    int64_t any = r->due_any_ms;
+    r->due_count = 0;
+    r->due_any_ms = 0;
+    pthread_mutex_unlock(&r->lock);
+    for (unsigned i = 0; i < count; i++)
+        fn(ctx, due[i].origin, due[i].due_ms);
+    if (any != 0)
+        fn(ctx, 0, any);
 }
 
 void runner_close(struct runner *r)

@@ -47,9 +47,10 @@ void runner_set_secrets(struct runner *r, const struct osbq_secrets *secrets);
  * NULL. Returns how many threads were left behind. */
 unsigned runner_destroy(struct runner **rp);
 
-/* Hands job to a free slot. On success takes over the strings job owns, zeroes *job and
- * returns 0; returns -1 with *job untouched when no slot is free or the runner is closed. */
-int runner_submit(struct runner *r, struct osbq_job *job);
+/* Hands job to a free slot; origin names the connection it came through (0: none), for
+ * runner_take_due. On success takes over the strings job owns, zeroes *job and returns 0;
+ * returns -1 with *job untouched when no slot is free or the runner is closed. */
+int runner_submit(struct runner *r, struct osbq_job *job, unsigned origin);
 
 /* Slots free for new jobs: concurrency minus the jobs queued or running on threads (detached
  * steps hold no slot); 0 once closed. */
@@ -68,6 +69,15 @@ unsigned runner_holding(struct runner *r);
  * the main thread's poll; borrowed. Call runner_drain after it polled readable. */
 int runner_event_fd(const struct runner *r);
 void runner_drain(struct runner *r);
+
+/* Called by runner_take_due with the earliest due time (epoch ms) of the waits recorded for
+ * jobs of one origin; origin 0 stands for jobs of any origin. */
+typedef void (*runner_due_fn)(void *ctx, unsigned origin, int64_t due_ms);
+
+/* Hands the due times of the waits recorded since the last call to fn, one call per origin,
+ * and forgets them. For the main thread, after runner_drain: each wait's step has freed its
+ * slot or ended its detached step by then. */
+void runner_take_due(struct runner *r, runner_due_fn fn, void *ctx);
 
 /* Stops taking jobs: runner_submit fails from now on; jobs already handed over still run. */
 void runner_close(struct runner *r);

@@ -93,11 +93,18 @@ int worker_metrics_init(struct worker_metrics *wm, struct osbq_metrics *registry
         plain(m, OSBQ_METRIC_COUNTER, "osbq_steps_waiting_total",
               "Steps this worker ran that ended with their operation still in progress: each "
               "recorded as waiting, its next step (a poll) due later on any worker.");
+    struct osbq_metric *lateness = osbq_metrics_add(
+        m, OSBQ_METRIC_HISTOGRAM, "osbq_step_lateness_seconds",
+        "How long after its due time this worker claimed the next step (a poll) of a waiting "
+        "operation: the recovery loop's precision, plus the wait for a free slot when every "
+        "worker is busy.",
+        NULL, 0, osbq_metrics_latency_buckets, osbq_metrics_latency_buckets_count);
+    wm->step_lateness = lateness != NULL ? osbq_metric_series(lateness, NULL) : NULL;
     wm->gateways_connected = plain(m, OSBQ_METRIC_GAUGE, "osbq_gateways_connected",
                                    "Gateways this worker is linked to (from the registry).");
     if (operations == NULL || duration == NULL || claims == NULL || wm->running == NULL ||
         wm->slots == NULL || wm->rejected == NULL || wm->finish_retries == NULL ||
-        wm->steps_waiting == NULL || wm->gateways_connected == NULL)
+        wm->steps_waiting == NULL || wm->step_lateness == NULL || wm->gateways_connected == NULL)
         return -1;
     size_t services = catalog != NULL ? osbq_catalog_service_count(catalog) : 0;
     for (size_t i = 0; i < services; i++) {
@@ -183,6 +190,12 @@ void worker_metrics_step(const struct worker_metrics *wm)
 {
     if (wm != NULL)
         osbq_series_add(wm->steps_waiting, 1);
+}
+
+void worker_metrics_step_lateness(const struct worker_metrics *wm, double seconds)
+{
+    if (wm != NULL)
+        osbq_series_observe(wm->step_lateness, seconds);
 }
 
 void worker_metrics_finish_retry(const struct worker_metrics *wm)

@@ -47,6 +47,7 @@ struct worker_metrics {
     struct osbq_series *rejected;           /* osbq_jobs_rejected_total */
     struct osbq_series *finish_retries;     /* osbq_finish_retries_total */
     struct osbq_series *steps_waiting;      /* osbq_steps_waiting_total */
+    struct osbq_series *step_lateness;      /* osbq_step_lateness_seconds */
     struct osbq_series *gateways_connected; /* osbq_gateways_connected (read at each render) */
     size_t (*running_jobs)(void *ctx);      /* read by the render hook; NULL until
                                              * worker_metrics_attach */
@@ -90,6 +91,9 @@ void worker_metrics_rejected(const struct worker_metrics *wm);
 
 /* Counts one step that ended with its operation still in progress (recorded as waiting). */
 void worker_metrics_step(const struct worker_metrics *wm);
+
+/* Counts how long after its due time a waiting operation's next step was claimed here. */
+void worker_metrics_step_lateness(const struct worker_metrics *wm, double seconds);
 
 /* Counts one more try to record an outcome after Redis failed. */
 void worker_metrics_finish_retry(const struct worker_metrics *wm);

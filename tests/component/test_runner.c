@@ -180,20 +180,26 @@ static void wait_state(struct fixture *f, const char *op, const char *state, int
     }
 }
 
-/* Hands an encoded job to r as the bus would: decoded into strings the runner owns. */
-static void submit_bytes(struct runner *r, const char *bytes, size_t len)
+/* Hands an encoded job to r as the bus would, from connection origin: decoded into strings
+ * the runner owns. */
+static void submit_from(struct runner *r, const char *bytes, size_t len, unsigned origin)
 {
     char reason[256];
     struct osbq_job owned = {0};
     if (osbq_job_decode(bytes, len, &owned, reason, sizeof reason) < 0)
         fail_msg("decode: %s", reason);
-    assert_int_equal(runner_submit(r, &owned), 0);
+    assert_int_equal(runner_submit(r, &owned, origin), 0);
+}
+
+static void submit_bytes(struct runner *r, const char *bytes, size_t len)
+{
+    submit_from(r, bytes, len, 0);
 }
 
 /* Records a provision of instance on plan as a gateway would (operation op) and submits its
- * job to r. */
-static void provision(struct fixture *f, struct runner *r, const char *op, const char *instance,
-                      const char *plan)
+ * job to r as if it came through connection origin. */
+static void provision_from(struct fixture *f, struct runner *r, const char *op,
+                           const char *instance, const char *plan, unsigned origin)
 {
     struct osbq_job job = {
         .operation_id = op,
@@ -227,8 +233,14 @@ static void provision(struct fixture *f, struct runner *r, const char *op, const
         fail_msg("begin: %s", err.text);
     assert_int_equal(reply.answer, OSBQ_BEGIN_ACCEPTED);
     osbq_begin_reply_clear(&reply);
-    submit_bytes(r, bytes, len);
+    submit_from(r, bytes, len, origin);
     free(bytes);
+}
+
+static void provision(struct fixture *f, struct runner *r, const char *op, const char *instance,
+                      const char *plan)
+{
+    provision_from(f, r, op, instance, plan, 0);
 }
 
 /* Submits op's stored job to r again, as the gateways' recovery loop sends it. */
@@ -348,6 +360,45 @@ static void test_steps(void **state)
                         "of 1 s.");
     assert_int_equal(runner_destroy(&r), 0);
     osbq_metrics_destroy(&m);
+}
+
+/* What runner_take_due hands over: one call per origin. */
+struct due_seen {
+    unsigned calls;
+    unsigned origin;
+    int64_t due_ms;
+};
+
+static void collect_due(void *ctx, unsigned origin, int64_t due_ms)
+{
+    struct due_seen *seen = ctx;
+    seen->calls++;
+    seen->origin = origin;
+    seen->due_ms = due_ms;
+}
+
+/* A wait recorded for a job of one connection is noted for that connection, at the due time
+ * Redis holds for the operation, and handed over once. */
+static void test_due_noted_for_origin(void **state)
+{
+    struct fixture *f = *state;
+    struct runner *r = start_runner(f, NULL);
+    provision_from(f, r, "op-due", "i-due", "plan-steps", 7);
+    wait_state(f, "op-due", "waiting", 3000);
+    for (int i = 0; i < 100 && runner_busy(r) > 0; i++)
+        sleep_ms(10);
+    struct due_seen seen = {0};
+    runner_take_due(r, collect_due, &seen);
+    assert_int_equal(seen.calls, 1);
+    assert_int_equal(seen.origin, 7);
+    redisReply *due = redisCommand(f->direct, "ZSCORE t:queue op-due");
+    assert_non_null(due);
+    assert_true((double)seen.due_ms == strtod(due->str, NULL));
+    freeReplyObject(due);
+    seen = (struct due_seen){0};
+    runner_take_due(r, collect_due, &seen);
+    assert_int_equal(seen.calls, 0);
+    assert_int_equal(runner_destroy(&r), 0);
 }
 
 /* A backend hanging past the deadline (1 s; it keeps its lease alive until then): the
@@ -491,6 +542,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_success),
         cmocka_unit_test(test_steps),
+        cmocka_unit_test(test_due_noted_for_origin),
         cmocka_unit_test(test_deadline),
         cmocka_unit_test(test_shutdown),
         cmocka_unit_test(test_finish_after_outage),

@@ -20,6 +20,7 @@ from test_faults import (FAST, LEASE_S, NAMESPACE, QUEUE, SLACK_S, FaultTestCase
 
 LONG = "9d2c4e6a-1b3f-4a5c-8e7d-0f1a2b3c4f07"   # provision 20 s, no poll_ms: two steps
 POLLED = "9d2c4e6a-1b3f-4a5c-8e7d-0f1a2b3c4f08"  # provision 6 s, polled every 2 s
+SHORT = "9d2c4e6a-1b3f-4a5c-8e7d-0f1a2b3c4f09"   # provision 300 ms: two steps
 LONG_S = 20.0
 POLLED_S = 6.0
 MANY = 500
@@ -164,6 +165,41 @@ class ManyWaiting(StepsTestCase):
         self.assertEqual({r[1] for r in recs.values()}, {"1"}, "a poll is not an attempt")
         self.assertEqual({r[2] for r in recs.values()}, {"1"}, "one wait each")
         self.assertAllAlive([gw, worker])
+
+
+# =====================================================================================
+class DueOnTime(StepsTestCase):
+
+    # Far longer than any of these operations takes: only the due times the worker tells the
+    # gateways can make them end on time (docs/reliability.md, "Due means due").
+    INTERVAL_MS = 30000
+    COUNT = 6
+
+    def test_a_step_runs_when_due_not_at_the_next_scan(self):
+        """300-ms provisions through two gateways whose full scans come every 30 s: each ends
+        long before a scan could have found its poll (under 10 s from its acceptance, where an
+        operation found by the scans would end 0.3 to 30 s after it), and each worker logs how
+        late it claimed the poll. Sequential, so each wait is recorded after the last scan."""
+        stack = self.make_stack(OSBQ_RECOVERY_INTERVAL_MS=str(self.INTERVAL_MS))
+        gateways = [stack.start_gateway(), stack.start_gateway()]
+        worker = stack.start_worker()
+        harness.wait_workers_connected(gateways, 1)
+        for i in range(self.COUNT):
+            iid, _ = self.provision_async(self.client(gateways[i % 2]), SHORT)
+            done = self.wait_ended(self.client(gateways[i % 2]), iid, 35)
+            self.assertEqual(done["state"], "succeeded", done)
+        text = self.stack.redis.command(
+            "EVAL", "local out = {} for _, k in ipairs(redis.call('KEYS', ARGV[1])) do "
+            "out[#out + 1] = redis.call('HMGET', k, 'plan_id', 'created_ms', 'finished_ms', "
+            "'steps') end return cjson.encode(out)", 0, NAMESPACE + ":op:*")
+        took = [(int(r[2]) - int(r[1]), r[3]) for r in json.loads(text) if r[0] == SHORT]
+        self.assertEqual(len(took), self.COUNT)
+        for ms, steps in took:
+            self.assertEqual(steps, "1", "one step waited, then the poll ended it")
+            self.assertLess(ms, 10000, "ended %d ms after its acceptance: found by a scan, "
+                            "not told (all: %r)" % (ms, took))
+        late = [int(m) for m in re.findall(r"msg=job_start .* late_ms=(\d+)", worker.log())]
+        self.assertEqual(len(late), self.COUNT, "one poll per operation, with its lateness")
 
 
 # =====================================================================================

@@ -40,7 +40,7 @@ static void test_ready_carries_the_received_count(void **state)
     zsock_t *worker = zsock_new_dealer(">inproc://ready-test");
     assert_non_null(gateway);
     assert_non_null(worker);
-    assert_int_equal(osbq_bus_send_ready(worker, "w-1", 12, 1234567890123ULL), 0);
+    assert_int_equal(osbq_bus_send_ready(worker, "w-1", 12, 1234567890123ULL, 0), 0);
     zmsg_t *msg = zmsg_recv(gateway);
     assert_non_null(msg);
     assert_int_equal(zmsg_size(msg), 5); /* identity, READY, id, free, received */
@@ -57,11 +57,55 @@ static void test_ready_carries_the_received_count(void **state)
     zsock_destroy(&gateway);
 }
 
+/* A READY with a due time carries it as a fifth frame, after the frames an older gateway
+ * reads (it pops those and ignores the rest). */
+static void test_ready_carries_a_due_time_last(void **state)
+{
+    (void)state;
+    osbq_bus_init();
+    zsock_t *gateway = zsock_new_router("inproc://ready-due-test");
+    zsock_t *worker = zsock_new_dealer(">inproc://ready-due-test");
+    assert_non_null(gateway);
+    assert_non_null(worker);
+    assert_int_equal(osbq_bus_send_ready(worker, "w-2", 3, 7, 1795000000123LL), 0);
+    zmsg_t *msg = zmsg_recv(gateway);
+    assert_non_null(msg);
+    assert_int_equal(zmsg_size(msg), 6); /* identity, READY, id, free, received, due */
+    zframe_t *identity = zmsg_pop(msg);
+    zframe_destroy(&identity);
+    const char *expected[] = {OSBQ_BUS_READY, "w-2", "3", "7", "1795000000123"};
+    for (size_t i = 0; i < sizeof expected / sizeof expected[0]; i++) {
+        char *frame = zmsg_popstr(msg);
+        assert_string_equal(frame, expected[i]);
+        if (i == 4)
+            assert_true(osbq_bus_ready_due(frame) == 1795000000123LL);
+        free(frame);
+    }
+    zmsg_destroy(&msg);
+    zsock_destroy(&worker);
+    zsock_destroy(&gateway);
+}
+
+/* What a gateway takes from the due frame: a positive decimal number, else nothing. */
+static void test_ready_due_parse(void **state)
+{
+    (void)state;
+    assert_true(osbq_bus_ready_due(NULL) == 0);
+    assert_true(osbq_bus_ready_due("") == 0);
+    assert_true(osbq_bus_ready_due("0") == 0);
+    assert_true(osbq_bus_ready_due("-5") == 0);
+    assert_true(osbq_bus_ready_due("12x") == 0);
+    assert_true(osbq_bus_ready_due("99999999999999999999999") == 0);
+    assert_true(osbq_bus_ready_due("42") == 42);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_credit_takes_off_jobs_on_their_way),
         cmocka_unit_test(test_ready_carries_the_received_count),
+        cmocka_unit_test(test_ready_carries_a_due_time_last),
+        cmocka_unit_test(test_ready_due_parse),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

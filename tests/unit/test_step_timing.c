@@ -106,12 +106,30 @@ static void test_recovery_room(void **state)
     assert_false(recovery_has_room(&stats, 200));
 }
 
+/* When the recovery loop wakes: the next full scan, or the earliest entry it knows of when
+ * sooner; an entry already due (no room then) is looked at again a tick (50 ms) later. */
+static void test_recovery_wake(void **state)
+{
+    (void)state;
+    /* Nothing due known: the next full scan. */
+    assert_true(recovery_wake_ms(1000, 2000, 0) == 2000);
+    /* A step due before the scan: then, to the millisecond. */
+    assert_true(recovery_wake_ms(1000, 2000, 1300) == 1300);
+    assert_true(recovery_wake_ms(1000, 2000, 1001) == 1001);
+    /* Due after the scan: the scan comes first. */
+    assert_true(recovery_wake_ms(1000, 2000, 2500) == 2000);
+    /* Already due (no worker had room): a tick later, not a busy loop. */
+    assert_true(recovery_wake_ms(1000, 2000, 900) == 1050);
+    assert_true(recovery_wake_ms(1000, 2000, 1000) == 1050);
+    assert_true(recovery_wake_ms(1000, 1020, 900) == 1020);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_due_capped),    cmocka_unit_test(test_end),
         cmocka_unit_test(test_overdue),       cmocka_unit_test(test_max_polling_from_plan),
-        cmocka_unit_test(test_recovery_room),
+        cmocka_unit_test(test_recovery_room), cmocka_unit_test(test_recovery_wake),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

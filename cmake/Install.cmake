@@ -3,26 +3,36 @@
 # (/usr/local/etc/osbq by default). Decision 0024 says why each file is where it is.
 include(GNUInstallDirs)
 
+# The paths the units and the package's conffiles name: absolute, as configured.
 set(OSBQ_CONFIG_DIR "${CMAKE_INSTALL_FULL_SYSCONFDIR}/osbq")
 set(OSBQ_BIN_DIR "${CMAKE_INSTALL_FULL_BINDIR}")
 set(OSBQ_DOC_DIR "${CMAKE_INSTALL_FULL_DOCDIR}")
+# Where files are installed: relative to the install prefix, so that `cmake --install --prefix P`
+# and DESTDIR stage every file inside them. Only prefixes GNUInstallDirs maps elsewhere (/usr:
+# /etc/osbq, and /lib/systemd/system below, as the FHS wants) install outside the prefix;
+# DESTDIR still stages them.
+if(CMAKE_INSTALL_FULL_SYSCONFDIR STREQUAL "${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_SYSCONFDIR}")
+  set(OSBQ_CONFIG_DESTINATION "${CMAKE_INSTALL_SYSCONFDIR}/osbq")
+else()
+  set(OSBQ_CONFIG_DESTINATION "${OSBQ_CONFIG_DIR}")
+endif()
 # Debian bookworm's place for units is /lib/systemd/system (the same directory as
 # /usr/lib/systemd/system on a merged /usr); a prefix other than /usr keeps them under it, where
 # systemd looks too (/usr/local/lib/systemd/system).
 if(CMAKE_INSTALL_PREFIX STREQUAL "/usr")
   set(OSBQ_SYSTEMD_UNIT_DIR_DEFAULT "/lib/systemd/system")
 else()
-  set(OSBQ_SYSTEMD_UNIT_DIR_DEFAULT "${CMAKE_INSTALL_PREFIX}/lib/systemd/system")
+  set(OSBQ_SYSTEMD_UNIT_DIR_DEFAULT "lib/systemd/system")
 endif()
 set(OSBQ_SYSTEMD_UNIT_DIR "${OSBQ_SYSTEMD_UNIT_DIR_DEFAULT}" CACHE PATH
-    "Where the systemd units of osbq-gateway and osbq-worker are installed")
+    "Where the systemd units of osbq-gateway and osbq-worker are installed (relative: under the install prefix)")
 
 install(TARGETS osbq-gateway osbq-worker osbq-ctl RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 
 # Configuration: the example catalog and the units' environment files. The environment files may
 # hold secrets; systemd reads them as root, so only root reads them.
-install(FILES examples/catalog.json DESTINATION ${OSBQ_CONFIG_DIR})
-install(FILES deploy/systemd/gateway.env deploy/systemd/worker.env DESTINATION ${OSBQ_CONFIG_DIR}
+install(FILES examples/catalog.json DESTINATION ${OSBQ_CONFIG_DESTINATION})
+install(FILES deploy/systemd/gateway.env deploy/systemd/worker.env DESTINATION ${OSBQ_CONFIG_DESTINATION}
         PERMISSIONS OWNER_READ OWNER_WRITE)
 
 foreach(unit osbq-gateway osbq-worker)

@@ -21,7 +21,28 @@ SOURCE_DIR = os.path.abspath(os.path.join(os.path.dirname(__file__), "../.."))
 SANITIZER_MARKERS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:")
 
 START_TIMEOUT_S = 10.0
-STOP_TIMEOUT_S = 10.0
+# What a daemon may take to stop on SIGTERM beyond its own bounds (stop_timeout_s): the exit of a
+# sanitized process on a loaded machine.
+STOP_MARGIN_S = 5.0
+# The daemons' defaults of OSBQ_SHUTDOWN_GRACE_MS and OSBQ_REDIS_TIMEOUT_MS (README).
+DEFAULT_GRACE_MS = 10000
+DEFAULT_REDIS_TIMEOUT_MS = 2000
+# The bound of a process started without osbq settings (redis-server), and of harness.kill.
+STOP_TIMEOUT_S = DEFAULT_GRACE_MS / 1000.0 + STOP_MARGIN_S
+
+
+def stop_timeout_s(env):
+    """How long a daemon started with env may take to stop on SIGTERM: its grace
+    (OSBQ_SHUTDOWN_GRACE_MS: requests and jobs finish), then two Redis timeouts (a gateway's
+    calls still travelling, a worker's releases of what did not finish), then STOP_MARGIN_S. A
+    bound that followed only the grace would race it."""
+    def ms(name, default):
+        try:
+            return int(env.get(name, default))
+        except ValueError:
+            return default
+    return (ms("OSBQ_SHUTDOWN_GRACE_MS", DEFAULT_GRACE_MS)
+            + 2 * ms("OSBQ_REDIS_TIMEOUT_MS", DEFAULT_REDIS_TIMEOUT_MS)) / 1000.0 + STOP_MARGIN_S
 
 
 def binaries(build_dir):
@@ -83,6 +104,7 @@ class Process:
 
     def __init__(self, name, argv, env, workdir, preexec_fn=None):
         self.name = name
+        self.stop_timeout_s = stop_timeout_s(env)
         self.log_path = os.path.join(workdir, name + ".log")
         self._log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(argv, env=env, stdout=self._log, stderr=subprocess.STDOUT,
@@ -103,10 +125,13 @@ class Process:
         if self.alive():
             os.kill(self.proc.pid, signo)
 
-    def stop(self, signo=signal.SIGTERM, timeout_s=STOP_TIMEOUT_S, again_after_s=None):
+    def stop(self, signo=signal.SIGTERM, timeout_s=None, again_after_s=None):
         """Stops the process (signo, by default SIGTERM; the same signal once more after
-        again_after_s if given; SIGKILL after timeout_s) and returns its exit status. Raises
-        when it needed SIGKILL or its log holds a sanitizer report."""
+        again_after_s if given; SIGKILL after timeout_s, by default its stop_timeout_s) and
+        returns its exit status. Raises when it needed SIGKILL (with the end of its log) or its
+        log holds a sanitizer report."""
+        if timeout_s is None:
+            timeout_s = self.stop_timeout_s
         if self.alive():
             os.kill(self.proc.pid, signo)
         try:
@@ -119,7 +144,9 @@ class Process:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             status = self.proc.wait()
-            raise AssertionError("%s did not stop within %ss" % (self.name, timeout_s))
+            tail = "\n".join(self.log().splitlines()[-40:])
+            raise AssertionError("%s did not stop within %ss; the end of its log:\n%s"
+                                 % (self.name, timeout_s, tail))
         finally:
             self._log.close()
         self.check_sanitizers()
@@ -263,10 +290,11 @@ class Stack:
         """The gateways and workers, oldest first."""
         return [p for p in self.processes if p is not self.redis]
 
-    def stop(self, again_after_s=None, timeout_s=STOP_TIMEOUT_S):
+    def stop(self, again_after_s=None, timeout_s=None):
         """Stops every process it started, newest first (daemons before their Redis), then
-        removes the directory it made. Raises with every failure: a daemon that exited non-zero
-        on SIGTERM, needed SIGKILL or logged a sanitizer report."""
+        removes the directory it made; each process gets timeout_s, by default its own bound
+        (Process.stop_timeout_s). Raises with every failure: a daemon that exited non-zero on
+        SIGTERM, needed SIGKILL or logged a sanitizer report."""
         errors = []
         for p in reversed(self.processes):
             try:

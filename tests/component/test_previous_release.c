@@ -21,8 +21,8 @@
 #include <string.h>
 
 #include "job.h"
-#include "redis_fixture.h"
 #include "store_operations.h"
+#include "store_test_helpers.h"
 
 #define RELEASE_DIR OSBQ_TEST_DATA_DIR "/previous-release/" OSBQ_PREVIOUS_RELEASE "/"
 
@@ -30,39 +30,9 @@
 static const char *const kinds[] = {"provision", "update", "bind", "unbind", "deprovision"};
 #define KIND_COUNT (sizeof kinds / sizeof kinds[0])
 
-struct fixture {
-    struct redis_fixture redis; /* the server */
-    struct osbq_config cfg;     /* configuration pointing at it, the release's namespace */
-    struct osbq_store *store;   /* the store under test */
-    redisContext *direct;       /* a plain connection to load and read keys */
-};
-
 static int setup(void **state)
 {
-    struct fixture *f = calloc(1, sizeof *f);
-    if (f == NULL || redis_fixture_start(&f->redis) < 0)
-        return -1;
-    f->cfg.redis.host = strdup("127.0.0.1");
-    f->cfg.redis.port = (uint16_t)f->redis.port;
-    f->cfg.redis_timeout_ms = 2000;
-    f->cfg.namespace_ = strdup("osbq");
-    f->cfg.retention_s = 3600;
-    f->store = osbq_store_new(&f->cfg);
-    f->direct = redisConnect("127.0.0.1", f->redis.port);
-    *state = f;
-    return f->store != NULL && f->direct != NULL && f->direct->err == 0 ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    struct fixture *f = *state;
-    redisFree(f->direct);
-    osbq_store_destroy(&f->store);
-    redis_fixture_stop(&f->redis);
-    free(f->cfg.redis.host);
-    free(f->cfg.namespace_);
-    free(f);
-    return 0;
+    return store_fixture_setup(state, "osbq");
 }
 
 /* The fixture file RELEASE_DIR<name>.json; caller owns the result. */
@@ -304,7 +274,7 @@ static void test_its_workers_read_our_jobs(void **state)
 }
 
 /* Replaces every key of the server with those of snapshot. */
-static void load_into_redis(struct fixture *f, const json_t *snapshot)
+static void load_into_redis(struct store_fixture *f, const json_t *snapshot)
 {
     freeReplyObject(redisCommand(f->direct, "FLUSHALL"));
     const char *key;
@@ -344,7 +314,7 @@ static void load_into_redis(struct fixture *f, const json_t *snapshot)
 }
 
 /* The keys on the server, as the names of a JSON object; caller owns it. */
-static json_t *keys_now(struct fixture *f)
+static json_t *keys_now(struct store_fixture *f)
 {
     redisReply *r = redisCommand(f->direct, "KEYS *");
     assert_true(r != NULL && r->type == REDIS_REPLY_ARRAY);
@@ -365,7 +335,7 @@ static bool varies(const char *key, const char *field)
 
 /* The hash key on the server equals its copy in done (what the release's worker left), but
  * for the fields whose values vary from run to run, which need only be there. */
-static void assert_hash_as_left(struct fixture *f, const json_t *done, const char *key)
+static void assert_hash_as_left(struct store_fixture *f, const json_t *done, const char *key)
 {
     json_t *want = json_object_get(json_object_get(done, key), "value");
     redisReply *r = redisCommand(f->direct, "HGETALL %s", key);
@@ -401,7 +371,7 @@ static void assert_hash_as_left(struct fixture *f, const json_t *done, const cha
 
 /* The set or sorted set key on the server has the members of want (a fixture's value), and
  * no others. */
-static void assert_members_as_left(struct fixture *f, const char *key, const char *type,
+static void assert_members_as_left(struct store_fixture *f, const char *key, const char *type,
                                    const json_t *want)
 {
     bool set = strcmp(type, "set") == 0;
@@ -423,7 +393,7 @@ static void assert_members_as_left(struct fixture *f, const char *key, const cha
  * as the release's worker would have, and leaves the keys as that worker left them. */
 static void test_we_finish_its_records(void **state)
 {
-    struct fixture *f = *state;
+    struct store_fixture *f = *state;
     for (size_t k = 0; k < KIND_COUNT; k++) {
         char name[64];
         (void)snprintf(name, sizeof name, "%s-accepted", kinds[k]);
@@ -476,7 +446,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_its_jobs_decode),
         cmocka_unit_test(test_its_workers_read_our_jobs),
-        cmocka_unit_test_setup_teardown(test_we_finish_its_records, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_we_finish_its_records, setup, store_fixture_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,5 +1,37 @@
-/* Blocking forms of the gateway's store calls, for tests (store_test_helpers.h). */
+/* The store tests' fixture and blocking forms of the gateway's store calls (store_test_helpers.h).
+ */
 #include "store_test_helpers.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int store_fixture_setup(void **state, const char *ns)
+{
+    struct store_fixture *f = calloc(1, sizeof *f);
+    *state = f;
+    if (f == NULL || redis_fixture_start(&f->redis) < 0)
+        return -1;
+    f->cfg.redis.host = strdup("127.0.0.1");
+    f->cfg.redis.port = (uint16_t)f->redis.port;
+    f->cfg.redis_timeout_ms = 2000;
+    f->cfg.namespace_ = strdup(ns);
+    f->cfg.retention_s = 3600;
+    f->store = osbq_store_new(&f->cfg);
+    f->direct = redisConnect("127.0.0.1", f->redis.port);
+    return f->store != NULL && f->direct != NULL && f->direct->err == 0 ? 0 : -1;
+}
+
+int store_fixture_teardown(void **state)
+{
+    struct store_fixture *f = *state;
+    redisFree(f->direct);
+    osbq_store_destroy(&f->store);
+    redis_fixture_stop(&f->redis);
+    free(f->cfg.redis.host);
+    free(f->cfg.namespace_);
+    free(f);
+    return 0;
+}
 
 int osbq_store_begin_instance(struct osbq_store *store, const struct osbq_begin_request *req,
                               struct osbq_begin_reply *out, struct osbq_error *err)

@@ -1,10 +1,28 @@
-/* Blocking forms of the gateway's store calls, for the tests that drive the store without a
- * pipeline: each makes the call, runs it at once (osbq_store_call_run) and reads its answer,
- * with the returns of the matching _result function. The daemons never block on these. */
+/* What the tests of the store share: their fixture (a redis-server, the store on it and a plain
+ * connection), and blocking forms of the gateway's store calls for the tests that drive the store
+ * without a pipeline: each makes the call, runs it at once (osbq_store_call_run) and reads its
+ * answer, with the returns of the matching _result function. The daemons never block on these. */
 #ifndef OSBQ_TESTS_STORE_TEST_HELPERS_H
 #define OSBQ_TESTS_STORE_TEST_HELPERS_H
 
+#include <hiredis/hiredis.h>
+
+#include "redis_fixture.h"
 #include "store_requests.h"
+
+/* A redis-server, a store on it and a plain connection to it. */
+struct store_fixture {
+    struct redis_fixture redis; /* the server */
+    struct osbq_config cfg;     /* configuration pointing at it */
+    struct osbq_store *store;   /* the store under test */
+    redisContext *direct;       /* a plain connection to load and inspect keys */
+};
+
+/* cmocka setup: starts a new fixture, its keys in namespace ns, into *state. 0 or -1. */
+int store_fixture_setup(void **state, const char *ns);
+
+/* cmocka teardown: stops the fixture *state and frees it. Returns 0. */
+int store_fixture_teardown(void **state);
 
 /* osbq_store_begin_instance_call, run; osbq_store_begin_result's returns. */
 int osbq_store_begin_instance(struct osbq_store *store, const struct osbq_begin_request *req,

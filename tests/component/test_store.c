@@ -21,43 +21,13 @@
 #include "store_registry.h"
 #include "store_test_helpers.h"
 
-struct fixture {
-    struct redis_fixture redis; /* the server */
-    struct osbq_config cfg;     /* configuration pointing at it */
-    struct osbq_store *store;   /* the store under test */
-    redisContext *direct;       /* a plain connection to inspect keys */
-};
-
 static int setup(void **state)
 {
-    struct fixture *f = calloc(1, sizeof *f);
-    if (f == NULL || redis_fixture_start(&f->redis) < 0)
-        return -1;
-    f->cfg.redis.host = strdup("127.0.0.1");
-    f->cfg.redis.port = (uint16_t)f->redis.port;
-    f->cfg.redis_timeout_ms = 2000;
-    f->cfg.namespace_ = strdup("t");
-    f->cfg.retention_s = 3600;
-    f->store = osbq_store_new(&f->cfg);
-    f->direct = redisConnect("127.0.0.1", f->redis.port);
-    *state = f;
-    return f->store != NULL && f->direct != NULL && f->direct->err == 0 ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    struct fixture *f = *state;
-    redisFree(f->direct);
-    osbq_store_destroy(&f->store);
-    redis_fixture_stop(&f->redis);
-    free(f->cfg.redis.host);
-    free(f->cfg.namespace_);
-    free(f);
-    return 0;
+    return store_fixture_setup(state, "t");
 }
 
 /* The hash field of key, or "" when absent; valid until the next call. */
-static const char *field(struct fixture *f, const char *key, const char *name)
+static const char *field(struct store_fixture *f, const char *key, const char *name)
 {
     static char value[256];
     redisReply *r = redisCommand(f->direct, "HGET %s %s", key, name);
@@ -68,7 +38,7 @@ static const char *field(struct fixture *f, const char *key, const char *name)
     return value;
 }
 
-static enum osbq_begin_answer begin(struct fixture *f, const char *kind, const char *op,
+static enum osbq_begin_answer begin(struct store_fixture *f, const char *kind, const char *op,
                                     const char *instance, const char *digest, const char *plan,
                                     const char *expected_plan, const char *gateway, char **running)
 {
@@ -99,13 +69,13 @@ static enum osbq_begin_answer begin(struct fixture *f, const char *kind, const c
     return answer;
 }
 
-static int claim(struct fixture *f, const char *op, const char *worker, int64_t lease_ms)
+static int claim(struct store_fixture *f, const char *op, const char *worker, int64_t lease_ms)
 {
     struct osbq_error err = {0};
     return osbq_store_claim(f->store, op, worker, 1, lease_ms, NULL, &err);
 }
 
-static int finish(struct fixture *f, const char *op, const char *worker, bool ok)
+static int finish(struct store_fixture *f, const char *op, const char *worker, bool ok)
 {
     struct osbq_op_result result = {.succeeded = ok,
                                     .description = ok ? "Done." : "Broken.",
@@ -117,7 +87,7 @@ static int finish(struct fixture *f, const char *op, const char *worker, bool ok
 
 static void test_provision_lifecycle(void **state)
 {
-    struct fixture *f = *state;
+    struct store_fixture *f = *state;
     char *running = NULL;
     assert_int_equal(begin(f, "provision", "op1", "i1", "d1", "plan-a", NULL, NULL, NULL),
                      OSBQ_BEGIN_ACCEPTED);
@@ -173,7 +143,7 @@ static void test_provision_lifecycle(void **state)
 
 static void test_update_applies_on_success_only(void **state)
 {
-    struct fixture *f = *state;
+    struct store_fixture *f = *state;
     char *running = NULL;
     assert_int_equal(begin(f, "provision", "u0", "i2", "d", "plan-a", NULL, NULL, NULL),
                      OSBQ_BEGIN_ACCEPTED);
@@ -212,7 +182,7 @@ static void test_update_applies_on_success_only(void **state)
 
 static void test_deprovision_and_reuse(void **state)
 {
-    struct fixture *f = *state;
+    struct store_fixture *f = *state;
     char *running = NULL;
     assert_int_equal(begin(f, "deprovision", "x0", "i3", "", "p", NULL, NULL, NULL),
                      OSBQ_BEGIN_GONE);
@@ -260,7 +230,7 @@ static void test_deprovision_and_reuse(void **state)
 
 static void test_expired_lease_is_taken_over(void **state)
 {
-    struct fixture *f = *state;
+    struct store_fixture *f = *state;
     assert_int_equal(begin(f, "provision", "l1", "i4", "d", "plan-a", NULL, NULL, NULL),
                      OSBQ_BEGIN_ACCEPTED);
     assert_int_equal(claim(f, "l1", "dead", 1), 1);
@@ -273,7 +243,7 @@ static void test_expired_lease_is_taken_over(void **state)
 
 static void test_finish_wakes_waiting_gateways(void **state)
 {
-    struct fixture *f = *state;
+    struct store_fixture *f = *state;
     struct osbq_error err = {0};
     redisContext *sub = osbq_store_subscribe_events(f->store, "gw1", &err);
     assert_non_null(sub);
@@ -296,7 +266,7 @@ static void test_finish_wakes_waiting_gateways(void **state)
 
 static void test_ids_cannot_escape_their_keys(void **state)
 {
-    struct fixture *f = *state;
+    struct store_fixture *f = *state;
     assert_int_equal(begin(f, "provision", "k1", "a:b*{c}\n", "d", "plan-a", NULL, NULL, NULL),
                      OSBQ_BEGIN_ACCEPTED);
     assert_string_equal(field(f, "t:instance:a%3Ab%2A%7Bc%7D%0A", "state"), "provisioning");
@@ -315,7 +285,7 @@ static void test_ids_cannot_escape_their_keys(void **state)
 
 static void test_gateway_registry(void **state)
 {
-    struct fixture *f = *state;
+    struct store_fixture *f = *state;
     struct osbq_error err = {0};
     char **list = NULL;
     size_t count = 0;
@@ -335,7 +305,7 @@ static void test_gateway_registry(void **state)
 
 static void test_process_status(void **state)
 {
-    struct fixture *f = *state;
+    struct store_fixture *f = *state;
     struct osbq_error err = {0};
     char **list = NULL;
     size_t count = 0;
@@ -368,7 +338,7 @@ static void test_process_status(void **state)
 }
 
 /* The event names of an operation's history, joined by spaces. */
-static void history_events(struct fixture *f, const char *op, char *out, size_t size)
+static void history_events(struct store_fixture *f, const char *op, char *out, size_t size)
 {
     struct osbq_fields fields = {0};
     char **history = NULL;
@@ -394,7 +364,7 @@ static void history_events(struct fixture *f, const char *op, char *out, size_t 
 
 static void test_operation_history_and_repairs(void **state)
 {
-    struct fixture *f = *state;
+    struct store_fixture *f = *state;
     struct osbq_error err = {0};
     char events[512];
     assert_int_equal(begin(f, "provision", "oph", "ih", "d", "plan-a", NULL, NULL, NULL),
@@ -444,7 +414,7 @@ static void test_operation_history_and_repairs(void **state)
 
 static void test_scan_records_hides_secrets(void **state)
 {
-    struct fixture *f = *state;
+    struct store_fixture *f = *state;
     struct osbq_error err = {0};
     for (int i = 0; i < 30; i++) {
         char op[16], instance[16];
@@ -497,7 +467,7 @@ static void test_scan_records_hides_secrets(void **state)
 
 static void test_scripts_reload_after_flush(void **state)
 {
-    struct fixture *f = *state;
+    struct store_fixture *f = *state;
     redisReply *r = redisCommand(f->direct, "SCRIPT FLUSH");
     freeReplyObject(r);
     assert_int_equal(begin(f, "provision", "s1", "i6", "d", "plan-a", NULL, NULL, NULL),
@@ -516,7 +486,7 @@ static const struct osbq_recovery_item *find_item(const struct osbq_recovery_ite
 
 static void test_recovery_resends_then_abandons(void **state)
 {
-    struct fixture *f = *state;
+    struct store_fixture *f = *state;
     struct osbq_error err = {0};
     struct osbq_recovery_item *items = NULL;
     size_t count = 0;
@@ -576,7 +546,7 @@ static void test_recovery_resends_then_abandons(void **state)
  * the saved state, and the outcome clears it. */
 static void test_steps_wait_and_poll(void **state)
 {
-    struct fixture *f = *state;
+    struct store_fixture *f = *state;
     struct osbq_error err = {0};
     struct osbq_recovery_item *items = NULL;
     size_t count = 0;
@@ -665,7 +635,7 @@ static void test_steps_wait_and_poll(void **state)
  * waiting) or fails it, and the recovery loop may abandon it. */
 static void test_steps_repairs(void **state)
 {
-    struct fixture *f = *state;
+    struct store_fixture *f = *state;
     struct osbq_error err = {0};
     struct osbq_claim c = {0};
     struct timespec pause = {0, 20000000};
@@ -717,7 +687,7 @@ static void test_steps_repairs(void **state)
  * and the replacement is a compare-and-set: a result written since the walk read it stays. */
 static void test_results_walk_and_compare_and_set(void **state)
 {
-    struct fixture *f = *state;
+    struct store_fixture *f = *state;
     struct osbq_error err = {0};
     for (int i = 0; i < 25; i++) {
         redisReply *r = redisCommand(f->direct,
@@ -780,5 +750,5 @@ int main(void)
         cmocka_unit_test(test_steps_repairs),
         cmocka_unit_test(test_results_walk_and_compare_and_set),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, setup, store_fixture_teardown);
 }

@@ -260,14 +260,16 @@ class Stack:
         settings.update(overrides)
         return daemon_environment(settings)
 
-    def start_gateway(self, ssl_context=None, name=None, ready_path="/healthz", **overrides):
-        """Starts a gateway on free ports and waits until ready_path answers 200 (over HTTPS
-        with ssl_context, with OSBQ_TLS_CERT/KEY among the overrides); the process carries its
-        port and ssl_context."""
+    def start_gateway(self, ssl_context=None, name=None, ready_path="/healthz", binary=None,
+                      **overrides):
+        """Starts a gateway (the stack's gateway_bin unless binary names another, e.g. an older
+        release's) on free ports and waits until ready_path answers 200 (over HTTPS with
+        ssl_context, with OSBQ_TLS_CERT/KEY among the overrides); the process carries its port
+        and ssl_context."""
         port = free_port()
         env = self.env(OSBQ_LISTEN="127.0.0.1:%d" % port,
                        OSBQ_BUS_BIND="tcp://127.0.0.1:%d" % free_port(), **overrides)
-        p = Process(name or "gateway-%d" % port, [self.gateway_bin], env, self.workdir)
+        p = Process(name or "gateway-%d" % port, [binary or self.gateway_bin], env, self.workdir)
         p.port = port
         p.ssl_context = ssl_context
         self.processes.append(p)
@@ -280,8 +282,9 @@ class Stack:
         wait_until(ready, START_TIMEOUT_S, "the gateway to answer %s" % ready_path)
         return p
 
-    def start_worker(self, name=None, **overrides):
-        p = Process(name or "worker-%d" % len(self.processes), [self.worker_bin],
+    def start_worker(self, name=None, binary=None, **overrides):
+        """Starts a worker: the stack's worker_bin unless binary names another."""
+        p = Process(name or "worker-%d" % len(self.processes), [binary or self.worker_bin],
                     self.env(**overrides), self.workdir)
         self.processes.append(p)
         return p

@@ -33,6 +33,10 @@
 #                (OSBQ_WORKER_EXEC_CONCURRENCY raised to their count), 10,000 poll-style exec
 #                operations of 60 s (--long-ops-scale multiplies the counts). Not in the
 #                default selection either.
+#   due          how late the due steps of waiting operations run: 300 provisions of 300 ms
+#                through 4 gateways and 2 workers (issue 27, bench/due.py); with
+#                --due-reference DIR the same against another build, side by side. Not in
+#                the default selection.
 # Each case runs --runs times; the summary gives the median, min and max of the rate and of the
 # p50/p99 latencies, the ratios, every unexpected status, and the command lines.
 # docs/benchmarks.md explains the cases and records figures. Only loopback is used; every loop
@@ -65,6 +69,7 @@ source bench/cases/round_trips.sh
 source bench/cases/long_ops.sh
 source bench/cases/durable.sh
 source bench/cases/long_ops_exec.sh
+source bench/cases/due.sh
 
 runs=5
 duration=10
@@ -77,10 +82,11 @@ long_ops_scale=1
 long_ops_phases=in_flight,on_time,hol,steps,threads
 long_ops_sender_nice=19
 exec_poll_limit=
+due_reference=
 all_cases="catalog,accept,redis,accept_alone,last_op,lifecycle,sync_cycle,scale,memory,round_trips,durable"
 cases=$all_cases
 # Every case, the long one included, for --cases.
-known_cases="$all_cases,long_ops,long_ops_exec"
+known_cases="$all_cases,long_ops,long_ops_exec,due"
 build_dir="$top/build-bench"
 
 usage() {
@@ -95,7 +101,7 @@ usage: bench/run.sh [options]
   --suspended N     sync requests held waiting by the memory case (default 10000)
   --cases LIST      comma-separated subset of (default all but long_ops and long_ops_exec):
                     catalog,accept,redis,accept_alone,last_op,lifecycle,sync_cycle,scale,
-                    memory,round_trips,long_ops,long_ops_exec,durable
+                    memory,round_trips,long_ops,long_ops_exec,durable,due
   --long-ops-scale F  multiplies long_ops' and long_ops_exec's counts (default 1; 0.1 for a
                     quick run)
   --long-ops-phases LIST  comma-separated phases of long_ops to run (default all:
@@ -103,6 +109,8 @@ usage: bench/run.sh [options]
   --long-ops-sender-nice N  the nice value of long_ops' hol burst sender (default 19: it takes
                     only the CPU the broker leaves, as a platform on another host; 0: it
                     competes with the broker for this machine's cores)
+  --due-reference DIR  the due case also runs the gateway and worker of this build directory
+                    (a Release build of another commit), after each run of this one
   --exec-poll-limit N  OSBQ_WORKER_EXEC_CONCURRENCY in long_ops_exec's poll phase (default:
                     the worker's, 256)
   --build-dir DIR   where to build the Release binaries (default build-bench/)
@@ -128,6 +136,7 @@ while [ $# -gt 0 ]; do
     --long-ops-phases) long_ops_phases="${2:-}"; shift 2 ;;
     --long-ops-sender-nice) long_ops_sender_nice="${2:-}"; shift 2 ;;
     --exec-poll-limit) exec_poll_limit="${2:-}"; shift 2 ;;
+    --due-reference) due_reference="${2:-}"; shift 2 ;;
     --quick) runs=1 duration=2 instances=2000 scale_instances=50000 suspended=1000; shift ;;
     -h | --help) usage; exit 0 ;;
     *) usage >&2; die "unknown option $1" ;;
@@ -189,6 +198,7 @@ main() {
   if want_case long_ops; then case_long_ops; fi
   if want_case durable; then case_durable; fi
   if want_case long_ops_exec; then case_long_ops_exec; fi
+  if want_case due; then case_due; fi
   local status=0
   report summary || status=1
   echo "bench: done in $((SECONDS - t0)) s"

@@ -1,0 +1,151 @@
+#!/usr/bin/env python3
+"""The due case of bench/run.sh (issue 27, docs/reliability.md "Due means due"): how late the
+steps of waiting operations run. A stack of its own (a redis-server, GATEWAYS gateways and
+WORKERS workers of BUILD_DIR, on loopback, started and stopped by PID with the integration
+tests' launcher) gets COUNT asynchronous provisions of 300 ms (bench/catalog.json's
+three-hundred-ms plan: a first step, a wait in Redis, a poll when due), sent at RATE per second
+to the gateways in turn, so the workers are never the bottleneck. Printed as NAME=VALUE lines:
+
+  e2e_late_ms_p50/p99/max   per operation: from its acceptance to its end (Redis' created_ms
+                            and finished_ms), less its 300 ms: the poll's lateness plus two short
+                            steps. Measures any build.
+  step_late_ms_p50/p99/max  per poll: how long after its due time a worker claimed it (the
+                            worker's job_start late_ms; builds from issue 27 on)
+  redis_calls_per_op        Redis commands (scripts' own commands included) per operation over
+                            the run, the stack's background work (recovery scans, registry
+                            renewals) included; evalsha_per_op the script calls alone
+
+usage: due.py BUILD_DIR [GATEWAYS [WORKERS [COUNT [RATE]]]]   (defaults 4 2 300 20)"""
+
+import base64
+import http.client
+import json
+import os
+import re
+import shutil
+import sys
+import tempfile
+import time
+import uuid
+
+BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(BENCH_DIR, "..", "tests", "lib"))
+
+import osbq_stack  # noqa: E402 (found through the path set above)
+
+SERVICE = "0b5e7c1a-9d3f-4e2b-8a61-b7c4d2e9f001"
+INSTANT = "0b5e7c1a-9d3f-4e2b-8a61-b7c4d2e9f101"
+CONTEXT = {"platform": "cloudfoundry", "organization_guid": "o", "space_guid": "s"}
+THREE_HUNDRED = "0b5e7c1a-9d3f-4e2b-8a61-b7c4d2e9f107"
+DURATION_MS = 300
+END_TIMEOUT_S = 120
+NAMESPACE = "osbq"
+# The end times of every operation on the plan, in one round trip.
+TIMES_SCRIPT = """
+local out = {}
+for _, key in ipairs(redis.call('KEYS', ARGV[1])) do
+  local r = redis.call('HMGET', key, 'plan_id', 'state', 'created_ms', 'finished_ms')
+  if r[1] == ARGV[2] then out[#out + 1] = {r[2] or '', r[3] or '0', r[4] or '0'} end
+end
+return cjson.encode(out)
+"""
+
+
+def quantiles(values):
+    values = sorted(values)
+    if not values:
+        return None
+
+    def at(q):
+        return values[min(len(values) - 1, int(q * len(values)))]
+    return at(0.5), at(0.99), values[-1]
+
+
+def commandstats(redis):
+    """{command: calls} from INFO commandstats."""
+    text = redis.command("INFO", "commandstats")
+    return {m.group(1): int(m.group(2))
+            for m in re.finditer(r"^cmdstat_([a-z|]+):calls=(\d+)", text, re.M)}
+
+
+class Gateway:
+    def __init__(self, port, password):
+        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        token = base64.b64encode(("bench:%s" % password).encode()).decode()
+        self.headers = {"Authorization": "Basic " + token, "X-Broker-API-Version": "2.17",
+                        "Content-Type": "application/json"}
+
+    def put(self, path, body):
+        self.conn.request("PUT", path, body=json.dumps(body), headers=self.headers)
+        r = self.conn.getresponse()
+        r.read()
+        return r.status
+
+
+def main():
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
+    build_dir = sys.argv[1]
+    gateways, workers, count, rate = (list(map(int, sys.argv[2:6])) + [4, 2, 300, 20][
+        len(sys.argv[2:6]):])
+    workdir = tempfile.mkdtemp(prefix="osbq-bench-due-")
+    password = uuid.uuid4().hex
+    password_file = os.path.join(workdir, "password")
+    with open(password_file, "w") as f:
+        f.write(password)
+    gateway_bin, worker_bin = osbq_stack.binaries(build_dir)
+    settings = {"OSBQ_CATALOG": os.path.join(BENCH_DIR, "catalog.json"),
+                "OSBQ_BROKER_USERNAME": "bench", "OSBQ_BROKER_PASSWORD_FILE": password_file,
+                "OSBQ_LOG_LEVEL": "warn"}
+    stack = osbq_stack.Stack(gateway_bin, worker_bin, settings, workdir=workdir)
+    try:
+        gws = [stack.start_gateway(name="gateway-%d" % i, ready_path="/readyz")
+               for i in range(gateways)]
+        # The workers log each step's start (late_ms); the gateways stay at warn.
+        wks = [stack.start_worker(name="worker-%d" % i, OSBQ_LOG_LEVEL="info")
+               for i in range(workers)]
+        clients = [Gateway(g.port, password) for g in gws]
+
+        def instant_through_each():
+            return all(c.put("/v2/service_instances/" + uuid.uuid4().hex,
+                             {"service_id": SERVICE, "plan_id": INSTANT, "context": CONTEXT}) == 201
+                       for c in clients)
+        osbq_stack.wait_until(instant_through_each, 30, "every gateway to reach a worker")
+        stack.redis.command("CONFIG", "RESETSTAT")
+        started = time.monotonic()
+        for i in range(count):
+            due = started + i / float(rate)
+            pause = due - time.monotonic()
+            if pause > 0:
+                time.sleep(pause)
+            status = clients[i % gateways].put(
+                "/v2/service_instances/%s?accepts_incomplete=true" % uuid.uuid4().hex,
+                {"service_id": SERVICE, "plan_id": THREE_HUNDRED, "context": CONTEXT})
+            if status != 202:
+                raise SystemExit("provision %d answered %d" % (i, status))
+        osbq_stack.wait_until(lambda: stack.redis.command("ZCARD", NAMESPACE + ":queue") == 0,
+                              END_TIMEOUT_S, "every operation to end")
+        stats = commandstats(stack.redis)
+        # The polls of the wait above and this read are the bench's, not the broker's.
+        calls = sum(v for k, v in stats.items() if k not in ("zcard", "info", "config|resetstat"))
+        times = json.loads(stack.redis.command("EVAL", TIMES_SCRIPT, 0, NAMESPACE + ":op:*",
+                                               THREE_HUNDRED))
+        bad = [t for t in times if t[0] != "succeeded"]
+        if len(times) != count or bad:
+            raise SystemExit("%d operations, %d not succeeded" % (len(times), len(bad)))
+        e2e = quantiles([int(t[2]) - int(t[1]) - DURATION_MS for t in times])
+        steps = quantiles([int(m) for w in wks
+                           for m in re.findall(r"msg=job_start .* late_ms=(\d+)", w.log())])
+        print("gateways=%d workers=%d count=%d rate=%d" % (gateways, workers, count, rate))
+        print("e2e_late_ms_p50=%d e2e_late_ms_p99=%d e2e_late_ms_max=%d" % e2e)
+        if steps is not None:
+            print("step_late_ms_p50=%d step_late_ms_p99=%d step_late_ms_max=%d" % steps)
+        print("redis_calls_per_op=%.1f evalsha_per_op=%.2f"
+              % (calls / float(count), stats.get("evalsha", 0) / float(count)))
+    finally:
+        stack.stop(timeout_s=20)
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -260,8 +260,8 @@ static void print_exit(const struct step *s, const struct backend_call *call)
         json_int_t timeout =
             json_integer_value(json_object_get(call->plan->settings, "timeout_ms"));
         fprintf(out,
-                "  exit    ran past the plan's timeout_ms (%lld): its process group got SIGTERM, "
-                "then SIGKILL; reaped after %lld ms\n",
+                "  exit    ran past the plan's timeout_ms (%lld): its process group got SIGTERM "
+                "(SIGKILL 2 s later if still there); reaped after %lld ms\n",
                 (long long)timeout, ms);
     } else if (e->stop == EXEC_WATCH_CANCELLED) {
         fprintf(out, "  exit    stopped by the kit (SIGTERM to its process group) after %lld ms\n",

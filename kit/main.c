@@ -1,7 +1,7 @@
 /* osbq-exec-kit: runs an exec backend's program through the contract exactly as a worker does,
- * without Redis or a gateway, for the people who write those programs (docs/backends.md, "The
- * kit"). Checks the command line, loads the catalog as a worker does, and runs each chosen plan
- * (kit_plan.c) through the worker's own exec backend (kit_run.c). */
+ * without Redis or a gateway, for the people who write those programs (docs/backends.md,
+ * "Developing a program: the kit"). Checks the command line, loads the catalog as a worker does,
+ * and runs each chosen plan (kit_plan.c) through the worker's own exec backend (kit_run.c). */
 #include <jansson.h>
 #include <signal.h>
 #include <sodium.h>
@@ -75,8 +75,8 @@ static void usage(FILE *out)
             "holds what the\nprogram prints, credentials included.\n\n"
             "Exit status: 0 every operation succeeded (and --check found no violation); 1 an\n"
             "operation failed or was refused, or --check found a violation; 2 bad command "
-            "line,\ncatalog or plan; 130 interrupted. Reference: docs/backends.md "
-            "(\"The kit\").\n",
+            "line,\ncatalog or plan; 130 interrupted. Reference: docs/backends.md, "
+            "\"Developing a\nprogram: the kit\".\n",
             KIT_PROG);
 }
 

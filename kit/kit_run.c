@@ -275,24 +275,6 @@ static void print_exit(const struct step *s, const struct backend_call *call)
     }
 }
 
-/* Gives a successful bind the plan's credential lifetime, as the runner does before it records
- * the outcome (runner_add_expiry): a bind that cannot get it fails. */
-static void add_plan_expiry(struct backend_call *call)
-{
-    if (!call->result.succeeded || call->job->kind != OSBQ_JOB_BIND ||
-        call->plan->binding_ttl_s <= 0)
-        return;
-    json_t *binding =
-        call->result.binding != NULL ? json_loads(call->result.binding, 0, NULL) : json_object();
-    if (runner_add_expiry(binding, call->plan->binding_ttl_s, time(NULL)) == 0) {
-        if (backend_call_set_binding(call, binding) == 0)
-            return;
-    } else {
-        json_decref(binding);
-    }
-    backend_call_fail(call, "The broker could not set the binding's expiry.", true, false);
-}
-
 static char *dup_or_null(const char *text)
 {
     return text != NULL ? strdup(text) : NULL;
@@ -417,7 +399,10 @@ static void run_step(struct kit *kit, const struct kit_job *job, const struct ki
             job->operation_id);
     fflush(kit->out);
     int rc = backend_run(&backend_exec, &call);
-    add_plan_expiry(&call);
+    /* As the runner does before it records a bind's outcome. */
+    if (call.result.succeeded && !call.result.in_progress && job->kind == OSBQ_JOB_BIND &&
+        plan->binding_ttl_s > 0)
+        runner_add_plan_expiry(&call);
     enum kit_verdict verdict = kit_verdict_of(rc, &call.result, s->ended ? &s->end : NULL);
     take_outcome(&call, verdict, out);
     int64_t due_in = 0;

@@ -99,7 +99,7 @@ class ExecKitTest(unittest.TestCase):
     def test_job_on_stdin(self):
         """The job a worker sends: parameters, context (from a file) and bind_resource where a
         gateway puts them, the ids given, the update's target plan, the attempt; a bind's
-        binding as a fetch answers it."""
+        binding with the plan's expiry, as a fetch answers it."""
         context = os.path.join(self.state.name, "context.json")
         with open(context, "w") as f:
             json.dump({"platform": "kubernetes", "namespace": "ns"}, f)
@@ -126,7 +126,9 @@ class ExecKitTest(unittest.TestCase):
         self.assertEqual(bind["parameters"], {"role": "ro"})
         self.assertEqual(bind["bind_resource"], {"app_guid": "app-1"})
         self.assertEqual(bind["binding_id"], "b-1")
-        self.assertIn('  binding {"credentials":{"user":"u","password":"p"}}', out)
+        # The plan's binding_ttl_s: the expiry the runner adds.
+        self.assertRegex(out, r'  binding \{"credentials":\{"user":"u","password":"p"\},'
+                              r'"metadata":\{"expires_at":"[0-9T:.-]+Z","renew_before":')
         self.assertIn('"plan_id":"0a0b0c0d-0000-4000-8000-000000000007"}', out)
 
     def test_command_line(self):

@@ -16,6 +16,18 @@ static const char *const op_names[] = {
     [KIT_OP_FETCH] = "fetch",
 };
 
+/* Options without a value, by the bool they set in struct kit_options. */
+static const struct {
+    const char *name; /* as written on the command line */
+    size_t field;     /* offsetof the bool it sets */
+} flag_options[] = {
+    {"--check", offsetof(struct kit_options, check)},
+    {"--quiet", offsetof(struct kit_options, quiet)},
+    {"--help", offsetof(struct kit_options, help)},
+    {"-h", offsetof(struct kit_options, help)},
+    {"--version", offsetof(struct kit_options, version)},
+};
+
 /* Options that set one string, by where the field is in struct kit_options. */
 static const struct {
     const char *name; /* as written on the command line */
@@ -68,14 +80,11 @@ static bool env_assignment(const char *text)
 static int take_option(struct kit_options *o, const char *name, const char *value, char *err,
                        size_t size)
 {
-    if (strcmp(name, "--check") == 0 || strcmp(name, "--quiet") == 0 ||
-        strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0 || strcmp(name, "--version") == 0) {
-        bool *flag = name[2] == 'c'   ? &o->check
-                     : name[2] == 'q' ? &o->quiet
-                     : name[2] == 'v' ? &o->version
-                                      : &o->help;
-        *flag = true;
-        return 0;
+    for (size_t f = 0; f < sizeof flag_options / sizeof flag_options[0]; f++) {
+        if (strcmp(name, flag_options[f].name) == 0) {
+            *(bool *)(void *)((char *)o + flag_options[f].field) = true;
+            return 0;
+        }
     }
     bool known = strcmp(name, "--plan") == 0 || strcmp(name, "--env") == 0;
     size_t i = 0;

@@ -245,13 +245,14 @@ static void trace_ended(void *ctx, const struct exec_watch_end *end)
     s->end = *end;
 }
 
-/* Prints how the program ended. */
-static void print_exit(const struct step *s, const struct backend_call *call)
+/* Prints how the program ended (rc: what the backend returned). */
+static void print_exit(const struct step *s, const struct backend_call *call, int rc)
 {
     FILE *out = s->kit->out;
     if (!s->ended) {
+        /* Not cancelled first: it could not start, and the backend logged why. */
         fprintf(out, "  exit    the program did not run%s\n",
-                s->input_ms == 0 ? "" : " (see the log line above for why)");
+                rc < 0 ? "" : " (the log line above says why)");
         return;
     }
     long long ms = (long long)(s->ended_ms - s->input_ms);
@@ -412,7 +413,7 @@ static void run_step(struct kit *kit, const struct kit_job *job, const struct ki
         due_in = *due_ms - now;
         *resume_text = dup_or_null(call.result.resume);
     }
-    print_exit(s, &call);
+    print_exit(s, &call, rc);
     print_verdict(s, &call, out, due_in);
     fflush(kit->out);
     backend_call_clear(&call);

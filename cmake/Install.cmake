@@ -27,7 +27,7 @@ endif()
 set(OSBQ_SYSTEMD_UNIT_DIR "${OSBQ_SYSTEMD_UNIT_DIR_DEFAULT}" CACHE PATH
     "Where the systemd units of osbq-gateway and osbq-worker are installed (relative: under the install prefix)")
 
-install(TARGETS osbq-gateway osbq-worker osbq-ctl RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(TARGETS osbq-gateway osbq-worker osbq-ctl osbq-exec-kit RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 
 # Configuration: the example catalog and the units' environment files. The environment files may
 # hold secrets; systemd reads them as root, so only root reads them.
@@ -73,5 +73,5 @@ install(FILES ctl/osbq-ctl.bash-completion DESTINATION ${CMAKE_INSTALL_DATADIR}/
 # Documentation: the changelog, the licence in Debian's copyright format (it names
 # /usr/share/common-licenses/Apache-2.0), and the pages an operator of an installed broker reads.
 install(FILES ${OSBQ_INSTALL_STAGING}/changelog.gz deploy/debian/copyright README.md
-              docs/deploy.md docs/ctl.md docs/security.md docs/metrics.md
+              docs/deploy.md docs/ctl.md docs/security.md docs/metrics.md docs/backends.md
         DESTINATION ${CMAKE_INSTALL_DOCDIR})

@@ -10,7 +10,8 @@ set(CPACK_PACKAGE_DESCRIPTION
     "osbq implements the Open Service Broker API 2.0 to 2.17 with stateless HTTP\n\
 gateways and workers that share their state in Redis and receive their jobs\n\
 over a ZeroMQ bus. This package holds osbq-gateway, osbq-worker, osbq-ctl,\n\
-their systemd units (installed disabled) and the example catalog.")
+osbq-exec-kit (runs an exec backend's program without a broker), their\n\
+systemd units (installed disabled) and the example catalog.")
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_RESOURCE_FILE_LICENSE ${PROJECT_SOURCE_DIR}/LICENSE)
 set(CPACK_STRIP_FILES ON)

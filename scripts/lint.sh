@@ -2,7 +2,7 @@
 # Source checks run by CTest: clang-format is applied everywhere, and no banned function is used.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-mapfile -t sources < <(git ls-files -- '*.c' '*.h' 2>/dev/null || find schema common proto bus gateway worker ctl tests -name '*.[ch]')
+mapfile -t sources < <(git ls-files -- '*.c' '*.h' 2>/dev/null || find schema common proto bus gateway worker ctl kit tests -name '*.[ch]')
 case "${1:-all}" in
   format)
     clang-format --dry-run --Werror "${sources[@]}"

@@ -20,6 +20,7 @@
 #define BACKEND_POLL_AFTER_MAX_MS (24LL * 3600 * 1000)
 
 struct exec_watch;
+struct exec_trace;
 
 /* One operation handed to a backend. The runner fills the inputs and the four callbacks; the
  * backend fills result through the backend_call_* helpers below, which keep its strings in the
@@ -57,6 +58,9 @@ struct backend_call {
     /* The worker's watch over exec programs (exec_watch.h); borrowed, NULL where there is none
      * (the exec backend then fails the operation). */
     struct exec_watch *exec_watch;
+    /* What the exec backend's program was given and did, for a caller that shows it
+     * (exec_watch.h); borrowed, NULL (the worker): nothing traced. */
+    const struct exec_trace *exec_trace;
 
     struct osbq_op_result result;              /* out: the outcome; its strings point into
                                                 * the buffers below */

@@ -300,6 +300,9 @@ static void report_progress(void *ctx, const char *description)
 static void on_output(void *ctx, int stream, const char *data, size_t n)
 {
     struct exec_run *x = ctx;
+    const struct exec_trace *trace = x->call->exec_trace;
+    if (trace != NULL)
+        trace->output(trace->ctx, stream, data, n);
     enter_context(x);
     if (stream == 1 && n == 0)
         exec_output_stdout_end(&x->output);
@@ -333,6 +336,9 @@ static void on_ended(void *ctx, const struct exec_watch_end *end)
 {
     struct exec_run *x = ctx;
     struct backend_call *call = x->call;
+    const struct exec_trace *trace = call->exec_trace;
+    if (trace != NULL)
+        trace->ended(trace->ctx, end);
     enter_context(x);
     x->end = *end;
     int rc = 0;
@@ -642,6 +648,8 @@ static int exec_operation(struct backend_call *call)
                           usable, false);
         goto out;
     }
+    if (call->exec_trace != NULL)
+        call->exec_trace->input(call->exec_trace->ctx, x->input, x->input_len);
     if (!take_place(call)) {
         rc = -1;
         goto out;

@@ -53,6 +53,23 @@ struct exec_watch_ops {
     void (*ended)(void *ctx, const struct exec_watch_end *end);
 };
 
+/* What an exec program was given and did, for a caller that shows it step by step (the backend
+ * authors' kit, osbq-exec-kit); the worker sets none. The exec backend calls input on the
+ * calling thread before the program starts, output and ended on the watch's thread, never two
+ * at once; none of them may call back into the backend. The data is borrowed for the call and
+ * may hold secrets (parameters, credentials). */
+struct exec_trace {
+    /* The job written on the program's stdin: one JSON line, newline included. */
+    void (*input)(void *ctx, const char *line, size_t n);
+    /* As exec_watch_ops.output: n bytes of stdout (stream 1) or stderr (stream 2), n == 0 at
+     * the stream's end. */
+    void (*output)(void *ctx, int stream, const char *data, size_t n);
+    /* The program was reaped (before its outcome is made); not called when it never started
+     * or could not be watched. */
+    void (*ended)(void *ctx, const struct exec_watch_end *end);
+    void *ctx; /* handed to each */
+};
+
 /* A started program handed to the watch. The program must lead its own process group (its
  * pid is the group id) and be a child of this process. */
 struct exec_watch_program {

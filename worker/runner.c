@@ -577,10 +577,7 @@ int runner_add_expiry(json_t *binding, int64_t ttl_s, time_t now)
     return 0;
 }
 
-/* Gives a successful bind the plan's credential lifetime (runner_add_expiry). A bind that
- * cannot get it fails: credentials the platform believes never expire would outlive what the
- * plan promises. Logs nothing of the binding: it holds credentials. */
-static void add_plan_expiry(struct backend_call *call)
+void runner_add_plan_expiry(struct backend_call *call)
 {
     json_t *binding =
         call->result.binding != NULL ? json_loads(call->result.binding, 0, NULL) : json_object();
@@ -709,7 +706,7 @@ static const char *record_step(struct run *run, struct backend_call *call, int64
     }
     if (call->result.succeeded && job->kind == OSBQ_JOB_BIND && call->plan != NULL &&
         call->plan->binding_ttl_s > 0)
-        add_plan_expiry(call);
+        runner_add_plan_expiry(call);
     char *sealed = seal_binding(r, job, call);
     int recorded = record(run, &call->result, 0);
     if (sealed != NULL) {

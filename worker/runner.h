@@ -109,4 +109,12 @@ int64_t runner_finish_backoff_ms(int64_t previous_ms);
  * not an object, a time is out of range or memory ran out (binding possibly half changed). */
 int runner_add_expiry(json_t *binding, int64_t ttl_s, time_t now);
 
+struct backend_call;
+
+/* Gives a successful bind (call->result) the credential lifetime of its plan, which sets
+ * binding_ttl_s (call only then), through runner_add_expiry. A bind that cannot get it fails:
+ * credentials the platform believes never expire would outlive what the plan promises. Logs nothing
+ * of the binding: it holds credentials. Also the backend authors' kit's (kit/kit_run.c). */
+void runner_add_plan_expiry(struct backend_call *call);
+
 #endif

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -302,6 +303,76 @@ static void test_provision_success(void **state)
     assert_int_equal(run_exec(&f), 0);
     assert_true(f.call.result.succeeded);
     assert_string_equal(f.call.result.description, "Succeeded.");
+    fake_clear(&f);
+}
+
+/* What a trace (exec_watch.h) records of one run. */
+struct trace_record {
+    char input[4096]; /* the job line */
+    size_t out_len;   /* stdout bytes seen */
+    size_t err_len;   /* stderr bytes seen */
+    int ends;         /* streams that reported their end */
+    int ended;        /* ended calls */
+    struct exec_watch_end end;
+};
+
+static void trace_input(void *ctx, const char *line, size_t n)
+{
+    struct trace_record *t = ctx;
+    assert_true(n < sizeof t->input);
+    memcpy(t->input, line, n);
+    t->input[n] = '\0';
+}
+
+static void trace_output(void *ctx, int stream, const char *data, size_t n)
+{
+    struct trace_record *t = ctx;
+    (void)data;
+    if (n == 0)
+        t->ends++;
+    else if (stream == 1)
+        t->out_len += n;
+    else
+        t->err_len += n;
+}
+
+static void trace_ended(void *ctx, const struct exec_watch_end *end)
+{
+    struct trace_record *t = ctx;
+    t->ended++;
+    t->end = *end;
+}
+
+/* A trace sees the job line, every byte of both streams and their ends, and how the program
+ * ended, before the outcome is made; the outcome is the same as without one. */
+static void test_trace(void **state)
+{
+    (void)state;
+    struct trace_record t = {0};
+    const struct exec_trace trace = {trace_input, trace_output, trace_ended, &t};
+    struct fake f;
+    fake_init(&f, OSBQ_JOB_PROVISION, "success");
+    f.call.exec_trace = &trace;
+    assert_int_equal(run_exec(&f), 0);
+    assert_true(f.call.result.succeeded);
+    assert_non_null(strstr(t.input, "\"kind\":\"provision\""));
+    assert_int_equal(t.input[strlen(t.input) - 1], '\n');
+    assert_true(t.out_len > 200);
+    assert_int_equal(t.err_len, strlen("warning on stderr\n"));
+    assert_int_equal(t.ends, 2);
+    assert_int_equal(t.ended, 1);
+    assert_int_equal(t.end.stop, EXEC_WATCH_EXITED);
+    assert_true(WIFEXITED(t.end.status) && WEXITSTATUS(t.end.status) == 0);
+    fake_clear(&f);
+
+    /* A program that cannot start: its input is traced, its end is not. */
+    memset(&t, 0, sizeof t);
+    fake_init(&f, OSBQ_JOB_PROVISION, "missing");
+    f.call.exec_trace = &trace;
+    assert_int_equal(run_exec(&f), 0);
+    assert_false(f.call.result.succeeded);
+    assert_true(t.input[0] == '{');
+    assert_int_equal(t.ended, 0);
     fake_clear(&f);
 }
 
@@ -691,6 +762,7 @@ int main(void)
         cmocka_unit_test(test_find),
         cmocka_unit_test(test_bind_success),
         cmocka_unit_test(test_provision_success),
+        cmocka_unit_test(test_trace),
         cmocka_unit_test(test_stdin_fields),
         cmocka_unit_test(test_fail_stderr),
         cmocka_unit_test(test_fail_silent),

@@ -2,7 +2,8 @@
 loopback port (Debian's postgresql package, initdb'd in a temporary directory), a redis-server,
 a gateway and a worker running examples/exec/catalog-postgres.json. Provision creates the
 database, a bound application connects with its credentials and creates a table, after unbind
-the login fails, after deprovision the database is gone."""
+the login fails, after deprovision the database is gone. The backend authors' kit
+(osbq-exec-kit --check) passes the example against the same server, without the stack."""
 
 import glob
 import json
@@ -104,10 +105,10 @@ class ExecPostgresTest(unittest.TestCase):
             osbq["command"] = ["/bin/sh", os.path.join(EXAMPLE_DIR, "postgres.sh")]
             osbq["env"].update({"PGHOST": "127.0.0.1", "PGPORT": str(cls.pg.port),
                                 "PGUSER": "postgres"})
-            catalog_path = os.path.join(cls.pg.dir, "catalog.json")
-            with open(catalog_path, "w") as f:
+            cls.catalog_path = os.path.join(cls.pg.dir, "catalog.json")
+            with open(cls.catalog_path, "w") as f:
                 json.dump(catalog, f)
-            cls.stack = harness.Stack(catalog=catalog_path,
+            cls.stack = harness.Stack(catalog=cls.catalog_path,
                                       extra_env={"PGPASSWORD": ADMIN_PASSWORD})
             cls.gateways, cls.workers = harness.start_cluster(cls.stack, 1, 1)
             harness.wait_workers_connected(cls.gateways, 1)
@@ -215,6 +216,24 @@ class ExecPostgresTest(unittest.TestCase):
 
         self.run_op("DELETE", ipath, query=ids)
         self.assertFalse(self.database_exists(credentials["database"]))
+
+    def test_kit_check(self):
+        """osbq-exec-kit --check: the lifecycle, every step run twice (a bind's rerun sets a new
+        password), an unbind of a binding never bound, a deprovision of a provision stopped
+        part-way and of an instance never provisioned; no database of the kit's is left."""
+        r = subprocess.run([os.path.join(harness.BUILD_DIR, "bin", "osbq-exec-kit"), "--check",
+                            "--quiet", "--catalog", self.catalog_path,
+                            "--context", '{"platform": "osbq-tests"}'],
+                           env=self.pg.admin_env(), stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL,
+                           timeout=OP_TIMEOUT_S * 2)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("0 failed; 0 contract violations", r.stdout.splitlines()[-1])
+        self.assertIn("verdict succeeded: Role created", r.stdout)
+        self.assertIn('"password":', r.stdout)
+        status, out = psql(None, "SELECT count(*) FROM pg_database WHERE datname LIKE 'i_kit%'",
+                           self.pg.admin_env())
+        self.assertEqual((status, out.strip()), (0, "0"))
 
 
 if __name__ == "__main__":

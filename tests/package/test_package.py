@@ -23,7 +23,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import harness  # noqa: E402
 
 PACKAGE_SCRIPT = os.path.join(harness.SOURCE_DIR, "scripts", "package.sh")
-BINARIES = ("osbq-gateway", "osbq-worker", "osbq-ctl")
+BINARIES = ("osbq-gateway", "osbq-worker", "osbq-ctl", "osbq-exec-kit")
 UNITS = {"gateway": "osbq-gateway.service", "worker": "osbq-worker.service"}
 # What a unit's stop timeout leaves the process after OSBQ_SHUTDOWN_GRACE_MS (as in Kubernetes).
 STOP_MARGIN_S = 5
@@ -34,7 +34,7 @@ SIM_INSTANT_PLAN = "8a3e0c5d-6f27-4b19-a8d4-2c9e1f7b3a21"
 EXPECTED_FILES = {
     "etc/osbq/catalog.json", "etc/osbq/gateway.env", "etc/osbq/worker.env",
     "lib/systemd/system/osbq-gateway.service", "lib/systemd/system/osbq-worker.service",
-    "usr/bin/osbq-gateway", "usr/bin/osbq-worker", "usr/bin/osbq-ctl",
+    "usr/bin/osbq-gateway", "usr/bin/osbq-worker", "usr/bin/osbq-ctl", "usr/bin/osbq-exec-kit",
     "usr/share/man/man1/osbq-ctl.1.gz", "usr/share/bash-completion/completions/osbq-ctl",
     "usr/share/doc/osbq/copyright", "usr/share/doc/osbq/changelog.gz",
     "usr/share/doc/osbq/changelog.Debian.gz", "usr/share/lintian/overrides/osbq",

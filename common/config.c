@@ -255,6 +255,23 @@ static int parse_catalog(struct osbq_config *cfg, const char *value, struct osbq
     return cfg->catalog_path ? 0 : -1;
 }
 
+static int parse_tenant_key(struct osbq_config *cfg, const char *value, struct osbq_error *err)
+{
+    static const struct {
+        const char *name;
+        enum osbq_tenant_scope scope;
+    } scopes[] = {{"platform", OSBQ_TENANT_PLATFORM},
+                  {"organization", OSBQ_TENANT_ORGANIZATION},
+                  {"space", OSBQ_TENANT_SPACE}};
+    for (size_t i = 0; i < sizeof scopes / sizeof scopes[0]; i++)
+        if (strcmp(value, scopes[i].name) == 0) {
+            cfg->tenant_scope = scopes[i].scope;
+            return 0;
+        }
+    return osbq_error_set(err, OSBQ_ERR_INVALID,
+                          "\"%s\" is not one of platform, organization, space", value);
+}
+
 static int parse_log_level(struct osbq_config *cfg, const char *value, struct osbq_error *err)
 {
     if (osbq_log_level_parse(value, &cfg->log_level) < 0)
@@ -583,6 +600,9 @@ static const struct config_var config_vars[] = {
      "a job no worker claimed within this time is sent again (while workers are connected)"},
     {"OSBQ_MAX_ATTEMPTS", OSBQ_ROLE_GATEWAY, "5", NULL, false, parse_max_attempts,
      "claims of an operation whose worker died or hung before it is marked failed"},
+    {"OSBQ_TENANT_KEY", OSBQ_ROLE_GATEWAY, "organization", NULL, false, parse_tenant_key,
+     "what a tenant is, whose work the workers share fairly with others': platform, "
+     "organization (platform + Cloud Foundry organization or Kubernetes namespace) or space"},
     {"OSBQ_RECOVERY_INTERVAL_MS", OSBQ_ROLE_GATEWAY, "1000", NULL, false, parse_recovery_interval,
      "how often each gateway looks for operations to resend"},
     {"OSBQ_SHUTDOWN_GRACE_MS", OSBQ_ROLE_BOTH, "10000", NULL, false, parse_shutdown_grace,

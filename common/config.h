@@ -38,6 +38,15 @@ struct osbq_listen_addr {
 /* Most Sentinels OSBQ_REDIS_SENTINELS may list. */
 #define OSBQ_SENTINELS_MAX 16
 
+/* What names a tenant, whose work waits in a queue of its own (docs/reliability.md, fairness):
+ * the platform alone, with the organization (Cloud Foundry's organization, Kubernetes'
+ * namespace), or with the space too. */
+enum osbq_tenant_scope {
+    OSBQ_TENANT_PLATFORM,
+    OSBQ_TENANT_ORGANIZATION,
+    OSBQ_TENANT_SPACE,
+};
+
 /* Everything the binaries are configured with. Strings are owned (osbq_config_clear). */
 struct osbq_config {
     struct osbq_redis_addr redis; /* OSBQ_REDIS_URL (with Sentinels: its host and port are
@@ -75,10 +84,11 @@ struct osbq_config {
     unsigned claim_timeout_ms;     /* OSBQ_CLAIM_TIMEOUT_MS (gateway): resend an unclaimed job */
     unsigned max_attempts;         /* OSBQ_MAX_ATTEMPTS (gateway): claims before giving up */
     unsigned recovery_interval_ms; /* OSBQ_RECOVERY_INTERVAL_MS (gateway) */
-    unsigned shutdown_grace_ms;    /* OSBQ_SHUTDOWN_GRACE_MS: time to finish on SIGTERM */
-    char *metrics_username;        /* OSBQ_METRICS_USERNAME[_FILE]: /metrics basic auth, or NULL
-                                    * (then /metrics is open); never logged */
-    char *metrics_password;        /* OSBQ_METRICS_PASSWORD[_FILE]: set with the user name */
+    enum osbq_tenant_scope tenant_scope; /* OSBQ_TENANT_KEY (gateway): what a tenant is */
+    unsigned shutdown_grace_ms;          /* OSBQ_SHUTDOWN_GRACE_MS: time to finish on SIGTERM */
+    char *metrics_username; /* OSBQ_METRICS_USERNAME[_FILE]: /metrics basic auth, or NULL
+                             * (then /metrics is open); never logged */
+    char *metrics_password; /* OSBQ_METRICS_PASSWORD[_FILE]: set with the user name */
     struct osbq_listen_addr metrics_listen; /* OSBQ_METRICS_LISTEN (worker); host NULL: off */
     size_t max_header_bytes; /* OSBQ_MAX_HEADER_BYTES (gateway): request line + headers */
     char *tls_cert_path;     /* OSBQ_TLS_CERT (gateway): PEM chain, or NULL (plain HTTP) */

@@ -68,6 +68,9 @@ struct accept_pending {
     const char *metric_plan;        /* catalog's strings) */
     char *job;                      /* the encoded job, sent when accepted */
     size_t job_len;                 /* bytes in job */
+    char tenant[TENANT_KEY_MAX];    /* the tenant the request names (the store may answer its
+                                     * instance's instead) */
+    unsigned weight;                /* its platform's weight */
     size_t quota_count;             /* quotas it counted against, for a refusal's text */
     struct osbq_policy_use *quotas; /* their copies, or NULL */
     char *quota_values[OSBQ_POLICY_QUOTAS_MAX]; /* the values those copies point at */
@@ -189,6 +192,10 @@ static void reply_started(const struct gateway *gw, const struct request *req,
         out->job = p->job;
         out->job_len = p->job_len;
         p->job = NULL;
+        /* The operation's tenant as recorded: its instance's. */
+        (void)snprintf(out->tenant, sizeof out->tenant, "%s",
+                       accepted && got->tenant != NULL ? got->tenant : p->tenant);
+        out->weight = p->weight;
     }
     /* Kept in the reply (which outlives the pending state) for the access log, the job and
      * the lines still written about the request. */
@@ -313,11 +320,15 @@ void accept_operation(const struct gateway *gw, const struct request *req,
         pending_free(p);
         return;
     }
+    tenant_key(gw->cfg->tenant_scope, osb_platform_name(req), a->context, a->organization_guid,
+               a->space_guid, p->tenant);
+    p->weight = req->platform != NULL ? req->platform->weight : 1;
     const struct accept_record record = {
         .operation_id = p->operation_id,
         .job = p->job,
         .job_len = p->job_len,
         .waiting_gateway = p->async ? NULL : gw->gateway_id,
+        .tenant = p->tenant,
     };
     struct osbq_error err = {0};
     struct osbq_store_call *call = desc->begin(gw, req, a, &record, &err);

@@ -44,7 +44,9 @@ struct accept {
     bool async;                           /* the platform accepts 202 */
     const struct osbq_policy_use *quotas; /* the quotas it counts against (their refusals) */
     size_t quota_count;                   /* entries in quotas */
-    const char *quota_spec; /* those quotas for the store (begin_request.quotas), or NULL */
+    const char *quota_spec;        /* those quotas for the store (begin_request.quotas), or NULL */
+    const char *organization_guid; /* provision: the top-level one, or NULL (the tenant) */
+    const char *space_guid;        /* provision: the top-level one, or NULL (the tenant) */
 };
 
 /* The operation as the store records it. */
@@ -53,6 +55,7 @@ struct accept_record {
     const char *job;             /* its encoded job */
     size_t job_len;              /* bytes in job */
     const char *waiting_gateway; /* this gateway's id when the request waits, else NULL */
+    const char *tenant;          /* whose work it is, as the request says (tenant_key) */
 };
 
 /* Whose operation it is: the column of the store answers' table. */

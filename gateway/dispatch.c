@@ -15,6 +15,7 @@
 #include "bus.h"
 #include "job.h"
 #include "log.h"
+#include "tenant.h"
 
 /* How long the thread sleeps when nothing happens: bounds the time to notice a stop. */
 #define DISPATCH_TICK_MS 100
@@ -24,11 +25,13 @@
 
 /* One queued job. */
 struct job_buf {
-    char operation_id[65];   /* its operation: the key of the queued set */
-    enum dispatch_lane lane; /* where it waits */
-    int64_t queued_ns;       /* CLOCK_MONOTONIC ns it was queued at */
-    size_t len;              /* bytes in data */
-    char data[];             /* the encoded job */
+    char operation_id[65];       /* its operation: the key of the queued set */
+    enum dispatch_lane lane;     /* where it waits */
+    char tenant[TENANT_KEY_MAX]; /* whose it is: its queue in the lane */
+    unsigned weight;             /* its tenant's weight */
+    int64_t queued_ns;           /* CLOCK_MONOTONIC ns it was queued at */
+    size_t len;                  /* bytes in data */
+    char data[];                 /* the encoded job */
 };
 
 /* One worker as the dispatcher knows it. */
@@ -100,12 +103,14 @@ static void worker_remove(struct dispatch *d, struct worker_slot *gone)
 }
 
 static struct job_buf *job_buf_new(const char *operation_id, enum dispatch_lane lane,
-                                   const void *job, size_t len)
+                                   const char *tenant, unsigned weight, const void *job, size_t len)
 {
     struct job_buf *buf = malloc(sizeof *buf + len);
     if (buf == NULL)
         return NULL;
     (void)snprintf(buf->operation_id, sizeof buf->operation_id, "%s", operation_id);
+    (void)snprintf(buf->tenant, sizeof buf->tenant, "%s", tenant ? tenant : "");
+    buf->weight = weight;
     buf->lane = lane;
     buf->queued_ns = now_ns();
     buf->len = len;
@@ -123,7 +128,7 @@ static int enqueue_locked(struct dispatch *d, struct job_buf *buf, bool front)
         return 0;
     }
     if (dispatch_lanes_total(d->queue) >= d->max_queued ||
-        dispatch_lanes_push(d->queue, buf->lane, buf, front) < 0) {
+        dispatch_lanes_push(d->queue, buf->lane, buf->tenant, buf->weight, buf, front) < 0) {
         free(buf);
         return -1;
     }
@@ -131,11 +136,12 @@ static int enqueue_locked(struct dispatch *d, struct job_buf *buf, bool front)
     return 0;
 }
 
-/* Puts a job back at the head of its lane (a worker handed it back, or could not take it). */
+/* Puts a job back at the head of its tenant's queue in its lane (a worker handed it back, or
+ * could not take it). */
 static void requeue_front(struct dispatch *d, const char *operation_id, enum dispatch_lane lane,
-                          const void *job, size_t len)
+                          const char *tenant, unsigned weight, const void *job, size_t len)
 {
-    struct job_buf *buf = job_buf_new(operation_id, lane, job, len);
+    struct job_buf *buf = job_buf_new(operation_id, lane, tenant, weight, job, len);
     if (buf == NULL) {
         log_warnx("out of memory: dropping a job; recovery resends it from Redis");
         return;
@@ -216,7 +222,7 @@ static bool handle_message(struct dispatch *d)
         struct osbq_job decoded = {0};
         if (job != NULL && osbq_job_decode((const char *)zframe_data(job), zframe_size(job),
                                            &decoded, NULL, 0) == 0)
-            requeue_front(d, decoded.operation_id, DISPATCH_LANE_NEW, zframe_data(job),
+            requeue_front(d, decoded.operation_id, DISPATCH_LANE_NEW, NULL, 1, zframe_data(job),
                           zframe_size(job));
         osbq_job_clear(&decoded);
         zframe_destroy(&job);
@@ -270,7 +276,8 @@ static void send_queued(struct dispatch *d)
             0) {
             /* ROUTER_MANDATORY: the worker is gone. Keep the job for another one. */
             log_info("worker %s unreachable, forgetting it", w->id);
-            requeue_front(d, job->operation_id, job->lane, job->data, job->len);
+            requeue_front(d, job->operation_id, job->lane, job->tenant, job->weight, job->data,
+                          job->len);
             worker_remove(d, w);
             free(job);
         } else {
@@ -307,6 +314,8 @@ static void publish_stats(struct dispatch *d)
     pthread_mutex_lock(&d->lock);
     s.queued = dispatch_lanes_total(d->queue);
     s.queued_due = dispatch_lanes_size(d->queue, DISPATCH_LANE_DUE);
+    for (unsigned lane = 0; lane < DISPATCH_LANES; lane++)
+        s.tenants_waiting += dispatch_lanes_tenants(d->queue, (enum dispatch_lane)lane);
     d->stats = s;
     pthread_mutex_unlock(&d->lock);
 }
@@ -396,9 +405,9 @@ static void wake_thread(struct dispatch *d)
 }
 
 int dispatch_submit(struct dispatch *d, const char *operation_id, enum dispatch_lane lane,
-                    const void *job, size_t len)
+                    const char *tenant, unsigned weight, const void *job, size_t len)
 {
-    struct job_buf *buf = job_buf_new(operation_id, lane, job, len);
+    struct job_buf *buf = job_buf_new(operation_id, lane, tenant, weight, job, len);
     if (buf == NULL)
         return -1;
     pthread_mutex_lock(&d->lock);
@@ -420,6 +429,20 @@ void dispatch_on_due(struct dispatch *d, dispatch_due_fn fn, void *ctx)
     d->on_due = fn;
     d->on_due_ctx = ctx;
     pthread_mutex_unlock(&d->lock);
+}
+
+static bool waited_longer(const void *a, const void *b)
+{
+    return ((const struct job_buf *)a)->queued_ns < ((const struct job_buf *)b)->queued_ns;
+}
+
+double dispatch_longest_wait(struct dispatch *d, enum dispatch_lane lane)
+{
+    pthread_mutex_lock(&d->lock);
+    const struct job_buf *oldest = dispatch_lanes_oldest(d->queue, lane, waited_longer);
+    double seconds = oldest != NULL ? (double)(now_ns() - oldest->queued_ns) / 1e9 : 0;
+    pthread_mutex_unlock(&d->lock);
+    return seconds;
 }
 
 void dispatch_get_stats(struct dispatch *d, struct dispatch_stats *out)

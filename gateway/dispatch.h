@@ -24,12 +24,13 @@ struct dispatch *dispatch_start(zsock_t **routerp, unsigned max_queued,
  * NULL; accepts NULL. */
 void dispatch_stop(struct dispatch **dp);
 
-/* Queues an encoded job in lane for the next worker with a free slot (the lanes take turns:
+/* Queues an encoded job of tenant (weight: its platform's) in lane for the next worker with a
+ * free slot (the lanes take turns, and a lane's tenants take rounds by weight:
  * dispatch_lanes_pop); copies it. A job whose operation is already queued here, in any lane, is
  * dropped (a resend of a job that only waits for room). Safe from any thread. Returns 0, or -1
  * when the queue is full (the job stays recorded in Redis). */
 int dispatch_submit(struct dispatch *d, const char *operation_id, enum dispatch_lane lane,
-                    const void *job, size_t len);
+                    const char *tenant, unsigned weight, const void *job, size_t len);
 
 /* Called on the dispatcher's thread with the due time (epoch ms) a worker's READY carries: the
  * earliest next step of the waits it recorded for jobs this gateway sent it. */
@@ -42,11 +43,16 @@ void dispatch_on_due(struct dispatch *d, dispatch_due_fn fn, void *ctx);
 
 /* Figures for logs and /metrics: jobs waiting, workers known, their free slots. */
 struct dispatch_stats {
-    size_t queued;     /* jobs waiting for a worker, in every lane */
-    size_t queued_due; /* of those, the recovery loop's (DISPATCH_LANE_DUE) */
-    size_t workers;    /* live workers */
-    size_t free_slots; /* their free slots, as last announced */
+    size_t queued;          /* jobs waiting for a worker, in every lane */
+    size_t queued_due;      /* of those, the recovery loop's (DISPATCH_LANE_DUE) */
+    size_t workers;         /* live workers */
+    size_t free_slots;      /* their free slots, as last announced */
+    size_t tenants_waiting; /* tenants with jobs waiting, counted once per lane they wait in */
 };
 void dispatch_get_stats(struct dispatch *d, struct dispatch_stats *out);
+
+/* The longest any tenant's oldest job has waited in lane, in seconds (0: none waits). Walks the
+ * lane's tenants: for a metrics scrape. */
+double dispatch_longest_wait(struct dispatch *d, enum dispatch_lane lane);
 
 #endif

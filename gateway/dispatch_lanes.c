@@ -1,13 +1,33 @@
-/* The dispatcher's lanes: one FIFO list per lane and the lane whose turn came last. */
+/* The dispatcher's lanes: per lane, one FIFO queue per tenant with items waiting, the tenants
+ * with items in a ring served by deficit round robin (quantum: the tenant's weight, one item
+ * costing one), and the lane whose turn came last. */
 #include "dispatch_lanes.h"
 
 #include <czmq.h>
 #include <stdlib.h>
+#include <string.h>
+
+/* One tenant's items in one lane. Exists only while it holds items: an idle tenant costs
+ * nothing. */
+struct tenant_queue {
+    char *key;                 /* the tenant (owned; also its key in the lane's table) */
+    unsigned weight;           /* items it may take per round */
+    unsigned deficit;          /* items it may still take in the current round */
+    zlistx_t *items;           /* its items, oldest first */
+    struct tenant_queue *next; /* the next tenant in the lane's ring */
+};
+
+struct lane {
+    zhashx_t *tenants;         /* key -> struct tenant_queue *, those with items */
+    struct tenant_queue *head; /* the tenant whose round it is; NULL when the lane is empty */
+    struct tenant_queue *tail; /* the last tenant of the ring (a FIFO of tenants) */
+    size_t size;               /* items in the lane */
+};
 
 struct dispatch_lanes {
-    zlistx_t *lane[DISPATCH_LANES]; /* items, oldest first */
-    unsigned last;                  /* the lane served last */
-    size_t total;                   /* items in all lanes */
+    struct lane lane[DISPATCH_LANES];
+    unsigned last; /* the lane served last */
+    size_t total;  /* items in all lanes */
 };
 
 const char *dispatch_lane_name(enum dispatch_lane lane)
@@ -24,8 +44,8 @@ struct dispatch_lanes *dispatch_lanes_new(void)
     /* The first turn goes to the first lane: waiting clients first. */
     l->last = DISPATCH_LANES - 1;
     for (unsigned i = 0; i < DISPATCH_LANES; i++) {
-        l->lane[i] = zlistx_new();
-        if (l->lane[i] == NULL) {
+        l->lane[i].tenants = zhashx_new();
+        if (l->lane[i].tenants == NULL) {
             dispatch_lanes_destroy(&l);
             return NULL;
         }
@@ -33,34 +53,126 @@ struct dispatch_lanes *dispatch_lanes_new(void)
     return l;
 }
 
+static void tenant_free(struct tenant_queue *t)
+{
+    zlistx_destroy(&t->items);
+    free(t->key);
+    free(t);
+}
+
 void dispatch_lanes_destroy(struct dispatch_lanes **lp)
 {
     struct dispatch_lanes *l = lp ? *lp : NULL;
     if (l == NULL)
         return;
-    for (unsigned i = 0; i < DISPATCH_LANES; i++)
-        zlistx_destroy(&l->lane[i]);
+    for (unsigned i = 0; i < DISPATCH_LANES; i++) {
+        for (struct tenant_queue *t = l->lane[i].head, *next; t != NULL; t = next) {
+            next = t->next;
+            tenant_free(t);
+        }
+        zhashx_destroy(&l->lane[i].tenants);
+    }
     free(l);
     *lp = NULL;
 }
 
-int dispatch_lanes_push(struct dispatch_lanes *l, enum dispatch_lane lane, void *item, bool front)
+/* The tenant's queue in lane, made (at the ring's tail, or its head when first) when it has
+ * none. NULL when memory ran out. */
+static struct tenant_queue *tenant_in(struct lane *lane, const char *key, unsigned weight,
+                                      bool first)
 {
-    zlistx_t *list = l->lane[lane];
-    if ((front ? zlistx_add_start(list, item) : zlistx_add_end(list, item)) == NULL)
+    struct tenant_queue *t = zhashx_lookup(lane->tenants, key);
+    if (t != NULL) {
+        /* A reload may change a weight: the next round uses the latest. */
+        t->weight = weight;
+        return t;
+    }
+    t = calloc(1, sizeof *t);
+    if (t == NULL)
+        return NULL;
+    t->key = strdup(key);
+    t->items = zlistx_new();
+    if (t->key == NULL || t->items == NULL || zhashx_insert(lane->tenants, key, t) != 0) {
+        tenant_free(t);
+        return NULL;
+    }
+    t->weight = weight;
+    t->deficit = weight;
+    if (lane->head == NULL) {
+        lane->head = lane->tail = t;
+    } else if (first) {
+        /* Before the tenant whose round it is: that one's round resumes after. */
+        t->next = lane->head;
+        lane->head = t;
+    } else {
+        lane->tail->next = t;
+        lane->tail = t;
+    }
+    return t;
+}
+
+int dispatch_lanes_push(struct dispatch_lanes *l, enum dispatch_lane lane, const char *tenant,
+                        unsigned weight, void *item, bool front)
+{
+    struct lane *ln = &l->lane[lane];
+    struct tenant_queue *t = tenant_in(ln, tenant ? tenant : "", weight ? weight : 1, front);
+    if (t == NULL)
         return -1;
+    if ((front ? zlistx_add_start(t->items, item) : zlistx_add_end(t->items, item)) == NULL) {
+        if (zlistx_size(t->items) == 0) {
+            /* Made for this item: not left in the ring empty. */
+            struct tenant_queue **link = &ln->head, *prev = NULL;
+            while (*link != t) {
+                prev = *link;
+                link = &(*link)->next;
+            }
+            *link = t->next;
+            if (ln->tail == t)
+                ln->tail = prev;
+            zhashx_delete(ln->tenants, t->key);
+            tenant_free(t);
+        }
+        return -1;
+    }
+    ln->size++;
     l->total++;
     return 0;
+}
+
+/* Takes the next item of a non-empty lane: the head tenant's oldest. A tenant that used its
+ * round's items goes to the ring's tail with a new round's; one left empty leaves the ring. */
+static void *lane_pop(struct lane *ln)
+{
+    struct tenant_queue *t = ln->head;
+    void *item = zlistx_first(t->items);
+    zlistx_detach_cur(t->items);
+    ln->size--;
+    t->deficit--;
+    if (zlistx_size(t->items) == 0) {
+        ln->head = t->next;
+        if (ln->tail == t)
+            ln->tail = NULL;
+        zhashx_delete(ln->tenants, t->key);
+        tenant_free(t);
+    } else if (t->deficit == 0) {
+        t->deficit = t->weight;
+        if (t->next != NULL) {
+            ln->head = t->next;
+            t->next = NULL;
+            ln->tail->next = t;
+            ln->tail = t;
+        }
+    }
+    return item;
 }
 
 void *dispatch_lanes_pop(struct dispatch_lanes *l, enum dispatch_lane *lane)
 {
     for (unsigned step = 1; step <= DISPATCH_LANES; step++) {
         unsigned i = (l->last + step) % DISPATCH_LANES;
-        void *item = zlistx_first(l->lane[i]);
-        if (item == NULL)
+        if (l->lane[i].size == 0)
             continue;
-        zlistx_detach_cur(l->lane[i]);
+        void *item = lane_pop(&l->lane[i]);
         l->last = i;
         l->total--;
         if (lane != NULL)
@@ -72,10 +184,27 @@ void *dispatch_lanes_pop(struct dispatch_lanes *l, enum dispatch_lane *lane)
 
 size_t dispatch_lanes_size(const struct dispatch_lanes *l, enum dispatch_lane lane)
 {
-    return zlistx_size(l->lane[lane]);
+    return l->lane[lane].size;
 }
 
 size_t dispatch_lanes_total(const struct dispatch_lanes *l)
 {
     return l->total;
+}
+
+size_t dispatch_lanes_tenants(const struct dispatch_lanes *l, enum dispatch_lane lane)
+{
+    return zhashx_size(l->lane[lane].tenants);
+}
+
+void *dispatch_lanes_oldest(const struct dispatch_lanes *l, enum dispatch_lane lane,
+                            bool (*older)(const void *a, const void *b))
+{
+    void *oldest = NULL;
+    for (const struct tenant_queue *t = l->lane[lane].head; t != NULL; t = t->next) {
+        void *item = zlistx_head(t->items);
+        if (oldest == NULL || older(item, oldest))
+            oldest = item;
+    }
+    return oldest;
 }

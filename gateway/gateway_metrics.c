@@ -23,6 +23,10 @@ static void refresh_gauges(void *ctx)
         osbq_series_set(gm->jobs_queued, (double)stats.queued);
         osbq_series_set(gm->workers, (double)stats.workers);
         osbq_series_set(gm->free_slots, (double)stats.free_slots);
+        osbq_series_set(gm->tenants_waiting, (double)stats.tenants_waiting);
+        for (unsigned i = 0; i < DISPATCH_LANES; i++)
+            osbq_series_set(gm->longest_waits[i],
+                            dispatch_longest_wait(gm->dispatch, (enum dispatch_lane)i));
     }
     if (gm->waiters != NULL)
         osbq_series_set(gm->sync_waits, (double)waiter_table_count(gm->waiters));
@@ -88,19 +92,27 @@ int gateway_metrics_init(struct gateway_metrics *gm, struct osbq_store *store, c
         "(a synchronous request's), due (polls and resends), new (first steps of asynchronous "
         "operations).",
         lane_label, 1, osbq_metrics_latency_buckets, osbq_metrics_latency_buckets_count);
+    gm->tenants_waiting =
+        plain(m, OSBQ_METRIC_GAUGE, "osbq_dispatch_tenants_waiting",
+              "Tenants with jobs waiting in this gateway's dispatcher, counted once per lane they "
+              "wait in (OSBQ_TENANT_KEY says what a tenant is).");
+    struct osbq_metric *longest = osbq_metrics_add(
+        m, OSBQ_METRIC_GAUGE, "osbq_dispatch_longest_wait_seconds",
+        "By lane, how long the oldest job of any tenant has waited in this gateway's dispatcher "
+        "so far (0: none waits): a tenant's queue that does not move shows here.",
+        lane_label, 1, NULL, 0);
     for (unsigned i = 0; i < DISPATCH_LANES; i++) {
-        gm->dispatch_waits[i] =
-            waits
-                ? osbq_metric_series(waits, OSBQ_LABELS(dispatch_lane_name((enum dispatch_lane)i)))
-                : NULL;
-        if (gm->dispatch_waits[i] == NULL)
+        const char *lane = dispatch_lane_name((enum dispatch_lane)i);
+        gm->dispatch_waits[i] = waits ? osbq_metric_series(waits, OSBQ_LABELS(lane)) : NULL;
+        gm->longest_waits[i] = longest ? osbq_metric_series(longest, OSBQ_LABELS(lane)) : NULL;
+        if (gm->dispatch_waits[i] == NULL || gm->longest_waits[i] == NULL)
             goto fail;
     }
     if (gm->requests == NULL || gm->platform_requests == NULL || gm->duration == NULL ||
         gm->in_flight == NULL || gm->operations == NULL || gm->sync_waits == NULL ||
         gm->jobs_queued == NULL || gm->workers == NULL || gm->free_slots == NULL ||
         gm->retries == NULL || gm->lease_expiries == NULL || gm->polls == NULL ||
-        osbq_metrics_on_render(m, refresh_gauges, gm) < 0)
+        gm->tenants_waiting == NULL || osbq_metrics_on_render(m, refresh_gauges, gm) < 0)
         goto fail;
     return 0;
 fail:

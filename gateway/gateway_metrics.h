@@ -26,6 +26,8 @@ struct gateway_metrics {
     struct osbq_series *free_slots;     /* osbq_worker_free_slots (read at scrape) */
     struct osbq_series *sync_waits;     /* osbq_sync_waits_in_flight (read at scrape) */
     struct osbq_series *dispatch_waits[DISPATCH_LANES]; /* osbq_dispatch_wait_seconds{lane} */
+    struct osbq_series *tenants_waiting; /* osbq_dispatch_tenants_waiting (read at scrape) */
+    struct osbq_series *longest_waits[DISPATCH_LANES]; /* osbq_dispatch_longest_wait_seconds */
     struct dispatch *dispatch;    /* borrowed, read at scrape; NULL until attached */
     struct waiter_table *waiters; /* borrowed, read at scrape; NULL until attached */
 };

@@ -245,7 +245,8 @@ int main(int argc, char **argv)
     struct registry *registry = registry_start(&gw, &err);
     if (registry == NULL)
         fatalx("%s", err.text);
-    struct recovery *recovery = recovery_start(&cfg, gw.store, gw.dispatch, &metrics, &err);
+    struct recovery *recovery =
+        recovery_start(&cfg, gw.store, gw.dispatch, &metrics, &platforms_holder, &err);
     if (recovery == NULL)
         fatalx("%s", err.text);
     osbq_startup_secrets_report(secrets);

@@ -116,6 +116,7 @@ static struct osbq_store_call *binding_begin(const struct gateway *gw, const str
         .api_version = req->api_version,
         .claim_timeout_ms = gw->cfg->claim_timeout_ms,
         .platform = osb_platform_name(req),
+        .tenant = record->tenant,
     };
     return osbq_store_begin_binding_call(gw->store, &begin, err);
 }

@@ -85,6 +85,7 @@ static struct osbq_store_call *instance_begin(const struct gateway *gw, const st
         .claim_timeout_ms = gw->cfg->claim_timeout_ms,
         .quotas = a->quota_spec,
         .platform = osb_platform_name(req),
+        .tenant = record->tenant,
     };
     return osbq_store_begin_instance_call(gw->store, &begin, err);
 }
@@ -230,6 +231,8 @@ void osb_instance_put(const struct gateway *gw, const struct request *req, struc
         .quotas = uses,
         .quota_count = quota_count,
         .quota_spec = quota_spec,
+        .organization_guid = org,
+        .space_guid = space,
     };
     accept_operation(gw, req, &instance_accept, &a, out);
 out:

@@ -68,6 +68,7 @@ static int add_default(struct osbq_platforms *set, const struct osbq_platform_ba
     memcpy(p->name, OSBQ_PLATFORM_DEFAULT, sizeof OSBQ_PLATFORM_DEFAULT);
     p->basic = true;
     p->index = set->count;
+    p->weight = 1;
     if (osbq_auth_init(&p->basic_auth, dflt->username, dflt->password) < 0)
         return osbq_error_set(err, OSBQ_ERR_INTERNAL, "libsodium cannot start");
     set->count++;
@@ -338,7 +339,8 @@ static int parse_services(const struct osbq_catalog *catalog, json_t *services,
 static int parse_platform(struct osbq_platforms *set, json_t *entry, size_t i, const char *base_dir,
                           struct osbq_error *err)
 {
-    static const char *const members[] = {"name", "prefix", "basic", "bearer", "services", NULL};
+    static const char *const members[] = {"name",     "prefix", "basic", "bearer",
+                                          "services", "weight", NULL};
     char place[48];
     (void)snprintf(place, sizeof place, "platforms[%zu]", i);
     if (!json_is_object(entry))
@@ -377,6 +379,15 @@ static int parse_platform(struct osbq_platforms *set, json_t *entry, size_t i, c
         if (strcmp(other->prefix, p->prefix) == 0)
             return osbq_error_set(err, OSBQ_ERR_INVALID, "%s.prefix: \"%s\" is taken by %s", place,
                                   p->prefix, other_place);
+    }
+    json_t *weight = json_object_get(entry, "weight");
+    p->weight = 1;
+    if (weight != NULL) {
+        if (!json_is_integer(weight) || json_integer_value(weight) < 1 ||
+            json_integer_value(weight) > OSBQ_PLATFORM_WEIGHT_MAX)
+            return osbq_error_set(err, OSBQ_ERR_INVALID, "%s.weight: an integer from 1 to %d",
+                                  place, OSBQ_PLATFORM_WEIGHT_MAX);
+        p->weight = (unsigned)json_integer_value(weight);
     }
     json_t *basic = json_object_get(entry, "basic");
     json_t *bearer = json_object_get(entry, "bearer");

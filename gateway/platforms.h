@@ -28,6 +28,9 @@
 #define OSBQ_PLATFORM_TOKENS_MAX 16
 
 /* One platform. Read-only once its set is loaded. */
+/* The largest weight a platform may have. */
+#define OSBQ_PLATFORM_WEIGHT_MAX 100
+
 struct osbq_platform {
     char name[OSBQ_PLATFORM_NAME_MAX + 1];     /* unique in the set */
     char prefix[OSBQ_PLATFORM_PREFIX_MAX + 1]; /* "" or "/seg[/seg...]", unique in the set */
@@ -40,6 +43,8 @@ struct osbq_platform {
     size_t catalog_len;                /* bytes in catalog_body */
     char etag[OSBQ_CATALOG_ETAG_SIZE]; /* ETag of catalog_body (empty when NULL) */
     size_t index;                      /* its place in the set, for per-platform counters */
+    unsigned weight; /* its tenants' share of the workers against other platforms' tenants (1 to
+                      * OSBQ_PLATFORM_WEIGHT_MAX; "weight" in the file, default 1) */
 };
 
 /* A loaded set. Take a reference with osbq_platforms_acquire (from a holder). */

@@ -13,6 +13,7 @@
 
 #include "job.h"
 #include "log.h"
+#include "tenant.h"
 
 /* Operations taken per batch: bounds the due work handed to the dispatcher at once (its due
  * lane), so due work leaves Redis about as fast as the workers run it. */
@@ -29,20 +30,21 @@
 #define RECOVERY_TICK_MS 50
 
 struct recovery {
-    const struct osbq_config *cfg;   /* borrowed */
-    struct osbq_store *store;        /* borrowed */
-    struct dispatch *dispatch;       /* borrowed: where resent jobs go */
-    struct gateway_metrics *metrics; /* borrowed: retries, lease expiries, abandons */
-    bool warned;                     /* the last scan failed (logged once) */
-    int64_t next_scan_ms;            /* epoch ms of the next scan a whole interval after the
-                                      * last; only the loop's thread uses these two */
-    int64_t next_due_ms;             /* epoch ms the earliest entry known is due at, or 0 */
-    pthread_t thread;                /* the loop */
-    pthread_mutex_t lock;            /* guards the fields below */
-    pthread_cond_t wake;             /* an earlier due time came, or stop */
-    bool stopping;                   /* set by recovery_stop */
-    int64_t sleep_until_ms;          /* epoch ms the loop sleeps until; 0: it is not sleeping */
-    int64_t told_due_ms;             /* the earliest due time recovery_due was told, or 0 */
+    const struct osbq_config *cfg;           /* borrowed */
+    struct osbq_store *store;                /* borrowed */
+    struct dispatch *dispatch;               /* borrowed: where resent jobs go */
+    struct gateway_metrics *metrics;         /* borrowed: retries, lease expiries, abandons */
+    struct osbq_platforms_holder *platforms; /* borrowed: the weights of the tenants' platforms */
+    bool warned;                             /* the last scan failed (logged once) */
+    int64_t next_scan_ms;                    /* epoch ms of the next scan a whole interval after the
+                                              * last; only the loop's thread uses these two */
+    int64_t next_due_ms;                     /* epoch ms the earliest entry known is due at, or 0 */
+    pthread_t thread;                        /* the loop */
+    pthread_mutex_t lock;                    /* guards the fields below */
+    pthread_cond_t wake;                     /* an earlier due time came, or stop */
+    bool stopping;                           /* set by recovery_stop */
+    int64_t sleep_until_ms; /* epoch ms the loop sleeps until; 0: it is not sleeping */
+    int64_t told_due_ms;    /* the earliest due time recovery_due was told, or 0 */
 };
 
 bool recovery_has_room(const struct dispatch_stats *stats, size_t batch)
@@ -50,9 +52,11 @@ bool recovery_has_room(const struct dispatch_stats *stats, size_t batch)
     return stats->free_slots > 0 && stats->queued_due < batch;
 }
 
-/* Sends the job again: for a poll, its next step (the attempt unchanged: a poll is not one);
- * else with its attempt number raised to the next claim. */
-static void resend(struct recovery *r, const struct osbq_recovery_item *item)
+/* Sends the job again, as its tenant's (weights: set's): for a poll, its next step (the
+ * attempt unchanged: a poll is not one); else with its attempt number raised to the next
+ * claim. */
+static void resend(struct recovery *r, const struct osbq_platforms *set,
+                   const struct osbq_recovery_item *item)
 {
     struct osbq_job job = {0};
     char why[200];
@@ -68,7 +72,8 @@ static void resend(struct recovery *r, const struct osbq_recovery_item *item)
     }
     job.attempt = item->poll && item->claims > 0 ? item->claims : item->claims + 1;
     if (osbq_job_encode(&job, &bytes, &len, why, sizeof why) < 0 ||
-        dispatch_submit(r->dispatch, item->operation_id, DISPATCH_LANE_DUE, bytes, len) < 0)
+        dispatch_submit(r->dispatch, item->operation_id, DISPATCH_LANE_DUE, item->tenant,
+                        tenant_weight(set, item->tenant), bytes, len) < 0)
         log_warnx("operation %s: cannot %s it now, the next scan will", item->operation_id,
                   item->poll ? "send the next step of" : "resend");
     else if (item->poll) {
@@ -121,15 +126,17 @@ static long scan_batch(struct recovery *r, bool can_resend)
         return -1;
     }
     r->warned = false;
+    struct osbq_platforms *set = r->platforms ? osbq_platforms_acquire(r->platforms) : NULL;
     for (size_t i = 0; i < count; i++) {
         struct osbq_log_context context = {.operation_id = items[i].operation_id};
         osbq_log_context_set(&context);
         if (items[i].abandon)
             abandon(r, &items[i]);
         else
-            resend(r, &items[i]);
+            resend(r, set, &items[i]);
         osbq_log_context_set(NULL);
     }
+    osbq_platforms_release(set);
     osbq_recovery_free(items, count);
     return (long)count;
 }
@@ -238,7 +245,7 @@ void recovery_due(void *ctx, int64_t due_ms)
 
 struct recovery *recovery_start(const struct osbq_config *cfg, struct osbq_store *store,
                                 struct dispatch *dispatch, struct gateway_metrics *metrics,
-                                struct osbq_error *err)
+                                struct osbq_platforms_holder *platforms, struct osbq_error *err)
 {
     struct recovery *r = calloc(1, sizeof *r);
     if (r == NULL) {
@@ -249,6 +256,7 @@ struct recovery *recovery_start(const struct osbq_config *cfg, struct osbq_store
     r->store = store;
     r->dispatch = dispatch;
     r->metrics = metrics;
+    r->platforms = platforms;
     if (pthread_mutex_init(&r->lock, NULL) != 0)
         goto out_free;
     if (pthread_cond_init(&r->wake, NULL) != 0)

@@ -11,14 +11,16 @@
 #include "dispatch.h"
 #include "error.h"
 #include "gateway_metrics.h"
+#include "platforms.h"
 #include "store_recovery.h"
 
 struct recovery;
 
-/* Starts the loop. Everything is borrowed and must outlive it. NULL with err on failure. */
+/* Starts the loop; platforms gives the weights of the tenants whose work it resends (NULL:
+ * every weight 1). Everything is borrowed and must outlive it. NULL with err on failure. */
 struct recovery *recovery_start(const struct osbq_config *cfg, struct osbq_store *store,
                                 struct dispatch *dispatch, struct gateway_metrics *metrics,
-                                struct osbq_error *err);
+                                struct osbq_platforms_holder *platforms, struct osbq_error *err);
 
 /* Whether the workers have room for another batch of due work: a free slot, and fewer than
  * batch jobs of the recovery loop still queued in the dispatcher's due lane (the fairness rule:

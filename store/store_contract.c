@@ -29,7 +29,8 @@ static const char *const begin_instance_args[] = {NAMED(BEGIN_INSTANCE_ARG_KIND)
                                                   NAMED(BEGIN_INSTANCE_ARG_INSTANCE_ID),
                                                   NAMED(BEGIN_INSTANCE_ARG_API_VERSION),
                                                   NAMED(BEGIN_INSTANCE_ARG_QUOTAS),
-                                                  NAMED(BEGIN_INSTANCE_ARG_PLATFORM)};
+                                                  NAMED(BEGIN_INSTANCE_ARG_PLATFORM),
+                                                  NAMED(BEGIN_INSTANCE_ARG_TENANT)};
 
 static const char *const begin_binding_keys[] = {
     NAMED(BEGIN_BINDING_KEY_INSTANCE), NAMED(BEGIN_BINDING_KEY_BINDING),
@@ -54,7 +55,8 @@ static const char *const begin_binding_args[] = {NAMED(BEGIN_BINDING_ARG_KIND),
                                                  NAMED(BEGIN_BINDING_ARG_API_VERSION),
                                                  NAMED(BEGIN_BINDING_ARG_PREDECESSOR_KEY),
                                                  NAMED(BEGIN_BINDING_ARG_PREDECESSOR_ID),
-                                                 NAMED(BEGIN_BINDING_ARG_PLATFORM)};
+                                                 NAMED(BEGIN_BINDING_ARG_PLATFORM),
+                                                 NAMED(BEGIN_BINDING_ARG_TENANT)};
 
 static const char *const claim_keys[] = {NAMED(CLAIM_KEY_OP), NAMED(CLAIM_KEY_QUEUE)};
 

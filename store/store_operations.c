@@ -260,7 +260,7 @@ static int finish_op(struct osbq_store *store, const char *operation_id, const c
  * one (left out; *item holds nothing). */
 static size_t recovery_item_read(const redisReply *e, struct osbq_recovery_item *item)
 {
-    if (e->type != REDIS_REPLY_ARRAY || e->elements != 6)
+    if (e->type != REDIS_REPLY_ARRAY || e->elements != 7)
         return 0;
     item->operation_id = store_element_dup(e, 0);
     item->abandon = store_element_is(e, 1, "abandon");
@@ -268,6 +268,8 @@ static size_t recovery_item_read(const redisReply *e, struct osbq_recovery_item 
     item->claims = (uint32_t)store_element_int(e, 2, 0);
     item->lease_expired = store_element_is(e, 4, "lease");
     item->kind = store_element_dup(e, 5);
+    if (e->element[6]->type == REDIS_REPLY_STRING && e->element[6]->len > 0)
+        item->tenant = store_element_dup(e, 6);
     if (e->element[3]->type == REDIS_REPLY_STRING && e->element[3]->len > 0) {
         item->job = malloc(e->element[3]->len);
         if (item->job != NULL) {
@@ -278,6 +280,7 @@ static size_t recovery_item_read(const redisReply *e, struct osbq_recovery_item 
     if (item->operation_id == NULL) {
         free(item->job);
         free(item->kind);
+        free(item->tenant);
         memset(item, 0, sizeof *item);
         return 0;
     }
@@ -348,6 +351,7 @@ void osbq_recovery_free(struct osbq_recovery_item *items, size_t count)
         free(items[i].operation_id);
         free(items[i].job);
         free(items[i].kind);
+        free(items[i].tenant);
     }
     free(items);
 }

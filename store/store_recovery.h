@@ -17,6 +17,8 @@ struct osbq_recovery_item {
     char *kind;         /* the operation's kind, or NULL when unknown */
     char *job;          /* resend: the encoded job as accepted */
     size_t job_len;     /* bytes in job */
+    char *tenant;       /* whose work it is (docs/reliability.md, fairness), or NULL when it
+                         * was accepted before tenants were recorded */
 };
 
 /* Takes up to limit operations whose claim never came (claim_timeout_ms after they were

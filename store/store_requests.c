@@ -67,6 +67,7 @@ struct osbq_store_call *osbq_store_begin_instance_call(struct osbq_store *store,
         [BEGIN_INSTANCE_ARG_API_VERSION] = api,
         [BEGIN_INSTANCE_ARG_QUOTAS] = req->quotas ? req->quotas : "",
         [BEGIN_INSTANCE_ARG_PLATFORM] = req->platform ? req->platform : "default",
+        [BEGIN_INSTANCE_ARG_TENANT] = req->tenant ? req->tenant : "",
     };
     size_t lens[BEGIN_INSTANCE_ARG_COUNT] = {[BEGIN_INSTANCE_ARG_JOB] = req->job_len};
     return durable(store_call_new(SCRIPT_BEGIN_INSTANCE, keys, args, lens, err));
@@ -117,6 +118,7 @@ static int begin_answer(redisReply *reply, struct osbq_begin_reply *out, struct 
         out->dashboard_url = store_element_dup(reply, 2);
         out->metadata = store_element_dup(reply, 3);
         out->binding_result = store_element_dup(reply, 4);
+        out->tenant = store_element_dup(reply, 5);
         rc = 0;
         break;
     }
@@ -130,6 +132,7 @@ void osbq_begin_reply_clear(struct osbq_begin_reply *reply)
     free(reply->operation_id);
     free(reply->dashboard_url);
     free(reply->metadata);
+    free(reply->tenant);
     memset(reply, 0, sizeof *reply);
 }
 
@@ -350,6 +353,7 @@ struct osbq_store_call *osbq_store_begin_binding_call(struct osbq_store *store,
         [BEGIN_BINDING_ARG_PREDECESSOR_ID] =
             req->predecessor_binding_id ? req->predecessor_binding_id : "",
         [BEGIN_BINDING_ARG_PLATFORM] = req->platform ? req->platform : "default",
+        [BEGIN_BINDING_ARG_TENANT] = req->tenant ? req->tenant : "",
     };
     size_t lens[BEGIN_BINDING_ARG_COUNT] = {[BEGIN_BINDING_ARG_JOB] = req->job_len};
     return durable(store_call_new(SCRIPT_BEGIN_BINDING, keys, args, lens, err));

@@ -30,6 +30,8 @@ struct osbq_begin_request {
                            * none; OSBQ_STORE_QUOTAS_UNCHANGED: an update keeping its plan */
     const char *platform; /* the platform asking (records it; another's instance is not found);
                            * NULL: "default" */
+    const char *tenant;   /* whose work it is (recorded on a new instance: its operations are
+                           * its tenant's), or NULL: "" */
 };
 
 /* begin_request.quotas of an update that keeps the instance's plan (and so its counters). */
@@ -64,6 +66,7 @@ struct osbq_begin_reply {
     char *dashboard_url;           /* the instance's dashboard URL, or NULL; owned */
     char *metadata;                /* the instance's metadata JSON, or NULL; owned */
     char *binding_result;          /* bind DONE: the binding's JSON (credentials...); owned */
+    char *tenant;                  /* ACCEPTED: the operation's tenant (its instance's), or NULL */
     size_t quota_index;            /* QUOTA: the full quota's place in the request's list */
     int64_t quota_used;            /* QUOTA: instances it counted */
 };
@@ -100,6 +103,7 @@ struct osbq_bind_request {
     int64_t claim_timeout_ms;           /* how long the job may wait for a worker's claim */
     const char *platform; /* the platform asking (records it; another's instance or binding is
                            * not found); NULL: "default" */
+    const char *tenant;   /* whose work it is when the instance has no tenant recorded, or NULL */
 };
 
 /* Holds the instance shared and the binding exclusively, and records the operation, in one

@@ -27,14 +27,17 @@
 -- ARGV[18] predecessor_id: the predecessor binding's id, or ""
 -- ARGV[19] platform: the platform asking: recorded on a new binding; another platform's
 --          instance or binding answers as if it did not exist
--- Returns {answer, operation id?, "", "", binding result JSON?}; answers: accepted, in_progress, done,
+-- ARGV[20] tenant: whose work it is when the instance has no tenant recorded (one from
+--          before tenants were): an instance's bindings are its tenant's
+-- Returns {answer, operation id?, "", "", binding result JSON?, tenant?}; answers: accepted, in_progress, done,
 -- conflict, busy, no_instance, instance_busy, gone, mismatch, bad_predecessor.
 local inst, binding, op_key, queue, waiters, set = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5],
                                                    KEYS[6]
 local kind, op_id, digest, now, gateway = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local prefix, platform = ARGV[13], ARGV[19]
 
-local irec = redis.call('HMGET', inst, 'state', 'lock_x', 'service_id', 'plan_id', 'platform')
+local irec = redis.call('HMGET', inst, 'state', 'lock_x', 'service_id', 'plan_id', 'platform',
+                        'tenant')
 local brec = redis.call('HMGET', binding, 'state', 'digest', 'lock_x', 'last_op', 'result',
                         'platform')
 local istate, ilock, bstate, bdigest, block = irec[1], irec[2], brec[1], brec[2], brec[3]
@@ -54,9 +57,10 @@ end
 -- "<prefix>binding:<id>:<binding id>" and "<prefix>bindings:<id>" (an id store_keys.c had to
 -- encode): a waiting operation stays small (begin_instance.lua does the same).
 local function record()
+  local tenant = irec[6] or ARGV[20]
   redis.call('HSET', op_key, 'kind', kind, 'instance', ARGV[14], 'binding', ARGV[15],
              'service_id', ARGV[6], 'plan_id', ARGV[7], 'state', 'queued', 'attempt', '0',
-             'created_ms', now, 'api', ARGV[16], 'job', ARGV[11])
+             'created_ms', now, 'api', ARGV[16], 'job', ARGV[11], 'tenant', tenant)
   if inst ~= prefix .. 'instance:' .. ARGV[14] then
     redis.call('HSET', op_key, 'instance_key', inst)
   end
@@ -73,7 +77,7 @@ local function record()
   end
   redis.call('HSET', binding, 'lock_x', op_id, 'last_op', op_id)
   redis.call('HINCRBY', inst, 'lock_s', 1)
-  return {'accepted', op_id}
+  return {'accepted', op_id, '', '', '', tenant}
 end
 
 if kind == 'bind' then

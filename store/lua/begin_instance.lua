@@ -27,7 +27,10 @@
 --          "" for none; "-" on an update that keeps the plan (its counters stay as they are)
 -- ARGV[19] platform: the platform asking: recorded on a new instance; an instance another
 --          platform made answers as if it did not exist (provision over a live one: conflict)
--- Returns {answer, operation id?, dashboard url?, metadata?}; answers: accepted, in_progress,
+-- ARGV[20] tenant: whose work it is (docs/reliability.md, fairness): recorded on a new
+--          instance; every operation of the instance is its instance's tenant's (this one for
+--          an instance recorded before tenants were)
+-- Returns {answer, operation id?, dashboard url?, metadata?, "", tenant?}; answers: accepted, in_progress,
 -- done, conflict, busy, not_found, gone, changed, mismatch; or {'quota', line, used} when the
 -- quota on that line (1-based) is full.
 local inst, op_key, queue, waiters = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
@@ -35,7 +38,7 @@ local kind, op_id, digest, now, gateway = ARGV[1], ARGV[2], ARGV[3], ARGV[4], AR
 local prefix, platform = ARGV[15], ARGV[19]
 
 local rec = redis.call('HMGET', inst, 'state', 'digest', 'lock_x', 'lock_s', 'last_op',
-                       'plan_id', 'dashboard_url', 'metadata', 'platform')
+                       'plan_id', 'dashboard_url', 'metadata', 'platform', 'tenant')
 local state, inst_digest, lock_x, lock_s = rec[1], rec[2], rec[3], tonumber(rec[4] or '0')
 local last_op, current_plan = rec[5], rec[6]
 -- Records from before platforms were recorded belong to the default platform.
@@ -96,9 +99,10 @@ end
 -- joins by (a provision's or deprovision's is the instance's); the previous plan only when
 -- there is one.
 local function record(plan_id, prev_plan)
+  local tenant = rec[10] or ARGV[20]
   redis.call('HSET', op_key, 'kind', kind, 'instance', ARGV[16], 'service_id', ARGV[6],
              'plan_id', plan_id, 'state', 'queued', 'attempt', '0', 'created_ms', now,
-             'api', ARGV[17], 'job', ARGV[12])
+             'api', ARGV[17], 'job', ARGV[12], 'tenant', tenant)
   if inst ~= prefix .. 'instance:' .. ARGV[16] then
     redis.call('HSET', op_key, 'instance_key', inst)
   end
@@ -118,7 +122,7 @@ local function record(plan_id, prev_plan)
     redis.call('PEXPIRE', waiters, 86400000)
   end
   redis.call('HSET', inst, 'lock_x', op_id, 'last_op', op_id)
-  return {'accepted', op_id, rec[7] or '', rec[8] or ''}
+  return {'accepted', op_id, rec[7] or '', rec[8] or '', '', tenant}
 end
 
 if kind == 'provision' then
@@ -141,7 +145,8 @@ if kind == 'provision' then
   if refused then return refused end
   redis.call('DEL', inst)
   redis.call('HSET', inst, 'instance_id', ARGV[16], 'service_id', ARGV[6], 'plan_id', ARGV[7],
-             'state', 'provisioning', 'digest', digest, 'created_ms', now, 'platform', platform)
+             'state', 'provisioning', 'digest', digest, 'created_ms', now, 'platform', platform,
+             'tenant', ARGV[20])
   local taken = quota_take(quotas, {})
   if taken ~= '' then redis.call('HSET', inst, 'quota_keys', taken) end
   if ARGV[8] ~= '' then redis.call('HSET', inst, 'parameters', ARGV[8]) end
@@ -149,6 +154,7 @@ if kind == 'provision' then
   if ARGV[10] ~= '' then redis.call('HSET', inst, 'maintenance_version', ARGV[10]) end
   if ARGV[11] ~= '' then redis.call('HSET', inst, 'dashboard_url', ARGV[11]) end
   rec[7] = ARGV[11]
+  rec[10] = ARGV[20]
   return record(ARGV[7], '')
 end
 

@@ -47,7 +47,7 @@ local bindings_set = rec[11] or (prefix .. 'bindings:' .. rec[14])
 
 redis.call('HSET', op_key, 'state', ok and 'succeeded' or 'failed', 'description', ARGV[3],
            'finished_ms', now)
-redis.call('HDEL', op_key, 'job', 'lease_until', 'resume', 'due_ms')
+redis.call('HDEL', op_key, 'job', 'lease_until', 'resume', 'due_ms', 'tenant')
 if not ok and (kind == 'update' or kind == 'deprovision') then
   redis.call('HSET', op_key, 'instance_usable', ARGV[6])
   if kind == 'update' then redis.call('HSET', op_key, 'update_repeatable', ARGV[7]) end

@@ -10,7 +10,7 @@
 -- ARGV[6] can_resend: "1" when the caller can resend (a worker has room), else "0": then only
 --          operations to abandon are taken
 -- Returns a list of {operation id, "resend"|"abandon"|"poll", claims so far, encoded job or "",
--- "lease" when a running operation's lease ran out else "", kind}, followed by the earliest
+-- "lease" when a running operation's lease ran out else "", kind, tenant or ""}, followed by the earliest
 -- score left in the queue (a string, ms) when it is not empty. Resends are written to the
 -- operation's history; polls are not (one per step would grow every waiting operation), nor
 -- counted as resends or attempts.
@@ -21,7 +21,8 @@ local out = {}
 local due = redis.call('ZRANGEBYSCORE', queue, '-inf', now, 'LIMIT', 0, tonumber(ARGV[2]))
 for _, op_id in ipairs(due) do
   local op = ARGV[5] .. 'op:' .. op_id
-  local rec = redis.call('HMGET', op, 'state', 'lease_until', 'claims', 'job', 'worker', 'kind')
+  local rec = redis.call('HMGET', op, 'state', 'lease_until', 'claims', 'job', 'worker', 'kind',
+                         'tenant')
   local state, claims = rec[1], tonumber(rec[3] or '0')
   if not state or state == 'succeeded' or state == 'failed' then
     redis.call('ZREM', queue, op_id)
@@ -31,12 +32,12 @@ for _, op_id in ipairs(due) do
   elseif state == 'waiting' then
     if ARGV[6] == '1' then
       redis.call('ZADD', queue, next_due, op_id)
-      table.insert(out, {op_id, 'poll', claims, rec[4] or '', '', rec[6] or ''})
+      table.insert(out, {op_id, 'poll', claims, rec[4] or '', '', rec[6] or '', rec[7] or ''})
     end
   elseif claims >= limit then
     -- Used up: its lease ran out, or it was given back (deadline, shutdown), that many times.
     redis.call('ZADD', queue, next_due, op_id)
-    table.insert(out, {op_id, 'abandon', claims, '', '', rec[6] or ''})
+    table.insert(out, {op_id, 'abandon', claims, '', '', rec[6] or '', rec[7] or ''})
   elseif ARGV[6] == '1' then
     local event = {ms = now, event = 'resent', attempt = claims}
     if state == 'running' then
@@ -49,7 +50,7 @@ for _, op_id in ipairs(due) do
     redis.call('HINCRBY', op, 'resends', 1)
     redis.call('ZADD', queue, next_due, op_id)
     table.insert(out, {op_id, 'resend', claims, rec[4] or '', state == 'running' and 'lease' or '',
-                       rec[6] or ''})
+                       rec[6] or '', rec[7] or ''})
   end
 end
 -- When the next scan has work: the caller sleeps until then rather than a whole interval.

@@ -18,6 +18,7 @@
 
 #include "catalog.h"
 #include "platforms.h"
+#include "tenant.h"
 
 /* Two services: "db" and "cache". */
 static const char catalog_text[] =
@@ -164,6 +165,41 @@ static void test_two_platforms_authenticate(void **state)
     free(wrong);
     free(other_user);
     osbq_platforms_release(set);
+}
+
+/* A platform's weight: 1 unless the file says 1 to 100; tenant_weight finds it by the tenant
+ * key's platform part, and gives 1 to a platform no longer in the set. */
+static void test_weights(void **state)
+{
+    struct fixture *f = *state;
+    static const char weighted[] =
+        "{\"platforms\": ["
+        " {\"name\": \"cf\", \"prefix\": \"/cf-prod\", \"weight\": 3,"
+        "  \"basic\": {\"username\": \"cf\", \"password_file\": \"cf-password\"}},"
+        " {\"name\": \"k8s\", \"prefix\": \"/k8s/east\", \"bearer\": {\"tokens_file\": "
+        "\"k8s-tokens\"}}]}";
+    const struct osbq_platform_basic dflt = {"osbq", "pw"};
+    struct osbq_platforms *set = load(f, weighted, &dflt);
+    assert_int_equal(osbq_platforms_find(set, "cf")->weight, 3);
+    assert_int_equal(osbq_platforms_find(set, "k8s")->weight, 1);
+    assert_int_equal(osbq_platforms_find(set, "default")->weight, 1);
+    assert_int_equal(tenant_weight(set, "cf/org-1/space-1"), 3);
+    assert_int_equal(tenant_weight(set, "cf"), 3);
+    assert_int_equal(tenant_weight(set, "k8s/ns"), 1);
+    assert_int_equal(tenant_weight(set, "gone/org"), 1);
+    assert_int_equal(tenant_weight(set, ""), 1);
+    assert_int_equal(tenant_weight(set, NULL), 1);
+    assert_int_equal(tenant_weight(NULL, "cf/org"), 1);
+    osbq_platforms_release(set);
+    static const char *const bad[] = {"0", "101", "1.5", "\"3\"", "-2"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char text[512];
+        (void)snprintf(text, sizeof text,
+                       "{\"platforms\": [{\"name\": \"cf\", \"weight\": %s, \"basic\": "
+                       "{\"username\": \"cf\", \"password_file\": \"cf-password\"}}]}",
+                       bad[i]);
+        expect_error(f, text, NULL, "platforms[0].weight: an integer from 1 to 100");
+    }
 }
 
 static void test_routing(void **state)
@@ -377,6 +413,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_two_platforms_authenticate),
         cmocka_unit_test(test_routing),
+        cmocka_unit_test(test_weights),
         cmocka_unit_test(test_services_and_catalog),
         cmocka_unit_test(test_default_platform),
         cmocka_unit_test(test_errors),

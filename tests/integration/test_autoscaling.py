@@ -1,22 +1,27 @@
 """The workers the load needs (docs/deploy.md, "Autoscaling"; docs/decisions/0034): two
 gateways and one worker of 2 slots take 9 provisions that each hold a slot for 60 s. osbq-ctl
 stats says 5 workers (2 running + 7 queued, 2 a worker), in text and JSON; the gateways' and the
-worker's /metrics serve the same figures (jobs queued per gateway, jobs running and slots per
-worker) and give the same answer; a stopping worker still counts its running jobs and its size.
-Bounded: about 5 s (the provisions are cancelled when the worker stops)."""
+worker's /metrics serve the figures the Kubernetes ScaledObject's query sums, and they give the
+same answer; a stopping worker still counts its running jobs and its size. Bounded: about 5 s
+(the provisions are cancelled when the worker stops)."""
 
 import json
 import math
 import os
+import re
 import signal
 import subprocess
 import unittest
 import uuid
 
+import yaml
+
 import harness
 
 CTL = os.path.join(harness.BUILD_DIR, "bin", "osbq-ctl")
 CATALOG = os.path.join(harness.SOURCE_DIR, "tests", "data", "catalog-load.json")
+SCALED_OBJECT = os.path.join(harness.SOURCE_DIR, "deploy", "kubernetes", "components", "keda",
+                             "scaledobject.yaml")
 SERVICE = "4e7a1c2b-3d5f-4a6e-9b8c-7d1e2f3a4b01"
 HELD = "4e7a1c2b-3d5f-4a6e-9b8c-7d1e2f3a4c01"  # a provision holds its slot for 60 s
 SLOTS = 2
@@ -70,8 +75,8 @@ class AutoscalingTest(unittest.TestCase):
             client.close()
 
     def scraped_load(self):
-        """The jobs queued summed over the gateways plus the jobs running summed over the
-        workers (here one)."""
+        """The ScaledObject's query on the scrapes: the jobs queued summed over the gateways
+        plus the jobs running summed over the workers (here one)."""
         queued = sum(harness.metric_value(self.scrape(g.port), "osbq_jobs_queued")
                      for g in self.gateways)
         return queued + harness.metric_value(self.scrape(self.metrics_port), "osbq_jobs_running")
@@ -115,7 +120,11 @@ class AutoscalingTest(unittest.TestCase):
         worker = self.scrape(self.metrics_port)
         self.assertEqual(harness.metric_value(worker, "osbq_worker_slots"), SLOTS)
         self.assertEqual(math.ceil(self.scraped_load() / SLOTS), NEEDED)
-        # Why the sums read no gateway's view of the workers: each gateway counts the one
+        with open(SCALED_OBJECT) as f:
+            query = yaml.safe_load(f)["spec"]["triggers"][0]["metadata"]["query"]
+        self.assertEqual(set(re.findall(r"\b(osbq_[a-z_]+)", query)),
+                         {"osbq_jobs_queued", "osbq_jobs_running"})
+        # Why the query reads no gateway's view of the workers: each gateway counts the one
         # worker, so their sum says two.
         self.assertEqual(sum(harness.metric_value(self.scrape(g.port), "osbq_workers_live")
                              for g in self.gateways), 2)

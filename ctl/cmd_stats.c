@@ -1,9 +1,10 @@
-/* stats: records by state (a full walk), the operation queue, live processes and their slots,
- * and Redis itself. */
+/* stats: records by state (a full walk), the operation queue, live processes, their slots and
+ * the workers their load needs, and Redis itself. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "capacity.h"
 #include "ctl.h"
 #include "format.h"
 #include "table.h"
@@ -54,37 +55,57 @@ static int count_records(struct ctl *ctl, enum osbq_record_kind kind, json_t **o
     return CTL_EXIT_OK;
 }
 
-/* {"live": n} for gateways; for workers also the sums of their "slots" and "running" (null
- * when no worker publishes the figure). */
-static int count_processes(struct ctl *ctl, const char *role, json_t **out)
+/* The sum of one figure over the statuses, null when none publishes it. */
+static json_t *status_sum(const json_t *statuses, const char *key)
 {
-    struct osbq_error err = {0};
-    json_t *statuses = NULL;
-    if (processes_list(ctl, role, &statuses, &err) < 0)
-        return ctl_fail_store(strcmp(role, "worker") == 0 ? "reading the workers' status"
-                                                          : "reading the gateways' status",
-                              &err);
-    *out = json_pack("{s:I}", "live", (json_int_t)json_array_size(statuses));
-    for (size_t k = 0; *out != NULL && strcmp(role, "worker") == 0 && k < 2; k++) {
-        const char *key = k == 0 ? "slots" : "running";
-        json_int_t sum = 0;
-        bool known = false;
-        size_t i;
-        json_t *status;
-        json_array_foreach (statuses, i, status) {
-            json_t *value = json_object_get(status, key);
-            if (json_is_integer(value)) {
-                sum += json_integer_value(value);
-                known = true;
-            }
-        }
-        if (json_object_set_new(*out, key, known ? json_integer(sum) : json_null()) < 0) {
-            json_decref(*out);
-            *out = NULL;
+    json_int_t sum = 0;
+    bool known = false;
+    size_t i;
+    const json_t *status;
+    json_array_foreach (statuses, i, status) {
+        json_t *value = json_object_get(status, key);
+        if (json_is_integer(value)) {
+            sum += json_integer_value(value);
+            known = true;
         }
     }
-    json_decref(statuses);
-    return *out != NULL ? CTL_EXIT_OK : ctl_fail("out of memory");
+    return known ? json_integer(sum) : json_null();
+}
+
+/* {"live": n, "queued": jobs} for the gateways and {"live", "stopping", "slots", "running",
+ * "needed", "needed_exact"} for the workers (new references in *gateways and *workers): the
+ * sums over the statuses each process publishes, and the workers the load needs
+ * (capacity.h). */
+static int count_processes(struct ctl *ctl, json_t **gateways, json_t **workers)
+{
+    struct osbq_error err = {0};
+    json_t *gateway_statuses = NULL, *worker_statuses = NULL;
+    if (processes_list(ctl, "gateway", &gateway_statuses, &err) < 0)
+        return ctl_fail_store("reading the gateways' status", &err);
+    if (processes_list(ctl, "worker", &worker_statuses, &err) < 0) {
+        json_decref(gateway_statuses);
+        return ctl_fail_store("reading the workers' status", &err);
+    }
+    struct capacity capacity;
+    bool exact = false;
+    capacity_from_statuses(gateway_statuses, worker_statuses, &capacity);
+    int64_t needed = capacity_workers_needed(&capacity, &exact);
+    *gateways = json_pack("{s:I, s:I}", "live", (json_int_t)json_array_size(gateway_statuses),
+                          "queued", (json_int_t)capacity.queued);
+    *workers = json_pack(
+        "{s:I, s:I, s:o, s:o, s:I, s:b}", "live", (json_int_t)json_array_size(worker_statuses),
+        "stopping", (json_int_t)capacity.stopping, "slots", status_sum(worker_statuses, "slots"),
+        "running", status_sum(worker_statuses, "running"), "needed", (json_int_t)needed,
+        "needed_exact", (int)exact);
+    json_decref(gateway_statuses);
+    json_decref(worker_statuses);
+    if (*gateways == NULL || *workers == NULL) {
+        json_decref(*gateways);
+        json_decref(*workers);
+        *gateways = *workers = NULL;
+        return ctl_fail("out of memory");
+    }
+    return CTL_EXIT_OK;
 }
 
 /* One state and its count, for the text. */
@@ -182,7 +203,7 @@ static int print_text(const json_t *stats)
     const json_t *ops = json_object_get(stats, "operations");
     const json_t *workers = json_object_get(stats, "workers");
     const json_t *redis = json_object_get(stats, "redis");
-    char instances[512], bindings[512], operations[96], gateways[48], worker_text[128];
+    char instances[512], bindings[512], operations[96], gateways[80], worker_text[192];
     char slots[24], running[24], redis_text[96], memory[FORMAT_TEXT_MAX], replicas[512];
     counts_text(json_object_get(stats, "instances"), instances, sizeof instances);
     counts_text(json_object_get(stats, "bindings"), bindings, sizeof bindings);
@@ -190,13 +211,20 @@ static int print_text(const json_t *stats)
                    "%" JSON_INTEGER_FORMAT " unfinished, %" JSON_INTEGER_FORMAT " overdue",
                    json_integer_value(json_object_get(ops, "unfinished")),
                    json_integer_value(json_object_get(ops, "overdue")));
-    (void)snprintf(gateways, sizeof gateways, "%" JSON_INTEGER_FORMAT " live",
-                   json_integer_value(json_object_get(json_object_get(stats, "gateways"), "live")));
+    const json_t *gateway_counts = json_object_get(stats, "gateways");
+    (void)snprintf(gateways, sizeof gateways,
+                   "%" JSON_INTEGER_FORMAT " live, %" JSON_INTEGER_FORMAT " jobs queued",
+                   json_integer_value(json_object_get(gateway_counts, "live")),
+                   json_integer_value(json_object_get(gateway_counts, "queued")));
     (void)snprintf(worker_text, sizeof worker_text,
-                   "%" JSON_INTEGER_FORMAT " live, %s slots, %s running",
+                   "%" JSON_INTEGER_FORMAT " live, %" JSON_INTEGER_FORMAT
+                   " stopping, %s slots, %s running, %s%" JSON_INTEGER_FORMAT " needed",
                    json_integer_value(json_object_get(workers, "live")),
+                   json_integer_value(json_object_get(workers, "stopping")),
                    integer_text(json_object_get(workers, "slots"), slots, sizeof slots),
-                   integer_text(json_object_get(workers, "running"), running, sizeof running));
+                   integer_text(json_object_get(workers, "running"), running, sizeof running),
+                   json_is_true(json_object_get(workers, "needed_exact")) ? "" : "at least ",
+                   json_integer_value(json_object_get(workers, "needed")));
     const json_t *version = json_object_get(redis, "version");
     const json_t *used = json_object_get(redis, "used_memory");
     (void)snprintf(redis_text, sizeof redis_text, "version %s, %s used",
@@ -230,9 +258,7 @@ int cmd_stats(struct ctl *ctl)
     if (rc == CTL_EXIT_OK)
         rc = count_records(ctl, OSBQ_RECORD_BINDING, &bindings);
     if (rc == CTL_EXIT_OK)
-        rc = count_processes(ctl, "gateway", &gateways);
-    if (rc == CTL_EXIT_OK)
-        rc = count_processes(ctl, "worker", &workers);
+        rc = count_processes(ctl, &gateways, &workers);
     if (rc == CTL_EXIT_OK && osbq_store_stats_get(ctl->store, &queue, &err) < 0)
         rc = ctl_fail_store("reading the queue and Redis figures", &err);
     if (rc == CTL_EXIT_OK && osbq_store_replication(ctl->store, &replication, &err) < 0)

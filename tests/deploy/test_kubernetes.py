@@ -3,7 +3,8 @@
 the variables are ones the binaries know, the files they name are mounted from Secrets that
 secrets.example.yaml describes, the probes and ports are the ones the environment sets, the
 images are the Dockerfile's, the grace periods cover OSBQ_SHUTDOWN_GRACE_MS, and the network
-policies let only gateways and workers reach Redis and only workers reach the bus."""
+policies let only gateways and workers reach Redis and only workers reach the bus; the keda
+component's ScaledObject scales the workers by a worker's slots."""
 
 import glob
 import json
@@ -14,6 +15,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import unittest
 
 import yaml
@@ -25,6 +27,12 @@ from test_compose import backend_variables, dockerfile_stages, known_variables  
 KUBE_DIR = os.path.join(harness.SOURCE_DIR, "deploy", "kubernetes")
 BASE_DIR = os.path.join(KUBE_DIR, "base")
 SECRETS_EXAMPLE = os.path.join(KUBE_DIR, "secrets.example.yaml")
+KEDA_DIR = os.path.join(KUBE_DIR, "components", "keda")
+# The parameters of KEDA's prometheus trigger (keda.sh/docs/latest/scalers/prometheus): the
+# schema takes any string map, so a misspelt one would pass it.
+PROMETHEUS_TRIGGER_KEYS = {"serverAddress", "query", "queryParameters", "threshold",
+                           "activationThreshold", "namespace", "customHeaders",
+                           "ignoreNullValues", "unsafeSsl", "timeout", "authModes"}
 NODE_DIR = os.environ.get("OSBQ_DEPLOY_NODE_DIR", os.path.join(harness.BUILD_DIR, "deploy-node"))
 # What the gateway does after the grace before it exits, and what kubelet needs to see it exit.
 STOP_MARGIN_S = 5
@@ -111,7 +119,12 @@ class KubernetesManifestsTest(unittest.TestCase):
                 continue
             with self.subTest(kustomization=os.path.relpath(path, KUBE_DIR)):
                 k = load_all(path)[0]
-                self.assertEqual(set(k) - {"apiVersion", "kind", "resources"}, set(),
+                # The keda component alone patches: it takes the worker Deployment's replicas
+                # from the base (test_scaledobject_scales_the_workers).
+                allowed = {"apiVersion", "kind", "resources"}
+                if directory == KEDA_DIR:
+                    allowed.add("patches")
+                self.assertEqual(set(k) - allowed, set(),
                                  "only plain resources: the files are the rendered objects")
                 listed = sorted(k["resources"])
                 present = sorted(os.path.basename(p) for p in manifest_files(directory))
@@ -134,6 +147,25 @@ class KubernetesManifestsTest(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         images = re.findall(r"image: (\S+)", r.stdout)
         self.assertIn("registry.example.net/osbq/osbq-gateway:" + project_version(), images)
+        # The keda component on the base: the worker Deployment without replicas (the
+        # autoscaler's), everything else as the files are, and the ScaledObject.
+        with tempfile.TemporaryDirectory() as overlay:
+            with open(os.path.join(overlay, "kustomization.yaml"), "w") as f:
+                yaml.safe_dump({"apiVersion": "kustomize.config.k8s.io/v1beta1",
+                                "kind": "Kustomization",
+                                "resources": [os.path.relpath(BASE_DIR, overlay)],
+                                "components": [os.path.relpath(KEDA_DIR, overlay)]}, f)
+            r = subprocess.run([kubectl, "kustomize", overlay], capture_output=True, text=True,
+                               timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        rendered = {key(o): o for o in yaml.safe_load_all(r.stdout)}
+        worker = rendered.pop(("Deployment", "osbq-worker"))
+        self.assertNotIn("replicas", worker["spec"])
+        self.assertEqual(worker["spec"]["template"], self.workload("worker")["spec"]["template"])
+        scaled = rendered.pop(("ScaledObject", "osbq-worker"))
+        self.assertEqual(scaled, load_all(os.path.join(KEDA_DIR, "scaledobject.yaml"))[0])
+        self.assertEqual(rendered, {key(o): o for o in self.base
+                                    if key(o) != ("Deployment", "osbq-worker")})
 
     # (3) what the binaries read
     def test_variables_are_ones_the_binaries_list(self):
@@ -395,6 +427,49 @@ class KubernetesManifestsTest(unittest.TestCase):
                 self.assertEqual([e["port"] for e in m["spec"]["endpoints"]],
                                  [p["name"] for p in service["spec"]["ports"]])
                 self.assertEqual({e["path"] for e in m["spec"]["endpoints"]}, {"/metrics"})
+
+    def test_scaledobject_scales_the_workers(self):
+        """KEDA's ScaledObject: it scales the worker Deployment, one worker per `threshold` jobs
+        queued or running, the threshold being a worker's slots; its query asks the scrape jobs
+        the ServiceMonitors name (that /metrics serves the metrics it names:
+        tests/integration/test_deploy_observability.py)."""
+        [scaled] = self.objects("ScaledObject", self.components)
+        spec = scaled["spec"]
+        target = spec["scaleTargetRef"]
+        self.assertEqual(target.get("kind", "Deployment"), "Deployment")
+        self.assertEqual(target.get("apiVersion", "apps/v1"), "apps/v1")
+        worker = self.workload("worker")
+        self.assertEqual(worker["kind"], "Deployment")
+        self.assertEqual(target["name"], worker["metadata"]["name"])
+        # The base's two workers are the floor, and the fallback while the query fails.
+        self.assertEqual(spec["minReplicaCount"], worker["spec"]["replicas"])
+        self.assertLessEqual(spec["minReplicaCount"], spec["maxReplicaCount"])
+        self.assertGreaterEqual(spec["minReplicaCount"], 1, "no scaling to zero: nobody would "
+                                "run the jobs that wait in Redis")
+        self.assertTrue(spec["minReplicaCount"] <= spec["fallback"]["replicas"]
+                        <= spec["maxReplicaCount"])
+        [trigger] = spec["triggers"]
+        self.assertEqual(trigger["type"], "prometheus")
+        self.assertEqual(trigger["metricType"], "AverageValue")
+        metadata = trigger["metadata"]
+        self.assertLessEqual(set(metadata), PROMETHEUS_TRIGGER_KEYS)
+        self.assertEqual(metadata["ignoreNullValues"], "false", "an empty answer is an error")
+        slots = env_values(self.container(worker))["OSBQ_WORKER_CONCURRENCY"]
+        self.assertEqual(metadata["threshold"], slots, "threshold = a worker's slots")
+        monitors = {m["metadata"]["name"] for m in self.objects("ServiceMonitor", self.components)}
+        jobs = set(re.findall(r'job="([^"]+)"', metadata["query"]))
+        self.assertEqual(jobs, monitors)
+        # The metrics each side counts once: never the gateways' view of the workers.
+        names = set(re.findall(r"\b(osbq_[a-z_]+)", metadata["query"]))
+        self.assertEqual(names, {"osbq_jobs_queued", "osbq_jobs_running"})
+        # The component's one patch: the Deployment's replicas, now the autoscaler's.
+        [patch] = load_all(os.path.join(KEDA_DIR, "kustomization.yaml"))[0]["patches"]
+        self.assertEqual(patch["target"]["name"], target["name"])
+        self.assertEqual(yaml.safe_load(patch["patch"]),
+                         [{"op": "remove", "path": "/spec/replicas"}])
+        # A removed worker drains: its running jobs get the grace, so scale down gently.
+        down = spec["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]["scaleDown"]
+        self.assertGreaterEqual(down["stabilizationWindowSeconds"], 60)
 
     def test_registration(self):
         """ClusterServiceBroker has no published schema: its fields as the Service Catalog's

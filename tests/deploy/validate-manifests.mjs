@@ -1,5 +1,6 @@
 // Validates Kubernetes objects against the upstream OpenAPI schemas that the npm package
-// kubernetes-models carries (and @kubernetes-models/prometheus-operator for ServiceMonitor).
+// kubernetes-models carries (@kubernetes-models/prometheus-operator for ServiceMonitor,
+// @kubernetes-models/keda for ScaledObject).
 //   node validate-manifests.mjs FILE.yaml...
 // Prints one JSON line per object: {file, kind, name, status: "valid" | "no-schema"} and exits 1
 // after printing every invalid object's errors on stderr. Kustomize's own files are skipped.
@@ -14,6 +15,7 @@ import { parseAllDocuments } from "yaml";
 // Where the models of an apiVersion live: core is "v1", the others "<group>/<version>".
 const MODEL_PACKAGES = {
   "monitoring.coreos.com": "@kubernetes-models/prometheus-operator",
+  "keda.sh": "@kubernetes-models/keda",
 };
 const KUSTOMIZE_GROUP = "kustomize.config.k8s.io";
 

@@ -2,8 +2,9 @@
 environment deploy/kubernetes gives them, its Secrets laid out as kubelet mounts them (mode
 0440, each key a link into `..data`, the key file too), answering the probes the
 manifests name; a worker key added to the bus's clients Secret is admitted; after a
-provision/bind lifecycle, every metric named by the Grafana dashboard (deploy/grafana) and the
-alert rules (deploy/prometheus) is one their /metrics serve, with the labels the queries use."""
+provision/bind lifecycle, every metric named by the Grafana dashboard (deploy/grafana), the
+alert rules (deploy/prometheus) and the autoscaler's query (deploy/kubernetes/components/keda)
+is one their /metrics serve, with the labels the queries use."""
 
 import json
 import os
@@ -21,6 +22,7 @@ DEPLOY_DIR = os.path.join(harness.SOURCE_DIR, "deploy")
 DASHBOARD = os.path.join(DEPLOY_DIR, "grafana", "osbq.json")
 ALERTS = os.path.join(DEPLOY_DIR, "prometheus", "alerts.yml")
 KUBE_BASE = os.path.join(DEPLOY_DIR, "kubernetes", "base")
+SCALED_OBJECT = os.path.join(DEPLOY_DIR, "kubernetes", "components", "keda", "scaledobject.yaml")
 CATALOG = os.path.join(harness.SOURCE_DIR, "tests", "data", "catalog-bindings.json")
 CTL = os.path.join(harness.BUILD_DIR, "bin", "osbq-ctl")
 SERVICE = "5c1d2e3f-8a9b-4c0d-9e1f-2a3b4c5d6e01"  # osbq-bind-test
@@ -59,6 +61,14 @@ def alert_queries():
     with open(ALERTS) as f:
         groups = yaml.safe_load(f)["groups"]
     return [rule["expr"] for g in groups for rule in g["rules"]]
+
+
+def scaler_queries():
+    """The queries of the ScaledObject's prometheus triggers."""
+    with open(SCALED_OBJECT) as f:
+        scaled = yaml.safe_load(f)
+    return [t["metadata"]["query"] for t in scaled["spec"]["triggers"]
+            if t["type"] == "prometheus"]
 
 
 def selectors(expr):
@@ -314,6 +324,9 @@ class DeployObservabilityTest(unittest.TestCase):
 
     def test_alert_queries_name_served_metrics(self):
         self.assert_served(alert_queries(), allowed_extra=PROMETHEUS_OWN)
+
+    def test_scaler_query_names_served_metrics(self):
+        self.assert_served(scaler_queries())
 
     def test_counters_the_files_watch_moved(self):
         def value(samples, name, **labels):

@@ -28,12 +28,39 @@ int redis_fixture_free_port(void)
     return port;
 }
 
+/* Whether the server answering on c is the one this fixture started: another test's server may
+ * have taken the free port first (ours then failed to bind and exited), and must not be used. */
+static int is_ours(redisContext *c, pid_t pid)
+{
+    redisReply *r = redisCommand(c, "INFO server");
+    char want[32];
+    (void)snprintf(want, sizeof want, "process_id:%ld\r\n", (long)pid);
+    int ours = r != NULL && r->type == REDIS_REPLY_STRING && strstr(r->str, want) != NULL;
+    freeReplyObject(r);
+    return ours;
+}
+
+/* Starts a server on a free port: 1 when it answers, 0 when it did not come up there (the
+ * port was taken meanwhile: try another), -1 on a failure no retry mends. */
+static int start_once(struct redis_fixture *fx);
+
 int redis_fixture_start(struct redis_fixture *fx)
 {
     memset(fx, 0, sizeof *fx);
     (void)snprintf(fx->dir, sizeof fx->dir, "/tmp/osbq-redis-XXXXXX");
     if (mkdtemp(fx->dir) == NULL)
         return -1;
+    for (int attempt = 0; attempt < 5; attempt++) {
+        int rc = start_once(fx);
+        if (rc != 0)
+            return rc > 0 ? 0 : -1;
+    }
+    redis_fixture_stop(fx);
+    return -1;
+}
+
+static int start_once(struct redis_fixture *fx)
+{
     fx->port = redis_fixture_free_port();
     if (fx->port < 0)
         return -1;
@@ -60,17 +87,28 @@ int redis_fixture_start(struct redis_fixture *fx)
             redisReply *r = redisCommand(c, "PING");
             int ok = r != NULL && r->type == REDIS_REPLY_STATUS;
             freeReplyObject(r);
+            int ours = ok && is_ours(c, fx->pid);
             redisFree(c);
+            if (ours)
+                return 1;
             if (ok)
-                return 0;
+                break; /* another server holds the port */
         } else if (c != NULL) {
             redisFree(c);
+        }
+        if (waitpid(fx->pid, NULL, WNOHANG) == fx->pid) {
+            fx->pid = 0; /* it exited: the port was taken */
+            return 0;
         }
         struct timespec pause = {0, 20000000};
         nanosleep(&pause, NULL);
     }
-    redis_fixture_stop(fx);
-    return -1;
+    if (fx->pid > 0) {
+        kill(fx->pid, SIGKILL);
+        (void)waitpid(fx->pid, NULL, 0);
+        fx->pid = 0;
+    }
+    return 0;
 }
 
 void redis_fixture_stop(struct redis_fixture *fx)

@@ -166,19 +166,41 @@ class Redis(Process):
     """A throw-away redis-server on loopback (a free port unless given), its data in workdir,
     without persistence unless persistence names other redis-server options."""
 
+    # Free ports tried before giving up: another test's server may take the one chosen first.
+    PORT_ATTEMPTS = 5
+
     def __init__(self, workdir, port=None, name="redis", persistence=NO_PERSISTENCE):
-        self.port = port or free_port()
         self.workdir = workdir
-        super().__init__(name, ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1"]
-                         + list(persistence) + ["--dir", workdir], dict(os.environ), workdir)
-        try:
-            wait_until(self.ping, START_TIMEOUT_S, "%s to answer PING" % name)
-        except AssertionError:
-            # Nothing holds this object yet to stop it later.
+        for attempt in range(1 if port else self.PORT_ATTEMPTS):
+            self.port = port or free_port()
+            super().__init__(name, ["redis-server", "--port", str(self.port), "--bind",
+                                    "127.0.0.1"] + list(persistence) + ["--dir", workdir],
+                             dict(os.environ), workdir)
+            try:
+                wait_until(lambda: self.ping() or not self.alive(), START_TIMEOUT_S,
+                           "%s to answer PING" % name)
+                if self.alive() and self.is_ours():
+                    return
+                if attempt + 1 == (1 if port else self.PORT_ATTEMPTS):
+                    raise AssertionError("%s: port %d is another server's" % (name, self.port))
+            except BaseException:
+                # Nothing holds this object yet to stop it later.
+                self.proc.kill()
+                self.proc.wait()
+                self._log.close()
+                raise
+            # The port was taken between choosing it and binding it: another one.
             self.proc.kill()
             self.proc.wait()
             self._log.close()
-            raise
+
+    def is_ours(self):
+        """Whether the server answering on the port is this process (not another test's that
+        took the port first, which made this one fail to bind)."""
+        try:
+            return ("process_id:%d\r\n" % self.proc.pid) in self.command("INFO", "server")
+        except (OSError, RuntimeError):
+            return False
 
     @property
     def url(self):
@@ -265,22 +287,32 @@ class Stack:
         """Starts a gateway (the stack's gateway_bin unless binary names another, e.g. an older
         release's) on free ports and waits until ready_path answers 200 (over HTTPS with
         ssl_context, with OSBQ_TLS_CERT/KEY among the overrides); the process carries its port
-        and ssl_context."""
-        port = free_port()
-        env = self.env(OSBQ_LISTEN="127.0.0.1:%d" % port,
-                       OSBQ_BUS_BIND="tcp://127.0.0.1:%d" % free_port(), **overrides)
-        p = Process(name or "gateway-%d" % port, [binary or self.gateway_bin], env, self.workdir)
-        p.port = port
-        p.ssl_context = ssl_context
-        self.processes.append(p)
+        and ssl_context. A gateway that could not bind a free port because another test's
+        process took it first is started again on other ports."""
+        attempts = 1 if "OSBQ_LISTEN" in overrides or "OSBQ_BUS_BIND" in overrides else \
+            Redis.PORT_ATTEMPTS
+        for attempt in range(attempts):
+            port = free_port()
+            env = self.env(OSBQ_LISTEN="127.0.0.1:%d" % port,
+                           OSBQ_BUS_BIND="tcp://127.0.0.1:%d" % free_port(), **overrides)
+            p = Process(name or "gateway-%d" % port, [binary or self.gateway_bin], env,
+                        self.workdir)
+            p.port = port
+            p.ssl_context = ssl_context
+            self.processes.append(p)
 
-        def ready():
-            if not p.alive():
-                raise AssertionError("gateway exited:\n" + p.log())
-            return http_status(port, ready_path, ssl_context) == 200
+            def ready():
+                return not p.alive() or http_status(port, ready_path, ssl_context) == 200
 
-        wait_until(ready, START_TIMEOUT_S, "the gateway to answer %s" % ready_path)
-        return p
+            wait_until(ready, START_TIMEOUT_S, "the gateway to answer %s" % ready_path)
+            if p.alive():
+                return p
+            p.proc.wait()
+            p._log.close()
+            log = p.log()
+            self.processes.remove(p)
+            if "Address already in use" not in log or attempt + 1 == attempts:
+                raise AssertionError("gateway exited:\n" + log)
 
     def start_worker(self, name=None, binary=None, **overrides):
         """Starts a worker: the stack's worker_bin unless binary names another."""

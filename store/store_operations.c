@@ -50,11 +50,12 @@ void osbq_claim_clear(struct osbq_claim *claim)
     if (claim == NULL)
         return;
     free(claim->resume);
+    free(claim->tenant);
     memset(claim, 0, sizeof *claim);
 }
 
-/* Fills *out from claim.lua's {1, resume, started_ms, steps, created_ms, due_ms}. 0, or -1 with err
- * when out of memory. */
+/* Fills *out from claim.lua's {1, resume, started_ms, steps, created_ms, due_ms, tenant}. 0, or
+ * -1 with err when out of memory. */
 static int claim_read(const redisReply *reply, struct osbq_claim *out, struct osbq_error *err)
 {
     memset(out, 0, sizeof *out);
@@ -69,6 +70,14 @@ static int claim_read(const redisReply *reply, struct osbq_claim *out, struct os
     out->steps = steps > 0 && steps <= UINT32_MAX ? (uint32_t)steps : 0;
     out->accepted_ms = reply->elements >= 5 ? store_element_int(reply, 4, 0) : 0;
     out->due_ms = reply->elements >= 6 ? store_element_int(reply, 5, 0) : 0;
+    if (reply->elements >= 7 && reply->element[6]->type == REDIS_REPLY_STRING &&
+        reply->element[6]->len > 0) {
+        out->tenant = store_element_dup(reply, 6);
+        if (out->tenant == NULL) {
+            osbq_claim_clear(out);
+            return osbq_error_set(err, OSBQ_ERR_INTERNAL, "out of memory");
+        }
+    }
     return 0;
 }
 

@@ -13,6 +13,7 @@ struct osbq_claim {
     int64_t accepted_ms; /* epoch ms the gateway accepted the operation, or 0 when unknown */
     uint32_t steps;      /* steps that ended in progress so far: 0 on a first step */
     int64_t due_ms;      /* epoch ms the step was due at (a poll), or 0 */
+    char *tenant;        /* owned: whose operation it is, or NULL when none was recorded */
 };
 
 /* Frees the claim's resume text and zeroes it; accepts a zeroed claim. */

@@ -33,6 +33,8 @@ struct backend_call {
                                    * NULL on an operation's first step; borrowed */
     uint32_t step;                /* 0 on the first step, then one more per step that ended in
                                    * progress */
+    const char *tenant;           /* whose operation it is (the claim's), or NULL: shares the
+                                   * exec places fairly; borrowed */
 
     /* Reports progress: description is user-facing text for last_operation ("Provisioning
      * (40%)"), borrowed for the call only. Also renews the operation's lease; when the lease

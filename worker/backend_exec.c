@@ -595,7 +595,8 @@ static void free_run(struct exec_run *x)
  * reached (the lease renewed meanwhile). False when the call got cancelled first. */
 static bool take_place(struct backend_call *call)
 {
-    while (!exec_watch_reserve(call->exec_watch, EXEC_PLACE_WAIT_MS)) {
+    uint64_t ticket = 0;
+    while (!exec_watch_reserve(call->exec_watch, call->tenant, &ticket, EXEC_PLACE_WAIT_MS)) {
         if (!call->wait(call, 0))
             return false;
     }
@@ -655,7 +656,7 @@ static int exec_operation(struct backend_call *call)
         goto out;
     }
     if (spawn_program(x, &prog) < 0) {
-        exec_watch_unreserve(call->exec_watch);
+        exec_watch_unreserve(call->exec_watch, call->tenant);
         goto out;
     }
     prog.input = x->input;
@@ -663,6 +664,7 @@ static int exec_operation(struct backend_call *call)
     prog.timeout_ms = x->timeout_ms;
     prog.ops = &watch_ops;
     prog.ctx = x;
+    prog.tenant = call->tenant;
     struct osbq_error err = {0};
     if (exec_watch_add(call->exec_watch, &prog, &err) < 0) {
         log_warnx("operation %s: cannot watch the exec program (%s)", call->job->operation_id,

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -48,7 +49,22 @@ struct entry {
     int64_t exited_at;  /* monotonic ms it exited at; -1 while it runs */
     enum exec_watch_stop stop;
     bool ended; /* finished: freed once the current batch of events is handled */
+    char tenant[EXEC_WATCH_TENANT_MAX]; /* whose program it is: the place it holds */
     struct entry *prev, *next;
+};
+
+/* A step waiting for a place (exec_watch_reserve), on its runner thread's stack. */
+struct place_waiter {
+    const char *tenant; /* whose step it is (borrowed for the wait) */
+    uint64_t ticket;    /* its place in line: lower came first */
+    bool granted;       /* a place was given to it (by give_place) */
+    struct place_waiter *next;
+};
+
+/* The places one tenant's programs hold. */
+struct tenant_places {
+    char tenant[EXEC_WATCH_TENANT_MAX];
+    unsigned held;
 };
 
 struct exec_watch {
@@ -60,9 +76,13 @@ struct exec_watch {
     struct entry *ended;   /* finished during the current batch; freed after it */
     char chunk[WATCH_CHUNK];
 
-    pthread_mutex_t lock;   /* guards the fields below */
-    pthread_cond_t freed;   /* a place came free */
-    unsigned busy;          /* places taken */
+    pthread_mutex_t lock;          /* guards the fields below */
+    pthread_cond_t freed;          /* a place was given to a waiter */
+    unsigned busy;                 /* places taken */
+    struct place_waiter *waiters;  /* steps waiting for a place, in no order (tickets say) */
+    uint64_t last_ticket;          /* the ticket handed out last */
+    struct tenant_places *tenants; /* the tenants holding places, tenant_count of them */
+    size_t tenant_count, tenant_cap;
     struct entry *incoming; /* added, not yet taken by the loop */
     bool stopping;
 };
@@ -87,11 +107,80 @@ static void wake(struct exec_watch *w)
     (void)!write(w->wake_fd, &one, sizeof one);
 }
 
-static void give_place(struct exec_watch *w)
+/* The places tenant holds (its entry in w->tenants), or NULL. Called with w->lock held. */
+static struct tenant_places *tenant_find(struct exec_watch *w, const char *tenant)
+{
+    for (size_t i = 0; i < w->tenant_count; i++)
+        if (strncmp(w->tenants[i].tenant, tenant, EXEC_WATCH_TENANT_MAX - 1) == 0)
+            return &w->tenants[i];
+    return NULL;
+}
+
+static unsigned tenant_held(struct exec_watch *w, const char *tenant)
+{
+    const struct tenant_places *t = tenant_find(w, tenant);
+    return t != NULL ? t->held : 0;
+}
+
+/* Counts one place more (delta 1) or fewer (-1) for tenant; a tenant holding none is dropped.
+ * Out of memory, a tenant goes uncounted: it only loses its priority. Called with w->lock
+ * held. */
+static void tenant_count_place(struct exec_watch *w, const char *tenant, int delta)
+{
+    struct tenant_places *t = tenant_find(w, tenant);
+    if (t == NULL && delta > 0) {
+        if (w->tenant_count == w->tenant_cap) {
+            size_t cap = w->tenant_cap ? w->tenant_cap * 2 : 8;
+            struct tenant_places *grown = realloc(w->tenants, cap * sizeof *grown);
+            if (grown == NULL)
+                return;
+            w->tenants = grown;
+            w->tenant_cap = cap;
+        }
+        t = &w->tenants[w->tenant_count++];
+        (void)snprintf(t->tenant, sizeof t->tenant, "%s", tenant);
+        t->held = 0;
+    }
+    if (t == NULL)
+        return;
+    if (delta > 0)
+        t->held++;
+    else if (t->held > 0 && --t->held == 0)
+        *t = w->tenants[--w->tenant_count];
+}
+
+/* Gives free places to waiting steps: each to the step whose tenant holds the fewest places,
+ * the longest waiting among those (docs/reliability.md, fairness). Called with w->lock held. */
+static void grant_places(struct exec_watch *w)
+{
+    bool granted = false;
+    while (w->busy < w->limit && w->waiters != NULL) {
+        struct place_waiter **best = &w->waiters;
+        unsigned best_held = tenant_held(w, (*best)->tenant);
+        for (struct place_waiter **p = &(*best)->next; *p != NULL; p = &(*p)->next) {
+            unsigned held = tenant_held(w, (*p)->tenant);
+            if (held < best_held || (held == best_held && (*p)->ticket < (*best)->ticket)) {
+                best = p;
+                best_held = held;
+            }
+        }
+        struct place_waiter *chosen = *best;
+        *best = chosen->next;
+        chosen->granted = true;
+        w->busy++;
+        tenant_count_place(w, chosen->tenant, 1);
+        granted = true;
+    }
+    if (granted)
+        pthread_cond_broadcast(&w->freed);
+}
+
+static void give_place(struct exec_watch *w, const char *tenant)
 {
     pthread_mutex_lock(&w->lock);
     w->busy--;
-    pthread_cond_signal(&w->freed);
+    tenant_count_place(w, tenant, -1);
+    grant_places(w);
     pthread_mutex_unlock(&w->lock);
 }
 
@@ -135,7 +224,7 @@ static void finish_entry(struct exec_watch *w, struct entry *e)
     end.lost = reaped != e->p.pid;
     e->p.ops->ended(e->p.ctx, &end);
     /* Only now: a step that waited for the place starts after this one's end is reported. */
-    give_place(w);
+    give_place(w, e->tenant);
     /* Later events of the same batch may still point at it: it goes after the batch. */
     e->ended = true;
     if (e->prev != NULL)
@@ -378,24 +467,39 @@ fail:
     return NULL;
 }
 
-bool exec_watch_reserve(struct exec_watch *w, int64_t wait_ms)
+bool exec_watch_reserve(struct exec_watch *w, const char *tenant, uint64_t *ticket, int64_t wait_ms)
 {
     int64_t until = now_ms() + (wait_ms > 0 ? wait_ms : 0);
     struct timespec ts = {.tv_sec = (time_t)(until / 1000),
                           .tv_nsec = (long)(until % 1000) * 1000000L};
+    struct place_waiter me = {.tenant = tenant != NULL ? tenant : ""};
     pthread_mutex_lock(&w->lock);
-    while (w->busy >= w->limit && !w->stopping && now_ms() < until)
+    if (*ticket == 0)
+        *ticket = ++w->last_ticket;
+    me.ticket = *ticket;
+    if (w->stopping) {
+        pthread_mutex_unlock(&w->lock);
+        return false;
+    }
+    /* In line with the others, even with a place free: the rule picks who gets it. */
+    me.next = w->waiters;
+    w->waiters = &me;
+    grant_places(w);
+    while (!me.granted && !w->stopping && now_ms() < until)
         (void)pthread_cond_timedwait(&w->freed, &w->lock, &ts);
-    bool taken = w->busy < w->limit && !w->stopping;
-    if (taken)
-        w->busy++;
+    if (!me.granted) {
+        struct place_waiter **p = &w->waiters;
+        while (*p != &me)
+            p = &(*p)->next;
+        *p = me.next;
+    }
     pthread_mutex_unlock(&w->lock);
-    return taken;
+    return me.granted;
 }
 
-void exec_watch_unreserve(struct exec_watch *w)
+void exec_watch_unreserve(struct exec_watch *w, const char *tenant)
 {
-    give_place(w);
+    give_place(w, tenant != NULL ? tenant : "");
 }
 
 int exec_watch_add(struct exec_watch *w, const struct exec_watch_program *program,
@@ -415,10 +519,11 @@ int exec_watch_add(struct exec_watch *w, const struct exec_watch_program *progra
         while (waitpid(program->pid, NULL, 0) < 0 && errno == EINTR) {
         }
         free(e);
-        give_place(w);
+        give_place(w, program->tenant != NULL ? program->tenant : "");
         return -1;
     }
     e->p = *program;
+    (void)snprintf(e->tenant, sizeof e->tenant, "%s", program->tenant ? program->tenant : "");
     e->fds[FD_PID] = pidfd;
     e->fds[FD_IN] = program->in_fd;
     e->fds[FD_OUT] = program->out_fd;
@@ -435,8 +540,8 @@ int exec_watch_add(struct exec_watch *w, const struct exec_watch_program *progra
             close_fd(&e->fds[role]);
         while (waitpid(program->pid, NULL, 0) < 0 && errno == EINTR) {
         }
+        give_place(w, e->tenant);
         free(e);
-        give_place(w);
         return -1;
     }
     e->next = w->incoming;
@@ -470,5 +575,6 @@ void exec_watch_destroy(struct exec_watch **wp)
     close_fd(&w->epoll_fd);
     pthread_cond_destroy(&w->freed);
     pthread_mutex_destroy(&w->lock);
+    free(w->tenants);
     free(w);
 }

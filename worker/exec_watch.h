@@ -80,6 +80,7 @@ struct exec_watch_program {
     int64_t timeout_ms; /* stopped past this (> 0) */
     const struct exec_watch_ops *ops;
     void *ctx;
+    const char *tenant; /* whose program it is, as given to exec_watch_reserve (copied) */
 };
 
 /* Starts the loop's thread; limit places (programs running at once, >= 1). Call with the
@@ -87,12 +88,19 @@ struct exec_watch_program {
  * an eventfd or the thread cannot be had. */
 struct exec_watch *exec_watch_new(unsigned limit, struct osbq_error *err);
 
-/* Takes a place for a program about to start, waiting up to wait_ms for one to come free.
- * Returns true when taken: the caller then calls exec_watch_add or exec_watch_unreserve. */
-bool exec_watch_reserve(struct exec_watch *w, int64_t wait_ms);
+/* Longest tenant name the places tell apart (a longer one is cut). */
+#define EXEC_WATCH_TENANT_MAX 256
 
-/* Gives back a place taken by exec_watch_reserve whose program did not start. */
-void exec_watch_unreserve(struct exec_watch *w);
+/* Takes a place for a program of tenant (NULL: "") about to start, waiting up to wait_ms for
+ * one. The steps waiting take the places that come free by the fairness rule: the step whose
+ * tenant holds the fewest places first, then the one with the lowest ticket. *ticket keeps a
+ * step's place in line across calls: 0 on the first, which sets it. Returns true when taken:
+ * the caller then calls exec_watch_add or exec_watch_unreserve. */
+bool exec_watch_reserve(struct exec_watch *w, const char *tenant, uint64_t *ticket,
+                        int64_t wait_ms);
+
+/* Gives back a place tenant's step took with exec_watch_reserve whose program did not start. */
+void exec_watch_unreserve(struct exec_watch *w, const char *tenant);
 
 /* Hands a started program to the loop, on a place reserved before; the watch owns its fds from
  * now on, whatever the result. Returns 0; or -1 (out of memory or no pidfd: err says which)

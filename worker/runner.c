@@ -911,6 +911,7 @@ static enum step_fate run_job(struct slot *slot, struct step *st)
     };
     st->call = (struct backend_call){
         .job = job,
+        .tenant = st->claim.tenant,
         .progress = call_progress,
         .cancelled = call_cancelled,
         .wait = call_wait,

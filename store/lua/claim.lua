@@ -9,9 +9,9 @@
 -- ARGV[3] now: ms
 -- ARGV[4] lease: ms
 -- ARGV[5] operation_id: operation id
--- Returns {1, resume JSON or "", started_ms, steps, created_ms, due_ms or 0} when claimed (due_ms:
--- when the step of a waiting operation was due, so the worker can tell how late it runs), 0
--- otherwise.
+-- Returns {1, resume JSON or "", started_ms, steps, created_ms, due_ms or 0, tenant or ""} when
+-- claimed (due_ms: when the step of a waiting operation was due, so the worker can tell how
+-- late it runs; tenant: whose operation it is, for the worker's exec places), 0 otherwise.
 -- requires: history (store/lua/lib/history.lua: add_history)
 local rec = redis.call('HMGET', KEYS[1], 'state', 'lease_until', 'due_ms')
 local state = rec[1]
@@ -42,7 +42,7 @@ redis.call('ZADD', KEYS[2], until_ms, ARGV[5])
 if state ~= 'waiting' then
   add_history(KEYS[1], {ms = now, event = 'claimed', worker = ARGV[1], attempt = attempt})
 end
-local more = redis.call('HMGET', KEYS[1], 'resume', 'started_ms', 'steps', 'created_ms')
+local more = redis.call('HMGET', KEYS[1], 'resume', 'started_ms', 'steps', 'created_ms', 'tenant')
 local due = state == 'waiting' and tonumber(rec[3] or '0') or 0
 return {1, more[1] or '', tonumber(more[2]), tonumber(more[3] or '0'), tonumber(more[4] or '0'),
-        due}
+        due, more[5] or ''}

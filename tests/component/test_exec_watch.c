@@ -52,6 +52,12 @@ static int64_t now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
 static void on_output(void *ctx, int stream, const char *data, size_t n)
 {
     struct seen *s = ctx;
@@ -102,11 +108,12 @@ static void seen_init(struct seen *s)
 }
 
 /* Starts /bin/sh -c script in its own group, its stdio on non-blocking pipes, and hands it to
- * w on a place reserved here. */
-static pid_t start(struct exec_watch *w, const char *script, const char *input, size_t input_len,
-                   int64_t timeout_ms, struct seen *s)
+ * w on a place reserved here for tenant (NULL: none). */
+static pid_t start_for(struct exec_watch *w, const char *tenant, const char *script,
+                       const char *input, size_t input_len, int64_t timeout_ms, struct seen *s)
 {
-    assert_true(exec_watch_reserve(w, 5000));
+    uint64_t ticket = 0;
+    assert_true(exec_watch_reserve(w, tenant, &ticket, 5000));
     int in[2], out[2], err[2];
     assert_int_equal(pipe2(in, O_CLOEXEC), 0);
     assert_int_equal(pipe2(out, O_CLOEXEC), 0);
@@ -143,10 +150,17 @@ static pid_t start(struct exec_watch *w, const char *script, const char *input, 
                                    .input_len = input_len,
                                    .timeout_ms = timeout_ms,
                                    .ops = &ops,
-                                   .ctx = s};
+                                   .ctx = s,
+                                   .tenant = tenant};
     struct osbq_error e = {0};
     assert_int_equal(exec_watch_add(w, &p, &e), 0);
     return pid;
+}
+
+static pid_t start(struct exec_watch *w, const char *script, const char *input, size_t input_len,
+                   int64_t timeout_ms, struct seen *s)
+{
+    return start_for(w, NULL, script, input, input_len, timeout_ms, s);
 }
 
 /* Waits up to ms for s to end; true when it did. */
@@ -298,16 +312,80 @@ static void test_places(void **state)
     (void)start(w, "exec sleep 30", NULL, 0, 0, &a);
     (void)start(w, "exec sleep 30", NULL, 0, 0, &b);
     assert_int_equal(exec_watch_busy(w), 2);
-    assert_false(exec_watch_reserve(w, 50));
+    uint64_t ticket = 0;
+    assert_false(exec_watch_reserve(w, NULL, &ticket, 50));
     atomic_store(&a.stop, true);
-    assert_true(exec_watch_reserve(w, 10000));
+    assert_true(exec_watch_reserve(w, NULL, &ticket, 10000));
     assert_true(atomic_load(&a.ended));
-    exec_watch_unreserve(w);
+    exec_watch_unreserve(w, NULL);
     /* The destruction ends what still runs. */
     exec_watch_destroy(&w);
     assert_true(atomic_load(&b.ended));
     assert_int_equal(b.end.stop, EXEC_WATCH_CANCELLED);
     assert_int_equal(WTERMSIG(b.end.status), SIGKILL);
+}
+
+/* A step waiting for an exec place, on a thread of its own. */
+struct reserver {
+    pthread_t thread;
+    struct exec_watch *w;
+    const char *tenant;
+    atomic_int *granted; /* places given so far, all reservers */
+    atomic_int rank;     /* 0 while waiting; then 1 for the first place given, 2 ... */
+};
+
+static void *reserve_place(void *arg)
+{
+    struct reserver *r = arg;
+    uint64_t ticket = 0;
+    if (exec_watch_reserve(r->w, r->tenant, &ticket, 20000))
+        atomic_store(&r->rank, atomic_fetch_add(r->granted, 1) + 1);
+    return NULL;
+}
+
+static void wait_rank(struct reserver *r)
+{
+    for (int i = 0; i < 1000 && atomic_load(&r->rank) == 0; i++)
+        sleep_ms(10);
+}
+
+/* The places go by the fairness rule: with both places held by tenant a's programs, a's third
+ * step waits first and b's later; a freed place goes to b (holding none), the next to a. */
+static void test_places_fair(void **state)
+{
+    (void)state;
+    struct osbq_error err = {0};
+    struct exec_watch *w = exec_watch_new(2, &err);
+    assert_non_null(w);
+    struct seen a1, a2;
+    seen_init(&a1);
+    seen_init(&a2);
+    (void)start_for(w, "cf/a", "exec sleep 30", NULL, 0, 0, &a1);
+    (void)start_for(w, "cf/a", "exec sleep 30", NULL, 0, 0, &a2);
+    atomic_int granted;
+    atomic_init(&granted, 0);
+    struct reserver a3 = {.w = w, .tenant = "cf/a", .granted = &granted};
+    struct reserver b1 = {.w = w, .tenant = "cf/b", .granted = &granted};
+    atomic_init(&a3.rank, 0);
+    atomic_init(&b1.rank, 0);
+    assert_int_equal(pthread_create(&a3.thread, NULL, reserve_place, &a3), 0);
+    sleep_ms(200); /* a3 in line first */
+    assert_int_equal(pthread_create(&b1.thread, NULL, reserve_place, &b1), 0);
+    sleep_ms(200);
+    assert_int_equal(atomic_load(&granted), 0);
+    atomic_store(&a1.stop, true);
+    wait_rank(&b1);
+    assert_int_equal(atomic_load(&b1.rank), 1);
+    assert_int_equal(atomic_load(&a3.rank), 0);
+    atomic_store(&a2.stop, true);
+    wait_rank(&a3);
+    assert_int_equal(atomic_load(&a3.rank), 2);
+    pthread_join(a3.thread, NULL);
+    pthread_join(b1.thread, NULL);
+    exec_watch_unreserve(w, "cf/a");
+    exec_watch_unreserve(w, "cf/b");
+    assert_int_equal(exec_watch_busy(w), 0);
+    exec_watch_destroy(&w);
 }
 
 #define MANY 200
@@ -342,6 +420,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_timeout, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stop_and_kill, setup, teardown),
         cmocka_unit_test(test_places),
+        cmocka_unit_test(test_places_fair),
         cmocka_unit_test_setup_teardown(test_many, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

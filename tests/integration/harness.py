@@ -175,7 +175,7 @@ class ClusterTestCase(unittest.TestCase):
     WORKERS = 2
     WORKER_ENV = {}
     NAMESPACE = "osbq"
-    CONNECT_TIMEOUT_S = 10.0
+    CONNECT_TIMEOUT_S = START_TIMEOUT_S
     # The longest wait for the stack's operations to end.
     QUIET_TIMEOUT_S = 10.0
 

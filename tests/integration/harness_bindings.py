@@ -76,7 +76,7 @@ RETRY_AFTER_MAX_S = 7
 
 # Bounds of every wait (seconds). Operations take at most 1.5 s in this catalog.
 OP_TIMEOUT_S = 10.0
-CONNECT_TIMEOUT_S = 10.0
+CONNECT_TIMEOUT_S = harness.START_TIMEOUT_S
 
 # Lists the operation records of one instance (and binding: ARGV[3], "*" for any) in one step.
 OPS_SCRIPT = """

@@ -43,7 +43,7 @@ RETRY_AFTER_MAX_S = 7
 
 # Bounds of every wait (seconds). Operations take at most 3 s in this catalog.
 OP_TIMEOUT_S = 10.0
-CONNECT_TIMEOUT_S = 10.0
+CONNECT_TIMEOUT_S = harness.START_TIMEOUT_S
 
 
 def new_id():

@@ -20,7 +20,10 @@ SOURCE_DIR = os.path.abspath(os.path.join(os.path.dirname(__file__), "../.."))
 # Markers of a sanitizer report in a daemon's stderr: any of them fails the stop that finds it.
 SANITIZER_MARKERS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:")
 
-START_TIMEOUT_S = 10.0
+# How long a daemon may take to answer after its start: the harness's patience, not a speed
+# target (a sanitized gateway took over 10 s to answer /healthz with the whole suite beside busy
+# loops); a daemon that fails to start exits and is reported at once.
+START_TIMEOUT_S = 30.0
 # What a daemon may take to stop on SIGTERM beyond its own bounds (stop_timeout_s): the exit of a
 # sanitized process on a loaded machine.
 STOP_MARGIN_S = 5.0

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The compose deployment, built and run for real (docs/deploy.md, "The compose check"):
 #   1. a Docker engine: the one that answers, else dockerd started here (as root), stopped again
-#      at the end; none can start: SKIPPED (exit 77) with the reason
+#      at the end (scripts/docker-engine.sh); none can start: SKIPPED (exit 77) with the reason
 #   2. the base images (scripts/local-images.sh: pulled, or built from Debian's packages)
 #   3. `docker-compose build` of compose/docker-compose.yml, then compose/init-secrets.sh into a
 #      temporary directory (an operator's compose/secrets/ and compose/.env are never read)
@@ -36,9 +36,10 @@ fi
 
 tmp=$(mktemp -d /tmp/osbq-compose-check.XXXXXX)
 project=osbq-check-$$
-dockerd_pid=
 load_pid=
 project_up=0
+# shellcheck source=scripts/docker-engine.sh
+. scripts/docker-engine.sh
 
 cleanup() {
   local status=$?
@@ -53,14 +54,7 @@ cleanup() {
     dc down -v --remove-orphans --timeout 30 >/dev/null 2>&1 ||
       say "docker-compose down of $project failed"
   fi
-  if [ -n "$dockerd_pid" ]; then
-    kill "$dockerd_pid" 2>/dev/null
-    for _ in $(seq 1 60); do kill -0 "$dockerd_pid" 2>/dev/null || break; sleep 0.5; done
-    say "stopped the dockerd it started (pid $dockerd_pid)"
-  fi
-  # A network namespace dockerd left mounted under its exec root would keep the directory.
-  awk -v dir="$tmp/" 'index($2, dir) == 1 { print $2 }' /proc/mounts | sort -r |
-    while read -r mount; do umount -l "$mount"; done
+  engine_down
   rm -rf "$tmp"
   exit "$status"
 }
@@ -68,37 +62,8 @@ trap cleanup EXIT
 trap 'exit 1' INT TERM
 
 # ---- 1. the engine ----------------------------------------------------------------------------
-engine_answers() { timeout 10 docker info >/dev/null 2>&1; }
-
-# Starts dockerd with the given options; true once it answers, false (and dockerd stopped) when
-# it exits or does not answer within 60 s.
-start_dockerd() {
-  local log=$tmp/dockerd.log
-  dockerd --exec-root "$tmp/dockerd-exec" --pidfile "$tmp/dockerd.pid" "$@" >"$log" 2>&1 &
-  dockerd_pid=$!
-  for _ in $(seq 1 120); do
-    engine_answers && return 0
-    kill -0 "$dockerd_pid" 2>/dev/null || break
-    sleep 0.5
-  done
-  kill "$dockerd_pid" 2>/dev/null
-  wait "$dockerd_pid" 2>/dev/null
-  dockerd_pid=
-  say "dockerd $* did not start; its last lines:"
-  tail -5 "$log" | sed 's/^/  /'
-  return 1
-}
-
-if ! engine_answers; then
-  command -v dockerd >/dev/null ||
-    skip "no Docker engine answers and dockerd is not installed (docker.io)"
-  [ "$(id -u)" -eq 0 ] || skip "no Docker engine answers, and starting dockerd needs root"
-  # The defaults first; then without iptables and with the vfs storage driver, for kernels
-  # or sandboxes that refuse overlay mounts or netfilter.
-  start_dockerd || start_dockerd --iptables=false --storage-driver=vfs ||
-    skip "no Docker engine answers, and dockerd could not start here (see above)"
-  say "started dockerd (pid $dockerd_pid) after $(elapsed)"
-fi
+# shellcheck disable=SC2119 # no options: they would apply to a dockerd started here only
+engine_up
 
 # ---- 2. base images ---------------------------------------------------------------------------
 images_status=0

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The compose deployment, built and run for real (docs/deploy.md, "The compose check"):
 #   1. a Docker engine: the one that answers, else dockerd started here (as root), stopped again
-#      at the end (scripts/docker-engine.sh); none can start: SKIPPED (exit 77) with the reason
+#      at the end (scripts/docker-checks.sh); none can start: SKIPPED (exit 77) with the reason
 #   2. the base images (scripts/local-images.sh: pulled, or built from Debian's packages)
 #   3. `docker-compose build` of compose/docker-compose.yml, then compose/init-secrets.sh into a
 #      temporary directory (an operator's compose/secrets/ and compose/.env are never read)
@@ -17,13 +17,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
-SKIP=77
+check="compose-check"
 t0=$SECONDS
-
-say() { echo "compose-check: $*"; }
-skip() { say "SKIPPED: $*"; exit "$SKIP"; }
-fail() { say "FAILED: $*" >&2; exit 1; }
-elapsed() { echo "$((SECONDS - t0)) s"; }
+# shellcheck source=scripts/docker-checks.sh
+. scripts/docker-checks.sh
 
 command -v docker >/dev/null || skip "no docker client (scripts/install-deps.sh installs docker.io)"
 if command -v docker-compose >/dev/null; then
@@ -36,29 +33,20 @@ fi
 
 tmp=$(mktemp -d /tmp/osbq-compose-check.XXXXXX)
 project=osbq-check-$$
-load_pid=
 project_up=0
-# shellcheck source=scripts/docker-engine.sh
-. scripts/docker-engine.sh
 
-cleanup() {
-  local status=$?
-  set +e
-  [ -n "$load_pid" ] && kill "$load_pid" 2>/dev/null
-  if [ "$project_up" -eq 1 ]; then
-    if [ "$status" -ne 0 ] && [ "$status" -ne "$SKIP" ]; then
-      say "state at the failure:"
-      dc ps
-      dc logs --no-color --tail 30
-    fi
-    dc down -v --remove-orphans --timeout 30 >/dev/null 2>&1 ||
-      say "docker-compose down of $project failed"
+# Takes the project down; "failed": prints its state first.
+teardown() { # [failed]
+  [ "$project_up" -eq 1 ] || return 0
+  if [ "${1:-}" = failed ]; then
+    say "state at the failure:"
+    dc ps
+    dc logs --no-color --tail 30
   fi
-  engine_down
-  rm -rf "$tmp"
-  exit "$status"
+  dc down -v --remove-orphans --timeout 30 >/dev/null 2>&1 ||
+    say "docker-compose down of $project failed"
 }
-trap cleanup EXIT
+trap check_exit EXIT
 trap 'exit 1' INT TERM
 
 # ---- 1. the engine ----------------------------------------------------------------------------
@@ -90,19 +78,9 @@ services:
     volumes: ["$secrets/bus/clients:/etc/osbq/bus-clients:ro"]
   worker:
     build: {network: host}
-secrets:
-  broker_password: {file: $secrets/broker_password}
-  secret_keys: {file: $secrets/secret_keys}
-  bus_gateways_secret: {file: $secrets/bus/gateways_secret}
-  bus_gateways: {file: $secrets/bus/gateways}
-  bus_worker_secret: {file: $secrets/bus/worker_secret}
+$(secrets_override "$secrets")
 EOF
 
-# Nothing from the caller's environment substitutes into the compose file.
-unset_caller=()
-for name in $(compgen -e); do
-  case "$name" in OSBQ_* | COMPOSE_*) unset_caller+=(-u "$name") ;; esac
-done
 dc() {
   env "${unset_caller[@]}" "${compose[@]}" -p "$project" --env-file "$tmp/env" \
     -f "$repo/compose/docker-compose.yml" -f "$tmp/override.yml" "$@"
@@ -184,21 +162,14 @@ scale() { # GATEWAYS WORKERS
     fail "after scaling: $(count gateway) gateways, $(count worker) workers"
 }
 # Lifecycles start every 0.25 s from before the first scaling until after the last.
-client load "$tmp/load-stop" "$tmp/load-started" >"$tmp/load.log" 2>&1 &
-load_pid=$!
-for _ in $(seq 1 100); do [ -e "$tmp/load-started" ] && break; sleep 0.2; done
+load_start
 sleep 3
 scale 3 8
 wait_healthy "after scaling up"
 sleep 5
 scale 2 1
 sleep 3
-touch "$tmp/load-stop"
-load_status=0
-wait "$load_pid" || load_status=$?
-load_pid=
-cat "$tmp/load.log"
-[ "$load_status" -eq 0 ] || fail "operations through the scaling"
+load_stop "the scaling"
 wait_healthy "after scaling down"
 readyz_all
 client lifecycle || fail "the lifecycle after scaling"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The compose deployment, built and run for real (docs/deploy.md, "The compose check"):
 #   1. a Docker engine: the one that answers, else dockerd started here (as root), stopped again
-#      at the end; none can start: SKIPPED (exit 77) with the reason
+#      at the end (scripts/docker-checks.sh); none can start: SKIPPED (exit 77) with the reason
 #   2. the base images (scripts/local-images.sh: pulled, or built from Debian's packages)
 #   3. `docker-compose build` of compose/docker-compose.yml, then compose/init-secrets.sh into a
 #      temporary directory (an operator's compose/secrets/ and compose/.env are never read)
@@ -17,13 +17,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
-SKIP=77
+check="compose-check"
 t0=$SECONDS
-
-say() { echo "compose-check: $*"; }
-skip() { say "SKIPPED: $*"; exit "$SKIP"; }
-fail() { say "FAILED: $*" >&2; exit 1; }
-elapsed() { echo "$((SECONDS - t0)) s"; }
+# shellcheck source=scripts/docker-checks.sh
+. scripts/docker-checks.sh
 
 command -v docker >/dev/null || skip "no docker client (scripts/install-deps.sh installs docker.io)"
 if command -v docker-compose >/dev/null; then
@@ -36,69 +33,25 @@ fi
 
 tmp=$(mktemp -d /tmp/osbq-compose-check.XXXXXX)
 project=osbq-check-$$
-dockerd_pid=
-load_pid=
 project_up=0
 
-cleanup() {
-  local status=$?
-  set +e
-  [ -n "$load_pid" ] && kill "$load_pid" 2>/dev/null
-  if [ "$project_up" -eq 1 ]; then
-    if [ "$status" -ne 0 ] && [ "$status" -ne "$SKIP" ]; then
-      say "state at the failure:"
-      dc ps
-      dc logs --no-color --tail 30
-    fi
-    dc down -v --remove-orphans --timeout 30 >/dev/null 2>&1 ||
-      say "docker-compose down of $project failed"
+# Takes the project down; "failed": prints its state first.
+teardown() { # [failed]
+  [ "$project_up" -eq 1 ] || return 0
+  if [ "${1:-}" = failed ]; then
+    say "state at the failure:"
+    dc ps
+    dc logs --no-color --tail 30
   fi
-  if [ -n "$dockerd_pid" ]; then
-    kill "$dockerd_pid" 2>/dev/null
-    for _ in $(seq 1 60); do kill -0 "$dockerd_pid" 2>/dev/null || break; sleep 0.5; done
-    say "stopped the dockerd it started (pid $dockerd_pid)"
-  fi
-  # A network namespace dockerd left mounted under its exec root would keep the directory.
-  awk -v dir="$tmp/" 'index($2, dir) == 1 { print $2 }' /proc/mounts | sort -r |
-    while read -r mount; do umount -l "$mount"; done
-  rm -rf "$tmp"
-  exit "$status"
+  dc down -v --remove-orphans --timeout 30 >/dev/null 2>&1 ||
+    say "docker-compose down of $project failed"
 }
-trap cleanup EXIT
+trap check_exit EXIT
 trap 'exit 1' INT TERM
 
 # ---- 1. the engine ----------------------------------------------------------------------------
-engine_answers() { timeout 10 docker info >/dev/null 2>&1; }
-
-# Starts dockerd with the given options; true once it answers, false (and dockerd stopped) when
-# it exits or does not answer within 60 s.
-start_dockerd() {
-  local log=$tmp/dockerd.log
-  dockerd --exec-root "$tmp/dockerd-exec" --pidfile "$tmp/dockerd.pid" "$@" >"$log" 2>&1 &
-  dockerd_pid=$!
-  for _ in $(seq 1 120); do
-    engine_answers && return 0
-    kill -0 "$dockerd_pid" 2>/dev/null || break
-    sleep 0.5
-  done
-  kill "$dockerd_pid" 2>/dev/null
-  wait "$dockerd_pid" 2>/dev/null
-  dockerd_pid=
-  say "dockerd $* did not start; its last lines:"
-  tail -5 "$log" | sed 's/^/  /'
-  return 1
-}
-
-if ! engine_answers; then
-  command -v dockerd >/dev/null ||
-    skip "no Docker engine answers and dockerd is not installed (docker.io)"
-  [ "$(id -u)" -eq 0 ] || skip "no Docker engine answers, and starting dockerd needs root"
-  # The defaults first; then without iptables and with the vfs storage driver, for kernels
-  # or sandboxes that refuse overlay mounts or netfilter.
-  start_dockerd || start_dockerd --iptables=false --storage-driver=vfs ||
-    skip "no Docker engine answers, and dockerd could not start here (see above)"
-  say "started dockerd (pid $dockerd_pid) after $(elapsed)"
-fi
+# shellcheck disable=SC2119 # no options: they would apply to a dockerd started here only
+engine_up
 
 # ---- 2. base images ---------------------------------------------------------------------------
 images_status=0
@@ -125,19 +78,9 @@ services:
     volumes: ["$secrets/bus/clients:/etc/osbq/bus-clients:ro"]
   worker:
     build: {network: host}
-secrets:
-  broker_password: {file: $secrets/broker_password}
-  secret_keys: {file: $secrets/secret_keys}
-  bus_gateways_secret: {file: $secrets/bus/gateways_secret}
-  bus_gateways: {file: $secrets/bus/gateways}
-  bus_worker_secret: {file: $secrets/bus/worker_secret}
+$(secrets_override "$secrets")
 EOF
 
-# Nothing from the caller's environment substitutes into the compose file.
-unset_caller=()
-for name in $(compgen -e); do
-  case "$name" in OSBQ_* | COMPOSE_*) unset_caller+=(-u "$name") ;; esac
-done
 dc() {
   env "${unset_caller[@]}" "${compose[@]}" -p "$project" --env-file "$tmp/env" \
     -f "$repo/compose/docker-compose.yml" -f "$tmp/override.yml" "$@"
@@ -219,21 +162,14 @@ scale() { # GATEWAYS WORKERS
     fail "after scaling: $(count gateway) gateways, $(count worker) workers"
 }
 # Lifecycles start every 0.25 s from before the first scaling until after the last.
-client load "$tmp/load-stop" "$tmp/load-started" >"$tmp/load.log" 2>&1 &
-load_pid=$!
-for _ in $(seq 1 100); do [ -e "$tmp/load-started" ] && break; sleep 0.2; done
+load_start
 sleep 3
 scale 3 8
 wait_healthy "after scaling up"
 sleep 5
 scale 2 1
 sleep 3
-touch "$tmp/load-stop"
-load_status=0
-wait "$load_pid" || load_status=$?
-load_pid=
-cat "$tmp/load.log"
-[ "$load_status" -eq 0 ] || fail "operations through the scaling"
+load_stop "the scaling"
 wait_healthy "after scaling down"
 readyz_all
 client lifecycle || fail "the lifecycle after scaling"

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""The platform side of scripts/compose-check.sh: OSB requests through the compose stack's load
-balancer, every answer checked (status and body).
+"""The platform side of scripts/compose-check.sh and scripts/swarm-check.sh: OSB requests
+through the stack's load balancer, every answer checked (status and body).
 
   compose_check_client.py lifecycle URL USER PASSWORD_FILE
       catalog, async provision, poll, bind, fetch the binding, unbind, deprovision, poll to 410
@@ -31,6 +31,8 @@ SERVICE = "osbq-sim"
 PLAN = "slow"
 TRANSIENT = (502, 503, 504)
 OPERATION_TIMEOUT_S = 90
+# The prefix of every line: the check that runs this client.
+NAME = os.environ.get("OSBQ_CHECK_NAME", "compose-check")
 
 
 class CheckFailed(Exception):
@@ -152,7 +154,7 @@ def lifecycle(broker):
     service_id, plan_id = ids
     iid, bid = "check-" + uuid.uuid4().hex, "bind-" + uuid.uuid4().hex
     provision(broker, ids, iid)
-    print("compose-check: provisioned %s (async, polled to succeeded)" % iid)
+    print(NAME + ": provisioned %s (async, polled to succeeded)" % iid)
     bpath = instance_path(iid, "/service_bindings/" + bid)
     status, doc = broker.retried("PUT", bpath + "?accepts_incomplete=true",
                                  {"service_id": service_id, "plan_id": plan_id})
@@ -167,7 +169,7 @@ def lifecycle(broker):
     status, doc = broker.retried("GET", bpath)
     expect(status == 200 and isinstance(doc, dict) and isinstance(doc.get("credentials"), dict)
            and doc["credentials"], "GET binding", status, doc)
-    print("compose-check: bound %s, fetched its credentials (%s)"
+    print(NAME + ": bound %s, fetched its credentials (%s)"
           % (bid, ", ".join(sorted(doc["credentials"]))))
     status, doc = broker.retried("DELETE", bpath + "?" + urllib.parse.urlencode(
         {"accepts_incomplete": "true", "service_id": service_id, "plan_id": plan_id}))
@@ -180,7 +182,7 @@ def lifecycle(broker):
     status, doc = broker.retried("GET", bpath)
     expect(status == 404, "GET binding after unbind", status, doc)
     deprovision(broker, ids, iid)
-    print("compose-check: unbound, deprovisioned, polled to 410: lifecycle passed")
+    print(NAME + ": unbound, deprovisioned, polled to 410: lifecycle passed")
 
 
 def load(broker, stop_file, ready_file):
@@ -210,7 +212,7 @@ def load(broker, stop_file, ready_file):
                 open(ready_file, "w").close()
             time.sleep(0.25)
         concurrent.futures.wait(futures)
-    print("compose-check: load: %d instance lifecycles, %d succeeded, %d failed, %d answers "
+    print(NAME + ": load: %d instance lifecycles, %d succeeded, %d failed, %d answers "
           "retried (502/503/refused)" % (started, outcomes["ok"], len(outcomes["failed"]),
                                          broker.transient_answers))
     if outcomes["failed"] or outcomes["ok"] != started:
@@ -226,7 +228,7 @@ def metrics(broker):
                    status, doc)
     status, doc = broker.request("GET", "/v2/catalog")
     expect(status == 200, "GET /v2/catalog next to the refused /metrics", status, doc)
-    print("compose-check: /metrics is not served on the public port (404)")
+    print(NAME + ": /metrics is not served on the public port (404)")
 
 
 def main(argv):
@@ -246,7 +248,7 @@ def main(argv):
             print(__doc__, file=sys.stderr)
             return 2
     except CheckFailed as e:
-        print("compose-check: %s: %s" % (cmd, e), file=sys.stderr)
+        print(NAME + ": %s: %s" % (cmd, e), file=sys.stderr)
         return 1
     return 0
 

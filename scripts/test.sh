@@ -4,9 +4,11 @@
 # against the spec's OpenAPI document per endpoint), a short fuzz run of every fuzz target
 # (scripts/fuzz.sh; "N passed, N failed"), then the compose check (scripts/compose-check.sh:
 # builds the images and runs the stack; "compose-check: PASSED", or SKIPPED with the reason when
-# no Docker engine can run here). Fails when any of them fails; a skip does not fail it.
-# OSBQ_COMPOSE_CHECK=0 leaves the compose check out (said so at the end). The last line counts
-# the three stages (ctest, fuzz, compose-check).
+# no Docker engine can run here), then the swarm check (scripts/swarm-check.sh: the same images as
+# a swarm stack on a single-node swarm; "swarm-check: PASSED", or SKIPPED with the reason). Fails
+# when any of them fails; a skip does not fail it. OSBQ_COMPOSE_CHECK=0 and OSBQ_SWARM_CHECK=0
+# leave those checks out (said so at the end). The last line counts the four stages (ctest, fuzz,
+# compose-check, swarm-check).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -21,17 +23,28 @@ python3 tests/integration/openapi_report.py summary build/openapi-report || true
 fuzz_status=0
 scripts/fuzz.sh || fuzz_status=$?
 count "$fuzz_status"
-compose_status=0
-if [ "${OSBQ_COMPOSE_CHECK:-1}" = 0 ]; then
-  echo "compose-check: SKIPPED: OSBQ_COMPOSE_CHECK=0"
-  skipped=1
-else
-  scripts/compose-check.sh || compose_status=$?
-  case "$compose_status" in
+# A stage that may skip: NAME, its switch variable, its command. Exit status 77 is SKIPPED (the
+# stage printed why), not a failure.
+docker_stage() { # NAME SWITCH COMMAND
+  local status=0
+  if [ "${!2:-1}" = 0 ]; then
+    echo "$1: SKIPPED: $2=0"
+    skipped=$((skipped + 1))
+    return 0
+  fi
+  "$3" || status=$?
+  case "$status" in
     0) count 0 ;;
-    77) skipped=1; compose_status=0 ;; # SKIPPED, with its reason printed
-    *) count "$compose_status" ;;
+    77) skipped=$((skipped + 1)); status=0 ;;
+    *) count "$status" ;;
   esac
-fi
+  return "$status"
+}
+compose_status=0
+docker_stage compose-check OSBQ_COMPOSE_CHECK scripts/compose-check.sh || compose_status=$?
+# After the compose check, whose images it runs (osbq-*:compose-check).
+swarm_status=0
+docker_stage swarm-check OSBQ_SWARM_CHECK scripts/swarm-check.sh || swarm_status=$?
 echo "stages: $passed passed, $failed failed, $skipped skipped"
-[ "$ctest_status" = 0 ] && [ "$fuzz_status" = 0 ] && [ "$compose_status" = 0 ]
+[ "$ctest_status" = 0 ] && [ "$fuzz_status" = 0 ] && [ "$compose_status" = 0 ] &&
+  [ "$swarm_status" = 0 ]

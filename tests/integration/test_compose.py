@@ -29,8 +29,8 @@ CTL = os.path.join(harness.BUILD_DIR, "bin", "osbq-ctl")
 # The uid the images run as (compose/Dockerfile), which must read the secret files.
 CONTAINER_UID = 10001
 # The tracked files of compose/ the stack needs (not the git-ignored .env nor secrets/).
-COMPOSE_FILES = ("docker-compose.yml", "docker-compose.ha.yml", "haproxy.cfg", "Dockerfile",
-                 "healthcheck.sh", ".env.example", "init-secrets.sh")
+COMPOSE_FILES = ("docker-compose.yml", "docker-compose.ha.yml", "docker-compose.swarm.yml",
+                 "haproxy.cfg", "Dockerfile", "healthcheck.sh", ".env.example", "init-secrets.sh")
 
 OSBQ_VAR = re.compile(r"^  (OSBQ_[A-Z0-9_]+)\s", re.M)
 OSBQ_FILE_VAR = re.compile(r"\((OSBQ_[A-Z0-9_]+_FILE):")
@@ -385,7 +385,10 @@ class ComposeTest(unittest.TestCase):
         for svc in ("gateway", "worker"):
             with self.subTest(service=svc):
                 s = self.service(svc)
-                self.assertEqual(s["depends_on"]["redis"]["condition"], "service_healthy")
+                # After Redis starts, not once healthy: the binaries wait for it themselves, and
+                # `docker stack deploy` (docker-compose.swarm.yml) refuses conditions.
+                self.assertEqual(s["depends_on"]["redis"]["condition"], "service_started")
+                self.assertIsInstance(self.raw["services"][svc]["depends_on"], list)
                 self.assertEqual(s["build"]["target"], svc)
                 self.assertEqual(s["build"]["dockerfile"], "compose/Dockerfile")
                 self.assertEqual(os.path.realpath(s["build"]["context"]),
@@ -646,6 +649,74 @@ class ComposeTest(unittest.TestCase):
         for svc in ("gateway", "worker"):
             self.assertNotIn("OSBQ_REDIS_MIN_ACKS", self.env_of(svc))
             self.assertNotIn("OSBQ_REDIS_SENTINELS", self.env_of(svc))
+
+    # The swarm stack: the same file with docker-compose.swarm.yml (docs/deploy.md, "Several
+    # hosts"), as `docker stack config` (the docker client, no engine) resolves it.
+    def test_swarm_stack(self):
+        docker = shutil.which("docker")
+        if docker is None:
+            self.skipTest("no docker client")
+        os.makedirs(os.path.join(self.copy, "secrets", "bus"), exist_ok=True)
+        for name in ("bus/gateways", "bus/gateways_secret", "bus/worker", "bus/worker_secret"):
+            open(os.path.join(self.copy, "secrets", name), "a").close()
+        r = subprocess.run([docker, "stack", "config", "-c", "docker-compose.yml", "-c",
+                            "docker-compose.swarm.yml"], cwd=self.copy, env=self.env,
+                           capture_output=True, text=True, timeout=60)
+        if r.returncode != 0 and "unknown command" in r.stderr + r.stdout:
+            self.skipTest("this docker client has no `stack config`")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        stack = self.yaml.safe_load(r.stdout)
+        services = stack["services"]
+        self.assertEqual(set(services), set(self.resolved["services"]))
+        for name, s in services.items():
+            with self.subTest(service=name):
+                deploy = s["deploy"]
+                # Found by DNS: haproxy needs each gateway's address; no IPVS virtual IPs.
+                self.assertEqual(deploy["endpoint_mode"], "dnsrr")
+                # Nothing from one host's disk: named volumes and tmpfs only.
+                for v in s.get("volumes", []):
+                    self.assertIn(v["type"], ("volume", "tmpfs"), v)
+                # The compose file's settings, unchanged.
+                main = self.service(name)
+                self.assertEqual({k: str(v) for k, v in (s.get("environment") or {}).items()},
+                                 {k: str(v) for k, v in (main.get("environment") or {}).items()})
+                for key in ("healthcheck", "stop_grace_period", "command", "init"):
+                    self.assertEqual(s.get(key), main.get(key), key)
+                self.assertEqual({x["source"] for x in s.get("secrets", [])},
+                                 {x["source"] if isinstance(x, dict) else x
+                                  for x in main.get("secrets", [])})
+                # The key files readable by the containers' user alone.
+                for x in s.get("secrets", []):
+                    if x["source"].endswith("_secret") or x["source"] == "secret_keys":
+                        self.assertEqual((x.get("uid"), x.get("mode")),
+                                         (str(CONTAINER_UID), 0o400), x)
+        for name in ("gateway", "worker"):
+            with self.subTest(service=name):
+                s = services[name]
+                self.assertEqual(s["image"], "osbq-%s:latest" % name)
+                self.assertGreaterEqual(s["deploy"]["replicas"], 2)
+                update = s["deploy"]["update_config"]
+                self.assertEqual((update["order"], update["parallelism"]), ("start-first", 1))
+                self.assertEqual(s["deploy"]["rollback_config"]["order"], "start-first")
+        # The gateways admit the worker key, a swarm config in their clients directory.
+        clients = self.env_of("gateway")["OSBQ_BUS_CURVE_CLIENTS_DIR"]
+        self.assertIn(clients + "/worker", [c["target"] for c in services["gateway"]["configs"]])
+        self.assertEqual(stack["configs"]["bus_worker"]["file"],
+                         os.path.join(self.copy, "secrets", "bus", "worker"))
+        # Redis: one task, on the labelled node holding its volume, never two on one AOF.
+        redis = services["redis"]["deploy"]
+        self.assertEqual(redis["replicas"], 1)
+        self.assertEqual(redis["placement"]["constraints"], ["node.labels.osbq.redis == true"])
+        self.assertEqual(redis["update_config"]["order"], "stop-first")
+        # haproxy on every node, its configuration a swarm config, the port on each node.
+        lb = services["lb"]
+        self.assertEqual(lb["deploy"]["mode"], "global")
+        self.assertEqual([(p["published"], p["target"], p["mode"]) for p in lb["ports"]],
+                         [(8080, 8080, "host")])
+        self.assertEqual(stack["configs"]["haproxy_cfg"]["file"],
+                         os.path.join(self.copy, "haproxy.cfg"))
+        self.assertTrue(any(c["target"].startswith("/usr/local/etc/haproxy/haproxy.cfg/")
+                            for c in lb["configs"]))
 
     def test_duration_parser(self):
         self.assertEqual(duration_s("30s"), 30)

@@ -5,6 +5,10 @@ is not another's wait. Each test starts its own redis-server, gateway and worker
 busy, then sends organization B's instant provision. Every wait is bounded."""
 
 import json
+import os
+import re
+import shutil
+import tempfile
 import time
 import unittest
 
@@ -88,6 +92,52 @@ class TwoOrganizations(FaultTestCase):
         self.assertGreater(took, BACKLOG * MEDIUM_S / SLOTS - 2 * MEDIUM_S,
                            "B did not wait for the backlog of its own tenant")
         self.wait_all(a_ids)
+
+
+class WeightedPlatforms(FaultTestCase):
+
+    PER_TENANT = 24
+
+    def test_3_weights_share_the_slots_3_to_1(self):
+        """Two platforms of weights 3 and 1 (OSBQ_PLATFORMS), each a tenant with 24 provisions
+        waiting before any worker is there; one worker with one slot then takes them: of the
+        first 24 it runs, the heavy tenant's are 18 (3 of every 4), within one round."""
+        d = tempfile.mkdtemp(prefix="osbq-weights-")
+        self.addCleanup(shutil.rmtree, d, True)
+        platforms = []
+        for name, weight in (("heavy", 3), ("light", 1)):
+            with open(os.path.join(d, name + "-password"), "w") as f:
+                f.write("pw-%s\n" % name)
+            platforms.append({"name": name, "prefix": "/" + name, "weight": weight,
+                              "basic": {"username": name, "password_file": name + "-password"}})
+        with open(os.path.join(d, "platforms.json"), "w") as f:
+            json.dump({"platforms": platforms}, f)
+        stack = self.make_stack(OSBQ_CLAIM_TIMEOUT_MS="60000")
+        gw = stack.start_gateway(OSBQ_PLATFORMS=os.path.join(d, "platforms.json"),
+                                 OSBQ_BROKER_USERNAME=None, OSBQ_BROKER_PASSWORD=None)
+        platform_of = {}
+        for name in ("heavy", "light"):
+            c = harness.Client(gw.port, name, "pw-" + name)
+            try:
+                for _ in range(self.PER_TENANT):
+                    iid = new_id()
+                    r = c.request("PUT", "/" + name + ipath(iid, incomplete=True),
+                                  body(FAST, "org-" + name))
+                    self.assertEqual(r.status, 202, r.body)
+                    platform_of[iid] = name
+            finally:
+                c.close()
+        worker = stack.start_worker(OSBQ_WORKER_CONCURRENCY="1")
+        try:
+            harness.wait_until(lambda: stack.redis.command("ZCARD", NAMESPACE + ":queue") == 0,
+                               2 * self.PER_TENANT + SLACK_S * 3, "every provision to end")
+        except AssertionError as e:
+            self.fail_with_logs(str(e))
+        started = re.findall(r"msg=job_start op=\S+ kind=provision instance=(\S+)", worker.log())
+        self.assertEqual(len(started), 2 * self.PER_TENANT)
+        heavy = sum(1 for iid in started[:self.PER_TENANT] if platform_of[iid] == "heavy")
+        self.assertTrue(17 <= heavy <= 19, "heavy ran %d of the first %d: %r"
+                        % (heavy, self.PER_TENANT, [platform_of[i][0] for i in started]))
 
 
 if __name__ == "__main__":

@@ -37,6 +37,10 @@
 #                through 4 gateways and 2 workers (issue 27, bench/due.py); with
 #                --due-reference DIR the same against another build, side by side. Not in
 #                the default selection.
+#   noisy_neighbor  one tenant's instant provisions alone and beside another tenant's burst of
+#                6-s blocking steps, and the burst's throughput beside it and alone (issue 28,
+#                bench/noisy_neighbor.py; --noisy-count, --noisy-reference). Not in the
+#                default selection: at the issue's 10,000 it takes hours.
 # Each case runs --runs times; the summary gives the median, min and max of the rate and of the
 # p50/p99 latencies, the ratios, every unexpected status, and the command lines.
 # docs/benchmarks.md explains the cases and records figures. Only loopback is used; every loop
@@ -70,6 +74,7 @@ source bench/cases/long_ops.sh
 source bench/cases/durable.sh
 source bench/cases/long_ops_exec.sh
 source bench/cases/due.sh
+source bench/cases/noisy_neighbor.sh
 
 runs=5
 duration=10
@@ -83,10 +88,12 @@ long_ops_phases=in_flight,on_time,hol,steps,threads
 long_ops_sender_nice=19
 exec_poll_limit=
 due_reference=
+noisy_count=10000
+noisy_reference=
 all_cases="catalog,accept,redis,accept_alone,last_op,lifecycle,sync_cycle,scale,memory,round_trips,durable"
 cases=$all_cases
 # Every case, the long one included, for --cases.
-known_cases="$all_cases,long_ops,long_ops_exec,due"
+known_cases="$all_cases,long_ops,long_ops_exec,due,noisy_neighbor"
 build_dir="$top/build-bench"
 
 usage() {
@@ -101,7 +108,7 @@ usage: bench/run.sh [options]
   --suspended N     sync requests held waiting by the memory case (default 10000)
   --cases LIST      comma-separated subset of (default all but long_ops and long_ops_exec):
                     catalog,accept,redis,accept_alone,last_op,lifecycle,sync_cycle,scale,
-                    memory,round_trips,long_ops,long_ops_exec,durable,due
+                    memory,round_trips,long_ops,long_ops_exec,durable,due,noisy_neighbor
   --long-ops-scale F  multiplies long_ops' and long_ops_exec's counts (default 1; 0.1 for a
                     quick run)
   --long-ops-phases LIST  comma-separated phases of long_ops to run (default all:
@@ -111,6 +118,8 @@ usage: bench/run.sh [options]
                     competes with the broker for this machine's cores)
   --due-reference DIR  the due case also runs the gateway and worker of this build directory
                     (a Release build of another commit), after each run of this one
+  --noisy-count N   tenant A's provisions in the noisy_neighbor case (default 10000)
+  --noisy-reference DIR  the noisy_neighbor case also runs this build directory's binaries
   --exec-poll-limit N  OSBQ_WORKER_EXEC_CONCURRENCY in long_ops_exec's poll phase (default:
                     the worker's, 256)
   --build-dir DIR   where to build the Release binaries (default build-bench/)
@@ -137,12 +146,15 @@ while [ $# -gt 0 ]; do
     --long-ops-sender-nice) long_ops_sender_nice="${2:-}"; shift 2 ;;
     --exec-poll-limit) exec_poll_limit="${2:-}"; shift 2 ;;
     --due-reference) due_reference="${2:-}"; shift 2 ;;
+    --noisy-count) noisy_count="${2:-}"; shift 2 ;;
+    --noisy-reference) noisy_reference="${2:-}"; shift 2 ;;
     --quick) runs=1 duration=2 instances=2000 scale_instances=50000 suspended=1000; shift ;;
     -h | --help) usage; exit 0 ;;
     *) usage >&2; die "unknown option $1" ;;
   esac
 done
 positive_int "$runs" --runs
+positive_int "$noisy_count" --noisy-count
 positive_int "$duration" --duration
 positive_int "$connections" --connections
 positive_int "$threads" --threads
@@ -199,6 +211,7 @@ main() {
   if want_case durable; then case_durable; fi
   if want_case long_ops_exec; then case_long_ops_exec; fi
   if want_case due; then case_due; fi
+  if want_case noisy_neighbor; then case_noisy_neighbor; fi
   local status=0
   report summary || status=1
   echo "bench: done in $((SECONDS - t0)) s"

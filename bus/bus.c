@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -67,16 +68,18 @@ zsock_t *osbq_bus_worker_connect(const char *endpoint, const struct osbq_bus_cur
     return sock;
 }
 
-int osbq_bus_send_ready(zsock_t *dealer, const char *worker_id, unsigned free_slots,
-                        uint64_t received, int64_t due_ms)
+int osbq_bus_send_ready(zsock_t *dealer, const char *worker_id, const struct osbq_bus_ready *ready)
 {
     char slots[16], count[24], due[24];
-    (void)snprintf(slots, sizeof slots, "%u", free_slots);
-    (void)snprintf(count, sizeof count, "%" PRIu64, received);
-    if (due_ms <= 0)
+    (void)snprintf(slots, sizeof slots, "%u", ready->free_slots);
+    (void)snprintf(count, sizeof count, "%" PRIu64, ready->received);
+    bool ended = ready->ended != NULL && ready->ended[0] != '\0';
+    if (ready->due_ms <= 0 && !ended)
         return zsock_send(dealer, "ssss", OSBQ_BUS_READY, worker_id, slots, count);
-    (void)snprintf(due, sizeof due, "%" PRId64, due_ms);
-    return zsock_send(dealer, "sssss", OSBQ_BUS_READY, worker_id, slots, count, due);
+    (void)snprintf(due, sizeof due, "%" PRId64, ready->due_ms > 0 ? ready->due_ms : 0);
+    if (!ended)
+        return zsock_send(dealer, "sssss", OSBQ_BUS_READY, worker_id, slots, count, due);
+    return zsock_send(dealer, "ssssss", OSBQ_BUS_READY, worker_id, slots, count, due, ready->ended);
 }
 
 int64_t osbq_bus_ready_due(const char *frame)

@@ -32,7 +32,12 @@ zsock_t *osbq_bus_gateway_bind(const char *endpoint, const struct osbq_bus_curve
  *                            recorded for jobs of this gateway since its last READY here: the
  *                            gateway's recovery loop wakes then to send the next step, instead
  *                            of learning of it at its next full scan (an older gateway ignores
- *                            the frame, an older worker never sends it)
+ *                            the frame, an older worker never sends it); "0" when only the
+ *                            next frame has something to say
+ *                     READY  <worker id> <free slots> <jobs received> <due> <ended>
+ *                            the same, with the operation ids (space-separated) of this
+ *                            gateway's jobs whose step ended since the last READY here: the
+ *                            gateway counts each tenant's running steps (fairness)
  *   gateway -> worker  JOB    <encoded job (proto/job.h)>
  *   worker -> gateway  REJECT <encoded job>    no free slot after all: the gateway sends it on
  * A gateway forgets a worker silent for OSBQ_BUS_WORKER_EXPIRY_MS. */
@@ -68,11 +73,19 @@ void osbq_bus_monitor_stop(zsock_t *sock, zsock_t **monitorp);
 /* Reads one waiting event without blocking. 0, or -1 when none is waiting. */
 int osbq_bus_event_read(zsock_t *monitor, struct osbq_bus_event *event);
 
-/* Worker side: sends READY with the number of free slots, the count of JOBs received on this
- * socket and, when due_ms > 0, the earliest due time (epoch ms) of the waits recorded since the
- * last READY on it. 0 or -1. */
-int osbq_bus_send_ready(zsock_t *dealer, const char *worker_id, unsigned free_slots,
-                        uint64_t received, int64_t due_ms);
+/* What a worker's READY says to one gateway. */
+struct osbq_bus_ready {
+    unsigned free_slots; /* slots free now */
+    uint64_t received;   /* JOBs this socket delivered so far */
+    int64_t due_ms;      /* the earliest due time (epoch ms) of the waits recorded for this
+                          * gateway's jobs since the last READY to it; 0: none */
+    const char *ended;   /* the operation ids, separated by spaces, of this gateway's jobs whose
+                          * step ended (or never started) since the last READY to it; NULL or
+                          * "": none */
+};
+
+/* Worker side: sends READY (its frames: bus.h's protocol above). 0 or -1. */
+int osbq_bus_send_ready(zsock_t *dealer, const char *worker_id, const struct osbq_bus_ready *ready);
 
 /* Gateway side: the due frame of a READY (NULL when absent) as epoch ms; 0 when absent or not
  * a positive decimal number (a malformed frame is ignored, as a READY without it). */

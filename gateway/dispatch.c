@@ -34,6 +34,26 @@ struct job_buf {
     char data[];                 /* the encoded job */
 };
 
+/* zhashx's destructor of values malloc'd here. */
+static void free_value(void **item)
+{
+    free(*item);
+    *item = NULL;
+}
+
+/* A job a worker runs for this gateway: sent, and neither ended (a READY lists it) nor handed
+ * back yet. */
+struct running_job {
+    char tenant[TENANT_KEY_MAX]; /* whose it is */
+    unsigned weight;             /* its tenant's weight */
+    const void *worker;          /* the struct worker_slot it went to (compared, not used) */
+};
+
+/* How many jobs of one tenant the workers run for this gateway. */
+struct tenant_running {
+    unsigned count;
+};
+
 /* One worker as the dispatcher knows it. */
 struct worker_slot {
     zframe_t *identity; /* the worker's ROUTER identity */
@@ -59,6 +79,8 @@ struct dispatch {
     struct osbq_series *waits[DISPATCH_LANES]; /* borrowed: time queued, by lane; may be NULL */
     dispatch_due_fn on_due;                    /* where READY's due times go; guarded by lock */
     void *on_due_ctx;
+    zhashx_t *running;        /* operation id -> struct running_job *; thread-only */
+    zhashx_t *tenant_running; /* tenant -> struct tenant_running *; thread-only */
 };
 
 static int64_t now_ns(void)
@@ -71,6 +93,68 @@ static int64_t now_ns(void)
 static int64_t now_ms(void)
 {
     return now_ns() / 1000000;
+}
+
+/* The jobs of tenant the workers run for this gateway (dispatch_lanes' load). */
+static unsigned tenant_load(void *ctx, const char *tenant)
+{
+    struct dispatch *d = ctx;
+    const struct tenant_running *t = zhashx_lookup(d->tenant_running, tenant);
+    return t != NULL ? t->count : 0;
+}
+
+static void running_add(struct dispatch *d, const char *operation_id, const char *tenant,
+                        unsigned weight, const void *worker)
+{
+    struct running_job *job = calloc(1, sizeof *job);
+    struct tenant_running *t = zhashx_lookup(d->tenant_running, tenant);
+    if (t == NULL && (t = calloc(1, sizeof *t)) != NULL &&
+        zhashx_insert(d->tenant_running, tenant, t) != 0) {
+        free(t);
+        t = NULL;
+    }
+    if (job == NULL || t == NULL || zhashx_insert(d->running, operation_id, job) != 0) {
+        /* Out of memory, or sent twice: not counted, it only costs its tenant its priority. */
+        free(job);
+        return;
+    }
+    (void)snprintf(job->tenant, sizeof job->tenant, "%s", tenant);
+    job->weight = weight;
+    job->worker = worker;
+    t->count++;
+}
+
+/* The job of operation_id ended or came back: no longer running for its tenant. */
+static void running_end(struct dispatch *d, const char *operation_id)
+{
+    struct running_job *job = zhashx_lookup(d->running, operation_id);
+    if (job == NULL)
+        return;
+    struct tenant_running *t = zhashx_lookup(d->tenant_running, job->tenant);
+    if (t != NULL && --t->count == 0)
+        zhashx_delete(d->tenant_running, job->tenant);
+    zhashx_delete(d->running, operation_id);
+}
+
+/* Ends every job a worker ran for us: it is gone, and its READYs with it. */
+static void running_drop_worker(struct dispatch *d, const void *worker)
+{
+    zlistx_t *ids = zhashx_keys(d->running);
+    for (const char *id = ids ? zlistx_first(ids) : NULL; id != NULL; id = zlistx_next(ids)) {
+        const struct running_job *job = zhashx_lookup(d->running, id);
+        if (job != NULL && job->worker == worker)
+            running_end(d, id);
+    }
+    zlistx_destroy(&ids);
+}
+
+/* The operation ids of a READY's ended frame, separated by spaces: no longer running. */
+static void running_end_all(struct dispatch *d, char *ended)
+{
+    char *save = NULL;
+    for (char *id = ended ? strtok_r(ended, " ", &save) : NULL; id != NULL;
+         id = strtok_r(NULL, " ", &save))
+        running_end(d, id);
 }
 
 static void worker_free(struct worker_slot **wp)
@@ -96,6 +180,7 @@ static void worker_remove(struct dispatch *d, struct worker_slot *gone)
     for (struct worker_slot *w = zlistx_first(d->workers); w != NULL; w = zlistx_next(d->workers)) {
         if (w == gone) {
             zlistx_delete(d->workers, zlistx_cursor(d->workers));
+            running_drop_worker(d, gone);
             worker_free(&gone);
             return;
         }
@@ -167,6 +252,7 @@ static bool handle_message(struct dispatch *d)
         char *free_text = zmsg_popstr(msg);
         char *received_text = zmsg_popstr(msg); /* NULL from an older worker */
         char *due_text = zmsg_popstr(msg);      /* NULL without a wait recorded, or older */
+        char *ended_text = zmsg_popstr(msg);    /* NULL without a job ended, or older */
         char *end = NULL, *received_end = NULL;
         unsigned long slots = free_text ? strtoul(free_text, &end, 10) : 0;
         unsigned long long received =
@@ -196,6 +282,7 @@ static bool handle_message(struct dispatch *d)
                               : (unsigned)slots;
                 w->last_seen = now_ms();
             }
+            running_end_all(d, ended_text);
             int64_t due = osbq_bus_ready_due(due_text);
             if (due > 0) {
                 /* Called under the lock, so dispatch_on_due knows when it is no longer used. */
@@ -209,6 +296,7 @@ static bool handle_message(struct dispatch *d)
         free(free_text);
         free(received_text);
         free(due_text);
+        free(ended_text);
     } else if (strcmp(command, OSBQ_BUS_REJECT) == 0) {
         zframe_t *job = zmsg_pop(msg);
         struct worker_slot *w = worker_find(d, identity);
@@ -221,9 +309,17 @@ static bool handle_message(struct dispatch *d)
          * after at most one job of each other lane. */
         struct osbq_job decoded = {0};
         if (job != NULL && osbq_job_decode((const char *)zframe_data(job), zframe_size(job),
-                                           &decoded, NULL, 0) == 0)
-            requeue_front(d, decoded.operation_id, DISPATCH_LANE_NEW, NULL, 1, zframe_data(job),
-                          zframe_size(job));
+                                           &decoded, NULL, 0) == 0) {
+            /* Its tenant is known while it counts as running here. */
+            const struct running_job *sent = zhashx_lookup(d->running, decoded.operation_id);
+            char tenant[TENANT_KEY_MAX] = "";
+            unsigned weight = sent != NULL ? sent->weight : 1;
+            if (sent != NULL)
+                memcpy(tenant, sent->tenant, sizeof tenant);
+            running_end(d, decoded.operation_id);
+            requeue_front(d, decoded.operation_id, DISPATCH_LANE_NEW, tenant, weight,
+                          zframe_data(job), zframe_size(job));
+        }
         osbq_job_clear(&decoded);
         zframe_destroy(&job);
     } else {
@@ -263,14 +359,20 @@ static void send_queued(struct dispatch *d)
         struct worker_slot *w = roomiest_worker(d);
         if (w == NULL)
             return;
+        const struct dispatch_load load = {tenant_load, d};
         pthread_mutex_lock(&d->lock);
-        struct job_buf *job = dispatch_lanes_pop(d->queue, NULL);
+        struct job_buf *job = dispatch_lanes_pop(d->queue, NULL, &load);
         if (job != NULL)
             zhashx_delete(d->queued, job->operation_id);
         pthread_mutex_unlock(&d->lock);
         if (job == NULL)
             return;
         osbq_series_observe(d->waits[job->lane], (double)(now_ns() - job->queued_ns) / 1e9);
+        /* ZeroMQ may free the job as soon as it is sent: what the count needs, first. */
+        char operation_id[sizeof job->operation_id], tenant[sizeof job->tenant];
+        memcpy(operation_id, job->operation_id, sizeof operation_id);
+        memcpy(tenant, job->tenant, sizeof tenant);
+        unsigned weight = job->weight;
         /* Zero copy: ZeroMQ frees the buffer once it has written it. */
         if (osbq_bus_send_job(d->router, w->identity, job->data, job->len, job_buf_release, job) <
             0) {
@@ -284,6 +386,7 @@ static void send_queued(struct dispatch *d)
             w->free--;
             w->sent++;
             w->last_sent = ++d->sent;
+            running_add(d, operation_id, tenant, weight, w);
         }
     }
 }
@@ -296,6 +399,7 @@ static void expire_workers(struct dispatch *d)
         if (w->last_seen < limit) {
             log_info("worker %s silent, forgetting it", w->id);
             zlistx_delete(d->workers, zlistx_cursor(d->workers));
+            running_drop_worker(d, w);
             worker_free(&w);
             w = zlistx_first(d->workers);
             continue;
@@ -371,9 +475,15 @@ struct dispatch *dispatch_start(zsock_t **routerp, unsigned max_queued,
     d->queue = dispatch_lanes_new();
     d->queued = zhashx_new();
     d->workers = zlistx_new();
+    d->running = zhashx_new();
+    d->tenant_running = zhashx_new();
+    if (d->running != NULL)
+        zhashx_set_destructor(d->running, free_value);
+    if (d->tenant_running != NULL)
+        zhashx_set_destructor(d->tenant_running, free_value);
     d->max_queued = max_queued;
     if (d->wake_fd < 0 || d->queue == NULL || d->queued == NULL || d->workers == NULL ||
-        pthread_mutex_init(&d->lock, NULL) != 0)
+        d->running == NULL || d->tenant_running == NULL || pthread_mutex_init(&d->lock, NULL) != 0)
         goto out_free;
     d->router = *routerp;
     /* A send to a worker that vanished must fail, not vanish silently. */
@@ -392,6 +502,8 @@ out_free:
     dispatch_lanes_destroy(&d->queue);
     zhashx_destroy(&d->queued);
     zlistx_destroy(&d->workers);
+    zhashx_destroy(&d->running);
+    zhashx_destroy(&d->tenant_running);
     free(d);
 out_fail:
     osbq_error_set(err, OSBQ_ERR_INTERNAL, "cannot start the dispatcher");
@@ -462,14 +574,16 @@ void dispatch_stop(struct dispatch **dp)
     pthread_mutex_unlock(&d->lock);
     wake_thread(d);
     pthread_join(d->thread, NULL);
-    for (struct job_buf *job = dispatch_lanes_pop(d->queue, NULL); job != NULL;
-         job = dispatch_lanes_pop(d->queue, NULL))
+    for (struct job_buf *job = dispatch_lanes_pop(d->queue, NULL, NULL); job != NULL;
+         job = dispatch_lanes_pop(d->queue, NULL, NULL))
         free(job);
     dispatch_lanes_destroy(&d->queue);
     zhashx_destroy(&d->queued);
     for (struct worker_slot *w = zlistx_first(d->workers); w != NULL; w = zlistx_next(d->workers))
         worker_free(&w);
     zlistx_destroy(&d->workers);
+    zhashx_destroy(&d->running);
+    zhashx_destroy(&d->tenant_running);
     zsock_destroy(&d->router);
     close(d->wake_fd);
     pthread_mutex_destroy(&d->lock);

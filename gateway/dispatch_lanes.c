@@ -139,10 +139,48 @@ int dispatch_lanes_push(struct dispatch_lanes *l, enum dispatch_lane lane, const
     return 0;
 }
 
-/* Takes the next item of a non-empty lane: the head tenant's oldest. A tenant that used its
- * round's items goes to the ring's tail with a new round's; one left empty leaves the ring. */
-static void *lane_pop(struct lane *ln)
+/* Takes the oldest item of t, which follows prev in the ring (NULL: t is the head) but is not
+ * its head: a tenant preferred for holding fewer running jobs. Its place in the ring stays. */
+static void *lane_pop_preferred(struct lane *ln, struct tenant_queue *prev, struct tenant_queue *t)
 {
+    void *item = zlistx_first(t->items);
+    zlistx_detach_cur(t->items);
+    ln->size--;
+    if (--t->deficit == 0)
+        t->deficit = t->weight;
+    if (zlistx_size(t->items) == 0) {
+        prev->next = t->next;
+        if (ln->tail == t)
+            ln->tail = prev;
+        zhashx_delete(ln->tenants, t->key);
+        tenant_free(t);
+    }
+    return item;
+}
+
+/* Takes the next item of a non-empty lane: the head tenant's oldest, unless load says another of
+ * the first DISPATCH_LANES_PREFER_SCAN tenants holds fewer running jobs for its weight (then
+ * that one's oldest). A head tenant that used its round's items goes to the ring's tail with a
+ * new round's; a tenant left empty leaves the ring. */
+static void *lane_pop(struct lane *ln, const struct dispatch_load *load)
+{
+    if (load != NULL && load->running != NULL) {
+        struct tenant_queue *best = ln->head, *best_prev = NULL;
+        uint64_t best_running = load->running(load->ctx, best->key);
+        unsigned scanned = 1;
+        for (struct tenant_queue *prev = ln->head, *t = ln->head->next;
+             t != NULL && best_running > 0 && scanned < DISPATCH_LANES_PREFER_SCAN;
+             prev = t, t = t->next, scanned++) {
+            uint64_t running = load->running(load->ctx, t->key);
+            if (running * best->weight < best_running * t->weight) {
+                best = t;
+                best_prev = prev;
+                best_running = running;
+            }
+        }
+        if (best != ln->head)
+            return lane_pop_preferred(ln, best_prev, best);
+    }
     struct tenant_queue *t = ln->head;
     void *item = zlistx_first(t->items);
     zlistx_detach_cur(t->items);
@@ -166,13 +204,14 @@ static void *lane_pop(struct lane *ln)
     return item;
 }
 
-void *dispatch_lanes_pop(struct dispatch_lanes *l, enum dispatch_lane *lane)
+void *dispatch_lanes_pop(struct dispatch_lanes *l, enum dispatch_lane *lane,
+                         const struct dispatch_load *load)
 {
     for (unsigned step = 1; step <= DISPATCH_LANES; step++) {
         unsigned i = (l->last + step) % DISPATCH_LANES;
         if (l->lane[i].size == 0)
             continue;
-        void *item = lane_pop(&l->lane[i]);
+        void *item = lane_pop(&l->lane[i], load);
         l->last = i;
         l->total--;
         if (lane != NULL)

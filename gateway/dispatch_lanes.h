@@ -34,15 +34,30 @@ void dispatch_lanes_destroy(struct dispatch_lanes **lp);
 int dispatch_lanes_push(struct dispatch_lanes *l, enum dispatch_lane lane, const char *tenant,
                         unsigned weight, void *item, bool front);
 
+/* How many of a lane's tenants a pop looks at for one holding fewer running jobs. */
+#define DISPATCH_LANES_PREFER_SCAN 64
+
+/* What the workers hold of each tenant's: with it, a pop prefers the tenant holding the fewest
+ * running jobs for its weight (a newcomer gets the next free slot, even while another tenant's
+ * slow steps hold the rest). running(ctx, tenant) is called with the tenant's key. */
+struct dispatch_load {
+    unsigned (*running)(void *ctx, const char *tenant);
+    void *ctx;
+};
+
 /* Takes the next item, or NULL when every lane is empty. The rule: the lanes take turns, one
  * item each; the turn goes from the lane served last to the next lane, in the order of enum
  * dispatch_lane, that holds an item. So the item at the head of a lane leaves before at most
  * one item of each other lane. Within a lane the tenants with items take rounds in the order
  * they came: a tenant of weight w gives up to w items, oldest first, then the next tenant's
  * round comes; so a tenant's oldest item leaves before at most w items of each other tenant of
- * weight w, whatever their backlogs. *lane (when not NULL) is set to the lane it came from.
+ * weight w, whatever their backlogs. With load (not NULL), a lane first serves, among its first
+ * DISPATCH_LANES_PREFER_SCAN tenants in round order, the one holding the fewest running jobs
+ * for its weight (the earliest in the round among equals: the plain rounds when all hold as
+ * many). *lane (when not NULL) is set to the lane it came from.
  * Time and memory per item are O(1); a tenant with nothing waiting holds nothing. */
-void *dispatch_lanes_pop(struct dispatch_lanes *l, enum dispatch_lane *lane);
+void *dispatch_lanes_pop(struct dispatch_lanes *l, enum dispatch_lane *lane,
+                         const struct dispatch_load *load);
 
 /* Items in lane, and in all of them. */
 size_t dispatch_lanes_size(const struct dispatch_lanes *l, enum dispatch_lane lane);

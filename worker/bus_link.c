@@ -42,6 +42,8 @@ struct gateway {
     uint64_t announced_received;  /* received when free_slots was last counted: what READY says */
     unsigned origin;              /* this socket's number, handed out with its jobs; 0: none */
     int64_t due_ms;               /* earliest due time (epoch ms) the next READY carries; 0: none */
+    char *ended;                  /* owned: ended jobs' ids the next READY carries, or NULL */
+    size_t ended_len;             /* bytes in ended */
 };
 
 struct bus_link {
@@ -68,6 +70,9 @@ struct bus_link *bus_link_new(const char *worker_id, const struct osbq_bus_curve
 
 static void gateway_clear(struct gateway *gw)
 {
+    free(gw->ended);
+    gw->ended = NULL;
+    gw->ended_len = 0;
     osbq_bus_monitor_stop(gw->dealer, &gw->monitor);
     zsock_destroy(&gw->dealer);
     free(gw->endpoint);
@@ -91,12 +96,19 @@ static void send_ready(struct bus_link *b, struct gateway *gw)
 {
     /* With ZMQ_IMMEDIATE a gateway still connecting (or gone) refuses the message at once;
      * the poll loop sends it when the socket turns writable. */
-    gw->ready_owed = osbq_bus_send_ready(gw->dealer, b->worker_id, b->free_slots,
-                                         gw->announced_received, gw->due_ms) < 0;
-    if (gw->ready_owed)
+    const struct osbq_bus_ready ready = {.free_slots = b->free_slots,
+                                         .received = gw->announced_received,
+                                         .due_ms = gw->due_ms,
+                                         .ended = gw->ended};
+    gw->ready_owed = osbq_bus_send_ready(gw->dealer, b->worker_id, &ready) < 0;
+    if (gw->ready_owed) {
         log_debug("READY to %s not sent yet (%s)", gw->endpoint, zmq_strerror(zmq_errno()));
-    else
-        gw->due_ms = 0;
+        return;
+    }
+    gw->due_ms = 0;
+    free(gw->ended);
+    gw->ended = NULL;
+    gw->ended_len = 0;
 }
 
 static struct gateway *find(struct bus_link *b, const char *endpoint)
@@ -117,6 +129,10 @@ static void dial(struct bus_link *b, struct gateway *gw)
     /* The gateway knows a new socket as a new worker, whose count starts again. */
     gw->received = 0;
     gw->announced_received = 0;
+    /* Jobs of the old socket: its gateway forgets them with that connection's worker. */
+    free(gw->ended);
+    gw->ended = NULL;
+    gw->ended_len = 0;
     /* Jobs of the old socket noting a due time reach every gateway (bus_link_note_due). */
     gw->origin = ++b->last_origin;
     if (gw->origin == 0)
@@ -220,11 +236,30 @@ void bus_link_note_due(struct bus_link *b, unsigned origin, int64_t due_ms)
         note_due(&b->gateways[i], due_ms);
 }
 
-void bus_link_send_due(struct bus_link *b)
+void bus_link_note_ended(struct bus_link *b, unsigned origin, const char *ended)
+{
+    size_t len = strlen(ended);
+    for (size_t i = 0; origin != 0 && len > 0 && i < b->count; i++) {
+        struct gateway *gw = &b->gateways[i];
+        if (gw->origin != origin)
+            continue;
+        char *grown = realloc(gw->ended, gw->ended_len + len + 2);
+        if (grown == NULL)
+            return; /* the gateway forgets these jobs with the worker */
+        gw->ended = grown;
+        if (gw->ended_len > 0)
+            gw->ended[gw->ended_len++] = ' ';
+        memcpy(gw->ended + gw->ended_len, ended, len + 1);
+        gw->ended_len += len;
+        return;
+    }
+}
+
+void bus_link_send_notes(struct bus_link *b)
 {
     for (size_t i = 0; i < b->count; i++) {
         struct gateway *gw = &b->gateways[i];
-        if (gw->due_ms != 0 && gw->dealer != NULL && !gw->ready_owed)
+        if ((gw->due_ms != 0 || gw->ended != NULL) && gw->dealer != NULL && !gw->ready_owed)
             send_ready(b, gw);
     }
 }

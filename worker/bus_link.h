@@ -41,9 +41,14 @@ void bus_link_announce(struct bus_link *b, unsigned free_slots);
  * since closed, notes it for every gateway. */
 void bus_link_note_due(struct bus_link *b, unsigned origin, int64_t due_ms);
 
-/* Sends READY (the count last announced) to every gateway holding a due time not sent yet:
- * for waits recorded while the free slots did not change (a detached step ending). */
-void bus_link_send_due(struct bus_link *b);
+/* Notes that jobs which came through connection origin ended (ended: their operation ids,
+ * separated by spaces; copied): the next READY to that gateway lists them. Dropped when that
+ * connection is gone (its gateway forgets the worker's jobs with the connection). */
+void bus_link_note_ended(struct bus_link *b, unsigned origin, const char *ended);
+
+/* Sends READY (the count last announced) to every gateway holding a due time or ended jobs not
+ * sent yet: for what was noted while the free slots did not change (a detached step ending). */
+void bus_link_send_notes(struct bus_link *b);
 
 /* Gateways currently linked (sockets open). */
 size_t bus_link_count(const struct bus_link *b);

@@ -201,10 +201,14 @@ static void on_job(void *ctx, zsock_t *dealer, const char *endpoint, unsigned or
     osbq_job_clear(&job);
 }
 
-/* A wait recorded for a job of origin: its gateway learns when the next step is due. */
-static void note_due(void *link, unsigned origin, int64_t due_ms)
+/* What the gateway of origin is told in its next READY: when the next step of a wait is due,
+ * and which of its jobs ended. */
+static void note_for_gateway(void *link, unsigned origin, int64_t due_ms, const char *ended)
 {
-    bus_link_note_due(link, origin, due_ms);
+    if (due_ms > 0)
+        bus_link_note_due(link, origin, due_ms);
+    if (ended != NULL)
+        bus_link_note_ended(link, origin, ended);
 }
 
 static void on_signal(struct worker *w, int64_t now)
@@ -243,8 +247,8 @@ static void run(struct worker *w)
             w->announced = free_now;
             w->next_heartbeat_ms = now + OSBQ_BUS_HEARTBEAT_MS;
         }
-        /* Due times of waits recorded while the free slots stayed the same. */
-        bus_link_send_due(w->link);
+        /* Due times and ended jobs noted while the free slots stayed the same. */
+        bus_link_send_notes(w->link);
         int64_t next = w->next_heartbeat_ms;
         if (w->stopping && now >= w->next_status_ms) {
             /* The registry is not read any more: the status (now "stopping") keeps its own
@@ -289,7 +293,7 @@ static void run(struct worker *w)
         }
         if (extra[1].revents & ZMQ_POLLIN) {
             runner_drain(w->runner);
-            runner_take_due(w->runner, note_due, w->link);
+            runner_take_notes(w->runner, note_for_gateway, w->link);
         }
         if (extra[0].revents & ZMQ_POLLIN)
             on_signal(w, now_ms());

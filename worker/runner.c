@@ -41,6 +41,8 @@
  * worker linked to more gateways, all of whose jobs waited at once), the rest are told to
  * every gateway. */
 #define DUE_ORIGINS_MAX 16
+/* Room for an operation id a gateway made (32 hex digits) and its NUL, with margin. */
+#define OPERATION_ID_MAX 72
 
 /* Why a run gave its operation up; also its job_end result. */
 #define GAVE_UP_DEADLINE   "past_deadline" /* the backend ran past the plan's deadline */
@@ -55,11 +57,13 @@ struct queued_job {
     unsigned origin;
 };
 
-/* The earliest due time of the waits recorded for jobs of one origin, until the main thread
- * takes it (runner_take_due). */
-struct due_note {
+/* What the gateway of one origin is told next (runner_take_notes): the earliest due time of
+ * the waits recorded for its jobs, and the jobs of it that ended. */
+struct origin_note {
     unsigned origin;
-    int64_t due_ms;
+    int64_t due_ms; /* 0: none */
+    char *ended;    /* owned: operation ids separated by spaces, or NULL */
+    size_t ended_len, ended_cap;
 };
 
 /* One runner thread. */
@@ -104,9 +108,9 @@ struct runner {
     struct step *detached_steps; /* of those, the ones still going on */
     struct step *ended_steps;    /* of those, the ones ended, oldest first, to be recorded */
     struct step *ended_steps_tail;
-    struct due_note due[DUE_ORIGINS_MAX]; /* waits recorded since runner_take_due, by origin */
-    unsigned due_count;                   /* entries of due in use */
-    int64_t due_any_ms;                   /* the earliest of those that found due full; 0: none */
+    struct origin_note notes[DUE_ORIGINS_MAX]; /* since runner_take_notes, by origin */
+    unsigned note_count;                       /* entries of notes in use */
+    int64_t due_any_ms; /* the earliest due time that found notes full; 0: none */
 };
 
 /* Runners whose threads did not all return (runner_destroy): kept, never freed, so the threads
@@ -660,22 +664,58 @@ static int record(struct run *run, const struct osbq_op_result *result, int64_t 
     }
 }
 
-/* Keeps due_ms for the gateway the job came from (runner_take_due): it sends the next step
+/* The note for origin, made when there is room; NULL when DUE_ORIGINS_MAX origins have notes.
+ * Called with r->lock held. */
+static struct origin_note *note_of(struct runner *r, unsigned origin)
+{
+    for (unsigned i = 0; i < r->note_count; i++)
+        if (r->notes[i].origin == origin)
+            return &r->notes[i];
+    if (r->note_count == DUE_ORIGINS_MAX)
+        return NULL;
+    struct origin_note *n = &r->notes[r->note_count++];
+    *n = (struct origin_note){.origin = origin};
+    return n;
+}
+
+/* Keeps due_ms for the gateway the job came from (runner_take_notes): it sends the next step
  * then, rather than when its next full scan finds it. */
 static void note_due(struct runner *r, unsigned origin, int64_t due_ms)
 {
     pthread_mutex_lock(&r->lock);
-    unsigned i = 0;
-    while (i < r->due_count && r->due[i].origin != origin)
-        i++;
-    if (i < r->due_count) {
-        if (due_ms < r->due[i].due_ms)
-            r->due[i].due_ms = due_ms;
-    } else if (i < DUE_ORIGINS_MAX) {
-        r->due[i] = (struct due_note){.origin = origin, .due_ms = due_ms};
-        r->due_count++;
+    struct origin_note *n = note_of(r, origin);
+    if (n != NULL) {
+        if (n->due_ms == 0 || due_ms < n->due_ms)
+            n->due_ms = due_ms;
     } else if (r->due_any_ms == 0 || due_ms < r->due_any_ms) {
         r->due_any_ms = due_ms;
+    }
+    pthread_mutex_unlock(&r->lock);
+}
+
+/* Tells the gateway the job came from that its step ended (or never ran), so it counts the
+ * running steps of each tenant (docs/reliability.md, fairness). A job of no origin, or of an
+ * origin that finds the notes full, is not told: that gateway forgets it with the worker. */
+static void note_ended(struct runner *r, unsigned origin, const char *operation_id)
+{
+    if (origin == 0 || operation_id == NULL)
+        return;
+    size_t len = strlen(operation_id);
+    pthread_mutex_lock(&r->lock);
+    struct origin_note *n = note_of(r, origin);
+    if (n != NULL && n->ended_len + len + 2 > n->ended_cap) {
+        size_t cap = (n->ended_cap ? n->ended_cap : 256) * 2 + len;
+        char *grown = realloc(n->ended, cap);
+        if (grown != NULL) {
+            n->ended = grown;
+            n->ended_cap = cap;
+        }
+    }
+    if (n != NULL && n->ended_len + len + 2 <= n->ended_cap) {
+        if (n->ended_len > 0)
+            n->ended[n->ended_len++] = ' ';
+        memcpy(n->ended + n->ended_len, operation_id, len + 1);
+        n->ended_len += len;
     }
     pthread_mutex_unlock(&r->lock);
 }
@@ -967,6 +1007,7 @@ static void record_detached(struct runner *r, struct step *st)
     osbq_log_context_set(&context);
     bool gave_up = end_step(st, st->end_rc);
     osbq_log_context_set(NULL);
+    note_ended(r, st->origin, st->job.operation_id);
     free_step(st);
     pthread_mutex_lock(&r->lock);
     r->detached--;
@@ -1008,6 +1049,9 @@ static void *thread_main(void *arg)
         struct step *st = calloc(1, sizeof *st);
         struct osbq_job job = r->queue[r->head].job;
         unsigned origin = r->queue[r->head].origin;
+        char operation_id[OPERATION_ID_MAX];
+        (void)snprintf(operation_id, sizeof operation_id, "%s",
+                       job.operation_id ? job.operation_id : "");
         memset(&r->queue[r->head], 0, sizeof r->queue[r->head]);
         r->head = (r->head + 1) % r->concurrency;
         r->queued--;
@@ -1041,6 +1085,9 @@ static void *thread_main(void *arg)
             fate = run_job(slot, st);
         }
         osbq_log_context_set(NULL);
+        /* A detached step is told when it is recorded (record_detached). */
+        if (fate != STEP_DETACHED)
+            note_ended(r, origin, operation_id);
         if (fate != STEP_DETACHED && st != NULL) {
             if (cancelled)
                 free(st);
@@ -1250,6 +1297,8 @@ unsigned runner_destroy(struct runner **rp)
     pthread_cond_destroy(&r->work);
     pthread_mutex_destroy(&r->lock);
     close(r->event_fd);
+    for (unsigned i = 0; i < r->note_count; i++)
+        free(r->notes[i].ended);
     free(r->slots);
     free(r->queue);
     free(r);
@@ -1311,20 +1360,22 @@ void runner_drain(struct runner *r)
     (void)!read(r->event_fd, &count, sizeof count);
 }
 
-void runner_take_due(struct runner *r, runner_due_fn fn, void *ctx)
+void runner_take_notes(struct runner *r, runner_note_fn fn, void *ctx)
 {
-    struct due_note due[DUE_ORIGINS_MAX];
+    struct origin_note notes[DUE_ORIGINS_MAX];
     pthread_mutex_lock(&r->lock);
-    unsigned count = r->due_count;
-    memcpy(due, r->due, count * sizeof due[0]);
+    unsigned count = r->note_count;
+    memcpy(notes, r->notes, count * sizeof notes[0]);
     int64_t any = r->due_any_ms;
-    r->due_count = 0;
+    r->note_count = 0;
     r->due_any_ms = 0;
     pthread_mutex_unlock(&r->lock);
-    for (unsigned i = 0; i < count; i++)
-        fn(ctx, due[i].origin, due[i].due_ms);
+    for (unsigned i = 0; i < count; i++) {
+        fn(ctx, notes[i].origin, notes[i].due_ms, notes[i].ended);
+        free(notes[i].ended);
+    }
     if (any != 0)
-        fn(ctx, 0, any);
+        fn(ctx, 0, any, NULL);
 }
 
 void runner_close(struct runner *r)

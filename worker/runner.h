@@ -48,7 +48,7 @@ void runner_set_secrets(struct runner *r, const struct osbq_secrets *secrets);
 unsigned runner_destroy(struct runner **rp);
 
 /* Hands job to a free slot; origin names the connection it came through (0: none), for
- * runner_take_due. On success takes over the strings job owns, zeroes *job and returns 0;
+ * runner_take_notes. On success takes over the strings job owns, zeroes *job and returns 0;
  * returns -1 with *job untouched when no slot is free or the runner is closed. */
 int runner_submit(struct runner *r, struct osbq_job *job, unsigned origin);
 
@@ -70,14 +70,16 @@ unsigned runner_holding(struct runner *r);
 int runner_event_fd(const struct runner *r);
 void runner_drain(struct runner *r);
 
-/* Called by runner_take_due with the earliest due time (epoch ms) of the waits recorded for
- * jobs of one origin; origin 0 stands for jobs of any origin. */
-typedef void (*runner_due_fn)(void *ctx, unsigned origin, int64_t due_ms);
+/* Called by runner_take_notes, once per origin with something to tell: the earliest due time
+ * (epoch ms, 0: none) of the waits recorded for jobs of that origin, and ended, the operation
+ * ids (separated by spaces, borrowed for the call; NULL: none) of its jobs whose step ended or
+ * never ran. origin 0 stands for jobs of any origin (a due time only). */
+typedef void (*runner_note_fn)(void *ctx, unsigned origin, int64_t due_ms, const char *ended);
 
-/* Hands the due times of the waits recorded since the last call to fn, one call per origin,
- * and forgets them. For the main thread, after runner_drain: each wait's step has freed its
- * slot or ended its detached step by then. */
-void runner_take_due(struct runner *r, runner_due_fn fn, void *ctx);
+/* Hands what the gateways are told next (due times and ended jobs, by origin) to fn, and
+ * forgets it. For the main thread, after runner_drain: each step has freed its slot or ended
+ * its detached step by then. */
+void runner_take_notes(struct runner *r, runner_note_fn fn, void *ctx);
 
 /* Stops taking jobs: runner_submit fails from now on; jobs already handed over still run. */
 void runner_close(struct runner *r);

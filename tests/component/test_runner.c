@@ -362,23 +362,26 @@ static void test_steps(void **state)
     osbq_metrics_destroy(&m);
 }
 
-/* What runner_take_due hands over: one call per origin. */
+/* What runner_take_notes hands over: one call per origin. */
 struct due_seen {
     unsigned calls;
     unsigned origin;
     int64_t due_ms;
+    char ended[256];
 };
 
-static void collect_due(void *ctx, unsigned origin, int64_t due_ms)
+static void collect_due(void *ctx, unsigned origin, int64_t due_ms, const char *ended)
 {
     struct due_seen *seen = ctx;
     seen->calls++;
     seen->origin = origin;
     seen->due_ms = due_ms;
+    (void)snprintf(seen->ended, sizeof seen->ended, "%s", ended ? ended : "");
 }
 
 /* A wait recorded for a job of one connection is noted for that connection, at the due time
- * Redis holds for the operation, and handed over once. */
+ * Redis holds for the operation, with the job as ended (its step is over), and handed over
+ * once; the poll's end is noted again. */
 static void test_due_noted_for_origin(void **state)
 {
     struct fixture *f = *state;
@@ -388,15 +391,16 @@ static void test_due_noted_for_origin(void **state)
     for (int i = 0; i < 100 && runner_busy(r) > 0; i++)
         sleep_ms(10);
     struct due_seen seen = {0};
-    runner_take_due(r, collect_due, &seen);
+    runner_take_notes(r, collect_due, &seen);
     assert_int_equal(seen.calls, 1);
     assert_int_equal(seen.origin, 7);
     redisReply *due = redisCommand(f->direct, "ZSCORE t:queue op-due");
     assert_non_null(due);
     assert_true((double)seen.due_ms == strtod(due->str, NULL));
+    assert_string_equal(seen.ended, "op-due");
     freeReplyObject(due);
     seen = (struct due_seen){0};
-    runner_take_due(r, collect_due, &seen);
+    runner_take_notes(r, collect_due, &seen);
     assert_int_equal(seen.calls, 0);
     assert_int_equal(runner_destroy(&r), 0);
 }

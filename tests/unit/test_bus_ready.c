@@ -40,7 +40,8 @@ static void test_ready_carries_the_received_count(void **state)
     zsock_t *worker = zsock_new_dealer(">inproc://ready-test");
     assert_non_null(gateway);
     assert_non_null(worker);
-    assert_int_equal(osbq_bus_send_ready(worker, "w-1", 12, 1234567890123ULL, 0), 0);
+    const struct osbq_bus_ready ready = {.free_slots = 12, .received = 1234567890123ULL};
+    assert_int_equal(osbq_bus_send_ready(worker, "w-1", &ready), 0);
     zmsg_t *msg = zmsg_recv(gateway);
     assert_non_null(msg);
     assert_int_equal(zmsg_size(msg), 5); /* identity, READY, id, free, received */
@@ -67,7 +68,8 @@ static void test_ready_carries_a_due_time_last(void **state)
     zsock_t *worker = zsock_new_dealer(">inproc://ready-due-test");
     assert_non_null(gateway);
     assert_non_null(worker);
-    assert_int_equal(osbq_bus_send_ready(worker, "w-2", 3, 7, 1795000000123LL), 0);
+    const struct osbq_bus_ready ready = {.free_slots = 3, .received = 7, .due_ms = 1795000000123LL};
+    assert_int_equal(osbq_bus_send_ready(worker, "w-2", &ready), 0);
     zmsg_t *msg = zmsg_recv(gateway);
     assert_non_null(msg);
     assert_int_equal(zmsg_size(msg), 6); /* identity, READY, id, free, received, due */
@@ -79,6 +81,33 @@ static void test_ready_carries_a_due_time_last(void **state)
         assert_string_equal(frame, expected[i]);
         if (i == 4)
             assert_true(osbq_bus_ready_due(frame) == 1795000000123LL);
+        free(frame);
+    }
+    zmsg_destroy(&msg);
+    zsock_destroy(&worker);
+    zsock_destroy(&gateway);
+}
+
+/* Ended operations go in a sixth frame, after a due frame ("0" without a due time). */
+static void test_ready_carries_ended_operations_last(void **state)
+{
+    (void)state;
+    osbq_bus_init();
+    zsock_t *gateway = zsock_new_router("inproc://ready-ended-test");
+    zsock_t *worker = zsock_new_dealer(">inproc://ready-ended-test");
+    assert_non_null(gateway);
+    assert_non_null(worker);
+    const struct osbq_bus_ready ready = {.free_slots = 1, .received = 2, .ended = "op-1 op-2"};
+    assert_int_equal(osbq_bus_send_ready(worker, "w-3", &ready), 0);
+    zmsg_t *msg = zmsg_recv(gateway);
+    assert_non_null(msg);
+    assert_int_equal(zmsg_size(msg), 7);
+    zframe_t *identity = zmsg_pop(msg);
+    zframe_destroy(&identity);
+    const char *expected[] = {OSBQ_BUS_READY, "w-3", "1", "2", "0", "op-1 op-2"};
+    for (size_t i = 0; i < sizeof expected / sizeof expected[0]; i++) {
+        char *frame = zmsg_popstr(msg);
+        assert_string_equal(frame, expected[i]);
         free(frame);
     }
     zmsg_destroy(&msg);
@@ -106,6 +135,7 @@ int main(void)
         cmocka_unit_test(test_ready_carries_the_received_count),
         cmocka_unit_test(test_ready_carries_a_due_time_last),
         cmocka_unit_test(test_ready_due_parse),
+        cmocka_unit_test(test_ready_carries_ended_operations_last),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include <stdio.h>
+#include <string.h>
 
 #include "dispatch_lanes.h"
 
@@ -23,7 +24,7 @@ static int items[64];
 static void *pop(struct dispatch_lanes *l, enum dispatch_lane expected_lane)
 {
     enum dispatch_lane lane = DISPATCH_LANES;
-    void *item = dispatch_lanes_pop(l, &lane);
+    void *item = dispatch_lanes_pop(l, &lane, NULL);
     assert_non_null(item);
     assert_int_equal(lane, expected_lane);
     return item;
@@ -34,7 +35,7 @@ static void test_empty(void **state)
     (void)state;
     struct dispatch_lanes *l = dispatch_lanes_new();
     assert_non_null(l);
-    assert_null(dispatch_lanes_pop(l, NULL));
+    assert_null(dispatch_lanes_pop(l, NULL, NULL));
     assert_int_equal(dispatch_lanes_total(l), 0);
     dispatch_lanes_destroy(&l);
     assert_null(l);
@@ -54,7 +55,7 @@ static void test_one_lane_in_order(void **state)
     assert_ptr_equal(pop(l, DISPATCH_LANE_NEW), &items[9]);
     for (int i = 0; i < 5; i++)
         assert_ptr_equal(pop(l, DISPATCH_LANE_NEW), &items[i]);
-    assert_null(dispatch_lanes_pop(l, NULL));
+    assert_null(dispatch_lanes_pop(l, NULL, NULL));
     dispatch_lanes_destroy(&l);
 }
 
@@ -102,7 +103,7 @@ static void test_turns(void **state)
         assert_ptr_equal(pop(l, DISPATCH_LANE_DUE), &items[10 + i]);
         assert_ptr_equal(pop(l, DISPATCH_LANE_NEW), &items[i]);
     }
-    assert_null(dispatch_lanes_pop(l, NULL));
+    assert_null(dispatch_lanes_pop(l, NULL, NULL));
     dispatch_lanes_destroy(&l);
 }
 
@@ -126,7 +127,7 @@ static void test_bound(void **state)
             assert_int_equal(dispatch_lanes_push(l, lane, "t", 1, &items[round % 64], false), 0);
         } else {
             enum dispatch_lane lane = DISPATCH_LANES;
-            if (dispatch_lanes_pop(l, &lane) == NULL)
+            if (dispatch_lanes_pop(l, &lane, NULL) == NULL)
                 continue;
             others[lane] = 0;
             for (unsigned i = 0; i < DISPATCH_LANES; i++) {
@@ -137,7 +138,7 @@ static void test_bound(void **state)
             }
         }
     }
-    while (dispatch_lanes_pop(l, NULL) != NULL)
+    while (dispatch_lanes_pop(l, NULL, NULL) != NULL)
         ;
     dispatch_lanes_destroy(&l);
 }
@@ -166,7 +167,7 @@ static void test_tenants_take_turns(void **state)
     }
     for (int i = 6; i < 40; i++)
         assert_ptr_equal(pop(l, DISPATCH_LANE_NEW), &items[i]);
-    assert_null(dispatch_lanes_pop(l, NULL));
+    assert_null(dispatch_lanes_pop(l, NULL, NULL));
     assert_int_equal(dispatch_lanes_tenants(l, DISPATCH_LANE_NEW), 0);
     dispatch_lanes_destroy(&l);
 }
@@ -198,7 +199,7 @@ static void test_weights(void **state)
     for (int n = 0; n < 3; n++)
         assert_true((int *)pop(l, DISPATCH_LANE_DUE) < &items[32]);
     assert_ptr_equal(pop(l, DISPATCH_LANE_DUE), &items[63]);
-    while (dispatch_lanes_pop(l, NULL) != NULL)
+    while (dispatch_lanes_pop(l, NULL, NULL) != NULL)
         ;
     dispatch_lanes_destroy(&l);
 }
@@ -227,11 +228,58 @@ static void test_many_tenants(void **state)
     assert_int_equal(dispatch_lanes_push(l, DISPATCH_LANE_NEW, "k8s/late", 1, &items[0], false), 0);
     assert_ptr_equal(dispatch_lanes_oldest(l, DISPATCH_LANE_NEW, older), &items[0]);
     size_t popped = 0;
-    while (dispatch_lanes_pop(l, NULL) != NULL)
+    while (dispatch_lanes_pop(l, NULL, NULL) != NULL)
         popped++;
     assert_int_equal(popped, TENANTS + 1);
     assert_int_equal(dispatch_lanes_tenants(l, DISPATCH_LANE_NEW), 0);
     assert_null(dispatch_lanes_oldest(l, DISPATCH_LANE_NEW, older));
+    dispatch_lanes_destroy(&l);
+}
+
+/* Running jobs by tenant, as a dispatcher counts them. */
+struct load_table {
+    const char *tenant[4];
+    unsigned running[4];
+};
+
+static unsigned running_of(void *ctx, const char *tenant)
+{
+    const struct load_table *t = ctx;
+    for (int i = 0; i < 4 && t->tenant[i] != NULL; i++)
+        if (strcmp(t->tenant[i], tenant) == 0)
+            return t->running[i];
+    return 0;
+}
+
+/* With the running jobs known: a tenant holding none goes before one holding the slots, whatever
+ * the round; weights scale what each may hold; equals keep the rounds. */
+static void test_prefers_fewest_running(void **state)
+{
+    (void)state;
+    struct dispatch_lanes *l = dispatch_lanes_new();
+    struct load_table t = {{"cf/a", "cf/b", "cf/c"}, {16, 0, 0}};
+    const struct dispatch_load load = {running_of, &t};
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(dispatch_lanes_push(l, DISPATCH_LANE_NEW, "cf/a", 1, &items[i], false), 0);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(
+            dispatch_lanes_push(l, DISPATCH_LANE_NEW, "cf/b", 1, &items[10 + i], false), 0);
+    /* a holds 16, b none: b's three first, in order, though a's round came first. */
+    for (int i = 0; i < 3; i++)
+        assert_ptr_equal(dispatch_lanes_pop(l, NULL, &load), &items[10 + i]);
+    assert_int_equal(dispatch_lanes_tenants(l, DISPATCH_LANE_NEW), 1);
+    assert_ptr_equal(dispatch_lanes_pop(l, NULL, &load), &items[0]);
+    /* c of weight 4 holding 3 against a holding 1 of weight 1: 3/4 < 1/1, c first. */
+    t.running[0] = 1;
+    t.running[2] = 3;
+    assert_int_equal(dispatch_lanes_push(l, DISPATCH_LANE_NEW, "cf/c", 4, &items[20], false), 0);
+    assert_ptr_equal(dispatch_lanes_pop(l, NULL, &load), &items[20]);
+    /* Equal holdings: the rounds as without load. */
+    t.running[0] = 0;
+    assert_ptr_equal(dispatch_lanes_pop(l, NULL, &load), &items[1]);
+    while (dispatch_lanes_pop(l, NULL, &load) != NULL)
+        ;
+    assert_int_equal(dispatch_lanes_tenants(l, DISPATCH_LANE_NEW), 0);
     dispatch_lanes_destroy(&l);
 }
 
@@ -245,6 +293,7 @@ int main(void)
         cmocka_unit_test(test_tenants_take_turns),
         cmocka_unit_test(test_weights),
         cmocka_unit_test(test_many_tenants),
+        cmocka_unit_test(test_prefers_fewest_running),
         cmocka_unit_test(test_bound),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

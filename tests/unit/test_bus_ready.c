@@ -10,6 +10,7 @@
 #include <cmocka.h>
 /* clang-format on */
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,23 +33,25 @@ static void test_credit_takes_off_jobs_on_their_way(void **state)
     assert_int_equal(osbq_bus_ready_credit(8, UINT64_MAX, 0), 0);
 }
 
-static void test_ready_carries_the_received_count(void **state)
+/* Sends ready from worker "id" over a real ZeroMQ pair (inproc endpoint) and checks the frames
+ * the gateway receives after the identity: expected, count of them, and no more. */
+static void expect_ready(const char *endpoint, const char *id, const struct osbq_bus_ready *ready,
+                         const char *const *expected, size_t count)
 {
-    (void)state;
     osbq_bus_init();
-    zsock_t *gateway = zsock_new_router("inproc://ready-test");
-    zsock_t *worker = zsock_new_dealer(">inproc://ready-test");
+    zsock_t *gateway = zsock_new_router(endpoint);
+    char connect[64];
+    (void)snprintf(connect, sizeof connect, ">%s", endpoint);
+    zsock_t *worker = zsock_new_dealer(connect);
     assert_non_null(gateway);
     assert_non_null(worker);
-    const struct osbq_bus_ready ready = {.free_slots = 12, .received = 1234567890123ULL};
-    assert_int_equal(osbq_bus_send_ready(worker, "w-1", &ready), 0);
+    assert_int_equal(osbq_bus_send_ready(worker, id, ready), 0);
     zmsg_t *msg = zmsg_recv(gateway);
     assert_non_null(msg);
-    assert_int_equal(zmsg_size(msg), 5); /* identity, READY, id, free, received */
+    assert_int_equal(zmsg_size(msg), count + 1);
     zframe_t *identity = zmsg_pop(msg);
     zframe_destroy(&identity);
-    const char *expected[] = {OSBQ_BUS_READY, "w-1", "12", "1234567890123"};
-    for (size_t i = 0; i < sizeof expected / sizeof expected[0]; i++) {
+    for (size_t i = 0; i < count; i++) {
         char *frame = zmsg_popstr(msg);
         assert_string_equal(frame, expected[i]);
         free(frame);
@@ -56,6 +59,14 @@ static void test_ready_carries_the_received_count(void **state)
     zmsg_destroy(&msg);
     zsock_destroy(&worker);
     zsock_destroy(&gateway);
+}
+
+static void test_ready_carries_the_received_count(void **state)
+{
+    (void)state;
+    const struct osbq_bus_ready ready = {.free_slots = 12, .received = 1234567890123ULL};
+    const char *expected[] = {OSBQ_BUS_READY, "w-1", "12", "1234567890123"};
+    expect_ready("inproc://ready-test", "w-1", &ready, expected, 4);
 }
 
 /* A READY with a due time carries it as a fifth frame, after the frames an older gateway
@@ -63,56 +74,19 @@ static void test_ready_carries_the_received_count(void **state)
 static void test_ready_carries_a_due_time_last(void **state)
 {
     (void)state;
-    osbq_bus_init();
-    zsock_t *gateway = zsock_new_router("inproc://ready-due-test");
-    zsock_t *worker = zsock_new_dealer(">inproc://ready-due-test");
-    assert_non_null(gateway);
-    assert_non_null(worker);
     const struct osbq_bus_ready ready = {.free_slots = 3, .received = 7, .due_ms = 1795000000123LL};
-    assert_int_equal(osbq_bus_send_ready(worker, "w-2", &ready), 0);
-    zmsg_t *msg = zmsg_recv(gateway);
-    assert_non_null(msg);
-    assert_int_equal(zmsg_size(msg), 6); /* identity, READY, id, free, received, due */
-    zframe_t *identity = zmsg_pop(msg);
-    zframe_destroy(&identity);
     const char *expected[] = {OSBQ_BUS_READY, "w-2", "3", "7", "1795000000123"};
-    for (size_t i = 0; i < sizeof expected / sizeof expected[0]; i++) {
-        char *frame = zmsg_popstr(msg);
-        assert_string_equal(frame, expected[i]);
-        if (i == 4)
-            assert_true(osbq_bus_ready_due(frame) == 1795000000123LL);
-        free(frame);
-    }
-    zmsg_destroy(&msg);
-    zsock_destroy(&worker);
-    zsock_destroy(&gateway);
+    expect_ready("inproc://ready-due-test", "w-2", &ready, expected, 5);
+    assert_true(osbq_bus_ready_due(expected[4]) == 1795000000123LL);
 }
 
 /* Ended operations go in a sixth frame, after a due frame ("0" without a due time). */
 static void test_ready_carries_ended_operations_last(void **state)
 {
     (void)state;
-    osbq_bus_init();
-    zsock_t *gateway = zsock_new_router("inproc://ready-ended-test");
-    zsock_t *worker = zsock_new_dealer(">inproc://ready-ended-test");
-    assert_non_null(gateway);
-    assert_non_null(worker);
     const struct osbq_bus_ready ready = {.free_slots = 1, .received = 2, .ended = "op-1 op-2"};
-    assert_int_equal(osbq_bus_send_ready(worker, "w-3", &ready), 0);
-    zmsg_t *msg = zmsg_recv(gateway);
-    assert_non_null(msg);
-    assert_int_equal(zmsg_size(msg), 7);
-    zframe_t *identity = zmsg_pop(msg);
-    zframe_destroy(&identity);
     const char *expected[] = {OSBQ_BUS_READY, "w-3", "1", "2", "0", "op-1 op-2"};
-    for (size_t i = 0; i < sizeof expected / sizeof expected[0]; i++) {
-        char *frame = zmsg_popstr(msg);
-        assert_string_equal(frame, expected[i]);
-        free(frame);
-    }
-    zmsg_destroy(&msg);
-    zsock_destroy(&worker);
-    zsock_destroy(&gateway);
+    expect_ready("inproc://ready-ended-test", "w-3", &ready, expected, 6);
 }
 
 /* What a gateway takes from the due frame: a positive decimal number, else nothing. */

@@ -17,25 +17,16 @@ to the gateways in turn, so the workers are never the bottleneck. Printed as NAM
 
 usage: due.py BUILD_DIR [GATEWAYS [WORKERS [COUNT [RATE]]]]   (defaults 4 2 300 20)"""
 
-import base64
-import http.client
 import json
 import os
 import re
-import shutil
 import sys
-import tempfile
 import time
-import uuid
 
-BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(BENCH_DIR, "..", "tests", "lib"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
 
-import osbq_stack  # noqa: E402 (found through the path set above)
+from own_stack import INSTANT, Broker, osbq_stack, own_stack, quantiles  # noqa: E402
 
-SERVICE = "0b5e7c1a-9d3f-4e2b-8a61-b7c4d2e9f001"
-INSTANT = "0b5e7c1a-9d3f-4e2b-8a61-b7c4d2e9f101"
-CONTEXT = {"platform": "cloudfoundry", "organization_guid": "o", "space_guid": "s"}
 THREE_HUNDRED = "0b5e7c1a-9d3f-4e2b-8a61-b7c4d2e9f107"
 DURATION_MS = 300
 END_TIMEOUT_S = 120
@@ -51,35 +42,11 @@ return cjson.encode(out)
 """
 
 
-def quantiles(values):
-    values = sorted(values)
-    if not values:
-        return None
-
-    def at(q):
-        return values[min(len(values) - 1, int(q * len(values)))]
-    return at(0.5), at(0.99), values[-1]
-
-
 def commandstats(redis):
     """{command: calls} from INFO commandstats."""
     text = redis.command("INFO", "commandstats")
     return {m.group(1): int(m.group(2))
             for m in re.finditer(r"^cmdstat_([a-z|]+):calls=(\d+)", text, re.M)}
-
-
-class Gateway:
-    def __init__(self, port, password):
-        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-        token = base64.b64encode(("bench:%s" % password).encode()).decode()
-        self.headers = {"Authorization": "Basic " + token, "X-Broker-API-Version": "2.17",
-                        "Content-Type": "application/json"}
-
-    def put(self, path, body):
-        self.conn.request("PUT", path, body=json.dumps(body), headers=self.headers)
-        r = self.conn.getresponse()
-        r.read()
-        return r.status
 
 
 def main():
@@ -88,28 +55,16 @@ def main():
     build_dir = sys.argv[1]
     gateways, workers, count, rate = (list(map(int, sys.argv[2:6])) + [4, 2, 300, 20][
         len(sys.argv[2:6]):])
-    workdir = tempfile.mkdtemp(prefix="osbq-bench-due-")
-    password = uuid.uuid4().hex
-    password_file = os.path.join(workdir, "password")
-    with open(password_file, "w") as f:
-        f.write(password)
-    gateway_bin, worker_bin = osbq_stack.binaries(build_dir)
-    settings = {"OSBQ_CATALOG": os.path.join(BENCH_DIR, "catalog.json"),
-                "OSBQ_BROKER_USERNAME": "bench", "OSBQ_BROKER_PASSWORD_FILE": password_file,
-                "OSBQ_LOG_LEVEL": "warn"}
-    stack = osbq_stack.Stack(gateway_bin, worker_bin, settings, workdir=workdir)
-    try:
+    with own_stack(build_dir, "osbq-bench-due-") as (stack, password):
         gws = [stack.start_gateway(name="gateway-%d" % i, ready_path="/readyz")
                for i in range(gateways)]
         # The workers log each step's start (late_ms); the gateways stay at warn.
         wks = [stack.start_worker(name="worker-%d" % i, OSBQ_LOG_LEVEL="info")
                for i in range(workers)]
-        clients = [Gateway(g.port, password) for g in gws]
+        clients = [Broker(g.port, password) for g in gws]
 
         def instant_through_each():
-            return all(c.put("/v2/service_instances/" + uuid.uuid4().hex,
-                             {"service_id": SERVICE, "plan_id": INSTANT, "context": CONTEXT}) == 201
-                       for c in clients)
+            return all(c.provision(INSTANT, "o", asynchronous=False)[0] == 201 for c in clients)
         osbq_stack.wait_until(instant_through_each, 30, "every gateway to reach a worker")
         stack.redis.command("CONFIG", "RESETSTAT")
         started = time.monotonic()
@@ -118,9 +73,7 @@ def main():
             pause = due - time.monotonic()
             if pause > 0:
                 time.sleep(pause)
-            status = clients[i % gateways].put(
-                "/v2/service_instances/%s?accepts_incomplete=true" % uuid.uuid4().hex,
-                {"service_id": SERVICE, "plan_id": THREE_HUNDRED, "context": CONTEXT})
+            status, _ = clients[i % gateways].provision(THREE_HUNDRED, "o")
             if status != 202:
                 raise SystemExit("provision %d answered %d" % (i, status))
         osbq_stack.wait_until(lambda: stack.redis.command("ZCARD", NAMESPACE + ":queue") == 0,
@@ -142,9 +95,6 @@ def main():
             print("step_late_ms_p50=%d step_late_ms_p99=%d step_late_ms_max=%d" % steps)
         print("redis_calls_per_op=%.1f evalsha_per_op=%.2f"
               % (calls / float(count), stats.get("evalsha", 0) / float(count)))
-    finally:
-        stack.stop(timeout_s=20)
-        shutil.rmtree(workdir, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -18,25 +18,17 @@ a_ops_per_s_alone (with a_alone), and their ratio.
 
 usage: noisy_neighbor.py BUILD_DIR [COUNT [a_alone]]   (COUNT default 10000: the issue's)"""
 
-import base64
-import http.client
 import json
 import os
-import shutil
 import sys
-import tempfile
 import threading
 import time
-import uuid
 from concurrent.futures import ThreadPoolExecutor
 
-BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(BENCH_DIR, "..", "tests", "lib"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
 
-import osbq_stack  # noqa: E402 (found through the path set above)
+from own_stack import INSTANT, Broker, osbq_stack, own_stack, quantiles  # noqa: E402
 
-SERVICE = "0b5e7c1a-9d3f-4e2b-8a61-b7c4d2e9f001"
-INSTANT = "0b5e7c1a-9d3f-4e2b-8a61-b7c4d2e9f101"
 SIX_BLOCKING = "0b5e7c1a-9d3f-4e2b-8a61-b7c4d2e9f106"
 STEP_S = 6.0
 SLOTS = 16  # the worker's default OSBQ_WORKER_CONCURRENCY
@@ -54,34 +46,12 @@ return cjson.encode(out)
 """
 
 
-def quantiles(values):
-    values = sorted(values)
-
-    def at(q):
-        return values[min(len(values) - 1, int(q * len(values)))]
-    return (at(0.5), at(0.99), values[-1]) if values else (0, 0, 0)
-
-
-class Gateway:
-    def __init__(self, port, password):
-        self.port = port
-        token = base64.b64encode(("bench:%s" % password).encode()).decode()
-        self.headers = {"Authorization": "Basic " + token, "X-Broker-API-Version": "2.17",
-                        "Content-Type": "application/json"}
-        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-
-    def provision(self, plan, org):
-        iid = uuid.uuid4().hex
-        body = {"service_id": SERVICE, "plan_id": plan,
-                "context": {"platform": "cloudfoundry", "organization_guid": org,
-                            "space_guid": "s"}}
-        self.conn.request("PUT", "/v2/service_instances/%s?accepts_incomplete=true" % iid,
-                          body=json.dumps(body), headers=self.headers)
-        r = self.conn.getresponse()
-        r.read()
-        if r.status != 202:
-            raise SystemExit("provision answered %d" % r.status)
-        return iid
+def provision(broker, plan, org):
+    """An asynchronous provision that must be accepted; its instance id."""
+    status, iid = broker.provision(plan, org)
+    if status != 202:
+        raise SystemExit("provision answered %d" % status)
+    return iid
 
 
 def times(redis):
@@ -104,7 +74,7 @@ def b_stream(gw, stop, out):
     """B's 0-ms provisions every B_EVERY_S until stop is set; their ids in out."""
     next_at = time.monotonic()
     while not stop.is_set():
-        out.append(gw.provision(INSTANT, "org-b"))
+        out.append(provision(gw, INSTANT, "org-b"))
         next_at += B_EVERY_S
         stop.wait(max(0.0, next_at - time.monotonic()))
 
@@ -112,8 +82,8 @@ def b_stream(gw, stop, out):
 def a_burst(port, password, count):
     """A's count provisions on SENDERS connections; their ids."""
     def send(sender):
-        gw = Gateway(port, password)
-        return [gw.provision(SIX_BLOCKING, "org-a") for _ in range(sender, count, SENDERS)]
+        gw = Broker(port, password)
+        return [provision(gw, SIX_BLOCKING, "org-a") for _ in range(sender, count, SENDERS)]
     with ThreadPoolExecutor(SENDERS) as pool:
         return [i for ids in pool.map(send, range(SENDERS)) for i in ids]
 
@@ -131,20 +101,12 @@ def main():
     count = int(sys.argv[2]) if len(sys.argv) > 2 else 10000
     a_alone = len(sys.argv) > 3 and sys.argv[3] == "a_alone"
     work_s = count / SLOTS * STEP_S
-    workdir = tempfile.mkdtemp(prefix="osbq-bench-noisy-")
-    password = uuid.uuid4().hex
-    password_file = os.path.join(workdir, "password")
-    with open(password_file, "w") as f:
-        f.write(password)
-    settings = {"OSBQ_CATALOG": os.path.join(BENCH_DIR, "catalog.json"),
-                "OSBQ_BROKER_USERNAME": "bench", "OSBQ_BROKER_PASSWORD_FILE": password_file,
-                "OSBQ_LOG_LEVEL": "warn", "OSBQ_MAX_QUEUED_JOBS": str(count + 10000)}
-    stack = osbq_stack.Stack(*osbq_stack.binaries(build_dir), settings, workdir=workdir)
-    try:
+    with own_stack(build_dir, "osbq-bench-noisy-",
+                   OSBQ_MAX_QUEUED_JOBS=str(count + 10000)) as (stack, password):
         gw = stack.start_gateway(ready_path="/readyz")
         stack.start_worker()
-        b = Gateway(gw.port, password)
-        b.provision(INSTANT, "org-warm")
+        b = Broker(gw.port, password)
+        provision(b, INSTANT, "org-warm")
         osbq_stack.wait_until(lambda: stack.redis.command("ZCARD", NAMESPACE + ":queue") == 0, 30,
                               "a worker to take a job")
         stop, b_ids = threading.Event(), []
@@ -158,7 +120,7 @@ def main():
         print("b_alone_p50_ms=%d b_alone_p99_ms=%d" % alone[:2], flush=True)
 
         stop, b_ids = threading.Event(), []
-        b = Gateway(gw.port, password)
+        b = Broker(gw.port, password)
         sender = threading.Thread(target=b_stream, args=(b, stop, b_ids))
         sender.start()
         a_ids = a_burst(gw.port, password, count)
@@ -177,9 +139,6 @@ def main():
             alone_rate = a_rate(t, a_ids)
             print("a_ops_per_s_alone=%.2f a_beside_over_alone=%.3f"
                   % (alone_rate, beside / alone_rate), flush=True)
-    finally:
-        stack.stop(timeout_s=30)
-        shutil.rmtree(workdir, ignore_errors=True)
 
 
 if __name__ == "__main__":

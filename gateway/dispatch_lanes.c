@@ -60,6 +60,20 @@ static void tenant_free(struct tenant_queue *t)
     free(t);
 }
 
+/* Takes t out of the lane (prev: the tenant before it in the ring, NULL when t is the head) and
+ * frees it. */
+static void tenant_remove(struct lane *ln, struct tenant_queue *prev, struct tenant_queue *t)
+{
+    if (prev != NULL)
+        prev->next = t->next;
+    else
+        ln->head = t->next;
+    if (ln->tail == t)
+        ln->tail = prev;
+    zhashx_delete(ln->tenants, t->key);
+    tenant_free(t);
+}
+
 void dispatch_lanes_destroy(struct dispatch_lanes **lp)
 {
     struct dispatch_lanes *l = lp ? *lp : NULL;
@@ -121,16 +135,10 @@ int dispatch_lanes_push(struct dispatch_lanes *l, enum dispatch_lane lane, const
     if ((front ? zlistx_add_start(t->items, item) : zlistx_add_end(t->items, item)) == NULL) {
         if (zlistx_size(t->items) == 0) {
             /* Made for this item: not left in the ring empty. */
-            struct tenant_queue **link = &ln->head, *prev = NULL;
-            while (*link != t) {
-                prev = *link;
-                link = &(*link)->next;
-            }
-            *link = t->next;
-            if (ln->tail == t)
-                ln->tail = prev;
-            zhashx_delete(ln->tenants, t->key);
-            tenant_free(t);
+            struct tenant_queue *prev = NULL;
+            for (struct tenant_queue *p = ln->head; p != t; p = p->next)
+                prev = p;
+            tenant_remove(ln, prev, t);
         }
         return -1;
     }
@@ -139,33 +147,36 @@ int dispatch_lanes_push(struct dispatch_lanes *l, enum dispatch_lane lane, const
     return 0;
 }
 
-/* Takes the oldest item of t, which follows prev in the ring (NULL: t is the head) but is not
- * its head: a tenant preferred for holding fewer running jobs. Its place in the ring stays. */
-static void *lane_pop_preferred(struct lane *ln, struct tenant_queue *prev, struct tenant_queue *t)
+/* Takes the oldest item of t, which follows prev in the ring (NULL: t is the head). A tenant
+ * left empty leaves the ring; the head, once its round's items are taken, goes to the ring's
+ * tail with a new round's; another tenant (one preferred for holding fewer running jobs) keeps
+ * its place. */
+static void *tenant_take(struct lane *ln, struct tenant_queue *prev, struct tenant_queue *t)
 {
     void *item = zlistx_first(t->items);
     zlistx_detach_cur(t->items);
     ln->size--;
-    if (--t->deficit == 0)
+    bool round_over = --t->deficit == 0;
+    if (round_over)
         t->deficit = t->weight;
     if (zlistx_size(t->items) == 0) {
-        prev->next = t->next;
-        if (ln->tail == t)
-            ln->tail = prev;
-        zhashx_delete(ln->tenants, t->key);
-        tenant_free(t);
+        tenant_remove(ln, prev, t);
+    } else if (round_over && prev == NULL && t->next != NULL) {
+        ln->head = t->next;
+        t->next = NULL;
+        ln->tail->next = t;
+        ln->tail = t;
     }
     return item;
 }
 
 /* Takes the next item of a non-empty lane: the head tenant's oldest, unless load says another of
  * the first DISPATCH_LANES_PREFER_SCAN tenants holds fewer running jobs for its weight (then
- * that one's oldest). A head tenant that used its round's items goes to the ring's tail with a
- * new round's; a tenant left empty leaves the ring. */
+ * that one's oldest). */
 static void *lane_pop(struct lane *ln, const struct dispatch_load *load)
 {
+    struct tenant_queue *best = ln->head, *best_prev = NULL;
     if (load != NULL && load->running != NULL) {
-        struct tenant_queue *best = ln->head, *best_prev = NULL;
         uint64_t best_running = load->running(load->ctx, best->key);
         unsigned scanned = 1;
         for (struct tenant_queue *prev = ln->head, *t = ln->head->next;
@@ -178,30 +189,8 @@ static void *lane_pop(struct lane *ln, const struct dispatch_load *load)
                 best_running = running;
             }
         }
-        if (best != ln->head)
-            return lane_pop_preferred(ln, best_prev, best);
     }
-    struct tenant_queue *t = ln->head;
-    void *item = zlistx_first(t->items);
-    zlistx_detach_cur(t->items);
-    ln->size--;
-    t->deficit--;
-    if (zlistx_size(t->items) == 0) {
-        ln->head = t->next;
-        if (ln->tail == t)
-            ln->tail = NULL;
-        zhashx_delete(ln->tenants, t->key);
-        tenant_free(t);
-    } else if (t->deficit == 0) {
-        t->deficit = t->weight;
-        if (t->next != NULL) {
-            ln->head = t->next;
-            t->next = NULL;
-            ln->tail->next = t;
-            ln->tail = t;
-        }
-    }
-    return item;
+    return tenant_take(ln, best_prev, best);
 }
 
 void *dispatch_lanes_pop(struct dispatch_lanes *l, enum dispatch_lane *lane,

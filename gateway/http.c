@@ -474,22 +474,29 @@ static enum MHD_Result respond(const struct gateway *gw, struct MHD_Connection *
 }
 
 /* Resumed with the handler's call answered: its second half makes the reply. */
-static enum MHD_Result finish_call(const struct gateway *gw, struct MHD_Connection *conn,
-                                   struct exchange *ex)
+/* Runs the handler's second half on its answered call, its lines naming the request: *r gets
+ * what it made of the answer. The call is consumed. */
+static void run_second_half(const struct gateway *gw, struct exchange *ex, struct reply *r)
 {
     struct reply_defer defer = ex->defer;
     memset(&ex->defer, 0, sizeof ex->defer);
-    ex->state = EXCHANGE_RECEIVING;
     struct osbq_log_context context = {.operation_id =
                                            ex->operation_id[0] ? ex->operation_id : NULL,
                                        .instance_id = ex->instance_id,
                                        .binding_id = ex->binding_id,
                                        .request_id = ex->request_identity};
-    struct reply r = {0};
     osbq_log_context_set(&context);
-    defer.resume(gw, &ex->req, defer.call, defer.state, &r);
+    defer.resume(gw, &ex->req, defer.call, defer.state, r);
     osbq_log_context_set(NULL);
     reply_defer_clear(&defer);
+}
+
+static enum MHD_Result finish_call(const struct gateway *gw, struct MHD_Connection *conn,
+                                   struct exchange *ex)
+{
+    ex->state = EXCHANGE_RECEIVING;
+    struct reply r = {0};
+    run_second_half(gw, ex, &r);
     return respond(gw, conn, ex, &r);
 }
 
@@ -501,15 +508,8 @@ static enum MHD_Result finish_call(const struct gateway *gw, struct MHD_Connecti
  * first) recorded nothing yet and is dropped. */
 static void finish_call_unanswered(const struct gateway *gw, struct exchange *ex)
 {
-    struct reply_defer defer = ex->defer;
-    memset(&ex->defer, 0, sizeof ex->defer);
-    struct osbq_log_context context = {.instance_id = ex->instance_id,
-                                       .binding_id = ex->binding_id,
-                                       .request_id = ex->request_identity};
     struct reply r = {0};
-    osbq_log_context_set(&context);
-    defer.resume(gw, &ex->req, defer.call, defer.state, &r);
-    reply_defer_clear(&defer);
+    run_second_half(gw, ex, &r);
     if (r.job != NULL) {
         log_info("operation %s: its client left before the answer; the job goes on",
                  r.operation_id);
@@ -517,7 +517,6 @@ static void finish_call_unanswered(const struct gateway *gw, struct exchange *ex
         send_job(gw, r.operation_id, r.tenant, r.weight, false, r.job, r.job_len);
         r.job = NULL;
     }
-    osbq_log_context_set(NULL);
     reply_clear(&r);
 }
 

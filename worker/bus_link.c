@@ -68,11 +68,17 @@ struct bus_link *bus_link_new(const char *worker_id, const struct osbq_bus_curve
     return b;
 }
 
-static void gateway_clear(struct gateway *gw)
+/* Forgets the ended jobs gw was to be told of (sent, or of a socket gone). */
+static void forget_ended(struct gateway *gw)
 {
     free(gw->ended);
     gw->ended = NULL;
     gw->ended_len = 0;
+}
+
+static void gateway_clear(struct gateway *gw)
+{
+    forget_ended(gw);
     osbq_bus_monitor_stop(gw->dealer, &gw->monitor);
     zsock_destroy(&gw->dealer);
     free(gw->endpoint);
@@ -106,9 +112,7 @@ static void send_ready(struct bus_link *b, struct gateway *gw)
         return;
     }
     gw->due_ms = 0;
-    free(gw->ended);
-    gw->ended = NULL;
-    gw->ended_len = 0;
+    forget_ended(gw);
 }
 
 static struct gateway *find(struct bus_link *b, const char *endpoint)
@@ -130,9 +134,7 @@ static void dial(struct bus_link *b, struct gateway *gw)
     gw->received = 0;
     gw->announced_received = 0;
     /* Jobs of the old socket: its gateway forgets them with that connection's worker. */
-    free(gw->ended);
-    gw->ended = NULL;
-    gw->ended_len = 0;
+    forget_ended(gw);
     /* Jobs of the old socket noting a due time reach every gateway (bus_link_note_due). */
     gw->origin = ++b->last_origin;
     if (gw->origin == 0)

@@ -37,9 +37,10 @@
 /* How long runner_destroy waits, on top of the Redis timeout (a release or a last finish may be
  * under way), for cancelled threads to return before it leaves them behind. */
 #define EXIT_WAIT_MS 1000
-/* Gateways whose due times one drain of the main thread collects apart; past that many (a
- * worker linked to more gateways, all of whose jobs waited at once), the rest are told to
- * every gateway. */
+/* Gateways whose notes (due times, ended jobs) one drain of the main thread collects apart;
+ * past that many (a worker linked to more gateways, all of whose jobs ended at once), the due
+ * times are told to every gateway and the ended jobs to none (those gateways forget them with
+ * the worker). */
 #define DUE_ORIGINS_MAX 16
 /* Room for an operation id a gateway made (32 hex digits) and its NUL, with margin. */
 #define OPERATION_ID_MAX 72

@@ -60,9 +60,9 @@ static const char *const begin_binding_args[] = {NAMED(BEGIN_BINDING_ARG_KIND),
 
 static const char *const claim_keys[] = {NAMED(CLAIM_KEY_OP), NAMED(CLAIM_KEY_QUEUE)};
 
-static const char *const claim_args[] = {NAMED(CLAIM_ARG_WORKER_ID), NAMED(CLAIM_ARG_ATTEMPT),
-                                         NAMED(CLAIM_ARG_NOW), NAMED(CLAIM_ARG_LEASE),
-                                         NAMED(CLAIM_ARG_OPERATION_ID)};
+static const char *const claim_args[] = {NAMED(CLAIM_ARG_WORKER_ID),    NAMED(CLAIM_ARG_ATTEMPT),
+                                         NAMED(CLAIM_ARG_NOW),          NAMED(CLAIM_ARG_LEASE),
+                                         NAMED(CLAIM_ARG_OPERATION_ID), NAMED(CLAIM_ARG_PREFIX)};
 
 static const char *const progress_keys[] = {NAMED(PROGRESS_KEY_OP), NAMED(PROGRESS_KEY_QUEUE)};
 
@@ -107,7 +107,8 @@ static const char *const release_args[] = {NAMED(RELEASE_ARG_WORKER_ID), NAMED(R
 
 static const char *const resend_keys[] = {NAMED(RESEND_KEY_OP), NAMED(RESEND_KEY_QUEUE)};
 
-static const char *const resend_args[] = {NAMED(RESEND_ARG_NOW), NAMED(RESEND_ARG_OPERATION_ID)};
+static const char *const resend_args[] = {NAMED(RESEND_ARG_NOW), NAMED(RESEND_ARG_OPERATION_ID),
+                                          NAMED(RESEND_ARG_PREFIX)};
 
 static const char *const reseal_keys[] = {NAMED(RESEAL_KEY_BINDING)};
 
@@ -118,7 +119,8 @@ static const char *const wait_keys[] = {NAMED(WAIT_KEY_OP), NAMED(WAIT_KEY_QUEUE
 
 static const char *const wait_args[] = {NAMED(WAIT_ARG_WORKER_ID), NAMED(WAIT_ARG_DESCRIPTION),
                                         NAMED(WAIT_ARG_RESUME),    NAMED(WAIT_ARG_DUE),
-                                        NAMED(WAIT_ARG_NOW),       NAMED(WAIT_ARG_OPERATION_ID)};
+                                        NAMED(WAIT_ARG_NOW),       NAMED(WAIT_ARG_OPERATION_ID),
+                                        NAMED(WAIT_ARG_PREFIX)};
 
 const struct store_script_contract store_script_contracts[SCRIPT_COUNT] = {
     [SCRIPT_BEGIN_INSTANCE] = {begin_instance_keys, BEGIN_INSTANCE_KEY_COUNT, begin_instance_args,

@@ -86,11 +86,12 @@ int osbq_store_claim(struct osbq_store *store, const char *operation_id, const c
                      struct osbq_error *err)
 {
     char op[STORE_KEY_MAX], queue[STORE_KEY_MAX];
-    char attempt_text[12], now[24], lease[24];
+    char attempt_text[12], now[24], lease[24], prefix[96];
     if (out != NULL)
         memset(out, 0, sizeof *out);
     if (op_keys(store, operation_id, op, queue, err) < 0)
         return -1;
+    (void)store_key_prefix(store, prefix, sizeof prefix);
     (void)snprintf(attempt_text, sizeof attempt_text, "%" PRIu32, attempt);
     (void)snprintf(now, sizeof now, "%" PRId64, osbq_store_now_ms());
     (void)snprintf(lease, sizeof lease, "%" PRId64, lease_ms);
@@ -101,6 +102,7 @@ int osbq_store_claim(struct osbq_store *store, const char *operation_id, const c
         [CLAIM_ARG_NOW] = now,
         [CLAIM_ARG_LEASE] = lease,
         [CLAIM_ARG_OPERATION_ID] = operation_id,
+        [CLAIM_ARG_PREFIX] = prefix,
     };
     redisReply *reply = store_eval(store, SCRIPT_CLAIM, keys, args, err);
     if (reply == NULL)
@@ -369,9 +371,10 @@ int osbq_store_wait(struct osbq_store *store, const char *operation_id, const ch
                     const struct osbq_op_result *in_progress, int64_t due_ms,
                     struct osbq_error *err)
 {
-    char op[STORE_KEY_MAX], queue[STORE_KEY_MAX], now[24], due[24];
+    char op[STORE_KEY_MAX], queue[STORE_KEY_MAX], now[24], due[24], prefix[96];
     if (op_keys(store, operation_id, op, queue, err) < 0)
         return -1;
+    (void)store_key_prefix(store, prefix, sizeof prefix);
     (void)snprintf(now, sizeof now, "%" PRId64, osbq_store_now_ms());
     (void)snprintf(due, sizeof due, "%" PRId64, due_ms);
     const char *description = in_progress->description;
@@ -384,6 +387,7 @@ int osbq_store_wait(struct osbq_store *store, const char *operation_id, const ch
         [WAIT_ARG_DUE] = due,
         [WAIT_ARG_NOW] = now,
         [WAIT_ARG_OPERATION_ID] = operation_id,
+        [WAIT_ARG_PREFIX] = prefix,
     };
     return op_script(store, SCRIPT_WAIT, keys, args, err);
 }
@@ -407,13 +411,15 @@ int osbq_store_release(struct osbq_store *store, const char *operation_id, const
 int osbq_store_operator_resend(struct osbq_store *store, const char *operation_id,
                                struct osbq_error *err)
 {
-    char op[STORE_KEY_MAX], queue[STORE_KEY_MAX], now[24];
+    char op[STORE_KEY_MAX], queue[STORE_KEY_MAX], now[24], prefix[96];
     if (op_keys(store, operation_id, op, queue, err) < 0)
         return osbq_error_set(err, OSBQ_ERR_BAD_REQUEST, "operation id too long");
     (void)snprintf(now, sizeof now, "%" PRId64, osbq_store_now_ms());
+    (void)store_key_prefix(store, prefix, sizeof prefix);
     const char *keys[RESEND_KEY_COUNT] = {[RESEND_KEY_OP] = op, [RESEND_KEY_QUEUE] = queue};
-    const char *args[RESEND_ARG_COUNT] = {
-        [RESEND_ARG_NOW] = now, [RESEND_ARG_OPERATION_ID] = operation_id};
+    const char *args[RESEND_ARG_COUNT] = {[RESEND_ARG_NOW] = now,
+                                          [RESEND_ARG_OPERATION_ID] = operation_id,
+                                          [RESEND_ARG_PREFIX] = prefix};
     redisReply *reply = store_eval(store, SCRIPT_RESEND, keys, args, err);
     if (reply == NULL)
         return -1;

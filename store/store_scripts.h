@@ -117,6 +117,7 @@ enum claim_arg {
     CLAIM_ARG_NOW,
     CLAIM_ARG_LEASE,
     CLAIM_ARG_OPERATION_ID,
+    CLAIM_ARG_PREFIX,
     CLAIM_ARG_COUNT
 };
 
@@ -184,7 +185,7 @@ enum release_arg {
 
 /* resend.lua */
 enum resend_key { RESEND_KEY_OP, RESEND_KEY_QUEUE, RESEND_KEY_COUNT };
-enum resend_arg { RESEND_ARG_NOW, RESEND_ARG_OPERATION_ID, RESEND_ARG_COUNT };
+enum resend_arg { RESEND_ARG_NOW, RESEND_ARG_OPERATION_ID, RESEND_ARG_PREFIX, RESEND_ARG_COUNT };
 
 /* wait.lua */
 enum wait_key { WAIT_KEY_OP, WAIT_KEY_QUEUE, WAIT_KEY_COUNT };
@@ -195,6 +196,7 @@ enum wait_arg {
     WAIT_ARG_DUE,
     WAIT_ARG_NOW,
     WAIT_ARG_OPERATION_ID,
+    WAIT_ARG_PREFIX,
     WAIT_ARG_COUNT
 };
 

@@ -9,11 +9,12 @@
 -- ARGV[3] now: ms
 -- ARGV[4] lease: ms
 -- ARGV[5] operation_id: operation id
+-- ARGV[6] prefix: the key prefix "<ns>:"
 -- Returns {1, resume JSON or "", started_ms, steps, created_ms, due_ms or 0, tenant or ""} when
 -- claimed (due_ms: when the step of a waiting operation was due, so the worker can tell how
 -- late it runs; tenant: whose operation it is, for the worker's exec places), 0 otherwise.
 -- requires: history (store/lua/lib/history.lua: add_history)
-local rec = redis.call('HMGET', KEYS[1], 'state', 'lease_until', 'due_ms')
+local rec = redis.call('HMGET', KEYS[1], 'state', 'lease_until', 'due_ms', 'tenant')
 local state = rec[1]
 local now = tonumber(ARGV[3])
 if state == 'running' then
@@ -39,10 +40,14 @@ redis.call('HSET', KEYS[1], 'state', 'running', 'worker', ARGV[1], 'attempt', at
            'lease_until', until_ms)
 redis.call('HSETNX', KEYS[1], 'started_ms', now)
 redis.call('ZADD', KEYS[2], until_ms, ARGV[5])
+-- A waiting operation of a tenant leaves its tenant's polls (wait.lua); its lease is in the queue.
+if state == 'waiting' and rec[4] and rec[4] ~= '' then
+  redis.call('ZREM', ARGV[6] .. 'polls:' .. rec[4], ARGV[5])
+end
 if state ~= 'waiting' then
   add_history(KEYS[1], {ms = now, event = 'claimed', worker = ARGV[1], attempt = attempt})
 end
-local more = redis.call('HMGET', KEYS[1], 'resume', 'started_ms', 'steps', 'created_ms', 'tenant')
+local more = redis.call('HMGET', KEYS[1], 'resume', 'started_ms', 'steps', 'created_ms')
 local due = state == 'waiting' and tonumber(rec[3] or '0') or 0
 return {1, more[1] or '', tonumber(more[2]), tonumber(more[3] or '0'), tonumber(more[4] or '0'),
-        due, more[5] or ''}
+        due, rec[4] or ''}

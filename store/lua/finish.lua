@@ -24,7 +24,7 @@ local op_key, queue, waiters = KEYS[1], KEYS[2], KEYS[3]
 local rec = redis.call('HMGET', op_key, 'state', 'worker', 'kind', 'instance_key', 'plan_id',
                        'parameters', 'context', 'maintenance_version', 'created_ms',
                        'binding_key', 'bindings_key', 'quota_taken', 'quota_keys',
-                       'instance', 'binding')
+                       'instance', 'binding', 'tenant')
 if ARGV[13] == 'abandon' then
   local lease = tonumber(redis.call('HGET', op_key, 'lease_until') or '0')
   if rec[1] ~= 'queued' and rec[1] ~= 'waiting' and
@@ -54,6 +54,10 @@ if not ok and (kind == 'update' or kind == 'deprovision') then
 end
 redis.call('EXPIRE', op_key, retention)
 redis.call('ZREM', queue, op_id)
+-- Ended while waiting (an operator, or the recovery loop giving up): out of its tenant's polls.
+if rec[1] == 'waiting' and rec[16] and rec[16] ~= '' then
+  redis.call('ZREM', prefix .. 'polls:' .. rec[16], op_id)
+end
 local event = ok and 'succeeded' or 'failed'
 if ARGV[13] == 'abandon' then event = 'abandoned' end
 if ARGV[13] == 'operator' then event = 'failed_by_operator' end

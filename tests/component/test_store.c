@@ -56,6 +56,7 @@ static enum osbq_begin_answer begin(struct store_fixture *f, const char *kind, c
         .job_len = 9,
         .api_version = 217,
         .claim_timeout_ms = 30000,
+        .tenant = "cf/org-1",
     };
     struct osbq_begin_reply reply = {0};
     struct osbq_error err = {0};
@@ -589,7 +590,13 @@ static void test_steps_wait_and_poll(void **state)
     assert_int_equal(claim(f, "s1", "w1", 10000), 0);
     redisReply *r = redisCommand(f->direct, "HSET t:op:s1 due_ms 1");
     freeReplyObject(r);
-    r = redisCommand(f->direct, "ZADD t:queue 1 s1");
+    /* It waits in its tenant's polls (wait.lua): due there. */
+    char tenant[64];
+    (void)snprintf(tenant, sizeof tenant, "%s", field(f, "t:op:s1", "tenant"));
+    assert_true(tenant[0] != '\0');
+    r = redisCommand(f->direct, "ZADD t:polls:%s 1 s1", tenant);
+    freeReplyObject(r);
+    r = redisCommand(f->direct, "ZADD t:poll_tenants 1 %s", tenant);
     freeReplyObject(r);
     assert_int_equal(osbq_store_recover(f->store, 100, 2, 10000, false, &items, &count, NULL, &err),
                      0);
@@ -683,6 +690,119 @@ static void test_steps_repairs(void **state)
     assert_string_equal(field(f, "t:instance:is3", "lock_x"), "");
 }
 
+/* One operation of tenant, claimed by w1 and waiting, due at due_ms. */
+static void begin_waiting(struct store_fixture *f, const char *tenant, const char *op,
+                          int64_t due_ms)
+{
+    char instance[64];
+    (void)snprintf(instance, sizeof instance, "i-%s", op);
+    struct osbq_begin_request req = {
+        .kind = "provision",
+        .operation_id = op,
+        .instance_id = instance,
+        .digest = "d",
+        .service_id = "svc",
+        .plan_id = "plan-a",
+        .job = "job-bytes",
+        .job_len = 9,
+        .api_version = 217,
+        .claim_timeout_ms = 30000,
+        .tenant = tenant,
+    };
+    struct osbq_begin_reply reply = {0};
+    struct osbq_error err = {0};
+    assert_int_equal(osbq_store_begin_instance(f->store, &req, &reply, &err), 0);
+    assert_int_equal(reply.answer, OSBQ_BEGIN_ACCEPTED);
+    osbq_begin_reply_clear(&reply);
+    struct osbq_op_result step = {.in_progress = true};
+    assert_int_equal(claim(f, op, "w1", 10000), 1);
+    assert_int_equal(osbq_store_wait(f->store, op, "w1", &step, due_ms, &err), 1);
+}
+
+static long long zcard(struct store_fixture *f, const char *key)
+{
+    redisReply *r = redisCommand(f->direct, "ZCARD %s", key);
+    long long n = r != NULL && r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
+    freeReplyObject(r);
+    return n;
+}
+
+/* Due steps leave Redis tenant by tenant (docs/decisions/0038): a tenant with many steps due,
+ * due first, takes its share of a batch and another tenant's one step leaves in the same
+ * batch; a tenant alone takes the whole batch; a claim, an operator's failure and a finish take
+ * an operation out of its tenant's polls, and a tenant with nothing waiting is listed no more. */
+static void test_polls_leave_fairly(void **state)
+{
+    struct store_fixture *f = *state;
+    struct osbq_error err = {0};
+    char op[32];
+    /* Nothing of the earlier tests' operations in the scans below. */
+    freeReplyObject(redisCommand(f->direct, "FLUSHDB"));
+    for (int i = 0; i < 30; i++) {
+        (void)snprintf(op, sizeof op, "pa%d", i);
+        begin_waiting(f, "cf/org-a", op, 1000 + i);
+    }
+    begin_waiting(f, "cf/org-b", "pb0", 5000);
+    assert_int_equal(zcard(f, "t:polls:cf/org-a"), 30);
+    assert_int_equal(zcard(f, "t:poll_tenants"), 2);
+    /* Still counted among the operations in progress. */
+    assert_int_equal(zcard(f, "t:queue"), 31);
+
+    struct osbq_recovery_item *items = NULL;
+    size_t count = 0;
+    int64_t next_due = 0;
+    assert_int_equal(
+        osbq_store_recover(f->store, 10, 5, 10000, true, &items, &count, &next_due, &err), 0);
+    assert_int_equal(count, 10);
+    const struct osbq_recovery_item *b = find_item(items, count, "pb0");
+    assert_non_null(b);
+    assert_true(b->poll);
+    assert_string_equal(b->tenant, "cf/org-b");
+    /* org-a's earliest ones, in order. */
+    assert_non_null(find_item(items, count, "pa0"));
+    assert_non_null(find_item(items, count, "pa8"));
+    assert_null(find_item(items, count, "pa9"));
+    osbq_recovery_free(items, count);
+    /* Each taken once: a second scan takes org-a's next ones, and org-b has none due. */
+    assert_int_equal(
+        osbq_store_recover(f->store, 10, 5, 10000, true, &items, &count, &next_due, &err), 0);
+    assert_int_equal(count, 10);
+    assert_null(find_item(items, count, "pb0"));
+    assert_non_null(find_item(items, count, "pa9"));
+    assert_non_null(find_item(items, count, "pa18"));
+    osbq_recovery_free(items, count);
+    /* Without a worker with room, nothing is polled. */
+    assert_int_equal(
+        osbq_store_recover(f->store, 10, 5, 10000, false, &items, &count, &next_due, &err), 0);
+    assert_int_equal(count, 0);
+    osbq_recovery_free(items, count);
+
+    /* A claim takes it out of its tenant's polls; so do an operator's failure and a finish. */
+    assert_int_equal(claim(f, "pb0", "w2", 10000), 1);
+    assert_int_equal(zcard(f, "t:polls:cf/org-b"), 0);
+    assert_int_equal(osbq_store_operator_fail(f->store, "pa29", "Failed by ops.", &err), 1);
+    assert_int_equal(zcard(f, "t:polls:cf/org-a"), 29);
+    assert_int_equal(finish(f, "pb0", "w2", true), 1);
+    /* org-b has nothing waiting: once its listing falls due (at pb0's next poll, made now), a
+     * scan lists it no more; the scan says when org-a's first is due again (a claim timeout
+     * after it was taken). */
+    freeReplyObject(redisCommand(f->direct, "ZADD t:poll_tenants 1 cf/org-b"));
+    assert_int_equal(
+        osbq_store_recover(f->store, 10, 5, 10000, true, &items, &count, &next_due, &err), 0);
+    osbq_recovery_free(items, count);
+    redisReply *r = redisCommand(f->direct, "ZSCORE t:poll_tenants cf/org-b");
+    assert_int_equal(r->type, REDIS_REPLY_NIL);
+    freeReplyObject(r);
+    assert_true(next_due > osbq_store_now_ms());
+    /* An operator's resend makes a waiting step due at once in its tenant's polls. */
+    assert_int_equal(osbq_store_operator_resend(f->store, "pa28", &err), 1);
+    assert_int_equal(
+        osbq_store_recover(f->store, 10, 5, 10000, true, &items, &count, &next_due, &err), 0);
+    assert_int_equal(count, 1);
+    assert_string_equal(items[0].operation_id, "pa28");
+    osbq_recovery_free(items, count);
+}
+
 /* osbq-ctl reencrypt's two steps: the walk finds every binding with a result (and only those),
  * and the replacement is a compare-and-set: a result written since the walk read it stays. */
 static void test_results_walk_and_compare_and_set(void **state)
@@ -748,6 +868,7 @@ int main(void)
         cmocka_unit_test(test_recovery_resends_then_abandons),
         cmocka_unit_test(test_steps_wait_and_poll),
         cmocka_unit_test(test_steps_repairs),
+        cmocka_unit_test(test_polls_leave_fairly),
         cmocka_unit_test(test_results_walk_and_compare_and_set),
     };
     return cmocka_run_group_tests(tests, setup, store_fixture_teardown);

@@ -116,13 +116,14 @@ static void test_swapped_script_header_fails(void **state)
     char why[256] = "";
     const char *good = "-- claim\n-- KEYS[1] op: x\n-- KEYS[2] queue: x\n"
                        "-- ARGV[1] worker_id: x\n-- ARGV[2] attempt: x\n-- ARGV[3] now: x\n"
-                       "-- ARGV[4] lease: x\n-- ARGV[5] operation_id: x\n";
+                       "-- ARGV[4] lease: x\n-- ARGV[5] operation_id: x\n-- ARGV[6] prefix: x\n";
     const char *swapped = "-- claim\n-- KEYS[1] op: x\n-- KEYS[2] queue: x\n"
                           "-- ARGV[1] worker_id: x\n-- ARGV[2] now: x\n-- ARGV[3] attempt: x\n"
-                          "-- ARGV[4] lease: x\n-- ARGV[5] operation_id: x\n";
-    const char *short_keys = "-- claim\n-- KEYS[1] op: x\n"
-                             "-- ARGV[1] worker_id: x\n-- ARGV[2] attempt: x\n-- ARGV[3] now: x\n"
-                             "-- ARGV[4] lease: x\n-- ARGV[5] operation_id: x\n";
+                          "-- ARGV[4] lease: x\n-- ARGV[5] operation_id: x\n-- ARGV[6] prefix: x\n";
+    const char *short_keys =
+        "-- claim\n-- KEYS[1] op: x\n"
+        "-- ARGV[1] worker_id: x\n-- ARGV[2] attempt: x\n-- ARGV[3] now: x\n"
+        "-- ARGV[4] lease: x\n-- ARGV[5] operation_id: x\n-- ARGV[6] prefix: x\n";
     const char *misnumbered = "-- claim\n-- KEYS[2] op: x\n-- KEYS[1] queue: x\n";
     assert_int_equal(contract_agrees("claim", good, claim, why, sizeof why), 0);
     assert_int_equal(contract_agrees("claim", swapped, claim, why, sizeof why), -1);

@@ -49,33 +49,42 @@ local function join(running)
   if gateway ~= '' then
     redis.call('SADD', prefix .. 'waiters:' .. running, gateway)
     redis.call('PEXPIRE', prefix .. 'waiters:' .. running, 86400000)
+    redis.call('HSET', prefix .. 'op:' .. running, 'waited', '1')
   end
   return {'in_progress', running}
 end
 
 -- The keys finish.lua needs are written only when they are not the plain "<prefix>instance:<id>",
 -- "<prefix>binding:<id>:<binding id>" and "<prefix>bindings:<id>" (an id store_keys.c had to
--- encode): a waiting operation stays small (begin_instance.lua does the same).
-local function record()
+-- encode): a waiting operation stays small (begin_instance.lua does the same); `waited` when a
+-- gateway waits for the outcome. One write of the operation and one of the binding:
+-- binding_fields (a bind's new binding) go with its lock.
+local function record(binding_fields)
   local tenant = irec[6] or ARGV[20]
-  redis.call('HSET', op_key, 'kind', kind, 'instance', ARGV[14], 'binding', ARGV[15],
-             'service_id', ARGV[6], 'plan_id', ARGV[7], 'state', 'queued', 'attempt', '0',
-             'created_ms', now, 'api', ARGV[16], 'job', ARGV[11], 'tenant', tenant)
-  if inst ~= prefix .. 'instance:' .. ARGV[14] then
-    redis.call('HSET', op_key, 'instance_key', inst)
+  local fields = {'kind', kind, 'instance', ARGV[14], 'binding', ARGV[15],
+                  'service_id', ARGV[6], 'plan_id', ARGV[7], 'state', 'queued', 'attempt', '0',
+                  'created_ms', now, 'api', ARGV[16], 'job', ARGV[11], 'tenant', tenant}
+  local function add(name, value)
+    table.insert(fields, name)
+    table.insert(fields, value)
   end
+  if inst ~= prefix .. 'instance:' .. ARGV[14] then add('instance_key', inst) end
   if binding ~= prefix .. 'binding:' .. ARGV[14] .. ':' .. ARGV[15] then
-    redis.call('HSET', op_key, 'binding_key', binding)
+    add('binding_key', binding)
   end
-  if set ~= prefix .. 'bindings:' .. ARGV[14] then
-    redis.call('HSET', op_key, 'bindings_key', set)
-  end
+  if set ~= prefix .. 'bindings:' .. ARGV[14] then add('bindings_key', set) end
+  if gateway ~= '' then add('waited', '1') end
+  redis.call('HSET', op_key, unpack(fields))
   redis.call('ZADD', queue, ARGV[12], op_id)
   if gateway ~= '' then
     redis.call('SADD', waiters, gateway)
     redis.call('PEXPIRE', waiters, 86400000)
   end
-  redis.call('HSET', binding, 'lock_x', op_id, 'last_op', op_id)
+  table.insert(binding_fields, 'lock_x')
+  table.insert(binding_fields, op_id)
+  table.insert(binding_fields, 'last_op')
+  table.insert(binding_fields, op_id)
+  redis.call('HSET', binding, unpack(binding_fields))
   redis.call('HINCRBY', inst, 'lock_s', 1)
   return {'accepted', op_id, '', '', '', tenant}
 end
@@ -102,16 +111,20 @@ if kind == 'bind' then
     local pred = redis.call('HMGET', ARGV[17], 'state', 'instance_id')
     if pred[1] ~= 'bound' or pred[2] ~= ARGV[14] then return {'bad_predecessor'} end
   end
-  redis.call('DEL', binding)
-  redis.call('HSET', binding, 'binding_id', ARGV[15], 'instance_id', ARGV[14],
-             'service_id', ARGV[6], 'plan_id', ARGV[7], 'state', 'binding', 'digest', digest,
-             'created_ms', now, 'platform', platform)
-  if ARGV[8] ~= '' then redis.call('HSET', binding, 'parameters', ARGV[8]) end
-  if ARGV[9] ~= '' then redis.call('HSET', binding, 'context', ARGV[9]) end
-  if ARGV[10] ~= '' then redis.call('HSET', binding, 'bind_resource', ARGV[10]) end
-  if ARGV[18] ~= '' then redis.call('HSET', binding, 'predecessor', ARGV[18]) end
+  -- A failed or deleted binding's record is replaced whole.
+  if bstate then redis.call('DEL', binding) end
+  local fields = {'binding_id', ARGV[15], 'instance_id', ARGV[14], 'service_id', ARGV[6],
+                  'plan_id', ARGV[7], 'state', 'binding', 'digest', digest, 'created_ms', now,
+                  'platform', platform}
+  for i, name in ipairs({'parameters', 'context', 'bind_resource', 'predecessor'}) do
+    local value = ({ARGV[8], ARGV[9], ARGV[10], ARGV[18]})[i]
+    if value ~= '' then
+      table.insert(fields, name)
+      table.insert(fields, value)
+    end
+  end
   redis.call('SADD', set, binding)
-  return record()
+  return record(fields)
 end
 
 if kind == 'unbind' then
@@ -124,7 +137,7 @@ if kind == 'unbind' then
   if ilock then return {'instance_busy'} end
   local bsvc = redis.call('HMGET', binding, 'service_id', 'plan_id')
   if ARGV[6] ~= bsvc[1] or ARGV[7] ~= bsvc[2] then return {'mismatch'} end
-  return record()
+  return record({})
 end
 
 return redis.error_reply('unknown operation kind ' .. kind)

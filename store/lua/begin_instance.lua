@@ -49,6 +49,7 @@ local function join(running)
   if gateway ~= '' then
     redis.call('SADD', prefix .. 'waiters:' .. running, gateway)
     redis.call('PEXPIRE', prefix .. 'waiters:' .. running, 86400000)
+    redis.call('HSET', prefix .. 'op:' .. running, 'waited', '1')
   end
   return {'in_progress', running}
 end
@@ -97,31 +98,39 @@ end
 -- parameters, context and maintenance version only for an update, whose finish applies them
 -- (a provision wrote them to the instance already), and its digest, which an identical update
 -- joins by (a provision's or deprovision's is the instance's); the previous plan only when
--- there is one.
-local function record(plan_id, prev_plan)
+-- there is one; `waited` when a gateway waits for the outcome (finish.lua then wakes it).
+-- One write of the operation and one of the instance: inst_fields (a provision's new
+-- instance) go with the lock.
+local function record(plan_id, prev_plan, inst_fields)
   local tenant = rec[10] or ARGV[20]
-  redis.call('HSET', op_key, 'kind', kind, 'instance', ARGV[16], 'service_id', ARGV[6],
-             'plan_id', plan_id, 'state', 'queued', 'attempt', '0', 'created_ms', now,
-             'api', ARGV[17], 'job', ARGV[12], 'tenant', tenant)
-  if inst ~= prefix .. 'instance:' .. ARGV[16] then
-    redis.call('HSET', op_key, 'instance_key', inst)
+  local fields = {'kind', kind, 'instance', ARGV[16], 'service_id', ARGV[6], 'plan_id', plan_id,
+                  'state', 'queued', 'attempt', '0', 'created_ms', now, 'api', ARGV[17],
+                  'job', ARGV[12], 'tenant', tenant}
+  local function add(name, value)
+    table.insert(fields, name)
+    table.insert(fields, value)
   end
-  if KEYS[5] ~= prefix .. 'bindings:' .. ARGV[16] then
-    redis.call('HSET', op_key, 'bindings_key', KEYS[5])
-  end
-  if prev_plan ~= '' then redis.call('HSET', op_key, 'prev_plan_id', prev_plan) end
+  if inst ~= prefix .. 'instance:' .. ARGV[16] then add('instance_key', inst) end
+  if KEYS[5] ~= prefix .. 'bindings:' .. ARGV[16] then add('bindings_key', KEYS[5]) end
+  if prev_plan ~= '' then add('prev_plan_id', prev_plan) end
   if kind == 'update' then
-    redis.call('HSET', op_key, 'digest', digest)
-    if ARGV[8] ~= '' then redis.call('HSET', op_key, 'parameters', ARGV[8]) end
-    if ARGV[9] ~= '' then redis.call('HSET', op_key, 'context', ARGV[9]) end
-    if ARGV[10] ~= '' then redis.call('HSET', op_key, 'maintenance_version', ARGV[10]) end
+    add('digest', digest)
+    if ARGV[8] ~= '' then add('parameters', ARGV[8]) end
+    if ARGV[9] ~= '' then add('context', ARGV[9]) end
+    if ARGV[10] ~= '' then add('maintenance_version', ARGV[10]) end
   end
+  if gateway ~= '' then add('waited', '1') end
+  redis.call('HSET', op_key, unpack(fields))
   redis.call('ZADD', queue, ARGV[13], op_id)
   if gateway ~= '' then
     redis.call('SADD', waiters, gateway)
     redis.call('PEXPIRE', waiters, 86400000)
   end
-  redis.call('HSET', inst, 'lock_x', op_id, 'last_op', op_id)
+  table.insert(inst_fields, 'lock_x')
+  table.insert(inst_fields, op_id)
+  table.insert(inst_fields, 'last_op')
+  table.insert(inst_fields, op_id)
+  redis.call('HSET', inst, unpack(inst_fields))
   return {'accepted', op_id, rec[7] or '', rec[8] or '', '', tenant}
 end
 
@@ -143,19 +152,23 @@ if kind == 'provision' then
   local quotas = parse_quotas(ARGV[18])
   local refused = quota_refusal(quotas, {})
   if refused then return refused end
-  redis.call('DEL', inst)
-  redis.call('HSET', inst, 'instance_id', ARGV[16], 'service_id', ARGV[6], 'plan_id', ARGV[7],
-             'state', 'provisioning', 'digest', digest, 'created_ms', now, 'platform', platform,
-             'tenant', ARGV[20])
+  -- A failed or deleted instance's record is replaced whole.
+  if state then redis.call('DEL', inst) end
+  local fields = {'instance_id', ARGV[16], 'service_id', ARGV[6], 'plan_id', ARGV[7],
+                  'state', 'provisioning', 'digest', digest, 'created_ms', now,
+                  'platform', platform, 'tenant', ARGV[20]}
   local taken = quota_take(quotas, {})
-  if taken ~= '' then redis.call('HSET', inst, 'quota_keys', taken) end
-  if ARGV[8] ~= '' then redis.call('HSET', inst, 'parameters', ARGV[8]) end
-  if ARGV[9] ~= '' then redis.call('HSET', inst, 'context', ARGV[9]) end
-  if ARGV[10] ~= '' then redis.call('HSET', inst, 'maintenance_version', ARGV[10]) end
-  if ARGV[11] ~= '' then redis.call('HSET', inst, 'dashboard_url', ARGV[11]) end
+  for i, name in ipairs({'quota_keys', 'parameters', 'context', 'maintenance_version',
+                         'dashboard_url'}) do
+    local value = ({taken, ARGV[8], ARGV[9], ARGV[10], ARGV[11]})[i]
+    if value ~= '' then
+      table.insert(fields, name)
+      table.insert(fields, value)
+    end
+  end
   rec[7] = ARGV[11]
   rec[10] = ARGV[20]
-  return record(ARGV[7], '')
+  return record(ARGV[7], '', fields)
 end
 
 if kind == 'update' then
@@ -168,7 +181,7 @@ if kind == 'update' then
   if lock_s > 0 then return {'busy'} end
   if ARGV[14] ~= '' and ARGV[14] ~= current_plan then return {'changed'} end
   local target = ARGV[7] ~= '' and ARGV[7] or current_plan
-  if ARGV[18] == '-' then return record(target, current_plan) end
+  if ARGV[18] == '-' then return record(target, current_plan, {}) end
   -- A plan change counts against the new plan's quotas now; finish.lua gives back the old
   -- plan's on success, or what was taken here on failure.
   local held = {}
@@ -178,7 +191,7 @@ if kind == 'update' then
   local quotas = parse_quotas(ARGV[18])
   local refused = quota_refusal(quotas, held)
   if refused then return refused end
-  local reply = record(target, current_plan)
+  local reply = record(target, current_plan, {})
   redis.call('HSET', op_key, 'quota_taken', quota_take(quotas, held), 'quota_keys',
              key_list(quotas))
   return reply
@@ -195,7 +208,7 @@ if kind == 'deprovision' then
     return {'busy'}
   end
   if lock_s > 0 then return {'busy'} end
-  return record(current_plan, current_plan)
+  return record(current_plan, current_plan, {})
 end
 
 return redis.error_reply('unknown operation kind ' .. kind)

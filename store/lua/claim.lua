@@ -2,6 +2,8 @@
 -- operation that is due (a poll) -> running, or a running operation whose lease has expired is
 -- taken over. The claim decides who runs a job delivered twice, and a step due while a previous
 -- step still runs is refused by the live lease.
+-- One read and one write of the operation (its history included), and its queue entry scored
+-- by the lease.
 -- KEYS[1] op: the operation hash
 -- KEYS[2] queue: the queue zset
 -- ARGV[1] worker_id: worker id
@@ -14,7 +16,8 @@
 -- claimed (due_ms: when the step of a waiting operation was due, so the worker can tell how
 -- late it runs; tenant: whose operation it is, for the worker's exec places), 0 otherwise.
 -- requires: history (store/lua/lib/history.lua: add_history)
-local rec = redis.call('HMGET', KEYS[1], 'state', 'lease_until', 'due_ms', 'tenant')
+local rec = redis.call('HMGET', KEYS[1], 'state', 'lease_until', 'due_ms', 'tenant', 'claims',
+                       'started_ms', 'history', 'resume', 'steps', 'created_ms')
 local state = rec[1]
 local now = tonumber(ARGV[3])
 if state == 'running' then
@@ -27,27 +30,34 @@ elseif state ~= 'queued' then
   return 0
 end
 local until_ms = now + tonumber(ARGV[4])
+local started = rec[6] or now
+local fields = {'state', 'running', 'worker', ARGV[1], 'lease_until', until_ms}
 local attempt
 if state == 'waiting' then
   -- A poll is not an attempt: claims count the steps that never ended (crashes, give-backs).
-  attempt = tonumber(redis.call('HGET', KEYS[1], 'claims') or '1')
+  attempt = tonumber(rec[5] or '1')
 else
   -- Claims count the attempts: a job that keeps killing its workers is abandoned after the
   -- limit.
-  attempt = redis.call('HINCRBY', KEYS[1], 'claims', 1)
+  attempt = tonumber(rec[5] or '0') + 1
+  table.insert(fields, 'claims')
+  table.insert(fields, attempt)
+  table.insert(fields, 'history')
+  table.insert(fields, history_with(rec[7], {ms = now, event = 'claimed', worker = ARGV[1],
+                                             attempt = attempt}))
 end
-redis.call('HSET', KEYS[1], 'state', 'running', 'worker', ARGV[1], 'attempt', attempt,
-           'lease_until', until_ms)
-redis.call('HSETNX', KEYS[1], 'started_ms', now)
+table.insert(fields, 'attempt')
+table.insert(fields, attempt)
+if not rec[6] then
+  table.insert(fields, 'started_ms')
+  table.insert(fields, now)
+end
+redis.call('HSET', KEYS[1], unpack(fields))
 redis.call('ZADD', KEYS[2], until_ms, ARGV[5])
--- A waiting operation of a tenant leaves its tenant's polls (wait.lua); its lease is in the queue.
+-- A waiting operation of a tenant leaves its tenant's polls (wait.lua).
 if state == 'waiting' and rec[4] and rec[4] ~= '' then
   redis.call('ZREM', ARGV[6] .. 'polls:' .. rec[4], ARGV[5])
 end
-if state ~= 'waiting' then
-  add_history(KEYS[1], {ms = now, event = 'claimed', worker = ARGV[1], attempt = attempt})
-end
-local more = redis.call('HMGET', KEYS[1], 'resume', 'started_ms', 'steps', 'created_ms')
 local due = state == 'waiting' and tonumber(rec[3] or '0') or 0
-return {1, more[1] or '', tonumber(more[2]), tonumber(more[3] or '0'), tonumber(more[4] or '0'),
+return {1, rec[8] or '', tonumber(started), tonumber(rec[9] or '0'), tonumber(rec[10] or '0'),
         due, rec[4] or ''}

@@ -422,6 +422,12 @@ static void test_we_finish_its_records(void **state)
         const char *key;
         json_t *entry;
         json_object_foreach (done, key, entry) {
+            /* The averages for Retry-After are sampled now (one operation in eight): whether
+             * one kind's is there varies. */
+            if (strncmp(key, "osbq:stats:", 11) == 0) {
+                json_object_del(keys, key);
+                continue;
+            }
             if (json_object_get(keys, key) == NULL)
                 fail_msg("%s: %s is gone; the release's worker left it", kinds[k], key);
             json_object_del(keys, key);

@@ -22,6 +22,7 @@ CATALOG = os.path.join(harness.SOURCE_DIR, "tests", "data", "catalog-faults.json
 
 SERVICE = "9d2c4e6a-1b3f-4a5c-8e7d-0f1a2b3c4e01"
 FAST = "9d2c4e6a-1b3f-4a5c-8e7d-0f1a2b3c4f01"  # every operation at once
+STEPS_LONG = "9d2c4e6a-1b3f-4a5c-8e7d-0f1a2b3c4f07"  # waits 20 s in Redis between two steps
 
 # Not the default "osbq", so the test shows OSBQ_NAMESPACE is honoured.
 NAMESPACE = "ctl-test"
@@ -606,6 +607,25 @@ class TestCtlTenants(CtlTestCase):
                           ["default/org-a", "3", "0", "0", "3"], ["cf/org-run", "0", "2", "0", "2"],
                           ["-", "1", "0", "0", "1"], ["default/org-b", "1", "0", "0", "1"]])
         self.assertEqual(len(self.ctl_ok("stats", "--top=1").split("\n\n", 1)[1].splitlines()), 2)
+
+    def test_a_waiting_operation_counts_once(self):
+        """A worker's real wait: the operation waits in its tenant's polls and, for gateways of
+        the previous release, in the queue too; stats counts it once, as waiting."""
+        self.stack.start_worker()
+        body = instance_body(plan=STEPS_LONG)
+        body["organization_guid"] = "org-w"
+        r = self.client.request("PUT", ipath(new_id(), incomplete=True), body)
+        self.assertEqual(r.status, 202, r.body)
+        op = r.json()["operation"]
+        harness.wait_until(lambda: self.ctl_json("operation", op)["state"] == "waiting",
+                           OP_TIMEOUT_S, "the operation to wait for its next step")
+        redis = self.stack.redis
+        self.assertIsNotNone(redis.command("ZSCORE", NAMESPACE + ":polls:default/org-w", op))
+        self.assertIsNotNone(redis.command("ZSCORE", NAMESPACE + ":queue", op))
+        tenants = self.ctl_json("stats")["tenants"]
+        self.assertEqual((tenants["with_work"], tenants["top"]),
+                         (1, [{"tenant": "default/org-w", "queued": 0, "running": 0,
+                               "waiting": 1, "total": 1}]))
 
     def test_stops_after_100000_entries(self):
         """A queue of 100,001 members: the count stops at 100,000 and says it is partial."""

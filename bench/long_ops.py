@@ -137,18 +137,19 @@ def polls(port):
 
 
 def dispatch_waits(port):
-    """osbq_dispatch_wait_seconds of the gateway by lane: {lane: {le: count, "sum": s}}, empty
-    from a gateway without it."""
+    """osbq_dispatch_wait_seconds of the gateway by lane, summed over its platforms: {lane: {le:
+    count, "sum": s}}, empty from a gateway without it."""
     out = {}
     for line in metrics(port).splitlines():
         if not line.startswith("osbq_dispatch_wait_seconds"):
             continue
         name, value = line.rsplit(" ", 1)
-        lane = name.split('lane="', 1)[1].split('"', 1)[0]
+        lane = out.setdefault(name.split('lane="', 1)[1].split('"', 1)[0], {})
         if "_bucket" in name:
-            out.setdefault(lane, {})[name.split('le="', 1)[1].split('"', 1)[0]] = float(value)
+            le = name.split('le="', 1)[1].split('"', 1)[0]
+            lane[le] = lane.get(le, 0.0) + float(value)
         elif name.startswith("osbq_dispatch_wait_seconds_sum"):
-            out.setdefault(lane, {})["sum"] = float(value)
+            lane["sum"] = lane.get("sum", 0.0) + float(value)
     return out
 
 

@@ -1,5 +1,6 @@
 /* stats: records by state (a full walk), the operation queue, live processes, their slots and
- * the workers their load needs, and Redis itself. */
+ * the workers their load needs, Redis itself, and the tenants with the most operations in
+ * progress (a walk of the queue and of the tenants' polls). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +9,13 @@
 #include "ctl.h"
 #include "format.h"
 #include "table.h"
+#include "tenant_work.h"
+
+/* Most entries the tenants' count reads (queue members and tenants of the polls' index): past
+ * it, the figures are partial and say so. */
+#define TENANTS_READ_MAX 100000
+/* Members asked of Redis per step of those walks. */
+#define TENANTS_STEP 1000
 
 /* Records of one kind counted by state. */
 struct state_counts {
@@ -108,6 +116,114 @@ static int count_processes(struct ctl *ctl, json_t **gateways, json_t **workers)
     return CTL_EXIT_OK;
 }
 
+/* The tenants' polls: each tenant's waiting operations there (once per tenant, however often
+ * the walk meets it). Counts the entries it reads in *read, and stops with *complete false once
+ * TENANTS_READ_MAX are read. Returns an enum ctl_exit. */
+static int count_polls(struct ctl *ctl, struct tenant_tally *tally, json_t *tenants_seen,
+                       size_t *read, bool *complete)
+{
+    struct osbq_error err = {0};
+    uint64_t cursor = 0;
+    do {
+        struct osbq_tenant_polls *polls = NULL;
+        size_t n = 0;
+        if (osbq_store_polls_scan(ctl->store, &cursor, TENANTS_STEP, &polls, &n, &err) < 0)
+            return ctl_fail_store("reading the tenants' polls", &err);
+        int rc = CTL_EXIT_OK;
+        for (size_t i = 0; rc == CTL_EXIT_OK && i < n && *complete; i++) {
+            if (*read >= TENANTS_READ_MAX) {
+                *complete = false;
+                break;
+            }
+            ++*read;
+            if (json_object_get(tenants_seen, polls[i].tenant) != NULL)
+                continue;
+            if (json_object_set_new_nocheck(tenants_seen, polls[i].tenant, json_true()) < 0 ||
+                tenant_tally_add(tally, polls[i].tenant, 0, 0, polls[i].waiting) < 0)
+                rc = ctl_fail("out of memory");
+        }
+        osbq_tenant_polls_free(polls, n);
+        if (rc != CTL_EXIT_OK)
+            return rc;
+    } while (cursor != 0 && *complete);
+    return CTL_EXIT_OK;
+}
+
+/* The queue: each operation in progress once, by its state, but the waiting ones its tenant's
+ * polls hold (count_polls counted them). */
+static int count_queue(struct ctl *ctl, struct tenant_tally *tally, size_t *read, bool *complete)
+{
+    struct osbq_error err = {0};
+    uint64_t cursor = 0;
+    do {
+        struct osbq_queue_entry *entries = NULL;
+        size_t n = 0;
+        if (osbq_store_queue_scan(ctl->store, &cursor, TENANTS_STEP, &entries, &n, &err) < 0)
+            return ctl_fail_store("reading the operation queue", &err);
+        int rc = CTL_EXIT_OK;
+        for (size_t i = 0; rc == CTL_EXIT_OK && i < n; i++) {
+            const struct osbq_queue_entry *e = &entries[i];
+            if (*read >= TENANTS_READ_MAX) {
+                *complete = false;
+                break;
+            }
+            ++*read;
+            if (e->state == OSBQ_WORK_OTHER || (e->state == OSBQ_WORK_WAITING && e->in_polls))
+                continue;
+            int first = tenant_tally_first_sight(tally, e->operation_id);
+            if (first > 0)
+                first =
+                    tenant_tally_add(tally, e->tenant, e->state == OSBQ_WORK_QUEUED,
+                                     e->state == OSBQ_WORK_RUNNING, e->state == OSBQ_WORK_WAITING);
+            if (first < 0)
+                rc = ctl_fail("out of memory");
+        }
+        osbq_queue_entries_free(entries, n);
+        if (rc != CTL_EXIT_OK)
+            return rc;
+    } while (cursor != 0 && *complete);
+    return CTL_EXIT_OK;
+}
+
+/* {"with_work": n, "complete": bool, "read": entries, "top": [{"tenant", "queued", "running",
+ * "waiting", "total"}, ...]} (a new reference in *out): the tenants with operations in progress,
+ * the ctl->opt.top busiest (all with 0), counted from the queue and the tenants' polls. */
+static int count_tenants(struct ctl *ctl, json_t **out)
+{
+    struct tenant_tally *tally = tenant_tally_new();
+    json_t *tenants_seen = json_object();
+    size_t read = 0;
+    bool complete = true;
+    int rc = tally != NULL && tenants_seen != NULL ? CTL_EXIT_OK : ctl_fail("out of memory");
+    if (rc == CTL_EXIT_OK)
+        rc = count_polls(ctl, tally, tenants_seen, &read, &complete);
+    if (rc == CTL_EXIT_OK && complete)
+        rc = count_queue(ctl, tally, &read, &complete);
+    json_decref(tenants_seen);
+    json_t *top = rc == CTL_EXIT_OK ? json_array() : NULL;
+    size_t busy = 0;
+    const struct tenant_work *list = rc == CTL_EXIT_OK ? tenant_tally_sorted(tally, &busy) : NULL;
+    for (size_t i = 0; top != NULL && i < busy && (ctl->opt.top == 0 || i < ctl->opt.top); i++) {
+        const struct tenant_work *w = &list[i];
+        json_t *one =
+            json_pack("{s:o, s:I, s:I, s:I, s:I}", "tenant",
+                      w->tenant[0] != '\0' ? format_json_string(w->tenant) : json_null(), "queued",
+                      (json_int_t)w->queued, "running", (json_int_t)w->running, "waiting",
+                      (json_int_t)w->waiting, "total", (json_int_t)tenant_work_total(w));
+        if (one == NULL || json_array_append_new(top, one) < 0) {
+            json_decref(top);
+            top = NULL;
+        }
+    }
+    tenant_tally_destroy(&tally);
+    if (rc != CTL_EXIT_OK)
+        return rc;
+    *out = top != NULL ? json_pack("{s:I, s:b, s:I, s:o}", "with_work", (json_int_t)busy,
+                                   "complete", (int)complete, "read", (json_int_t)read, "top", top)
+                       : NULL;
+    return *out != NULL ? CTL_EXIT_OK : ctl_fail("out of memory");
+}
+
 /* One state and its count, for the text. */
 struct state_count {
     const char *state;
@@ -197,6 +313,49 @@ static json_t *replicas_json(const struct osbq_store_replication *r)
     return list;
 }
 
+/* "3 with operations in progress", and why the figures are partial when they are. */
+static void tenants_text(const json_t *tenants, char *buf, size_t size)
+{
+    int n = snprintf(buf, size, "%" JSON_INTEGER_FORMAT " with operations in progress",
+                     json_integer_value(json_object_get(tenants, "with_work")));
+    size_t at = n > 0 ? (size_t)n : 0;
+    if (at < size && !json_is_true(json_object_get(tenants, "complete")))
+        (void)snprintf(buf + at, size - at,
+                       " (partial: counting stopped after %" JSON_INTEGER_FORMAT " entries)",
+                       json_integer_value(json_object_get(tenants, "read")));
+}
+
+/* The busiest tenants, under the figures: TENANT QUEUED RUNNING WAITING TOTAL. */
+static int print_tenants(const json_t *top)
+{
+    static const struct table_column columns[] = {
+        {"TENANT", 0, false}, {"QUEUED", 0, true}, {"RUNNING", 0, true},
+        {"WAITING", 0, true}, {"TOTAL", 0, true},
+    };
+    static const char *const fields[] = {"queued", "running", "waiting", "total"};
+    if (json_array_size(top) == 0)
+        return CTL_EXIT_OK;
+    struct table *table = table_new(columns, 5);
+    int rc = table != NULL ? CTL_EXIT_OK : ctl_fail("out of memory");
+    size_t i;
+    const json_t *row;
+    json_array_foreach (top, i, row) {
+        char numbers[4][24];
+        const char *cells[5] = {json_string_value(json_object_get(row, "tenant"))};
+        for (size_t k = 0; k < 4; k++)
+            cells[k + 1] =
+                integer_text(json_object_get(row, fields[k]), numbers[k], sizeof numbers[k]);
+        if (rc == CTL_EXIT_OK && table_add(table, cells) < 0)
+            rc = ctl_fail("out of memory");
+    }
+    if (rc == CTL_EXIT_OK) {
+        fputc('\n', stdout);
+        table_print(table, stdout);
+    }
+    table_destroy(&table);
+    return rc;
+}
+
 static int print_text(const json_t *stats)
 {
     static const struct table_column columns[] = {{NULL, 0, false}, {NULL, 0, false}};
@@ -205,6 +364,9 @@ static int print_text(const json_t *stats)
     const json_t *redis = json_object_get(stats, "redis");
     char instances[512], bindings[512], operations[96], gateways[80], worker_text[192];
     char slots[24], running[24], redis_text[96], memory[FORMAT_TEXT_MAX], replicas[512];
+    char tenants[128];
+    const json_t *tenant_counts = json_object_get(stats, "tenants");
+    tenants_text(tenant_counts, tenants, sizeof tenants);
     counts_text(json_object_get(stats, "instances"), instances, sizeof instances);
     counts_text(json_object_get(stats, "bindings"), bindings, sizeof bindings);
     (void)snprintf(operations, sizeof operations,
@@ -235,7 +397,7 @@ static int print_text(const json_t *stats)
     const char *rows[][2] = {
         {"instances", instances}, {"bindings", bindings},   {"operations", operations},
         {"gateways", gateways},   {"workers", worker_text}, {"redis", redis_text},
-        {"replicas", replicas},
+        {"replicas", replicas},   {"tenants", tenants},
     };
     struct table *table = table_new(columns, 2);
     int rc = table != NULL ? CTL_EXIT_OK : ctl_fail("out of memory");
@@ -245,7 +407,7 @@ static int print_text(const json_t *stats)
     if (rc == CTL_EXIT_OK)
         table_print(table, stdout);
     table_destroy(&table);
-    return rc;
+    return rc == CTL_EXIT_OK ? print_tenants(json_object_get(tenant_counts, "top")) : rc;
 }
 
 int cmd_stats(struct ctl *ctl)
@@ -253,7 +415,7 @@ int cmd_stats(struct ctl *ctl)
     struct osbq_store_stats queue;
     struct osbq_store_replication replication;
     struct osbq_error err = {0};
-    json_t *instances = NULL, *bindings = NULL, *gateways = NULL, *workers = NULL;
+    json_t *instances = NULL, *bindings = NULL, *gateways = NULL, *workers = NULL, *tenants = NULL;
     int rc = count_records(ctl, OSBQ_RECORD_INSTANCE, &instances);
     if (rc == CTL_EXIT_OK)
         rc = count_records(ctl, OSBQ_RECORD_BINDING, &bindings);
@@ -263,20 +425,24 @@ int cmd_stats(struct ctl *ctl)
         rc = ctl_fail_store("reading the queue and Redis figures", &err);
     if (rc == CTL_EXIT_OK && osbq_store_replication(ctl->store, &replication, &err) < 0)
         rc = ctl_fail_store("reading Redis's replication", &err);
+    if (rc == CTL_EXIT_OK)
+        rc = count_tenants(ctl, &tenants);
     if (rc != CTL_EXIT_OK) {
         json_decref(instances);
         json_decref(bindings);
         json_decref(gateways);
         json_decref(workers);
+        json_decref(tenants);
         return rc;
     }
     json_t *stats = json_pack(
-        "{s:o, s:o, s:{s:I, s:I}, s:o, s:o, s:{s:o, s:o, s:o, s:o}}", "instances", instances,
+        "{s:o, s:o, s:{s:I, s:I}, s:o, s:o, s:{s:o, s:o, s:o, s:o}, s:o}", "instances", instances,
         "bindings", bindings, "operations", "unfinished", (json_int_t)queue.unfinished, "overdue",
         (json_int_t)queue.overdue, "gateways", gateways, "workers", workers, "redis", "version",
         queue.redis_version[0] != '\0' ? format_json_string(queue.redis_version) : json_null(),
         "used_memory", queue.used_memory >= 0 ? json_integer(queue.used_memory) : json_null(),
-        "role", format_json_string(replication.role), "replicas", replicas_json(&replication));
+        "role", format_json_string(replication.role), "replicas", replicas_json(&replication),
+        "tenants", tenants);
     if (stats == NULL)
         return ctl_fail("out of memory");
     if (ctl->opt.json)

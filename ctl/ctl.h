@@ -31,6 +31,7 @@ struct ctl_options {
     const char *instance;     /* --instance: only bindings of this instance, or NULL */
     const char *description;  /* --description (fail), or NULL for the default */
     unsigned limit;           /* --limit: most records listed; 0 for all */
+    unsigned top;             /* --top: stats' tenants listed, the busiest first; 0 for all */
     const char *operation_id; /* OPERATION_ID of operation, fail and resend */
     const char *path;         /* PATH of bus-cert */
 };

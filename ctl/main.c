@@ -19,6 +19,7 @@ enum option_flag {
     OPT_INSTANCE = 1 << 2,
     OPT_DESCRIPTION = 1 << 3,
     OPT_YES = 1 << 4,
+    OPT_TOP = 1 << 5,
 };
 
 static const struct {
@@ -28,15 +29,16 @@ static const struct {
 } command_options[] = {
     {"--state", OPT_STATE, true},       {"--limit", OPT_LIMIT, true},
     {"--instance", OPT_INSTANCE, true}, {"--description", OPT_DESCRIPTION, true},
-    {"--yes", OPT_YES, false},
+    {"--yes", OPT_YES, false},          {"--top", OPT_TOP, true},
 };
 
 static const char *const instance_states[] = {"provisioning", "provisioned", "failed", "gone",
                                               NULL};
 static const char *const binding_states[] = {"binding", "bound", "failed", "gone", NULL};
 
-/* The default --limit of listings. */
+/* The default --limit of listings, and --top of stats. */
 #define LIMIT_DEFAULT 100U
+#define TOP_DEFAULT   10U
 #define LIMIT_MAX     100000000UL
 /* Longest operation id and --description accepted. */
 #define OPERATION_ID_MAX 1024
@@ -86,8 +88,9 @@ static const struct command commands[] = {
     {.name = "workers", .run = cmd_workers, .args = "", .about = "list live workers, their load"},
     {.name = "stats",
      .run = cmd_stats,
-     .args = "",
-     .about = "count records, operations, processes, workers needed; Redis"},
+     .options = OPT_TOP,
+     .args = "[--top N]",
+     .about = "count records, operations, processes, workers needed; Redis; busiest tenants"},
     {.name = "quotas",
      .run = cmd_quotas,
      .args = "",
@@ -176,13 +179,15 @@ static void usage(FILE *out)
             "  --json          print one JSON document on stdout, for scripts\n"
             "  --namespace NS  the key namespace to read, instead of OSBQ_NAMESPACE\n"
             "  --limit N       most records listed (default %u; 0 lists all)\n"
+            "  --top N         stats: tenants listed, most operations in progress first\n"
+            "                  (default %u; 0 lists all)\n"
             "  --yes           let fail, resend and reencrypt act (they refuse without it)\n"
             "  -h, --help      print this help\n"
             "  --version       print the version\n"
             "\nExit status: 0 done; 1 bad configuration, Redis unreachable or another failure;\n"
             "2 bad command line, or fail/resend without --yes; 3 no such operation or\n"
             "instance, or fail/resend found it already finished. Reference: docs/ctl.md.\n\n",
-            LIMIT_DEFAULT);
+            LIMIT_DEFAULT, TOP_DEFAULT);
     osbq_config_print_help(out, OSBQ_ROLE_CTL);
 }
 
@@ -340,6 +345,7 @@ static int check_command_line(const struct command_line *line, struct ctl_option
     opt->json = line->json;
     opt->yes = (line->seen & OPT_YES) != 0;
     opt->limit = LIMIT_DEFAULT;
+    opt->top = TOP_DEFAULT;
     if (cmd->takes_path)
         opt->path = line->args[0];
     if (cmd->takes_operation) {
@@ -355,6 +361,14 @@ static int check_command_line(const struct command_line *line, struct ctl_option
             return usage_error("--limit: \"%s\" is not a count from 0 (all) to %lu", limit,
                                LIMIT_MAX);
         opt->limit = (unsigned)n;
+    }
+    const char *top = value_of(line, OPT_TOP);
+    if (top != NULL) {
+        char *end = NULL;
+        unsigned long n = strtoul(top, &end, 10);
+        if (top[0] < '0' || top[0] > '9' || *end != '\0' || n > LIMIT_MAX)
+            return usage_error("--top: \"%s\" is not a count from 0 (all) to %lu", top, LIMIT_MAX);
+        opt->top = (unsigned)n;
     }
     opt->state = value_of(line, OPT_STATE);
     if (opt->state != NULL) {

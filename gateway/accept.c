@@ -196,6 +196,8 @@ static void reply_started(const struct gateway *gw, const struct request *req,
         (void)snprintf(out->tenant, sizeof out->tenant, "%s",
                        accepted && got->tenant != NULL ? got->tenant : p->tenant);
         out->weight = p->weight;
+        /* The tenant's platform is the request's: an instance is its platform's alone. */
+        (void)snprintf(out->platform, sizeof out->platform, "%s", osb_platform_name(req));
     }
     /* Kept in the reply (which outlives the pending state) for the access log, the job and
      * the lines still written about the request. */

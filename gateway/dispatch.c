@@ -25,13 +25,14 @@
 
 /* One queued job. */
 struct job_buf {
-    char operation_id[65];       /* its operation: the key of the queued set */
-    enum dispatch_lane lane;     /* where it waits */
-    char tenant[TENANT_KEY_MAX]; /* whose it is: its queue in the lane */
-    unsigned weight;             /* its tenant's weight */
-    int64_t queued_ns;           /* CLOCK_MONOTONIC ns it was queued at */
-    size_t len;                  /* bytes in data */
-    char data[];                 /* the encoded job */
+    char operation_id[65];                     /* its operation: the key of the queued set */
+    enum dispatch_lane lane;                   /* where it waits */
+    char tenant[TENANT_KEY_MAX];               /* whose it is: its queue in the lane */
+    unsigned weight;                           /* its tenant's weight */
+    char platform[OSBQ_PLATFORM_NAME_MAX + 1]; /* its wait's platform label */
+    int64_t queued_ns;                         /* CLOCK_MONOTONIC ns it was queued at */
+    size_t len;                                /* bytes in data */
+    char data[];                               /* the encoded job */
 };
 
 /* zhashx's destructor of values malloc'd here. */
@@ -44,9 +45,15 @@ static void free_value(void **item)
 /* A job a worker runs for this gateway: sent, and neither ended (a READY lists it) nor handed
  * back yet. */
 struct running_job {
-    char tenant[TENANT_KEY_MAX]; /* whose it is */
-    unsigned weight;             /* its tenant's weight */
-    const void *worker;          /* the struct worker_slot it went to (compared, not used) */
+    char tenant[TENANT_KEY_MAX];               /* whose it is */
+    unsigned weight;                           /* its tenant's weight */
+    char platform[OSBQ_PLATFORM_NAME_MAX + 1]; /* its wait's platform label */
+    const void *worker; /* the struct worker_slot it went to (compared, not used) */
+};
+
+/* The wait histogram's series of one platform label, by lane. */
+struct wait_series {
+    struct osbq_series *lane[DISPATCH_LANES];
 };
 
 /* How many jobs of one tenant the workers run for this gateway. */
@@ -76,8 +83,9 @@ struct dispatch {
     pthread_t thread;             /* the dispatcher thread */
     zlistx_t *workers;            /* struct worker_slot *; thread-only */
     uint64_t sent;                /* jobs sent so far; thread-only */
-    struct osbq_series *waits[DISPATCH_LANES]; /* borrowed: time queued, by lane; may be NULL */
-    dispatch_due_fn on_due;                    /* where READY's due times go; guarded by lock */
+    struct osbq_metric *waits;    /* borrowed: time queued, by lane and platform; may be NULL */
+    zhashx_t *wait_series;        /* platform label -> struct wait_series *; thread-only */
+    dispatch_due_fn on_due;       /* where READY's due times go; guarded by lock */
     void *on_due_ctx;
     zhashx_t *running;        /* operation id -> struct running_job *; thread-only */
     zhashx_t *tenant_running; /* tenant -> struct tenant_running *; thread-only */
@@ -103,8 +111,37 @@ static unsigned tenant_load(void *ctx, const char *tenant)
     return t != NULL ? t->count : 0;
 }
 
+/* The label the dispatcher counts an owner's wait under. */
+static const char *owner_platform(const char *platform)
+{
+    return platform != NULL && platform[0] != '\0' ? platform : TENANT_PLATFORM_UNKNOWN;
+}
+
+/* The wait histogram's series of lane and platform: found once per platform label, then kept
+ * (the labels are few: tenant_platform_label). NULL without a histogram or memory. */
+static struct osbq_series *wait_series_of(struct dispatch *d, enum dispatch_lane lane,
+                                          const char *platform)
+{
+    if (d->waits == NULL)
+        return NULL;
+    struct wait_series *w = zhashx_lookup(d->wait_series, platform);
+    if (w == NULL) {
+        w = calloc(1, sizeof *w);
+        if (w == NULL)
+            return NULL;
+        for (unsigned i = 0; i < DISPATCH_LANES; i++)
+            w->lane[i] = osbq_metric_series(
+                d->waits, OSBQ_LABELS(dispatch_lane_name((enum dispatch_lane)i), platform));
+        if (zhashx_insert(d->wait_series, platform, w) != 0) {
+            free(w);
+            return NULL;
+        }
+    }
+    return w->lane[lane];
+}
+
 static void running_add(struct dispatch *d, const char *operation_id, const char *tenant,
-                        unsigned weight, const void *worker)
+                        unsigned weight, const char *platform, const void *worker)
 {
     struct running_job *job = calloc(1, sizeof *job);
     struct tenant_running *t = zhashx_lookup(d->tenant_running, tenant);
@@ -120,6 +157,7 @@ static void running_add(struct dispatch *d, const char *operation_id, const char
     }
     (void)snprintf(job->tenant, sizeof job->tenant, "%s", tenant);
     job->weight = weight;
+    (void)snprintf(job->platform, sizeof job->platform, "%s", platform);
     job->worker = worker;
     t->count++;
 }
@@ -188,14 +226,15 @@ static void worker_remove(struct dispatch *d, struct worker_slot *gone)
 }
 
 static struct job_buf *job_buf_new(const char *operation_id, enum dispatch_lane lane,
-                                   const char *tenant, unsigned weight, const void *job, size_t len)
+                                   const struct dispatch_owner *owner, const void *job, size_t len)
 {
     struct job_buf *buf = malloc(sizeof *buf + len);
     if (buf == NULL)
         return NULL;
     (void)snprintf(buf->operation_id, sizeof buf->operation_id, "%s", operation_id);
-    (void)snprintf(buf->tenant, sizeof buf->tenant, "%s", tenant ? tenant : "");
-    buf->weight = weight;
+    (void)snprintf(buf->tenant, sizeof buf->tenant, "%s", owner->tenant ? owner->tenant : "");
+    buf->weight = owner->weight;
+    (void)snprintf(buf->platform, sizeof buf->platform, "%s", owner_platform(owner->platform));
     buf->lane = lane;
     buf->queued_ns = now_ns();
     buf->len = len;
@@ -224,9 +263,9 @@ static int enqueue_locked(struct dispatch *d, struct job_buf *buf, bool front)
 /* Puts a job back at the head of its tenant's queue in its lane (a worker handed it back, or
  * could not take it). */
 static void requeue_front(struct dispatch *d, const char *operation_id, enum dispatch_lane lane,
-                          const char *tenant, unsigned weight, const void *job, size_t len)
+                          const struct dispatch_owner *owner, const void *job, size_t len)
 {
-    struct job_buf *buf = job_buf_new(operation_id, lane, tenant, weight, job, len);
+    struct job_buf *buf = job_buf_new(operation_id, lane, owner, job, len);
     if (buf == NULL) {
         log_warnx("out of memory: dropping a job; recovery resends it from Redis");
         return;
@@ -310,15 +349,18 @@ static bool handle_message(struct dispatch *d)
         struct osbq_job decoded = {0};
         if (job != NULL && osbq_job_decode((const char *)zframe_data(job), zframe_size(job),
                                            &decoded, NULL, 0) == 0) {
-            /* Its tenant is known while it counts as running here. */
+            /* Its owner is known while it counts as running here. */
             const struct running_job *sent = zhashx_lookup(d->running, decoded.operation_id);
-            char tenant[TENANT_KEY_MAX] = "";
+            char tenant[TENANT_KEY_MAX] = "", platform[OSBQ_PLATFORM_NAME_MAX + 1] = "";
             unsigned weight = sent != NULL ? sent->weight : 1;
-            if (sent != NULL)
+            if (sent != NULL) {
                 memcpy(tenant, sent->tenant, sizeof tenant);
+                memcpy(platform, sent->platform, sizeof platform);
+            }
             running_end(d, decoded.operation_id);
-            requeue_front(d, decoded.operation_id, DISPATCH_LANE_NEW, tenant, weight,
-                          zframe_data(job), zframe_size(job));
+            const struct dispatch_owner owner = {tenant, weight, platform};
+            requeue_front(d, decoded.operation_id, DISPATCH_LANE_NEW, &owner, zframe_data(job),
+                          zframe_size(job));
         }
         osbq_job_clear(&decoded);
         zframe_destroy(&job);
@@ -367,26 +409,29 @@ static void send_queued(struct dispatch *d)
         pthread_mutex_unlock(&d->lock);
         if (job == NULL)
             return;
-        osbq_series_observe(d->waits[job->lane], (double)(now_ns() - job->queued_ns) / 1e9);
+        osbq_series_observe(wait_series_of(d, job->lane, job->platform),
+                            (double)(now_ns() - job->queued_ns) / 1e9);
         /* ZeroMQ may free the job as soon as it is sent: what the count needs, first. */
         char operation_id[sizeof job->operation_id], tenant[sizeof job->tenant];
+        char platform[sizeof job->platform];
         memcpy(operation_id, job->operation_id, sizeof operation_id);
         memcpy(tenant, job->tenant, sizeof tenant);
+        memcpy(platform, job->platform, sizeof platform);
         unsigned weight = job->weight;
         /* Zero copy: ZeroMQ frees the buffer once it has written it. */
         if (osbq_bus_send_job(d->router, w->identity, job->data, job->len, job_buf_release, job) <
             0) {
             /* ROUTER_MANDATORY: the worker is gone. Keep the job for another one. */
             log_info("worker %s unreachable, forgetting it", w->id);
-            requeue_front(d, job->operation_id, job->lane, job->tenant, job->weight, job->data,
-                          job->len);
+            const struct dispatch_owner owner = {job->tenant, job->weight, job->platform};
+            requeue_front(d, job->operation_id, job->lane, &owner, job->data, job->len);
             worker_remove(d, w);
             free(job);
         } else {
             w->free--;
             w->sent++;
             w->last_sent = ++d->sent;
-            running_add(d, operation_id, tenant, weight, w);
+            running_add(d, operation_id, tenant, weight, platform, w);
         }
     }
 }
@@ -463,27 +508,30 @@ static void *dispatch_thread(void *arg)
     return NULL;
 }
 
-struct dispatch *dispatch_start(zsock_t **routerp, unsigned max_queued,
-                                struct osbq_series *const *waits, struct osbq_error *err)
+struct dispatch *dispatch_start(zsock_t **routerp, unsigned max_queued, struct osbq_metric *waits,
+                                struct osbq_error *err)
 {
     struct dispatch *d = calloc(1, sizeof *d);
     if (d == NULL)
         goto out_fail;
-    for (unsigned i = 0; waits != NULL && i < DISPATCH_LANES; i++)
-        d->waits[i] = waits[i];
+    d->waits = waits;
     d->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     d->queue = dispatch_lanes_new();
     d->queued = zhashx_new();
     d->workers = zlistx_new();
     d->running = zhashx_new();
     d->tenant_running = zhashx_new();
+    d->wait_series = zhashx_new();
+    if (d->wait_series != NULL)
+        zhashx_set_destructor(d->wait_series, free_value);
     if (d->running != NULL)
         zhashx_set_destructor(d->running, free_value);
     if (d->tenant_running != NULL)
         zhashx_set_destructor(d->tenant_running, free_value);
     d->max_queued = max_queued;
     if (d->wake_fd < 0 || d->queue == NULL || d->queued == NULL || d->workers == NULL ||
-        d->running == NULL || d->tenant_running == NULL || pthread_mutex_init(&d->lock, NULL) != 0)
+        d->running == NULL || d->tenant_running == NULL || d->wait_series == NULL ||
+        pthread_mutex_init(&d->lock, NULL) != 0)
         goto out_free;
     d->router = *routerp;
     /* A send to a worker that vanished must fail, not vanish silently. */
@@ -504,6 +552,7 @@ out_free:
     zlistx_destroy(&d->workers);
     zhashx_destroy(&d->running);
     zhashx_destroy(&d->tenant_running);
+    zhashx_destroy(&d->wait_series);
     free(d);
 out_fail:
     osbq_error_set(err, OSBQ_ERR_INTERNAL, "cannot start the dispatcher");
@@ -517,9 +566,9 @@ static void wake_thread(struct dispatch *d)
 }
 
 int dispatch_submit(struct dispatch *d, const char *operation_id, enum dispatch_lane lane,
-                    const char *tenant, unsigned weight, const void *job, size_t len)
+                    const struct dispatch_owner *owner, const void *job, size_t len)
 {
-    struct job_buf *buf = job_buf_new(operation_id, lane, tenant, weight, job, len);
+    struct job_buf *buf = job_buf_new(operation_id, lane, owner, job, len);
     if (buf == NULL)
         return -1;
     pthread_mutex_lock(&d->lock);
@@ -584,6 +633,7 @@ void dispatch_stop(struct dispatch **dp)
     zlistx_destroy(&d->workers);
     zhashx_destroy(&d->running);
     zhashx_destroy(&d->tenant_running);
+    zhashx_destroy(&d->wait_series);
     zsock_destroy(&d->router);
     close(d->wake_fd);
     pthread_mutex_destroy(&d->lock);

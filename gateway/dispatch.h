@@ -14,23 +14,33 @@
 struct dispatch;
 
 /* Starts the dispatcher thread on router (which it takes over: *routerp is set to NULL).
- * max_queued bounds the jobs held while no worker has room. waits, when not NULL, holds
- * DISPATCH_LANES histogram series (borrowed, by lane) that get each job's time in the queue,
- * in seconds. NULL with err on failure. */
-struct dispatch *dispatch_start(zsock_t **routerp, unsigned max_queued,
-                                struct osbq_series *const *waits, struct osbq_error *err);
+ * max_queued bounds the jobs held while no worker has room. waits, when not NULL, is a histogram
+ * family (borrowed) labelled lane and platform, in that order, that gets each job's time in the
+ * queue, in seconds, under its lane's name and the platform label it was submitted with. NULL
+ * with err on failure. */
+struct dispatch *dispatch_start(zsock_t **routerp, unsigned max_queued, struct osbq_metric *waits,
+                                struct osbq_error *err);
 
 /* Stops the thread and frees everything, queued jobs included (they are in Redis); sets *dp to
  * NULL; accepts NULL. */
 void dispatch_stop(struct dispatch **dp);
 
-/* Queues an encoded job of tenant (weight: its platform's) in lane for the next worker with a
- * free slot (the lanes take turns, and a lane's tenants take rounds by weight:
- * dispatch_lanes_pop); copies it. A job whose operation is already queued here, in any lane, is
- * dropped (a resend of a job that only waits for room). Safe from any thread. Returns 0, or -1
- * when the queue is full (the job stays recorded in Redis). */
+/* Whose a job is. */
+struct dispatch_owner {
+    const char *tenant;   /* its tenant's key (its queue in a lane); NULL or "" when unknown */
+    unsigned weight;      /* its platform's weight; 0 counts as 1 */
+    const char *platform; /* the platform label its wait is counted under (tenant_platform_label:
+                           * a name of OSBQ_PLATFORMS, "default" or "unknown", so the label's
+                           * values stay few); NULL counts as "unknown" */
+};
+
+/* Queues an encoded job of owner in lane for the next worker with a free slot (the lanes take
+ * turns, and a lane's tenants take rounds by weight: dispatch_lanes_pop); copies it and the
+ * owner's strings. A job whose operation is already queued here, in any lane, is dropped (a
+ * resend of a job that only waits for room). Safe from any thread. Returns 0, or -1 when the
+ * queue is full (the job stays recorded in Redis). */
 int dispatch_submit(struct dispatch *d, const char *operation_id, enum dispatch_lane lane,
-                    const char *tenant, unsigned weight, const void *job, size_t len);
+                    const struct dispatch_owner *owner, const void *job, size_t len);
 
 /* Called on the dispatcher's thread with the due time (epoch ms) a worker's READY carries: the
  * earliest next step of the waits it recorded for jobs this gateway sent it. */

@@ -230,7 +230,12 @@ void *dispatch_lanes_oldest(const struct dispatch_lanes *l, enum dispatch_lane l
 {
     void *oldest = NULL;
     for (const struct tenant_queue *t = l->lane[lane].head; t != NULL; t = t->next) {
-        void *item = zlistx_head(t->items);
+        /* Items handed back went to the front, each younger than those behind it: the tenant's
+         * oldest is where the queue stops getting older (the head, without any). */
+        void *item = zlistx_first(t->items);
+        for (void *next = zlistx_next(t->items); next != NULL && older(next, item);
+             next = zlistx_next(t->items))
+            item = next;
         if (oldest == NULL || older(item, oldest))
             oldest = item;
     }

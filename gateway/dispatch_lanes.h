@@ -66,9 +66,11 @@ size_t dispatch_lanes_total(const struct dispatch_lanes *l);
 /* Tenants with items waiting in lane. */
 size_t dispatch_lanes_tenants(const struct dispatch_lanes *l, enum dispatch_lane lane);
 
-/* The oldest of the items at the head of each tenant's queue in lane (by older(a, b): whether
- * a waited longer than b), or NULL when the lane is empty: the longest wait of any tenant.
- * O(tenants waiting): for a metrics scrape, not per item. */
+/* The oldest item of any tenant's queue in lane (by older(a, b): whether a waited longer than
+ * b), or NULL when the lane is empty: the longest wait of any tenant. A tenant's oldest is its
+ * head unless items were pushed at the front (handed back, each younger than what waits behind
+ * it): then the first item behind them. O(tenants waiting + items pushed at the front): for a
+ * metrics scrape, not per item. */
 void *dispatch_lanes_oldest(const struct dispatch_lanes *l, enum dispatch_lane lane,
                             bool (*older)(const void *a, const void *b));
 

@@ -12,6 +12,7 @@ static const char *const route_label[] = {"route"};
 static const char *const operation_labels[] = {"kind", "state", "service", "plan"};
 static const char *const platform_labels[] = {"platform", "code"};
 static const char *const lane_label[] = {"lane"};
+static const char *const lane_platform_labels[] = {"lane", "platform"};
 
 /* Sets the gauges that are read rather than tracked. */
 static void refresh_gauges(void *ctx)
@@ -86,12 +87,13 @@ int gateway_metrics_init(struct gateway_metrics *gm, struct osbq_store *store, c
         m, OSBQ_METRIC_COUNTER, "osbq_platform_requests_total",
         "Broker API requests answered, by the platform their URL prefix names and status.",
         platform_labels, 2, NULL, 0);
-    struct osbq_metric *waits = osbq_metrics_add(
+    gm->dispatch_waits = osbq_metrics_add(
         m, OSBQ_METRIC_HISTOGRAM, "osbq_dispatch_wait_seconds",
-        "Time jobs waited in this gateway's dispatcher for a worker's free slot, by lane: waiting "
-        "(a synchronous request's), due (polls and resends), new (first steps of asynchronous "
-        "operations).",
-        lane_label, 1, osbq_metrics_latency_buckets, osbq_metrics_latency_buckets_count);
+        "Time jobs waited in this gateway's dispatcher for a worker's free slot, by lane (waiting: "
+        "a synchronous request's; due: polls and resends; new: first steps of asynchronous "
+        "operations) and by the platform of the job's tenant (an OSBQ_PLATFORMS name, default, "
+        "or unknown).",
+        lane_platform_labels, 2, osbq_metrics_latency_buckets, osbq_metrics_latency_buckets_count);
     gm->tenants_waiting =
         plain(m, OSBQ_METRIC_GAUGE, "osbq_dispatch_tenants_waiting",
               "Tenants with jobs waiting in this gateway's dispatcher, counted once per lane they "
@@ -103,16 +105,16 @@ int gateway_metrics_init(struct gateway_metrics *gm, struct osbq_store *store, c
         lane_label, 1, NULL, 0);
     for (unsigned i = 0; i < DISPATCH_LANES; i++) {
         const char *lane = dispatch_lane_name((enum dispatch_lane)i);
-        gm->dispatch_waits[i] = waits ? osbq_metric_series(waits, OSBQ_LABELS(lane)) : NULL;
         gm->longest_waits[i] = longest ? osbq_metric_series(longest, OSBQ_LABELS(lane)) : NULL;
-        if (gm->dispatch_waits[i] == NULL || gm->longest_waits[i] == NULL)
+        if (gm->longest_waits[i] == NULL)
             goto fail;
     }
     if (gm->requests == NULL || gm->platform_requests == NULL || gm->duration == NULL ||
         gm->in_flight == NULL || gm->operations == NULL || gm->sync_waits == NULL ||
         gm->jobs_queued == NULL || gm->workers == NULL || gm->free_slots == NULL ||
         gm->retries == NULL || gm->lease_expiries == NULL || gm->polls == NULL ||
-        gm->tenants_waiting == NULL || osbq_metrics_on_render(m, refresh_gauges, gm) < 0)
+        gm->dispatch_waits == NULL || gm->tenants_waiting == NULL ||
+        osbq_metrics_on_render(m, refresh_gauges, gm) < 0)
         goto fail;
     return 0;
 fail:
@@ -125,6 +127,15 @@ void gateway_metrics_attach(struct gateway_metrics *gm, struct dispatch *dispatc
 {
     gm->dispatch = dispatch;
     gm->waiters = waiters;
+}
+
+void gateway_metrics_platforms(struct gateway_metrics *gm, const struct osbq_platforms *set)
+{
+    for (size_t p = 0; set != NULL && p < set->count; p++)
+        for (unsigned i = 0; i < DISPATCH_LANES; i++)
+            (void)osbq_metric_series(
+                gm->dispatch_waits,
+                OSBQ_LABELS(dispatch_lane_name((enum dispatch_lane)i), set->list[p].name));
 }
 
 void gateway_metrics_clear(struct gateway_metrics *gm)

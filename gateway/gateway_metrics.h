@@ -5,6 +5,7 @@
 
 #include "dispatch.h"
 #include "metrics.h"
+#include "platforms.h"
 #include "process_metrics.h"
 #include "store.h"
 #include "waiter.h"
@@ -25,7 +26,7 @@ struct gateway_metrics {
     struct osbq_series *workers;        /* osbq_workers_live (read at scrape) */
     struct osbq_series *free_slots;     /* osbq_worker_free_slots (read at scrape) */
     struct osbq_series *sync_waits;     /* osbq_sync_waits_in_flight (read at scrape) */
-    struct osbq_series *dispatch_waits[DISPATCH_LANES]; /* osbq_dispatch_wait_seconds{lane} */
+    struct osbq_metric *dispatch_waits; /* osbq_dispatch_wait_seconds{lane,platform} */
     struct osbq_series *tenants_waiting; /* osbq_dispatch_tenants_waiting (read at scrape) */
     struct osbq_series *longest_waits[DISPATCH_LANES]; /* osbq_dispatch_longest_wait_seconds */
     struct dispatch *dispatch;    /* borrowed, read at scrape; NULL until attached */
@@ -40,6 +41,11 @@ int gateway_metrics_init(struct gateway_metrics *gm, struct osbq_store *store, c
  * starts (nothing renders before then). */
 void gateway_metrics_attach(struct gateway_metrics *gm, struct dispatch *dispatch,
                             struct waiter_table *waiters);
+
+/* Makes osbq_dispatch_wait_seconds' series of every platform of set, in every lane, so that they
+ * are served from the first scrape (the dispatcher makes the others, "default" and "unknown",
+ * when a job of theirs first leaves). Call at start and after each reload of the platforms. */
+void gateway_metrics_platforms(struct gateway_metrics *gm, const struct osbq_platforms *set);
 
 /* Frees the registry; gm is zeroed. */
 void gateway_metrics_clear(struct gateway_metrics *gm);

@@ -431,14 +431,13 @@ static enum MHD_Result start_call(const struct gateway *gw, struct MHD_Connectio
  * once that reply is queued or its request suspended, so that a fast outcome finds the waiter
  * registered. A request that waits for the outcome (sync) has a lane of its own: its client
  * waits on the connection, and new asynchronous work must not queue ahead of it. */
-static void send_job(const struct gateway *gw, const char *operation_id, const char *tenant,
-                     unsigned weight, bool waiting, char *job, size_t len)
+static void send_job(const struct gateway *gw, const char *operation_id,
+                     const struct dispatch_owner *owner, bool waiting, char *job, size_t len)
 {
     if (job == NULL)
         return;
     if (dispatch_submit(gw->dispatch, operation_id,
-                        waiting ? DISPATCH_LANE_WAITING : DISPATCH_LANE_NEW, tenant, weight, job,
-                        len) < 0)
+                        waiting ? DISPATCH_LANE_WAITING : DISPATCH_LANE_NEW, owner, job, len) < 0)
         log_warnx("job queue full: operation %s waits for recovery", operation_id);
     free(job);
 }
@@ -450,8 +449,10 @@ static enum MHD_Result respond(const struct gateway *gw, struct MHD_Connection *
 {
     /* What the job needs of the reply, which the cases below clear. */
     char operation_id[sizeof r->operation_id], tenant[sizeof r->tenant];
+    char platform[sizeof r->platform];
     memcpy(operation_id, r->operation_id, sizeof operation_id);
     memcpy(tenant, r->tenant, sizeof tenant);
+    memcpy(platform, r->platform, sizeof platform);
     unsigned weight = r->weight;
     char *job = r->job;
     size_t job_len = r->job_len;
@@ -469,7 +470,8 @@ static enum MHD_Result respond(const struct gateway *gw, struct MHD_Connection *
         rc = queue_reply(conn, ex, r);
         break;
     }
-    send_job(gw, operation_id, tenant, weight, waiting, job, job_len);
+    const struct dispatch_owner owner = {tenant, weight, platform};
+    send_job(gw, operation_id, &owner, waiting, job, job_len);
     return rc;
 }
 
@@ -514,7 +516,8 @@ static void finish_call_unanswered(const struct gateway *gw, struct exchange *ex
         log_info("operation %s: its client left before the answer; the job goes on",
                  r.operation_id);
         /* Nobody waits for it any more: a new operation's lane. */
-        send_job(gw, r.operation_id, r.tenant, r.weight, false, r.job, r.job_len);
+        const struct dispatch_owner owner = {r.tenant, r.weight, r.platform};
+        send_job(gw, r.operation_id, &owner, false, r.job, r.job_len);
         r.job = NULL;
     }
     reply_clear(&r);

@@ -94,9 +94,10 @@ static void log_platforms(const char *what, const struct osbq_platforms *set)
     log_info("%s %zu platform%s: %s", what, set->count, set->count == 1 ? "" : "s", names);
 }
 
-/* SIGHUP: the new platforms file replaces the set; requests in flight keep theirs. */
+/* SIGHUP: the new platforms file replaces the set; requests in flight keep theirs. Its
+ * platforms' series of the metrics exist from then on. */
 static void reload_platforms(const struct osbq_config *cfg, const struct osbq_catalog *catalog,
-                             struct osbq_platforms_holder *holder)
+                             struct osbq_platforms_holder *holder, struct gateway_metrics *metrics)
 {
     if (cfg->platforms_path == NULL)
         return;
@@ -107,6 +108,7 @@ static void reload_platforms(const struct osbq_config *cfg, const struct osbq_ca
         return;
     }
     log_platforms("received SIGHUP: now serving", set);
+    gateway_metrics_platforms(metrics, set);
     osbq_platforms_swap(holder, set);
 }
 
@@ -216,6 +218,7 @@ int main(int argc, char **argv)
         gateway_metrics_init(&metrics, gw.store, OSBQ_VERSION) < 0)
         fatalx("cannot initialise: out of memory or no random source");
     gw.metrics = &metrics;
+    gateway_metrics_platforms(&metrics, platforms);
     unsigned char raw_id[16];
     randombytes_buf(raw_id, sizeof raw_id);
     sodium_bin2hex(gw.gateway_id, sizeof gw.gateway_id, raw_id, sizeof raw_id);
@@ -265,7 +268,7 @@ int main(int argc, char **argv)
             continue;
         if (signo != SIGHUP)
             break;
-        reload_platforms(&cfg, catalog, &platforms_holder);
+        reload_platforms(&cfg, catalog, &platforms_holder, &metrics);
         if (tls == NULL && cfg.platforms_path == NULL)
             log_info("received SIGHUP: nothing to reload (no OSBQ_TLS_CERT nor OSBQ_PLATFORMS)");
         else if (tls == NULL)

@@ -71,9 +71,10 @@ static void resend(struct recovery *r, const struct osbq_platforms *set,
         return;
     }
     job.attempt = item->poll && item->claims > 0 ? item->claims : item->claims + 1;
+    const struct dispatch_owner owner = {item->tenant, tenant_weight(set, item->tenant),
+                                         tenant_platform_label(set, item->tenant)};
     if (osbq_job_encode(&job, &bytes, &len, why, sizeof why) < 0 ||
-        dispatch_submit(r->dispatch, item->operation_id, DISPATCH_LANE_DUE, item->tenant,
-                        tenant_weight(set, item->tenant), bytes, len) < 0)
+        dispatch_submit(r->dispatch, item->operation_id, DISPATCH_LANE_DUE, &owner, bytes, len) < 0)
         log_warnx("operation %s: cannot %s it now, the next scan will", item->operation_id,
                   item->poll ? "send the next step of" : "resend");
     else if (item->poll) {

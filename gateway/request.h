@@ -115,9 +115,11 @@ struct reply {
     size_t job_len;              /* bytes in job */
     char tenant[TENANT_KEY_MAX]; /* whose job it is (the dispatcher's queues), or empty */
     unsigned weight;             /* its platform's weight; 0 counts as 1 */
-    const char *reason;          /* an error's name for the access log (static), or NULL */
-    struct reply_wait wait;      /* REPLY_WAIT: what the request waits for */
-    struct reply_defer defer;    /* REPLY_DEFERRED: the handler's Redis call */
+    char platform[OSBQ_PLATFORM_NAME_MAX + 1]; /* its platform's name (the dispatcher's wait
+                                                * metric), or empty */
+    const char *reason;       /* an error's name for the access log (static), or NULL */
+    struct reply_wait wait;   /* REPLY_WAIT: what the request waits for */
+    struct reply_defer defer; /* REPLY_DEFERRED: the handler's Redis call */
 };
 
 #endif

@@ -47,16 +47,34 @@ void tenant_key(enum osbq_tenant_scope scope, const char *platform, const char *
     json_decref(parsed);
 }
 
-unsigned tenant_weight(const struct osbq_platforms *set, const char *tenant)
+/* The platform of tenant (the key's part before the first '/') in set, or NULL. */
+static const struct osbq_platform *tenant_platform(const struct osbq_platforms *set,
+                                                   const char *tenant)
 {
     if (set == NULL || tenant == NULL || tenant[0] == '\0')
-        return 1;
+        return NULL;
     char name[OSBQ_PLATFORM_NAME_MAX + 1];
     size_t len = strcspn(tenant, "/");
     if (len > OSBQ_PLATFORM_NAME_MAX)
-        return 1;
+        return NULL;
     memcpy(name, tenant, len);
     name[len] = '\0';
-    const struct osbq_platform *p = osbq_platforms_find(set, name);
+    return osbq_platforms_find(set, name);
+}
+
+unsigned tenant_weight(const struct osbq_platforms *set, const char *tenant)
+{
+    const struct osbq_platform *p = tenant_platform(set, tenant);
     return p != NULL && p->weight > 0 ? p->weight : 1;
+}
+
+const char *tenant_platform_label(const struct osbq_platforms *set, const char *tenant)
+{
+    const struct osbq_platform *p = tenant_platform(set, tenant);
+    if (p != NULL)
+        return p->name;
+    size_t len = tenant != NULL ? strcspn(tenant, "/") : 0;
+    if (len == strlen(OSBQ_PLATFORM_DEFAULT) && strncmp(tenant, OSBQ_PLATFORM_DEFAULT, len) == 0)
+        return OSBQ_PLATFORM_DEFAULT;
+    return TENANT_PLATFORM_UNKNOWN;
 }

@@ -27,4 +27,11 @@ void tenant_key(enum osbq_tenant_scope scope, const char *platform, const char *
  * platform is not in it (removed by a reload) or tenant is NULL or empty. */
 unsigned tenant_weight(const struct osbq_platforms *set, const char *tenant);
 
+/* The platform label of tenant's work in the metrics (osbq_dispatch_wait_seconds): its
+ * platform's name when set has it (the string is set's), OSBQ_PLATFORM_DEFAULT for "default",
+ * and TENANT_PLATFORM_UNKNOWN for anything else (a platform removed by a reload, a tenant NULL
+ * or empty), so the label's values stay the platforms of OSBQ_PLATFORMS and two more. */
+#define TENANT_PLATFORM_UNKNOWN "unknown"
+const char *tenant_platform_label(const struct osbq_platforms *set, const char *tenant);
+
 #endif

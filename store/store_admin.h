@@ -75,6 +75,50 @@ struct osbq_store_stats {
 int osbq_store_stats_get(struct osbq_store *store, struct osbq_store_stats *out,
                          struct osbq_error *err);
 
+/* ---- Work in progress by tenant (osbq-ctl stats; store_work.c) ---- */
+
+/* Where an operation in progress is. */
+enum osbq_work_state {
+    OSBQ_WORK_QUEUED,  /* waits for a worker to claim it (first step, or resent) */
+    OSBQ_WORK_RUNNING, /* a worker runs a step of it */
+    OSBQ_WORK_WAITING, /* waits for its next step's due time (a poll) */
+    OSBQ_WORK_OTHER,   /* its record is gone or ended meanwhile: in progress no longer */
+};
+
+/* One member of the operation queue ("<ns>:queue") and its operation. */
+struct osbq_queue_entry {
+    char *operation_id;         /* the member */
+    char *tenant;               /* its operation's tenant; NULL when it recorded none */
+    enum osbq_work_state state; /* its operation's state */
+    bool in_polls;              /* waiting, and in its tenant's polls too ("<ns>:polls:<tenant>"),
+                                 * where osbq_store_polls_scan counts it */
+};
+
+/* One step of a walk over the operation queue: ZSCAN from *cursor (0 to start) asking for about
+ * count members, then every member's operation (state, tenant) read in one pipeline, and, for
+ * those waiting with a tenant, whether their tenant's polls hold them in another. Sets *cursor
+ * to where the next step starts (0: the walk is over). A member may be seen twice in one walk
+ * (ZSCAN's guarantee); the steps are not one instant, so an operation that moves meanwhile may
+ * be seen in two places or none. On success *entries (free with osbq_queue_entries_free; NULL
+ * when the step found none) holds *n entries. */
+int osbq_store_queue_scan(struct osbq_store *store, uint64_t *cursor, unsigned count,
+                          struct osbq_queue_entry **entries, size_t *n, struct osbq_error *err);
+void osbq_queue_entries_free(struct osbq_queue_entry *entries, size_t n);
+
+/* One tenant with operations waiting in its polls, and how many (ZCARD). */
+struct osbq_tenant_polls {
+    char *tenant;    /* as "<ns>:poll_tenants" lists it */
+    int64_t waiting; /* members of "<ns>:polls:<tenant>" */
+};
+
+/* One step of a walk over the tenants whose waiting operations wait in polls of their own
+ * ("<ns>:poll_tenants"; a store that has none is walked at once): ZSCAN from *cursor (0 to
+ * start), about count tenants, each one's polls counted in one pipeline. Sets *cursor as above.
+ * On success *polls (free with osbq_tenant_polls_free; NULL when none) holds *n entries. */
+int osbq_store_polls_scan(struct osbq_store *store, uint64_t *cursor, unsigned count,
+                          struct osbq_tenant_polls **polls, size_t *n, struct osbq_error *err);
+void osbq_tenant_polls_free(struct osbq_tenant_polls *polls, size_t n);
+
 /* ---- Binding results at rest (osbq-ctl reencrypt, docs/decisions/0007) ---- */
 
 /* One binding's stored result as read. Owned (osbq_stored_results_free). */

@@ -22,6 +22,7 @@ CATALOG = os.path.join(harness.SOURCE_DIR, "tests", "data", "catalog-faults.json
 
 SERVICE = "9d2c4e6a-1b3f-4a5c-8e7d-0f1a2b3c4e01"
 FAST = "9d2c4e6a-1b3f-4a5c-8e7d-0f1a2b3c4f01"  # every operation at once
+STEPS_LONG = "9d2c4e6a-1b3f-4a5c-8e7d-0f1a2b3c4f07"  # waits 20 s in Redis between two steps
 
 # Not the default "osbq", so the test shows OSBQ_NAMESPACE is honoured.
 NAMESPACE = "ctl-test"
@@ -354,6 +355,9 @@ class TestCtlReads(CtlTestCase):
         self.assertEqual(stats["instances"], {"total": 3, "by_state": {"provisioned": 3}})
         self.assertEqual(stats["bindings"], {"total": 2, "by_state": {"bound": 2}})
         self.assertEqual(stats["operations"], {"unfinished": 0, "overdue": 0})
+        # Every operation ended: no tenant has work in progress.
+        self.assertEqual(stats["tenants"], {"with_work": 0, "complete": True, "read": 0,
+                                            "top": []})
         self.assertEqual(stats["gateways"]["live"], len(self.ctl_json("gateways")))
         self.assertEqual(stats["workers"]["live"], len(self.ctl_json("workers")))
         self.assertRegex(stats["redis"]["version"], r"^\d+\.\d+")
@@ -367,6 +371,8 @@ class TestCtlReads(CtlTestCase):
         # The test's Redis has no replica.
         self.assertEqual((stats["redis"]["role"], stats["redis"]["replicas"]), ("master", []))
         self.assertRegex(out, r"(?m)^replicas +role master, 0 of 0 online$")
+        self.assertRegex(out, r"(?m)^tenants +0 with operations in progress$")
+        self.assertNotIn("TENANT", out)
 
     def test_namespace(self):
         """--namespace overrides OSBQ_NAMESPACE; another namespace holds nothing."""
@@ -399,6 +405,9 @@ class TestCtlReads(CtlTestCase):
             (("operation",), "needs an OPERATION_ID"),
             (("operation", op, "more"), "unexpected argument"),
             (("stats", "--yes"), "does not apply to stats"),
+            (("stats", "--top", "x"), "--top"),
+            (("stats", "--top", "-3"), "--top"),
+            (("instances", "--top", "3"), "does not apply to instances"),
             (("resend", op, "--description", "x", "--yes"), "does not apply to resend"),
             (("instances", "--state", "failed", "--state", "gone"), "given twice"),
             (("fail", op), "Add --yes"),
@@ -523,6 +532,111 @@ class TestCtlRepairs(CtlTestCase):
         status, out, err = self.ctl("--json", "resend", op, "--yes")
         self.assertEqual(status, 3, out + err)
         self.assertEqual(json.loads(out)["result"], "already_finished")
+
+
+class TestCtlTenants(CtlTestCase):
+    """stats' busiest tenants: a gateway without workers holds its organizations' provisions
+    queued; beside them, operations written as workers and the recovery loop leave them
+    (running, waiting in the queue as before polls were per tenant, and waiting in a tenant's
+    polls: "<ns>:polls:<tenant>", indexed by "<ns>:poll_tenants"), all due an hour from now so
+    that the gateway's recovery loop leaves them alone."""
+
+    def setUp(self):
+        self.stack = harness.Stack(catalog=CATALOG, extra_env=ENV)
+        self.addCleanup(self.stack.stop)
+        self.gateway = self.stack.start_gateway()
+        self.client = self.stack.client(self.gateway)
+        self.addCleanup(self.client.close)
+
+    def provision(self, org):
+        body = instance_body()
+        body["organization_guid"] = org
+        r = self.client.request("PUT", ipath(new_id(), incomplete=True), body)
+        self.assertEqual(r.status, 202, r.body)
+
+    def write_op(self, state, tenant, queue=True, polls=False):
+        """An operation in state, of tenant (None: none recorded): in the queue and/or in its
+        tenant's polls."""
+        redis, op = self.stack.redis, new_id().replace("-", "")
+        later = int(time.time() * 1000) + 3600 * 1000
+        fields = ["state", state, "kind", "provision"] + (["tenant", tenant] if tenant else [])
+        redis.command("HSET", "%s:op:%s" % (NAMESPACE, op), *fields)
+        if queue:
+            redis.command("ZADD", NAMESPACE + ":queue", later, op)
+        if polls:
+            redis.command("ZADD", "%s:polls:%s" % (NAMESPACE, tenant), later, op)
+            redis.command("ZADD", NAMESPACE + ":poll_tenants", later, tenant)
+        return op
+
+    def test_busiest_tenants(self):
+        for org in ("org-a", "org-a", "org-a", "org-b"):
+            self.provision(org)
+        for _ in range(2):
+            self.write_op("running", "cf/org-run")
+        self.write_op("waiting", "cf/org-wait")  # in the queue alone: before polls per tenant
+        self.write_op("waiting", "cf/org-wait", polls=True)  # both: counted once
+        self.write_op("waiting", "cf/org-wait", queue=False, polls=True)
+        for _ in range(4):
+            self.write_op("waiting", "k8s/ns-1", queue=False, polls=True)
+        self.write_op("queued", None)  # begun before operations recorded their tenant
+        self.write_op("succeeded", "cf/org-done")  # ended: not in progress
+        self.stack.redis.command("ZADD", NAMESPACE + ":queue", int(time.time() * 1000) + 3600000,
+                                 "no-such-operation")
+
+        tenants = self.ctl_json("stats", "--top", "3")["tenants"]
+        # Read: the polls' 2 tenants, then the queue's 11 members.
+        self.assertEqual((tenants["with_work"], tenants["complete"], tenants["read"]),
+                         (6, True, 13))
+
+        def row(tenant, queued, running, waiting):
+            return {"tenant": tenant, "queued": queued, "running": running, "waiting": waiting,
+                    "total": queued + running + waiting}
+        busiest = [row("k8s/ns-1", 0, 0, 4), row("cf/org-wait", 0, 0, 3),
+                   row("default/org-a", 3, 0, 0)]
+        self.assertEqual(tenants["top"], busiest)
+        everyone = busiest + [row("cf/org-run", 0, 2, 0), row(None, 1, 0, 0),
+                              row("default/org-b", 1, 0, 0)]
+        self.assertEqual(self.ctl_json("stats", "--top", "0")["tenants"]["top"], everyone)
+
+        out = self.ctl_ok("stats")
+        self.assertRegex(out, r"(?m)^tenants +6 with operations in progress$")
+        table = out.split("\n\n", 1)[1].splitlines()
+        self.assertEqual(table[0].split(), ["TENANT", "QUEUED", "RUNNING", "WAITING", "TOTAL"])
+        self.assertEqual([line.split() for line in table[1:]],
+                         [["k8s/ns-1", "0", "0", "4", "4"], ["cf/org-wait", "0", "0", "3", "3"],
+                          ["default/org-a", "3", "0", "0", "3"], ["cf/org-run", "0", "2", "0", "2"],
+                          ["-", "1", "0", "0", "1"], ["default/org-b", "1", "0", "0", "1"]])
+        self.assertEqual(len(self.ctl_ok("stats", "--top=1").split("\n\n", 1)[1].splitlines()), 2)
+
+    def test_a_waiting_operation_counts_once(self):
+        """A worker's real wait: the operation waits in its tenant's polls and, for gateways of
+        the previous release, in the queue too; stats counts it once, as waiting."""
+        self.stack.start_worker()
+        body = instance_body(plan=STEPS_LONG)
+        body["organization_guid"] = "org-w"
+        r = self.client.request("PUT", ipath(new_id(), incomplete=True), body)
+        self.assertEqual(r.status, 202, r.body)
+        op = r.json()["operation"]
+        harness.wait_until(lambda: self.ctl_json("operation", op)["state"] == "waiting",
+                           OP_TIMEOUT_S, "the operation to wait for its next step")
+        redis = self.stack.redis
+        self.assertIsNotNone(redis.command("ZSCORE", NAMESPACE + ":polls:default/org-w", op))
+        self.assertIsNotNone(redis.command("ZSCORE", NAMESPACE + ":queue", op))
+        tenants = self.ctl_json("stats")["tenants"]
+        self.assertEqual((tenants["with_work"], tenants["top"]),
+                         (1, [{"tenant": "default/org-w", "queued": 0, "running": 0,
+                               "waiting": 1, "total": 1}]))
+
+    def test_stops_after_100000_entries(self):
+        """A queue of 100,001 members: the count stops at 100,000 and says it is partial."""
+        self.stack.redis.command(
+            "EVAL", "for i = 1, tonumber(ARGV[1]) do redis.call('ZADD', KEYS[1], i, 'op-' .. i) "
+            "end", 1, "ctl-many:queue", 100001)
+        tenants = self.ctl_json("--namespace", "ctl-many", "stats")["tenants"]
+        self.assertEqual(tenants, {"with_work": 0, "complete": False, "read": 100000, "top": []})
+        out = self.ctl_ok("--namespace", "ctl-many", "stats")
+        self.assertRegex(out, r"(?m)^tenants +0 with operations in progress \(partial: counting "
+                         r"stopped after 100000 entries\)$")
 
 
 class TestCtlRedisDown(CtlTestCase):

@@ -7,7 +7,9 @@ import base64
 import json
 import os
 import re
+import shutil
 import signal
+import tempfile
 import time
 import unittest
 import uuid
@@ -228,10 +230,11 @@ class GatewayMetricsTest(unittest.TestCase):
         self.assertEqual(value(after, "osbq_sync_waits_in_flight"), 0)
         # Every job sent went through the dispatcher's lanes: the sync bind and unbind through
         # "waiting", the three provisions and the async deprovision through "new" (the joined
-        # request sends no job of its own).
+        # request sends no job of its own), all of the one platform without OSBQ_PLATFORMS.
         wait = "osbq_dispatch_wait_seconds_count"
-        self.assertEqual(delta(wait, lane="waiting"), 2)
-        self.assertEqual(delta(wait, lane="new"), 4)
+        self.assertEqual(delta(wait, lane="waiting", platform="default"), 2)
+        self.assertEqual(delta(wait, lane="new", platform="default"), 4)
+        self.assertEqual({dict(ls)["platform"] for (n, ls) in after if n == wait}, {"default"})
         # The access log names the operation and instance of the accepted provision.
         harness.wait_until(lambda: re.search(r"msg=request .*status=202 .*instance=%s .*op=%s"
                                              % (slow, first.json()["operation"]),
@@ -266,6 +269,83 @@ class GatewayMetricsTest(unittest.TestCase):
             self.stack.redis.send_signal(signal.SIGCONT)
         after = value(self.scraper.samples(), "osbq_redis_errors_total")
         self.assertGreaterEqual(after - before, 1)
+
+
+class DispatchByPlatformTest(unittest.TestCase):
+    """The dispatcher's figures with two platforms (OSBQ_PLATFORMS): each job's wait counted
+    under its lane and its tenant's platform, never its tenant; the tenants waiting and the
+    longest wait while no worker takes the jobs, and once they all left."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="osbq-metrics-platforms-")
+        self.addCleanup(shutil.rmtree, self.dir, True)
+        platforms = []
+        for name in ("cf", "k8s"):
+            with open(os.path.join(self.dir, name + "-password"), "w") as f:
+                f.write("pw-%s\n" % name)
+            platforms.append({"name": name, "prefix": "/" + name,
+                              "basic": {"username": name, "password_file": name + "-password"}})
+        with open(os.path.join(self.dir, "platforms.json"), "w") as f:
+            json.dump({"platforms": platforms}, f)
+        # Recovery never resends here: every job goes through the "new" lane once.
+        self.stack = harness.Stack(catalog=CATALOG, extra_env={"OSBQ_CLAIM_TIMEOUT_MS": "60000"})
+        self.addCleanup(self.stack.stop)
+        self.gateway = self.stack.start_gateway(
+            OSBQ_PLATFORMS=os.path.join(self.dir, "platforms.json"), OSBQ_BROKER_USERNAME=None,
+            OSBQ_BROKER_PASSWORD=None)
+        self.scraper = Scraper(self.stack, self.gateway)
+        self.addCleanup(self.scraper.close)
+
+    def provision(self, platform, context):
+        c = harness.Client(self.gateway.port, platform, "pw-" + platform)
+        try:
+            instance = str(uuid.uuid4())
+            r = c.request("PUT", "/%s/v2/service_instances/%s?accepts_incomplete=true"
+                          % (platform, instance),
+                          {"service_id": SERVICE, "plan_id": FAST, "context": context,
+                           "organization_guid": "org", "space_guid": "space"})
+            self.assertEqual(r.status, 202, r.body)
+            return instance
+        finally:
+            c.close()
+
+    def test_waits_by_lane_and_platform(self):
+        wait = "osbq_dispatch_wait_seconds_count"
+        samples = self.scraper.samples()
+        # The platforms' series exist from the start, at 0, in every lane.
+        for platform in ("cf", "k8s"):
+            for lane in ("waiting", "due", "new"):
+                key = (wait, frozenset({"lane": lane, "platform": platform}.items()))
+                self.assertEqual(samples.get(key), 0, key)
+        self.assertEqual(value(samples, "osbq_dispatch_tenants_waiting"), 0)
+
+        # No worker yet: the jobs of three tenants (two organizations of cf, a namespace of
+        # k8s) wait in the dispatcher's "new" lane.
+        cf = {"platform": "cloudfoundry", "organization_guid": "org-a", "space_guid": "s"}
+        for context in (cf, cf, dict(cf, organization_guid="org-b")):
+            self.provision("cf", context)
+        self.provision("k8s", {"platform": "kubernetes", "namespace": "ns-1"})
+        harness.wait_until(
+            lambda: value(self.scraper.samples(), "osbq_dispatch_tenants_waiting") == 3, 5,
+            "three tenants waiting")
+        time.sleep(0.2)
+        samples = self.scraper.samples()
+        self.assertGreater(value(samples, "osbq_dispatch_longest_wait_seconds", lane="new"), 0.1)
+        self.assertEqual(value(samples, "osbq_dispatch_longest_wait_seconds", lane="waiting"), 0)
+        self.assertEqual(value(samples, "osbq_jobs_queued"), 4)
+
+        self.stack.start_worker()
+        harness.wait_until(
+            lambda: harness.metric_sum(self.scraper.samples(), wait, lane="new") == 4, 15,
+            "the four jobs to leave")
+        samples = self.scraper.samples()
+        self.assertEqual(value(samples, wait, lane="new", platform="cf"), 3)
+        self.assertEqual(value(samples, wait, lane="new", platform="k8s"), 1)
+        # Bounded labels: the platforms of OSBQ_PLATFORMS, never a tenant.
+        self.assertEqual({dict(ls)["platform"] for (n, ls) in samples if n == wait},
+                         {"cf", "k8s"})
+        self.assertEqual(value(samples, "osbq_dispatch_tenants_waiting"), 0)
+        self.assertEqual(value(samples, "osbq_dispatch_longest_wait_seconds", lane="new"), 0)
 
 
 class MetricsAuthTest(unittest.TestCase):

@@ -236,6 +236,31 @@ static void test_many_tenants(void **state)
     dispatch_lanes_destroy(&l);
 }
 
+/* A job handed back goes first in its tenant's queue with a new time: the tenant's longest wait
+ * is still its oldest job's, behind it. */
+static void test_oldest_behind_handed_back(void **state)
+{
+    (void)state;
+    struct dispatch_lanes *l = dispatch_lanes_new();
+    assert_int_equal(dispatch_lanes_push(l, DISPATCH_LANE_NEW, "cf/a", 1, &items[5], false), 0);
+    assert_int_equal(dispatch_lanes_push(l, DISPATCH_LANE_NEW, "cf/a", 1, &items[6], false), 0);
+    assert_int_equal(dispatch_lanes_push(l, DISPATCH_LANE_NEW, "cf/b", 1, &items[7], false), 0);
+    assert_int_equal(dispatch_lanes_push(l, DISPATCH_LANE_NEW, "cf/a", 1, &items[9], true), 0);
+    assert_int_equal(dispatch_lanes_push(l, DISPATCH_LANE_NEW, "cf/a", 1, &items[10], true), 0);
+    assert_ptr_equal(dispatch_lanes_oldest(l, DISPATCH_LANE_NEW, older), &items[5]);
+    /* The handed-back jobs leave first (a's round, then b's, then a's again). */
+    assert_ptr_equal(dispatch_lanes_pop(l, NULL, NULL), &items[10]);
+    assert_ptr_equal(dispatch_lanes_oldest(l, DISPATCH_LANE_NEW, older), &items[5]);
+    assert_ptr_equal(dispatch_lanes_pop(l, NULL, NULL), &items[7]);
+    assert_ptr_equal(dispatch_lanes_pop(l, NULL, NULL), &items[9]);
+    assert_ptr_equal(dispatch_lanes_oldest(l, DISPATCH_LANE_NEW, older), &items[5]);
+    assert_ptr_equal(dispatch_lanes_pop(l, NULL, NULL), &items[5]);
+    assert_ptr_equal(dispatch_lanes_oldest(l, DISPATCH_LANE_NEW, older), &items[6]);
+    assert_ptr_equal(dispatch_lanes_pop(l, NULL, NULL), &items[6]);
+    assert_null(dispatch_lanes_oldest(l, DISPATCH_LANE_NEW, older));
+    dispatch_lanes_destroy(&l);
+}
+
 /* Running jobs by tenant, as a dispatcher counts them. */
 struct load_table {
     const char *tenant[4];
@@ -293,6 +318,7 @@ int main(void)
         cmocka_unit_test(test_tenants_take_turns),
         cmocka_unit_test(test_weights),
         cmocka_unit_test(test_many_tenants),
+        cmocka_unit_test(test_oldest_behind_handed_back),
         cmocka_unit_test(test_prefers_fewest_running),
         cmocka_unit_test(test_bound),
     };

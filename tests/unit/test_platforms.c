@@ -168,7 +168,8 @@ static void test_two_platforms_authenticate(void **state)
 }
 
 /* A platform's weight: 1 unless the file says 1 to 100; tenant_weight finds it by the tenant
- * key's platform part, and gives 1 to a platform no longer in the set. */
+ * key's platform part, and gives 1 to a platform no longer in the set. tenant_platform_label
+ * names the platform only when the set has it (or it is "default"). */
 static void test_weights(void **state)
 {
     struct fixture *f = *state;
@@ -190,6 +191,16 @@ static void test_weights(void **state)
     assert_int_equal(tenant_weight(set, ""), 1);
     assert_int_equal(tenant_weight(set, NULL), 1);
     assert_int_equal(tenant_weight(NULL, "cf/org"), 1);
+    /* The metrics' platform label: the set's names, "default", else "unknown" (bounded). */
+    assert_string_equal(tenant_platform_label(set, "cf/org-1/space-1"), "cf");
+    assert_string_equal(tenant_platform_label(set, "k8s"), "k8s");
+    assert_string_equal(tenant_platform_label(set, "default/org"), "default");
+    assert_string_equal(tenant_platform_label(set, "gone/org"), "unknown");
+    assert_string_equal(tenant_platform_label(set, "cfx/org"), "unknown");
+    assert_string_equal(tenant_platform_label(set, ""), "unknown");
+    assert_string_equal(tenant_platform_label(set, NULL), "unknown");
+    assert_string_equal(tenant_platform_label(NULL, "default/org"), "default");
+    assert_string_equal(tenant_platform_label(NULL, "defaults/org"), "unknown");
     osbq_platforms_release(set);
     static const char *const bad[] = {"0", "101", "1.5", "\"3\"", "-2"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {

@@ -29,12 +29,18 @@
 --          instance or binding answers as if it did not exist
 -- ARGV[20] tenant: whose work it is when the instance has no tenant recorded (one from
 --          before tenants were): an instance's bindings are its tenant's
+-- ARGV[21] in_progress_cap: the most operations the operation's tenant may have in progress
+--          (OSBQ_POLICY in_progress_per_tenant), or "" when its platform has no cap; an unbind
+--          is counted but never refused
 -- Returns {answer, operation id?, "", "", binding result JSON?, tenant?}; answers: accepted, in_progress, done,
--- conflict, busy, no_instance, instance_busy, gone, mismatch, bad_predecessor.
+-- conflict, busy, no_instance, instance_busy, gone, mismatch, bad_predecessor; or
+-- {'capped', in progress, tenant} when the tenant's cap is reached.
+-- requires: in_progress (store/lua/lib/in_progress.lua: in_progress_refusal, in_progress_take)
 local inst, binding, op_key, queue, waiters, set = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5],
                                                    KEYS[6]
 local kind, op_id, digest, now, gateway = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local prefix, platform = ARGV[13], ARGV[19]
+local cap = tonumber(ARGV[21]) -- nil: no cap, and no command run for one
 
 local irec = redis.call('HMGET', inst, 'state', 'lock_x', 'service_id', 'plan_id', 'platform',
                         'tenant')
@@ -61,6 +67,7 @@ local function record()
   redis.call('HSET', op_key, 'kind', kind, 'instance', ARGV[14], 'binding', ARGV[15],
              'service_id', ARGV[6], 'plan_id', ARGV[7], 'state', 'queued', 'attempt', '0',
              'created_ms', now, 'api', ARGV[16], 'job', ARGV[11], 'tenant', tenant)
+  if cap then in_progress_take(prefix, tenant, op_key) end
   if inst ~= prefix .. 'instance:' .. ARGV[14] then
     redis.call('HSET', op_key, 'instance_key', inst)
   end
@@ -102,6 +109,8 @@ if kind == 'bind' then
     local pred = redis.call('HMGET', ARGV[17], 'state', 'instance_id')
     if pred[1] ~= 'bound' or pred[2] ~= ARGV[14] then return {'bad_predecessor'} end
   end
+  local capped = cap and in_progress_refusal(prefix, irec[6] or ARGV[20], cap)
+  if capped then return capped end
   redis.call('DEL', binding)
   redis.call('HSET', binding, 'binding_id', ARGV[15], 'instance_id', ARGV[14],
              'service_id', ARGV[6], 'plan_id', ARGV[7], 'state', 'binding', 'digest', digest,

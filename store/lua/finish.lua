@@ -24,7 +24,7 @@ local op_key, queue, waiters = KEYS[1], KEYS[2], KEYS[3]
 local rec = redis.call('HMGET', op_key, 'state', 'worker', 'kind', 'instance_key', 'plan_id',
                        'parameters', 'context', 'maintenance_version', 'created_ms',
                        'binding_key', 'bindings_key', 'quota_taken', 'quota_keys',
-                       'instance', 'binding', 'tenant')
+                       'instance', 'binding', 'tenant', 'in_progress_key')
 if ARGV[13] == 'abandon' then
   local lease = tonumber(redis.call('HGET', op_key, 'lease_until') or '0')
   if rec[1] ~= 'queued' and rec[1] ~= 'waiting' and
@@ -63,6 +63,9 @@ if ARGV[13] == 'abandon' then event = 'abandoned' end
 if ARGV[13] == 'operator' then event = 'failed_by_operator' end
 add_history(op_key, {ms = now, event = event, worker = rec[2],
                      description = ARGV[3]})
+-- The tenant's count of operations in progress (OSBQ_POLICY in_progress_per_tenant), where the
+-- begin script counted it; once: the state checked above is final from here on.
+if rec[17] and tonumber(redis.call('DECR', rec[17])) <= 0 then redis.call('DEL', rec[17]) end
 
 -- Gives back quota counters (begin_instance.lua took them), except those in keep.
 local function quota_release(keys_text, keep)

@@ -60,13 +60,24 @@ struct deny {
     struct id_list values[OSBQ_POLICY_FIELD_COUNT_]; /* refused context values per field */
 };
 
+/* in_progress_per_tenant: a platform's cap on each of its tenants' operations in progress. */
+struct cap {
+    const char *platform; /* a platform's name */
+    int64_t limit;
+};
+
 struct osbq_policy {
     json_t *root; /* owns every string the rules borrow */
     struct quota *quotas;
     size_t quota_count;
     struct deny *denies;
     size_t deny_count;
+    struct cap *caps; /* by platform */
+    size_t cap_count;
+    int64_t cap_other; /* the other platforms' cap ("*", or the number form), or -1: none */
 };
+
+#define CAP_MEMBER "in_progress_per_tenant"
 
 const char *osbq_policy_field_name(int field)
 {
@@ -104,6 +115,19 @@ static int check_keys(const json_t *obj, const char *where, const char *const *a
     return 0;
 }
 
+/* Whether s is made of letters, digits, '-', '_' and '.' only (a rule's or a platform's name). */
+static bool name_chars(const char *s)
+{
+    for (; *s != '\0'; s++) {
+        char c = *s;
+        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                  c == '-' || c == '_' || c == '.';
+        if (!ok)
+            return false;
+    }
+    return true;
+}
+
 static int parse_name(const json_t *obj, const char *where, const char **out,
                       struct osbq_error *err)
 {
@@ -114,13 +138,8 @@ static int parse_name(const json_t *obj, const char *where, const char **out,
     size_t len = strlen(s);
     if (len == 0 || len > NAME_MAX_LEN)
         return fail(err, where, "\"name\" must be 1 to 64 characters");
-    for (size_t i = 0; i < len; i++) {
-        char c = s[i];
-        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                  c == '-' || c == '_' || c == '.';
-        if (!ok)
-            return fail(err, where, "\"name\" \"%s\": only letters, digits, '-', '_' and '.'", s);
-    }
+    if (!name_chars(s))
+        return fail(err, where, "\"name\" \"%s\": only letters, digits, '-', '_' and '.'", s);
     *out = s;
     return 0;
 }
@@ -277,6 +296,7 @@ void osbq_policy_destroy(struct osbq_policy **pp)
     }
     free(p->quotas);
     free(p->denies);
+    free(p->caps);
     json_decref(p->root);
     free(p);
     *pp = NULL;
@@ -292,10 +312,62 @@ static int member_array(const json_t *root, const char *name, const json_t **out
     return 0;
 }
 
+/* A cap's value, 0 to LIMIT_MAX, into *out; false when it is not one. */
+static bool cap_limit(const json_t *v, int64_t *out)
+{
+    if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > LIMIT_MAX)
+        return false;
+    *out = (int64_t)json_integer_value(v);
+    return true;
+}
+
+/* in_progress_per_tenant: a number (every platform's tenants), or an object of numbers by
+ * platform name, "*" for the platforms it does not name. */
+static int parse_caps(struct osbq_policy *p, struct osbq_error *err)
+{
+    p->cap_other = -1;
+    const json_t *caps = json_object_get(p->root, CAP_MEMBER);
+    if (caps == NULL)
+        return 0;
+    if (json_is_integer(caps)) {
+        if (!cap_limit(caps, &p->cap_other))
+            return fail(err, CAP_MEMBER, "must be an integer from 0 to 1000000000");
+        return 0;
+    }
+    if (!json_is_object(caps) || json_object_size(caps) == 0)
+        return fail(err, CAP_MEMBER,
+                    "must be an integer, or a non-empty object of integers by platform name "
+                    "(\"*\": the other platforms)");
+    p->caps = calloc(json_object_size(caps), sizeof *p->caps);
+    if (p->caps == NULL)
+        return osbq_error_set(err, OSBQ_ERR_INTERNAL, "out of memory");
+    const char *platform;
+    json_t *value;
+    json_object_foreach ((json_t *)caps, platform, value) {
+        char where[160];
+        (void)snprintf(where, sizeof where, "%s.%s", CAP_MEMBER, platform);
+        bool other = strcmp(platform, "*") == 0;
+        size_t len = strlen(platform);
+        if (!other && (len == 0 || len > NAME_MAX_LEN || !name_chars(platform)))
+            return fail(err, CAP_MEMBER,
+                        "\"%s\" is not a platform name (1 to 64 letters, digits, '-', '_' and "
+                        "'.') nor \"*\"",
+                        platform);
+        int64_t limit;
+        if (!cap_limit(value, &limit))
+            return fail(err, where, "must be an integer from 0 to 1000000000");
+        if (other)
+            p->cap_other = limit;
+        else
+            p->caps[p->cap_count++] = (struct cap){platform, limit};
+    }
+    return 0;
+}
+
 int osbq_policy_load_text(const char *text, size_t len, const struct osbq_catalog *catalog,
                           struct osbq_policy **out, struct osbq_error *err)
 {
-    static const char *const keys[] = {"quotas", "deny", NULL};
+    static const char *const keys[] = {"quotas", "deny", CAP_MEMBER, NULL};
     json_error_t jerr;
     struct osbq_policy *p = calloc(1, sizeof *p);
     if (p == NULL)
@@ -314,7 +386,7 @@ int osbq_policy_load_text(const char *text, size_t len, const struct osbq_catalo
     }
     if (check_keys(p->root, "policy", keys, err) < 0 ||
         member_array(p->root, "quotas", &quotas, err) < 0 ||
-        member_array(p->root, "deny", &denies, err) < 0)
+        member_array(p->root, "deny", &denies, err) < 0 || parse_caps(p, err) < 0)
         goto out;
     size_t nq = json_array_size(quotas), nd = json_array_size(denies);
     if (nq > OSBQ_POLICY_QUOTAS_MAX) {
@@ -461,6 +533,26 @@ void osbq_policy_quota_description(const struct osbq_policy_use *use, int64_t us
         (void)snprintf(description, size,
                        "Quota \"%s\" exceeded: %" PRId64 " of at most %" PRId64 " instances exist.",
                        use->name, used, use->limit);
+}
+
+int64_t osbq_policy_in_progress_cap(const struct osbq_policy *policy, const char *platform)
+{
+    if (policy == NULL)
+        return -1;
+    for (size_t i = 0; platform != NULL && i < policy->cap_count; i++)
+        if (strcmp(policy->caps[i].platform, platform) == 0)
+            return policy->caps[i].limit;
+    return policy->cap_other;
+}
+
+void osbq_policy_cap_description(const char *tenant, int64_t in_progress, int64_t limit,
+                                 char *description, size_t size)
+{
+    (void)snprintf(description, size,
+                   "The tenant \"%s\" already has %" PRId64 " operation%s in progress, and this "
+                   "broker's policy allows at most %" PRId64
+                   " per tenant (OSBQ_POLICY in_progress_per_tenant); retry when some have ended.",
+                   tenant, in_progress, in_progress == 1 ? "" : "s", limit);
 }
 
 size_t osbq_policy_quota_count(const struct osbq_policy *policy)

@@ -1,9 +1,10 @@
 /* Broker-side policies (OSBQ_POLICY, docs/policies.md): instance quotas by plan, service, in
  * total or per platform context (a Kubernetes namespace, a Cloud Foundry organization or
- * space), and deny rules that keep plans out of given namespaces, organizations or spaces.
- * Loaded once, read-only afterwards: any number of threads may evaluate it at once. Counting
- * happens in Redis (store/lua/begin_instance.lua); this module only says which counters a
- * request touches and what their limits are. */
+ * space), deny rules that keep plans out of given namespaces, organizations or spaces, and a
+ * cap on each tenant's operations in progress. Loaded once, read-only afterwards: any number of
+ * threads may evaluate it at once. Counting happens in Redis (store/lua/begin_instance.lua,
+ * begin_binding.lua); this module only says which counters a request touches and what their
+ * limits are. */
 #ifndef OSBQ_POLICY_H
 #define OSBQ_POLICY_H
 
@@ -93,6 +94,15 @@ void osbq_policy_quota_description(const struct osbq_policy_use *use, int64_t us
 /* For osbq-ctl: the quotas in policy order; name, field (-1: none) and limit of quota i. */
 size_t osbq_policy_quota_count(const struct osbq_policy *policy);
 void osbq_policy_quota_at(const struct osbq_policy *policy, size_t i, struct osbq_policy_use *out);
+
+/* in_progress_per_tenant: the most operations in progress a tenant of platform (its name) may
+ * have, or -1 when its platform has none (no cap for it and no "*" one). */
+int64_t osbq_policy_in_progress_cap(const struct osbq_policy *policy, const char *platform);
+
+/* The refusal when a tenant's operations in progress reached its cap: "The tenant \"<tenant>\"
+ * already has <in_progress> operations in progress, ..." naming the limit and the setting. */
+void osbq_policy_cap_description(const char *tenant, int64_t in_progress, int64_t limit,
+                                 char *description, size_t size);
 
 /* The wire name of a field ("namespace", "organization_guid", "space_guid"). */
 const char *osbq_policy_field_name(int field);

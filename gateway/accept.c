@@ -16,6 +16,11 @@ struct refusal {
     const char *text; /* NULL: the code's own text */
 };
 
+/* A refusal by the in-progress cap when its tenant is unknown (never, but for a bug). */
+#define CAPPED_TEXT                                                                                \
+    "The tenant has as many operations in progress as the broker's policy allows; retry when "     \
+    "some have ended."
+
 /* The store's refusals, for an instance operation and for a binding one (enum
  * accept_resource). Accepted, in-progress and done answers are not refusals. */
 static const struct refusal refusals[][ACCEPT_RESOURCE_COUNT_] = {
@@ -54,6 +59,10 @@ static const struct refusal refusals[][ACCEPT_RESOURCE_COUNT_] = {
      * status. */
     [OSBQ_BEGIN_QUOTA] = {{OSBQ_ERR_FORBIDDEN, "A quota of the broker's policy is full."},
                           {OSBQ_OK, NULL}},
+    /* The tenant's operations in progress reached OSBQ_POLICY's cap: the text says whose and
+     * how many when it can (osbq_policy_cap_description). */
+    [OSBQ_BEGIN_CAPPED] = {{OSBQ_ERR_UNPROCESSABLE, CAPPED_TEXT},
+                           {OSBQ_ERR_UNPROCESSABLE, CAPPED_TEXT}},
 };
 
 /* What the answer needs once the begin script has answered. */
@@ -71,6 +80,8 @@ struct accept_pending {
     char tenant[TENANT_KEY_MAX];    /* the tenant the request names (the store may answer its
                                      * instance's instead) */
     unsigned weight;                /* its platform's weight */
+    int64_t in_progress_cap;        /* its platform's cap (OSBQ_POLICY in_progress_per_tenant),
+                                     * or -1: none */
     size_t quota_count;             /* quotas it counted against, for a refusal's text */
     struct osbq_policy_use *quotas; /* their copies, or NULL */
     char *quota_values[OSBQ_POLICY_QUOTAS_MAX]; /* the values those copies point at */
@@ -230,6 +241,11 @@ static void reply_refused(const struct accept_pending *p, const struct osbq_begi
                                       sizeof why);
         text = why;
     }
+    if (got->answer == OSBQ_BEGIN_CAPPED && got->tenant != NULL) {
+        osbq_policy_cap_description(got->tenant, got->in_progress, p->in_progress_cap, why,
+                                    sizeof why);
+        text = why;
+    }
     reply_error(out, got->answer == OSBQ_BEGIN_QUOTA ? policy_refusal(p->kind) : row->code, text);
 }
 
@@ -262,6 +278,9 @@ static void accept_operation_after_begin(const struct gateway *gw, const struct 
         p->desc->done(gw, req, p->service_id, &got, out);
     else
         reply_refused(p, &got, out);
+    if (got.answer == OSBQ_BEGIN_CAPPED)
+        gateway_metrics_operation(gw->metrics, osbq_job_kind_name(p->kind), "capped",
+                                  p->metric_service, p->metric_plan);
     osbq_begin_reply_clear(&got);
 }
 
@@ -325,12 +344,14 @@ void accept_operation(const struct gateway *gw, const struct request *req,
     tenant_key(gw->cfg->tenant_scope, osb_platform_name(req), a->context, a->organization_guid,
                a->space_guid, p->tenant);
     p->weight = req->platform != NULL ? req->platform->weight : 1;
+    p->in_progress_cap = osbq_policy_in_progress_cap(gw->policy, osb_platform_name(req));
     const struct accept_record record = {
         .operation_id = p->operation_id,
         .job = p->job,
         .job_len = p->job_len,
         .waiting_gateway = p->async ? NULL : gw->gateway_id,
         .tenant = p->tenant,
+        .in_progress_cap = p->in_progress_cap >= 0 ? &p->in_progress_cap : NULL,
     };
     struct osbq_error err = {0};
     struct osbq_store_call *call = desc->begin(gw, req, a, &record, &err);

@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "gateway.h"
 #include "reply.h"
@@ -51,11 +52,13 @@ struct accept {
 
 /* The operation as the store records it. */
 struct accept_record {
-    const char *operation_id;    /* the id proposed for it */
-    const char *job;             /* its encoded job */
-    size_t job_len;              /* bytes in job */
-    const char *waiting_gateway; /* this gateway's id when the request waits, else NULL */
-    const char *tenant;          /* whose work it is, as the request says (tenant_key) */
+    const char *operation_id;       /* the id proposed for it */
+    const char *job;                /* its encoded job */
+    size_t job_len;                 /* bytes in job */
+    const char *waiting_gateway;    /* this gateway's id when the request waits, else NULL */
+    const char *tenant;             /* whose work it is, as the request says (tenant_key) */
+    const int64_t *in_progress_cap; /* the most operations in progress its tenant may have
+                                     * (OSBQ_POLICY in_progress_per_tenant), or NULL: no cap */
 };
 
 /* Whose operation it is: the column of the store answers' table. */

@@ -64,7 +64,9 @@ int gateway_metrics_init(struct gateway_metrics *gm, struct osbq_store *store, c
         m, OSBQ_METRIC_COUNTER, "osbq_gateway_operations_total",
         "Operations by kind, service, plan and what this gateway did: accepted (recorded and "
         "sent), joined (an identical request joined the running one), not_durable (recorded, too "
-        "few replicas acknowledged it: answered 503), abandoned (failed after its attempts).",
+        "few replicas acknowledged it: answered 503), abandoned (failed after its attempts), "
+        "capped "
+        "(refused with a 422: its tenant's operations in progress reached OSBQ_POLICY's cap).",
         operation_labels, 4, NULL, 0);
     gm->sync_waits = plain(m, OSBQ_METRIC_GAUGE, "osbq_sync_waits_in_flight",
                            "Synchronous requests suspended until their operation ends.");

@@ -117,6 +117,7 @@ static struct osbq_store_call *binding_begin(const struct gateway *gw, const str
         .claim_timeout_ms = gw->cfg->claim_timeout_ms,
         .platform = osb_platform_name(req),
         .tenant = record->tenant,
+        .in_progress_cap = record->in_progress_cap,
     };
     return osbq_store_begin_binding_call(gw->store, &begin, err);
 }

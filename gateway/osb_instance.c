@@ -86,6 +86,7 @@ static struct osbq_store_call *instance_begin(const struct gateway *gw, const st
         .quotas = a->quota_spec,
         .platform = osb_platform_name(req),
         .tenant = record->tenant,
+        .in_progress_cap = record->in_progress_cap,
     };
     return osbq_store_begin_instance_call(gw->store, &begin, err);
 }

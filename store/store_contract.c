@@ -30,7 +30,8 @@ static const char *const begin_instance_args[] = {NAMED(BEGIN_INSTANCE_ARG_KIND)
                                                   NAMED(BEGIN_INSTANCE_ARG_API_VERSION),
                                                   NAMED(BEGIN_INSTANCE_ARG_QUOTAS),
                                                   NAMED(BEGIN_INSTANCE_ARG_PLATFORM),
-                                                  NAMED(BEGIN_INSTANCE_ARG_TENANT)};
+                                                  NAMED(BEGIN_INSTANCE_ARG_TENANT),
+                                                  NAMED(BEGIN_INSTANCE_ARG_IN_PROGRESS_CAP)};
 
 static const char *const begin_binding_keys[] = {
     NAMED(BEGIN_BINDING_KEY_INSTANCE), NAMED(BEGIN_BINDING_KEY_BINDING),
@@ -56,7 +57,8 @@ static const char *const begin_binding_args[] = {NAMED(BEGIN_BINDING_ARG_KIND),
                                                  NAMED(BEGIN_BINDING_ARG_PREDECESSOR_KEY),
                                                  NAMED(BEGIN_BINDING_ARG_PREDECESSOR_ID),
                                                  NAMED(BEGIN_BINDING_ARG_PLATFORM),
-                                                 NAMED(BEGIN_BINDING_ARG_TENANT)};
+                                                 NAMED(BEGIN_BINDING_ARG_TENANT),
+                                                 NAMED(BEGIN_BINDING_ARG_IN_PROGRESS_CAP)};
 
 static const char *const claim_keys[] = {NAMED(CLAIM_KEY_OP), NAMED(CLAIM_KEY_QUEUE)};
 

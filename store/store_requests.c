@@ -13,6 +13,14 @@
 
 static int begin_answer(redisReply *reply, struct osbq_begin_reply *out, struct osbq_error *err);
 
+/* The begin scripts' in_progress_cap: the limit in decimal, or "" for none. */
+static void cap_arg(const int64_t *cap, char *buf, size_t size)
+{
+    buf[0] = '\0';
+    if (cap != NULL)
+        (void)snprintf(buf, size, "%" PRId64, *cap);
+}
+
 /* Marks an acceptance's call: with OSBQ_REDIS_MIN_ACKS its answer counts only once replicas
  * hold what it wrote. Returns call. */
 static struct osbq_store_call *durable(struct osbq_store_call *call)
@@ -27,7 +35,7 @@ struct osbq_store_call *osbq_store_begin_instance_call(struct osbq_store *store,
                                                        struct osbq_error *err)
 {
     char inst[STORE_KEY_MAX], op[STORE_KEY_MAX], queue[STORE_KEY_MAX], waiters[STORE_KEY_MAX];
-    char set[STORE_KEY_MAX], prefix[96], now[24], deadline[24], api[12];
+    char set[STORE_KEY_MAX], prefix[96], now[24], deadline[24], api[12], cap[24];
     if (store_id_key(store, inst, sizeof inst, "instance", req->instance_id) < 0 ||
         store_id_key(store, set, sizeof set, "bindings", req->instance_id) < 0 ||
         store_id_key(store, op, sizeof op, "op", req->operation_id) < 0 ||
@@ -41,6 +49,7 @@ struct osbq_store_call *osbq_store_begin_instance_call(struct osbq_store *store,
     (void)snprintf(now, sizeof now, "%" PRId64, now_ms);
     (void)snprintf(deadline, sizeof deadline, "%" PRId64, now_ms + req->claim_timeout_ms);
     (void)snprintf(api, sizeof api, "%u", req->api_version);
+    cap_arg(req->in_progress_cap, cap, sizeof cap);
     const char *keys[BEGIN_INSTANCE_KEY_COUNT] = {
         [BEGIN_INSTANCE_KEY_INSTANCE] = inst, [BEGIN_INSTANCE_KEY_OP] = op,
         [BEGIN_INSTANCE_KEY_QUEUE] = queue,   [BEGIN_INSTANCE_KEY_WAITERS] = waiters,
@@ -68,6 +77,7 @@ struct osbq_store_call *osbq_store_begin_instance_call(struct osbq_store *store,
         [BEGIN_INSTANCE_ARG_QUOTAS] = req->quotas ? req->quotas : "",
         [BEGIN_INSTANCE_ARG_PLATFORM] = req->platform ? req->platform : "default",
         [BEGIN_INSTANCE_ARG_TENANT] = req->tenant ? req->tenant : "",
+        [BEGIN_INSTANCE_ARG_IN_PROGRESS_CAP] = cap,
     };
     size_t lens[BEGIN_INSTANCE_ARG_COUNT] = {[BEGIN_INSTANCE_ARG_JOB] = req->job_len};
     return durable(store_call_new(SCRIPT_BEGIN_INSTANCE, keys, args, lens, err));
@@ -100,6 +110,7 @@ static int begin_answer(redisReply *reply, struct osbq_begin_reply *out, struct 
         {"instance_busy", OSBQ_BEGIN_INSTANCE_BUSY},
         {"bad_predecessor", OSBQ_BEGIN_BAD_PREDECESSOR},
         {"quota", OSBQ_BEGIN_QUOTA},
+        {"capped", OSBQ_BEGIN_CAPPED},
     };
     int rc = osbq_error_set(err, OSBQ_ERR_INTERNAL, "begin: unexpected reply");
     for (size_t i = 0; i < sizeof answers / sizeof answers[0]; i++) {
@@ -111,6 +122,12 @@ static int begin_answer(redisReply *reply, struct osbq_begin_reply *out, struct 
             int64_t line = store_element_int(reply, 1, 0);
             out->quota_index = line > 0 ? (size_t)(line - 1) : 0;
             out->quota_used = store_element_int(reply, 2, 0);
+            rc = 0;
+            break;
+        }
+        if (out->answer == OSBQ_BEGIN_CAPPED) {
+            out->in_progress = store_element_int(reply, 1, 0);
+            out->tenant = store_element_dup(reply, 2);
             rc = 0;
             break;
         }
@@ -307,7 +324,7 @@ struct osbq_store_call *osbq_store_begin_binding_call(struct osbq_store *store,
 {
     char inst[STORE_KEY_MAX], binding[STORE_KEY_MAX], op[STORE_KEY_MAX], queue[STORE_KEY_MAX];
     char waiters[STORE_KEY_MAX], set[STORE_KEY_MAX], pred[STORE_KEY_MAX];
-    char prefix[96], now[24], deadline[24], api[12];
+    char prefix[96], now[24], deadline[24], api[12], cap[24];
     if (store_id_key(store, inst, sizeof inst, "instance", req->instance_id) < 0 ||
         store_binding_key(store, binding, sizeof binding, req->instance_id, req->binding_id) < 0 ||
         store_id_key(store, op, sizeof op, "op", req->operation_id) < 0 ||
@@ -327,6 +344,7 @@ struct osbq_store_call *osbq_store_begin_binding_call(struct osbq_store *store,
     (void)snprintf(now, sizeof now, "%" PRId64, now_ms);
     (void)snprintf(deadline, sizeof deadline, "%" PRId64, now_ms + req->claim_timeout_ms);
     (void)snprintf(api, sizeof api, "%u", req->api_version);
+    cap_arg(req->in_progress_cap, cap, sizeof cap);
     const char *keys[BEGIN_BINDING_KEY_COUNT] = {
         [BEGIN_BINDING_KEY_INSTANCE] = inst,   [BEGIN_BINDING_KEY_BINDING] = binding,
         [BEGIN_BINDING_KEY_OP] = op,           [BEGIN_BINDING_KEY_QUEUE] = queue,
@@ -354,6 +372,7 @@ struct osbq_store_call *osbq_store_begin_binding_call(struct osbq_store *store,
             req->predecessor_binding_id ? req->predecessor_binding_id : "",
         [BEGIN_BINDING_ARG_PLATFORM] = req->platform ? req->platform : "default",
         [BEGIN_BINDING_ARG_TENANT] = req->tenant ? req->tenant : "",
+        [BEGIN_BINDING_ARG_IN_PROGRESS_CAP] = cap,
     };
     size_t lens[BEGIN_BINDING_ARG_COUNT] = {[BEGIN_BINDING_ARG_JOB] = req->job_len};
     return durable(store_call_new(SCRIPT_BEGIN_BINDING, keys, args, lens, err));

@@ -32,6 +32,9 @@ struct osbq_begin_request {
                            * NULL: "default" */
     const char *tenant;   /* whose work it is (recorded on a new instance: its operations are
                            * its tenant's), or NULL: "" */
+    const int64_t *in_progress_cap; /* the most operations its tenant (the instance's) may have
+                                     * in progress (OSBQ_POLICY in_progress_per_tenant), or NULL:
+                                     * no cap, nothing counted */
 };
 
 /* begin_request.quotas of an update that keeps the instance's plan (and so its counters). */
@@ -58,6 +61,8 @@ enum osbq_begin_answer {
     OSBQ_BEGIN_INSTANCE_BUSY,   /* bind/unbind: an instance operation holds the instance */
     OSBQ_BEGIN_BAD_PREDECESSOR, /* bind: the predecessor is not a live binding of it */
     OSBQ_BEGIN_QUOTA,           /* a quota is full: quota_index says which, quota_used how full */
+    OSBQ_BEGIN_CAPPED,          /* the tenant has in_progress_cap operations in progress, or more:
+                                 * tenant says whose, in_progress how many */
 };
 
 struct osbq_begin_reply {
@@ -66,9 +71,11 @@ struct osbq_begin_reply {
     char *dashboard_url;           /* the instance's dashboard URL, or NULL; owned */
     char *metadata;                /* the instance's metadata JSON, or NULL; owned */
     char *binding_result;          /* bind DONE: the binding's JSON (credentials...); owned */
-    char *tenant;                  /* ACCEPTED: the operation's tenant (its instance's), or NULL */
+    char *tenant;                  /* ACCEPTED, CAPPED: the operation's tenant (its instance's),
+                                    * or NULL */
     size_t quota_index;            /* QUOTA: the full quota's place in the request's list */
     int64_t quota_used;            /* QUOTA: instances it counted */
+    int64_t in_progress;           /* CAPPED: the tenant's operations in progress */
 };
 
 /* Takes the instance's lock and records the operation in one round trip
@@ -104,6 +111,7 @@ struct osbq_bind_request {
     const char *platform; /* the platform asking (records it; another's instance or binding is
                            * not found); NULL: "default" */
     const char *tenant;   /* whose work it is when the instance has no tenant recorded, or NULL */
+    const int64_t *in_progress_cap; /* as begin_request's */
 };
 
 /* Holds the instance shared and the binding exclusively, and records the operation, in one

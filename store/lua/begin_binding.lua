@@ -29,12 +29,18 @@
 --          instance or binding answers as if it did not exist
 -- ARGV[20] tenant: whose work it is when the instance has no tenant recorded (one from
 --          before tenants were): an instance's bindings are its tenant's
+-- ARGV[21] in_progress_cap: the most operations the operation's tenant may have in progress
+--          (OSBQ_POLICY in_progress_per_tenant), or "" when its platform has no cap; an unbind
+--          is counted but never refused
 -- Returns {answer, operation id?, "", "", binding result JSON?, tenant?}; answers: accepted, in_progress, done,
--- conflict, busy, no_instance, instance_busy, gone, mismatch, bad_predecessor.
+-- conflict, busy, no_instance, instance_busy, gone, mismatch, bad_predecessor; or
+-- {'capped', in progress, tenant} when the tenant's cap is reached.
+-- requires: in_progress (store/lua/lib/in_progress.lua: in_progress_refusal, in_progress_take)
 local inst, binding, op_key, queue, waiters, set = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5],
                                                    KEYS[6]
 local kind, op_id, digest, now, gateway = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local prefix, platform = ARGV[13], ARGV[19]
+local cap = tonumber(ARGV[21]) -- nil: no cap, and no command run for one
 
 local irec = redis.call('HMGET', inst, 'state', 'lock_x', 'service_id', 'plan_id', 'platform',
                         'tenant')
@@ -74,6 +80,7 @@ local function record(binding_fields)
   end
   if set ~= prefix .. 'bindings:' .. ARGV[14] then add('bindings_key', set) end
   if gateway ~= '' then add('waited', '1') end
+  if cap then add('in_progress_key', in_progress_take(prefix, tenant)) end
   redis.call('HSET', op_key, unpack(fields))
   redis.call('ZADD', queue, ARGV[12], op_id)
   if gateway ~= '' then
@@ -111,6 +118,8 @@ if kind == 'bind' then
     local pred = redis.call('HMGET', ARGV[17], 'state', 'instance_id')
     if pred[1] ~= 'bound' or pred[2] ~= ARGV[14] then return {'bad_predecessor'} end
   end
+  local capped = cap and in_progress_refusal(prefix, irec[6] or ARGV[20], cap)
+  if capped then return capped end
   -- A failed or deleted binding's record is replaced whole.
   if bstate then redis.call('DEL', binding) end
   local fields = {'binding_id', ARGV[15], 'instance_id', ARGV[14], 'service_id', ARGV[6],

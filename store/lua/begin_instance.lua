@@ -30,12 +30,18 @@
 -- ARGV[20] tenant: whose work it is (docs/reliability.md, fairness): recorded on a new
 --          instance; every operation of the instance is its instance's tenant's (this one for
 --          an instance recorded before tenants were)
+-- ARGV[21] in_progress_cap: the most operations the operation's tenant may have in progress
+--          (OSBQ_POLICY in_progress_per_tenant), or "" when its platform has no cap; a
+--          deprovision is counted but never refused
 -- Returns {answer, operation id?, dashboard url?, metadata?, "", tenant?}; answers: accepted, in_progress,
 -- done, conflict, busy, not_found, gone, changed, mismatch; or {'quota', line, used} when the
--- quota on that line (1-based) is full.
+-- quota on that line (1-based) is full; or {'capped', in progress, tenant} when the tenant's
+-- cap is reached.
+-- requires: in_progress (store/lua/lib/in_progress.lua: in_progress_refusal, in_progress_take)
 local inst, op_key, queue, waiters = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local kind, op_id, digest, now, gateway = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local prefix, platform = ARGV[15], ARGV[19]
+local cap = tonumber(ARGV[21]) -- nil: no cap, and no command run for one
 
 local rec = redis.call('HMGET', inst, 'state', 'digest', 'lock_x', 'lock_s', 'last_op',
                        'plan_id', 'dashboard_url', 'metadata', 'platform', 'tenant')
@@ -120,6 +126,7 @@ local function record(plan_id, prev_plan, inst_fields)
     if ARGV[10] ~= '' then add('maintenance_version', ARGV[10]) end
   end
   if gateway ~= '' then add('waited', '1') end
+  if cap then add('in_progress_key', in_progress_take(prefix, tenant)) end
   redis.call('HSET', op_key, unpack(fields))
   redis.call('ZADD', queue, ARGV[13], op_id)
   if gateway ~= '' then
@@ -151,6 +158,7 @@ if kind == 'provision' then
   if lock_x or lock_s > 0 then return {'busy'} end
   local quotas = parse_quotas(ARGV[18])
   local refused = quota_refusal(quotas, {})
+  if not refused and cap then refused = in_progress_refusal(prefix, ARGV[20], cap) end
   if refused then return refused end
   -- A failed or deleted instance's record is replaced whole.
   if state then redis.call('DEL', inst) end
@@ -181,7 +189,8 @@ if kind == 'update' then
   if lock_s > 0 then return {'busy'} end
   if ARGV[14] ~= '' and ARGV[14] ~= current_plan then return {'changed'} end
   local target = ARGV[7] ~= '' and ARGV[7] or current_plan
-  if ARGV[18] == '-' then return record(target, current_plan, {}) end
+  local capped = cap and in_progress_refusal(prefix, rec[10] or ARGV[20], cap)
+  if ARGV[18] == '-' then return capped or record(target, current_plan, {}) end
   -- A plan change counts against the new plan's quotas now; finish.lua gives back the old
   -- plan's on success, or what was taken here on failure.
   local held = {}
@@ -189,7 +198,7 @@ if kind == 'update' then
     held[key] = true
   end
   local quotas = parse_quotas(ARGV[18])
-  local refused = quota_refusal(quotas, held)
+  local refused = quota_refusal(quotas, held) or capped
   if refused then return refused end
   local reply = record(target, current_plan, {})
   redis.call('HSET', op_key, 'quota_taken', quota_take(quotas, held), 'quota_keys',

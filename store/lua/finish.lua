@@ -28,7 +28,8 @@ local op_key, queue, waiters = KEYS[1], KEYS[2], KEYS[3]
 local rec = redis.call('HMGET', op_key, 'state', 'worker', 'kind', 'instance_key', 'plan_id',
                        'parameters', 'context', 'maintenance_version', 'created_ms',
                        'binding_key', 'bindings_key', 'quota_taken', 'quota_keys',
-                       'instance', 'binding', 'tenant', 'lease_until', 'history', 'waited')
+                       'instance', 'binding', 'tenant', 'lease_until', 'history', 'waited',
+                       'in_progress_key')
 local now, retention = tonumber(ARGV[8]), tonumber(ARGV[9])
 if ARGV[13] == 'abandon' then
   if rec[1] ~= 'queued' and rec[1] ~= 'waiting' and
@@ -67,6 +68,9 @@ redis.call('HSET', op_key, unpack(op_fields))
 -- What only an unfinished operation needs goes (the job, its step's state, its lease).
 redis.call('HDEL', op_key, 'job', 'lease_until', 'resume', 'due_ms', 'tenant', 'waited')
 redis.call('EXPIRE', op_key, retention)
+-- The tenant's count of operations in progress (OSBQ_POLICY in_progress_per_tenant), where the
+-- begin script counted it; once: the state checked above is final from here on.
+if rec[20] and tonumber(redis.call('DECR', rec[20])) <= 0 then redis.call('DEL', rec[20]) end
 redis.call('ZREM', queue, op_id)
 -- Ended while waiting (an operator, or the recovery loop giving up): out of its tenant's polls.
 if rec[1] == 'waiting' and tenant and tenant ~= '' then

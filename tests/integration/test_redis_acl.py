@@ -53,12 +53,14 @@ class RedisAcl(harness.GatewayTestCase):
         cls.url = {name: "redis://%s:%s@127.0.0.1:%d/0" % (
             name, urllib.parse.quote(cls.password, safe=""), redis.port) for name in cls.users}
         app = cls.url["osbq-app"]
-        # A quota, so the counters' commands (docs/policies.md) go through the ACL too.
+        # A quota and an in-progress cap, so the counters' commands (docs/policies.md) go
+        # through the ACL too.
         cls.policy = os.path.join(cls.stack.workdir, "policy.json")
         with open(cls.policy, "w") as f:
             json.dump({"quotas": [{"name": "total", "max_instances": 100},
                                   {"name": "per-space", "per": "space_guid",
-                                   "max_instances": 10}]}, f)
+                                   "max_instances": 10}],
+                       "in_progress_per_tenant": 100}, f)
         cls.gateway = cls.stack.start_gateway(OSBQ_REDIS_URL=app, OSBQ_RECOVERY_INTERVAL_MS=200,
                                               OSBQ_POLICY=cls.policy)
         cls.worker = cls.stack.start_worker(OSBQ_REDIS_URL=app)
@@ -118,6 +120,7 @@ class RedisAcl(harness.GatewayTestCase):
                 path, SERVICE, SLOW_PLAN if "async" in path else PLAN))
             self.assertEqual(r.status, 200, r.body)
         self.assertIsNone(self.stack.redis.command("GET", "osbq:quota:total"))
+        self.assertEqual(self.stack.redis.keys("osbq:inprogress:*"), [])
         for p in (self.gateway, self.worker):
             self.assertTrue(p.alive())
             self.assertNotIn("NOPERM", p.log())

@@ -1,5 +1,6 @@
 /* Unit tests of the policy module: parsing and its errors, context extraction from both
- * platforms' shapes, deny rules, and which quotas a request counts against. */
+ * platforms' shapes, deny rules, which quotas a request counts against, and the cap on each
+ * tenant's operations in progress. */
 /* clang-format off: cmocka needs these before cmocka.h, in this order */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -222,6 +223,23 @@ static const struct {
     {"{\"deny\": [{\"name\": \"d\", \"namespaces\": [\"x\"], \"plans\": [\"gone\"]}]}",
      "deny[0].plans[0]: unknown plan id \"gone\""},
     {"{\"quotas\": [], \"quotas\": []}", "not valid JSON"},
+    {"{\"in_progress_per_tenant\": -1}", "in_progress_per_tenant: must be an integer from 0"},
+    {"{\"in_progress_per_tenant\": 1000000001}", "in_progress_per_tenant: must be an integer"},
+    {"{\"in_progress_per_tenant\": 2.5}", "in_progress_per_tenant: must be an integer"},
+    {"{\"in_progress_per_tenant\": \"50\"}", "in_progress_per_tenant: must be an integer"},
+    {"{\"in_progress_per_tenant\": null}", "in_progress_per_tenant: must be an integer"},
+    {"{\"in_progress_per_tenant\": {}}",
+     "in_progress_per_tenant: must be an integer, or a non-empty"},
+    {"{\"in_progress_per_tenant\": [50]}", "in_progress_per_tenant: must be an integer, or"},
+    {"{\"in_progress_per_tenant\": {\"cf prod\": 5}}",
+     "in_progress_per_tenant: \"cf prod\" is not a platform name"},
+    {"{\"in_progress_per_tenant\": {\"\": 5}}",
+     "in_progress_per_tenant: \"\" is not a platform name"},
+    {"{\"in_progress_per_tenant\": {\"cf\": 5, \"k8s\": -2}}",
+     "in_progress_per_tenant.k8s: must be an integer from 0 to 1000000000"},
+    {"{\"in_progress_per_tenant\": {\"*\": true}}", "in_progress_per_tenant.*: must be an integer"},
+    {"{\"in_progress_per_tenant\": 5, \"in_progress\": 5}",
+     "policy: unknown member \"in_progress\""},
 };
 
 static void test_bad_policies(void **state)
@@ -286,6 +304,67 @@ static void test_per_platform(void **state)
     osbq_policy_destroy(&p);
 }
 
+/* in_progress_per_tenant: one number for every platform, or numbers by platform with "*" for the
+ * others; without it (or for a platform it leaves out) nothing is capped. */
+static void test_in_progress_cap(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *text;
+        const char *platform;
+        int64_t cap;
+    } cases[] = {
+        {"{}", "default", -1},
+        {"{\"quotas\": []}", "cf", -1},
+        {"{\"in_progress_per_tenant\": 50}", "default", 50},
+        {"{\"in_progress_per_tenant\": 50}", "cf", 50},
+        {"{\"in_progress_per_tenant\": 0}", "cf", 0},
+        {"{\"in_progress_per_tenant\": 1000000000}", "cf", 1000000000},
+        {"{\"in_progress_per_tenant\": {\"cf\": 200, \"k8s-dev\": 20}}", "cf", 200},
+        {"{\"in_progress_per_tenant\": {\"cf\": 200, \"k8s-dev\": 20}}", "k8s-dev", 20},
+        {"{\"in_progress_per_tenant\": {\"cf\": 200, \"k8s-dev\": 20}}", "k8s", -1},
+        {"{\"in_progress_per_tenant\": {\"cf\": 200, \"k8s-dev\": 20}}", "default", -1},
+        {"{\"in_progress_per_tenant\": {\"cf\": 200, \"*\": 50}}", "cf", 200},
+        {"{\"in_progress_per_tenant\": {\"*\": 50, \"cf\": 200}}", "cf", 200},
+        {"{\"in_progress_per_tenant\": {\"cf\": 200, \"*\": 50}}", "default", 50},
+        {"{\"in_progress_per_tenant\": {\"cf\": 200, \"*\": 50}}", NULL, 50},
+        {"{\"in_progress_per_tenant\": {\"a.b_c-D9\": 3}}", "a.b_c-D9", 3},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct osbq_policy *p = NULL;
+        struct osbq_error err = {0};
+        if (osbq_policy_load_text(cases[i].text, strlen(cases[i].text), NULL, &p, &err) < 0)
+            fail_msg("case %zu: %s", i, err.text);
+        int64_t cap = osbq_policy_in_progress_cap(p, cases[i].platform);
+        if (cap != cases[i].cap)
+            fail_msg("case %zu: cap %lld, want %lld", i, (long long)cap, (long long)cases[i].cap);
+        osbq_policy_destroy(&p);
+    }
+    assert_int_equal(osbq_policy_in_progress_cap(NULL, "cf"), -1);
+}
+
+static void test_cap_description(void **state)
+{
+    (void)state;
+    char why[512];
+    osbq_policy_cap_description("cf/org-123", 50, 50, why, sizeof why);
+    assert_string_equal(why, "The tenant \"cf/org-123\" already has 50 operations in progress, and "
+                             "this broker's policy allows at most 50 per tenant (OSBQ_POLICY "
+                             "in_progress_per_tenant); retry when some have ended.");
+    osbq_policy_cap_description("default", 1, 1, why, sizeof why);
+    assert_string_equal(why, "The tenant \"default\" already has 1 operation in progress, and this "
+                             "broker's policy allows at most 1 per tenant (OSBQ_POLICY "
+                             "in_progress_per_tenant); retry when some have ended.");
+    /* Deprovisions and unbinds count without being refused: a tenant may be over its cap. */
+    osbq_policy_cap_description("k8s/team-a", 7, 5, why, sizeof why);
+    assert_non_null(strstr(why, "already has 7 operations in progress"));
+    assert_non_null(strstr(why, "allows at most 5 per tenant"));
+    /* Cut, never overrun. */
+    char small[16];
+    osbq_policy_cap_description("k8s/team-a", 7, 5, small, sizeof small);
+    assert_string_equal(small, "The tenant \"k8s");
+}
+
 static void test_file_errors_name_the_path(void **state)
 {
     (void)state;
@@ -315,6 +394,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_bad_policies, setup, teardown),
         cmocka_unit_test(test_without_catalog_ids_are_not_checked),
         cmocka_unit_test_setup_teardown(test_per_platform, setup, teardown),
+        cmocka_unit_test(test_in_progress_cap),
+        cmocka_unit_test(test_cap_description),
         cmocka_unit_test(test_file_errors_name_the_path),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -289,13 +289,19 @@ class Bench:
                     pin(p.pid, self.groups["broker"])
             if self.a.check_maps:
                 for p in [stack.redis] + gws + wks:
-                    for path in sorted(outside_maps(p.pid, self.a.check_maps)):
-                        self.problem("%s maps %s, outside %s" % (p.name, path,
-                                                                 self.a.check_maps))
+                    self.check_maps(p.name, p.pid)
             return stack, gws, wks
         except BaseException:
             stack.stop(timeout_s=30)
             raise
+
+    def check_maps(self, name, pid):
+        """A problem when pid maps a shared object from outside --check-maps (one line per
+        process: the first few paths)."""
+        paths = sorted(outside_maps(pid, self.a.check_maps))
+        if paths:
+            self.problem("%s maps %d shared object(s) from outside %s: %s" % (
+                name, len(paths), self.a.check_maps, ", ".join(paths[:4])))
 
     def wrk_commands(self, gws, seconds, tag, plan):
         n = len(gws)
@@ -330,8 +336,7 @@ class Bench:
         if self.a.check_maps:
             time.sleep(0.5)
             for p in procs:
-                for path in sorted(outside_maps(p.pid, self.a.check_maps)):
-                    self.problem("wrk maps %s, outside %s" % (path, self.a.check_maps))
+                self.check_maps("wrk", p.pid)
         cpu, failed = 0.0, []
         for p in procs:
             _, status, usage = os.wait4(p.pid, 0)

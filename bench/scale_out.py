@@ -43,6 +43,7 @@ usage: scale_out.py BUILD_DIR [--reference DIR] [--fleet LIST] [--cpu-workers LI
 
 import argparse
 import base64
+import http.client
 import json
 import os
 import re
@@ -188,7 +189,6 @@ def redis_cpu_s(redis):
 
 def workers_live(port):
     """osbq_workers_live of a gateway's /metrics, or -1 when it does not answer."""
-    import http.client
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
     try:
         conn.request("GET", "/metrics")

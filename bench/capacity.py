@@ -2,15 +2,21 @@
 """What one Redis primary carries for osbq (docs/capacity.md), measured on this machine: a
 stack (redis-server with the compose file's hash-max-listpack-value 1024, one gateway, one
 worker, bench/catalog.json's instant plan) takes N asynchronous provisions, N polls, N binds,
-N binding fetches, then N/2 unbinds and N/2 deprovisions, each phase alone. For each phase it
-reads Redis's INFO commandstats (commands per operation, by name) and INFO cpu (Redis CPU per
-operation, the scripts of the worker's claim and finish included); after the provisions and
-the binds, INFO memory and MEMORY USAGE (bytes per instance, per binding, per finished
-operation kept for OSBQ_RETENTION_S). Prints a table and writes the figures as JSON.
+N binding polls, then N/2 unbinds and N/2 deprovisions, each phase alone. For each phase (an
+operation kind) it reads Redis's INFO commandstats (commands per operation in all, EVALSHA
+calls, and by name) and INFO cpu (Redis CPU per operation, the scripts of the worker's claim and
+finish included); after the provisions and the binds, INFO memory and MEMORY USAGE (bytes per
+instance, per binding); at the end MEMORY USAGE of a finished operation of each kind (kept for
+OSBQ_RETENTION_S). commandstats cannot tell a script's commands from another's, so with
+--monitor M (default 20) each phase is followed by M more operations of its kind under MONITOR
+(not counted in the figures above), which gives each script's calls and the commands run
+inside each call (tests/lib/redis_monitor.py: the attribution the round-trip guard uses).
 
-usage: bench/capacity.py [--build-dir DIR] [--count N] [--threads T] [--json FILE]
-       [NAME=VALUE...]   (more OSBQ_* settings for the gateway and the worker, e.g.
-                          OSBQ_REDIS_MIN_ACKS=1, which also starts a replica)"""
+Prints a table on stderr and the figures as JSON on stdout (also written to --json FILE).
+
+usage: bench/capacity.py [--build-dir DIR] [--count N] [--threads T] [--monitor M]
+       [--json FILE] [NAME=VALUE...]   (more OSBQ_* settings for the gateway and the worker,
+                                        e.g. OSBQ_REDIS_MIN_ACKS=1, which also starts a replica)"""
 
 import argparse
 import base64
@@ -28,6 +34,7 @@ SOURCE_DIR = os.path.dirname(BENCH_DIR)
 sys.path.insert(0, os.path.join(SOURCE_DIR, "tests", "lib"))
 
 import osbq_stack  # noqa: E402 (found through the path set above)
+import redis_monitor  # noqa: E402 (likewise)
 
 SERVICE = "0b5e7c1a-9d3f-4e2b-8a61-b7c4d2e9f001"
 PLAN = "0b5e7c1a-9d3f-4e2b-8a61-b7c4d2e9f101"
@@ -89,39 +96,132 @@ def wait_idle(redis, timeout_s=120):
                           "every operation to finish")
 
 
-def phase(redis, name, count, threads, clients, work, expect):
-    """Runs work(client, i) for i in range(count) on threads threads, waits until nothing is
-    queued, and returns the phase's figures per operation."""
-    redis.command("CONFIG", "RESETSTAT")
-    cpu0, t0 = redis_cpu_s(redis), time.monotonic()
+# The operation kinds, in the order run: (phase, kind, method, path of an instance id, body,
+# expected status, share of --count). Each phase works on what the one before left.
+QUERY = "?accepts_incomplete=true&service_id=%s&plan_id=%s" % (SERVICE, PLAN)
+INSTANCE = "/v2/service_instances/%s"
+BINDING = INSTANCE + "/service_bindings/%s-b"
+PHASES = (
+    ("provision", "async provision", "PUT", INSTANCE + "?accepts_incomplete=true", PROVISION,
+     202, 1),
+    ("last_operation", "poll", "GET", INSTANCE + "/last_operation", None, 200, 1),
+    ("bind", "bind", "PUT", BINDING + "?accepts_incomplete=true",
+     {"service_id": SERVICE, "plan_id": PLAN}, 202, 1),
+    ("binding_last_op", "poll", "GET", BINDING + "/last_operation", None, 200, 1),
+    ("unbind", "unbind", "DELETE", BINDING + QUERY, None, 202, 0.5),
+    ("deprovision", "deprovision", "DELETE", INSTANCE + QUERY, None, 202, 0.5),
+)
+# Commands of the measuring itself: not the broker's.
+OWN_COMMANDS = ("config|resetstat", "info", "zcard", "echo", "monitor")
 
-    def one(i):
-        client = clients[i % threads]
-        status, body = work(client, i)
-        if status not in expect:
-            raise RuntimeError("%s %d: HTTP %d %r" % (name, i, status, body[:200]))
 
-    # Each thread takes every threads-th item, so a client is used by one thread only.
+def run_requests(ids, threads, clients, method, path, body, expect, name):
+    """Sends the request of each id on threads threads (a client each)."""
+    def one(k, i):
+        status, answer = clients[k].request(method, path % ((i,) * path.count("%s")), body)
+        if status != expect:
+            raise RuntimeError("%s %s: HTTP %d %r" % (name, i, status, answer[:200]))
+
+    # Each thread takes every threads-th id, so a client is used by one thread only.
     def lane(k):
-        for i in range(k, count, threads):
-            one(i)
+        for i in ids[k::threads]:
+            one(k, i)
 
     with ThreadPoolExecutor(threads) as pool:
         list(pool.map(lane, range(threads)))
+
+
+def phase(redis, spec, ids, threads, clients):
+    """Runs one phase's requests over ids, waits until nothing is queued, and returns the
+    phase's figures per operation."""
+    name, kind, method, path, body, expect, _ = spec
+    count = len(ids)
+    redis.command("CONFIG", "RESETSTAT")
+    cpu0, t0 = redis_cpu_s(redis), time.monotonic()
+    run_requests(ids, threads, clients, method, path, body, expect, name)
     wait_idle(redis)
     elapsed = time.monotonic() - t0
     cpu = redis_cpu_s(redis) - cpu0
     stats = commandstats(redis)
-    # Commands of the measuring itself: not the broker's.
-    for own in ("config|resetstat", "info", "zcard"):
+    for own in OWN_COMMANDS:
         stats.pop(own, None)
     return {
         "phase": name,
+        "kind": kind,
         "operations": count,
         "seconds": round(elapsed, 2),
         "redis_cpu_us_per_op": round(cpu / count * 1e6, 1),
+        "commands_in_all_per_op": round(sum(stats.values()) / count, 2),
+        "evalsha_per_op": round(stats.get("evalsha", 0) / count, 2),
         "commands_per_op": {k: round(v / count, 2) for k, v in sorted(stats.items())},
     }
+
+
+def monitored(redis, spec, ids, threads, clients, names):
+    """The same phase's requests over a few more ids under MONITOR: each script's calls and
+    the commands inside them, per operation (redis_monitor.breakdown)."""
+    name, _, method, path, body, expect, _ = spec
+    monitor = redis_monitor.Monitor(redis.port)
+    try:
+        marker = "capacity-%s-%s" % (name, ids[0])
+        redis.command("ECHO", marker + "-start")
+        run_requests(ids, threads, clients, method, path, body, expect, name)
+        wait_idle(redis)
+        redis.command("ECHO", marker + "-end")
+        osbq_stack.wait_until(lambda: any(marker + "-end" in l for l in monitor.lines()), 10,
+                              "the end marker on the MONITOR connection")
+        lines = monitor.lines()
+    finally:
+        monitor.stop()
+    start = next(i for i, l in enumerate(lines) if marker + "-start" in l)
+    end = next(i for i, l in enumerate(lines) if marker + "-end" in l)
+    theirs, _ = redis_monitor.operation_calls(redis_monitor.calls(lines[start + 1:end], names),
+                                              ids)
+    split = redis_monitor.breakdown(theirs, len(ids))
+    split["operations"] = len(ids)
+    split["commands_in_all_per_op"] = round(sum(c.commands() for c in theirs) / len(ids), 2)
+    return split
+
+
+def memory_usage(redis, key):
+    """MEMORY USAGE of key, or None when it is not there."""
+    return redis.command("MEMORY", "USAGE", key)
+
+
+def finished_operation(redis, key):
+    """(operation id, MEMORY USAGE of its hash, its state) of the last operation of an
+    instance's or a binding's hash."""
+    op = redis.command("HGET", key, "last_op")
+    if not op:
+        return None
+    state = redis.command("HGET", "osbq:op:" + op, "state")
+    return {"operation": op, "state": state,
+            "memory_usage_bytes": memory_usage(redis, "osbq:op:" + op)}
+
+
+def print_table(results, monitor, memory, out):
+    out.write("%-16s %-16s %6s %8s %12s %9s %8s  %s\n" % (
+        "phase", "kind", "ops", "seconds", "Redis us/op", "commands", "EVALSHA",
+        "commands per op by name"))
+    for r in results:
+        out.write("%-16s %-16s %6d %8.2f %12.1f %9.2f %8.2f  %s\n" % (
+            r["phase"], r["kind"], r["operations"], r["seconds"], r["redis_cpu_us_per_op"],
+            r["commands_in_all_per_op"], r["evalsha_per_op"],
+            ", ".join("%s %.2f" % kv for kv in r["commands_per_op"].items() if kv[1] >= 0.01)))
+    for name, split in monitor.items():
+        out.write("%-16s MONITOR, %d operations: %.2f commands each; %s%s\n" % (
+            name, split["operations"], split["commands_in_all_per_op"],
+            "; ".join("%s %.2f call(s) of %.2f commands (%s)" % (
+                script, s["calls_per_op"], s["commands_inside_per_call"],
+                ", ".join("%s %.2f" % kv for kv in s["by_command_per_op"].items()))
+                for script, s in split["scripts"].items()),
+            "; sent alone: %s" % split["direct_per_op"] if split["direct_per_op"] else ""))
+    for k, v in memory.items():
+        if isinstance(v, dict):
+            out.write("%-58s %8s bytes (%s, %s)\n" % (k, v["memory_usage_bytes"],
+                                                     v["operation"], v["state"]))
+        else:
+            out.write("%-58s %8s bytes\n" % (k, v))
 
 
 def main():
@@ -129,9 +229,13 @@ def main():
     ap.add_argument("--build-dir", default=os.path.join(SOURCE_DIR, "build"))
     ap.add_argument("--count", type=int, default=2000)
     ap.add_argument("--threads", type=int, default=8)
+    ap.add_argument("--monitor", type=int, default=20,
+                    help="operations of each kind under MONITOR (0: none)")
     ap.add_argument("--json")
     ap.add_argument("settings", nargs="*")
     a = ap.parse_args()
+    if a.count < 2:
+        ap.error("--count must be at least 2")
     extra = dict(word.split("=", 1) for word in a.settings)
     workdir = tempfile.mkdtemp(prefix="osbq-capacity-")
     with open(os.path.join(workdir, "password"), "w") as f:
@@ -142,7 +246,9 @@ def main():
                 "OSBQ_LOG_LEVEL": "warn"}
     settings.update(extra)
     gateway_bin, worker_bin = osbq_stack.binaries(a.build_dir)
+    names = redis_monitor.script_names()
     stack = osbq_stack.Stack(gateway_bin, worker_bin, settings, workdir=workdir)
+    results, monitor = [], {}
     try:
         redis = stack.redis
         redis.command("CONFIG", "SET", "hash-max-listpack-value", "1024")
@@ -162,65 +268,49 @@ def main():
                                        PROVISION)[0] in (200, 201),
             30, "a worker to take jobs")
         n = a.count
-        base = "/v2/service_instances/c%d"
-        memory = {}
-        used0 = int(info(redis, "memory")["used_memory"])
-        results = [phase(redis, "provision", n, a.threads, clients,
-                         lambda c, i: c.request("PUT", (base % i) + "?accepts_incomplete=true",
-                                                PROVISION),
-                         (202,))]
-        used1 = int(info(redis, "memory")["used_memory"])
-        results.append(phase(redis, "last_operation", n, a.threads, clients,
-                             lambda c, i: c.request("GET", (base % i) + "/last_operation"),
-                             (200,)))
-        results.append(phase(redis, "bind", n, a.threads, clients,
-                             lambda c, i: c.request(
-                                 "PUT", (base % i) + "/service_bindings/b?accepts_incomplete=true",
-                                 {"service_id": SERVICE, "plan_id": PLAN}), (202,)))
-        used2 = int(info(redis, "memory")["used_memory"])
-        results.append(phase(redis, "binding_last_op", n, a.threads, clients,
-                             lambda c, i: c.request(
-                                 "GET", (base % i) + "/service_bindings/b/last_operation"),
-                             (200,)))
-        half = n // 2
-        query = "?accepts_incomplete=true&service_id=%s&plan_id=%s" % (SERVICE, PLAN)
-        results.append(phase(redis, "unbind", half, a.threads, clients,
-                             lambda c, i: c.request("DELETE", (base % i) + "/service_bindings/b"
-                                                    + query), (202,)))
-        results.append(phase(redis, "deprovision", half, a.threads, clients,
-                             lambda c, i: c.request("DELETE", (base % i) + query), (202,)))
-        op = redis.command("HGET", "osbq:instance:c%d" % (n - 1), "last_op")
-        bop = redis.command("HGET", "osbq:binding:c%d:b" % (n - 1), "last_op")
+        ids = ["c%d" % i for i in range(n)]
+        watched = ["m%d" % i for i in range(a.monitor)]
+        used = {}
+        for spec in PHASES:
+            name = spec[0]
+            before = int(info(redis, "memory")["used_memory"])
+            results.append(phase(redis, spec, ids[:int(n * spec[6])], a.threads, clients))
+            used[name] = int(info(redis, "memory")["used_memory"]) - before
+            if watched:
+                monitor[name] = monitored(redis, spec, watched, a.threads, clients, names)
+        # c0 .. c(n/2 - 1) were unbound and deprovisioned; the last instance keeps its binding.
+        kept, gone = ids[-1], ids[n // 2 - 1]
         memory = {
-            "used_memory_per_provisioned_instance_with_its_operation": round((used1 - used0) / n),
-            "used_memory_per_bound_binding_with_its_operation": round((used2 - used1) / n),
-            "memory_usage_instance_hash": redis.command("MEMORY", "USAGE",
-                                                        "osbq:instance:c%d" % (n - 1)),
-            "memory_usage_instance_operation": redis.command("MEMORY", "USAGE", "osbq:op:" + op),
-            "memory_usage_binding_hash": redis.command("MEMORY", "USAGE",
-                                                       "osbq:binding:c%d:b" % (n - 1)),
-            "memory_usage_binding_operation": redis.command("MEMORY", "USAGE", "osbq:op:" + bop),
-            "memory_usage_bindings_set": redis.command("MEMORY", "USAGE",
-                                                       "osbq:bindings:c%d" % (n - 1)),
+            "used_memory_per_provisioned_instance_with_its_operation":
+                round(used["provision"] / n),
+            "used_memory_per_bound_binding_with_its_operation": round(used["bind"] / n),
+            "memory_usage_instance_hash": memory_usage(redis, "osbq:instance:" + kept),
+            "memory_usage_binding_hash": memory_usage(redis, "osbq:binding:%s:%s-b"
+                                                      % (kept, kept)),
+            "memory_usage_bindings_set": memory_usage(redis, "osbq:bindings:" + kept),
+            "finished_operation_provision": finished_operation(redis, "osbq:instance:" + kept),
+            "finished_operation_bind": finished_operation(redis, "osbq:binding:%s:%s-b"
+                                                          % (kept, kept)),
+            "finished_operation_unbind": finished_operation(redis, "osbq:binding:%s:%s-b"
+                                                            % (gone, gone)),
+            "finished_operation_deprovision": finished_operation(redis,
+                                                                 "osbq:instance:" + gone),
         }
         for c in clients:
             if c.conn is not None:
                 c.conn.close()
         report = {"count": n, "settings": extra, "phases": results, "memory": memory,
+                  "monitor": monitor,
                   "redis_version": info(redis, "server")["redis_version"]}
     finally:
         stack.stop()
         shutil.rmtree(workdir, ignore_errors=True)
-    print("%-16s %6s %8s %12s  %s" % ("phase", "ops", "seconds", "Redis us/op", "commands per op"))
-    for r in results:
-        print("%-16s %6d %8.2f %12.1f  %s" % (
-            r["phase"], r["operations"], r["seconds"], r["redis_cpu_us_per_op"],
-            ", ".join("%s %.2f" % kv for kv in r["commands_per_op"].items() if kv[1] >= 0.01)))
-    for k, v in memory.items():
-        print("%-58s %8d bytes" % (k, v))
+    print_table(results, monitor, memory, sys.stderr)
+    text = json.dumps(report, indent=1)
+    print(text)
     if a.json:
         with open(a.json, "w") as f:
-            json.dump(report, f, indent=1)
+            f.write(text + "\n")
 
 
 if __name__ == "__main__":

@@ -41,6 +41,11 @@
 #                6-s blocking steps, and the burst's throughput beside it and alone (issue 28,
 #                bench/noisy_neighbor.py; --noisy-count, --noisy-reference). Not in the
 #                default selection: at the issue's 10,000 it takes hours.
+#   scale_out    capacity as the fleet grows (issue 29, bench/scale_out.py): sync lifecycles
+#                with 1x1, 2x2, 4x4 and 8x8 gateways x workers, and 20-ms CPU steps (sim's
+#                cpu_ms) with 1, 2, 4 and 8 one-slot workers; lifecycles per second of Redis
+#                CPU, each group's CPU, pinned on >= 8 cores (--scale-out-reference DIR). Not
+#                in the default selection: 8 stacks, --runs runs each.
 # Each case runs --runs times; the summary gives the median, min and max of the rate and of the
 # p50/p99 latencies, the ratios, every unexpected status, and the command lines.
 # docs/benchmarks.md explains the cases and records figures. Only loopback is used; every loop
@@ -75,11 +80,13 @@ source bench/cases/durable.sh
 source bench/cases/long_ops_exec.sh
 source bench/cases/due.sh
 source bench/cases/noisy_neighbor.sh
+source bench/cases/scale_out.sh
 
 runs=5
 duration=10
 connections=64
 threads=2
+threads_given=
 instances=10000
 scale_instances=1000000
 suspended=10000
@@ -90,10 +97,11 @@ exec_poll_limit=
 due_reference=
 noisy_count=10000
 noisy_reference=
+scale_out_reference=
 all_cases="catalog,accept,redis,accept_alone,last_op,lifecycle,sync_cycle,scale,memory,round_trips,durable"
 cases=$all_cases
 # Every case, the long one included, for --cases.
-known_cases="$all_cases,long_ops,long_ops_exec,due,noisy_neighbor"
+known_cases="$all_cases,long_ops,long_ops_exec,due,noisy_neighbor,scale_out"
 build_dir="$top/build-bench"
 
 usage() {
@@ -108,7 +116,8 @@ usage: bench/run.sh [options]
   --suspended N     sync requests held waiting by the memory case (default 10000)
   --cases LIST      comma-separated subset of (default all but long_ops and long_ops_exec):
                     catalog,accept,redis,accept_alone,last_op,lifecycle,sync_cycle,scale,
-                    memory,round_trips,long_ops,long_ops_exec,durable,due,noisy_neighbor
+                    memory,round_trips,long_ops,long_ops_exec,durable,due,noisy_neighbor,
+                    scale_out
   --long-ops-scale F  multiplies long_ops' and long_ops_exec's counts (default 1; 0.1 for a
                     quick run)
   --long-ops-phases LIST  comma-separated phases of long_ops to run (default all:
@@ -120,6 +129,8 @@ usage: bench/run.sh [options]
                     (a Release build of another commit), after each run of this one
   --noisy-count N   tenant A's provisions in the noisy_neighbor case (default 10000)
   --noisy-reference DIR  the noisy_neighbor case also runs this build directory's binaries
+  --scale-out-reference DIR  the scale_out case also runs this build directory's binaries,
+                    after each run of this one
   --exec-poll-limit N  OSBQ_WORKER_EXEC_CONCURRENCY in long_ops_exec's poll phase (default:
                     the worker's, 256)
   --build-dir DIR   where to build the Release binaries (default build-bench/)
@@ -135,7 +146,7 @@ while [ $# -gt 0 ]; do
     --runs) runs="${2:-}"; shift 2 ;;
     --duration) duration="${2:-}"; shift 2 ;;
     --connections) connections="${2:-}"; shift 2 ;;
-    --threads) threads="${2:-}"; shift 2 ;;
+    --threads) threads="${2:-}" threads_given=1; shift 2 ;;
     --instances) instances="${2:-}"; shift 2 ;;
     --cases) cases="${2:-}"; shift 2 ;;
     --build-dir) build_dir="${2:-}"; shift 2 ;;
@@ -148,6 +159,7 @@ while [ $# -gt 0 ]; do
     --due-reference) due_reference="${2:-}"; shift 2 ;;
     --noisy-count) noisy_count="${2:-}"; shift 2 ;;
     --noisy-reference) noisy_reference="${2:-}"; shift 2 ;;
+    --scale-out-reference) scale_out_reference="${2:-}"; shift 2 ;;
     --quick) runs=1 duration=2 instances=2000 scale_instances=50000 suspended=1000; shift ;;
     -h | --help) usage; exit 0 ;;
     *) usage >&2; die "unknown option $1" ;;
@@ -212,6 +224,7 @@ main() {
   if want_case long_ops_exec; then case_long_ops_exec; fi
   if want_case due; then case_due; fi
   if want_case noisy_neighbor; then case_noisy_neighbor; fi
+  if want_case scale_out; then case_scale_out; fi
   local status=0
   report summary || status=1
   echo "bench: done in $((SECONDS - t0)) s"

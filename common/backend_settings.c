@@ -27,6 +27,7 @@ const struct osbq_setting osbq_settings[] = {
     {.key = "unbind_ms", .type = OSBQ_SETTING_INT, .max = DAY_MS, .backend = "sim"},
     {.key = "poll_ms", .type = OSBQ_SETTING_INT, .max = DAY_MS, .backend = "sim"},
     {.key = "blocking", .type = OSBQ_SETTING_BOOL, .backend = "sim"},
+    {.key = "cpu_ms", .type = OSBQ_SETTING_INT, .max = HOUR_MS, .backend = "sim"},
     {.key = "dashboard", .type = OSBQ_SETTING_BOOL, .backend = "sim"},
     {.key = "fail_on", .type = OSBQ_SETTING_STRING, .backend = "sim"},
     {.key = "crash_on", .type = OSBQ_SETTING_STRING, .backend = "sim"},

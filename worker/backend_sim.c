@@ -3,6 +3,7 @@
  * time, not a sleep: the first step answers in progress at once and a later step (a poll, on any
  * worker) ends the operation once the time has come. */
 #include <sodium.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,9 @@
 #define SIM_REPORTS 10
 /* How often a hanging operation (hang_on) looks whether the process is exiting. */
 #define SIM_HANG_STEP_MS 100
+/* How much CPU time a step burning cpu_ms spends between two looks at its call (cancelled, and
+ * the lease renewed when due), in ns. */
+#define SIM_CPU_SLICE_NS 5000000L
 
 #define SIM_FAIL_TEXT    "Simulated failure requested by the sim_fail parameter."
 #define SIM_FAIL_ON_TEXT "Simulated failure requested by the plan's fail_on setting."
@@ -127,6 +131,39 @@ static int hang(struct backend_call *call)
     return -1;
 }
 
+/* The calling thread's CPU time in ns (not the process's: runner threads burn side by side). */
+static int64_t thread_cpu_ns(void)
+{
+    struct timespec ts;
+    (void)clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* cpu_ms: work that needs a core (benchmark setting: backend-bound steps). Spins until this
+ * thread has used cpu_ms of CPU time since it started, looking at the call every
+ * SIM_CPU_SLICE_NS of it: a wait of 0 ms renews the lease when due and says whether the call
+ * was cancelled. Returns 0 once the CPU is spent, -1 when the call is cancelled. */
+static int burn_cpu(struct backend_call *call)
+{
+    int64_t ms = duration_ms(call, "cpu_ms");
+    if (ms == 0)
+        return 0;
+    int64_t start = thread_cpu_ns();
+    int64_t end = start + ms * 1000000;
+    int64_t next_look = start + SIM_CPU_SLICE_NS;
+    volatile uint64_t spin = 0;
+    for (int64_t now = start; now < end; now = thread_cpu_ns()) {
+        for (int i = 0; i < 1000; i++)
+            spin = spin * 6364136223846793005ULL + 1442695040888963407ULL;
+        if (now >= next_look) {
+            if (!call->wait(call, 0))
+                return -1;
+            next_look = now + SIM_CPU_SLICE_NS;
+        }
+    }
+    return 0;
+}
+
 /* blocking: the old way, for tests and for comparing with it. Spends the duration inside the
  * step, holding its runner thread, in SIM_REPORTS waits with a progress report after each.
  * Returns 0 once the time passed, -1 as soon as the call is cancelled. */
@@ -182,8 +219,9 @@ static bool still_waiting(struct backend_call *call, const struct sim_kind *kind
 /* One step of the operation: in progress until its duration has passed, then succeeds or,
  * when the plan's fail_on or the parameters ask for it, fails. Returns 0 with the outcome in
  * call->result, or -1 when the call is cancelled. The plan's blocking spends the duration in
- * one step instead (test and benchmark setting). crash_on aborts the process first thing,
- * hang_on never returns until the process exits (both test-only, on every step). */
+ * one step instead, and its cpu_ms burns that much CPU first in every step (test and benchmark
+ * settings). crash_on aborts the process first thing, hang_on never returns until the process
+ * exits (both test-only, on every step). */
 static int simulate(struct backend_call *call, const struct sim_kind *kind)
 {
     if (plan_lists_kind(call, "crash_on")) {
@@ -196,6 +234,8 @@ static int simulate(struct backend_call *call, const struct sim_kind *kind)
     }
     if (plan_lists_kind(call, "hang_on"))
         return hang(call);
+    if (burn_cpu(call) < 0)
+        return -1;
     if (json_is_true(json_object_get(call->plan->settings, "blocking"))) {
         if (spend_in_step(call, kind) < 0)
             return -1;

@@ -188,6 +188,9 @@ def summary_lines(a, results):
                    "window):")
         out += ["  " + line[len("ROUND_TRIPS "):] if line.startswith("ROUND_TRIPS ") else line
                 for line in trips.splitlines()]
+    scale_out = results.text("scale_out.txt")
+    if scale_out is not None:
+        out += [""] + scale_out.rstrip("\n").splitlines()
     out += ["", "commands (the osbq stacks: redis-server --bind 127.0.0.1 --save '' "
             "--appendonly no;",
             "osbq-gateway and osbq-worker from %s/bin with OSBQ_LOG_LEVEL=warn; see bench/run.sh):"

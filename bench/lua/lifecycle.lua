@@ -6,6 +6,8 @@
 -- request carries its instance id in X-Broker-API-Request-Identity, which the gateway echoes;
 -- an instance has at most one request in flight, so the id tells which step was answered. The
 -- next step goes on this thread's FIFO and request() sends it before starting a new instance.
+-- Arguments after "--": tag=<id prefix>, plan=<plan id> (default the instant plan; the
+-- scale_out case's cpu plan, bench/scale_out.py).
 local dir = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
 package.path = dir .. "?.lua;" .. package.path
 local bench = require("common")
@@ -22,10 +24,11 @@ setup = bench.setup
 function init(args)
   local opts = bench.options(args)
   prefix = (opts.tag or "l") .. "-" .. thread_no .. "-"
-  body = bench.provision_body(bench.plan_instant)
-  bind_body = '{"service_id":"' .. bench.service_id .. '","plan_id":"' .. bench.plan_instant .. '"}'
+  local plan = opts.plan or bench.plan_instant
+  body = bench.provision_body(plan)
+  bind_body = '{"service_id":"' .. bench.service_id .. '","plan_id":"' .. plan .. '"}'
   json_headers = bench.headers({["Content-Type"] = "application/json"})
-  query = "?service_id=" .. bench.service_id .. "&plan_id=" .. bench.plan_instant
+  query = "?service_id=" .. bench.service_id .. "&plan_id=" .. plan
 end
 
 local function send(id, step)

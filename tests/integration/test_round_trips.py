@@ -10,11 +10,17 @@ that owns the socket (/proc/<pid>/fd against /proc/net/tcp), so gateway and work
 apart and the test's own marker commands (ECHO) bound each measured window exactly. A request's
 commands are those that name its ids (every id is unique to the test run); the rest of what the
 gateway sends in a window is its background (registry renewal, status, recovery scans) and must
-stay far below one command per request. The worker's commands per lifecycle are counted too."""
+stay far below one command per request. The worker's commands per lifecycle are counted too.
+
+The Redis work guard (issue 29): per kind of asynchronous operation, and per poll, the Redis
+commands of the whole operation: the clients' commands and every command their scripts run (a
+"lua" line belongs to the script call before it), the gateway's begin and the worker's claim and
+finish alike, each window ending once the worker has finished every operation of the phase.
+An operation's calls are those that name its instance (binding ids hold it) or an operation
+such a call named first. It fails when an operation costs more than REDIS_COMMANDS_PER_OPERATION
+says."""
 
 import os
-import re
-import socket
 import sys
 import threading
 import unittest
@@ -22,6 +28,8 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 
 import harness
+import redis_monitor  # noqa: E402 (tests/lib, on the path harness set)
+from redis_monitor import Monitor  # noqa: E402
 
 CATALOG = os.path.join(harness.SOURCE_DIR, "bench", "catalog.json")
 SERVICE = "0b5e7c1a-9d3f-4e2b-8a61-b7c4d2e9f001"  # bench/catalog.json
@@ -45,48 +53,26 @@ GATEWAY_ROUND_TRIPS = {
 # Commands the worker sends for one job (claim, finish), whatever the operation.
 WORKER_ROUND_TRIPS_PER_JOB = 2
 
+# Redis commands per operation, every one Redis runs for it: script calls (EVALSHA), the
+# commands inside them, and the commands a gateway or worker sends alone (issue 29; per-script
+# split in docs/capacity.md). The counts of the commit that added the guard: work added to an
+# operation fails here; a change that cuts some lowers its number here (the test prints what
+# it measured on the ROUND_TRIPS lines; bench/capacity.py gives each script's share).
+REDIS_COMMANDS_PER_OPERATION = {
+    "async_provision": 30,  # begin_instance, claim, finish
+    "poll": 4,              # last_operation
+    "bind": 36,             # begin_binding, claim, finish
+    "binding_poll": 4,      # last_operation
+    "unbind": 36,           # begin_binding, claim, finish
+    "deprovision": 35,      # begin_instance, claim, finish
+}
+
 REQUESTS = 120      # per measured phase; a few hundred requests in all
+OPERATIONS = 60     # per kind of the Redis work guard
 LIFECYCLES = 40     # sync provision, bind, unbind, deprovision: 160 requests
 CLIENTS = 8         # concurrent keep-alive connections
 
-_MONITOR_LINE = re.compile(r'^\d+\.\d+ \[\d+ ([^\]]+)\] "([^"]*)"(.*)$')
-
-
-class Monitor:
-    """A MONITOR connection read by a thread; lines() returns those seen so far."""
-
-    def __init__(self, port):
-        self._sock = socket.create_connection(("127.0.0.1", port), timeout=5)
-        self._sock.sendall(b"MONITOR\r\n")
-        self._file = self._sock.makefile("rb")
-        if self._file.readline() != b"+OK\r\n":
-            raise AssertionError("MONITOR refused")
-        self._sock.settimeout(None)
-        self._lines = []
-        self._lock = threading.Lock()
-        self._thread = threading.Thread(target=self._read, daemon=True)
-        self._thread.start()
-
-    def _read(self):
-        try:
-            for raw in self._file:  # ends when stop() shuts the socket down
-                with self._lock:
-                    self._lines.append(raw.decode(errors="replace").rstrip("\r\n").lstrip("+"))
-        except (OSError, ValueError):
-            pass
-
-    def lines(self):
-        with self._lock:
-            return list(self._lines)
-
-    def stop(self):
-        try:
-            self._sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
-        self._thread.join(timeout=5)
-        self._file.close()
-        self._sock.close()
+_MONITOR_LINE = redis_monitor.LINE
 
 
 def redis_client_ports(pid, redis_port):
@@ -214,6 +200,91 @@ class RoundTripTest(unittest.TestCase):
                         "%s: %d gateway commands in the window name no request: a round trip "
                         "per request without its id? first:\n%s"
                         % (phase, len(other), "\n".join(c[2][:160] for c in other[:12])))
+
+    def measure_operations(self, phase, fn, ids):
+        """Runs fn over ids between two markers, the end one once nothing is queued (every
+        operation finished by the worker); returns the answers and the window's calls
+        (redis_monitor.Call) of the gateway and the worker, each with its owner."""
+        marker = "%s-%s" % (self.tag, phase)
+        owners = self.socket_owners()
+        self.stack.redis.command("ECHO", marker + "-start")
+        results = self.run_parallel(fn, ids)
+        harness.wait_until(lambda: self.stack.redis.command("ZCARD", "osbq:queue") == 0, 30,
+                           "the worker to finish the %s operations" % phase)
+        self.stack.redis.command("ECHO", marker + "-end")
+        harness.wait_until(lambda: any(marker + "-end" in l for l in self.monitor.lines()), 10,
+                           "the end marker on the MONITOR connection")
+        lines = self.monitor.lines()
+        start = next(i for i, l in enumerate(lines) if marker + "-start" in l)
+        end = next(i for i, l in enumerate(lines) if marker + "-end" in l)
+        owners.update(self.socket_owners())
+        window = []
+        for call in redis_monitor.calls(lines[start + 1:end], self.script_names):
+            owner = owners.get(call.source)
+            if owner is None:
+                # The test's own connections wait for the queue to empty.
+                self.assertEqual(call.command, "ZCARD", "a command from a client that is "
+                                 "neither the gateway nor the worker: %r" % call.text)
+                continue
+            call.owner = owner
+            window.append(call)
+        return results, window
+
+    def test_redis_commands_per_operation(self):
+        self.script_names = redis_monitor.script_names()
+        body = {"service_id": SERVICE, "plan_id": INSTANT, "organization_guid": "org",
+                "space_guid": "space"}
+        bind_body = {"service_id": SERVICE, "plan_id": INSTANT}
+        query = "accepts_incomplete=true&service_id=%s&plan_id=%s" % (SERVICE, INSTANT)
+        instance = "/v2/service_instances/%s"
+        binding = instance + "/service_bindings/%s-b"
+        # (kind, method, path of an instance id, body, status): in this order, each on the
+        # instances the one before left.
+        phases = (
+            ("async_provision", "PUT", instance + "?accepts_incomplete=true", body, 202),
+            ("poll", "GET", instance + "/last_operation", None, 200),
+            ("bind", "PUT", binding + "?accepts_incomplete=true", bind_body, 202),
+            ("binding_poll", "GET", binding + "/last_operation", None, 200),
+            ("unbind", "DELETE", binding + "?" + query, None, 202),
+            ("deprovision", "DELETE", instance + "?" + query, None, 202),
+        )
+        ids = ["%s-c-%d" % (self.tag, n) for n in range(OPERATIONS)]
+        for kind, method, path, request_body, expected in phases:
+            with self.subTest(kind):
+                def one(i, method=method, path=path, request_body=request_body):
+                    return self.client().request(
+                        method, path % ((i,) * path.count("%s")), request_body).status
+
+                statuses, window = self.measure_operations("ops-" + kind, one, ids)
+                self.assertEqual(statuses, [expected] * OPERATIONS)
+                theirs, others = redis_monitor.operation_calls(window, ids)
+                # The worker runs nothing but these operations here: a script call of its that
+                # names none of them means the attribution missed it.
+                lost = [c for c in others if c.owner == "worker" and c.script is not None]
+                self.assertLess(len(lost), OPERATIONS / 10,
+                                "%s: %d worker script calls name no operation of the phase: "
+                                "%s" % (kind, len(lost), [c.text[:120] for c in lost[:4]]))
+                total = sum(c.commands() for c in theirs)
+                scripts = sum(1 for c in theirs if c.script is not None)
+                inside = sum(len(c.inner) for c in theirs)
+                per_op = total / OPERATIONS
+                split = redis_monitor.breakdown(theirs, OPERATIONS)
+                by_script = ", ".join("%s %.2f call(s) of %.2f" % (
+                    name, s["calls_per_op"], s["commands_inside_per_call"])
+                    for name, s in split["scripts"].items())
+                limit = REDIS_COMMANDS_PER_OPERATION[kind]
+                sys.stderr.write(
+                    "\nROUND_TRIPS commands %-15s %3d operations: %.2f Redis commands each "
+                    "(limit %d): %.2f script calls, %.2f run inside them, %.2f sent alone; "
+                    "%s\n" % (kind, OPERATIONS, per_op, limit, scripts / OPERATIONS,
+                              inside / OPERATIONS, (total - scripts - inside) / OPERATIONS,
+                              by_script))
+                self.assertLessEqual(
+                    per_op, limit,
+                    "%s: %.2f Redis commands per operation, more than the %d of "
+                    "REDIS_COMMANDS_PER_OPERATION: Redis work was added to it. By script: %s; "
+                    "sent alone: %s" % (kind, per_op, limit, split["scripts"],
+                                        split["direct_per_op"]))
 
     def test_round_trips_per_request(self):
         # One test method: the phases share the stack and run in order (accept, then poll the

@@ -1,7 +1,8 @@
 /* Unit tests of the sim backend and the backend table: outcomes and descriptions of every
  * kind, progress reports, timing, sim_fail and fail_on, the dashboard URL, bindings (fields,
  * randomness, rotation), the binding helpers, the runner's credential expiry, cancellation,
- * the fault settings crash_on and hang_on, and the runner's deadlines and finish backoff. */
+ * the fault settings crash_on and hang_on, the benchmark setting cpu_ms, and the runner's
+ * deadlines and finish backoff. */
 /* clang-format off: cmocka needs these before cmocka.h, in this order */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -103,9 +104,13 @@ static const char catalog_text[] =
                                                                            "\"sim\"}}]}"
                                                                            "]}";
 
-/* The fault settings, in a catalog of their own. */
-#define CRASH_PLAN "plan-crash" /* crash_on bind and unbind */
-#define HANG_PLAN  "plan-hang"  /* hang_on provision; deadlines for provision and bind */
+/* The fault and benchmark settings, in a catalog of their own. */
+#define CRASH_PLAN     "plan-crash"     /* crash_on bind and unbind */
+#define HANG_PLAN      "plan-hang"      /* hang_on provision; deadlines for provision and bind */
+#define CPU_PLAN       "plan-cpu"       /* cpu_ms CPU_MS */
+#define CPU_TIMED_PLAN "plan-cpu-timed" /* cpu_ms CPU_MS, provision_ms 50: two steps */
+#define CPU_MS         60
+#define CPU_MS_TEXT    "60"
 
 static const char fault_catalog_text[] =
     "{\"services\": [{\"name\": \"faults\", \"id\": \"svc-faults\", \"description\": \"d\","
@@ -114,7 +119,11 @@ static const char fault_catalog_text[] =
     "   \"osbq\": {\"backend\": \"sim\", \"crash_on\": \" bind ,unbind\"}},"
     "  {\"id\": \"" HANG_PLAN "\", \"name\": \"hang\", \"description\": \"d\","
     "   \"osbq\": {\"backend\": \"sim\", \"hang_on\": \"provision\","
-    "    \"provision_deadline_s\": 2, \"bind_deadline_s\": 604800}}"
+    "    \"provision_deadline_s\": 2, \"bind_deadline_s\": 604800}},"
+    "  {\"id\": \"" CPU_PLAN "\", \"name\": \"cpu\", \"description\": \"d\","
+    "   \"osbq\": {\"backend\": \"sim\", \"cpu_ms\": " CPU_MS_TEXT "}},"
+    "  {\"id\": \"" CPU_TIMED_PLAN "\", \"name\": \"cpu-timed\", \"description\": \"d\","
+    "   \"osbq\": {\"backend\": \"sim\", \"cpu_ms\": " CPU_MS_TEXT ", \"provision_ms\": 50}}"
     "]}]}";
 
 /* A backend call with callbacks that record what the backend does. */
@@ -1052,6 +1061,87 @@ static void test_hang_on(void **state)
     fake_clear(&f);
 }
 
+/* ---- cpu_ms (benchmark setting) ---- */
+
+/* The calling thread's CPU time in ms. */
+static double thread_cpu_ms(void)
+{
+    struct timespec ts;
+    (void)clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* Runs kind on plan_id as the worker would (every step); returns the CPU time it took on this
+ * thread, in ms, with the call's outcome in f. */
+static double cpu_of_steps(struct fake *f, enum osbq_job_kind kind, const char *plan_id)
+{
+    fake_init(f, kind, plan_id, NULL);
+    double before = thread_cpu_ms();
+    assert_int_equal(run_steps(f), 0);
+    return thread_cpu_ms() - before;
+}
+
+/* Each step burns cpu_ms of the calling thread's CPU time (not a sleep), for every kind,
+ * looking at its call between slices (waits of 0 ms: the lease is renewed when due); then the
+ * operation goes on as the plan says. A shared machine slows the wall clock, not this count;
+ * the upper bound only catches a burn far past its mark. */
+static void test_cpu_ms(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+        struct fake f;
+        double spent = cpu_of_steps(&f, kinds[i].kind, CPU_PLAN);
+        if (spent < CPU_MS || spent > 4 * CPU_MS)
+            fail_msg("%s: %.1f ms of CPU, expected %d or a little more", kinds[i].done, spent,
+                     CPU_MS);
+        assert_true(f.call.result.succeeded);
+        assert_string_equal(f.call.result.description, kinds[i].done);
+        assert_int_equal(f.steps, 1);
+        assert_true(atomic_load(&f.waits) >= CPU_MS / 10);
+        fake_clear(&f);
+    }
+    /* A plan without it burns nothing to speak of. */
+    struct fake f;
+    double spent = cpu_of_steps(&f, OSBQ_JOB_PROVISION, INSTANT_PLAN);
+    if (spent > CPU_MS / 2)
+        fail_msg("the instant plan took %.1f ms of CPU", spent);
+    assert_int_equal(atomic_load(&f.waits), 0);
+    fake_clear(&f);
+}
+
+/* Every step burns it: an operation of two steps (in progress, then due) takes twice. */
+static void test_cpu_ms_every_step(void **state)
+{
+    (void)state;
+    struct fake f;
+    double spent = cpu_of_steps(&f, OSBQ_JOB_PROVISION, CPU_TIMED_PLAN);
+    assert_int_equal(f.steps, 2);
+    assert_true(f.call.result.succeeded);
+    assert_string_equal(f.first_progress, "Provisioning (0%)");
+    if (spent < 2 * CPU_MS || spent > 8 * CPU_MS)
+        fail_msg("%.1f ms of CPU over 2 steps, expected %d or a little more", spent, 2 * CPU_MS);
+    fake_clear(&f);
+}
+
+/* A cancelled call stops burning at its next look, with no outcome. */
+static void test_cpu_ms_cancelled(void **state)
+{
+    (void)state;
+    struct fake f;
+    fake_init(&f, OSBQ_JOB_BIND, CPU_PLAN, NULL);
+    atomic_store(&f.cancel, true);
+    double before = thread_cpu_ms();
+    assert_int_equal(run_sim(&f), -1);
+    double spent = thread_cpu_ms() - before;
+    if (spent > CPU_MS / 2)
+        fail_msg("a cancelled call burned %.1f ms of CPU", spent);
+    assert_int_equal(atomic_load(&f.waits), 1);
+    assert_false(f.call.result.succeeded);
+    assert_null(f.call.result.description);
+    assert_null(f.call.result.binding);
+    fake_clear(&f);
+}
+
 /* ---- the runner's deadlines and finish backoff ---- */
 
 static void test_deadline(void **state)
@@ -1114,6 +1204,9 @@ int main(void)
         cmocka_unit_test(test_expiry),
         cmocka_unit_test(test_crash_on),
         cmocka_unit_test(test_hang_on),
+        cmocka_unit_test(test_cpu_ms),
+        cmocka_unit_test(test_cpu_ms_every_step),
+        cmocka_unit_test(test_cpu_ms_cancelled),
         cmocka_unit_test(test_deadline),
         cmocka_unit_test(test_finish_backoff),
     };

@@ -63,7 +63,7 @@ REDIS_COMMANDS_PER_OPERATION = {
     # operation in eight, 2 commands each), so a run's figure sits about 0.25 above a whole number.
     "async_provision": 18,  # begin_instance, claim, finish: 17.25 on average
     "poll": 4,              # last_operation
-    "bind": 22,             # begin_binding, claim, finish: 21.25
+    "bind": 23,             # begin_binding, claim, finish: 22.25
     "binding_poll": 4,      # last_operation
     "unbind": 25,           # begin_binding, claim, finish: 24.25
     "deprovision": 25,      # begin_instance, claim, finish: 24.25

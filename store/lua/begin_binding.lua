@@ -53,17 +53,21 @@ local binding_theirs = bstate and (brec[6] or 'default') ~= platform
 
 local function join(running)
   if gateway ~= '' then
-    redis.call('SADD', prefix .. 'waiters:' .. running, gateway)
-    redis.call('PEXPIRE', prefix .. 'waiters:' .. running, 86400000)
-    redis.call('HSET', prefix .. 'op:' .. running, 'waited', '1')
+    -- A second gateway waits: the waiters move to the operation's set (its 'waited' is '*').
+    local running_key, set_key = prefix .. 'op:' .. running, prefix .. 'waiters:' .. running
+    local first = redis.call('HGET', running_key, 'waited')
+    if first and first ~= '*' then redis.call('SADD', set_key, first) end
+    redis.call('SADD', set_key, gateway)
+    redis.call('PEXPIRE', set_key, 86400000)
+    redis.call('HSET', running_key, 'waited', '*')
   end
   return {'in_progress', running}
 end
 
 -- The keys finish.lua needs are written only when they are not the plain "<prefix>instance:<id>",
 -- "<prefix>binding:<id>:<binding id>" and "<prefix>bindings:<id>" (an id store_keys.c had to
--- encode): a waiting operation stays small (begin_instance.lua does the same); `waited` when a
--- gateway waits for the outcome. One write of the operation and one of the binding:
+-- encode): a waiting operation stays small (begin_instance.lua does the same); `waited`, the
+-- gateway that waits for the outcome, as begin_instance.lua records it. One write of the operation and one of the binding:
 -- binding_fields (a bind's new binding) go with its lock.
 local function record(binding_fields)
   local tenant = irec[6] or ARGV[20]
@@ -79,14 +83,10 @@ local function record(binding_fields)
     add('binding_key', binding)
   end
   if set ~= prefix .. 'bindings:' .. ARGV[14] then add('bindings_key', set) end
-  if gateway ~= '' then add('waited', '1') end
+  if gateway ~= '' then add('waited', gateway) end
   if cap then add('in_progress_key', in_progress_take(prefix, tenant)) end
   redis.call('HSET', op_key, unpack(fields))
   redis.call('ZADD', queue, ARGV[12], op_id)
-  if gateway ~= '' then
-    redis.call('SADD', waiters, gateway)
-    redis.call('PEXPIRE', waiters, 86400000)
-  end
   table.insert(binding_fields, 'lock_x')
   table.insert(binding_fields, op_id)
   table.insert(binding_fields, 'last_op')

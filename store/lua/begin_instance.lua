@@ -53,9 +53,13 @@ local theirs = state and (rec[9] or 'default') ~= platform
 -- A request identical to the operation already running waits for it (sync) or gets its id.
 local function join(running)
   if gateway ~= '' then
-    redis.call('SADD', prefix .. 'waiters:' .. running, gateway)
-    redis.call('PEXPIRE', prefix .. 'waiters:' .. running, 86400000)
-    redis.call('HSET', prefix .. 'op:' .. running, 'waited', '1')
+    -- A second gateway waits: the waiters move to the operation's set (its 'waited' is '*').
+    local running_key, set_key = prefix .. 'op:' .. running, prefix .. 'waiters:' .. running
+    local first = redis.call('HGET', running_key, 'waited')
+    if first and first ~= '*' then redis.call('SADD', set_key, first) end
+    redis.call('SADD', set_key, gateway)
+    redis.call('PEXPIRE', set_key, 86400000)
+    redis.call('HSET', running_key, 'waited', '*')
   end
   return {'in_progress', running}
 end
@@ -104,7 +108,8 @@ end
 -- parameters, context and maintenance version only for an update, whose finish applies them
 -- (a provision wrote them to the instance already), and its digest, which an identical update
 -- joins by (a provision's or deprovision's is the instance's); the previous plan only when
--- there is one; `waited` when a gateway waits for the outcome (finish.lua then wakes it).
+-- there is one; `waited`, the id of the gateway that waits for the outcome (finish.lua wakes
+-- it; a second one that joins moves both to the waiters set).
 -- One write of the operation and one of the instance: inst_fields (a provision's new
 -- instance) go with the lock.
 local function record(plan_id, prev_plan, inst_fields)
@@ -125,14 +130,10 @@ local function record(plan_id, prev_plan, inst_fields)
     if ARGV[9] ~= '' then add('context', ARGV[9]) end
     if ARGV[10] ~= '' then add('maintenance_version', ARGV[10]) end
   end
-  if gateway ~= '' then add('waited', '1') end
+  if gateway ~= '' then add('waited', gateway) end
   if cap then add('in_progress_key', in_progress_take(prefix, tenant)) end
   redis.call('HSET', op_key, unpack(fields))
   redis.call('ZADD', queue, ARGV[13], op_id)
-  if gateway ~= '' then
-    redis.call('SADD', waiters, gateway)
-    redis.call('PEXPIRE', waiters, 86400000)
-  end
   table.insert(inst_fields, 'lock_x')
   table.insert(inst_fields, op_id)
   table.insert(inst_fields, 'last_op')

@@ -176,19 +176,23 @@ if string.byte(op_id, -1) % 8 == 0 then
   redis.call('HSET', stats, kind, avg)
 end
 
--- Synchronous waiters: an operation a gateway of this release began says whether any waits
--- (`waited`); one without a tenant (begun by the previous release) may have some.
-if rec[19] or not tenant then
-  local gateways = redis.call('SMEMBERS', waiters)
-  if #gateways > 0 then
-    local outcome = cjson.encode({operation = op_id, state = ok and 'succeeded' or 'failed',
-                                  description = ARGV[3], dashboard_url = ARGV[4],
-                                  metadata = ARGV[5], instance_usable = ARGV[6] == '1',
-                                  update_repeatable = ARGV[7] == '1'})
-    for _, gw in ipairs(gateways) do
-      redis.call('PUBLISH', prefix .. 'events:' .. gw, outcome)
-    end
-    redis.call('DEL', waiters)
+-- Synchronous waiters: the gateway that waits ('waited', its id), or several in the waiters set
+-- ('waited' is '*'); an operation without a tenant (begun by the previous release) keeps them in
+-- the set.
+local gateways = {}
+if rec[19] == '*' or not tenant then
+  gateways = redis.call('SMEMBERS', waiters)
+  if #gateways > 0 then redis.call('DEL', waiters) end
+elseif rec[19] then
+  gateways = {rec[19]}
+end
+if #gateways > 0 then
+  local outcome = cjson.encode({operation = op_id, state = ok and 'succeeded' or 'failed',
+                                description = ARGV[3], dashboard_url = ARGV[4],
+                                metadata = ARGV[5], instance_usable = ARGV[6] == '1',
+                                update_repeatable = ARGV[7] == '1'})
+  for _, gw in ipairs(gateways) do
+    redis.call('PUBLISH', prefix .. 'events:' .. gw, outcome)
   end
 end
 return 1

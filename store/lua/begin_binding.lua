@@ -36,6 +36,7 @@
 -- conflict, busy, no_instance, instance_busy, gone, mismatch, bad_predecessor; or
 -- {'capped', in progress, tenant} when the tenant's cap is reached.
 -- requires: in_progress (store/lua/lib/in_progress.lua: in_progress_refusal, in_progress_take)
+-- requires: join (store/lua/lib/join.lua: join)
 local inst, binding, op_key, queue, waiters, set = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5],
                                                    KEYS[6]
 local kind, op_id, digest, now, gateway = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
@@ -51,18 +52,6 @@ local istate, ilock, bstate, bdigest, block = irec[1], irec[2], brec[1], brec[2]
 local instance_theirs = istate and (irec[5] or 'default') ~= platform
 local binding_theirs = bstate and (brec[6] or 'default') ~= platform
 
-local function join(running)
-  if gateway ~= '' then
-    -- A second gateway waits: the waiters move to the operation's set (its 'waited' is '*').
-    local running_key, set_key = prefix .. 'op:' .. running, prefix .. 'waiters:' .. running
-    local first = redis.call('HGET', running_key, 'waited')
-    if first and first ~= '*' then redis.call('SADD', set_key, first) end
-    redis.call('SADD', set_key, gateway)
-    redis.call('PEXPIRE', set_key, 86400000)
-    redis.call('HSET', running_key, 'waited', '*')
-  end
-  return {'in_progress', running}
-end
 
 -- The keys finish.lua needs are written only when they are not the plain "<prefix>instance:<id>",
 -- "<prefix>binding:<id>:<binding id>" and "<prefix>bindings:<id>" (an id store_keys.c had to
@@ -111,7 +100,7 @@ if kind == 'bind' then
       return {'done', brec[4], '', '', brec[5] or ''}
     end
     if not block then return {'busy'} end
-    return join(block)
+    return join(prefix, block, gateway)
   end
   if block then return {'busy'} end
   if ARGV[17] ~= '' then
@@ -140,7 +129,7 @@ if kind == 'unbind' then
   if not bstate or bstate == 'gone' or binding_theirs then return {'gone'} end
   if block then
     local running = redis.call('HGET', prefix .. 'op:' .. block, 'kind')
-    if running == 'unbind' then return join(block) end
+    if running == 'unbind' then return join(prefix, block, gateway) end
     return {'busy'}
   end
   if ilock then return {'instance_busy'} end

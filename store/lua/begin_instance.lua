@@ -38,6 +38,7 @@
 -- quota on that line (1-based) is full; or {'capped', in progress, tenant} when the tenant's
 -- cap is reached.
 -- requires: in_progress (store/lua/lib/in_progress.lua: in_progress_refusal, in_progress_take)
+-- requires: join (store/lua/lib/join.lua: join)
 local inst, op_key, queue, waiters = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local kind, op_id, digest, now, gateway = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local prefix, platform = ARGV[15], ARGV[19]
@@ -49,20 +50,6 @@ local state, inst_digest, lock_x, lock_s = rec[1], rec[2], rec[3], tonumber(rec[
 local last_op, current_plan = rec[5], rec[6]
 -- Records from before platforms were recorded belong to the default platform.
 local theirs = state and (rec[9] or 'default') ~= platform
-
--- A request identical to the operation already running waits for it (sync) or gets its id.
-local function join(running)
-  if gateway ~= '' then
-    -- A second gateway waits: the waiters move to the operation's set (its 'waited' is '*').
-    local running_key, set_key = prefix .. 'op:' .. running, prefix .. 'waiters:' .. running
-    local first = redis.call('HGET', running_key, 'waited')
-    if first and first ~= '*' then redis.call('SADD', set_key, first) end
-    redis.call('SADD', set_key, gateway)
-    redis.call('PEXPIRE', set_key, 86400000)
-    redis.call('HSET', running_key, 'waited', '*')
-  end
-  return {'in_progress', running}
-end
 
 -- Quotas: every counter counts the instances that hold it (their 'quota_keys' field); taking
 -- one checks all first, so a refusal writes nothing. finish.lua gives them back.
@@ -154,7 +141,7 @@ if kind == 'provision' then
     end
     -- provisioning: the lock holder is the provision itself
     if not lock_x then return {'busy'} end
-    return join(lock_x)
+    return join(prefix, lock_x, gateway)
   end
   if lock_x or lock_s > 0 then return {'busy'} end
   local quotas = parse_quotas(ARGV[18])
@@ -184,7 +171,9 @@ if kind == 'update' then
   if state ~= 'provisioned' or theirs then return {'not_found'} end
   if lock_x then
     local running = redis.call('HMGET', prefix .. 'op:' .. lock_x, 'kind', 'digest')
-    if running[1] == 'update' and running[2] == digest then return join(lock_x) end
+    if running[1] == 'update' and running[2] == digest then
+      return join(prefix, lock_x, gateway)
+    end
     return {'busy'}
   end
   if lock_s > 0 then return {'busy'} end
@@ -214,7 +203,7 @@ if kind == 'deprovision' then
   if ARGV[7] ~= current_plan or ARGV[6] ~= service then return {'mismatch', '', '', ''} end
   if lock_x then
     local running = redis.call('HGET', prefix .. 'op:' .. lock_x, 'kind')
-    if running == 'deprovision' then return join(lock_x) end
+    if running == 'deprovision' then return join(prefix, lock_x, gateway) end
     return {'busy'}
   end
   if lock_s > 0 then return {'busy'} end

@@ -122,6 +122,11 @@ static struct osbq_store_call *call_new(const char *prefix, size_t prefix_len, i
         osbq_error_set(err, OSBQ_ERR_INTERNAL, "out of memory");
         return NULL;
     }
+    if (sem_init(&call->answered, 0, 0) != 0) {
+        free(call);
+        osbq_error_set(err, OSBQ_ERR_INTERNAL, "cannot make a call's semaphore");
+        return NULL;
+    }
     call->tail = (char *)(call + 1);
     memcpy(call->tail, prefix, prefix_len);
     size_t at = prefix_len;
@@ -209,6 +214,7 @@ void osbq_store_call_free(struct osbq_store_call **cp)
     if (call == NULL)
         return;
     freeReplyObject(call->reply);
+    (void)sem_destroy(&call->answered);
     free(call);
     *cp = NULL;
 }
@@ -300,58 +306,54 @@ void osbq_store_use_pipeline(struct osbq_store *store, struct osbq_store_pipelin
     atomic_store(&store->pipeline, pipeline);
 }
 
-int osbq_store_call_send(struct osbq_store *store, struct osbq_store_call *call,
-                         osbq_store_call_done_fn done, void *ctx)
+static void call_answered(void *ctx)
 {
-    struct osbq_store_pipeline *pipeline = atomic_load(&store->pipeline);
-    if (pipeline == NULL)
-        return -1;
-    if (osbq_store_pipeline_submit(pipeline, call, done, ctx) == 0)
+    struct osbq_store_call *call = ctx;
+    (void)sem_post(&call->answered);
+}
+
+/* Hands call to pipeline with its own completion. 0, or -1 when the pipeline refused it
+ * (draining): the call is as it was. */
+static int submit(struct osbq_store_pipeline *pipeline, struct osbq_store_call *call)
+{
+    call->answer_taken = false;
+    if (osbq_store_pipeline_submit(pipeline, call, call_answered, call) == 0)
         return 0;
     call->err = (struct osbq_error){0};
     return -1;
 }
 
-/* A blocking caller's wait for its call's answer from the pipeline's thread: a semaphore,
- * so the answer wakes the caller once. (With a condition variable signalled under its mutex,
- * the caller woke only to sleep again on the mutex the pipeline's thread still held, and was
- * woken a second time when it let go.) */
-struct call_waiter {
-    sem_t answered;
-};
-
-static void call_answered(void *ctx)
+int osbq_store_call_start(struct osbq_store *store, struct osbq_store_call *call)
 {
-    struct call_waiter *w = ctx;
-    (void)sem_post(&w->answered);
+    struct osbq_store_pipeline *pipeline = atomic_load(&store->pipeline);
+    return pipeline != NULL ? submit(pipeline, call) : -1;
 }
 
-/* Sends call through pipeline and waits for its answer (the pipeline answers every call it
- * took, within the Redis timeout). Returns 0, or -1 when the pipeline refused it (draining):
- * the call is as it was. */
-static int run_through(struct osbq_store_pipeline *pipeline, struct osbq_store_call *call)
+bool osbq_store_call_answered(struct osbq_store_call *call)
 {
-    struct call_waiter w;
-    if (sem_init(&w.answered, 0, 0) != 0)
-        return -1;
-    int rc = osbq_store_pipeline_submit(pipeline, call, call_answered, &w);
-    if (rc == 0) {
-        while (sem_wait(&w.answered) != 0)
-            ; /* interrupted by a signal handler: the answer is still to come */
-    } else {
-        call->err = (struct osbq_error){0};
+    if (!call->answer_taken && sem_trywait(&call->answered) == 0)
+        call->answer_taken = true;
+    return call->answer_taken;
+}
+
+void osbq_store_call_wait(struct osbq_store_call *call)
+{
+    while (!call->answer_taken) {
+        /* Fails only when interrupted by a signal handler: the answer is still to come. */
+        if (sem_wait(&call->answered) == 0)
+            call->answer_taken = true;
     }
-    (void)sem_destroy(&w.answered);
-    return rc;
 }
 
 /* EVALSHA, loading the script first when Redis does not know it (first use, or Redis
  * restarted: SCRIPT LOAD gives the same SHA, the text's SHA-1, so the head stands). */
 void osbq_store_call_run(struct osbq_store *store, struct osbq_store_call *call)
 {
-    struct osbq_store_pipeline *pipeline = atomic_load(&store->pipeline);
-    if (pipeline != NULL && run_through(pipeline, call) == 0)
+    /* The pipeline answers every call it took, within the Redis timeout. */
+    if (osbq_store_call_start(store, call) == 0) {
+        osbq_store_call_wait(call);
         return;
+    }
     char sha[41] = "", head[STORE_CALL_HEAD_MAX];
     redisContext *c = store_acquire(store, &call->err);
     if (c == NULL)

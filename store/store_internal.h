@@ -5,6 +5,7 @@
 
 #include <hiredis/hiredis.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -113,6 +114,12 @@ struct osbq_store_call {
                                * counts once replicas hold it (WAIT after it) */
     bool acks_short;          /* answered, but the WAIT behind it ended with too few replicas
                                * (or the connection failed before it answered) */
+    /* Its completion, for a caller that sent it through the pipeline itself (osbq_store_call_run,
+     * osbq_store_call_start): a semaphore, so the answer wakes a waiting caller once. (With a
+     * condition variable signalled under its mutex, the caller woke only to sleep again on the
+     * mutex the pipeline's thread still held, and was woken a second time when it let go.) */
+    sem_t answered;    /* posted once, from the pipeline's thread, when the call is answered */
+    bool answer_taken; /* the caller took that post: the call is answered */
     /* The pipeline's (store/store_pipeline.c), while it holds the call. */
     int64_t deadline_ms;          /* no reply by then (monotonic ms): Redis is not answering */
     bool resent;                  /* sent again once after NOSCRIPT */

@@ -8,7 +8,6 @@
 #include <errno.h>
 #include <jansson.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -137,9 +136,8 @@ struct run {
     /* A renewal sent without waiting (renew, off the runner's threads), until renewal_settle
      * reads it; NULL when none is under way. */
     struct osbq_store_call *renewal;
-    atomic_bool renewal_answered; /* set by the pipeline's thread once renewal holds its answer */
-    int64_t renewal_sent_ms;      /* monotonic time renewal was sent */
-    char *pending_text;           /* a progress text that came while renewal was under way */
+    int64_t renewal_sent_ms; /* monotonic time renewal was sent */
+    char *pending_text;      /* a progress text that came while renewal was under way */
 };
 
 /* Set on the runner's own threads. A renewal made there waits for its answer: the thread has
@@ -325,12 +323,6 @@ static void renew_apply(struct run *run, int rc, const struct osbq_error *err, i
     }
 }
 
-static void renewal_done(void *ctx)
-{
-    struct run *run = ctx;
-    atomic_store_explicit(&run->renewal_answered, true, memory_order_release);
-}
-
 static void renew(struct run *run, const char *description, int64_t now);
 
 /* Reads the answer of the renewal sent without waiting, if it came (wait: waits for it; the
@@ -340,12 +332,10 @@ static void renewal_settle(struct run *run, bool wait)
 {
     if (run->renewal == NULL)
         return;
-    while (!atomic_load_explicit(&run->renewal_answered, memory_order_acquire)) {
-        if (!wait)
-            return;
-        struct timespec pause = {.tv_nsec = 1000000};
-        (void)nanosleep(&pause, NULL);
-    }
+    if (wait)
+        osbq_store_call_wait(run->renewal);
+    else if (!osbq_store_call_answered(run->renewal))
+        return;
     struct osbq_error err = {0};
     int rc = osbq_store_progress_result(run->renewal, &err);
     osbq_store_call_free(&run->renewal);
@@ -381,8 +371,7 @@ static bool renew_unwaited(struct run *run, const char *description, int64_t now
                                  (int64_t)r->cfg->lease_ms, &err);
     if (call == NULL)
         return false;
-    atomic_store_explicit(&run->renewal_answered, false, memory_order_relaxed);
-    if (osbq_store_call_send(r->store, call, renewal_done, run) < 0) {
+    if (osbq_store_call_start(r->store, call) < 0) {
         osbq_store_call_free(&call);
         return false;
     }

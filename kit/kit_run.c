@@ -1,7 +1,7 @@
 /* Runs exec operations the way a worker does (kit_run.h). A step is one backend_run of the
  * worker's exec backend on this thread, without detaching (backend_call.detached_end NULL): the
- * backend hands the program to the exec watch and waits for its end. The callbacks mirror the
- * runner's (worker/runner.c) with nothing to renew: cancelled() is the step's deadline, a stop
+ * backend hands the program to the exec watch and waits for its end. The callbacks mirror a
+ * worker step's (worker/step.c) with nothing to renew: cancelled() is the step's deadline, a stop
  * asked for, or an interrupt. */
 #include "kit_run.h"
 
@@ -15,8 +15,8 @@
 #include <sys/wait.h>
 #include <time.h>
 
+#include "bind_result.h"
 #include "kit_lines.h"
-#include "runner.h"
 #include "step_timing.h"
 #include "store.h"
 
@@ -163,7 +163,7 @@ void kit_violation(struct kit *kit, const char *fmt, ...)
 struct step {
     struct kit *kit;
     const struct kit_mode *mode;
-    int64_t deadline_ms;    /* monotonic: the runner's deadline for one step */
+    int64_t deadline_ms;    /* monotonic: the worker's deadline for one step */
     atomic_bool stop;       /* mode->stop_at_progress and progress came */
     atomic_bool overdue;    /* cancelled() found the deadline passed */
     struct kit_lines input; /* the job line */
@@ -344,7 +344,7 @@ static void run_step(struct kit *kit, const struct kit_job *job, const struct ki
                      struct kit_outcome *out, char **resume_text, int64_t *due_ms)
 {
     const struct osbq_plan *plan = job->plan;
-    int64_t deadline_s = runner_deadline_s(plan, job->kind);
+    int64_t deadline_s = step_deadline_s(plan, job->kind);
     struct step *s = calloc(1, sizeof *s);
     json_t *parameters = job->parameters != NULL ? json_loads(job->parameters, 0, NULL) : NULL;
     *resume_text = NULL;
@@ -400,10 +400,10 @@ static void run_step(struct kit *kit, const struct kit_job *job, const struct ki
             job->operation_id);
     fflush(kit->out);
     int rc = backend_run(&backend_exec, &call);
-    /* As the runner does before it records a bind's outcome. */
+    /* As a worker's step does before it records a bind's outcome. */
     if (call.result.succeeded && !call.result.in_progress && job->kind == OSBQ_JOB_BIND &&
         plan->binding_ttl_s > 0)
-        runner_add_plan_expiry(&call);
+        bind_result_add_plan_expiry(&call);
     enum kit_verdict verdict = kit_verdict_of(rc, &call.result, s->ended ? &s->end : NULL);
     take_outcome(&call, verdict, out);
     int64_t due_in = 0;
@@ -437,7 +437,7 @@ static bool wait_until_due(struct kit *kit, int64_t due)
 void kit_operation(struct kit *kit, const struct kit_job *job, const struct kit_mode *mode,
                    struct kit_outcome *out)
 {
-    int64_t deadline_s = runner_deadline_s(job->plan, job->kind);
+    int64_t deadline_s = step_deadline_s(job->plan, job->kind);
     int64_t max_polling_s = step_max_polling_s(job->plan);
     int64_t accepted = osbq_store_now_ms();
     /* What a claim holds: the first step's start, the accept, the steps so far. */

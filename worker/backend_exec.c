@@ -290,11 +290,11 @@ static void enter_context(const struct exec_run *x)
     osbq_log_context_set(&context);
 }
 
-/* The parser's progress callback: forwards to the call. */
+/* The parser's progress callback: forwards to the call, from the watch's thread. */
 static void report_progress(void *ctx, const char *description)
 {
     struct backend_call *call = ctx;
-    call->progress(call, description);
+    (void)backend_call_keep_alive(call, description);
 }
 
 static void on_output(void *ctx, int stream, const char *data, size_t n)
@@ -313,12 +313,12 @@ static void on_output(void *ctx, int stream, const char *data, size_t n)
     osbq_log_context_set(NULL);
 }
 
-/* A wait of 0 ms: notices a cancellation and renews the lease when due, without sleeping. */
+/* Notices a cancellation and renews the lease when due, without waiting for Redis. */
 static bool on_keep_running(void *ctx)
 {
     struct exec_run *x = ctx;
     enter_context(x);
-    bool keep = x->call->wait(x->call, 0);
+    bool keep = backend_call_keep_alive(x->call, NULL);
     osbq_log_context_set(NULL);
     return keep;
 }

@@ -16,19 +16,13 @@
 #include <time.h>
 
 #include "bind_result.h"
+#include "clock.h"
 #include "kit_lines.h"
 #include "step_timing.h"
 #include "store.h"
 
 /* How often a wait looks at its cancellation. */
 #define WAIT_SLICE_MS 10
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    (void)clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void sleep_ms(int64_t ms)
 {
@@ -188,7 +182,7 @@ static bool interrupted(const struct kit *kit, int times)
 static bool call_cancelled(struct backend_call *call)
 {
     struct step *s = step_of(call);
-    if (now_ms() >= s->deadline_ms)
+    if (osbq_clock_ms() >= s->deadline_ms)
         atomic_store(&s->overdue, true);
     return atomic_load(&s->overdue) || atomic_load(&s->stop) || interrupted(s->kit, 1);
 }
@@ -203,11 +197,11 @@ static void call_progress(struct backend_call *call, const char *description)
 
 static bool call_wait(struct backend_call *call, int64_t ms)
 {
-    int64_t until = now_ms() + (ms > 0 ? ms : 0);
+    int64_t until = osbq_clock_ms() + (ms > 0 ? ms : 0);
     for (;;) {
         if (call_cancelled(call))
             return false;
-        int64_t left = until - now_ms();
+        int64_t left = until - osbq_clock_ms();
         if (left <= 0)
             return true;
         sleep_ms(left < WAIT_SLICE_MS ? left : WAIT_SLICE_MS);
@@ -222,7 +216,7 @@ static bool call_exiting(struct backend_call *call)
 static void trace_input(void *ctx, const char *line, size_t n)
 {
     struct step *s = ctx;
-    s->input_ms = now_ms();
+    s->input_ms = osbq_clock_ms();
     kit_lines_feed(&s->input, line, n);
     kit_lines_end(&s->input);
 }
@@ -240,7 +234,7 @@ static void trace_output(void *ctx, int stream, const char *data, size_t n)
 static void trace_ended(void *ctx, const struct exec_watch_end *end)
 {
     struct step *s = ctx;
-    s->ended_ms = now_ms();
+    s->ended_ms = osbq_clock_ms();
     s->ended = true;
     s->end = *end;
 }
@@ -358,7 +352,7 @@ static void run_step(struct kit *kit, const struct kit_job *job, const struct ki
     }
     s->kit = kit;
     s->mode = mode;
-    s->deadline_ms = now_ms() + deadline_s * 1000;
+    s->deadline_ms = osbq_clock_ms() + deadline_s * 1000;
     atomic_init(&s->stop, false);
     atomic_init(&s->overdue, false);
     FILE *shown = kit->quiet ? NULL : kit->out;

@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <sys/time.h>
 
+#include "clock.h"
 #include "store.h"
 #include "store_scripts.h"
 
@@ -67,8 +68,12 @@ bool store_reply_from_replica(const redisReply *reply);
 
 /* ---- Connections (store_pool.c, store_sentinel.c) ---- */
 
-/* Milliseconds on CLOCK_MONOTONIC. */
-int64_t store_monotonic_ms(void);
+/* Milliseconds on CLOCK_MONOTONIC: the process's clock (common/clock.h), under the name the
+ * store's files use. */
+static inline int64_t store_monotonic_ms(void)
+{
+    return osbq_clock_ms();
+}
 
 /* Records that Redis failed and why: idle connections are dropped and callers fail fast for
  * a moment (STORE_DOWN_MS in store_pool.c), told why. */

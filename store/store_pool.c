@@ -18,13 +18,6 @@
  * Redis is away, requests get their 503 at once instead of each waiting for a timeout. */
 #define STORE_DOWN_MS 250
 
-int64_t store_monotonic_ms(void)
-{
-    struct timespec ts;
-    (void)clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Idle connections are dropped (they may be dead too) and callers fail fast for
  * STORE_DOWN_MS. */
 void store_mark_down(struct osbq_store *store, const struct osbq_error *why)

@@ -20,6 +20,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
+
 /* Bytes read from a pipe at once: one read per ready pipe and wake-up, so a chatty program
  * cannot starve the others. */
 #define WATCH_CHUNK 65536
@@ -86,13 +88,6 @@ struct exec_watch {
     struct entry *incoming; /* added, not yet taken by the loop */
     bool stopping;
 };
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    (void)clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void close_fd(int *fd)
 {
@@ -374,12 +369,12 @@ static void *loop_main(void *arg)
 {
     struct exec_watch *w = arg;
     struct epoll_event events[WATCH_EVENTS];
-    int64_t next_sweep = now_ms() + EXEC_WATCH_TICK_MS;
+    int64_t next_sweep = osbq_clock_ms() + EXEC_WATCH_TICK_MS;
     for (;;) {
-        int64_t now = now_ms();
+        int64_t now = osbq_clock_ms();
         int timeout = next_sweep > now ? (int)(next_sweep - now) : 0;
         int n = epoll_wait(w->epoll_fd, events, WATCH_EVENTS, timeout);
-        now = now_ms();
+        now = osbq_clock_ms();
         bool stopping = false;
         for (int i = 0; i < n; i++) {
             struct fd_tag *tag = events[i].data.ptr;
@@ -406,7 +401,7 @@ static void *loop_main(void *arg)
             break;
     }
     /* The end: nothing waits any more. */
-    take_incoming(w, now_ms());
+    take_incoming(w, osbq_clock_ms());
     while (w->entries != NULL) {
         struct entry *e = w->entries;
         if (e->stop == EXEC_WATCH_EXITED && e->exited_at < 0)
@@ -469,9 +464,7 @@ fail:
 
 bool exec_watch_reserve(struct exec_watch *w, const char *tenant, uint64_t *ticket, int64_t wait_ms)
 {
-    int64_t until = now_ms() + (wait_ms > 0 ? wait_ms : 0);
-    struct timespec ts = {.tv_sec = (time_t)(until / 1000),
-                          .tv_nsec = (long)(until % 1000) * 1000000L};
+    int64_t until = osbq_clock_ms() + (wait_ms > 0 ? wait_ms : 0);
     struct place_waiter me = {.tenant = tenant != NULL ? tenant : ""};
     pthread_mutex_lock(&w->lock);
     if (*ticket == 0)
@@ -485,8 +478,8 @@ bool exec_watch_reserve(struct exec_watch *w, const char *tenant, uint64_t *tick
     me.next = w->waiters;
     w->waiters = &me;
     grant_places(w);
-    while (!me.granted && !w->stopping && now_ms() < until)
-        (void)pthread_cond_timedwait(&w->freed, &w->lock, &ts);
+    while (!me.granted && !w->stopping && osbq_clock_ms() < until)
+        osbq_clock_wait_until(&w->freed, &w->lock, until);
     if (!me.granted) {
         struct place_waiter **p = &w->waiters;
         while (*p != &me)

@@ -13,6 +13,7 @@
 #include <sys/time.h>
 
 #include "clock.h"
+#include "mailbox.h"
 #include "store.h"
 #include "store_scripts.h"
 
@@ -144,11 +145,12 @@ struct osbq_store_call {
     sem_t answered;    /* posted once, from the pipeline's thread, when the call is answered */
     bool answer_taken; /* the caller took that post: the call is answered */
     /* The pipeline's (store/store_pipeline.c), while it holds the call. */
-    int64_t deadline_ms;          /* no reply by then (monotonic ms): Redis is not answering */
-    bool resent;                  /* sent again once after NOSCRIPT */
-    osbq_store_call_done_fn done; /* called once the reply or the failure is in */
-    void *done_ctx;               /* its argument */
-    struct osbq_store_call *next; /* in the pipeline's submission list */
+    int64_t deadline_ms;           /* no reply by then (monotonic ms): Redis is not answering */
+    bool resent;                   /* sent again once after NOSCRIPT */
+    osbq_store_call_done_fn done;  /* called once the reply or the failure is in */
+    void *done_ctx;                /* its argument */
+    struct osbq_mailbox_link link; /* in the pipeline's mailbox, until its thread takes it */
+    struct osbq_store_call *next;  /* in the pipeline's own lists (a batch, backlog, held) */
 };
 
 /* Makes a call of script with its keys and its arguments, as many as its contract says

@@ -13,9 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "handlers.h"
 #include "log.h"
 #include "reply.h"
@@ -44,7 +44,7 @@ enum exchange_state {
 
 /* One request's state, from the first access-handler call to the completion callback. */
 struct exchange {
-    struct timespec started;          /* when the request line arrived */
+    double started;                   /* when the request line arrived (osbq_clock_seconds) */
     enum http_method method;          /* parsed method */
     char *method_name;                /* the method as sent, for the access log */
     char *path;                       /* the raw path, for the access log */
@@ -389,7 +389,7 @@ static enum MHD_Result start_waiting(const struct gateway *gw, struct MHD_Connec
     memcpy(ex->operation_id, r->operation_id, sizeof ex->operation_id);
     reply_clear(r);
     ex->state = EXCHANGE_WAITING;
-    if (waiter_add(gw->waiters, ex->wait.operation_id, waiter_now_ms() + ex->wait.timeout_ms, ex,
+    if (waiter_add(gw->waiters, ex->wait.operation_id, osbq_clock_ms() + ex->wait.timeout_ms, ex,
                    &ex->wait_result, suspend_exchange, resume_exchange) < 0) {
         ex->state = EXCHANGE_RECEIVING;
         /* The operation is recorded: it runs, and last_operation reports it. */
@@ -547,7 +547,7 @@ static struct exchange *exchange_new(const struct gateway *gw, struct MHD_Connec
     atomic_init(&ex->answered, false);
     /* Held to the end of the request: a reload meanwhile does not change its platform. */
     ex->platforms = osbq_platforms_acquire(gw->platforms);
-    (void)clock_gettime(CLOCK_MONOTONIC, &ex->started);
+    ex->started = osbq_clock_seconds();
     ex->method = parse_method(method);
     ex->method_name = strdup(method);
     ex->path = strdup(url);
@@ -705,10 +705,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     atomic_fetch_sub(&server->inflight, 1);
     struct gateway_metrics *metrics = server->gw->metrics;
     osbq_series_add(metrics->in_flight, -1);
-    struct timespec now;
-    (void)clock_gettime(CLOCK_MONOTONIC, &now);
-    int64_t micros = (int64_t)(now.tv_sec - ex->started.tv_sec) * 1000000 +
-                     (now.tv_nsec - ex->started.tv_nsec) / 1000;
+    int64_t micros = (int64_t)((osbq_clock_seconds() - ex->started) * 1e6);
     /* A request cut off before any answer (status 0) is counted as code "0". */
     gateway_metrics_request(metrics, ex->route ? ex->route : "unmatched", method_label(ex->method),
                             ex->status, (double)micros / 1e6);

@@ -11,6 +11,7 @@
 
 #include "bus.h"
 #include "catalog.h"
+#include "clock.h"
 #include "config.h"
 #include "gateway.h"
 #include "http.h"
@@ -112,14 +113,6 @@ static void reload_platforms(const struct osbq_config *cfg, const struct osbq_ca
     osbq_platforms_swap(holder, set);
 }
 
-/* Milliseconds on the monotonic clock. */
-static int64_t monotonic_ms(void)
-{
-    struct timespec ts;
-    (void)clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* SIGTERM: workers drop this gateway first; no new connection is accepted; requests in flight
  * (synchronous ones included) get up to OSBQ_SHUTDOWN_GRACE_MS to finish, then the rest are
  * answered 503; jobs still queued here are in Redis for the other gateways' recovery. Says how
@@ -128,26 +121,26 @@ static void stop_serving(const struct osbq_config *cfg, struct gateway *gw,
                          struct registry **registry, struct recovery **recovery,
                          struct http_server **server)
 {
-    int64_t started = monotonic_ms();
+    int64_t started = osbq_clock_ms();
     registry_stop(registry);
-    int64_t registry_done = monotonic_ms();
+    int64_t registry_done = osbq_clock_ms();
     recovery_stop(recovery);
-    int64_t recovery_done = monotonic_ms();
+    int64_t recovery_done = osbq_clock_ms();
     http_quiesce(*server);
     int in_flight = http_inflight(*server);
     struct timespec tick = {.tv_sec = 0, .tv_nsec = 20 * 1000000L};
     while (http_inflight(*server) > 0 &&
-           monotonic_ms() - recovery_done < (int64_t)cfg->shutdown_grace_ms)
+           osbq_clock_ms() - recovery_done < (int64_t)cfg->shutdown_grace_ms)
         nanosleep(&tick, NULL);
     int left = http_inflight(*server);
-    int64_t requests_done = monotonic_ms();
+    int64_t requests_done = osbq_clock_ms();
     waiter_table_drain(gw->waiters);
     /* Calls still travelling end within the Redis timeout; their requests are answered, then
      * new calls are refused (503), so no connection stays suspended when the server stops. */
     osbq_store_pipeline_drain(gw->pipeline);
-    int64_t pipeline_done = monotonic_ms();
+    int64_t pipeline_done = osbq_clock_ms();
     http_stop(server);
-    int64_t done = monotonic_ms();
+    int64_t done = osbq_clock_ms();
     log_info(
         "stopped serving in %lld ms: registry %lld ms, recovery %lld ms, %d requests in "
         "flight %lld ms (%d left at the grace's end), Redis calls %lld ms, HTTP server %lld ms",
@@ -280,7 +273,7 @@ int main(int argc, char **argv)
     }
     log_info("received %s, stopping", signo == SIGINT ? "SIGINT" : "SIGTERM");
 
-    int64_t signalled_ms = monotonic_ms();
+    int64_t signalled_ms = osbq_clock_ms();
     stop_serving(&cfg, &gw, &registry, &recovery, &server);
     osbq_store_pipeline_free(&gw.pipeline);
     tls_credentials_free(&tls);
@@ -295,6 +288,6 @@ int main(int argc, char **argv)
     osbq_secrets_destroy(&secrets);
     osbq_config_clear(&cfg);
     sodium_memzero(&gw.metrics_auth, sizeof gw.metrics_auth);
-    log_info("stopped, %lld ms after the signal", (long long)(monotonic_ms() - signalled_ms));
+    log_info("stopped, %lld ms after the signal", (long long)(osbq_clock_ms() - signalled_ms));
     return 0;
 }

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "log.h"
 
 /* How often the event thread checks deadlines and the stop flag. */
@@ -34,13 +35,6 @@ struct waiter_table {
     bool stopping;            /* set once by waiter_table_stop */
     pthread_t thread;         /* the event thread */
 };
-
-int64_t waiter_now_ms(void)
-{
-    struct timespec ts;
-    (void)clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 void waiter_result_clear(struct waiter_result *result)
 {
@@ -146,7 +140,7 @@ static void handle_event(struct waiter_table *table, const char *payload, size_t
 /* Wakes the waiters whose deadline has passed (all of them when stopping). */
 static void expire(struct waiter_table *table, bool all)
 {
-    int64_t now = waiter_now_ms();
+    int64_t now = osbq_clock_ms();
     struct waiter_result template = {.outcome = all ? WAITER_SHUTDOWN : WAITER_TIMEOUT};
     pthread_mutex_lock(&table->lock);
     zlistx_t *keys = zhashx_keys(table->by_operation);
@@ -208,7 +202,7 @@ static void *event_thread(void *arg)
     int64_t retry_at = 0, backoff = 100;
     bool warned = false;
     while (!stopping(table)) {
-        if (c == NULL && waiter_now_ms() >= retry_at) {
+        if (c == NULL && osbq_clock_ms() >= retry_at) {
             struct osbq_error err = {0};
             c = osbq_store_subscribe_events(table->store, table->gateway_id, &err);
             if (c == NULL) {
@@ -217,7 +211,7 @@ static void *event_thread(void *arg)
                               "to their deadline, retrying",
                               err.text);
                 warned = true;
-                retry_at = waiter_now_ms() + backoff;
+                retry_at = osbq_clock_ms() + backoff;
                 backoff = backoff * 2 > RECONNECT_MAX_MS ? RECONNECT_MAX_MS : backoff * 2;
             } else {
                 if (warned)

@@ -60,7 +60,4 @@ size_t waiter_table_count(struct waiter_table *table);
 /* Frees the strings of a result and zeroes it. */
 void waiter_result_clear(struct waiter_result *result);
 
-/* Milliseconds on CLOCK_MONOTONIC, the clock of deadlines. */
-int64_t waiter_now_ms(void);
-
 #endif

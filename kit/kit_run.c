@@ -1,7 +1,7 @@
 /* Runs exec operations the way a worker does (kit_run.h). A step is one backend_run of the
  * worker's exec backend on this thread, without detaching (backend_call.detached_end NULL): the
- * backend hands the program to the exec watch and waits for its end. The callbacks mirror the
- * runner's (worker/runner.c) with nothing to renew: cancelled() is the step's deadline, a stop
+ * backend hands the program to the exec watch and waits for its end. The callbacks mirror a
+ * worker step's (worker/step.c) with nothing to renew: cancelled() is the step's deadline, a stop
  * asked for, or an interrupt. */
 #include "kit_run.h"
 
@@ -15,20 +15,14 @@
 #include <sys/wait.h>
 #include <time.h>
 
+#include "bind_result.h"
+#include "clock.h"
 #include "kit_lines.h"
-#include "runner.h"
 #include "step_timing.h"
 #include "store.h"
 
 /* How often a wait looks at its cancellation. */
 #define WAIT_SLICE_MS 10
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    (void)clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void sleep_ms(int64_t ms)
 {
@@ -163,7 +157,7 @@ void kit_violation(struct kit *kit, const char *fmt, ...)
 struct step {
     struct kit *kit;
     const struct kit_mode *mode;
-    int64_t deadline_ms;    /* monotonic: the runner's deadline for one step */
+    int64_t deadline_ms;    /* monotonic: the worker's deadline for one step */
     atomic_bool stop;       /* mode->stop_at_progress and progress came */
     atomic_bool overdue;    /* cancelled() found the deadline passed */
     struct kit_lines input; /* the job line */
@@ -188,7 +182,7 @@ static bool interrupted(const struct kit *kit, int times)
 static bool call_cancelled(struct backend_call *call)
 {
     struct step *s = step_of(call);
-    if (now_ms() >= s->deadline_ms)
+    if (osbq_clock_ms() >= s->deadline_ms)
         atomic_store(&s->overdue, true);
     return atomic_load(&s->overdue) || atomic_load(&s->stop) || interrupted(s->kit, 1);
 }
@@ -203,11 +197,11 @@ static void call_progress(struct backend_call *call, const char *description)
 
 static bool call_wait(struct backend_call *call, int64_t ms)
 {
-    int64_t until = now_ms() + (ms > 0 ? ms : 0);
+    int64_t until = osbq_clock_ms() + (ms > 0 ? ms : 0);
     for (;;) {
         if (call_cancelled(call))
             return false;
-        int64_t left = until - now_ms();
+        int64_t left = until - osbq_clock_ms();
         if (left <= 0)
             return true;
         sleep_ms(left < WAIT_SLICE_MS ? left : WAIT_SLICE_MS);
@@ -222,7 +216,7 @@ static bool call_exiting(struct backend_call *call)
 static void trace_input(void *ctx, const char *line, size_t n)
 {
     struct step *s = ctx;
-    s->input_ms = now_ms();
+    s->input_ms = osbq_clock_ms();
     kit_lines_feed(&s->input, line, n);
     kit_lines_end(&s->input);
 }
@@ -240,7 +234,7 @@ static void trace_output(void *ctx, int stream, const char *data, size_t n)
 static void trace_ended(void *ctx, const struct exec_watch_end *end)
 {
     struct step *s = ctx;
-    s->ended_ms = now_ms();
+    s->ended_ms = osbq_clock_ms();
     s->ended = true;
     s->end = *end;
 }
@@ -344,7 +338,7 @@ static void run_step(struct kit *kit, const struct kit_job *job, const struct ki
                      struct kit_outcome *out, char **resume_text, int64_t *due_ms)
 {
     const struct osbq_plan *plan = job->plan;
-    int64_t deadline_s = runner_deadline_s(plan, job->kind);
+    int64_t deadline_s = step_deadline_s(plan, job->kind);
     struct step *s = calloc(1, sizeof *s);
     json_t *parameters = job->parameters != NULL ? json_loads(job->parameters, 0, NULL) : NULL;
     *resume_text = NULL;
@@ -358,7 +352,7 @@ static void run_step(struct kit *kit, const struct kit_job *job, const struct ki
     }
     s->kit = kit;
     s->mode = mode;
-    s->deadline_ms = now_ms() + deadline_s * 1000;
+    s->deadline_ms = osbq_clock_ms() + deadline_s * 1000;
     atomic_init(&s->stop, false);
     atomic_init(&s->overdue, false);
     FILE *shown = kit->quiet ? NULL : kit->out;
@@ -400,10 +394,10 @@ static void run_step(struct kit *kit, const struct kit_job *job, const struct ki
             job->operation_id);
     fflush(kit->out);
     int rc = backend_run(&backend_exec, &call);
-    /* As the runner does before it records a bind's outcome. */
+    /* As a worker's step does before it records a bind's outcome. */
     if (call.result.succeeded && !call.result.in_progress && job->kind == OSBQ_JOB_BIND &&
         plan->binding_ttl_s > 0)
-        runner_add_plan_expiry(&call);
+        bind_result_add_plan_expiry(&call);
     enum kit_verdict verdict = kit_verdict_of(rc, &call.result, s->ended ? &s->end : NULL);
     take_outcome(&call, verdict, out);
     int64_t due_in = 0;
@@ -437,7 +431,7 @@ static bool wait_until_due(struct kit *kit, int64_t due)
 void kit_operation(struct kit *kit, const struct kit_job *job, const struct kit_mode *mode,
                    struct kit_outcome *out)
 {
-    int64_t deadline_s = runner_deadline_s(job->plan, job->kind);
+    int64_t deadline_s = step_deadline_s(job->plan, job->kind);
     int64_t max_polling_s = step_max_polling_s(job->plan);
     int64_t accepted = osbq_store_now_ms();
     /* What a claim holds: the first step's start, the accept, the steps so far. */

@@ -1,8 +1,9 @@
 /* Runs exec operations the way a worker does, without Redis or a gateway: each step through the
  * worker's own exec backend (backend_exec.c) and exec watch, with the worker's step timing
- * (step_timing.h), deadlines (runner_deadline_s) and binding expiry (runner_add_expiry), the
- * callbacks a runner gives a backend kept in memory instead of Redis, and every step printed:
- * the job on stdin, stdout and stderr, how the program ended and the worker's verdict. */
+ * (step_timing.h), deadlines (step_deadline_s) and binding expiry (bind_result.h), the
+ * callbacks a worker's step gives a backend kept in memory instead of Redis, and every step
+ * printed: the job on stdin, stdout and stderr, how the program ended and the worker's
+ * verdict. */
 #ifndef OSBQ_KIT_RUN_H
 #define OSBQ_KIT_RUN_H
 

@@ -2,8 +2,9 @@
 """Sizes of osbq's C code, for the layout's decision records: lines per top-level folder, the
 largest files and the largest functions. Functions are found by the project's brace style
 (clang-format, BreakBeforeBraces: Linux): a body opens with "{" alone in column 0 and closes
-with "}" in column 0. Usage: scripts/code-sizes.py [--top N] [REV] (REV: a git revision to
-measure instead of the working tree)."""
+with "}" in column 0. Usage: scripts/code-sizes.py [--top N] [--over LINES] [REV] (REV: a git
+revision to measure instead of the working tree; --over LINES: list the functions longer than
+that)."""
 
 import argparse
 import collections
@@ -45,7 +46,7 @@ def functions(text):
         if line == "{" and i > 0:
             # The name is on the signature's first line, which may be a few lines up.
             j = i - 1
-            while j > 0 and not SIGNATURE_NAME.search(lines[j]) and lines[j].startswith(" "):
+            while j > 0 and lines[j].startswith((" ", "\t")):
                 j -= 1
             head = " ".join(lines[j:i])
             m = SIGNATURE_NAME.search(head)
@@ -58,6 +59,8 @@ def functions(text):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--top", type=int, default=5)
+    ap.add_argument("--over", type=int, default=0,
+                    help="also list every function longer than this many lines, and count them")
     ap.add_argument("rev", nargs="?")
     args = ap.parse_args()
     per_folder = collections.Counter()
@@ -80,6 +83,11 @@ def main():
     print("largest functions (lines of body):")
     for n, name in sorted(funcs, reverse=True)[:args.top]:
         print("  %6d  %s" % (n, name))
+    if args.over:
+        long_funcs = [f for f in sorted(funcs, reverse=True) if f[0] > args.over]
+        print("functions over %d lines: %d" % (args.over, len(long_funcs)))
+        for n, name in long_funcs:
+            print("  %6d  %s" % (n, name))
     return 0
 
 

@@ -117,12 +117,20 @@ struct osbq_store_pipeline;
  * is draining runs on a pooled connection). */
 void osbq_store_use_pipeline(struct osbq_store *store, struct osbq_store_pipeline *pipeline);
 
-/* Sends call through the pipeline the store uses without waiting: done(ctx) is called once,
- * from the pipeline's thread, when the call holds its reply or why it has none (within the
- * Redis timeout); the call is the pipeline's until then. Returns 0, or -1 when the store uses
- * no pipeline or it is draining: the call is the caller's, unsent (osbq_store_call_run it). */
-int osbq_store_call_send(struct osbq_store *store, struct osbq_store_call *call,
-                         osbq_store_call_done_fn done, void *ctx);
+/* Sends call through the pipeline the store uses without waiting; the call is the pipeline's
+ * until it is answered (within the Redis timeout), which the call itself tells:
+ * osbq_store_call_answered without waiting, osbq_store_call_wait by waiting. Returns 0, or -1
+ * when the store uses no pipeline or it is draining: the call is the caller's, unsent
+ * (osbq_store_call_run it). */
+int osbq_store_call_start(struct osbq_store *store, struct osbq_store_call *call);
+
+/* Whether a call sent by osbq_store_call_start holds its reply or why it has none: it may then
+ * be read and freed. Does not wait. For the thread that started it (or one it handed the call
+ * to), one at a time. */
+bool osbq_store_call_answered(struct osbq_store_call *call);
+
+/* Waits until a call sent by osbq_store_call_start is answered (at once when it is). */
+void osbq_store_call_wait(struct osbq_store_call *call);
 
 /* Frees a NULL-terminated array of strings the store returned; accepts NULL. */
 void osbq_store_strings_free(char **strings);

@@ -1,15 +1,19 @@
-/* What the store's files share: the store itself, its connections (store_pool.c), its calls
- * (store_calls.c) and its keys (store_keys.c). Not for use outside the store. */
+/* What the store's files share: the store itself, Redis's failures in words (store_errors.c),
+ * its connections (store_pool.c), its calls in RESP (store_resp.c) and their running
+ * (store_calls.c), and its keys (store_keys.c). Not for use outside the store. */
 #ifndef OSBQ_STORE_INTERNAL_H
 #define OSBQ_STORE_INTERNAL_H
 
 #include <hiredis/hiredis.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/time.h>
 
+#include "clock.h"
+#include "mailbox.h"
 #include "store.h"
 #include "store_scripts.h"
 
@@ -39,18 +43,7 @@ struct osbq_store {
     _Atomic(struct osbq_store_pipeline *) pipeline;
 };
 
-/* ---- Connections (store_pool.c, store_sentinel.c) ---- */
-
-/* Milliseconds on CLOCK_MONOTONIC. */
-int64_t store_monotonic_ms(void);
-
-/* Records that Redis failed and why: idle connections are dropped and callers fail fast for
- * a moment (STORE_DOWN_MS in store_pool.c), told why. */
-void store_mark_down(struct osbq_store *store, const struct osbq_error *why);
-
-/* Opens a new connection (address or Sentinels, AUTH, SELECT, a primary's ROLE). NULL with
- * err. */
-redisContext *store_connect(struct osbq_store *store, struct osbq_error *err);
+/* ---- Redis's failures in words (store_errors.c: no I/O) ---- */
 
 /* Writes what went wrong on c (a failed connect, read or write) in words an operator can act
  * on: "connection refused by 127.0.0.1:6390 (...)", "127.0.0.1:6379: timed out after 2000 ms
@@ -74,6 +67,23 @@ int store_error_reply(const char *what, const char *reply, struct osbq_error *er
  * one asks the Sentinels again. */
 bool store_reply_from_replica(const redisReply *reply);
 
+/* ---- Connections (store_pool.c, store_sentinel.c) ---- */
+
+/* Milliseconds on CLOCK_MONOTONIC: the process's clock (common/clock.h), under the name the
+ * store's files use. */
+static inline int64_t store_monotonic_ms(void)
+{
+    return osbq_clock_ms();
+}
+
+/* Records that Redis failed and why: idle connections are dropped and callers fail fast for
+ * a moment (STORE_DOWN_MS in store_pool.c), told why. */
+void store_mark_down(struct osbq_store *store, const struct osbq_error *why);
+
+/* Opens a new connection (address or Sentinels, AUTH, SELECT, a primary's ROLE). NULL with
+ * err. */
+redisContext *store_connect(struct osbq_store *store, struct osbq_error *err);
+
 /* Marks c failed, so store_release drops it and marks Redis down. */
 void store_drop_replica(redisContext *c);
 
@@ -84,6 +94,21 @@ redisContext *store_acquire(struct osbq_store *store, struct osbq_error *err);
 /* Gives a connection back, or closes it when it failed (and marks Redis down on I/O errors). */
 void store_release(struct osbq_store *store, redisContext *c);
 
+/* The SHA of script as c's Redis knows it: the one loaded before, else loads it now
+ * (store_script_load). 0, or -1 with err. */
+int store_script_sha(struct osbq_store *store, redisContext *c, enum store_script script,
+                     char sha[41], struct osbq_error *err);
+
+/* Loads script on c (SCRIPT LOAD: first use, or NOSCRIPT after Redis restarted) and keeps its
+ * SHA for the store's connections. 0, or -1 with err. */
+int store_script_load(struct osbq_store *store, redisContext *c, enum store_script script,
+                      char sha[41], struct osbq_error *err);
+
+/* -1 with err (OSBQ_ERR_UNAVAILABLE) when reply is NULL (I/O) or an error reply (READONLY
+ * drops c: store_drop_replica); else 0. */
+int store_reply_failed(redisContext *c, redisReply *reply, const char *what,
+                       struct osbq_error *err);
+
 /* With Sentinels: asks them in order for the primary's address. 0, or -1 with err
  * (store_sentinel.c). */
 int store_sentinel_primary(struct osbq_store *store, char *host, size_t size, uint16_t *port,
@@ -93,7 +118,7 @@ int store_sentinel_primary(struct osbq_store *store, char *host, size_t size, ui
  * during a failover, and writes to a replica fail. */
 int store_check_primary(redisContext *c, struct osbq_error *err);
 
-/* ---- Calls and replies (store_calls.c) ---- */
+/* ---- Calls in RESP and their replies (store_resp.c: no I/O) ---- */
 
 /* store_call.script of a plain command (HMGET...): no EVALSHA head, the tail is all of it. */
 #define STORE_CALL_COMMAND SCRIPT_COUNT
@@ -113,12 +138,19 @@ struct osbq_store_call {
                                * counts once replicas hold it (WAIT after it) */
     bool acks_short;          /* answered, but the WAIT behind it ended with too few replicas
                                * (or the connection failed before it answered) */
+    /* Its completion, for a caller that sent it through the pipeline itself (osbq_store_call_run,
+     * osbq_store_call_start): a semaphore, so the answer wakes a waiting caller once. (With a
+     * condition variable signalled under its mutex, the caller woke only to sleep again on the
+     * mutex the pipeline's thread still held, and was woken a second time when it let go.) */
+    sem_t answered;    /* posted once, from the pipeline's thread, when the call is answered */
+    bool answer_taken; /* the caller took that post: the call is answered */
     /* The pipeline's (store/store_pipeline.c), while it holds the call. */
-    int64_t deadline_ms;          /* no reply by then (monotonic ms): Redis is not answering */
-    bool resent;                  /* sent again once after NOSCRIPT */
-    osbq_store_call_done_fn done; /* called once the reply or the failure is in */
-    void *done_ctx;               /* its argument */
-    struct osbq_store_call *next; /* in the pipeline's submission list */
+    int64_t deadline_ms;           /* no reply by then (monotonic ms): Redis is not answering */
+    bool resent;                   /* sent again once after NOSCRIPT */
+    osbq_store_call_done_fn done;  /* called once the reply or the failure is in */
+    void *done_ctx;                /* its argument */
+    struct osbq_mailbox_link link; /* in the pipeline's mailbox, until its thread takes it */
+    struct osbq_store_call *next;  /* in the pipeline's own lists (a batch, backlog, held) */
 };
 
 /* Makes a call of script with its keys and its arguments, as many as its contract says
@@ -142,20 +174,10 @@ size_t store_call_head(const struct osbq_store_call *call, const char sha[41], c
  * connection must go (READONLY: the server is a replica now) returns true. */
 bool store_call_settle(struct osbq_store *store, struct osbq_store_call *call, redisReply *reply);
 
-/* The SHA of script as c's Redis knows it: the one loaded before, else loads it now. 0, or -1
- * with err. */
-int store_script_sha(struct osbq_store *store, redisContext *c, enum store_script script,
-                     char sha[41], struct osbq_error *err);
-
 /* Takes the reply out of an answered call: NULL with err (the call's) when it has none. A call
  * whose WAIT ended short counts as not answered (OSBQ_ERR_UNAVAILABLE, the text says why): what
  * it read may not be on a replica. */
 redisReply *store_call_take_reply(struct osbq_store_call *call, struct osbq_error *err);
-
-/* Runs an embedded script at once (store_call_new, then osbq_store_call_run). The reply
- * (caller frees) or NULL with err. */
-redisReply *store_eval(struct osbq_store *store, enum store_script script, const char *const *keys,
-                       const char *const *args, struct osbq_error *err);
 
 /* The commands that make a call durable, sent right behind it on its connection (both RESP,
  * static): a one-key write, so the connection's replication offset covers every write the call
@@ -170,20 +192,23 @@ size_t store_ack_wait_command(const struct osbq_store *store, char *buf);
  * a WAIT that ended short in store->ack_timeouts. */
 long long store_ack_count(struct osbq_store *store, const redisReply *reply);
 
-/* Sends count pipelined commands (already appended on c) and collects their replies; on an
- * I/O failure or an error reply frees them all and fails. */
-int store_replies_collect(redisContext *c, redisReply **replies, size_t count, const char *what,
-                          struct osbq_error *err);
-
-/* -1 with err (OSBQ_ERR_UNAVAILABLE) when reply is NULL (I/O) or an error reply; else 0. */
-int store_reply_failed(redisContext *c, redisReply *reply, const char *what,
-                       struct osbq_error *err);
-
 /* Element i of an array reply: as a new string (NULL for nil, empty or missing); compared with
  * text; as an integer (fallback when absent or not a number). */
 char *store_element_dup(const redisReply *reply, size_t i);
 bool store_element_is(const redisReply *reply, size_t i, const char *text);
 int64_t store_element_int(const redisReply *reply, size_t i, int64_t fallback);
+
+/* ---- Running calls (store_calls.c) ---- */
+
+/* Runs an embedded script at once (store_call_new, then osbq_store_call_run). The reply
+ * (caller frees) or NULL with err. */
+redisReply *store_eval(struct osbq_store *store, enum store_script script, const char *const *keys,
+                       const char *const *args, struct osbq_error *err);
+
+/* Sends count pipelined commands (already appended on c) and collects their replies; on an
+ * I/O failure or an error reply frees them all and fails. */
+int store_replies_collect(redisContext *c, redisReply **replies, size_t count, const char *what,
+                          struct osbq_error *err);
 
 /* ---- Walks (store_admin.c) ---- */
 

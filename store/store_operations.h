@@ -35,7 +35,7 @@ int osbq_store_claim(struct osbq_store *store, const char *operation_id, const c
 int osbq_store_progress(struct osbq_store *store, const char *operation_id, const char *worker_id,
                         const char *description, int64_t lease_ms, struct osbq_error *err);
 
-/* osbq_store_progress as a call, for a caller that does not wait for it (osbq_store_call_send);
+/* osbq_store_progress as a call, for a caller that does not wait for it (osbq_store_call_start);
  * the lease runs from when the script runs. NULL with err. */
 struct osbq_store_call *osbq_store_progress_call(struct osbq_store *store, const char *operation_id,
                                                  const char *worker_id, const char *description,

@@ -17,14 +17,15 @@
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "log.h"
+#include "mailbox.h"
 #include "store_internal.h"
 
 /* What a command on the connection is. */
@@ -48,14 +49,11 @@ struct call_list {
 };
 
 struct osbq_store_pipeline {
-    struct osbq_store *store; /* borrowed: connections, scripts, fail-fast state */
-    pthread_t thread;         /* runs pipeline_main until drained */
-    bool running;             /* the thread has not been joined */
-    int wake_fd;              /* eventfd: calls were submitted, or the pipeline is draining */
-    pthread_mutex_t lock;     /* guards first, last and stopping */
-    struct osbq_store_call *first, *last; /* submitted and not sent yet, oldest first */
-    bool stopping;                        /* draining: refuse new calls */
-    atomic_size_t pending;                /* taken and not finished */
+    struct osbq_store *store;    /* borrowed: connections, scripts, fail-fast state */
+    pthread_t thread;            /* runs pipeline_main until drained */
+    bool running;                /* the thread has not been joined */
+    struct osbq_mailbox mailbox; /* calls submitted and not sent yet; closed: draining */
+    atomic_size_t pending;       /* taken and not finished */
     /* The thread's own. */
     redisContext *c;            /* the connection (non-blocking), or NULL */
     char sha[SCRIPT_COUNT][41]; /* the scripts as c's Redis knows them */
@@ -418,17 +416,21 @@ static void write_out(struct osbq_store_pipeline *p)
     }
 }
 
-/* Takes the calls submitted since the last turn; *stopping says whether draining began. */
+/* Takes the calls submitted since the last turn, linked by next; *stopping says whether
+ * draining began. */
 static struct osbq_store_call *take_submitted(struct osbq_store_pipeline *p, bool *stopping)
 {
-    uint64_t count;
-    while (read(p->wake_fd, &count, sizeof count) < 0 && errno == EINTR)
-        ;
-    pthread_mutex_lock(&p->lock);
-    struct osbq_store_call *calls = p->first;
-    p->first = p->last = NULL;
-    *stopping = p->stopping;
-    pthread_mutex_unlock(&p->lock);
+    struct osbq_mailbox_link *link = osbq_mailbox_take(&p->mailbox, stopping);
+    struct osbq_store_call *calls = NULL, **tail = &calls;
+    while (link != NULL) {
+        struct osbq_store_call *call =
+            (struct osbq_store_call *)(void *)((char *)link -
+                                               offsetof(struct osbq_store_call, link));
+        link = link->next;
+        *tail = call;
+        tail = &call->next;
+    }
+    *tail = NULL;
     return calls;
 }
 
@@ -453,7 +455,7 @@ static void *pipeline_main(void *arg)
             }
             timeout = left > INT32_MAX ? INT32_MAX : (int)left;
         }
-        struct pollfd fds[2] = {{.fd = p->wake_fd, .events = POLLIN}, {.fd = -1}};
+        struct pollfd fds[2] = {{.fd = osbq_mailbox_fd(&p->mailbox), .events = POLLIN}, {.fd = -1}};
         if (p->c != NULL) {
             fds[1].fd = p->c->fd;
             fds[1].events = (short)(POLLIN | (p->out_at < p->out_len ? POLLOUT : 0));
@@ -484,30 +486,18 @@ struct osbq_store_pipeline *osbq_store_pipeline_start(struct osbq_store *store,
     }
     p->store = store;
     atomic_init(&p->pending, 0);
-    p->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    if (p->wake_fd < 0 || pthread_mutex_init(&p->lock, NULL) != 0) {
-        if (p->wake_fd >= 0)
-            close(p->wake_fd);
+    if (osbq_mailbox_init(&p->mailbox, err) < 0) {
         free(p);
-        osbq_error_set(err, OSBQ_ERR_INTERNAL, "redis pipeline: %s", strerror(errno));
         return NULL;
     }
     if (pthread_create(&p->thread, NULL, pipeline_main, p) != 0) {
-        pthread_mutex_destroy(&p->lock);
-        close(p->wake_fd);
+        osbq_mailbox_clear(&p->mailbox);
         free(p);
         osbq_error_set(err, OSBQ_ERR_INTERNAL, "redis pipeline: cannot start its thread");
         return NULL;
     }
     p->running = true;
     return p;
-}
-
-static void wake(struct osbq_store_pipeline *p)
-{
-    uint64_t one = 1;
-    while (write(p->wake_fd, &one, sizeof one) < 0 && errno == EINTR)
-        ;
 }
 
 int osbq_store_pipeline_submit(struct osbq_store_pipeline *p, struct osbq_store_call *call,
@@ -518,23 +508,13 @@ int osbq_store_pipeline_submit(struct osbq_store_pipeline *p, struct osbq_store_
     call->next = NULL;
     call->resent = false;
     call->deadline_ms = store_monotonic_ms() + (int64_t)p->store->cfg->redis_timeout_ms;
-    pthread_mutex_lock(&p->lock);
-    if (p->stopping) {
-        pthread_mutex_unlock(&p->lock);
+    /* Counted before it is posted: the thread may answer it at once. */
+    atomic_fetch_add(&p->pending, 1);
+    if (!osbq_mailbox_post(&p->mailbox, &call->link)) {
+        atomic_fetch_sub(&p->pending, 1);
         return osbq_error_set(&call->err, OSBQ_ERR_UNAVAILABLE,
                               "the broker is stopping: no new Redis calls");
     }
-    atomic_fetch_add(&p->pending, 1);
-    /* One wake-up per batch: the thread takes the whole list when it wakes. */
-    bool was_empty = p->first == NULL;
-    if (was_empty)
-        p->first = call;
-    else
-        p->last->next = call;
-    p->last = call;
-    pthread_mutex_unlock(&p->lock);
-    if (was_empty)
-        wake(p);
     return 0;
 }
 
@@ -545,10 +525,7 @@ size_t osbq_store_pipeline_pending(struct osbq_store_pipeline *p)
 
 void osbq_store_pipeline_drain(struct osbq_store_pipeline *p)
 {
-    pthread_mutex_lock(&p->lock);
-    p->stopping = true;
-    pthread_mutex_unlock(&p->lock);
-    wake(p);
+    osbq_mailbox_close(&p->mailbox);
     if (p->running) {
         pthread_join(p->thread, NULL);
         p->running = false;
@@ -561,8 +538,7 @@ void osbq_store_pipeline_free(struct osbq_store_pipeline **pp)
     if (p == NULL)
         return;
     osbq_store_pipeline_drain(p);
-    pthread_mutex_destroy(&p->lock);
-    close(p->wake_fd);
+    osbq_mailbox_clear(&p->mailbox);
     free(p->sent);
     free(p->out);
     free(p);

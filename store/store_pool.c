@@ -1,9 +1,9 @@
 /* The store's connections: a small pool of hiredis connections shared by a process's threads,
- * the fail-fast state after Redis failed, and the connection dropped when its server turned
- * replica (the Sentinels are asked again at the next connect, store_sentinel.c). */
+ * the fail-fast state after Redis failed, the connection dropped when its server turned replica
+ * (the Sentinels are asked again at the next connect, store_sentinel.c), the scripts loaded on
+ * a connection, and PING. */
 #include "store.h"
 
-#include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -17,13 +17,6 @@
 /* After a failure, calls fail at once for this long, then one caller probes Redis again: while
  * Redis is away, requests get their 503 at once instead of each waiting for a timeout. */
 #define STORE_DOWN_MS 250
-
-int64_t store_monotonic_ms(void)
-{
-    struct timespec ts;
-    (void)clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* Idle connections are dropped (they may be dead too) and callers fail fast for
  * STORE_DOWN_MS. */
@@ -73,85 +66,6 @@ void osbq_store_destroy(struct osbq_store **sp)
     pthread_mutex_destroy(&store->lock);
     free(store);
     *sp = NULL;
-}
-
-/* Whether hiredis's error text is strerror's text of errnum. */
-static bool says(const char *errstr, int errnum)
-{
-    return strstr(errstr, strerror(errnum)) != NULL;
-}
-
-static void failure_words(const redisContext *c, int type, const char *errstr, char *out,
-                          size_t size)
-{
-    const char *host = c->tcp.host != NULL ? c->tcp.host : "redis";
-    int port = c->tcp.port;
-    long timeout_ms =
-        c->timeout != NULL ? (long)c->timeout->tv_sec * 1000 + c->timeout->tv_usec / 1000 : 0;
-    if (type == REDIS_ERR_EOF)
-        (void)snprintf(out, size, "%s:%d closed the connection", host, port);
-    else if (says(errstr, ETIMEDOUT) || says(errstr, EAGAIN) || says(errstr, EINPROGRESS))
-        (void)snprintf(out, size, "%s:%d: timed out after %ld ms (OSBQ_REDIS_TIMEOUT_MS)", host,
-                       port, timeout_ms);
-    else if (says(errstr, ECONNREFUSED))
-        (void)snprintf(out, size,
-                       "connection refused by %s:%d (is Redis running and listening there?)", host,
-                       port);
-    else if (says(errstr, ECONNRESET) || says(errstr, EPIPE))
-        (void)snprintf(out, size, "%s:%d dropped the connection", host, port);
-    else if (says(errstr, EHOSTUNREACH) || says(errstr, ENETUNREACH))
-        (void)snprintf(out, size, "no network route to %s:%d", host, port);
-    else if (type == REDIS_ERR_OTHER && strstr(errstr, "known") != NULL)
-        (void)snprintf(out, size, "cannot resolve the host name %s (%s)", host, errstr);
-    else
-        (void)snprintf(out, size, "%s:%d: %s", host, port, errstr);
-}
-
-void store_io_words(const redisContext *c, char *out, size_t size)
-{
-    failure_words(c, c->err, c->errstr, out, size);
-}
-
-int store_io_error(const redisContext *c, const char *what, struct osbq_error *err)
-{
-    char words[256];
-    store_io_words(c, words, sizeof words);
-    return osbq_error_set(err, OSBQ_ERR_UNAVAILABLE, "redis %s: %s", what, words);
-}
-
-void store_errno_words(const redisContext *c, int errnum, char *out, size_t size)
-{
-    failure_words(c, REDIS_ERR_IO, strerror(errnum), out, size);
-}
-
-/* What an operator must change for each refusal that no retry cures. */
-static const struct {
-    const char *reply; /* a word of Redis's error reply */
-    const char *fix;
-} misconfigurations[] = {
-    {"WRONGPASS", "Redis refuses the user name or password of OSBQ_REDIS_URL"},
-    {"invalid password", "Redis refuses the password of OSBQ_REDIS_URL"},
-    {"invalid username-password", "Redis refuses the user name or password of OSBQ_REDIS_URL"},
-    {"without any password configured",
-     "OSBQ_REDIS_URL gives a password but Redis has none set (drop it from the URL)"},
-    {"no password is set",
-     "OSBQ_REDIS_URL gives a password but Redis has none set (drop it from the URL)"},
-    {"NOAUTH", "Redis requires a password and OSBQ_REDIS_URL gives none"},
-    {"DB index is out of range",
-     "Redis has no such database: OSBQ_REDIS_URL's database number must be below the "
-     "server's `databases` setting"},
-    {"invalid DB index", "OSBQ_REDIS_URL's database number is not one Redis accepts"},
-    {"NOPERM", "Redis's ACL does not allow OSBQ_REDIS_URL's user this command or key"},
-};
-
-int store_error_reply(const char *what, const char *reply, struct osbq_error *err)
-{
-    for (size_t i = 0; i < sizeof misconfigurations / sizeof misconfigurations[0]; i++) {
-        if (strstr(reply, misconfigurations[i].reply) != NULL)
-            return osbq_error_set(err, OSBQ_ERR_MISCONFIGURED, "redis %s: misconfigured: %s (%s)",
-                                  what, misconfigurations[i].fix, reply);
-    }
-    return osbq_error_set(err, OSBQ_ERR_UNAVAILABLE, "redis %s: %s", what, reply);
 }
 
 /* Runs a command that must answer +OK (AUTH, SELECT) on a fresh connection. */
@@ -288,6 +202,63 @@ void store_release(struct osbq_store *store, redisContext *c)
         redisFree(c);
 }
 
+/* ---- a reply on a connection ---- */
+
+/* Marks c failed, so store_release drops it and marks Redis down. */
+void store_drop_replica(redisContext *c)
+{
+    if (c->err == 0) {
+        c->err = REDIS_ERR_EOF;
+        (void)snprintf(c->errstr, sizeof c->errstr, "the server is a replica now");
+    }
+}
+
+int store_reply_failed(redisContext *c, redisReply *reply, const char *what, struct osbq_error *err)
+{
+    if (reply == NULL)
+        return store_io_error(c, what, err);
+    if (reply->type == REDIS_REPLY_ERROR) {
+        if (store_reply_from_replica(reply))
+            store_drop_replica(c);
+        return store_error_reply(what, reply->str, err);
+    }
+    return 0;
+}
+
+/* ---- the scripts a connection's Redis knows ---- */
+
+int store_script_load(struct osbq_store *store, redisContext *c, enum store_script script,
+                      char sha[41], struct osbq_error *err)
+{
+    redisReply *reply = redisCommand(c, "SCRIPT LOAD %s", store_script_texts[script].text);
+    if (store_reply_failed(c, reply, "SCRIPT LOAD", err) < 0) {
+        freeReplyObject(reply);
+        return -1;
+    }
+    if (reply->type != REDIS_REPLY_STRING || reply->len != 40) {
+        freeReplyObject(reply);
+        return osbq_error_set(err, OSBQ_ERR_UNAVAILABLE, "redis SCRIPT LOAD: odd reply");
+    }
+    memcpy(sha, reply->str, 40);
+    sha[40] = '\0';
+    freeReplyObject(reply);
+    pthread_mutex_lock(&store->lock);
+    memcpy(store->script_sha[script], sha, 41);
+    pthread_mutex_unlock(&store->lock);
+    return 0;
+}
+
+int store_script_sha(struct osbq_store *store, redisContext *c, enum store_script script,
+                     char sha[41], struct osbq_error *err)
+{
+    pthread_mutex_lock(&store->lock);
+    memcpy(sha, store->script_sha[script], 41);
+    pthread_mutex_unlock(&store->lock);
+    return sha[0] != '\0' ? 0 : store_script_load(store, c, script, sha, err);
+}
+
+/* ---- PING, blocking or in two halves ---- */
+
 int osbq_store_ping(struct osbq_store *store, struct osbq_error *err)
 {
     redisContext *c = store_acquire(store, err);
@@ -300,27 +271,26 @@ int osbq_store_ping(struct osbq_store *store, struct osbq_error *err)
     return rc;
 }
 
+struct osbq_store_call *osbq_store_ping_call(struct osbq_error *err)
+{
+    const char *argv[] = {"PING"};
+    return store_command_new(1, argv, NULL, err);
+}
+
+int osbq_store_ping_result(struct osbq_store_call *call, struct osbq_error *err)
+{
+    redisReply *reply = store_call_take_reply(call, err);
+    if (reply == NULL)
+        return -1;
+    freeReplyObject(reply);
+    return 0;
+}
+
 int64_t osbq_store_now_ms(void)
 {
     struct timespec ts;
     (void)clock_gettime(CLOCK_REALTIME, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* READONLY: a primary demoted to a replica by a failover. Its connection must go, so the next
- * one asks the Sentinels again. */
-bool store_reply_from_replica(const redisReply *reply)
-{
-    return reply->type == REDIS_REPLY_ERROR && strncmp(reply->str, "READONLY", 8) == 0;
-}
-
-/* Marks c failed, so store_release drops it and marks Redis down. */
-void store_drop_replica(redisContext *c)
-{
-    if (c->err == 0) {
-        c->err = REDIS_ERR_EOF;
-        (void)snprintf(c->errstr, sizeof c->errstr, "the server is a replica now");
-    }
 }
 
 uint64_t osbq_store_error_count(const struct osbq_store *store)

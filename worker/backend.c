@@ -80,6 +80,16 @@ static void drop_in_progress(struct backend_call *call)
     call->resume_text = NULL;
 }
 
+bool backend_call_keep_alive(struct backend_call *call, const char *description)
+{
+    if (call->keep_alive != NULL)
+        return call->keep_alive(call, description);
+    if (description == NULL)
+        return call->wait(call, 0);
+    call->progress(call, description);
+    return true;
+}
+
 void backend_call_succeed(struct backend_call *call, const char *description)
 {
     drop_in_progress(call);

@@ -22,9 +22,10 @@
 struct exec_watch;
 struct exec_trace;
 
-/* One operation handed to a backend. The runner fills the inputs and the four callbacks; the
- * backend fills result through the backend_call_* helpers below, which keep its strings in the
- * owned buffers. A call is used by one thread only (the runner thread that runs it). */
+/* One operation handed to a backend. The runner's step (step.c) fills the inputs and the
+ * callbacks; the backend fills result through the backend_call_* helpers below, which keep its
+ * strings in the owned buffers. A call is used by one thread at a time (the runner thread that
+ * runs it, then the thread a detached step went on in). */
 struct backend_call {
     const struct osbq_job *job;   /* the job; borrowed, valid for the whole call */
     const struct osbq_plan *plan; /* the job's plan (the target plan of an update); borrowed */
@@ -47,11 +48,18 @@ struct backend_call {
      * alive while it sleeps. Returns true when the full time passed, false when cancelled
      * (then at once, without sleeping). */
     bool (*wait)(struct backend_call *call, int64_t ms);
+    /* For a thread that must not wait for Redis (the exec watch's, which drives every program):
+     * renews the lease when it is due, and writes description (NULL: none) when one is given and
+     * due, both without waiting for Redis's answer. Returns false once the backend must stop (as
+     * cancelled()). Called through backend_call_keep_alive; NULL: progress and wait(call, 0)
+     * serve instead. */
+    bool (*keep_alive)(struct backend_call *call, const char *description);
     /* True once the worker process is exiting (its shutdown grace is over and the call was
      * cancelled already): even a backend that does not honour cancelled() must return -1 now,
      * or the process exits without waiting for its thread. */
     bool (*exiting)(struct backend_call *call);
-    void *ctx; /* the runner's state behind the callbacks; backends leave it alone */
+    void *ctx; /* the caller's state behind the callbacks, if it needs one; backends leave it
+                * alone */
     /* Set by a caller that can take a detached step: the backend may then return
      * BACKEND_DETACHED and end the step later, from another thread, by calling this once with
      * what it would have returned (0 or -1); the callbacks above stay usable from that thread
@@ -116,6 +124,11 @@ const struct backend *backend_find(const char *name);
 /* Runs the operation call->job->kind asks for on backend b. Returns what the backend returns;
  * an unsupported or unknown kind is a failed outcome (0). */
 int backend_run(const struct backend *b, struct backend_call *call);
+
+/* Keeps call alive from a thread that must not wait for Redis: call->keep_alive, or when the
+ * caller set none, call->progress(description) when description is given (then true) and
+ * call->wait(call, 0) when not. Returns false once the backend must stop. */
+bool backend_call_keep_alive(struct backend_call *call, const char *description);
 
 /* Records success with description (copied; NULL keeps the store's default text). */
 void backend_call_succeed(struct backend_call *call, const char *description);

@@ -1,9 +1,9 @@
 /* The exec backend: runs the operator's program once per step, the job as one JSON object on
- * its stdin, and turns what it prints and how it exits into the outcome (docs/backends.md).
- * The program runs in its own process group so a timeout or a cancellation kills everything it
- * started. It is started on the runner thread and then handed to the worker's exec watch
- * (exec_watch.h): one event loop drives every running program, so a program that runs for
- * minutes holds no thread. */
+ * its stdin, and turns what it prints and how it exits into the outcome (exec_result.c;
+ * docs/backends.md). The program runs in its own process group so a timeout or a cancellation
+ * kills everything it started. It is started on the runner thread and then handed to the worker's
+ * exec watch (exec_watch.h): one event loop drives every running program, so a program that runs
+ * for minutes holds no thread. */
 /* pipe2 and posix_spawn_file_actions_addclosefrom_np are GNU extensions (glibc 2.34+). */
 #define _GNU_SOURCE
 
@@ -17,12 +17,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "backend.h"
 #include "exec_output.h"
+#include "exec_result.h"
 #include "exec_watch.h"
 #include "log.h"
 
@@ -290,11 +290,11 @@ static void enter_context(const struct exec_run *x)
     osbq_log_context_set(&context);
 }
 
-/* The parser's progress callback: forwards to the call. */
+/* The parser's progress callback: forwards to the call, from the watch's thread. */
 static void report_progress(void *ctx, const char *description)
 {
     struct backend_call *call = ctx;
-    call->progress(call, description);
+    (void)backend_call_keep_alive(call, description);
 }
 
 static void on_output(void *ctx, int stream, const char *data, size_t n)
@@ -313,12 +313,12 @@ static void on_output(void *ctx, int stream, const char *data, size_t n)
     osbq_log_context_set(NULL);
 }
 
-/* A wait of 0 ms: notices a cancellation and renews the lease when due, without sleeping. */
+/* Notices a cancellation and renews the lease when due, without waiting for Redis. */
 static bool on_keep_running(void *ctx)
 {
     struct exec_run *x = ctx;
     enter_context(x);
-    bool keep = x->call->wait(x->call, 0);
+    bool keep = backend_call_keep_alive(x->call, NULL);
     osbq_log_context_set(NULL);
     return keep;
 }
@@ -329,7 +329,6 @@ static bool on_hurry(void *ctx)
     return exiting(x->call);
 }
 
-static void report(struct exec_run *x);
 static void free_run(struct exec_run *x);
 
 static void on_ended(void *ctx, const struct exec_watch_end *end)
@@ -345,7 +344,7 @@ static void on_ended(void *ctx, const struct exec_watch_end *end)
     if (end->stop == EXEC_WATCH_CANCELLED)
         rc = -1;
     else
-        report(x);
+        exec_result_report(call, end, &x->output, x->timeout_ms);
     osbq_log_context_set(NULL);
     void (*detached_end)(struct backend_call *, int) = call->detached_end;
     if (detached_end != NULL) {
@@ -367,217 +366,6 @@ static const struct exec_watch_ops watch_ops = {
     .hurry = on_hurry,
     .ended = on_ended,
 };
-
-/* ---- the outcome ---- */
-
-/* Fails the call; a provision that failed leaves no instance, any other kind leaves it as it
- * was unless the program's result says otherwise (instance_usable, update_repeatable). */
-static void fail(struct backend_call *call, const char *description, const json_t *result)
-{
-    bool usable = call->job->kind != OSBQ_JOB_PROVISION;
-    bool repeatable = false;
-    json_t *v = json_object_get(result, "instance_usable");
-    if (json_is_boolean(v))
-        usable = json_is_true(v);
-    v = json_object_get(result, "update_repeatable");
-    if (json_is_boolean(v))
-        repeatable = json_is_true(v);
-    backend_call_fail(call, description, usable, repeatable);
-}
-
-/* The bind's binding from the result: the spec's binding fields it holds, type-checked.
- * Returns 0 (the binding set, or none given), or -1 with a failure recorded. */
-static int set_binding(struct backend_call *call, json_t *result)
-{
-    static const struct {
-        const char *key;
-        int type;
-    } fields[] = {
-        {"credentials", JSON_OBJECT},      {"endpoints", JSON_ARRAY},
-        {"syslog_drain_url", JSON_STRING}, {"route_service_url", JSON_STRING},
-        {"volume_mounts", JSON_ARRAY},     {"metadata", JSON_OBJECT},
-    };
-    json_t *binding = json_object();
-    if (binding == NULL) {
-        fail(call, EXEC_NO_MEMORY, NULL);
-        return -1;
-    }
-    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
-        json_t *v = json_object_get(result, fields[i].key);
-        if (v == NULL)
-            continue;
-        if ((int)json_typeof(v) != fields[i].type) {
-            char text[BACKEND_DESCRIPTION_MAX];
-            (void)snprintf(text, sizeof text, "The service's program returned a %s that is not %s.",
-                           fields[i].key,
-                           fields[i].type == JSON_OBJECT  ? "an object"
-                           : fields[i].type == JSON_ARRAY ? "an array"
-                                                          : "a string");
-            json_decref(binding);
-            fail(call, text, NULL);
-            return -1;
-        }
-        if (json_object_set(binding, fields[i].key, v) < 0) {
-            json_decref(binding);
-            fail(call, EXEC_NO_MEMORY, NULL);
-            return -1;
-        }
-    }
-    if (json_object_size(binding) == 0) {
-        json_decref(binding);
-        return 0;
-    }
-    if (backend_call_set_binding(call, binding) < 0) {
-        fail(call, EXEC_NO_MEMORY, NULL);
-        return -1;
-    }
-    return 0;
-}
-
-/* A provision's or update's dashboard_url and metadata from the result. 0, or -1 with a
- * failure recorded. */
-static int set_instance_fields(struct backend_call *call, const json_t *result)
-{
-    json_t *url = json_object_get(result, "dashboard_url");
-    json_t *metadata = json_object_get(result, "metadata");
-    if ((url != NULL && !json_is_string(url)) || (metadata != NULL && !json_is_object(metadata))) {
-        fail(call,
-             url != NULL && !json_is_string(url)
-                 ? "The service's program returned a dashboard_url that is not a string."
-                 : "The service's program returned a metadata that is not an object.",
-             NULL);
-        return -1;
-    }
-    if (url != NULL && backend_call_set_dashboard_url(call, "%s", json_string_value(url)) < 0) {
-        fail(call, EXEC_NO_MEMORY, NULL);
-        return -1;
-    }
-    if (metadata != NULL) {
-        char *text = json_dumps(metadata, JSON_COMPACT);
-        if (text == NULL) {
-            fail(call, EXEC_NO_MEMORY, NULL);
-            return -1;
-        }
-        free(call->metadata);
-        call->metadata = text;
-        call->result.metadata = text;
-    }
-    return 0;
-}
-
-/* Whether the result line answers "in progress": the step ended, the operation did not. */
-static bool is_in_progress(const json_t *result)
-{
-    const char *state = json_string_value(json_object_get(result, "state"));
-    return state != NULL && strcmp(state, "in progress") == 0;
-}
-
-/* Records an in-progress result line: {"state": "in progress", "description": "...",
- * "poll_after_s": N, "resume": {...}}. A line that breaks the protocol fails the operation
- * with a description saying how: the program is the operator's, and a step that cannot be
- * resumed is better ended than polled forever. */
-static void wait_for(struct exec_run *x, const json_t *result)
-{
-    struct backend_call *call = x->call;
-    char text[BACKEND_DESCRIPTION_MAX];
-    json_t *after = json_object_get(result, "poll_after_s");
-    json_t *description = json_object_get(result, "description");
-    json_t *resume = json_object_get(result, "resume");
-    if (!json_is_number(after) || json_number_value(after) < 0) {
-        fail(call,
-             "The program answered in progress without a valid poll_after_s (a number of seconds, "
-             "0 or more).",
-             NULL);
-        return;
-    }
-    if (description != NULL && !json_is_string(description)) {
-        fail(call, "The program answered in progress with a description that is not a string.",
-             NULL);
-        return;
-    }
-    if (resume != NULL && !json_is_null(resume) && !json_is_object(resume)) {
-        fail(call, "The program answered in progress with a resume that is not an object.", NULL);
-        return;
-    }
-    if (json_is_object(resume)) {
-        size_t len = json_dumpb(resume, NULL, 0, JSON_COMPACT);
-        if (len > BACKEND_RESUME_MAX) {
-            (void)snprintf(text, sizeof text,
-                           "The program's resume state is %zu bytes, over the limit of %d.", len,
-                           BACKEND_RESUME_MAX);
-            fail(call, text, NULL);
-            return;
-        }
-    }
-    /* Seconds as a double: 0.5 is half a second; a day and more is cut by the contract. */
-    double seconds = json_number_value(after);
-    int64_t ms = seconds * 1000.0 > (double)BACKEND_POLL_AFTER_MAX_MS ? BACKEND_POLL_AFTER_MAX_MS
-                                                                      : (int64_t)(seconds * 1000.0);
-    const char *said = json_string_value(description);
-    if (said == NULL || said[0] == '\0')
-        said = x->output.last_progress[0] != '\0' ? x->output.last_progress : "In progress.";
-    (void)backend_call_wait_for(call, said, ms,
-                                json_is_object(resume) ? json_deep_copy(resume) : NULL);
-}
-
-/* Turns the reaped program's exit, output and x->end.stop into the call's outcome. */
-static void report(struct exec_run *x)
-{
-    struct backend_call *call = x->call;
-    const char *op = call->job->operation_id;
-    char text[BACKEND_DESCRIPTION_MAX];
-    bool result_bad;
-    json_t *result = exec_output_result(&x->output, &result_bad);
-
-    if (x->end.stop == EXEC_WATCH_TIMEOUT) {
-        log_warnx("operation %s: the exec program ran past its timeout of %lld ms; killed", op,
-                  (long long)x->timeout_ms);
-        (void)snprintf(text, sizeof text, "The program did not finish within %lld ms.",
-                       (long long)x->timeout_ms);
-        fail(call, text, NULL);
-    } else if (x->end.lost) {
-        log_errorx("operation %s: the exec program's exit status is unknown (reaped elsewhere)",
-                   op);
-        fail(call, "The broker lost track of the service's program.", NULL);
-    } else if (WIFSIGNALED(x->end.status)) {
-        log_warnx("operation %s: the exec program was killed by signal %d", op,
-                  WTERMSIG(x->end.status));
-        (void)snprintf(text, sizeof text, "The program was killed by signal %d.",
-                       WTERMSIG(x->end.status));
-        fail(call, text, result);
-    } else if (!WIFEXITED(x->end.status) || WEXITSTATUS(x->end.status) != 0) {
-        int code = WIFEXITED(x->end.status) ? WEXITSTATUS(x->end.status) : -1;
-        log_info("operation %s: the exec program exited with status %d", op, code);
-        exec_output_stderr_description(&x->output, text, sizeof text);
-        if (text[0] == '\0')
-            (void)snprintf(text, sizeof text, "The program exited with status %d.", code);
-        fail(call, text, result);
-    } else if (x->output.result_state == EXEC_RESULT_TOO_LONG) {
-        (void)snprintf(text, sizeof text,
-                       "The program's result (its last stdout line starting with '{') is longer "
-                       "than %d bytes.",
-                       EXEC_LINE_MAX);
-        fail(call, text, NULL);
-    } else if (result_bad) {
-        fail(call,
-             "The program's result (its last stdout line starting with '{') is not a valid JSON "
-             "object.",
-             NULL);
-    } else if (is_in_progress(result)) {
-        wait_for(x, result);
-    } else {
-        backend_call_succeed(call, x->output.last_progress[0] != '\0' ? x->output.last_progress
-                                                                      : "Succeeded.");
-        if (result != NULL) {
-            if (call->job->kind == OSBQ_JOB_BIND)
-                (void)set_binding(call, result);
-            else if (call->job->kind == OSBQ_JOB_PROVISION || call->job->kind == OSBQ_JOB_UPDATE)
-                (void)set_instance_fields(call, result);
-        }
-    }
-    /* jansson frees its copies of the credentials without zeroing them; they live only here. */
-    json_decref(result);
-}
 
 static void free_run(struct exec_run *x)
 {

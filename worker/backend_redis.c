@@ -1,5 +1,6 @@
 /* The redis backend: each instance is a key prefix on a shared Redis server (6 or later), each
- * binding an ACL user limited to that prefix's keys and channels (docs/backends.md). */
+ * binding an ACL user limited to that prefix's keys and channels (docs/backends.md); the
+ * connection to that server is redis_target.c's. */
 #include <hiredis/hiredis.h>
 #include <sodium.h>
 #include <stdio.h>
@@ -7,16 +8,10 @@
 #include <string.h>
 
 #include "backend.h"
-#include "config.h"
 #include "log.h"
+#include "redis_target.h"
 
-#define REDIS_DEFAULT_URL_ENV "OSBQ_REDIS_TARGET_URL"
-#define REDIS_DEFAULT_ACL     "+@all -@admin -@dangerous"
-
-/* Every connect and command is bounded: a target that stops answering must not hold a runner
- * thread past the lease (docs/backends.md, "Deadlines"), and 5 s is far above any command we
- * send (SCAN and UNLINK of at most a few hundred keys). */
-#define REDIS_TIMEOUT_MS 5000
+#define REDIS_DEFAULT_ACL "+@all -@admin -@dangerous"
 
 /* BLAKE2b-128 of the ids: names derived from ids stay fixed-length, need no escaping in glob
  * and ACL patterns whatever bytes an id holds, and never collide in practice. */
@@ -40,30 +35,6 @@
 /* The most words a plan's acl setting may have. */
 #define REDIS_ACL_WORDS_MAX 64
 
-#define REDIS_NO_MEMORY "The broker ran out of memory."
-#define REDIS_FAILED    "The plan's Redis server refused an operation of the broker."
-
-/* One connection to the target server, as its administrator. */
-struct target {
-    struct osbq_redis_addr addr; /* the parsed admin URL; its password is zeroed on clear */
-    redisContext *c;             /* NULL until connected */
-};
-
-static void target_close(struct target *t)
-{
-    if (t->c != NULL)
-        redisFree(t->c);
-    t->c = NULL;
-    osbq_redis_addr_clear(&t->addr);
-}
-
-/* Records a failure: a failed provision leaves no instance, any other failed redis operation
- * leaves the instance as it was (and an update never fails). */
-static void fail(struct backend_call *call, const char *description)
-{
-    backend_call_fail(call, description, call->job->kind != OSBQ_JOB_PROVISION, false);
-}
-
 /* The plan's string setting key, or def when it has none. */
 static const char *setting(const struct backend_call *call, const char *key, const char *def)
 {
@@ -81,7 +52,7 @@ static int acl_words(struct backend_call *call, char *buf, size_t buf_size,
 {
     const char *acl = setting(call, "acl", REDIS_DEFAULT_ACL);
     if ((size_t)snprintf(buf, buf_size, "%s", acl) >= buf_size) {
-        fail(call, "The plan's acl setting is too long.");
+        redis_target_fail(call, "The plan's acl setting is too long.");
         return -1;
     }
     int n = 0;
@@ -95,12 +66,13 @@ static int acl_words(struct backend_call *call, char *buf, size_t buf_size,
         bool command_rule = ((p[0] == '+' || p[0] == '-') && p[1] != '\0') ||
                             strcmp(p, "allcommands") == 0 || strcmp(p, "nocommands") == 0;
         if (!command_rule) {
-            fail(call, "The plan's acl setting may only hold command rules (+@read, -@admin, "
-                       "+get, allcommands, ...).");
+            redis_target_fail(
+                call, "The plan's acl setting may only hold command rules (+@read, -@admin, "
+                      "+get, allcommands, ...).");
             return -1;
         }
         if (n == REDIS_ACL_WORDS_MAX) {
-            fail(call, "The plan's acl setting has too many rules.");
+            redis_target_fail(call, "The plan's acl setting has too many rules.");
             return -1;
         }
         words[n++] = p;
@@ -152,166 +124,40 @@ static void binding_user(const struct backend_call *call, char out[REDIS_USER_LE
     (void)snprintf(out, REDIS_USER_LEN, "osbq-%s-%s", instance_hex, binding_hex);
 }
 
-/* Runs a command; NULL (logged) when the connection failed. hiredis contexts are unusable
- * after an error, so callers stop at the first NULL. */
-static redisReply *command(struct backend_call *call, struct target *t, int argc, const char **argv,
-                           const size_t *argvlen)
-{
-    redisReply *r = redisCommandArgv(t->c, argc, argv, argvlen);
-    if (r == NULL)
-        log_warnx("operation %s: redis target %s:%u: %s failed: %s", call->job->operation_id,
-                  t->addr.host, (unsigned)t->addr.port, argv[0], t->c->errstr);
-    return r;
-}
-
-/* True when r is an error reply starting with text. */
-static bool is_error(const redisReply *r, const char *text)
-{
-    return r != NULL && r->type == REDIS_REPLY_ERROR && strncmp(r->str, text, strlen(text)) == 0;
-}
-
-/* Logs an error reply to what (never a credential: no command we send echoes one back). */
-static void log_reply_error(struct backend_call *call, const struct target *t, const char *what,
-                            const redisReply *r)
-{
-    log_warnx("operation %s: redis target %s:%u: %s: %s", call->job->operation_id, t->addr.host,
-              (unsigned)t->addr.port, what, r->str);
-}
-
-/* Connects to the plan's target server as its administrator. Returns true, or false with the
- * outcome filled. Descriptions name neither the address nor the URL (platform users see
- * them); the log has the address, never the URL (it holds the admin password). */
-static bool target_open(struct backend_call *call, struct target *t)
-{
-    const char *env = setting(call, "target_url_env", REDIS_DEFAULT_URL_ENV);
-    const char *url = getenv(env);
-    char text[BACKEND_DESCRIPTION_MAX];
-    memset(t, 0, sizeof *t);
-    if (url == NULL || url[0] == '\0') {
-        log_warnx("operation %s: %s is not set on the worker", call->job->operation_id, env);
-        (void)snprintf(text, sizeof text, "%s is not set on the worker.", env);
-        fail(call, text);
-        return false;
-    }
-    struct osbq_error err = {0};
-    if (osbq_redis_addr_parse(url, &t->addr, &err) < 0) {
-        /* err's text quotes the URL, password included: not logged. */
-        log_warnx("operation %s: %s on the worker is not a valid redis:// URL",
-                  call->job->operation_id, env);
-        (void)snprintf(text, sizeof text, "%s on the worker is not a valid redis:// URL.", env);
-        fail(call, text);
-        return false;
-    }
-    struct timeval tv = {.tv_sec = REDIS_TIMEOUT_MS / 1000,
-                         .tv_usec = (REDIS_TIMEOUT_MS % 1000) * 1000};
-    t->c = redisConnectWithTimeout(t->addr.host, t->addr.port, tv);
-    if (t->c == NULL) {
-        fail(call, REDIS_NO_MEMORY);
-        return false;
-    }
-    if (t->c->err != 0 || redisSetTimeout(t->c, tv) != REDIS_OK) {
-        log_warnx("operation %s: redis target %s:%u: %s", call->job->operation_id, t->addr.host,
-                  (unsigned)t->addr.port, t->c->errstr);
-        fail(call, "The plan's Redis server is not reachable.");
-        return false;
-    }
-    if (t->addr.password != NULL) {
-        const char *argv[3] = {"AUTH", t->addr.username, t->addr.password};
-        int argc = 3;
-        if (t->addr.username == NULL) {
-            argv[1] = t->addr.password;
-            argc = 2;
-        }
-        redisReply *r = command(call, t, argc, argv, NULL);
-        bool ok = r != NULL && r->type != REDIS_REPLY_ERROR;
-        if (r != NULL && !ok)
-            log_reply_error(call, t, "AUTH", r);
-        freeReplyObject(r);
-        if (!ok) {
-            fail(call, "The broker could not log in to the plan's Redis server.");
-            return false;
-        }
-    }
-    if (t->addr.db != 0) {
-        redisReply *r = redisCommand(t->c, "SELECT %u", t->addr.db);
-        bool ok = r != NULL && r->type != REDIS_REPLY_ERROR;
-        if (r != NULL && !ok)
-            log_reply_error(call, t, "SELECT", r);
-        freeReplyObject(r);
-        if (!ok) {
-            fail(call, "The plan's Redis server refused the database the broker is set up for.");
-            return false;
-        }
-    }
-    return true;
-}
-
-/* Runs argv, which must not fail. Returns true, or false with the outcome filled and the
- * cause logged. */
-static bool run_ok(struct backend_call *call, struct target *t, int argc, const char **argv)
-{
-    redisReply *r = command(call, t, argc, argv, NULL);
-    bool ok = r != NULL && r->type != REDIS_REPLY_ERROR;
-    if (r != NULL && !ok)
-        log_reply_error(call, t, argv[0], r);
-    freeReplyObject(r);
-    if (!ok)
-        fail(call, r == NULL ? "The connection to the plan's Redis server failed." : REDIS_FAILED);
-    return ok;
-}
-
-/* Disconnects every client logged in as user and deletes it; a user already gone is fine.
- * Returns true, or false with the outcome filled. */
-static bool drop_user(struct backend_call *call, struct target *t, const char *user)
-{
-    /* ACL DELUSER disconnects the user's clients too (Redis 6 and later); the explicit kill
-     * first also covers servers that do not, and answers "No such user" when it is gone. */
-    const char *kill[] = {"CLIENT", "KILL", "USER", user};
-    redisReply *r = command(call, t, 4, kill, NULL);
-    if (r == NULL) {
-        fail(call, "The connection to the plan's Redis server failed.");
-        return false;
-    }
-    if (r->type == REDIS_REPLY_ERROR && !is_error(r, "ERR No such user"))
-        log_reply_error(call, t, "CLIENT KILL USER", r);
-    freeReplyObject(r);
-    const char *del[] = {"ACL", "DELUSER", user};
-    return run_ok(call, t, 3, del);
-}
-
 /* ---- operations ---- */
 
 static int redis_provision(struct backend_call *call)
 {
     char acl[BACKEND_DESCRIPTION_MAX];
     const char *words[REDIS_ACL_WORDS_MAX];
-    struct target t;
+    struct redis_target t;
     /* A plan whose acl the bind would refuse fails now, before anyone relies on the instance. */
     if (acl_words(call, acl, sizeof acl, words) < 0)
         return 0;
-    if (!target_open(call, &t))
+    if (!redis_target_open(call, &t))
         goto out;
     /* ACL USERS needs ACL support (Redis 6) and the right to manage users: exactly what binds
      * will need. Nothing is created: the prefix is reserved by being derived from the id. */
     const char *argv[] = {"ACL", "USERS"};
-    redisReply *r = command(call, &t, 2, argv, NULL);
+    redisReply *r = redis_target_command(call, &t, 2, argv, NULL);
     if (r == NULL) {
-        fail(call, "The connection to the plan's Redis server failed.");
+        redis_target_fail(call, "The connection to the plan's Redis server failed.");
     } else if (r->type != REDIS_REPLY_ARRAY) {
         if (r->type == REDIS_REPLY_ERROR)
-            log_reply_error(call, &t, "ACL USERS", r);
-        fail(call, "The plan's Redis server cannot manage users for the broker: it needs Redis 6 "
-                   "or later, and an administrator allowed to run ACL commands.");
+            redis_target_log_error(call, &t, "ACL USERS", r);
+        redis_target_fail(
+            call, "The plan's Redis server cannot manage users for the broker: it needs Redis 6 "
+                  "or later, and an administrator allowed to run ACL commands.");
     } else if (call->cancelled(call)) {
         freeReplyObject(r);
-        target_close(&t);
+        redis_target_close(&t);
         return -1;
     } else {
         backend_call_succeed(call, "Provisioned.");
     }
     freeReplyObject(r);
 out:
-    target_close(&t);
+    redis_target_close(&t);
     return 0;
 }
 
@@ -330,7 +176,7 @@ static void uri_host(char *out, size_t size, const char *host)
 }
 
 /* The bind's result; NULL when out of memory. */
-static json_t *make_binding(const struct target *t, const char *user, const char *password,
+static json_t *make_binding(const struct redis_target *t, const char *user, const char *password,
                             const char *prefix)
 {
     char port[8];
@@ -372,12 +218,12 @@ static int redis_bind(struct backend_call *call)
     if (nwords < 0)
         return 0;
     if (sodium_init() < 0) {
-        fail(call, "The broker has no source of random numbers.");
+        redis_target_fail(call, "The broker has no source of random numbers.");
         return 0;
     }
-    struct target t;
-    if (!target_open(call, &t)) {
-        target_close(&t);
+    struct redis_target t;
+    if (!redis_target_open(call, &t)) {
+        redis_target_close(&t);
         return 0;
     }
 
@@ -403,17 +249,18 @@ static int redis_bind(struct backend_call *call)
                                                  "on",  password_rule, keys, channels};
     for (int i = 0; i < nwords; i++)
         argv[8 + i] = words[i];
-    redisReply *r = command(call, &t, 8 + nwords, argv, NULL);
+    redisReply *r = redis_target_command(call, &t, 8 + nwords, argv, NULL);
     bool ok = r != NULL && r->type != REDIS_REPLY_ERROR;
     if (r != NULL && !ok) {
         /* Redis quotes the rule it refused; the words were checked, so the password rule is
          * never the one, but make sure it never reaches the log. */
         if (strstr(r->str, password) == NULL)
-            log_reply_error(call, &t, "ACL SETUSER", r);
-        fail(call, "The plan's Redis server refused to create the binding's user (check the "
-                   "plan's acl setting).");
+            redis_target_log_error(call, &t, "ACL SETUSER", r);
+        redis_target_fail(call,
+                          "The plan's Redis server refused to create the binding's user (check the "
+                          "plan's acl setting).");
     } else if (r == NULL) {
-        fail(call, "The connection to the plan's Redis server failed.");
+        redis_target_fail(call, "The connection to the plan's Redis server failed.");
     }
     freeReplyObject(r);
     int rc = 0;
@@ -421,55 +268,56 @@ static int redis_bind(struct backend_call *call)
         /* Sessions logged in with an earlier attempt's password end too; when that cannot be
          * made sure of, the bind fails and its rerun tries again. */
         const char *kill[] = {"CLIENT", "KILL", "USER", user};
-        redisReply *killed = command(call, &t, 4, kill, NULL);
+        redisReply *killed = redis_target_command(call, &t, 4, kill, NULL);
         bool kill_ok = killed != NULL && killed->type == REDIS_REPLY_INTEGER;
         if (killed != NULL && !kill_ok && killed->type == REDIS_REPLY_ERROR)
-            log_reply_error(call, &t, "CLIENT KILL USER", killed);
+            redis_target_log_error(call, &t, "CLIENT KILL USER", killed);
         freeReplyObject(killed);
         if (!kill_ok)
-            fail(call, killed == NULL ? "The connection to the plan's Redis server failed."
-                                      : REDIS_FAILED);
+            redis_target_fail(call, killed == NULL
+                                        ? "The connection to the plan's Redis server failed."
+                                        : REDIS_FAILED);
         else if (call->cancelled(call))
             rc = -1; /* whoever runs the bind next resets the password again */
         else if (backend_call_set_binding(call, make_binding(&t, user, password, prefix)) < 0)
-            fail(call, REDIS_NO_MEMORY);
+            redis_target_fail(call, REDIS_NO_MEMORY);
         else
             backend_call_succeed(call, "Bound.");
     }
     sodium_memzero(raw, sizeof raw);
     sodium_memzero(password, sizeof password);
     sodium_memzero(password_rule, sizeof password_rule);
-    target_close(&t);
+    redis_target_close(&t);
     return rc;
 }
 
 static int redis_unbind(struct backend_call *call)
 {
-    struct target t;
-    if (target_open(call, &t)) {
+    struct redis_target t;
+    if (redis_target_open(call, &t)) {
         char user[REDIS_USER_LEN];
         binding_user(call, user);
-        if (drop_user(call, &t, user))
+        if (redis_target_drop_user(call, &t, user))
             backend_call_succeed(call, "Unbound.");
     }
-    target_close(&t);
+    redis_target_close(&t);
     return 0;
 }
 
 /* Deletes every user of the instance (bindings not unbound before). Returns true, or false
  * with the outcome filled. */
-static bool drop_instance_users(struct backend_call *call, struct target *t)
+static bool drop_instance_users(struct backend_call *call, struct redis_target *t)
 {
     char prefix[REDIS_USER_LEN];
     user_prefix(call, prefix);
     size_t prefix_len = strlen(prefix);
     const char *argv[] = {"ACL", "USERS"};
-    redisReply *users = command(call, t, 2, argv, NULL);
+    redisReply *users = redis_target_command(call, t, 2, argv, NULL);
     if (users == NULL || users->type != REDIS_REPLY_ARRAY) {
         if (users != NULL && users->type == REDIS_REPLY_ERROR)
-            log_reply_error(call, t, "ACL USERS", users);
-        fail(call,
-             users == NULL ? "The connection to the plan's Redis server failed." : REDIS_FAILED);
+            redis_target_log_error(call, t, "ACL USERS", users);
+        redis_target_fail(call, users == NULL ? "The connection to the plan's Redis server failed."
+                                              : REDIS_FAILED);
         freeReplyObject(users);
         return false;
     }
@@ -478,7 +326,7 @@ static bool drop_instance_users(struct backend_call *call, struct target *t)
         const redisReply *u = users->element[i];
         if (u->type == REDIS_REPLY_STRING && u->len > prefix_len &&
             strncmp(u->str, prefix, prefix_len) == 0)
-            ok = drop_user(call, t, u->str);
+            ok = redis_target_drop_user(call, t, u->str);
     }
     freeReplyObject(users);
     return ok;
@@ -486,10 +334,10 @@ static bool drop_instance_users(struct backend_call *call, struct target *t)
 
 /* The databases to clean: all of the server's (CONFIG GET databases), as Redis ACLs cannot keep
  * a user in one; only the URL's when the server will not say. */
-static unsigned database_count(struct backend_call *call, struct target *t)
+static unsigned database_count(struct backend_call *call, struct redis_target *t)
 {
     const char *argv[] = {"CONFIG", "GET", "databases"};
-    redisReply *r = command(call, t, 3, argv, NULL);
+    redisReply *r = redis_target_command(call, t, 3, argv, NULL);
     unsigned n = 0;
     if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
         r->element[1]->type == REDIS_REPLY_STRING) {
@@ -505,20 +353,20 @@ static unsigned database_count(struct backend_call *call, struct target *t)
 /* Unlinks the keys matching pattern in the selected database, one SCAN batch at a time,
  * adding to *deleted and reporting it. 0 when done, 1 when failed (outcome filled), -1 when
  * cancelled. */
-static int unlink_keys(struct backend_call *call, struct target *t, const char *pattern,
+static int unlink_keys(struct backend_call *call, struct redis_target *t, const char *pattern,
                        long long *deleted)
 {
     char cursor[32] = "0";
     do {
         const char *scan[] = {"SCAN", cursor, "MATCH", pattern, "COUNT", REDIS_SCAN_COUNT};
-        redisReply *r = command(call, t, 6, scan, NULL);
+        redisReply *r = redis_target_command(call, t, 6, scan, NULL);
         if (r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
             r->element[0]->type != REDIS_REPLY_STRING || r->element[1]->type != REDIS_REPLY_ARRAY ||
             r->element[0]->len >= sizeof cursor) {
             if (r != NULL && r->type == REDIS_REPLY_ERROR)
-                log_reply_error(call, t, "SCAN", r);
-            fail(call,
-                 r == NULL ? "The connection to the plan's Redis server failed." : REDIS_FAILED);
+                redis_target_log_error(call, t, "SCAN", r);
+            redis_target_fail(call, r == NULL ? "The connection to the plan's Redis server failed."
+                                              : REDIS_FAILED);
             freeReplyObject(r);
             return 1;
         }
@@ -533,7 +381,7 @@ static int unlink_keys(struct backend_call *call, struct target *t, const char *
                 free(argv);
                 free(argvlen);
                 freeReplyObject(r);
-                fail(call, REDIS_NO_MEMORY);
+                redis_target_fail(call, REDIS_NO_MEMORY);
                 return 1;
             }
             argv[0] = "UNLINK";
@@ -542,19 +390,20 @@ static int unlink_keys(struct backend_call *call, struct target *t, const char *
                 argv[i + 1] = keys->element[i]->str;
                 argvlen[i + 1] = keys->element[i]->len;
             }
-            redisReply *u = command(call, t, (int)argc, argv, argvlen);
+            redisReply *u = redis_target_command(call, t, (int)argc, argv, argvlen);
             free(argv);
             free(argvlen);
             bool ok = u != NULL && u->type == REDIS_REPLY_INTEGER;
             if (ok)
                 *deleted += u->integer;
             else if (u != NULL && u->type == REDIS_REPLY_ERROR)
-                log_reply_error(call, t, "UNLINK", u);
+                redis_target_log_error(call, t, "UNLINK", u);
             freeReplyObject(u);
             if (!ok) {
                 freeReplyObject(r);
-                fail(call, u == NULL ? "The connection to the plan's Redis server failed."
-                                     : REDIS_FAILED);
+                redis_target_fail(call, u == NULL
+                                            ? "The connection to the plan's Redis server failed."
+                                            : REDIS_FAILED);
                 return 1;
             }
         }
@@ -572,9 +421,9 @@ static int unlink_keys(struct backend_call *call, struct target *t, const char *
 
 static int redis_deprovision(struct backend_call *call)
 {
-    struct target t;
+    struct redis_target t;
     int rc = 0;
-    if (!target_open(call, &t))
+    if (!redis_target_open(call, &t))
         goto out;
     /* Users first: once they are gone no application can add keys behind the scan. */
     call->progress(call, "Deleting users");
@@ -596,7 +445,7 @@ static int redis_deprovision(struct backend_call *call)
         for (unsigned db = 0; rc == 0 && db < databases; db++) {
             redisReply *r = redisCommand(t.c, "SELECT %u", db);
             if (r == NULL) {
-                fail(call, "The connection to the plan's Redis server failed.");
+                redis_target_fail(call, "The connection to the plan's Redis server failed.");
                 rc = 1;
                 break;
             }
@@ -610,7 +459,7 @@ static int redis_deprovision(struct backend_call *call)
     if (rc == 0)
         backend_call_succeed(call, "Deprovisioned.");
 out:
-    target_close(&t);
+    redis_target_close(&t);
     return rc < 0 ? -1 : 0;
 }
 

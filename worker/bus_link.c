@@ -7,9 +7,9 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "bus.h"
+#include "clock.h"
 #include "log.h"
 
 /* Messages taken from one socket per poll round, so one busy gateway cannot starve the others
@@ -308,13 +308,6 @@ static void receive(struct gateway *gw, bus_link_job_fn on_job, void *ctx)
     }
 }
 
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    (void)clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Why a handshake failed, in an operator's words. */
 static void describe_failure(const struct bus_link *b, const struct osbq_bus_event *ev, char *out,
                              size_t size)
@@ -349,7 +342,7 @@ static void handshake_failed(struct bus_link *b, struct gateway *gw,
 {
     gw->connecting = false;
     gw->failures++;
-    int64_t now = now_ms();
+    int64_t now = osbq_clock_ms();
     if (gw->redial_at == 0)
         gw->redial_at = now + REDIAL_MS;
     /* A refusal or a mechanism mismatch says more than a lost connection: logged at once. */
@@ -401,7 +394,7 @@ static void watch(struct bus_link *b, struct gateway *gw)
 int bus_link_poll(struct bus_link *b, zmq_pollitem_t *extra, size_t nextra, long timeout_ms,
                   bus_link_job_fn on_job, void *ctx)
 {
-    int64_t now = now_ms();
+    int64_t now = osbq_clock_ms();
     for (size_t i = 0; i < b->count; i++) {
         struct gateway *gw = &b->gateways[i];
         /* Events still unread may tell the handshake succeeded meanwhile: read them first. */

@@ -1,8 +1,8 @@
 /* The exec programs' watch: one thread, one epoll set. Each program contributes up to four
  * descriptors (its pidfd, stdin, stdout, stderr), each registered with a pointer to its own
- * tag in the program's entry; the loop's eventfd (tag NULL) announces new programs and the
- * destruction. Timers (ticks, timeouts, kill graces, drains) are checked in one sweep over the
- * entries every EXEC_WATCH_TICK_MS, which bounds their precision to that. */
+ * tag in the program's entry; the watch's mailbox (its descriptor tagged NULL) brings new
+ * programs and the destruction. Timers (ticks, timeouts, kill graces, drains) are checked in one
+ * sweep over the entries every EXEC_WATCH_TICK_MS, which bounds their precision to that. */
 #define _GNU_SOURCE
 
 #include "exec_watch.h"
@@ -10,15 +10,18 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "clock.h"
+#include "mailbox.h"
 
 /* Bytes read from a pipe at once: one read per ready pipe and wake-up, so a chatty program
  * cannot starve the others. */
@@ -50,7 +53,8 @@ struct entry {
     enum exec_watch_stop stop;
     bool ended; /* finished: freed once the current batch of events is handled */
     char tenant[EXEC_WATCH_TENANT_MAX]; /* whose program it is: the place it holds */
-    struct entry *prev, *next;
+    struct osbq_mailbox_link link;      /* in the watch's mailbox, until the loop takes it */
+    struct entry *prev, *next;          /* in the loop's entries */
 };
 
 /* A step waiting for a place (exec_watch_reserve), on its runner thread's stack. */
@@ -70,7 +74,7 @@ struct tenant_places {
 struct exec_watch {
     unsigned limit;
     int epoll_fd;
-    int wake_fd; /* eventfd: new programs or the end */
+    struct osbq_mailbox mailbox; /* programs added, not yet taken by the loop; closed: the end */
     pthread_t thread;
     struct entry *entries; /* watched by the loop; the loop's own */
     struct entry *ended;   /* finished during the current batch; freed after it */
@@ -83,28 +87,14 @@ struct exec_watch {
     uint64_t last_ticket;          /* the ticket handed out last */
     struct tenant_places *tenants; /* the tenants holding places, tenant_count of them */
     size_t tenant_count, tenant_cap;
-    struct entry *incoming; /* added, not yet taken by the loop */
-    bool stopping;
+    bool stopping; /* the watch is going: no place is granted any more */
 };
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    (void)clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void close_fd(int *fd)
 {
     if (*fd >= 0)
         (void)close(*fd);
     *fd = -1;
-}
-
-static void wake(struct exec_watch *w)
-{
-    uint64_t one = 1;
-    (void)!write(w->wake_fd, &one, sizeof one);
 }
 
 /* The places tenant holds (its entry in w->tenants), or NULL. Called with w->lock held. */
@@ -341,16 +331,15 @@ static int watch_fd(struct exec_watch *w, struct entry *e, enum fd_role role, ui
     return epoll_ctl(w->epoll_fd, EPOLL_CTL_ADD, e->fds[role], &ev);
 }
 
-/* Takes the programs added since the last wake-up into the epoll set. */
-static void take_incoming(struct exec_watch *w, int64_t now)
+/* Takes the programs added since the last wake-up into the epoll set. Returns whether the watch
+ * is going: no program comes after these. */
+static bool take_incoming(struct exec_watch *w, int64_t now)
 {
-    pthread_mutex_lock(&w->lock);
-    struct entry *list = w->incoming;
-    w->incoming = NULL;
-    pthread_mutex_unlock(&w->lock);
+    bool closed = false;
+    struct osbq_mailbox_link *list = osbq_mailbox_take(&w->mailbox, &closed);
     while (list != NULL) {
-        struct entry *e = list;
-        list = e->next;
+        struct entry *e = (struct entry *)(void *)((char *)list - offsetof(struct entry, link));
+        list = list->next;
         e->next_tick = now + EXEC_WATCH_TICK_MS;
         e->timeout_at = e->p.timeout_ms > 0 ? now + e->p.timeout_ms : 0;
         if (watch_fd(w, e, FD_PID, EPOLLIN) < 0 || watch_fd(w, e, FD_IN, EPOLLOUT) < 0 ||
@@ -368,28 +357,24 @@ static void take_incoming(struct exec_watch *w, int64_t now)
             w->entries->prev = e;
         w->entries = e;
     }
+    return closed;
 }
 
 static void *loop_main(void *arg)
 {
     struct exec_watch *w = arg;
     struct epoll_event events[WATCH_EVENTS];
-    int64_t next_sweep = now_ms() + EXEC_WATCH_TICK_MS;
+    int64_t next_sweep = osbq_clock_ms() + EXEC_WATCH_TICK_MS;
     for (;;) {
-        int64_t now = now_ms();
+        int64_t now = osbq_clock_ms();
         int timeout = next_sweep > now ? (int)(next_sweep - now) : 0;
         int n = epoll_wait(w->epoll_fd, events, WATCH_EVENTS, timeout);
-        now = now_ms();
+        now = osbq_clock_ms();
         bool stopping = false;
         for (int i = 0; i < n; i++) {
             struct fd_tag *tag = events[i].data.ptr;
             if (tag == NULL) {
-                uint64_t count;
-                (void)!read(w->wake_fd, &count, sizeof count);
-                take_incoming(w, now);
-                pthread_mutex_lock(&w->lock);
-                stopping = w->stopping;
-                pthread_mutex_unlock(&w->lock);
+                stopping = take_incoming(w, now);
                 continue;
             }
             on_event(w, tag, now);
@@ -406,7 +391,7 @@ static void *loop_main(void *arg)
             break;
     }
     /* The end: nothing waits any more. */
-    take_incoming(w, now_ms());
+    (void)take_incoming(w, osbq_clock_ms());
     while (w->entries != NULL) {
         struct entry *e = w->entries;
         if (e->stop == EXEC_WATCH_EXITED && e->exited_at < 0)
@@ -425,16 +410,17 @@ struct exec_watch *exec_watch_new(unsigned limit, struct osbq_error *err)
         return NULL;
     }
     w->limit = limit > 0 ? limit : 1;
-    w->wake_fd = -1;
+    w->mailbox.fd = -1;
     w->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
     if (w->epoll_fd < 0) {
         osbq_error_set(err, OSBQ_ERR_INTERNAL, "epoll_create1: %s", strerror(errno));
         goto fail;
     }
-    w->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (osbq_mailbox_init(&w->mailbox, err) < 0)
+        goto fail;
     struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
-    if (w->wake_fd < 0 || epoll_ctl(w->epoll_fd, EPOLL_CTL_ADD, w->wake_fd, &ev) < 0) {
-        osbq_error_set(err, OSBQ_ERR_INTERNAL, "eventfd: %s", strerror(errno));
+    if (epoll_ctl(w->epoll_fd, EPOLL_CTL_ADD, osbq_mailbox_fd(&w->mailbox), &ev) < 0) {
+        osbq_error_set(err, OSBQ_ERR_INTERNAL, "epoll_ctl: %s", strerror(errno));
         goto fail;
     }
     pthread_condattr_t attr;
@@ -461,7 +447,7 @@ struct exec_watch *exec_watch_new(unsigned limit, struct osbq_error *err)
     }
     return w;
 fail:
-    close_fd(&w->wake_fd);
+    osbq_mailbox_clear(&w->mailbox);
     close_fd(&w->epoll_fd);
     free(w);
     return NULL;
@@ -469,9 +455,7 @@ fail:
 
 bool exec_watch_reserve(struct exec_watch *w, const char *tenant, uint64_t *ticket, int64_t wait_ms)
 {
-    int64_t until = now_ms() + (wait_ms > 0 ? wait_ms : 0);
-    struct timespec ts = {.tv_sec = (time_t)(until / 1000),
-                          .tv_nsec = (long)(until % 1000) * 1000000L};
+    int64_t until = osbq_clock_ms() + (wait_ms > 0 ? wait_ms : 0);
     struct place_waiter me = {.tenant = tenant != NULL ? tenant : ""};
     pthread_mutex_lock(&w->lock);
     if (*ticket == 0)
@@ -485,8 +469,8 @@ bool exec_watch_reserve(struct exec_watch *w, const char *tenant, uint64_t *tick
     me.next = w->waiters;
     w->waiters = &me;
     grant_places(w);
-    while (!me.granted && !w->stopping && now_ms() < until)
-        (void)pthread_cond_timedwait(&w->freed, &w->lock, &ts);
+    while (!me.granted && !w->stopping && osbq_clock_ms() < until)
+        osbq_clock_wait_until(&w->freed, &w->lock, until);
     if (!me.granted) {
         struct place_waiter **p = &w->waiters;
         while (*p != &me)
@@ -530,10 +514,8 @@ int exec_watch_add(struct exec_watch *w, const struct exec_watch_program *progra
     e->fds[FD_ERR] = program->err_fd;
     e->exited_at = -1;
     e->stop = EXEC_WATCH_EXITED;
-    pthread_mutex_lock(&w->lock);
-    if (w->stopping) {
+    if (!osbq_mailbox_post(&w->mailbox, &e->link)) {
         /* The loop took its last programs already: this one would never be watched. */
-        pthread_mutex_unlock(&w->lock);
         osbq_error_set(err, OSBQ_ERR_INTERNAL, "the exec watch is stopping");
         (void)kill(-program->pid, SIGKILL);
         for (int role = 0; role < FD_ROLES; role++)
@@ -544,10 +526,6 @@ int exec_watch_add(struct exec_watch *w, const struct exec_watch_program *progra
         free(e);
         return -1;
     }
-    e->next = w->incoming;
-    w->incoming = e;
-    pthread_mutex_unlock(&w->lock);
-    wake(w);
     return 0;
 }
 
@@ -569,9 +547,9 @@ void exec_watch_destroy(struct exec_watch **wp)
     w->stopping = true;
     pthread_cond_broadcast(&w->freed);
     pthread_mutex_unlock(&w->lock);
-    wake(w);
+    osbq_mailbox_close(&w->mailbox);
     pthread_join(w->thread, NULL);
-    close_fd(&w->wake_fd);
+    osbq_mailbox_clear(&w->mailbox);
     close_fd(&w->epoll_fd);
     pthread_cond_destroy(&w->freed);
     pthread_mutex_destroy(&w->lock);

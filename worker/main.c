@@ -19,6 +19,7 @@
 #include "bus.h"
 #include "bus_link.h"
 #include "catalog.h"
+#include "clock.h"
 #include "config.h"
 #include "job.h"
 #include "json_wipe.h"
@@ -71,13 +72,6 @@ static const struct osbq_startup startup = {
     .about = "The worker of osbq, an Open Service Broker: runs the jobs gateways send.",
     .role = OSBQ_ROLE_WORKER,
 };
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    (void)clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* Writes "<hostname>-<pid>-<8 random hex>" into buf. Needs sodium_init. */
 static void make_worker_id(char *buf, size_t size)
@@ -238,7 +232,7 @@ static void on_signal(struct worker *w, int64_t now)
 static void run(struct worker *w)
 {
     for (;;) {
-        int64_t now = now_ms();
+        int64_t now = osbq_clock_ms();
         if (!w->stopping && now >= w->next_registry_ms)
             refresh_registry(w, now);
         unsigned free_now = free_slots(w);
@@ -296,7 +290,7 @@ static void run(struct worker *w)
             runner_take_notes(w->runner, note_for_gateway, w->link);
         }
         if (extra[0].revents & ZMQ_POLLIN)
-            on_signal(w, now_ms());
+            on_signal(w, osbq_clock_ms());
     }
 }
 
@@ -415,8 +409,8 @@ int main(int argc, char **argv)
         .started_ms = started_ms,
         .signal_fd = signal_fd,
         .announced = UINT_MAX,
-        .next_heartbeat_ms = now_ms(),
-        .next_registry_ms = now_ms(),
+        .next_heartbeat_ms = osbq_clock_ms(),
+        .next_registry_ms = osbq_clock_ms(),
         .registry_backoff = BACKOFF_MIN_MS,
         .registry_state = -1,
         .grace_ms = cfg.shutdown_grace_ms,

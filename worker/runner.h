@@ -1,13 +1,11 @@
-/* The runner: a fixed pool of threads that claim, run and record jobs, fed by the main thread
- * through a hand-off queue that never holds more jobs than there are free slots. A job whose
- * backend passes the plan's deadline, or is still running when the worker stops, is given back
- * (osbq_store_release) so another worker runs it at once. */
+/* The runner: a fixed pool of threads that each run one job at a time as a step (step.h: claim,
+ * run, record), fed by the main thread through a hand-off queue that never holds more jobs than
+ * there are free slots. A job whose backend passes the plan's deadline, or is still running
+ * when the worker stops, is given back (osbq_store_release) so another worker runs it at once. */
 #ifndef OSBQ_WORKER_RUNNER_H
 #define OSBQ_WORKER_RUNNER_H
 
-#include <jansson.h>
 #include <stdint.h>
-#include <time.h>
 
 #include "catalog.h"
 #include "config.h"
@@ -15,9 +13,6 @@
 #include "secrets.h"
 #include "store_operations.h"
 #include "worker_metrics.h"
-
-/* The longest deadline a plan may set (the catalog's limit for <kind>_deadline_s): a week. */
-#define RUNNER_DEADLINE_S_MAX 604800
 
 struct runner;
 
@@ -92,31 +87,5 @@ void runner_close(struct runner *r);
  * not be recorded yet (Redis away) gets one last try, then its operation runs again once its
  * lease expires. */
 void runner_cancel(struct runner *r);
-
-/* The deadline of an operation of kind on plan, in seconds after its claim: the plan's
- * <kind>_deadline_s (osbq_plan_deadline_s), or OSBQ_CATALOG_DEADLINE_S_DEFAULT when plan is
- * NULL (gone from the catalog), the kind unknown or the value outside 1..RUNNER_DEADLINE_S_MAX.
- * Past it, a backend still running is abandoned and the operation released. */
-int64_t runner_deadline_s(const struct osbq_plan *plan, enum osbq_job_kind kind);
-
-/* The wait before the next try to record a result, after waiting previous_ms: doubles from
- * 100 ms up to 5 s (100 ms when previous_ms is below that). */
-int64_t runner_finish_backoff_ms(int64_t previous_ms);
-
-/* Gives binding (a bind's result object) a credential lifetime of ttl_s seconds from now,
- * unless its backend set one: when binding has no metadata.expires_at, sets metadata.expires_at
- * to now + ttl_s and metadata.renew_before to now + 80% of ttl_s (replacing a renew_before
- * given alone), both UTC as the spec's "yyyy-mm-ddThh:mm:ss.sZ", e.g.
- * "2026-11-22T03:40:00.0Z". Returns 0 (binding changed or left alone), or -1 when metadata is
- * not an object, a time is out of range or memory ran out (binding possibly half changed). */
-int runner_add_expiry(json_t *binding, int64_t ttl_s, time_t now);
-
-struct backend_call;
-
-/* Gives a successful bind (call->result) the credential lifetime of its plan, which sets
- * binding_ttl_s (call only then), through runner_add_expiry. A bind that cannot get it fails:
- * credentials the platform believes never expire would outlive what the plan promises. Logs nothing
- * of the binding: it holds credentials. Also the backend authors' kit's (kit/kit_run.c). */
-void runner_add_plan_expiry(struct backend_call *call);
 
 #endif

@@ -5,6 +5,11 @@
 #include <jansson.h>
 #include <stdio.h>
 
+/* A result whose recording fails (Redis away) is retried with this backoff until it is
+ * recorded, refused, or the worker stops past its grace. */
+#define FINISH_BACKOFF_MIN_MS 100
+#define FINISH_BACKOFF_MAX_MS 5000
+
 /* Adds seconds (as ms) to an epoch ms without overflowing: far futures saturate. */
 static int64_t plus_seconds(int64_t ms, int64_t seconds)
 {
@@ -13,6 +18,23 @@ static int64_t plus_seconds(int64_t ms, int64_t seconds)
     if (seconds > (INT64_MAX - ms) / 1000)
         return INT64_MAX;
     return ms + seconds * 1000;
+}
+
+int64_t step_deadline_s(const struct osbq_plan *plan, enum osbq_job_kind kind)
+{
+    const char *name = osbq_job_kind_name(kind);
+    int64_t s = plan != NULL && name != NULL ? osbq_plan_deadline_s(plan, name) : 0;
+    /* The catalog allows 1 s to a week; anything else (an unknown kind, a value that is not an
+     * integer) falls back to the default rather than abandon a backend at once or never. */
+    return s >= 1 && s <= STEP_DEADLINE_S_MAX ? s : OSBQ_CATALOG_DEADLINE_S_DEFAULT;
+}
+
+int64_t step_finish_backoff_ms(int64_t previous_ms)
+{
+    if (previous_ms < FINISH_BACKOFF_MIN_MS)
+        return FINISH_BACKOFF_MIN_MS;
+    int64_t doubled = previous_ms * 2;
+    return doubled < FINISH_BACKOFF_MAX_MS ? doubled : FINISH_BACKOFF_MAX_MS;
 }
 
 int64_t step_max_polling_s(const struct osbq_plan *plan)

@@ -8,7 +8,11 @@
 #include <stdint.h>
 
 #include "catalog.h"
+#include "job.h"
 #include "store_operations.h"
+
+/* The longest deadline a plan may set (the catalog's limit for <kind>_deadline_s): a week. */
+#define STEP_DEADLINE_S_MAX 604800
 
 /* Why an operation fails before its next step runs. */
 enum step_overdue {
@@ -17,6 +21,16 @@ enum step_overdue {
     STEP_PAST_POLLING,  /* past its accept + the plan's maximum_polling_duration: the platform
                          * stopped polling */
 };
+
+/* The deadline of an operation of kind on plan, in seconds after its claim: the plan's
+ * <kind>_deadline_s (osbq_plan_deadline_s), or OSBQ_CATALOG_DEADLINE_S_DEFAULT when plan is
+ * NULL (gone from the catalog), the kind unknown or the value outside 1..STEP_DEADLINE_S_MAX.
+ * Past it, a backend still running is abandoned and the operation released. */
+int64_t step_deadline_s(const struct osbq_plan *plan, enum osbq_job_kind kind);
+
+/* The wait before the next try to record a result, after waiting previous_ms: doubles from
+ * 100 ms up to 5 s (100 ms when previous_ms is below that). */
+int64_t step_finish_backoff_ms(int64_t previous_ms);
 
 /* The plan's maximum_polling_duration in seconds, or 0 when it has none (or plan is NULL). */
 int64_t step_max_polling_s(const struct osbq_plan *plan);
@@ -27,7 +41,7 @@ int64_t step_end_ms(const struct osbq_claim *claim, int64_t deadline_s, int64_t 
 
 /* Whether the operation just claimed (claim) may run its step at now_ms (epoch). The deadline
  * counts across steps only once the operation went through one (claim->steps > 0): a first
- * step's own deadline is the runner's. */
+ * step's own deadline (step_deadline_s) is kept while it runs. */
 enum step_overdue step_overdue(const struct osbq_claim *claim, int64_t now_ms, int64_t deadline_s,
                                int64_t max_polling_s);
 

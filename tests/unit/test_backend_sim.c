@@ -1,8 +1,8 @@
 /* Unit tests of the sim backend and the backend table: outcomes and descriptions of every
  * kind, progress reports, timing, sim_fail and fail_on, the dashboard URL, bindings (fields,
- * randomness, rotation), the binding helpers, the runner's credential expiry, cancellation,
- * the fault settings crash_on and hang_on, the benchmark setting cpu_ms, and the runner's
- * deadlines and finish backoff. */
+ * randomness, rotation), the binding helpers, a bind result's credential expiry, cancellation,
+ * the fault settings crash_on and hang_on, the benchmark setting cpu_ms, and a step's deadlines
+ * and finish backoff. */
 /* clang-format off: cmocka needs these before cmocka.h, in this order */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -25,9 +25,10 @@
 #include <unistd.h>
 
 #include "backend.h"
+#include "bind_result.h"
 #include "catalog.h"
 #include "job.h"
-#include "runner.h"
+#include "step_timing.h"
 
 #define INSTANT_PLAN "plan-instant"
 #define TIMED_PLAN   "plan-timed"
@@ -890,17 +891,17 @@ static void test_set_binding(void **state)
     assert_null(f.call.binding);
 }
 
-/* ---- the runner's credential lifetime ---- */
+/* ---- a bind result's credential lifetime ---- */
 
 /* 2026-11-22T02:40:00Z: an hour before the spec-format example below. */
 #define FIXED_NOW ((time_t)1795315200)
 
-/* runner_add_expiry on the JSON text before gives after (rc 0). */
+/* bind_result_add_expiry on the JSON text before gives after (rc 0). */
 static void check_expiry(const char *before, int64_t ttl_s, time_t now, const char *after)
 {
     json_t *binding = json_loads(before, 0, NULL);
     assert_non_null(binding);
-    assert_int_equal(runner_add_expiry(binding, ttl_s, now), 0);
+    assert_int_equal(bind_result_add_expiry(binding, ttl_s, now), 0);
     assert_json(binding, after);
     json_decref(binding);
 }
@@ -939,12 +940,12 @@ static void test_expiry(void **state)
 
     /* Metadata that is not an object, or a binding that is not one: refused. */
     json_t *binding = json_pack("{s:s}", "metadata", "soon");
-    assert_int_equal(runner_add_expiry(binding, 3600, FIXED_NOW), -1);
+    assert_int_equal(bind_result_add_expiry(binding, 3600, FIXED_NOW), -1);
     json_decref(binding);
     binding = json_array();
-    assert_int_equal(runner_add_expiry(binding, 3600, FIXED_NOW), -1);
+    assert_int_equal(bind_result_add_expiry(binding, 3600, FIXED_NOW), -1);
     json_decref(binding);
-    assert_int_equal(runner_add_expiry(NULL, 3600, FIXED_NOW), -1);
+    assert_int_equal(bind_result_add_expiry(NULL, 3600, FIXED_NOW), -1);
 }
 
 /* ---- fault settings (test-only) ---- */
@@ -1142,7 +1143,7 @@ static void test_cpu_ms_cancelled(void **state)
     fake_clear(&f);
 }
 
-/* ---- the runner's deadlines and finish backoff ---- */
+/* ---- a step's deadlines and finish backoff ---- */
 
 static void test_deadline(void **state)
 {
@@ -1152,15 +1153,14 @@ static void test_deadline(void **state)
     assert_non_null(hang);
     assert_non_null(plain);
     /* The plan's setting per kind, the default for the others. */
-    assert_int_equal(runner_deadline_s(hang, OSBQ_JOB_PROVISION), 2);
-    assert_int_equal(runner_deadline_s(hang, OSBQ_JOB_BIND), RUNNER_DEADLINE_S_MAX);
-    assert_int_equal(runner_deadline_s(hang, OSBQ_JOB_UPDATE), OSBQ_CATALOG_DEADLINE_S_DEFAULT);
-    assert_int_equal(runner_deadline_s(plain, OSBQ_JOB_DEPROVISION),
-                     OSBQ_CATALOG_DEADLINE_S_DEFAULT);
+    assert_int_equal(step_deadline_s(hang, OSBQ_JOB_PROVISION), 2);
+    assert_int_equal(step_deadline_s(hang, OSBQ_JOB_BIND), STEP_DEADLINE_S_MAX);
+    assert_int_equal(step_deadline_s(hang, OSBQ_JOB_UPDATE), OSBQ_CATALOG_DEADLINE_S_DEFAULT);
+    assert_int_equal(step_deadline_s(plain, OSBQ_JOB_DEPROVISION), OSBQ_CATALOG_DEADLINE_S_DEFAULT);
     /* Fail-safe: no plan (gone from the catalog), an unknown kind. */
-    assert_int_equal(runner_deadline_s(NULL, OSBQ_JOB_PROVISION), OSBQ_CATALOG_DEADLINE_S_DEFAULT);
-    assert_int_equal(runner_deadline_s(hang, OSBQ_JOB_KIND_NONE), OSBQ_CATALOG_DEADLINE_S_DEFAULT);
-    assert_int_equal(runner_deadline_s(hang, (enum osbq_job_kind)99),
+    assert_int_equal(step_deadline_s(NULL, OSBQ_JOB_PROVISION), OSBQ_CATALOG_DEADLINE_S_DEFAULT);
+    assert_int_equal(step_deadline_s(hang, OSBQ_JOB_KIND_NONE), OSBQ_CATALOG_DEADLINE_S_DEFAULT);
+    assert_int_equal(step_deadline_s(hang, (enum osbq_job_kind)99),
                      OSBQ_CATALOG_DEADLINE_S_DEFAULT);
 }
 
@@ -1170,11 +1170,11 @@ static void test_finish_backoff(void **state)
     static const int64_t expected[] = {100, 200, 400, 800, 1600, 3200, 5000, 5000};
     int64_t backoff = 0;
     for (size_t i = 0; i < sizeof expected / sizeof expected[0]; i++) {
-        backoff = runner_finish_backoff_ms(backoff);
+        backoff = step_finish_backoff_ms(backoff);
         assert_int_equal(backoff, expected[i]);
     }
-    assert_int_equal(runner_finish_backoff_ms(-5), 100);
-    assert_int_equal(runner_finish_backoff_ms(INT64_MAX / 4), 5000);
+    assert_int_equal(step_finish_backoff_ms(-5), 100);
+    assert_int_equal(step_finish_backoff_ms(INT64_MAX / 4), 5000);
 }
 
 int main(void)

@@ -1,0 +1,25 @@
+/* The process's monotonic clock. */
+#include "clock.h"
+
+#include <time.h>
+
+int64_t osbq_clock_ms(void)
+{
+    struct timespec ts;
+    (void)clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+double osbq_clock_seconds(void)
+{
+    struct timespec ts;
+    (void)clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+void osbq_clock_wait_until(pthread_cond_t *cond, pthread_mutex_t *lock, int64_t deadline_ms)
+{
+    struct timespec ts = {.tv_sec = (time_t)(deadline_ms / 1000),
+                          .tv_nsec = (long)(deadline_ms % 1000) * 1000000L};
+    (void)pthread_cond_timedwait(cond, lock, &ts);
+}

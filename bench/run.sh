@@ -38,9 +38,12 @@
 #                --due-reference DIR the same against another build, side by side. Not in
 #                the default selection.
 #   noisy_neighbor  one tenant's instant provisions alone and beside another tenant's burst of
-#                6-s blocking steps, and the burst's throughput beside it and alone (issue 28,
-#                bench/noisy_neighbor.py; --noisy-count, --noisy-reference). Not in the
-#                default selection: at the issue's 10,000 it takes hours.
+#                6-s steps (sim steps holding their runner, or old-style exec programs), the
+#                burst's throughput beside it and alone, and the shares of two saturating
+#                platforms of weights 3 and 1 (issue 28, bench/noisy_neighbor.py;
+#                --noisy-count, --noisy-window, --noisy-variant, --noisy-gateways,
+#                --noisy-workers, --noisy-reference). Not in the default selection: each run
+#                takes about ten minutes.
 #   scale_out    capacity as the fleet grows (issue 29, bench/scale_out.py): sync lifecycles
 #                with 1x1, 2x2, 4x4 and 8x8 gateways x workers, and 20-ms CPU steps (sim's
 #                cpu_ms) with 1, 2, 4 and 8 one-slot workers; lifecycles per second of Redis
@@ -98,6 +101,10 @@ due_reference=
 noisy_count=10000
 noisy_reference=
 scale_out_reference=
+noisy_window=120
+noisy_variant=sim
+noisy_gateways=1
+noisy_workers=1
 all_cases="catalog,accept,redis,accept_alone,last_op,lifecycle,sync_cycle,scale,memory,round_trips,durable"
 cases=$all_cases
 # Every case, the long one included, for --cases.
@@ -128,6 +135,12 @@ usage: bench/run.sh [options]
   --due-reference DIR  the due case also runs the gateway and worker of this build directory
                     (a Release build of another commit), after each run of this one
   --noisy-count N   tenant A's provisions in the noisy_neighbor case (default 10000)
+  --noisy-window S  seconds of A's burst the noisy_neighbor case measures, its stack then
+                    stopped (default 120; 0: until A's last operation ended)
+  --noisy-variant V A's 6-s steps: sim (a sim step holding its runner), exec (an old-style
+                    exec program), or both (default sim)
+  --noisy-gateways N, --noisy-workers N  the noisy_neighbor stack (default 1 and 1); each
+                    tenant's requests go to the gateways in turn
   --noisy-reference DIR  the noisy_neighbor case also runs this build directory's binaries
   --scale-out-reference DIR  the scale_out case also runs this build directory's binaries,
                     after each run of this one
@@ -160,6 +173,10 @@ while [ $# -gt 0 ]; do
     --noisy-count) noisy_count="${2:-}"; shift 2 ;;
     --noisy-reference) noisy_reference="${2:-}"; shift 2 ;;
     --scale-out-reference) scale_out_reference="${2:-}"; shift 2 ;;
+    --noisy-window) noisy_window="${2:-}"; shift 2 ;;
+    --noisy-variant) noisy_variant="${2:-}"; shift 2 ;;
+    --noisy-gateways) noisy_gateways="${2:-}"; shift 2 ;;
+    --noisy-workers) noisy_workers="${2:-}"; shift 2 ;;
     --quick) runs=1 duration=2 instances=2000 scale_instances=50000 suspended=1000; shift ;;
     -h | --help) usage; exit 0 ;;
     *) usage >&2; die "unknown option $1" ;;
@@ -167,6 +184,12 @@ while [ $# -gt 0 ]; do
 done
 positive_int "$runs" --runs
 positive_int "$noisy_count" --noisy-count
+positive_int "$noisy_gateways" --noisy-gateways
+positive_int "$noisy_workers" --noisy-workers
+[[ $noisy_window =~ ^[0-9]+$ ]] ||
+  die "--noisy-window must be a whole number of seconds, not '$noisy_window'"
+[[ ",sim,exec,both," == *",$noisy_variant,"* ]] ||
+  die "--noisy-variant must be sim, exec or both, not '$noisy_variant'"
 positive_int "$duration" --duration
 positive_int "$connections" --connections
 positive_int "$threads" --threads

@@ -45,10 +45,12 @@ def own_stack(build_dir, prefix, **settings):
 
 
 class Broker:
-    """One keep-alive connection to a gateway, as the bench's broker user."""
+    """One keep-alive connection to a gateway, as the bench's broker user (or a platform's
+    username, with its URL prefix, OSBQ_PLATFORMS)."""
 
-    def __init__(self, port, password):
-        token = base64.b64encode(("bench:%s" % password).encode()).decode()
+    def __init__(self, port, password, username="bench", prefix=""):
+        token = base64.b64encode(("%s:%s" % (username, password)).encode()).decode()
+        self.prefix = prefix
         self.headers = {"Authorization": "Basic " + token, "X-Broker-API-Version": "2.17",
                         "Content-Type": "application/json"}
         self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
@@ -59,8 +61,8 @@ class Broker:
         body = {"service_id": SERVICE, "plan_id": plan,
                 "context": {"platform": "cloudfoundry", "organization_guid": org,
                             "space_guid": "s"}}
-        self.conn.request("PUT", "/v2/service_instances/%s%s"
-                          % (iid, "?accepts_incomplete=true" if asynchronous else ""),
+        self.conn.request("PUT", "%s/v2/service_instances/%s%s"
+                          % (self.prefix, iid, "?accepts_incomplete=true" if asynchronous else ""),
                           body=json.dumps(body), headers=self.headers)
         r = self.conn.getresponse()
         r.read()

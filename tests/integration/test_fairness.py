@@ -2,19 +2,21 @@
 the dispatcher's lanes the tenants with jobs waiting take turns, so one organization's backlog
 is not another's wait. Each test starts its own redis-server, gateway and worker on loopback
 (one worker with 2 slots), gives organization A a backlog of 2-s steps that each keep a runner
-busy, then sends organization B's instant provision. Every wait is bounded."""
+busy, then sends organization B's instant provision; test_3 weighs two platforms 3 to 1; test_4
+SIGKILLs the worker while both organizations' steps wait for it. Every wait is bounded."""
 
 import json
 import os
 import re
 import shutil
+import signal
 import tempfile
 import time
 import unittest
 
 import harness
-from test_faults import (FAST, MEDIUM, MEDIUM_S, NAMESPACE, SERVICE, SLACK_S, FaultTestCase,
-                         ipath, new_id)
+from test_faults import (FAST, LEASE_S, MEDIUM, MEDIUM_S, NAMESPACE, RECOVERY_INTERVAL_S, SERVICE,
+                         SLACK_S, FaultTestCase, ipath, new_id)
 
 SLOTS = 2
 BACKLOG = 16  # A's provisions: BACKLOG / SLOTS * MEDIUM_S = 16 s of work
@@ -112,7 +114,7 @@ class WeightedPlatforms(FaultTestCase):
                               "basic": {"username": name, "password_file": name + "-password"}})
         with open(os.path.join(d, "platforms.json"), "w") as f:
             json.dump({"platforms": platforms}, f)
-        stack = self.make_stack(OSBQ_CLAIM_TIMEOUT_MS="60000")
+        stack = self.make_stack(OSBQ_CLAIM_TIMEOUT_MS="2000")
         gw = stack.start_gateway(OSBQ_PLATFORMS=os.path.join(d, "platforms.json"),
                                  OSBQ_BROKER_USERNAME=None, OSBQ_BROKER_PASSWORD=None)
         platform_of = {}
@@ -138,6 +140,83 @@ class WeightedPlatforms(FaultTestCase):
         heavy = sum(1 for iid in started[:self.PER_TENANT] if platform_of[iid] == "heavy")
         self.assertTrue(17 <= heavy <= 19, "heavy ran %d of the first %d: %r"
                         % (heavy, self.PER_TENANT, [platform_of[i][0] for i in started]))
+
+
+class WorkerKilledWhileTenantsWait(FaultTestCase):
+
+    PER_TENANT = 6
+
+    def test_4_worker_killed_nothing_lost_order_kept(self):
+        """Organizations A and B each have 6 provisions of 2-s steps waiting (A's sent first)
+        when a worker with 2 slots starts; once 2 have ended and 2 more run, that worker is
+        SIGKILLed, and a replacement starts. Nothing is lost: all 12 end succeeded, the 2 that
+        ran on the killed worker run again (their lease ran out: 2 claims), no other runs
+        twice. Order is kept: within each tenant the operations first started (started_ms,
+        and the workers' job_start lines) in the order they were sent, although the jobs
+        waiting past the claim timeout (2 s here) are also sent again by recovery, as copies in
+        the due lane. Both tenants go on taking turns after the kill: neither ran all its
+        remaining steps before the other's."""
+        stack = self.make_stack()
+        gw = stack.start_gateway()
+        c = self.client(gw)
+        sent = {"org-a": [], "org-b": []}  # (instance id, operation id), in the order sent
+        for org in ("org-a", "org-b"):
+            for _ in range(self.PER_TENANT):
+                iid = new_id()
+                r = c.request("PUT", ipath(iid, incomplete=True), body(MEDIUM, org))
+                self.assertEqual(r.status, 202, r.body)
+                sent[org].append((iid, r.json()["operation"]))
+        ops = [op for pairs in sent.values() for _, op in pairs]
+
+        def states():
+            out = {}
+            for op in ops:
+                st = self.op_record(op).get("state")
+                out[st] = out.get(st, 0) + 1
+            return out
+
+        first = stack.start_worker(OSBQ_WORKER_CONCURRENCY=str(SLOTS))
+        try:
+            harness.wait_until(lambda: states().get("succeeded", 0) == SLOTS and
+                               states().get("running", 0) == SLOTS,
+                               2 * MEDIUM_S + SLACK_S * 3, "a second round of steps to run")
+        except AssertionError as e:
+            self.fail_with_logs(str(e))
+        running = [op for op in ops if self.op_record(op).get("state") == "running"]
+        self.assertEqual(harness.kill(first), -signal.SIGKILL)
+        self.assertEqual(states().get("queued", 0), 2 * self.PER_TENANT - 2 * SLOTS)
+        second = stack.start_worker(OSBQ_WORKER_CONCURRENCY=str(SLOTS))
+        left = 2 * self.PER_TENANT - SLOTS  # the killed steps run again
+        bound = LEASE_S + RECOVERY_INTERVAL_S + left / SLOTS * MEDIUM_S + SLACK_S * 3
+        try:
+            harness.wait_until(lambda: states().get("succeeded", 0) == len(ops), bound,
+                               "every operation to succeed after the kill")
+        except AssertionError as e:
+            self.fail_with_logs("%s: %r" % (e, states()))
+
+        for op in ops:
+            rec = self.op_record(op)
+            self.assertEqual(rec["claims"], "2" if op in running else "1", rec)
+        tenant_of = {iid: org for org, pairs in sent.items() for iid, _ in pairs}
+        started = []  # instance ids by first job_start line, the killed worker's first
+        for w in (first, second):
+            for iid in re.findall(r"msg=job_start op=\S+ kind=provision instance=(\S+)",
+                                  w.log()):
+                if iid not in started:
+                    started.append(iid)
+        self.assertEqual(sorted(started), sorted(tenant_of))
+        for org, pairs in sent.items():
+            in_order = [iid for iid, _ in pairs]
+            self.assertEqual([iid for iid in started if tenant_of[iid] == org], in_order,
+                             "%s's operations started out of order" % org)
+            started_ms = [int(self.op_record(op)["started_ms"]) for _, op in pairs]
+            self.assertEqual(started_ms, sorted(started_ms), "%s: %r" % (org, started_ms))
+        after = [tenant_of[iid] for iid in started[2 * SLOTS:]]
+        self.assertEqual(len(after), len(ops) - 2 * SLOTS)
+        half = after[:len(after) // 2]
+        self.assertTrue("org-a" in half and "org-b" in half,
+                        "after the kill one tenant ran all its steps first: %r" % after)
+        self.assertAllAlive([gw, second])
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@
 #include "clock.h"
 #include "log.h"
 
-/* Messages taken from one socket per poll round, so one busy gateway cannot starve the others
+/* Messages taken from each socket per poll round, so one busy gateway cannot starve the others
  * or the timers. */
 #define RECEIVE_BATCH 64
 /* Bytes of an unknown command word quoted in the log. */
@@ -32,6 +32,7 @@ struct gateway {
                              * skipped while the registry keeps listing it) */
     zsock_t *monitor;       /* the dealer's connection events; owned; NULL when unavailable */
     bool ready_owed;        /* the last READY could not be sent: send the latest once writable */
+    bool readable;          /* this poll round: its socket may hold messages still unread */
     bool listed;            /* scratch for bus_link_sync: still in the registry */
     bool connecting;        /* TCP connected, handshake outcome not seen yet */
     unsigned failures;      /* handshakes failed since the last success or log line */
@@ -56,6 +57,7 @@ struct bus_link {
     zmq_pollitem_t *items;              /* poll set scratch, items_cap of them; owned */
     size_t items_cap;                   /* items allocated */
     unsigned last_origin;               /* the number the newest socket was given */
+    size_t first_turn;                  /* the gateway read first in the next poll round */
 };
 
 struct bus_link *bus_link_new(const char *worker_id, const struct osbq_bus_curve *curve)
@@ -287,24 +289,47 @@ static void quote_command(zframe_t *frame, char *out, size_t size)
 }
 
 /* Takes the messages waiting on gw's socket, up to RECEIVE_BATCH. */
-static void receive(struct gateway *gw, bus_link_job_fn on_job, void *ctx)
+/* Takes one message from gw's socket, if it holds one. Returns whether it did. */
+static bool receive_one(struct gateway *gw, bus_link_job_fn on_job, void *ctx)
 {
-    for (int i = 0; i < RECEIVE_BATCH; i++) {
-        zmsg_t *msg = zmsg_recv(gw->dealer);
-        if (msg == NULL)
-            return;
-        zframe_t *command = zmsg_first(msg);
-        if (zmsg_size(msg) == 2 && zframe_streq(command, OSBQ_BUS_JOB)) {
-            zframe_t *job = zmsg_next(msg);
-            gw->received++;
-            on_job(ctx, gw->dealer, gw->endpoint, gw->origin, zframe_data(job), zframe_size(job));
-        } else {
-            char quoted[COMMAND_QUOTE_MAX + 1];
-            quote_command(command, quoted, sizeof quoted);
-            log_warnx("gateway %s: unknown message \"%s\" (%zu frames), ignoring", gw->endpoint,
-                      quoted, zmsg_size(msg));
+    zmsg_t *msg = zmsg_recv(gw->dealer);
+    if (msg == NULL)
+        return false;
+    zframe_t *command = zmsg_first(msg);
+    if (zmsg_size(msg) == 2 && zframe_streq(command, OSBQ_BUS_JOB)) {
+        zframe_t *job = zmsg_next(msg);
+        gw->received++;
+        on_job(ctx, gw->dealer, gw->endpoint, gw->origin, zframe_data(job), zframe_size(job));
+    } else {
+        char quoted[COMMAND_QUOTE_MAX + 1];
+        quote_command(command, quoted, sizeof quoted);
+        log_warnx("gateway %s: unknown message \"%s\" (%zu frames), ignoring", gw->endpoint, quoted,
+                  zmsg_size(msg));
+    }
+    zmsg_destroy(&msg);
+    return true;
+}
+
+/* Takes the jobs of the readable gateways one from each in turn, starting with another gateway
+ * each round: every gateway is told of the same free slots, so when several send jobs for them
+ * at once, each gets its share of the slots (reading one gateway's socket to the end first
+ * gave the gateway first in the list nearly every slot, and jobs waiting in the others waited
+ * for it: docs/reliability.md, several gateways). */
+static void receive_in_turn(struct bus_link *b, bus_link_job_fn on_job, void *ctx)
+{
+    if (b->count == 0)
+        return;
+    size_t first = b->first_turn++ % b->count;
+    for (int taken = 0; taken < RECEIVE_BATCH; taken++) {
+        bool any = false;
+        for (size_t j = 0; j < b->count; j++) {
+            struct gateway *gw = &b->gateways[(first + j) % b->count];
+            if (gw->readable && gw->dealer != NULL)
+                gw->readable = receive_one(gw, on_job, ctx);
+            any = any || gw->readable;
         }
-        zmsg_destroy(&msg);
+        if (!any)
+            return;
     }
 }
 
@@ -416,7 +441,8 @@ int bus_link_poll(struct bus_link *b, zmq_pollitem_t *extra, size_t nextra, long
         b->items = grown;
         b->items_cap = need;
     }
-    memcpy(b->items, extra, nextra * sizeof *extra);
+    if (nextra > 0)
+        memcpy(b->items, extra, nextra * sizeof *extra);
     /* Gateways without a socket are left out, in the same order in both loops. */
     size_t n = nextra;
     for (size_t i = 0; i < b->count; i++) {
@@ -446,8 +472,8 @@ int bus_link_poll(struct bus_link *b, zmq_pollitem_t *extra, size_t nextra, long
             watch(b, gw);
         if ((revents & ZMQ_POLLOUT) && gw->ready_owed)
             send_ready(b, gw);
-        if (revents & ZMQ_POLLIN)
-            receive(gw, on_job, ctx);
+        gw->readable = (revents & ZMQ_POLLIN) != 0;
     }
+    receive_in_turn(b, on_job, ctx);
     return 0;
 }

@@ -59,3 +59,14 @@ int osbq_store_last_operation(struct osbq_store *store, const char *instance_id,
     osbq_store_call_free(&call);
     return rc;
 }
+
+const char *store_field(struct store_fixture *f, const char *key, const char *name)
+{
+    static char value[256];
+    redisReply *r = redisCommand(f->direct, "HGET %s %s", key, name);
+    value[0] = '\0';
+    if (r != NULL && r->type == REDIS_REPLY_STRING)
+        (void)snprintf(value, sizeof value, "%s", r->str);
+    freeReplyObject(r);
+    return value;
+}

@@ -34,4 +34,7 @@ int osbq_store_last_operation(struct osbq_store *store, const char *instance_id,
                               const char *platform, struct osbq_last_op *out,
                               struct osbq_error *err);
 
+/* The hash field of key on the fixture's server, or "" when absent; valid until the next call. */
+const char *store_field(struct store_fixture *f, const char *key, const char *name);
+
 #endif

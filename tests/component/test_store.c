@@ -26,21 +26,12 @@ static int setup(void **state)
     return store_fixture_setup(state, "t");
 }
 
-/* The hash field of key, or "" when absent; valid until the next call. */
-static const char *field(struct store_fixture *f, const char *key, const char *name)
-{
-    static char value[256];
-    redisReply *r = redisCommand(f->direct, "HGET %s %s", key, name);
-    value[0] = '\0';
-    if (r != NULL && r->type == REDIS_REPLY_STRING)
-        (void)snprintf(value, sizeof value, "%s", r->str);
-    freeReplyObject(r);
-    return value;
-}
-
-static enum osbq_begin_answer begin(struct store_fixture *f, const char *kind, const char *op,
-                                    const char *instance, const char *digest, const char *plan,
-                                    const char *expected_plan, const char *gateway, char **running)
+/* An instance operation of tenant. */
+static enum osbq_begin_answer begin_of(struct store_fixture *f, const char *tenant,
+                                       const char *kind, const char *op, const char *instance,
+                                       const char *digest, const char *plan,
+                                       const char *expected_plan, const char *gateway,
+                                       char **running)
 {
     struct osbq_begin_request req = {
         .kind = kind,
@@ -56,7 +47,7 @@ static enum osbq_begin_answer begin(struct store_fixture *f, const char *kind, c
         .job_len = 9,
         .api_version = 217,
         .claim_timeout_ms = 30000,
-        .tenant = "cf/org-1",
+        .tenant = tenant,
     };
     struct osbq_begin_reply reply = {0};
     struct osbq_error err = {0};
@@ -68,6 +59,15 @@ static enum osbq_begin_answer begin(struct store_fixture *f, const char *kind, c
         *running = reply.operation_id ? strdup(reply.operation_id) : NULL;
     osbq_begin_reply_clear(&reply);
     return answer;
+}
+
+/* An instance operation of the tenant "cf/org-1". */
+static enum osbq_begin_answer begin(struct store_fixture *f, const char *kind, const char *op,
+                                    const char *instance, const char *digest, const char *plan,
+                                    const char *expected_plan, const char *gateway, char **running)
+{
+    return begin_of(f, "cf/org-1", kind, op, instance, digest, plan, expected_plan, gateway,
+                    running);
 }
 
 static int claim(struct store_fixture *f, const char *op, const char *worker, int64_t lease_ms)
@@ -92,18 +92,18 @@ static void test_provision_lifecycle(void **state)
     char *running = NULL;
     assert_int_equal(begin(f, "provision", "op1", "i1", "d1", "plan-a", NULL, NULL, NULL),
                      OSBQ_BEGIN_ACCEPTED);
-    assert_string_equal(field(f, "t:instance:i1", "state"), "provisioning");
-    assert_string_equal(field(f, "t:instance:i1", "lock_x"), "op1");
-    assert_string_equal(field(f, "t:op:op1", "state"), "queued");
+    assert_string_equal(store_field(f, "t:instance:i1", "state"), "provisioning");
+    assert_string_equal(store_field(f, "t:instance:i1", "lock_x"), "op1");
+    assert_string_equal(store_field(f, "t:op:op1", "state"), "queued");
     /* A provision's operation holds only what the instance does not: its parameters, digest
      * and the plain keys finish.lua builds from the ids are not copied (a waiting operation
      * stays small). */
-    assert_string_equal(field(f, "t:instance:i1", "parameters"), "{\"size\":1}");
-    assert_string_equal(field(f, "t:op:op1", "parameters"), "");
-    assert_string_equal(field(f, "t:op:op1", "digest"), "");
-    assert_string_equal(field(f, "t:op:op1", "instance_key"), "");
-    assert_string_equal(field(f, "t:op:op1", "bindings_key"), "");
-    assert_string_equal(field(f, "t:op:op1", "prev_plan_id"), "");
+    assert_string_equal(store_field(f, "t:instance:i1", "parameters"), "{\"size\":1}");
+    assert_string_equal(store_field(f, "t:op:op1", "parameters"), "");
+    assert_string_equal(store_field(f, "t:op:op1", "digest"), "");
+    assert_string_equal(store_field(f, "t:op:op1", "instance_key"), "");
+    assert_string_equal(store_field(f, "t:op:op1", "bindings_key"), "");
+    assert_string_equal(store_field(f, "t:op:op1", "prev_plan_id"), "");
     /* identical: the same operation; different: conflict; others wait */
     assert_int_equal(begin(f, "provision", "op2", "i1", "d1", "plan-a", NULL, NULL, &running),
                      OSBQ_BEGIN_IN_PROGRESS);
@@ -115,7 +115,7 @@ static void test_provision_lifecycle(void **state)
                      OSBQ_BEGIN_BUSY);
     assert_int_equal(begin(f, "deprovision", "op4", "i1", "", "plan-b", NULL, NULL, NULL),
                      OSBQ_BEGIN_MISMATCH);
-    assert_string_equal(field(f, "t:op:op2", "state"), "");
+    assert_string_equal(store_field(f, "t:op:op2", "state"), "");
 
     assert_int_equal(claim(f, "op1", "w1", 10000), 1);
     assert_int_equal(claim(f, "op1", "w2", 10000), 0); /* live lease */
@@ -123,14 +123,14 @@ static void test_provision_lifecycle(void **state)
     assert_int_equal(osbq_store_progress(f->store, "op1", "w2", "x", 10000, &err), 0);
     assert_int_equal(osbq_store_progress(f->store, "op1", "w1", "Provisioning (50%)", 10000, &err),
                      1);
-    assert_string_equal(field(f, "t:op:op1", "description"), "Provisioning (50%)");
+    assert_string_equal(store_field(f, "t:op:op1", "description"), "Provisioning (50%)");
     assert_int_equal(finish(f, "op1", "w2", true), 0); /* not its operation */
     assert_int_equal(finish(f, "op1", "w1", true), 1);
     assert_int_equal(finish(f, "op1", "w1", true), 0); /* never reported twice */
-    assert_string_equal(field(f, "t:instance:i1", "state"), "provisioned");
-    assert_string_equal(field(f, "t:instance:i1", "lock_x"), "");
-    assert_string_equal(field(f, "t:op:op1", "state"), "succeeded");
-    assert_string_equal(field(f, "t:op:op1", "job"), "");
+    assert_string_equal(store_field(f, "t:instance:i1", "state"), "provisioned");
+    assert_string_equal(store_field(f, "t:instance:i1", "lock_x"), "");
+    assert_string_equal(store_field(f, "t:op:op1", "state"), "succeeded");
+    assert_string_equal(store_field(f, "t:op:op1", "job"), "");
     assert_int_equal(claim(f, "op1", "w3", 10000), 0);
 
     assert_int_equal(begin(f, "provision", "op5", "i1", "d1", "plan-a", NULL, NULL, NULL),
@@ -161,22 +161,22 @@ static void test_update_applies_on_success_only(void **state)
     free(running);
     assert_int_equal(begin(f, "update", "u3", "i2", "other", "plan-b", "plan-a", NULL, NULL),
                      OSBQ_BEGIN_BUSY);
-    assert_string_equal(field(f, "t:instance:i2", "plan_id"), "plan-a");
+    assert_string_equal(store_field(f, "t:instance:i2", "plan_id"), "plan-a");
     /* An update keeps what its finish applies and what an identical update joins by. */
-    assert_string_equal(field(f, "t:op:u1", "parameters"), "{\"size\":1}");
-    assert_string_equal(field(f, "t:op:u1", "digest"), "du");
-    assert_string_equal(field(f, "t:op:u1", "prev_plan_id"), "plan-a");
+    assert_string_equal(store_field(f, "t:op:u1", "parameters"), "{\"size\":1}");
+    assert_string_equal(store_field(f, "t:op:u1", "digest"), "du");
+    assert_string_equal(store_field(f, "t:op:u1", "prev_plan_id"), "plan-a");
     assert_int_equal(claim(f, "u1", "w", 10000), 1);
     assert_int_equal(finish(f, "u1", "w", false), 1);
-    assert_string_equal(field(f, "t:instance:i2", "plan_id"), "plan-a");
-    assert_string_equal(field(f, "t:op:u1", "instance_usable"), "1");
-    assert_string_equal(field(f, "t:op:u1", "update_repeatable"), "0");
+    assert_string_equal(store_field(f, "t:instance:i2", "plan_id"), "plan-a");
+    assert_string_equal(store_field(f, "t:op:u1", "instance_usable"), "1");
+    assert_string_equal(store_field(f, "t:op:u1", "update_repeatable"), "0");
 
     assert_int_equal(begin(f, "update", "u4", "i2", "du", "plan-b", "plan-a", NULL, NULL),
                      OSBQ_BEGIN_ACCEPTED);
     assert_int_equal(claim(f, "u4", "w", 10000), 1);
     assert_int_equal(finish(f, "u4", "w", true), 1);
-    assert_string_equal(field(f, "t:instance:i2", "plan_id"), "plan-b");
+    assert_string_equal(store_field(f, "t:instance:i2", "plan_id"), "plan-b");
     assert_int_equal(begin(f, "update", "u5", "nope", "du", "plan-b", NULL, NULL, NULL),
                      OSBQ_BEGIN_NOT_FOUND);
 }
@@ -191,7 +191,7 @@ static void test_deprovision_and_reuse(void **state)
                      OSBQ_BEGIN_ACCEPTED);
     assert_int_equal(claim(f, "x1", "w", 10000), 1);
     assert_int_equal(finish(f, "x1", "w", false), 1);
-    assert_string_equal(field(f, "t:instance:i3", "state"), "failed");
+    assert_string_equal(store_field(f, "t:instance:i3", "state"), "failed");
     /* orphan mitigation: a failed provision can be deprovisioned; update cannot run */
     assert_int_equal(begin(f, "update", "x2", "i3", "d", "plan-a", NULL, NULL, NULL),
                      OSBQ_BEGIN_NOT_FOUND);
@@ -203,7 +203,7 @@ static void test_deprovision_and_reuse(void **state)
     free(running);
     assert_int_equal(claim(f, "x3", "w", 10000), 1);
     assert_int_equal(finish(f, "x3", "w", true), 1);
-    assert_string_equal(field(f, "t:instance:i3", "state"), "gone");
+    assert_string_equal(store_field(f, "t:instance:i3", "state"), "gone");
 
     struct osbq_last_op op = {0};
     struct osbq_error err = {0};
@@ -270,18 +270,18 @@ static void test_ids_cannot_escape_their_keys(void **state)
     struct store_fixture *f = *state;
     assert_int_equal(begin(f, "provision", "k1", "a:b*{c}\n", "d", "plan-a", NULL, NULL, NULL),
                      OSBQ_BEGIN_ACCEPTED);
-    assert_string_equal(field(f, "t:instance:a%3Ab%2A%7Bc%7D%0A", "state"), "provisioning");
+    assert_string_equal(store_field(f, "t:instance:a%3Ab%2A%7Bc%7D%0A", "state"), "provisioning");
     /* An encoded id's keys are recorded: finish.lua could not build them from the id. */
-    assert_string_equal(field(f, "t:op:k1", "instance_key"), "t:instance:a%3Ab%2A%7Bc%7D%0A");
-    assert_string_equal(field(f, "t:op:k1", "bindings_key"), "t:bindings:a%3Ab%2A%7Bc%7D%0A");
+    assert_string_equal(store_field(f, "t:op:k1", "instance_key"), "t:instance:a%3Ab%2A%7Bc%7D%0A");
+    assert_string_equal(store_field(f, "t:op:k1", "bindings_key"), "t:bindings:a%3Ab%2A%7Bc%7D%0A");
     assert_int_equal(claim(f, "k1", "w", 10000), 1);
     assert_int_equal(finish(f, "k1", "w", true), 1);
-    assert_string_equal(field(f, "t:instance:a%3Ab%2A%7Bc%7D%0A", "state"), "provisioned");
-    assert_string_equal(field(f, "t:instance:a%3Ab%2A%7Bc%7D%0A", "lock_x"), "");
+    assert_string_equal(store_field(f, "t:instance:a%3Ab%2A%7Bc%7D%0A", "state"), "provisioned");
+    assert_string_equal(store_field(f, "t:instance:a%3Ab%2A%7Bc%7D%0A", "lock_x"), "");
     /* "i1:lock" must not touch the record of "i1" */
     assert_int_equal(begin(f, "provision", "k2", "i1:x", "d", "plan-a", NULL, NULL, NULL),
                      OSBQ_BEGIN_ACCEPTED);
-    assert_string_equal(field(f, "t:instance:i1", "state"), "provisioned");
+    assert_string_equal(store_field(f, "t:instance:i1", "state"), "provisioned");
 }
 
 static void test_gateway_registry(void **state)
@@ -381,8 +381,8 @@ static void test_operation_history_and_repairs(void **state)
     nanosleep(&pause, NULL);
     /* Its lease ran out: taken from w2, claims start again, due at once. */
     assert_int_equal(osbq_store_operator_resend(f->store, "oph", &err), 1);
-    assert_string_equal(field(f, "t:op:oph", "state"), "queued");
-    assert_string_equal(field(f, "t:op:oph", "claims"), "0");
+    assert_string_equal(store_field(f, "t:op:oph", "state"), "queued");
+    assert_string_equal(store_field(f, "t:op:oph", "claims"), "0");
     assert_int_equal(osbq_store_progress(f->store, "oph", "w2", NULL, 10000, &err), 0);
     assert_int_equal(finish(f, "oph", "w2", true), 0);
     redisReply *score = redisCommand(f->direct, "ZSCORE t:queue oph");
@@ -392,10 +392,10 @@ static void test_operation_history_and_repairs(void **state)
     /* Failed by an operator while w3 runs it: the lock is free, w3's outcome is refused. */
     assert_int_equal(osbq_store_operator_fail(f->store, "oph", "Stuck; failed by ops.", &err), 1);
     assert_int_equal(finish(f, "oph", "w3", true), 0);
-    assert_string_equal(field(f, "t:op:oph", "state"), "failed");
-    assert_string_equal(field(f, "t:op:oph", "description"), "Stuck; failed by ops.");
-    assert_string_equal(field(f, "t:instance:ih", "state"), "failed");
-    assert_string_equal(field(f, "t:instance:ih", "lock_x"), "");
+    assert_string_equal(store_field(f, "t:op:oph", "state"), "failed");
+    assert_string_equal(store_field(f, "t:op:oph", "description"), "Stuck; failed by ops.");
+    assert_string_equal(store_field(f, "t:instance:ih", "state"), "failed");
+    assert_string_equal(store_field(f, "t:instance:ih", "lock_x"), "");
     history_events(f, "oph", events, sizeof events);
     assert_string_equal(events,
                         "claimed released claimed resent_by_operator claimed failed_by_operator");
@@ -532,10 +532,10 @@ static void test_recovery_resends_then_abandons(void **state)
     }
     assert_int_equal(finish(f, "r1", "other", true), 0); /* not its operation */
     assert_int_equal(osbq_store_abandon(f->store, "r1", "Gave up.", &err), 1);
-    assert_string_equal(field(f, "t:op:r1", "state"), "failed");
-    assert_string_equal(field(f, "t:op:r1", "description"), "Gave up.");
-    assert_string_equal(field(f, "t:instance:i7", "state"), "failed");
-    assert_string_equal(field(f, "t:instance:i7", "lock_x"), "");
+    assert_string_equal(store_field(f, "t:op:r1", "state"), "failed");
+    assert_string_equal(store_field(f, "t:op:r1", "description"), "Gave up.");
+    assert_string_equal(store_field(f, "t:instance:i7", "state"), "failed");
+    assert_string_equal(store_field(f, "t:instance:i7", "lock_x"), "");
     assert_int_equal(osbq_store_abandon(f->store, "r1", "Again.", &err), 0);
     char events[256];
     history_events(f, "r1", events, sizeof events);
@@ -567,11 +567,11 @@ static void test_steps_wait_and_poll(void **state)
     int64_t later = osbq_store_now_ms() + 60000;
     assert_int_equal(osbq_store_wait(f->store, "s1", "w2", &step, later, &err), 0);
     assert_int_equal(osbq_store_wait(f->store, "s1", "w1", &step, later, &err), 1);
-    assert_string_equal(field(f, "t:op:s1", "state"), "waiting");
-    assert_string_equal(field(f, "t:op:s1", "description"), "Provisioning (0%)");
-    assert_string_equal(field(f, "t:op:s1", "resume"), "{\"until_ms\":1}");
-    assert_string_equal(field(f, "t:op:s1", "steps"), "1");
-    assert_string_equal(field(f, "t:op:s1", "worker"), "");
+    assert_string_equal(store_field(f, "t:op:s1", "state"), "waiting");
+    assert_string_equal(store_field(f, "t:op:s1", "description"), "Provisioning (0%)");
+    assert_string_equal(store_field(f, "t:op:s1", "resume"), "{\"until_ms\":1}");
+    assert_string_equal(store_field(f, "t:op:s1", "steps"), "1");
+    assert_string_equal(store_field(f, "t:op:s1", "worker"), "");
     /* Not its worker's any more: a late progress or outcome of the step is refused. */
     assert_int_equal(osbq_store_progress(f->store, "s1", "w1", NULL, 10000, &err), 0);
     assert_int_equal(finish(f, "s1", "w1", true), 0);
@@ -592,7 +592,7 @@ static void test_steps_wait_and_poll(void **state)
     freeReplyObject(r);
     /* It waits in its tenant's polls (wait.lua): due there. */
     char tenant[64];
-    (void)snprintf(tenant, sizeof tenant, "%s", field(f, "t:op:s1", "tenant"));
+    (void)snprintf(tenant, sizeof tenant, "%s", store_field(f, "t:op:s1", "tenant"));
     assert_true(tenant[0] != '\0');
     r = redisCommand(f->direct, "ZADD t:polls:%s 1 s1", tenant);
     freeReplyObject(r);
@@ -611,7 +611,7 @@ static void test_steps_wait_and_poll(void **state)
     assert_int_equal(it->claims, 1);
     assert_memory_equal(it->job, "job-bytes", 9);
     osbq_recovery_free(items, count);
-    assert_string_equal(field(f, "t:op:s1", "resends"), "");
+    assert_string_equal(store_field(f, "t:op:s1", "resends"), "");
 
     assert_int_equal(osbq_store_claim(f->store, "s1", "w2", 2, 10000, &c, &err), 1);
     assert_string_equal(c.resume, "{\"until_ms\":1}");
@@ -620,18 +620,18 @@ static void test_steps_wait_and_poll(void **state)
     osbq_claim_clear(&c);
     assert_null(c.resume);
     /* A poll is not an attempt; the step runs on exactly one worker at a time. */
-    assert_string_equal(field(f, "t:op:s1", "claims"), "1");
+    assert_string_equal(store_field(f, "t:op:s1", "claims"), "1");
     assert_int_equal(claim(f, "s1", "w3", 10000), 0);
     /* In progress again without a resume: the old one goes. */
     step.resume = NULL;
     assert_int_equal(osbq_store_wait(f->store, "s1", "w2", &step, 1, &err), 1);
-    assert_string_equal(field(f, "t:op:s1", "resume"), "");
-    assert_string_equal(field(f, "t:op:s1", "steps"), "2");
+    assert_string_equal(store_field(f, "t:op:s1", "resume"), "");
+    assert_string_equal(store_field(f, "t:op:s1", "steps"), "2");
     assert_int_equal(claim(f, "s1", "w3", 10000), 1);
     assert_int_equal(finish(f, "s1", "w3", true), 1);
-    assert_string_equal(field(f, "t:op:s1", "state"), "succeeded");
-    assert_string_equal(field(f, "t:op:s1", "due_ms"), "");
-    assert_string_equal(field(f, "t:instance:is", "state"), "provisioned");
+    assert_string_equal(store_field(f, "t:op:s1", "state"), "succeeded");
+    assert_string_equal(store_field(f, "t:op:s1", "due_ms"), "");
+    assert_string_equal(store_field(f, "t:instance:is", "state"), "provisioned");
     char events[256];
     history_events(f, "s1", events, sizeof events);
     assert_string_equal(events, "claimed waiting succeeded");
@@ -652,10 +652,10 @@ static void test_steps_repairs(void **state)
     assert_int_equal(claim(f, "s2", "w1", 10000), 1);
     int64_t later = osbq_store_now_ms() + 60000;
     assert_int_equal(osbq_store_wait(f->store, "s2", "w1", &step, later, &err), 1);
-    assert_string_equal(field(f, "t:op:s2", "description"), "In progress.");
+    assert_string_equal(store_field(f, "t:op:s2", "description"), "In progress.");
     assert_int_equal(osbq_store_operator_resend(f->store, "s2", &err), 1);
-    assert_string_equal(field(f, "t:op:s2", "state"), "waiting");
-    assert_string_equal(field(f, "t:op:s2", "claims"), "0");
+    assert_string_equal(store_field(f, "t:op:s2", "state"), "waiting");
+    assert_string_equal(store_field(f, "t:op:s2", "claims"), "0");
     assert_int_equal(claim(f, "s2", "w2", 1), 1);
     nanosleep(&pause, NULL);
     struct osbq_recovery_item *items = NULL;
@@ -667,27 +667,27 @@ static void test_steps_repairs(void **state)
     assert_true(it->lease_expired);
     assert_false(it->poll);
     osbq_recovery_free(items, count);
-    assert_string_equal(field(f, "t:op:s2", "state"), "queued");
+    assert_string_equal(store_field(f, "t:op:s2", "state"), "queued");
     assert_int_equal(osbq_store_claim(f->store, "s2", "w3", 2, 10000, &c, &err), 1);
     assert_string_equal(c.resume, "{\"n\":1}");
     osbq_claim_clear(&c);
-    assert_string_equal(field(f, "t:op:s2", "claims"), "1");
+    assert_string_equal(store_field(f, "t:op:s2", "claims"), "1");
     /* Released (shutdown, deadline): the saved state stays for the next claim. */
     assert_int_equal(osbq_store_release(f->store, "s2", "w3", &err), 1);
-    assert_string_equal(field(f, "t:op:s2", "resume"), "{\"n\":1}");
+    assert_string_equal(store_field(f, "t:op:s2", "resume"), "{\"n\":1}");
     assert_int_equal(claim(f, "s2", "w3", 10000), 1);
     assert_int_equal(osbq_store_wait(f->store, "s2", "w3", &step, later, &err), 1);
     assert_int_equal(osbq_store_abandon(f->store, "s2", "Gave up.", &err), 1);
-    assert_string_equal(field(f, "t:op:s2", "state"), "failed");
-    assert_string_equal(field(f, "t:op:s2", "resume"), "");
+    assert_string_equal(store_field(f, "t:op:s2", "state"), "failed");
+    assert_string_equal(store_field(f, "t:op:s2", "resume"), "");
 
     assert_int_equal(begin(f, "provision", "s3", "is3", "d", "plan-a", NULL, NULL, NULL),
                      OSBQ_BEGIN_ACCEPTED);
     assert_int_equal(claim(f, "s3", "w1", 10000), 1);
     assert_int_equal(osbq_store_wait(f->store, "s3", "w1", &step, later, &err), 1);
     assert_int_equal(osbq_store_operator_fail(f->store, "s3", "Failed by ops.", &err), 1);
-    assert_string_equal(field(f, "t:op:s3", "state"), "failed");
-    assert_string_equal(field(f, "t:instance:is3", "lock_x"), "");
+    assert_string_equal(store_field(f, "t:op:s3", "state"), "failed");
+    assert_string_equal(store_field(f, "t:instance:is3", "lock_x"), "");
 }
 
 /* One operation of tenant, claimed by w1 and waiting, due at due_ms. */
@@ -696,24 +696,10 @@ static void begin_waiting(struct store_fixture *f, const char *tenant, const cha
 {
     char instance[64];
     (void)snprintf(instance, sizeof instance, "i-%s", op);
-    struct osbq_begin_request req = {
-        .kind = "provision",
-        .operation_id = op,
-        .instance_id = instance,
-        .digest = "d",
-        .service_id = "svc",
-        .plan_id = "plan-a",
-        .job = "job-bytes",
-        .job_len = 9,
-        .api_version = 217,
-        .claim_timeout_ms = 30000,
-        .tenant = tenant,
-    };
-    struct osbq_begin_reply reply = {0};
+    assert_int_equal(
+        begin_of(f, tenant, "provision", op, instance, "d", "plan-a", NULL, NULL, NULL),
+        OSBQ_BEGIN_ACCEPTED);
     struct osbq_error err = {0};
-    assert_int_equal(osbq_store_begin_instance(f->store, &req, &reply, &err), 0);
-    assert_int_equal(reply.answer, OSBQ_BEGIN_ACCEPTED);
-    osbq_begin_reply_clear(&reply);
     struct osbq_op_result step = {.in_progress = true};
     assert_int_equal(claim(f, op, "w1", 10000), 1);
     assert_int_equal(osbq_store_wait(f->store, op, "w1", &step, due_ms, &err), 1);
@@ -841,14 +827,14 @@ static void test_results_walk_and_compare_and_set(void **state)
     assert_int_equal(seen, 25);
     assert_string_equal(key, "t:binding:ri:rb7");
     assert_int_equal(osbq_store_result_replace(f->store, key, "old-7", "new-7", &err), 1);
-    assert_string_equal(field(f, key, "result"), "new-7");
+    assert_string_equal(store_field(f, key, "result"), "new-7");
     /* Written meanwhile (the walk read old-7): left alone. */
     assert_int_equal(osbq_store_result_replace(f->store, key, "old-7", "newer", &err), 0);
-    assert_string_equal(field(f, key, "result"), "new-7");
+    assert_string_equal(store_field(f, key, "result"), "new-7");
     /* Deleted meanwhile (an unbind): not brought back. */
     freeReplyObject(redisCommand(f->direct, "HDEL %s result", key));
     assert_int_equal(osbq_store_result_replace(f->store, key, "new-7", "again", &err), 0);
-    assert_string_equal(field(f, key, "result"), "");
+    assert_string_equal(store_field(f, key, "result"), "");
 }
 
 int main(void)

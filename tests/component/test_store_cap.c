@@ -48,18 +48,6 @@ static long long counter(struct store_fixture *f, const char *key)
     return integer(f, "GET", key);
 }
 
-/* The hash field of key, or "" when absent; valid until the next call. */
-static const char *field(struct store_fixture *f, const char *key, const char *name)
-{
-    static char value[256];
-    redisReply *r = redisCommand(f->direct, "HGET %s %s", key, name);
-    value[0] = '\0';
-    if (r != NULL && r->type == REDIS_REPLY_STRING)
-        (void)snprintf(value, sizeof value, "%s", r->str);
-    freeReplyObject(r);
-    return value;
-}
-
 /* What a begin answered, with a CAPPED answer's count and tenant. */
 struct answer {
     enum osbq_begin_answer answer;
@@ -182,7 +170,7 @@ static void test_cap_counts_refuses_and_gives_back(void **state)
     assert_int_equal(begin(f, "provision", "op2", "i2", "d2", "cf/org-a", &two).answer,
                      OSBQ_BEGIN_ACCEPTED);
     assert_int_equal(counter(f, COUNTER_A), 2);
-    assert_string_equal(field(f, "t:op:op1", "in_progress_key"), COUNTER_A);
+    assert_string_equal(store_field(f, "t:op:op1", "in_progress_key"), COUNTER_A);
 
     /* An identical request joins the running operation: not counted, not refused. */
     assert_int_equal(begin(f, "provision", "op1b", "i1", "d1", "cf/org-a", &two).answer,
@@ -291,7 +279,7 @@ static void test_cap_every_end_and_policy_changes(void **state)
     /* Begun without a cap: not counted, and so not given back. */
     assert_int_equal(begin(f, "provision", "q5", "i5", "d5", "cf/org-a", NULL).answer,
                      OSBQ_BEGIN_ACCEPTED);
-    assert_string_equal(field(f, "t:op:q5", "in_progress_key"), "");
+    assert_string_equal(store_field(f, "t:op:q5", "in_progress_key"), "");
     assert_int_equal(counter(f, COUNTER_A), 4);
 
     /* Queued, abandoned by the recovery loop. */
@@ -314,7 +302,7 @@ static void test_cap_every_end_and_policy_changes(void **state)
     const struct osbq_op_result step = {.in_progress = true, .description = "Half."};
     assert_int_equal(
         osbq_store_wait(f->store, "q4", "w1", &step, osbq_store_now_ms() + 60000, &err), 1);
-    assert_string_equal(field(f, "t:op:q4", "state"), "waiting");
+    assert_string_equal(store_field(f, "t:op:q4", "state"), "waiting");
     assert_int_equal(counter(f, COUNTER_A), 1);
     assert_int_equal(osbq_store_operator_fail(f->store, "q4", "Ops.", &err), 1);
     assert_int_equal(integer(f, "EXISTS", COUNTER_A), 0);

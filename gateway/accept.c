@@ -297,6 +297,38 @@ static char *encode_job(const struct osbq_job *job, size_t *len, struct reply *o
     return bytes;
 }
 
+/* The store call that records a's operation as p proposes it (its id, job and tenant): the
+ * binding's begin script when a names a binding, the instance's otherwise. NULL with err. */
+static struct osbq_store_call *begin_call(const struct gateway *gw, const struct request *req,
+                                          const struct accept *a, const struct accept_pending *p,
+                                          struct osbq_error *err)
+{
+    const struct osbq_begin_request begin = {
+        .kind = osbq_job_kind_name(a->kind),
+        .operation_id = p->operation_id,
+        .instance_id = a->instance_id,
+        .digest = a->digest,
+        .waiting_gateway = p->async ? NULL : gw->gateway_id,
+        .service_id = a->service_id,
+        .plan_id = a->plan_id,
+        .parameters = a->parameters,
+        .context = a->context,
+        .job = p->job,
+        .job_len = p->job_len,
+        .api_version = req->api_version,
+        .claim_timeout_ms = gw->cfg->claim_timeout_ms,
+        .platform = osb_platform_name(req),
+        .tenant = p->tenant,
+        .in_progress_cap = p->in_progress_cap >= 0 ? &p->in_progress_cap : NULL,
+        .maintenance_version = a->maintenance_version,
+        .dashboard_url = a->dashboard_url,
+        .expected_plan_id = a->expected_plan_id,
+        .quotas = a->quota_spec,
+        .binding = {a->binding_id, a->bind_resource, a->predecessor},
+    };
+    return osbq_store_begin_call(gw->store, &begin, err);
+}
+
 void accept_operation(const struct gateway *gw, const struct request *req,
                       const struct accept_desc *desc, const struct accept *a, struct reply *out)
 {
@@ -345,16 +377,8 @@ void accept_operation(const struct gateway *gw, const struct request *req,
                a->space_guid, p->tenant);
     p->weight = req->platform != NULL ? req->platform->weight : 1;
     p->in_progress_cap = osbq_policy_in_progress_cap(gw->policy, osb_platform_name(req));
-    const struct accept_record record = {
-        .operation_id = p->operation_id,
-        .job = p->job,
-        .job_len = p->job_len,
-        .waiting_gateway = p->async ? NULL : gw->gateway_id,
-        .tenant = p->tenant,
-        .in_progress_cap = p->in_progress_cap >= 0 ? &p->in_progress_cap : NULL,
-    };
     struct osbq_error err = {0};
-    struct osbq_store_call *call = desc->begin(gw, req, a, &record, &err);
+    struct osbq_store_call *call = begin_call(gw, req, a, p, &err);
     if (call == NULL) {
         pending_free(p);
         reply_error_from(out, &err);

@@ -1,15 +1,15 @@
 /* The accept path: how a checked PUT, PATCH or DELETE of an instance or a binding becomes an
  * operation. The handler fills a struct accept and calls accept_operation with the descriptor
  * of its resource; the rest is the same for every kind: the job is encoded, the store records
- * the operation (one pipelined script call), and its answer becomes a 202, a wait for the
- * outcome, the finished identical request's answer, or a refusal from one table. The job
- * rides in the reply: http.c sends it once the reply is queued or the request suspended. */
+ * the operation (one pipelined script call, osbq_store_begin_call), and its answer becomes a
+ * 202, a wait for the outcome, the finished identical request's answer, or a refusal from one
+ * table. The job rides in the reply: http.c sends it once the reply is queued or the request
+ * suspended. */
 #ifndef OSBQ_GATEWAY_ACCEPT_H
 #define OSBQ_GATEWAY_ACCEPT_H
 
 #include <stdbool.h>
 #include <stddef.h>
-#include <stdint.h>
 
 #include "gateway.h"
 #include "reply.h"
@@ -50,17 +50,6 @@ struct accept {
     const char *space_guid;        /* provision: the top-level one, or NULL (the tenant) */
 };
 
-/* The operation as the store records it. */
-struct accept_record {
-    const char *operation_id;       /* the id proposed for it */
-    const char *job;                /* its encoded job */
-    size_t job_len;                 /* bytes in job */
-    const char *waiting_gateway;    /* this gateway's id when the request waits, else NULL */
-    const char *tenant;             /* whose work it is, as the request says (tenant_key) */
-    const int64_t *in_progress_cap; /* the most operations in progress its tenant may have
-                                     * (OSBQ_POLICY in_progress_per_tenant), or NULL: no cap */
-};
-
 /* Whose operation it is: the column of the store answers' table. */
 enum accept_resource {
     ACCEPT_INSTANCE,
@@ -72,10 +61,6 @@ enum accept_resource {
  * declares its own. */
 struct accept_desc {
     enum accept_resource resource;
-    /* The store call that records the operation (its begin script); NULL with err. */
-    struct osbq_store_call *(*begin)(const struct gateway *gw, const struct request *req,
-                                     const struct accept *a, const struct accept_record *record,
-                                     struct osbq_error *err);
     /* Answers OSBQ_BEGIN_DONE: the identical request was fulfilled already. service_id is the
      * request's. */
     void (*done)(const struct gateway *gw, const struct request *req, const char *service_id,

@@ -92,36 +92,6 @@ static void reply_binding(const struct gateway *gw, const struct binding_ref *re
         reply_json(out, status, body);
 }
 
-/* Records a bind or unbind: begin_binding.lua, through the pipeline. */
-static struct osbq_store_call *binding_begin(const struct gateway *gw, const struct request *req,
-                                             const struct accept *a,
-                                             const struct accept_record *record,
-                                             struct osbq_error *err)
-{
-    const struct osbq_bind_request begin = {
-        .kind = osbq_job_kind_name(a->kind),
-        .operation_id = record->operation_id,
-        .instance_id = a->instance_id,
-        .binding_id = a->binding_id,
-        .digest = a->digest,
-        .waiting_gateway = record->waiting_gateway,
-        .service_id = a->service_id,
-        .plan_id = a->plan_id,
-        .parameters = a->parameters,
-        .context = a->context,
-        .bind_resource = a->bind_resource,
-        .predecessor_binding_id = a->predecessor,
-        .job = record->job,
-        .job_len = record->job_len,
-        .api_version = req->api_version,
-        .claim_timeout_ms = gw->cfg->claim_timeout_ms,
-        .platform = osb_platform_name(req),
-        .tenant = record->tenant,
-        .in_progress_cap = record->in_progress_cap,
-    };
-    return osbq_store_begin_binding_call(gw->store, &begin, err);
-}
-
 /* The identical bind is done already: 200 with the binding. */
 static void binding_done(const struct gateway *gw, const struct request *req,
                          const char *service_id, const struct osbq_begin_reply *got,
@@ -133,7 +103,6 @@ static void binding_done(const struct gateway *gw, const struct request *req,
 
 static const struct accept_desc binding_accept = {
     .resource = ACCEPT_BINDING,
-    .begin = binding_begin,
     .done = binding_done,
 };
 

@@ -60,37 +60,6 @@ static void set_string(json_t *body, const char *key, const char *value)
         json_object_set_new(body, key, json_string(value));
 }
 
-/* Records an instance operation: begin_instance.lua, through the pipeline. */
-static struct osbq_store_call *instance_begin(const struct gateway *gw, const struct request *req,
-                                              const struct accept *a,
-                                              const struct accept_record *record,
-                                              struct osbq_error *err)
-{
-    const struct osbq_begin_request begin = {
-        .kind = osbq_job_kind_name(a->kind),
-        .operation_id = record->operation_id,
-        .instance_id = a->instance_id,
-        .digest = a->digest,
-        .waiting_gateway = record->waiting_gateway,
-        .service_id = a->service_id,
-        .plan_id = a->plan_id,
-        .parameters = a->parameters,
-        .context = a->context,
-        .maintenance_version = a->maintenance_version,
-        .dashboard_url = a->dashboard_url,
-        .expected_plan_id = a->expected_plan_id,
-        .job = record->job,
-        .job_len = record->job_len,
-        .api_version = req->api_version,
-        .claim_timeout_ms = gw->cfg->claim_timeout_ms,
-        .quotas = a->quota_spec,
-        .platform = osb_platform_name(req),
-        .tenant = record->tenant,
-        .in_progress_cap = record->in_progress_cap,
-    };
-    return osbq_store_begin_instance_call(gw->store, &begin, err);
-}
-
 /* The identical provision is done already: 200 with what it made. */
 static void instance_done(const struct gateway *gw, const struct request *req,
                           const char *service_id, const struct osbq_begin_reply *got,
@@ -108,7 +77,6 @@ static void instance_done(const struct gateway *gw, const struct request *req,
 
 static const struct accept_desc instance_accept = {
     .resource = ACCEPT_INSTANCE,
-    .begin = instance_begin,
     .done = instance_done,
 };
 

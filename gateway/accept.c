@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "digest.h"
 #include "log.h"
 #include "osb_platform.h"
 
@@ -120,10 +121,27 @@ static bool keep_quotas(struct accept_pending *p, const struct osbq_policy_use *
     return true;
 }
 
-bool accept_async(const struct request *req)
+/* True when the request allows an asynchronous answer for an operation on resource: its
+ * version knows them, and asynchronous bindings exist from 2.14 on (older platforms always get
+ * a synchronous answer to a bind or unbind). */
+static bool async_allowed(const struct request *req, enum accept_resource resource)
 {
+    if (resource == ACCEPT_BINDING && req->api_version < API_FETCH)
+        return false;
     return req->api_version >= API_ASYNC && req->accepts_incomplete != NULL &&
            strcmp(req->accepts_incomplete, "true") == 0;
+}
+
+bool accept_async_check(const struct request *req, const struct accept_desc *desc,
+                        const struct osbq_plan *plan, struct reply *out)
+{
+    bool required = plan != NULL && (desc->resource == ACCEPT_BINDING ? plan->bind_async_required
+                                                                      : plan->async_required);
+    if (required && !async_allowed(req, desc->resource)) {
+        reply_error(out, OSBQ_ERR_ASYNC_REQUIRED, NULL);
+        return false;
+    }
+    return true;
 }
 
 /* 202 with the operation (2.9+) and, when given, the dashboard URL. */
@@ -297,8 +315,44 @@ static char *encode_job(const struct osbq_job *job, size_t *len, struct reply *o
     return bytes;
 }
 
-void accept_operation(const struct gateway *gw, const struct request *req,
-                      const struct accept_desc *desc, const struct accept *a, struct reply *out)
+/* The store call that records a's operation as p proposes it (its id, job and tenant): the
+ * binding's begin script when a names a binding, the instance's otherwise. NULL with err. */
+static struct osbq_store_call *begin_call(const struct gateway *gw, const struct request *req,
+                                          const struct accept *a, const struct accept_texts *t,
+                                          const char *digest, const struct accept_pending *p,
+                                          struct osbq_error *err)
+{
+    const struct osbq_begin_request begin = {
+        .kind = osbq_job_kind_name(a->kind),
+        .operation_id = p->operation_id,
+        .instance_id = a->instance_id,
+        .digest = digest,
+        .waiting_gateway = p->async ? NULL : gw->gateway_id,
+        .service_id = a->service_id,
+        .plan_id = a->plan_id,
+        .parameters = t->parameters,
+        .context = t->context,
+        .job = p->job,
+        .job_len = p->job_len,
+        .api_version = req->api_version,
+        .claim_timeout_ms = gw->cfg->claim_timeout_ms,
+        .platform = osb_platform_name(req),
+        .tenant = p->tenant,
+        .in_progress_cap = p->in_progress_cap >= 0 ? &p->in_progress_cap : NULL,
+        .maintenance_version = a->maintenance_version,
+        .dashboard_url = a->dashboard_url,
+        .expected_plan_id = a->expected_plan_id,
+        .quotas = a->quota_spec,
+        .binding = {a->binding_id, t->bind_resource, a->predecessor},
+    };
+    return osbq_store_begin_call(gw->store, &begin, err);
+}
+
+/* The pending state of a's operation, with its new id and its encoded job; NULL with out set.
+ * Free with pending_free. */
+static struct accept_pending *pending_new(const struct gateway *gw, const struct request *req,
+                                          const struct accept_desc *desc, const struct accept *a,
+                                          const struct accept_texts *t, struct reply *out)
 {
     struct accept_pending *p = calloc(1, sizeof *p);
     if (p == NULL || (p->service_id = strdup(a->service_id)) == NULL ||
@@ -306,13 +360,13 @@ void accept_operation(const struct gateway *gw, const struct request *req,
         if (p != NULL)
             pending_free(p);
         reply_error(out, OSBQ_ERR_INTERNAL, NULL);
-        return;
+        return NULL;
     }
     p->desc = desc;
     p->kind = a->kind;
     osbq_catalog_metric_labels(gw->catalog, a->service_id, a->plan_id, &p->metric_service,
                                &p->metric_plan);
-    p->async = a->async;
+    p->async = async_allowed(req, desc->resource);
     p->timeout_ms = a->plan ? a->plan->sync_timeout_ms : OSBQ_CATALOG_SYNC_TIMEOUT_MS_DEFAULT;
     unsigned char raw[16];
     randombytes_buf(raw, sizeof raw);
@@ -325,10 +379,10 @@ void accept_operation(const struct gateway *gw, const struct request *req,
         .binding_id = a->binding_id,
         .service_id = a->service_id,
         .plan_id = a->plan_id,
-        .parameters = a->parameters,
-        .context = a->context,
-        .bind_resource = a->bind_resource,
-        .maintenance_info = a->maintenance_info,
+        .parameters = t->parameters,
+        .context = t->context,
+        .bind_resource = t->bind_resource,
+        .maintenance_info = t->maintenance_info,
         .api_version = req->api_version,
         .originating_identity = req->originating_identity,
         .request_identity = req->request_identity,
@@ -339,26 +393,72 @@ void accept_operation(const struct gateway *gw, const struct request *req,
     p->job = encode_job(&job, &p->job_len, out);
     if (p->job == NULL) {
         pending_free(p);
-        return;
+        return NULL;
     }
-    tenant_key(gw->cfg->tenant_scope, osb_platform_name(req), a->context, a->organization_guid,
+    tenant_key(gw->cfg->tenant_scope, osb_platform_name(req), t->context, a->organization_guid,
                a->space_guid, p->tenant);
     p->weight = req->platform != NULL ? req->platform->weight : 1;
     p->in_progress_cap = osbq_policy_in_progress_cap(gw->policy, osb_platform_name(req));
-    const struct accept_record record = {
-        .operation_id = p->operation_id,
-        .job = p->job,
-        .job_len = p->job_len,
-        .waiting_gateway = p->async ? NULL : gw->gateway_id,
-        .tenant = p->tenant,
-        .in_progress_cap = p->in_progress_cap >= 0 ? &p->in_progress_cap : NULL,
-    };
+    return p;
+}
+
+/* accept_operation once a's objects are texts t and its digest is taken. */
+static void operation_begin(const struct gateway *gw, const struct request *req,
+                            const struct accept_desc *desc, const struct accept *a,
+                            const struct accept_texts *t, const char *digest, struct reply *out)
+{
+    struct accept_pending *p = pending_new(gw, req, desc, a, t, out);
+    if (p == NULL)
+        return;
     struct osbq_error err = {0};
-    struct osbq_store_call *call = desc->begin(gw, req, a, &record, &err);
+    struct osbq_store_call *call = begin_call(gw, req, a, t, digest, p, &err);
     if (call == NULL) {
         pending_free(p);
         reply_error_from(out, &err);
         return;
     }
     reply_defer(out, call, accept_operation_after_begin, p, pending_free);
+}
+
+void accept_operation(const struct gateway *gw, const struct request *req,
+                      const struct accept_desc *desc, const struct accept *a, struct reply *out)
+{
+    char *parameters = digest_canonical(a->parameters);
+    char *context = digest_canonical(a->context);
+    char *maintenance_info = digest_canonical(a->maintenance_info);
+    char *bind_resource = digest_canonical(a->bind_resource);
+    const struct accept_texts t = {parameters, context, maintenance_info, bind_resource};
+    bool deleting = a->kind == OSBQ_JOB_DEPROVISION || a->kind == OSBQ_JOB_UNBIND;
+    char digest[33] = "";
+    if (deleting || desc->digest(a, &t, digest))
+        operation_begin(gw, req, desc, a, &t, digest, out);
+    else
+        reply_error(out, OSBQ_ERR_INTERNAL, "Out of memory.");
+    free(parameters);
+    free(context);
+    free(maintenance_info);
+    free(bind_resource);
+}
+
+void accept_delete(const struct gateway *gw, const struct request *req,
+                   const struct accept_desc *desc, struct reply *out)
+{
+    if (req->query_service_id == NULL || req->query_service_id[0] == '\0' ||
+        req->query_plan_id == NULL || req->query_plan_id[0] == '\0') {
+        reply_bad_request(out, "The query parameters service_id and plan_id are required.");
+        return;
+    }
+    const struct osbq_plan *plan = osb_platform_plan(gw, req, req->query_plan_id);
+    if (!accept_async_check(req, desc, plan, out))
+        return;
+    bool binding = desc->resource == ACCEPT_BINDING;
+    const struct accept a = {
+        .kind = binding ? OSBQ_JOB_UNBIND : OSBQ_JOB_DEPROVISION,
+        .instance_id = req->params[0],
+        .binding_id = binding ? req->params[1] : NULL,
+        .service_id = req->query_service_id,
+        .plan_id = req->query_plan_id,
+        .plan = plan,
+    };
+    accept_operation(gw, req, desc, &a, out);
 }

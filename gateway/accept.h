@@ -1,30 +1,29 @@
 /* The accept path: how a checked PUT, PATCH or DELETE of an instance or a binding becomes an
- * operation. The handler fills a struct accept and calls accept_operation with the descriptor
- * of its resource; the rest is the same for every kind: the job is encoded, the store records
- * the operation (one pipelined script call), and its answer becomes a 202, a wait for the
- * outcome, the finished identical request's answer, or a refusal from one table. The job
- * rides in the reply: http.c sends it once the reply is queued or the request suspended. */
+ * operation. The handler of a PUT or PATCH fills a struct accept and calls accept_operation
+ * with the descriptor of its resource; a DELETE's calls accept_delete. The rest is the same for
+ * every kind: the body's objects become canonical text, the idempotency digest is taken, the
+ * job is encoded, the store records the operation (one pipelined script call,
+ * osbq_store_begin_call), and its answer becomes a 202, a wait for the outcome, the finished
+ * identical request's answer, or a refusal from one table. The job rides in the reply: http.c
+ * sends it once the reply is queued or the request suspended. */
 #ifndef OSBQ_GATEWAY_ACCEPT_H
 #define OSBQ_GATEWAY_ACCEPT_H
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
-#include <stdint.h>
 
 #include "gateway.h"
 #include "reply.h"
 #include "request.h"
-
-/* True when the request allows an asynchronous answer (and its version knows them). */
-bool accept_async(const struct request *req);
 
 /* The status of a refusal by the broker's policy (deny rule or full quota): 403 (decision 0011),
  * but 422 for an update, for which the spec defines it ("the request cannot currently be
  * fulfilled ... e.g. ... over the quota of the requested Service Plan"). */
 enum osbq_err policy_refusal(enum osbq_job_kind kind);
 
-/* What an accepted request needs to become an operation. Strings are borrowed for the call;
- * those a resource does not have are NULL. */
+/* What an accepted request needs to become an operation. Strings and objects are borrowed for
+ * the call; those a resource (or a delete) does not have are NULL. */
 struct accept {
     enum osbq_job_kind kind;              /* the operation's kind */
     const char *instance_id;              /* decoded path id */
@@ -33,32 +32,20 @@ struct accept {
     const char *plan_id;                  /* the job's plan */
     const struct osbq_plan *plan;         /* that plan in the catalog, or NULL when it is no longer
                                            * offered (deprovision, unbind) */
-    const char *parameters;               /* compact JSON text, or NULL */
-    const char *context;                  /* compact JSON text, or NULL */
-    const char *maintenance_info;         /* instances: compact JSON text, or NULL */
-    const char *bind_resource;            /* bindings: compact JSON text, or NULL */
+    const json_t *parameters;             /* the body's object, or NULL */
+    const json_t *context;                /* the body's object, or NULL */
+    const json_t *maintenance_info;       /* instances: the body's object, or NULL */
+    const json_t *bind_resource;          /* bind: the body's object (or one made of app_guid) */
+    const char *app_guid;                 /* bind: the body's top-level one (its digest's) */
     const char *predecessor;              /* bind: the binding it rotates (2.17), or NULL */
     const char *maintenance_version;      /* instances: the request's maintenance_info version */
     const char *dashboard_url;            /* provision: decided now, or NULL */
     const char *expected_plan_id;         /* update: the plan validated against */
-    const char *digest;                   /* idempotency digest ("" for deletes) */
-    bool async;                           /* the platform accepts 202 */
     const struct osbq_policy_use *quotas; /* the quotas it counts against (their refusals) */
     size_t quota_count;                   /* entries in quotas */
     const char *quota_spec;        /* those quotas for the store (begin_request.quotas), or NULL */
     const char *organization_guid; /* provision: the top-level one, or NULL (the tenant) */
     const char *space_guid;        /* provision: the top-level one, or NULL (the tenant) */
-};
-
-/* The operation as the store records it. */
-struct accept_record {
-    const char *operation_id;       /* the id proposed for it */
-    const char *job;                /* its encoded job */
-    size_t job_len;                 /* bytes in job */
-    const char *waiting_gateway;    /* this gateway's id when the request waits, else NULL */
-    const char *tenant;             /* whose work it is, as the request says (tenant_key) */
-    const int64_t *in_progress_cap; /* the most operations in progress its tenant may have
-                                     * (OSBQ_POLICY in_progress_per_tenant), or NULL: no cap */
 };
 
 /* Whose operation it is: the column of the store answers' table. */
@@ -68,23 +55,45 @@ enum accept_resource {
     ACCEPT_RESOURCE_COUNT_, /* how many there are */
 };
 
+/* An accepted request's objects as canonical JSON text (digest_canonical): the text its job
+ * carries, the store keeps and its idempotency digest hashes. NULL where absent. */
+struct accept_texts {
+    const char *parameters;
+    const char *context;
+    const char *maintenance_info;
+    const char *bind_resource;
+};
+
 /* What differs between starting an instance operation and a binding one; each handler file
  * declares its own. */
 struct accept_desc {
     enum accept_resource resource;
-    /* The store call that records the operation (its begin script); NULL with err. */
-    struct osbq_store_call *(*begin)(const struct gateway *gw, const struct request *req,
-                                     const struct accept *a, const struct accept_record *record,
-                                     struct osbq_error *err);
+    /* The idempotency digest of a provision, update or bind a, whose objects are texts: the
+     * members that make a request the same one, in strcmp order (digest.h). False when out of
+     * memory. Deletes have none (""). */
+    bool (*digest)(const struct accept *a, const struct accept_texts *texts, char digest[33]);
     /* Answers OSBQ_BEGIN_DONE: the identical request was fulfilled already. service_id is the
      * request's. */
     void (*done)(const struct gateway *gw, const struct request *req, const char *service_id,
                  const struct osbq_begin_reply *got, struct reply *out);
 };
 
-/* Starts the operation a: out becomes the deferred store call, and
- * accept_operation_after_begin answers. */
+/* Checks the plan's asynchronous requirement for an operation on desc's resource: false with
+ * a 422 AsyncRequired when plan (NULL: no longer offered, no requirement) requires an
+ * asynchronous answer and the request does not allow one. */
+bool accept_async_check(const struct request *req, const struct accept_desc *desc,
+                        const struct osbq_plan *plan, struct reply *out);
+
+/* Starts the operation a: its objects become text, its digest is taken (desc->digest), and out
+ * becomes the deferred store call, which accept_operation_after_begin answers. */
 void accept_operation(const struct gateway *gw, const struct request *req,
                       const struct accept_desc *desc, const struct accept *a, struct reply *out);
+
+/* Starts a deprovision (desc: the instances') or an unbind (the bindings') of what the path
+ * names, its ids checked. The query names the service and plan, both required; the plan may
+ * have left the catalog since the instance or binding was made, and deleting must still work,
+ * with the defaults. */
+void accept_delete(const struct gateway *gw, const struct request *req,
+                   const struct accept_desc *desc, struct reply *out);
 
 #endif

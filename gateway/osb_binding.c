@@ -92,36 +92,6 @@ static void reply_binding(const struct gateway *gw, const struct binding_ref *re
         reply_json(out, status, body);
 }
 
-/* Records a bind or unbind: begin_binding.lua, through the pipeline. */
-static struct osbq_store_call *binding_begin(const struct gateway *gw, const struct request *req,
-                                             const struct accept *a,
-                                             const struct accept_record *record,
-                                             struct osbq_error *err)
-{
-    const struct osbq_bind_request begin = {
-        .kind = osbq_job_kind_name(a->kind),
-        .operation_id = record->operation_id,
-        .instance_id = a->instance_id,
-        .binding_id = a->binding_id,
-        .digest = a->digest,
-        .waiting_gateway = record->waiting_gateway,
-        .service_id = a->service_id,
-        .plan_id = a->plan_id,
-        .parameters = a->parameters,
-        .context = a->context,
-        .bind_resource = a->bind_resource,
-        .predecessor_binding_id = a->predecessor,
-        .job = record->job,
-        .job_len = record->job_len,
-        .api_version = req->api_version,
-        .claim_timeout_ms = gw->cfg->claim_timeout_ms,
-        .platform = osb_platform_name(req),
-        .tenant = record->tenant,
-        .in_progress_cap = record->in_progress_cap,
-    };
-    return osbq_store_begin_binding_call(gw->store, &begin, err);
-}
-
 /* The identical bind is done already: 200 with the binding. */
 static void binding_done(const struct gateway *gw, const struct request *req,
                          const char *service_id, const struct osbq_begin_reply *got,
@@ -131,9 +101,24 @@ static void binding_done(const struct gateway *gw, const struct request *req,
     reply_binding(gw, &ref, got->binding_result, req->api_version, 200, out);
 }
 
+/* The idempotency digest of a bind. */
+static bool bind_digest(const struct accept *a, const struct accept_texts *t, char digest[33])
+{
+    struct digest d;
+    digest_begin(&d);
+    digest_string(&d, "app_guid", a->app_guid);
+    digest_json(&d, "bind_resource", t->bind_resource);
+    digest_json(&d, "context", t->context);
+    digest_json(&d, "parameters", t->parameters);
+    digest_string(&d, "plan_id", a->plan_id);
+    digest_string(&d, "predecessor", a->predecessor);
+    digest_string(&d, "service_id", a->service_id);
+    return digest_end(&d, digest);
+}
+
 static const struct accept_desc binding_accept = {
     .resource = ACCEPT_BINDING,
-    .begin = binding_begin,
+    .digest = bind_digest,
     .done = binding_done,
 };
 
@@ -170,28 +155,17 @@ static bool binding_allowed(const struct gateway *gw, const struct request *req,
     return !denied;
 }
 
-/* Asynchronous bindings exist from 2.14 on; older platforms always get a synchronous answer. */
-static bool binding_async(const struct request *req)
+/* The plan a bind names, *plan: a bindable plan of service_id; false with a 400 otherwise. */
+static bool bind_plan(const struct gateway *gw, const struct request *req, const char *service_id,
+                      const char *plan_id, const struct osbq_plan **plan, struct reply *out)
 {
-    return req->api_version >= API_FETCH && accept_async(req);
-}
-
-/* The plan a bind names: a bindable plan of service_id; NULL with a 400 otherwise. */
-static const struct osbq_plan *bind_plan(const struct gateway *gw, const struct request *req,
-                                         const char *service_id, const char *plan_id,
-                                         struct reply *out)
-{
-    const struct osbq_plan *plan = osb_platform_plan(gw, req, plan_id);
-    if (plan == NULL || strcmp(plan->service->id, service_id) != 0) {
-        reply_bad_request(out, "The plan \"%s\" is not a plan of the service \"%s\".", plan_id,
-                          service_id);
-        return NULL;
-    }
-    if (!plan->bindable) {
-        reply_bad_request(out, "The plan \"%s\" is not bindable.", plan->name);
-        return NULL;
-    }
-    return plan;
+    *plan = osb_platform_plan(gw, req, plan_id);
+    if (*plan == NULL || strcmp((*plan)->service->id, service_id) != 0)
+        return reply_bad_request(out, "The plan \"%s\" is not a plan of the service \"%s\".",
+                                 plan_id, service_id);
+    if (!(*plan)->bindable)
+        return reply_bad_request(out, "The plan \"%s\" is not bindable.", (*plan)->name);
+    return true;
 }
 
 /* The binding a bind rotates: *predecessor, dropped for platforms before 2.17 (rotation is
@@ -209,6 +183,54 @@ static bool check_predecessor(const struct request *req, const struct osbq_plan 
     return true;
 }
 
+/* The members of a bind's body. */
+struct bind_members {
+    const char *service_id, *plan_id;
+    const char *app_guid;                    /* the top-level one, or NULL */
+    const char *predecessor;                 /* predecessor_binding_id, or NULL */
+    const char *bound_app;                   /* bind_resource.app_guid, or NULL */
+    json_t *parameters, *context, *resource; /* borrowed from the body, or NULL */
+};
+
+/* Reads them into *m; false with a 400 when one is wrong or missing. */
+static bool bind_members(json_t *body, struct bind_members *m, struct reply *out)
+{
+    const char *route = NULL; /* checked only: backends read it in bind_resource */
+    m->bound_app = NULL;
+    if (!validate_optional_string(body, "service_id", &m->service_id, out) ||
+        !validate_optional_string(body, "plan_id", &m->plan_id, out) ||
+        !validate_optional_string(body, "app_guid", &m->app_guid, out) ||
+        !validate_optional_string(body, "predecessor_binding_id", &m->predecessor, out) ||
+        !validate_optional_object(body, "parameters", &m->parameters, out) ||
+        !validate_optional_object(body, "context", &m->context, out) ||
+        !validate_optional_object(body, "bind_resource", &m->resource, out))
+        return false;
+    if (m->resource != NULL &&
+        (!validate_optional_string(m->resource, "app_guid", &m->bound_app, out) ||
+         !validate_optional_string(m->resource, "route", &route, out)))
+        return false;
+    if (m->service_id == NULL || m->plan_id == NULL)
+        return reply_bad_request(out, "\"service_id\" and \"plan_id\" are required.");
+    return true;
+}
+
+/* The checks against the plan a bind names: the parameters against its bind schema, an
+ * asynchronous answer when it requires one, an app when it requires one, and the predecessor
+ * (check_predecessor, which may drop it). False with the reply set. */
+static bool plan_allows_bind(const struct request *req, const struct osbq_plan *plan,
+                             const char *binding_id, struct bind_members *m, struct reply *out)
+{
+    if (!osb_parameters_valid(plan->bind_schema, m->parameters, true, out))
+        return false;
+    if (!accept_async_check(req, &binding_accept, plan, out))
+        return false;
+    if (plan->requires_app && m->app_guid == NULL && m->bound_app == NULL) {
+        reply_error(out, OSBQ_ERR_REQUIRES_APP, NULL);
+        return false;
+    }
+    return check_predecessor(req, plan, binding_id, &m->predecessor, out);
+}
+
 void osb_binding_put(const struct gateway *gw, const struct request *req, struct reply *out)
 {
     const char *instance_id = req->params[0], *binding_id = req->params[1];
@@ -218,110 +240,40 @@ void osb_binding_put(const struct gateway *gw, const struct request *req, struct
     json_t *body = validate_body(req, out);
     if (body == NULL)
         return;
-    const char *service_id, *plan_id, *app_guid, *predecessor, *route = NULL, *bound_app = NULL;
-    json_t *parameters, *context, *resource, *own_resource = NULL;
-    char *params_text = NULL, *context_text = NULL, *resource_text = NULL;
-    if (!validate_optional_string(body, "service_id", &service_id, out) ||
-        !validate_optional_string(body, "plan_id", &plan_id, out) ||
-        !validate_optional_string(body, "app_guid", &app_guid, out) ||
-        !validate_optional_string(body, "predecessor_binding_id", &predecessor, out) ||
-        !validate_optional_object(body, "parameters", &parameters, out) ||
-        !validate_optional_object(body, "context", &context, out) ||
-        !validate_optional_object(body, "bind_resource", &resource, out))
-        goto out;
-    if (resource != NULL && (!validate_optional_string(resource, "app_guid", &bound_app, out) ||
-                             !validate_optional_string(resource, "route", &route, out)))
-        goto out;
-    if (service_id == NULL || plan_id == NULL) {
-        reply_bad_request(out, "\"service_id\" and \"plan_id\" are required.");
-        goto out;
-    }
-    const struct osbq_plan *plan = bind_plan(gw, req, service_id, plan_id, out);
-    if (plan == NULL || !osb_parameters_valid(plan->bind_schema, parameters, true, out))
-        goto out;
-    bool async = binding_async(req);
-    if (plan->bind_async_required && !async) {
-        reply_error(out, OSBQ_ERR_ASYNC_REQUIRED, NULL);
-        goto out;
-    }
-    if (plan->requires_app && app_guid == NULL && bound_app == NULL) {
-        reply_error(out, OSBQ_ERR_REQUIRES_APP, NULL);
-        goto out;
-    }
-    if (!check_predecessor(req, plan, binding_id, &predecessor, out) ||
-        !binding_allowed(gw, req, plan, instance_id, context, out))
+    struct bind_members m;
+    const struct osbq_plan *plan = NULL;
+    json_t *own_resource = NULL;
+    if (!bind_members(body, &m, out) || !bind_plan(gw, req, m.service_id, m.plan_id, &plan, out) ||
+        !plan_allows_bind(req, plan, binding_id, &m, out) ||
+        !binding_allowed(gw, req, plan, instance_id, m.context, out))
         goto out;
     /* Platforms before 2.8 send only the top-level app_guid: backends read bind_resource. */
-    if (resource == NULL && app_guid != NULL)
-        resource = own_resource = json_pack("{s:s}", "app_guid", app_guid);
-    params_text = digest_canonical(parameters);
-    context_text = digest_canonical(context);
-    resource_text = digest_canonical(resource);
-    char digest[33];
-    struct digest d;
-    digest_begin(&d);
-    digest_string(&d, "app_guid", app_guid);
-    digest_json(&d, "bind_resource", resource_text);
-    digest_json(&d, "context", context_text);
-    digest_json(&d, "parameters", params_text);
-    digest_string(&d, "plan_id", plan_id);
-    digest_string(&d, "predecessor", predecessor);
-    digest_string(&d, "service_id", service_id);
-    if (!digest_end(&d, digest)) {
-        reply_error(out, OSBQ_ERR_INTERNAL, "Out of memory.");
-        goto out;
-    }
+    if (m.resource == NULL && m.app_guid != NULL)
+        m.resource = own_resource = json_pack("{s:s}", "app_guid", m.app_guid);
     struct accept a = {
         .kind = OSBQ_JOB_BIND,
         .instance_id = instance_id,
         .binding_id = binding_id,
-        .service_id = service_id,
-        .plan_id = plan_id,
+        .service_id = m.service_id,
+        .plan_id = m.plan_id,
         .plan = plan,
-        .parameters = params_text,
-        .context = context_text,
-        .bind_resource = resource_text,
-        .predecessor = predecessor,
-        .digest = digest,
-        .async = async,
+        .parameters = m.parameters,
+        .context = m.context,
+        .bind_resource = m.resource,
+        .app_guid = m.app_guid,
+        .predecessor = m.predecessor,
     };
     accept_operation(gw, req, &binding_accept, &a, out);
 out:
-    free(params_text);
-    free(context_text);
-    free(resource_text);
     json_decref(own_resource);
     json_decref(body);
 }
 
 void osb_binding_delete(const struct gateway *gw, const struct request *req, struct reply *out)
 {
-    const char *instance_id = req->params[0], *binding_id = req->params[1];
-    if (!validate_id(instance_id, "instance_id", out) ||
-        !validate_id(binding_id, "binding_id", out))
-        return;
-    if (req->query_service_id == NULL || req->query_service_id[0] == '\0' ||
-        req->query_plan_id == NULL || req->query_plan_id[0] == '\0') {
-        reply_bad_request(out, "The query parameters service_id and plan_id are required.");
-        return;
-    }
-    const struct osbq_plan *plan = osb_platform_plan(gw, req, req->query_plan_id);
-    bool async = binding_async(req);
-    if (plan != NULL && plan->bind_async_required && !async) {
-        reply_error(out, OSBQ_ERR_ASYNC_REQUIRED, NULL);
-        return;
-    }
-    struct accept a = {
-        .kind = OSBQ_JOB_UNBIND,
-        .instance_id = instance_id,
-        .binding_id = binding_id,
-        .service_id = req->query_service_id,
-        .plan_id = req->query_plan_id,
-        .plan = plan,
-        .digest = "",
-        .async = async,
-    };
-    accept_operation(gw, req, &binding_accept, &a, out);
+    if (validate_id(req->params[0], "instance_id", out) &&
+        validate_id(req->params[1], "binding_id", out))
+        accept_delete(gw, req, &binding_accept, out);
 }
 
 /* GET of a binding once it is read. */

@@ -12,27 +12,39 @@
 #include "osb_platform.h"
 #include "validate.h"
 
+/* What OSBQ_POLICY counts an instance against: the quotas, for a refusal's text, and their
+ * counters for the store. The quotas' values borrow from the context the policy read. */
+struct instance_quotas {
+    struct osbq_policy_use uses[OSBQ_POLICY_QUOTAS_MAX];
+    size_t count;           /* entries in uses */
+    char *spec;             /* osbq_store_quota_spec's, or NULL when there are none; owned */
+    json_t *stored_context; /* update: the instance's context read in place of the request's,
+                             * or NULL; owned */
+};
+
+static void instance_quotas_clear(struct instance_quotas *q)
+{
+    free(q->spec);
+    json_decref(q->stored_context);
+}
+
 /* What OSBQ_POLICY says of a new instance of plan (or a move to it, kind update) from ctx: false
- * with policy_refusal(kind) when a deny rule refuses it; otherwise the quotas it counts against, in
- * uses (*count of them) and as *spec for the store (caller frees; NULL when there are none). */
+ * with policy_refusal(kind) when a deny rule refuses it; otherwise the quotas it counts against,
+ * in q. */
 static bool policy_admits(const struct gateway *gw, enum osbq_job_kind kind,
                           const struct osbq_plan *plan, const struct osbq_policy_context *ctx,
-                          struct osbq_policy_use *uses, size_t *count, char **spec,
-                          struct reply *out)
+                          struct instance_quotas *q, struct reply *out)
 {
     char why[OSBQ_ERROR_TEXT_MAX];
-    *spec = NULL;
-    *count = 0;
     if (osbq_policy_denied(gw->policy, OSBQ_POLICY_PROVISION, plan, ctx, why, sizeof why)) {
         reply_error(out, policy_refusal(kind), why);
         return false;
     }
-    size_t n = osbq_policy_quotas(gw->policy, plan, ctx, uses);
-    if (n == 0)
+    q->count = osbq_policy_quotas(gw->policy, plan, ctx, q->uses);
+    if (q->count == 0)
         return true;
-    *count = n;
-    *spec = osbq_store_quota_spec(gw->store, uses, n);
-    if (*spec == NULL) {
+    q->spec = osbq_store_quota_spec(gw->store, q->uses, q->count);
+    if (q->spec == NULL) {
         reply_error(out, OSBQ_ERR_INTERNAL, "Cannot build the quota counters' keys.");
         return false;
     }
@@ -60,37 +72,6 @@ static void set_string(json_t *body, const char *key, const char *value)
         json_object_set_new(body, key, json_string(value));
 }
 
-/* Records an instance operation: begin_instance.lua, through the pipeline. */
-static struct osbq_store_call *instance_begin(const struct gateway *gw, const struct request *req,
-                                              const struct accept *a,
-                                              const struct accept_record *record,
-                                              struct osbq_error *err)
-{
-    const struct osbq_begin_request begin = {
-        .kind = osbq_job_kind_name(a->kind),
-        .operation_id = record->operation_id,
-        .instance_id = a->instance_id,
-        .digest = a->digest,
-        .waiting_gateway = record->waiting_gateway,
-        .service_id = a->service_id,
-        .plan_id = a->plan_id,
-        .parameters = a->parameters,
-        .context = a->context,
-        .maintenance_version = a->maintenance_version,
-        .dashboard_url = a->dashboard_url,
-        .expected_plan_id = a->expected_plan_id,
-        .job = record->job,
-        .job_len = record->job_len,
-        .api_version = req->api_version,
-        .claim_timeout_ms = gw->cfg->claim_timeout_ms,
-        .quotas = a->quota_spec,
-        .platform = osb_platform_name(req),
-        .tenant = record->tenant,
-        .in_progress_cap = record->in_progress_cap,
-    };
-    return osbq_store_begin_instance_call(gw->store, &begin, err);
-}
-
 /* The identical provision is done already: 200 with what it made. */
 static void instance_done(const struct gateway *gw, const struct request *req,
                           const char *service_id, const struct osbq_begin_reply *got,
@@ -106,9 +87,28 @@ static void instance_done(const struct gateway *gw, const struct request *req,
     reply_json(out, 200, body);
 }
 
+/* The idempotency digest of a provision or an update (an update's body has no organization or
+ * space). */
+static bool instance_digest(const struct accept *a, const struct accept_texts *t, char digest[33])
+{
+    bool provision = a->kind == OSBQ_JOB_PROVISION;
+    struct digest d;
+    digest_begin(&d);
+    digest_json(&d, "context", t->context);
+    digest_string(&d, "maintenance_version", a->maintenance_version);
+    if (provision)
+        digest_string(&d, "organization_guid", a->organization_guid);
+    digest_json(&d, "parameters", t->parameters);
+    digest_string(&d, "plan_id", a->plan_id);
+    digest_string(&d, "service_id", a->service_id);
+    if (provision)
+        digest_string(&d, "space_guid", a->space_guid);
+    return digest_end(&d, digest);
+}
+
 static const struct accept_desc instance_accept = {
     .resource = ACCEPT_INSTANCE,
-    .begin = instance_begin,
+    .digest = instance_digest,
     .done = instance_done,
 };
 
@@ -153,95 +153,95 @@ static bool find_plan(const struct gateway *gw, const struct request *req, const
     return true;
 }
 
+/* The checks against the plan an instance is made with (provision) or moves to (update): the
+ * parameters against the plan's schema for the kind, an asynchronous answer when it requires
+ * one, and the body's maintenance_info (*version, *info). False with the reply set. */
+static bool plan_allows(const struct request *req, const struct osbq_plan *plan,
+                        enum osbq_job_kind kind, json_t *body, const json_t *parameters,
+                        const char **version, json_t **info, struct reply *out)
+{
+    /* An update's schema describes the result, and absent parameters change nothing. */
+    bool provision = kind == OSBQ_JOB_PROVISION;
+    if (!osb_parameters_valid(provision ? plan->provision_schema : plan->update_schema, parameters,
+                              provision, out))
+        return false;
+    return accept_async_check(req, &instance_accept, plan, out) &&
+           check_maintenance(body, req->api_version, plan, version, info, out);
+}
+
+/* The members of a provision's body. */
+struct provision_members {
+    const char *service_id, *plan_id;
+    const char *organization_guid, *space_guid; /* required without a context */
+    json_t *parameters, *context;               /* borrowed from the body, or NULL */
+};
+
+/* Reads them into *m; false with a 400 when one is wrong or missing. */
+static bool provision_members(json_t *body, struct provision_members *m, struct reply *out)
+{
+    if (!validate_optional_string(body, "service_id", &m->service_id, out) ||
+        !validate_optional_string(body, "plan_id", &m->plan_id, out) ||
+        !validate_optional_string(body, "organization_guid", &m->organization_guid, out) ||
+        !validate_optional_string(body, "space_guid", &m->space_guid, out) ||
+        !validate_optional_object(body, "parameters", &m->parameters, out) ||
+        !validate_optional_object(body, "context", &m->context, out))
+        return false;
+    if (m->service_id == NULL || m->plan_id == NULL)
+        return reply_bad_request(out, "\"service_id\" and \"plan_id\" are required.");
+    if (m->context == NULL && (m->organization_guid == NULL || m->space_guid == NULL))
+        return reply_bad_request(out, "\"organization_guid\" and \"space_guid\" are required "
+                                      "when \"context\" is absent.");
+    return true;
+}
+
+/* The body of a PUT or PATCH of the instance the path names, its id checked: a new reference,
+ * or NULL with a 400 in out. */
+static json_t *instance_request_body(const struct request *req, struct reply *out)
+{
+    return validate_id(req->params[0], "instance_id", out) ? validate_body(req, out) : NULL;
+}
+
 void osb_instance_put(const struct gateway *gw, const struct request *req, struct reply *out)
 {
-    const char *instance_id = req->params[0];
-    if (!validate_id(instance_id, "instance_id", out))
-        return;
-    json_t *body = validate_body(req, out);
+    json_t *body = instance_request_body(req, out);
     if (body == NULL)
         return;
-    const char *service_id, *plan_id, *org, *space, *mv;
-    json_t *parameters, *context, *info;
-    const struct osbq_plan *plan;
-    char *params_text = NULL, *context_text = NULL, *info_text = NULL, *dashboard = NULL;
-    char *quota_spec = NULL;
-    size_t quota_count = 0;
-    struct osbq_policy_use uses[OSBQ_POLICY_QUOTAS_MAX];
-    if (!validate_optional_string(body, "service_id", &service_id, out) ||
-        !validate_optional_string(body, "plan_id", &plan_id, out) ||
-        !validate_optional_string(body, "organization_guid", &org, out) ||
-        !validate_optional_string(body, "space_guid", &space, out) ||
-        !validate_optional_object(body, "parameters", &parameters, out) ||
-        !validate_optional_object(body, "context", &context, out))
-        goto out;
-    if (service_id == NULL || plan_id == NULL) {
-        reply_bad_request(out, "\"service_id\" and \"plan_id\" are required.");
-        goto out;
-    }
-    if (context == NULL && (org == NULL || space == NULL)) {
-        reply_bad_request(out, "\"organization_guid\" and \"space_guid\" are required when "
-                               "\"context\" is absent.");
-        goto out;
-    }
-    if (!find_plan(gw, req, service_id, plan_id, &plan, out))
-        goto out;
-    if (!osb_parameters_valid(plan->provision_schema, parameters, true, out))
-        goto out;
-    if (plan->async_required && !accept_async(req)) {
-        reply_error(out, OSBQ_ERR_ASYNC_REQUIRED, NULL);
-        goto out;
-    }
-    if (!check_maintenance(body, req->api_version, plan, &mv, &info, out))
-        goto out;
+    struct provision_members m;
+    const struct osbq_plan *plan = NULL;
+    const char *mv = NULL;
+    json_t *info = NULL;
+    struct instance_quotas quotas = {.count = 0};
     struct osbq_policy_context ctx;
-    osbq_policy_context_from(&ctx, context, org, space, osb_platform_name(req));
-    if (!policy_admits(gw, OSBQ_JOB_PROVISION, plan, &ctx, uses, &quota_count, &quota_spec, out))
+    if (!provision_members(body, &m, out) ||
+        !find_plan(gw, req, m.service_id, m.plan_id, &plan, out) ||
+        !plan_allows(req, plan, OSBQ_JOB_PROVISION, body, m.parameters, &mv, &info, out))
         goto out;
-    params_text = digest_canonical(parameters);
-    context_text = digest_canonical(context);
-    info_text = digest_canonical(info);
-    char digest[33];
-    struct digest d;
-    digest_begin(&d);
-    digest_json(&d, "context", context_text);
-    digest_string(&d, "maintenance_version", mv);
-    digest_string(&d, "organization_guid", org);
-    digest_json(&d, "parameters", params_text);
-    digest_string(&d, "plan_id", plan_id);
-    digest_string(&d, "service_id", service_id);
-    digest_string(&d, "space_guid", space);
-    if (!digest_end(&d, digest)) {
-        reply_error(out, OSBQ_ERR_INTERNAL, "Out of memory.");
+    osbq_policy_context_from(&ctx, m.context, m.organization_guid, m.space_guid,
+                             osb_platform_name(req));
+    if (!policy_admits(gw, OSBQ_JOB_PROVISION, plan, &ctx, &quotas, out))
         goto out;
-    }
-    dashboard = osbq_plan_dashboard_url(plan, instance_id);
+    char *dashboard = osbq_plan_dashboard_url(plan, req->params[0]);
     struct accept a = {
         .kind = OSBQ_JOB_PROVISION,
-        .instance_id = instance_id,
-        .service_id = service_id,
-        .plan_id = plan_id,
+        .instance_id = req->params[0],
+        .service_id = m.service_id,
+        .plan_id = m.plan_id,
         .plan = plan,
-        .parameters = params_text,
-        .context = context_text,
-        .maintenance_info = info_text,
+        .parameters = m.parameters,
+        .context = m.context,
+        .maintenance_info = info,
         .maintenance_version = mv,
         .dashboard_url = dashboard,
-        .digest = digest,
-        .async = accept_async(req),
-        .quotas = uses,
-        .quota_count = quota_count,
-        .quota_spec = quota_spec,
-        .organization_guid = org,
-        .space_guid = space,
+        .quotas = quotas.uses,
+        .quota_count = quotas.count,
+        .quota_spec = quotas.spec,
+        .organization_guid = m.organization_guid,
+        .space_guid = m.space_guid,
     };
     accept_operation(gw, req, &instance_accept, &a, out);
-out:
-    free(params_text);
-    free(context_text);
-    free(info_text);
     free(dashboard);
-    free(quota_spec);
+out:
+    instance_quotas_clear(&quotas);
     json_decref(body);
 }
 
@@ -299,21 +299,32 @@ static bool update_plans(const struct gateway *gw, const struct request *req, in
     return true;
 }
 
+/* OSBQ_POLICY's say on an update that moves inst to target: the same as on provisioning it,
+ * the instance's stored context standing in when the request sends none. False with the reply
+ * set. */
+static bool plan_change_admitted(const struct gateway *gw, const struct request *req,
+                                 const struct osbq_instance *inst, const struct osbq_plan *target,
+                                 const json_t *context, struct instance_quotas *q,
+                                 struct reply *out)
+{
+    if (context == NULL && inst->context != NULL)
+        context = q->stored_context = json_loads(inst->context, 0, NULL);
+    struct osbq_policy_context ctx;
+    osbq_policy_context_from(&ctx, context, NULL, NULL, osb_platform_name(req));
+    return policy_admits(gw, OSBQ_JOB_UPDATE, target, &ctx, q, out);
+}
+
 /* An update once the instance is read (its current plan decides what the request may do): the
  * checks that need it, then the operation. state is the request's body. */
 static void instance_patch_after_read(const struct gateway *gw, const struct request *req,
                                       struct osbq_store_call *call, void *state, struct reply *out)
 {
     json_t *body = state;
-    const char *instance_id = req->params[0];
-    const char *service_id, *plan_id, *mv;
-    json_t *parameters, *context, *info;
+    const char *service_id, *plan_id, *mv = NULL;
+    json_t *parameters, *context, *info = NULL;
     struct osbq_instance inst = {0};
     struct osbq_error err = {0};
-    char *params_text = NULL, *context_text = NULL, *info_text = NULL, *quota_spec = NULL;
-    size_t quota_count = 0;
-    json_t *stored_context = NULL;
-    struct osbq_policy_use uses[OSBQ_POLICY_QUOTAS_MAX];
+    struct instance_quotas quotas = {.count = 0};
     if (!update_members(body, &service_id, &plan_id, &parameters, &context, out))
         return;
     int found = osbq_store_instance_get_result(call, &inst, &err);
@@ -324,79 +335,39 @@ static void instance_patch_after_read(const struct gateway *gw, const struct req
     /* update_plans sets both when it succeeds; GCC's -O2 flow analysis (the image's Release
      * build) cannot see that and fails the build on -Wmaybe-uninitialized. */
     const struct osbq_plan *current = NULL, *target = NULL;
-    if (!update_plans(gw, req, found, &inst, service_id, plan_id, &current, &target, out))
+    if (!update_plans(gw, req, found, &inst, service_id, plan_id, &current, &target, out) ||
+        !plan_allows(req, target, OSBQ_JOB_UPDATE, body, parameters, &mv, &info, out))
         goto out;
-    /* Against the plan the instance moves to: its update schema describes the result. */
-    if (!osb_parameters_valid(target->update_schema, parameters, false, out))
+    /* Moving to another plan is provisioning it, as far as the policy goes. */
+    if (current != target && !plan_change_admitted(gw, req, &inst, target, context, &quotas, out))
         goto out;
-    if (target->async_required && !accept_async(req)) {
-        reply_error(out, OSBQ_ERR_ASYNC_REQUIRED, NULL);
-        goto out;
-    }
-    if (!check_maintenance(body, req->api_version, target, &mv, &info, out))
-        goto out;
-    /* Moving to another plan is provisioning it, as far as the policy goes; the instance's
-     * stored context stands in when the platform sends none. */
-    if (current != target) {
-        struct osbq_policy_context ctx;
-        if (context == NULL && inst.context != NULL)
-            stored_context = json_loads(inst.context, 0, NULL);
-        osbq_policy_context_from(&ctx, context ? context : stored_context, NULL, NULL,
-                                 osb_platform_name(req));
-        if (!policy_admits(gw, OSBQ_JOB_UPDATE, target, &ctx, uses, &quota_count, &quota_spec, out))
-            goto out;
-    }
-    params_text = digest_canonical(parameters);
-    context_text = digest_canonical(context);
-    info_text = digest_canonical(info);
-    char digest[33];
-    struct digest d;
-    digest_begin(&d);
-    digest_json(&d, "context", context_text);
-    digest_string(&d, "maintenance_version", mv);
-    digest_json(&d, "parameters", params_text);
-    digest_string(&d, "plan_id", target->id);
-    digest_string(&d, "service_id", service_id);
-    if (!digest_end(&d, digest)) {
-        reply_error(out, OSBQ_ERR_INTERNAL, "Out of memory.");
-        goto out;
-    }
     struct accept a = {
         .kind = OSBQ_JOB_UPDATE,
-        .instance_id = instance_id,
+        .instance_id = req->params[0],
         .service_id = service_id,
         .plan_id = target->id,
         .plan = target,
-        .parameters = params_text,
-        .context = context_text,
-        .maintenance_info = info_text,
+        .parameters = parameters,
+        .context = context,
+        .maintenance_info = info,
         .maintenance_version = mv,
         .expected_plan_id = inst.plan_id,
-        .digest = digest,
-        .async = accept_async(req),
-        .quotas = uses,
-        .quota_count = quota_count,
+        .quotas = quotas.uses,
+        .quota_count = quotas.count,
         /* A plan change holds exactly the new plan's quotas (none: ""); otherwise the
          * instance's counters stay as they are. */
         .quota_spec = current == target ? OSBQ_STORE_QUOTAS_UNCHANGED
-                                        : (quota_spec != NULL ? quota_spec : ""),
+                                        : (quotas.spec != NULL ? quotas.spec : ""),
     };
     accept_operation(gw, req, &instance_accept, &a, out);
 out:
-    free(params_text);
-    free(context_text);
-    free(info_text);
-    free(quota_spec);
-    json_decref(stored_context);
+    instance_quotas_clear(&quotas);
     osbq_instance_clear(&inst);
 }
 
 void osb_instance_patch(const struct gateway *gw, const struct request *req, struct reply *out)
 {
-    const char *instance_id = req->params[0];
-    if (!validate_id(instance_id, "instance_id", out))
-        return;
-    json_t *body = validate_body(req, out);
+    json_t *body = instance_request_body(req, out);
     if (body == NULL)
         return;
     const char *service_id, *plan_id;
@@ -409,7 +380,7 @@ void osb_instance_patch(const struct gateway *gw, const struct request *req, str
         reply_bad_request(out, "\"service_id\" is required.");
         goto out;
     }
-    call = osbq_store_instance_get_call(gw->store, instance_id, &err);
+    call = osbq_store_instance_get_call(gw->store, req->params[0], &err);
     if (call == NULL) {
         reply_error_from(out, &err);
         goto out;
@@ -422,31 +393,8 @@ out:
 
 void osb_instance_delete(const struct gateway *gw, const struct request *req, struct reply *out)
 {
-    const char *instance_id = req->params[0];
-    if (!validate_id(instance_id, "instance_id", out))
-        return;
-    if (req->query_service_id == NULL || req->query_service_id[0] == '\0' ||
-        req->query_plan_id == NULL || req->query_plan_id[0] == '\0') {
-        reply_bad_request(out, "The query parameters service_id and plan_id are required.");
-        return;
-    }
-    /* The plan may have left the catalog since the instance was made: deprovisioning must
-     * still work, with the defaults. */
-    const struct osbq_plan *plan = osb_platform_plan(gw, req, req->query_plan_id);
-    if (plan != NULL && plan->async_required && !accept_async(req)) {
-        reply_error(out, OSBQ_ERR_ASYNC_REQUIRED, NULL);
-        return;
-    }
-    struct accept a = {
-        .kind = OSBQ_JOB_DEPROVISION,
-        .instance_id = instance_id,
-        .service_id = req->query_service_id,
-        .plan_id = req->query_plan_id,
-        .plan = plan,
-        .digest = "",
-        .async = accept_async(req),
-    };
-    accept_operation(gw, req, &instance_accept, &a, out);
+    if (validate_id(req->params[0], "instance_id", out))
+        accept_delete(gw, req, &instance_accept, out);
 }
 
 /* GET of an instance once it is read. */

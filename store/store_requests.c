@@ -13,14 +13,6 @@
 
 static int begin_answer(redisReply *reply, struct osbq_begin_reply *out, struct osbq_error *err);
 
-/* The begin scripts' in_progress_cap: the limit in decimal, or "" for none. */
-static void cap_arg(const int64_t *cap, char *buf, size_t size)
-{
-    buf[0] = '\0';
-    if (cap != NULL)
-        (void)snprintf(buf, size, "%" PRId64, *cap);
-}
-
 /* Marks an acceptance's call: with OSBQ_REDIS_MIN_ACKS its answer counts only once replicas
  * hold what it wrote. Returns call. */
 static struct osbq_store_call *durable(struct osbq_store_call *call)
@@ -30,57 +22,141 @@ static struct osbq_store_call *durable(struct osbq_store_call *call)
     return call;
 }
 
-struct osbq_store_call *osbq_store_begin_instance_call(struct osbq_store *store,
-                                                       const struct osbq_begin_request *req,
-                                                       struct osbq_error *err)
+/* What the store derives from a begin request for its script: the keys, and the values it writes
+ * out as text. Both scripts take them; the binding keys only a binding operation. */
+struct begin_derived {
+    char instance[STORE_KEY_MAX], op[STORE_KEY_MAX], queue[STORE_KEY_MAX];
+    char waiters[STORE_KEY_MAX], bindings[STORE_KEY_MAX];
+    char binding[STORE_KEY_MAX], predecessor[STORE_KEY_MAX]; /* "" when it has none */
+    char prefix[96], now[24], claim_deadline[24], api_version[12];
+    char in_progress_cap[24]; /* the limit in decimal, or "" for none */
+};
+
+/* Fills *d for req; false when an id makes a key too long. */
+static bool derive_begin(struct osbq_store *store, const struct osbq_begin_request *req,
+                         struct begin_derived *d)
 {
-    char inst[STORE_KEY_MAX], op[STORE_KEY_MAX], queue[STORE_KEY_MAX], waiters[STORE_KEY_MAX];
-    char set[STORE_KEY_MAX], prefix[96], now[24], deadline[24], api[12], cap[24];
-    if (store_id_key(store, inst, sizeof inst, "instance", req->instance_id) < 0 ||
-        store_id_key(store, set, sizeof set, "bindings", req->instance_id) < 0 ||
-        store_id_key(store, op, sizeof op, "op", req->operation_id) < 0 ||
-        store_id_key(store, waiters, sizeof waiters, "waiters", req->operation_id) < 0 ||
-        store_key(store, queue, sizeof queue, "queue") < 0) {
-        osbq_error_set(err, OSBQ_ERR_BAD_REQUEST, "id too long");
-        return NULL;
-    }
+    const struct osbq_begin_binding *b = &req->binding;
+    d->binding[0] = d->predecessor[0] = d->in_progress_cap[0] = '\0';
+    if (store_id_key(store, d->instance, sizeof d->instance, "instance", req->instance_id) < 0 ||
+        store_id_key(store, d->bindings, sizeof d->bindings, "bindings", req->instance_id) < 0 ||
+        store_id_key(store, d->op, sizeof d->op, "op", req->operation_id) < 0 ||
+        store_id_key(store, d->waiters, sizeof d->waiters, "waiters", req->operation_id) < 0 ||
+        store_key(store, d->queue, sizeof d->queue, "queue") < 0 ||
+        (b->binding_id != NULL && store_binding_key(store, d->binding, sizeof d->binding,
+                                                    req->instance_id, b->binding_id) < 0) ||
+        (b->predecessor_binding_id != NULL &&
+         store_binding_key(store, d->predecessor, sizeof d->predecessor, req->instance_id,
+                           b->predecessor_binding_id) < 0))
+        return false;
     int64_t now_ms = osbq_store_now_ms();
-    (void)store_key_prefix(store, prefix, sizeof prefix);
-    (void)snprintf(now, sizeof now, "%" PRId64, now_ms);
-    (void)snprintf(deadline, sizeof deadline, "%" PRId64, now_ms + req->claim_timeout_ms);
-    (void)snprintf(api, sizeof api, "%u", req->api_version);
-    cap_arg(req->in_progress_cap, cap, sizeof cap);
+    (void)store_key_prefix(store, d->prefix, sizeof d->prefix);
+    (void)snprintf(d->now, sizeof d->now, "%" PRId64, now_ms);
+    (void)snprintf(d->claim_deadline, sizeof d->claim_deadline, "%" PRId64,
+                   now_ms + req->claim_timeout_ms);
+    (void)snprintf(d->api_version, sizeof d->api_version, "%u", req->api_version);
+    if (req->in_progress_cap != NULL)
+        (void)snprintf(d->in_progress_cap, sizeof d->in_progress_cap, "%" PRId64,
+                       *req->in_progress_cap);
+    return true;
+}
+
+/* s, or "" for NULL: the scripts take an absent value as an empty argument. */
+static const char *or_empty(const char *s)
+{
+    return s != NULL ? s : "";
+}
+
+/* begin_instance.lua's call for req. */
+static struct osbq_store_call *begin_instance_call(const struct osbq_begin_request *req,
+                                                   const struct begin_derived *d,
+                                                   struct osbq_error *err)
+{
     const char *keys[BEGIN_INSTANCE_KEY_COUNT] = {
-        [BEGIN_INSTANCE_KEY_INSTANCE] = inst, [BEGIN_INSTANCE_KEY_OP] = op,
-        [BEGIN_INSTANCE_KEY_QUEUE] = queue,   [BEGIN_INSTANCE_KEY_WAITERS] = waiters,
-        [BEGIN_INSTANCE_KEY_BINDINGS] = set,
+        [BEGIN_INSTANCE_KEY_INSTANCE] = d->instance, [BEGIN_INSTANCE_KEY_OP] = d->op,
+        [BEGIN_INSTANCE_KEY_QUEUE] = d->queue,       [BEGIN_INSTANCE_KEY_WAITERS] = d->waiters,
+        [BEGIN_INSTANCE_KEY_BINDINGS] = d->bindings,
     };
     const char *args[BEGIN_INSTANCE_ARG_COUNT] = {
         [BEGIN_INSTANCE_ARG_KIND] = req->kind,
         [BEGIN_INSTANCE_ARG_OPERATION_ID] = req->operation_id,
         [BEGIN_INSTANCE_ARG_DIGEST] = req->digest,
-        [BEGIN_INSTANCE_ARG_NOW] = now,
-        [BEGIN_INSTANCE_ARG_WAITING_GATEWAY] = req->waiting_gateway ? req->waiting_gateway : "",
+        [BEGIN_INSTANCE_ARG_NOW] = d->now,
+        [BEGIN_INSTANCE_ARG_WAITING_GATEWAY] = or_empty(req->waiting_gateway),
         [BEGIN_INSTANCE_ARG_SERVICE_ID] = req->service_id,
-        [BEGIN_INSTANCE_ARG_PLAN_ID] = req->plan_id ? req->plan_id : "",
-        [BEGIN_INSTANCE_ARG_PARAMETERS] = req->parameters ? req->parameters : "",
-        [BEGIN_INSTANCE_ARG_CONTEXT] = req->context ? req->context : "",
-        [BEGIN_INSTANCE_ARG_MAINTENANCE_VERSION] =
-            req->maintenance_version ? req->maintenance_version : "",
-        [BEGIN_INSTANCE_ARG_DASHBOARD_URL] = req->dashboard_url ? req->dashboard_url : "",
+        [BEGIN_INSTANCE_ARG_PLAN_ID] = or_empty(req->plan_id),
+        [BEGIN_INSTANCE_ARG_PARAMETERS] = or_empty(req->parameters),
+        [BEGIN_INSTANCE_ARG_CONTEXT] = or_empty(req->context),
+        [BEGIN_INSTANCE_ARG_MAINTENANCE_VERSION] = or_empty(req->maintenance_version),
+        [BEGIN_INSTANCE_ARG_DASHBOARD_URL] = or_empty(req->dashboard_url),
         [BEGIN_INSTANCE_ARG_JOB] = req->job,
-        [BEGIN_INSTANCE_ARG_CLAIM_DEADLINE] = deadline,
-        [BEGIN_INSTANCE_ARG_EXPECTED_PLAN_ID] = req->expected_plan_id ? req->expected_plan_id : "",
-        [BEGIN_INSTANCE_ARG_PREFIX] = prefix,
+        [BEGIN_INSTANCE_ARG_CLAIM_DEADLINE] = d->claim_deadline,
+        [BEGIN_INSTANCE_ARG_EXPECTED_PLAN_ID] = or_empty(req->expected_plan_id),
+        [BEGIN_INSTANCE_ARG_PREFIX] = d->prefix,
         [BEGIN_INSTANCE_ARG_INSTANCE_ID] = req->instance_id,
-        [BEGIN_INSTANCE_ARG_API_VERSION] = api,
-        [BEGIN_INSTANCE_ARG_QUOTAS] = req->quotas ? req->quotas : "",
+        [BEGIN_INSTANCE_ARG_API_VERSION] = d->api_version,
+        [BEGIN_INSTANCE_ARG_QUOTAS] = or_empty(req->quotas),
         [BEGIN_INSTANCE_ARG_PLATFORM] = req->platform ? req->platform : "default",
-        [BEGIN_INSTANCE_ARG_TENANT] = req->tenant ? req->tenant : "",
-        [BEGIN_INSTANCE_ARG_IN_PROGRESS_CAP] = cap,
+        [BEGIN_INSTANCE_ARG_TENANT] = or_empty(req->tenant),
+        [BEGIN_INSTANCE_ARG_IN_PROGRESS_CAP] = d->in_progress_cap,
     };
     size_t lens[BEGIN_INSTANCE_ARG_COUNT] = {[BEGIN_INSTANCE_ARG_JOB] = req->job_len};
-    return durable(store_call_new(SCRIPT_BEGIN_INSTANCE, keys, args, lens, err));
+    return store_call_new(SCRIPT_BEGIN_INSTANCE, keys, args, lens, err);
+}
+
+/* begin_binding.lua's call for req. */
+static struct osbq_store_call *begin_binding_call(const struct osbq_begin_request *req,
+                                                  const struct begin_derived *d,
+                                                  struct osbq_error *err)
+{
+    const struct osbq_begin_binding *b = &req->binding;
+    const char *keys[BEGIN_BINDING_KEY_COUNT] = {
+        [BEGIN_BINDING_KEY_INSTANCE] = d->instance,
+        [BEGIN_BINDING_KEY_BINDING] = d->binding,
+        [BEGIN_BINDING_KEY_OP] = d->op,
+        [BEGIN_BINDING_KEY_QUEUE] = d->queue,
+        [BEGIN_BINDING_KEY_WAITERS] = d->waiters,
+        [BEGIN_BINDING_KEY_BINDINGS] = d->bindings,
+    };
+    const char *args[BEGIN_BINDING_ARG_COUNT] = {
+        [BEGIN_BINDING_ARG_KIND] = req->kind,
+        [BEGIN_BINDING_ARG_OPERATION_ID] = req->operation_id,
+        [BEGIN_BINDING_ARG_DIGEST] = req->digest,
+        [BEGIN_BINDING_ARG_NOW] = d->now,
+        [BEGIN_BINDING_ARG_WAITING_GATEWAY] = or_empty(req->waiting_gateway),
+        [BEGIN_BINDING_ARG_SERVICE_ID] = req->service_id,
+        [BEGIN_BINDING_ARG_PLAN_ID] = or_empty(req->plan_id),
+        [BEGIN_BINDING_ARG_PARAMETERS] = or_empty(req->parameters),
+        [BEGIN_BINDING_ARG_CONTEXT] = or_empty(req->context),
+        [BEGIN_BINDING_ARG_BIND_RESOURCE] = or_empty(b->bind_resource),
+        [BEGIN_BINDING_ARG_JOB] = req->job,
+        [BEGIN_BINDING_ARG_CLAIM_DEADLINE] = d->claim_deadline,
+        [BEGIN_BINDING_ARG_PREFIX] = d->prefix,
+        [BEGIN_BINDING_ARG_INSTANCE_ID] = req->instance_id,
+        [BEGIN_BINDING_ARG_BINDING_ID] = b->binding_id,
+        [BEGIN_BINDING_ARG_API_VERSION] = d->api_version,
+        [BEGIN_BINDING_ARG_PREDECESSOR_KEY] = d->predecessor,
+        [BEGIN_BINDING_ARG_PREDECESSOR_ID] = or_empty(b->predecessor_binding_id),
+        [BEGIN_BINDING_ARG_PLATFORM] = req->platform ? req->platform : "default",
+        [BEGIN_BINDING_ARG_TENANT] = or_empty(req->tenant),
+        [BEGIN_BINDING_ARG_IN_PROGRESS_CAP] = d->in_progress_cap,
+    };
+    size_t lens[BEGIN_BINDING_ARG_COUNT] = {[BEGIN_BINDING_ARG_JOB] = req->job_len};
+    return store_call_new(SCRIPT_BEGIN_BINDING, keys, args, lens, err);
+}
+
+struct osbq_store_call *osbq_store_begin_call(struct osbq_store *store,
+                                              const struct osbq_begin_request *req,
+                                              struct osbq_error *err)
+{
+    struct begin_derived derived;
+    if (!derive_begin(store, req, &derived)) {
+        osbq_error_set(err, OSBQ_ERR_BAD_REQUEST, "id too long");
+        return NULL;
+    }
+    /* Two scripts: an instance operation and a binding's hold and check different records. */
+    return durable(req->binding.binding_id != NULL ? begin_binding_call(req, &derived, err)
+                                                   : begin_instance_call(req, &derived, err));
 }
 
 int osbq_store_begin_result(struct osbq_store_call *call, struct osbq_begin_reply *out,
@@ -316,66 +392,6 @@ redisContext *osbq_store_subscribe_events(struct osbq_store *store, const char *
     }
     freeReplyObject(reply);
     return c;
-}
-
-struct osbq_store_call *osbq_store_begin_binding_call(struct osbq_store *store,
-                                                      const struct osbq_bind_request *req,
-                                                      struct osbq_error *err)
-{
-    char inst[STORE_KEY_MAX], binding[STORE_KEY_MAX], op[STORE_KEY_MAX], queue[STORE_KEY_MAX];
-    char waiters[STORE_KEY_MAX], set[STORE_KEY_MAX], pred[STORE_KEY_MAX];
-    char prefix[96], now[24], deadline[24], api[12], cap[24];
-    if (store_id_key(store, inst, sizeof inst, "instance", req->instance_id) < 0 ||
-        store_binding_key(store, binding, sizeof binding, req->instance_id, req->binding_id) < 0 ||
-        store_id_key(store, op, sizeof op, "op", req->operation_id) < 0 ||
-        store_id_key(store, waiters, sizeof waiters, "waiters", req->operation_id) < 0 ||
-        store_id_key(store, set, sizeof set, "bindings", req->instance_id) < 0 ||
-        store_key(store, queue, sizeof queue, "queue") < 0 ||
-        (req->predecessor_binding_id != NULL &&
-         store_binding_key(store, pred, sizeof pred, req->instance_id,
-                           req->predecessor_binding_id) < 0)) {
-        osbq_error_set(err, OSBQ_ERR_BAD_REQUEST, "id too long");
-        return NULL;
-    }
-    if (req->predecessor_binding_id == NULL)
-        pred[0] = '\0';
-    int64_t now_ms = osbq_store_now_ms();
-    (void)store_key_prefix(store, prefix, sizeof prefix);
-    (void)snprintf(now, sizeof now, "%" PRId64, now_ms);
-    (void)snprintf(deadline, sizeof deadline, "%" PRId64, now_ms + req->claim_timeout_ms);
-    (void)snprintf(api, sizeof api, "%u", req->api_version);
-    cap_arg(req->in_progress_cap, cap, sizeof cap);
-    const char *keys[BEGIN_BINDING_KEY_COUNT] = {
-        [BEGIN_BINDING_KEY_INSTANCE] = inst,   [BEGIN_BINDING_KEY_BINDING] = binding,
-        [BEGIN_BINDING_KEY_OP] = op,           [BEGIN_BINDING_KEY_QUEUE] = queue,
-        [BEGIN_BINDING_KEY_WAITERS] = waiters, [BEGIN_BINDING_KEY_BINDINGS] = set,
-    };
-    const char *args[BEGIN_BINDING_ARG_COUNT] = {
-        [BEGIN_BINDING_ARG_KIND] = req->kind,
-        [BEGIN_BINDING_ARG_OPERATION_ID] = req->operation_id,
-        [BEGIN_BINDING_ARG_DIGEST] = req->digest,
-        [BEGIN_BINDING_ARG_NOW] = now,
-        [BEGIN_BINDING_ARG_WAITING_GATEWAY] = req->waiting_gateway ? req->waiting_gateway : "",
-        [BEGIN_BINDING_ARG_SERVICE_ID] = req->service_id,
-        [BEGIN_BINDING_ARG_PLAN_ID] = req->plan_id,
-        [BEGIN_BINDING_ARG_PARAMETERS] = req->parameters ? req->parameters : "",
-        [BEGIN_BINDING_ARG_CONTEXT] = req->context ? req->context : "",
-        [BEGIN_BINDING_ARG_BIND_RESOURCE] = req->bind_resource ? req->bind_resource : "",
-        [BEGIN_BINDING_ARG_JOB] = req->job,
-        [BEGIN_BINDING_ARG_CLAIM_DEADLINE] = deadline,
-        [BEGIN_BINDING_ARG_PREFIX] = prefix,
-        [BEGIN_BINDING_ARG_INSTANCE_ID] = req->instance_id,
-        [BEGIN_BINDING_ARG_BINDING_ID] = req->binding_id,
-        [BEGIN_BINDING_ARG_API_VERSION] = api,
-        [BEGIN_BINDING_ARG_PREDECESSOR_KEY] = pred,
-        [BEGIN_BINDING_ARG_PREDECESSOR_ID] =
-            req->predecessor_binding_id ? req->predecessor_binding_id : "",
-        [BEGIN_BINDING_ARG_PLATFORM] = req->platform ? req->platform : "default",
-        [BEGIN_BINDING_ARG_TENANT] = req->tenant ? req->tenant : "",
-        [BEGIN_BINDING_ARG_IN_PROGRESS_CAP] = cap,
-    };
-    size_t lens[BEGIN_BINDING_ARG_COUNT] = {[BEGIN_BINDING_ARG_JOB] = req->job_len};
-    return durable(store_call_new(SCRIPT_BEGIN_BINDING, keys, args, lens, err));
 }
 
 struct osbq_store_call *osbq_store_binding_get_call(struct osbq_store *store,

@@ -8,33 +8,46 @@
 #include "policy.h"
 #include "store.h"
 
-/* What the gateway asks for when it accepts a provision, update or deprovision. Borrowed. */
+/* The binding part of a begin request: a bind's or an unbind's; all NULL for an operation on the
+ * instance itself. Borrowed. */
+struct osbq_begin_binding {
+    const char *binding_id;    /* from the path, decoded; NULL: an instance operation */
+    const char *bind_resource; /* bind: JSON object text, or NULL */
+    const char
+        *predecessor_binding_id; /* bind, rotation: a live binding of the instance, or NULL */
+};
+
+/* What the gateway asks for when it accepts a provision, update, deprovision, bind or unbind.
+ * Borrowed. The members an operation does not have are NULL. */
 struct osbq_begin_request {
-    const char *kind;                /* "provision", "update" or "deprovision" */
-    const char *operation_id;        /* the new operation's id (the gateway makes it) */
-    const char *instance_id;         /* from the path, decoded */
-    const char *digest;              /* idempotency digest of the request */
-    const char *waiting_gateway;     /* this gateway's id when the request waits (sync), or NULL */
-    const char *service_id;          /* service id */
-    const char *plan_id;             /* target plan (update: NULL keeps the current plan) */
-    const char *parameters;          /* JSON object text, or NULL when absent */
-    const char *context;             /* JSON object text, or NULL */
-    const char *maintenance_version; /* maintenance_info.version, or NULL */
-    const char *dashboard_url;       /* provision: decided at accept time, or NULL */
-    const char *expected_plan_id;    /* update: the plan the gateway validated against, or NULL */
-    const void *job;                 /* the encoded job, kept so the operation can be resent */
-    size_t job_len;                  /* bytes in job */
-    unsigned api_version;            /* the request's API version */
-    int64_t claim_timeout_ms;        /* how long the job may wait for a worker's claim */
-    const char *quotas;   /* from osbq_store_quota_spec: counters the instance must hold; NULL:
-                           * none; OSBQ_STORE_QUOTAS_UNCHANGED: an update keeping its plan */
-    const char *platform; /* the platform asking (records it; another's instance is not found);
-                           * NULL: "default" */
-    const char *tenant;   /* whose work it is (recorded on a new instance: its operations are
-                           * its tenant's), or NULL: "" */
+    const char *kind;            /* "provision", "update", "deprovision", "bind" or "unbind" */
+    const char *operation_id;    /* the new operation's id (the gateway makes it) */
+    const char *instance_id;     /* from the path, decoded */
+    const char *digest;          /* idempotency digest of the request ("" for deletes) */
+    const char *waiting_gateway; /* this gateway's id when the request waits (sync), or NULL */
+    const char *service_id;      /* service id (bind, unbind: must be the instance's, binding's) */
+    const char *plan_id;         /* target plan (update: NULL keeps the current plan; bind,
+                                  * unbind: must be the instance's, binding's) */
+    const char *parameters;      /* JSON object text, or NULL when absent */
+    const char *context;         /* JSON object text, or NULL */
+    const void *job;             /* the encoded job, kept so the operation can be resent */
+    size_t job_len;              /* bytes in job */
+    unsigned api_version;        /* the request's API version */
+    int64_t claim_timeout_ms;    /* how long the job may wait for a worker's claim */
+    const char *platform; /* the platform asking (records it; another's instance or binding is
+                           * not found); NULL: "default" */
+    const char *tenant;   /* whose work it is, or NULL: "": recorded on a new instance; an
+                           * operation of an instance with a tenant recorded is its tenant's */
     const int64_t *in_progress_cap; /* the most operations its tenant (the instance's) may have
                                      * in progress (OSBQ_POLICY in_progress_per_tenant), or NULL:
                                      * no cap, nothing counted */
+    /* Instance operations only. */
+    const char *maintenance_version; /* maintenance_info.version, or NULL */
+    const char *dashboard_url;       /* provision: decided at accept time, or NULL */
+    const char *expected_plan_id;    /* update: the plan the gateway validated against, or NULL */
+    const char *quotas; /* from osbq_store_quota_spec: counters the instance must hold; NULL:
+                         * none; OSBQ_STORE_QUOTAS_UNCHANGED: an update keeping its plan */
+    struct osbq_begin_binding binding; /* bind, unbind: the binding */
 };
 
 /* begin_request.quotas of an update that keeps the instance's plan (and so its counters). */
@@ -78,48 +91,18 @@ struct osbq_begin_reply {
     int64_t in_progress;           /* CAPPED: the tenant's operations in progress */
 };
 
-/* Takes the instance's lock and records the operation in one round trip
- * (store/lua/begin_instance.lua): the call (NULL with err), for a pipeline or
- * osbq_store_call_run. osbq_store_begin_result reads what it found: 0 with *out filled (free
- * with osbq_begin_reply_clear), or -1 with err (OSBQ_ERR_UNAVAILABLE when Redis failed); the
- * call's reply is consumed. */
-struct osbq_store_call *osbq_store_begin_instance_call(struct osbq_store *store,
-                                                       const struct osbq_begin_request *req,
-                                                       struct osbq_error *err);
+/* Records the operation in one round trip, holding what it works on: an instance operation
+ * takes the instance's lock (store/lua/begin_instance.lua); a binding's holds the instance
+ * shared and the binding exclusively (store/lua/begin_binding.lua). The call (NULL with err),
+ * for a pipeline or osbq_store_call_run. osbq_store_begin_result reads what it found: 0 with
+ * *out filled (free with osbq_begin_reply_clear), or -1 with err (OSBQ_ERR_UNAVAILABLE when
+ * Redis failed); the call's reply is consumed. */
+struct osbq_store_call *osbq_store_begin_call(struct osbq_store *store,
+                                              const struct osbq_begin_request *req,
+                                              struct osbq_error *err);
 int osbq_store_begin_result(struct osbq_store_call *call, struct osbq_begin_reply *out,
                             struct osbq_error *err);
 void osbq_begin_reply_clear(struct osbq_begin_reply *reply);
-
-/* What the gateway asks for when it accepts a bind or unbind. Borrowed. */
-struct osbq_bind_request {
-    const char *kind;                   /* "bind" or "unbind" */
-    const char *operation_id;           /* the new operation's id */
-    const char *instance_id;            /* from the path, decoded */
-    const char *binding_id;             /* from the path, decoded */
-    const char *digest;                 /* idempotency digest of the request ("" for unbind) */
-    const char *waiting_gateway;        /* this gateway's id when the request waits, or NULL */
-    const char *service_id;             /* must be the instance's (binding's) service */
-    const char *plan_id;                /* must be the instance's (binding's) plan */
-    const char *parameters;             /* JSON object text, or NULL */
-    const char *context;                /* JSON object text, or NULL */
-    const char *bind_resource;          /* JSON object text, or NULL */
-    const char *predecessor_binding_id; /* rotation: a live binding of the instance, or NULL */
-    const void *job;                    /* the encoded job */
-    size_t job_len;                     /* bytes in job */
-    unsigned api_version;               /* the request's API version */
-    int64_t claim_timeout_ms;           /* how long the job may wait for a worker's claim */
-    const char *platform; /* the platform asking (records it; another's instance or binding is
-                           * not found); NULL: "default" */
-    const char *tenant;   /* whose work it is when the instance has no tenant recorded, or NULL */
-    const int64_t *in_progress_cap; /* as begin_request's */
-};
-
-/* Holds the instance shared and the binding exclusively, and records the operation, in one
- * round trip (store/lua/begin_binding.lua): its call; osbq_store_begin_result reads the
- * answer. */
-struct osbq_store_call *osbq_store_begin_binding_call(struct osbq_store *store,
-                                                      const struct osbq_bind_request *req,
-                                                      struct osbq_error *err);
 
 /* A binding record. Strings owned (osbq_binding_clear); absent ones are NULL. */
 struct osbq_binding {

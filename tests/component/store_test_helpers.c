@@ -33,10 +33,10 @@ int store_fixture_teardown(void **state)
     return 0;
 }
 
-int osbq_store_begin_instance(struct osbq_store *store, const struct osbq_begin_request *req,
-                              struct osbq_begin_reply *out, struct osbq_error *err)
+int osbq_store_begin(struct osbq_store *store, const struct osbq_begin_request *req,
+                     struct osbq_begin_reply *out, struct osbq_error *err)
 {
-    struct osbq_store_call *call = osbq_store_begin_instance_call(store, req, err);
+    struct osbq_store_call *call = osbq_store_begin_call(store, req, err);
     if (call == NULL)
         return -1;
     osbq_store_call_run(store, call);

@@ -24,9 +24,9 @@ int store_fixture_setup(void **state, const char *ns);
 /* cmocka teardown: stops the fixture *state and frees it. Returns 0. */
 int store_fixture_teardown(void **state);
 
-/* osbq_store_begin_instance_call, run; osbq_store_begin_result's returns. */
-int osbq_store_begin_instance(struct osbq_store *store, const struct osbq_begin_request *req,
-                              struct osbq_begin_reply *out, struct osbq_error *err);
+/* osbq_store_begin_call, run; osbq_store_begin_result's returns. */
+int osbq_store_begin(struct osbq_store *store, const struct osbq_begin_request *req,
+                     struct osbq_begin_reply *out, struct osbq_error *err);
 
 /* osbq_store_last_operation_call, run; osbq_store_last_operation_result's returns. */
 int osbq_store_last_operation(struct osbq_store *store, const char *instance_id,

@@ -229,7 +229,7 @@ static void provision_from(struct fixture *f, struct runner *r, const char *op,
     };
     struct osbq_begin_reply reply = {0};
     struct osbq_error err = {0};
-    if (osbq_store_begin_instance(f->store, &req, &reply, &err) != 0)
+    if (osbq_store_begin(f->store, &req, &reply, &err) != 0)
         fail_msg("begin: %s", err.text);
     assert_int_equal(reply.answer, OSBQ_BEGIN_ACCEPTED);
     osbq_begin_reply_clear(&reply);

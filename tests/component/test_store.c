@@ -51,7 +51,7 @@ static enum osbq_begin_answer begin_of(struct store_fixture *f, const char *tena
     };
     struct osbq_begin_reply reply = {0};
     struct osbq_error err = {0};
-    int rc = osbq_store_begin_instance(f->store, &req, &reply, &err);
+    int rc = osbq_store_begin(f->store, &req, &reply, &err);
     if (rc != 0)
         fail_msg("begin %s: %s", kind, err.text);
     enum osbq_begin_answer answer = reply.answer;

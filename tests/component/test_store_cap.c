@@ -65,10 +65,11 @@ static struct answer answer_of(int rc, struct osbq_begin_reply *reply, const str
     return a;
 }
 
-/* An instance operation of tenant (NULL: none) with cap (NULL: none). */
-static struct answer begin(struct store_fixture *f, const char *kind, const char *op,
-                           const char *instance, const char *digest, const char *tenant,
-                           const int64_t *cap)
+/* An operation of tenant (NULL: none) with cap (NULL: none): on the instance, or on its binding
+ * when binding is not NULL. */
+static struct answer begin_of(struct store_fixture *f, const char *kind, const char *op,
+                              const char *instance, const char *binding, const char *digest,
+                              const char *tenant, const int64_t *cap)
 {
     const struct osbq_begin_request req = {
         .kind = kind,
@@ -84,41 +85,28 @@ static struct answer begin(struct store_fixture *f, const char *kind, const char
         .quotas = strcmp(kind, "update") == 0 ? OSBQ_STORE_QUOTAS_UNCHANGED : NULL,
         .tenant = tenant,
         .in_progress_cap = cap,
+        .binding = {.binding_id = binding},
     };
     struct osbq_begin_reply reply = {0};
     struct osbq_error err = {0};
-    int rc = osbq_store_begin_instance(f->store, &req, &reply, &err);
+    int rc = osbq_store_begin(f->store, &req, &reply, &err);
     return answer_of(rc, &reply, &err);
+}
+
+/* An instance operation of tenant (NULL: none) with cap (NULL: none). */
+static struct answer begin(struct store_fixture *f, const char *kind, const char *op,
+                           const char *instance, const char *digest, const char *tenant,
+                           const int64_t *cap)
+{
+    return begin_of(f, kind, op, instance, NULL, digest, tenant, cap);
 }
 
 static struct answer begin_binding(struct store_fixture *f, const char *kind, const char *op,
                                    const char *instance, const char *binding, const char *tenant,
                                    const int64_t *cap)
 {
-    const struct osbq_bind_request req = {
-        .kind = kind,
-        .operation_id = op,
-        .instance_id = instance,
-        .binding_id = binding,
-        .digest = strcmp(kind, "bind") == 0 ? "bd" : "",
-        .service_id = "svc",
-        .plan_id = "plan",
-        .job = "job-bytes",
-        .job_len = 9,
-        .api_version = 217,
-        .claim_timeout_ms = 30000,
-        .tenant = tenant,
-        .in_progress_cap = cap,
-    };
-    struct osbq_begin_reply reply = {0};
-    struct osbq_error err = {0};
-    struct osbq_store_call *call = osbq_store_begin_binding_call(f->store, &req, &err);
-    if (call == NULL)
-        fail_msg("begin %s: %s", kind, err.text);
-    osbq_store_call_run(f->store, call);
-    int rc = osbq_store_begin_result(call, &reply, &err);
-    osbq_store_call_free(&call);
-    return answer_of(rc, &reply, &err);
+    return begin_of(f, kind, op, instance, binding, strcmp(kind, "bind") == 0 ? "bd" : "", tenant,
+                    cap);
 }
 
 /* Claims op as worker w1 and records its outcome. */

@@ -171,9 +171,9 @@ static struct osbq_store_call *provision_call(struct fixture *f, const char *op,
         .claim_timeout_ms = 30000,
     };
     struct osbq_error err = {0};
-    struct osbq_store_call *call = osbq_store_begin_instance_call(f->store, &req, &err);
+    struct osbq_store_call *call = osbq_store_begin_call(f->store, &req, &err);
     if (call == NULL)
-        fail_msg("begin_instance_call: %s", err.text);
+        fail_msg("begin_call: %s", err.text);
     return call;
 }
 

@@ -275,102 +275,102 @@ static void requeue_front(struct dispatch *d, const char *operation_id, enum dis
     pthread_mutex_unlock(&d->lock);
 }
 
+/* A worker's READY: it is alive, and has this many free slots less the jobs on their way to it;
+ * the jobs it lists ended; the due time it carries goes to the recovery loop. */
+static void on_ready(struct dispatch *d, struct osbq_bus_msg *m)
+{
+    const struct osbq_bus_ready_received *ready = &m->ready;
+    struct worker_slot *w = worker_find(d, m->identity);
+    if (w == NULL) {
+        w = calloc(1, sizeof *w);
+        if (w != NULL) {
+            w->identity = m->identity;
+            m->identity = NULL;
+            w->id = m->ready.worker_id;
+            m->ready.worker_id = NULL;
+            zlistx_add_end(d->workers, w);
+            log_info("worker %s connected (%u free slots)", w->id, ready->free_slots);
+        }
+    }
+    if (w != NULL) {
+        /* Jobs sent after the worker counted its free slots are still on their way: without
+         * taking them off, a fast stream of jobs over-fills it and it hands the excess back
+         * (REJECT) to be sent again. */
+        w->free = ready->counts_received
+                      ? osbq_bus_ready_credit(ready->free_slots, w->sent, ready->received)
+                      : ready->free_slots;
+        w->last_seen = now_ms();
+    }
+    running_end_all(d, m->ready.ended);
+    if (ready->due_ms > 0) {
+        /* Called under the lock, so dispatch_on_due knows when it is no longer used. */
+        pthread_mutex_lock(&d->lock);
+        if (d->on_due != NULL)
+            d->on_due(d->on_due_ctx, ready->due_ms);
+        pthread_mutex_unlock(&d->lock);
+    }
+}
+
+/* A worker's REJECT: it has no free slot after all, and the job it hands back goes first in
+ * the new lane again. */
+static void on_reject(struct dispatch *d, const struct osbq_bus_msg *m)
+{
+    struct worker_slot *w = worker_find(d, m->identity);
+    if (w != NULL) {
+        w->free = 0;
+        w->last_seen = now_ms();
+    }
+    /* The frame holds the job only: its operation id is inside, its lane is not. The head of
+     * the new lane: it goes before the burst of new work it may belong to, and after at most
+     * one job of each other lane. */
+    struct osbq_job decoded = {0};
+    if (m->job != NULL && osbq_job_decode((const char *)zframe_data(m->job), zframe_size(m->job),
+                                          &decoded, NULL, 0) == 0) {
+        /* Its owner is known while it counts as running here. */
+        const struct running_job *sent = zhashx_lookup(d->running, decoded.operation_id);
+        char tenant[TENANT_KEY_MAX] = "", platform[OSBQ_PLATFORM_NAME_MAX + 1] = "";
+        unsigned weight = sent != NULL ? sent->weight : 1;
+        if (sent != NULL) {
+            memcpy(tenant, sent->tenant, sizeof tenant);
+            memcpy(platform, sent->platform, sizeof platform);
+        }
+        running_end(d, decoded.operation_id);
+        const struct dispatch_owner owner = {tenant, weight, platform};
+        requeue_front(d, decoded.operation_id, DISPATCH_LANE_NEW, &owner, zframe_data(m->job),
+                      zframe_size(m->job));
+    }
+    osbq_job_clear(&decoded);
+}
+
 /* Reads and handles one message; false when none is waiting (the ROUTER's receive timeout
  * is 0, so this never blocks). */
 static bool handle_message(struct dispatch *d)
 {
-    zmsg_t *msg = zmsg_recv(d->router);
-    if (msg == NULL)
+    struct osbq_bus_msg m;
+    if (osbq_bus_recv(d->router, OSBQ_BUS_AT_GATEWAY, &m) < 0)
         return false;
-    zframe_t *identity = zmsg_pop(msg);
-    char *command = zmsg_popstr(msg);
-    if (identity == NULL || command == NULL)
-        goto out;
-    if (strcmp(command, OSBQ_BUS_READY) == 0) {
-        char *id = zmsg_popstr(msg);
-        char *free_text = zmsg_popstr(msg);
-        char *received_text = zmsg_popstr(msg); /* NULL from an older worker */
-        char *due_text = zmsg_popstr(msg);      /* NULL without a wait recorded, or older */
-        char *ended_text = zmsg_popstr(msg);    /* NULL without a job ended, or older */
-        char *end = NULL, *received_end = NULL;
-        unsigned long slots = free_text ? strtoul(free_text, &end, 10) : 0;
-        unsigned long long received =
-            received_text ? strtoull(received_text, &received_end, 10) : 0;
-        if (id == NULL || free_text == NULL || *end != '\0' || slots > 1000000 ||
-            (received_text != NULL && (*received_end != '\0' || received_text[0] == '-'))) {
-            log_warnx("ignoring a malformed READY message");
-        } else {
-            struct worker_slot *w = worker_find(d, identity);
-            if (w == NULL) {
-                w = calloc(1, sizeof *w);
-                if (w != NULL) {
-                    w->identity = identity;
-                    w->id = id;
-                    identity = NULL;
-                    id = NULL;
-                    zlistx_add_end(d->workers, w);
-                    log_info("worker %s connected (%lu free slots)", w->id, slots);
-                }
-            }
-            if (w != NULL) {
-                /* Jobs sent after the worker counted its free slots are still on their way:
-                 * without taking them off, a fast stream of jobs over-fills it and it hands
-                 * the excess back (REJECT) to be sent again. */
-                w->free = received_text != NULL
-                              ? osbq_bus_ready_credit((unsigned)slots, w->sent, received)
-                              : (unsigned)slots;
-                w->last_seen = now_ms();
-            }
-            running_end_all(d, ended_text);
-            int64_t due = osbq_bus_ready_due(due_text);
-            if (due > 0) {
-                /* Called under the lock, so dispatch_on_due knows when it is no longer used. */
-                pthread_mutex_lock(&d->lock);
-                if (d->on_due != NULL)
-                    d->on_due(d->on_due_ctx, due);
-                pthread_mutex_unlock(&d->lock);
-            }
-        }
-        free(id);
-        free(free_text);
-        free(received_text);
-        free(due_text);
-        free(ended_text);
-    } else if (strcmp(command, OSBQ_BUS_REJECT) == 0) {
-        zframe_t *job = zmsg_pop(msg);
-        struct worker_slot *w = worker_find(d, identity);
-        if (w != NULL) {
-            w->free = 0;
-            w->last_seen = now_ms();
-        }
-        /* The frame holds the job only: its operation id is inside, its lane is not. The
-         * head of the new lane: it goes before the burst of new work it may belong to, and
-         * after at most one job of each other lane. */
-        struct osbq_job decoded = {0};
-        if (job != NULL && osbq_job_decode((const char *)zframe_data(job), zframe_size(job),
-                                           &decoded, NULL, 0) == 0) {
-            /* Its owner is known while it counts as running here. */
-            const struct running_job *sent = zhashx_lookup(d->running, decoded.operation_id);
-            char tenant[TENANT_KEY_MAX] = "", platform[OSBQ_PLATFORM_NAME_MAX + 1] = "";
-            unsigned weight = sent != NULL ? sent->weight : 1;
-            if (sent != NULL) {
-                memcpy(tenant, sent->tenant, sizeof tenant);
-                memcpy(platform, sent->platform, sizeof platform);
-            }
-            running_end(d, decoded.operation_id);
-            const struct dispatch_owner owner = {tenant, weight, platform};
-            requeue_front(d, decoded.operation_id, DISPATCH_LANE_NEW, &owner, zframe_data(job),
-                          zframe_size(job));
-        }
-        osbq_job_clear(&decoded);
-        zframe_destroy(&job);
-    } else {
-        log_warnx("ignoring unknown bus command \"%.16s\"", command);
+    char command[17]; /* for a log line */
+    switch (m.kind) {
+    case OSBQ_BUS_MSG_READY:
+        on_ready(d, &m);
+        break;
+    case OSBQ_BUS_MSG_REJECT:
+        on_reject(d, &m);
+        break;
+    case OSBQ_BUS_MSG_MALFORMED:
+        osbq_bus_msg_command(&m, command, sizeof command);
+        log_warnx("ignoring a malformed %s message", command);
+        break;
+    case OSBQ_BUS_MSG_JOB: /* a gateway's command: unknown coming from a worker */
+    case OSBQ_BUS_MSG_UNKNOWN:
+        /* A message without even a command word has nothing to say. */
+        if (m.command == NULL)
+            break;
+        osbq_bus_msg_command(&m, command, sizeof command);
+        log_warnx("ignoring unknown bus command \"%s\"", command);
+        break;
     }
-out:
-    free(command);
-    zframe_destroy(&identity);
-    zmsg_destroy(&msg);
+    osbq_bus_msg_clear(&m);
     return true;
 }
 

@@ -15,7 +15,6 @@
 #include "config.h"
 #include "gateway.h"
 #include "http.h"
-#include "json_wipe.h"
 #include "log.h"
 #include "platforms.h"
 #include "recovery.h"
@@ -349,11 +348,8 @@ static void stop(struct gateway_process *p)
 
 int main(int argc, char **argv)
 {
-    osbq_startup_args(&startup, argc, argv);
-    osbq_json_wipe_on_free();
     sigset_t stop_signals;
-    osbq_startup_block_signals(&stop_signals);
-
+    osbq_startup_begin(&startup, argc, argv, &stop_signals);
     struct gateway_process p = {.listen_fd = -1};
     configure(&p);
     open_store(&p);

@@ -21,7 +21,6 @@
 #include "clock.h"
 #include "config.h"
 #include "job.h"
-#include "json_wipe.h"
 #include "log.h"
 #include "metrics.h"
 #include "metrics_server.h"
@@ -480,20 +479,17 @@ static void stop(struct worker_process *p)
         return;
     osbq_metrics_destroy(&p->registry);
     osbq_store_destroy(&p->store);
-    osbq_catalog_destroy(&p->catalog);
     osbq_secrets_destroy(&p->secrets);
+    osbq_catalog_destroy(&p->catalog);
     osbq_config_clear(&p->cfg);
 }
 
 int main(int argc, char **argv)
 {
-    osbq_startup_args(&startup, argc, argv);
-    osbq_json_wipe_on_free();
-    /* Blocked before any thread starts (czmq's, the runner's), so every thread inherits the
-     * mask and the signals arrive only through signal_fd. */
+    /* The stop signals are blocked before any thread starts (czmq's, the runner's), so every
+     * thread inherits the mask and the signals arrive only through signal_fd. */
     sigset_t stop_signals;
-    osbq_startup_block_signals(&stop_signals);
-
+    osbq_startup_begin(&startup, argc, argv, &stop_signals);
     static struct worker_process p;
     configure(&p);
     open_store(&p);

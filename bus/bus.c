@@ -1,6 +1,7 @@
 /* The job bus: ZeroMQ sockets between gateways and workers (czmq). */
 #include "bus.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdatomic.h>
@@ -96,6 +97,115 @@ unsigned osbq_bus_ready_credit(unsigned free_slots, uint64_t sent, uint64_t rece
 {
     uint64_t on_the_way = sent > received ? sent - received : 0;
     return on_the_way >= free_slots ? 0 : free_slots - (unsigned)on_the_way;
+}
+
+/* More free slots than any worker has: a READY announcing them is garbled. */
+#define READY_MAX_SLOTS 1000000
+
+/* Reads a READY's frames after its command into *out; false when they do not read (the frames
+ * taken are freed). */
+static bool decode_ready(zmsg_t *msg, struct osbq_bus_ready_received *out)
+{
+    char *id = zmsg_popstr(msg);
+    char *free_text = zmsg_popstr(msg);
+    char *received_text = zmsg_popstr(msg); /* NULL from an older worker */
+    char *due_text = zmsg_popstr(msg);      /* NULL without a wait recorded, or older */
+    char *ended = zmsg_popstr(msg);         /* NULL without a job ended, or older */
+    char *end = NULL, *received_end = NULL;
+    unsigned long slots = free_text ? strtoul(free_text, &end, 10) : 0;
+    unsigned long long received = received_text ? strtoull(received_text, &received_end, 10) : 0;
+    bool ok = id != NULL && free_text != NULL && *end == '\0' && slots <= READY_MAX_SLOTS &&
+              (received_text == NULL || (*received_end == '\0' && received_text[0] != '-'));
+    if (ok) {
+        *out = (struct osbq_bus_ready_received){
+            .worker_id = id,
+            .free_slots = (unsigned)slots,
+            .counts_received = received_text != NULL,
+            .received = received,
+            .due_ms = osbq_bus_ready_due(due_text),
+            .ended = ended,
+        };
+        id = NULL;
+        ended = NULL;
+    }
+    free(id);
+    free(free_text);
+    free(received_text);
+    free(due_text);
+    free(ended);
+    return ok;
+}
+
+/* Decodes what follows the command frame, out->command, of a message from a worker. */
+static void decode_from_worker(zmsg_t *msg, struct osbq_bus_msg *out)
+{
+    if (zframe_streq(out->command, OSBQ_BUS_READY))
+        out->kind = decode_ready(msg, &out->ready) ? OSBQ_BUS_MSG_READY : OSBQ_BUS_MSG_MALFORMED;
+    else if (zframe_streq(out->command, OSBQ_BUS_REJECT)) {
+        out->kind = OSBQ_BUS_MSG_REJECT;
+        out->job = zmsg_pop(msg);
+    }
+}
+
+/* Decodes what follows the command frame, out->command, of a message from a gateway. */
+static void decode_from_gateway(zmsg_t *msg, struct osbq_bus_msg *out)
+{
+    if (!zframe_streq(out->command, OSBQ_BUS_JOB))
+        return;
+    if (out->frames != 2) {
+        out->kind = OSBQ_BUS_MSG_MALFORMED;
+        return;
+    }
+    out->kind = OSBQ_BUS_MSG_JOB;
+    out->job = zmsg_pop(msg);
+}
+
+void osbq_bus_decode(zmsg_t **msgp, enum osbq_bus_side side, struct osbq_bus_msg *out)
+{
+    zmsg_t *msg = *msgp;
+    *msgp = NULL;
+    *out = (struct osbq_bus_msg){.kind = OSBQ_BUS_MSG_UNKNOWN};
+    if (side == OSBQ_BUS_AT_GATEWAY)
+        out->identity = zmsg_pop(msg);
+    out->frames = zmsg_size(msg);
+    out->command = zmsg_pop(msg);
+    if (out->command != NULL && (side == OSBQ_BUS_AT_WORKER || out->identity != NULL)) {
+        if (side == OSBQ_BUS_AT_GATEWAY)
+            decode_from_worker(msg, out);
+        else
+            decode_from_gateway(msg, out);
+    }
+    zmsg_destroy(&msg);
+}
+
+int osbq_bus_recv(zsock_t *sock, enum osbq_bus_side side, struct osbq_bus_msg *out)
+{
+    zmsg_t *msg = zmsg_recv(sock);
+    if (msg == NULL)
+        return -1;
+    osbq_bus_decode(&msg, side, out);
+    return 0;
+}
+
+void osbq_bus_msg_clear(struct osbq_bus_msg *m)
+{
+    zframe_destroy(&m->identity);
+    zframe_destroy(&m->command);
+    zframe_destroy(&m->job);
+    free(m->ready.worker_id);
+    free(m->ready.ended);
+    *m = (struct osbq_bus_msg){.kind = OSBQ_BUS_MSG_UNKNOWN};
+}
+
+void osbq_bus_msg_command(const struct osbq_bus_msg *m, char *out, size_t size)
+{
+    const unsigned char *data = m->command != NULL ? zframe_data(m->command) : NULL;
+    size_t len = m->command != NULL ? zframe_size(m->command) : 0;
+    size_t n = 0;
+    for (; n < len && n + 1 < size; n++)
+        out[n] = data[n] < 0x80 && isprint(data[n]) ? (char)data[n] : '?';
+    if (size > 0)
+        out[n] = '\0';
 }
 
 int osbq_bus_send_reject(zsock_t *dealer, const void *job, size_t len)

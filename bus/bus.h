@@ -3,6 +3,7 @@
 #define OSBQ_BUS_H
 
 #include <czmq.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "bus_curve.h"
@@ -99,6 +100,66 @@ unsigned osbq_bus_ready_credit(unsigned free_slots, uint64_t sent, uint64_t rece
 
 /* Worker side: hands a job back (REJECT). 0 or -1. */
 int osbq_bus_send_reject(zsock_t *dealer, const void *job, size_t len);
+
+/* The receiving half of the protocol above. A gateway reads what workers send (on its ROUTER,
+ * each message after the sender's identity), a worker what gateways send: each side takes the
+ * other side's commands only. */
+enum osbq_bus_side {
+    OSBQ_BUS_AT_GATEWAY, /* READY and REJECT, after the sender's identity */
+    OSBQ_BUS_AT_WORKER,  /* JOB */
+};
+
+/* What a received message is. */
+enum osbq_bus_kind {
+    OSBQ_BUS_MSG_READY,     /* a worker's free slots: osbq_bus_msg.ready */
+    OSBQ_BUS_MSG_REJECT,    /* a job a worker handed back: osbq_bus_msg.job */
+    OSBQ_BUS_MSG_JOB,       /* a job to run: osbq_bus_msg.job */
+    OSBQ_BUS_MSG_MALFORMED, /* a command this side takes, with frames it cannot read */
+    OSBQ_BUS_MSG_UNKNOWN,   /* a command this side does not take, or no command at all */
+};
+
+/* A READY as a gateway reads it. */
+struct osbq_bus_ready_received {
+    char *worker_id;      /* the worker's own id; owned (the receiver may take it) */
+    unsigned free_slots;  /* the free slots it announced */
+    bool counts_received; /* it said how many JOBs it received (an older worker does not) */
+    uint64_t received;    /* that count; 0 without it */
+    int64_t due_ms;       /* its due frame (osbq_bus_ready_due); 0: none, or not a due time */
+    char *ended;          /* its ended frame: operation ids separated by spaces; owned; NULL:
+                           * none */
+};
+
+/* One received message, decoded: its kind says which of the fields below it fills. */
+struct osbq_bus_msg {
+    enum osbq_bus_kind kind;              /* what it is */
+    zframe_t *identity;                   /* at a gateway: the sender's ROUTER identity; owned;
+                                           * NULL at a worker, or when missing */
+    zframe_t *command;                    /* the command frame as received, for a log line
+                                           * (osbq_bus_msg_command); owned; NULL: none */
+    size_t frames;                        /* frames after the identity, the command's included */
+    struct osbq_bus_ready_received ready; /* READY's fields */
+    zframe_t *job;                        /* JOB and REJECT: the encoded job; owned; NULL in a
+                                           * REJECT without one (the worker is full all the
+                                           * same) */
+};
+
+/* Receives one message from sock, waiting as long as its receive timeout says (the gateway's
+ * ROUTER and the workers' DEALERs: not at all), and decodes it for side into *out, which the
+ * caller clears (osbq_bus_msg_clear). 0, or -1 when no message came. */
+int osbq_bus_recv(zsock_t *sock, enum osbq_bus_side side, struct osbq_bus_msg *out);
+
+/* Decodes a message received on side's socket into *out (every field set); takes *msgp and sets
+ * it to NULL. No I/O: a READY whose worker id or free slots are missing, whose counts are not
+ * decimal numbers, or that announces over a million free slots is MALFORMED, as is a JOB with
+ * other than one frame after its command; frames after those a command has are ignored. */
+void osbq_bus_decode(zmsg_t **msgp, enum osbq_bus_side side, struct osbq_bus_msg *out);
+
+/* Frees what *m owns and empties it; accepts a message already cleared. */
+void osbq_bus_msg_clear(struct osbq_bus_msg *m);
+
+/* m's command word for a log line: at most size - 1 bytes, each control or non-ASCII byte
+ * replaced by '?' (it comes from the network); "" when it had none. */
+void osbq_bus_msg_command(const struct osbq_bus_msg *m, char *out, size_t size);
 
 /* Gateway side: sends a JOB to the worker whose ROUTER identity is given, without copying the
  * job: on success ZeroMQ owns owner and calls release(data, owner) once the bytes are written,

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "json_wipe.h"
 #include "log.h"
 
 /* The redis backend's default target variable (REDIS_DEFAULT_URL_ENV in
@@ -84,6 +85,13 @@ static void usage(const struct osbq_startup *s, FILE *out)
                 "  %-24s OSBQ_* variable, plus the plan's osbq.env (the PostgreSQL example\n"
                 "  %-24s reads PGHOST, PGPORT, PGUSER, PGPASSWORD, PGDATABASE)\n",
                 REDIS_BACKEND_DEFAULT_URL_ENV, "", "", "(exec programs)", "", "");
+}
+
+void osbq_startup_begin(const struct osbq_startup *s, int argc, char **argv, sigset_t *stop)
+{
+    osbq_startup_args(s, argc, argv);
+    osbq_json_wipe_on_free();
+    osbq_startup_block_signals(stop);
 }
 
 void osbq_startup_args(const struct osbq_startup *s, int argc, char **argv)

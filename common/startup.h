@@ -18,6 +18,11 @@ struct osbq_startup {
     enum osbq_role role; /* which variables it reads */
 };
 
+/* What a binary does first, before any thread starts: handles the command line
+ * (osbq_startup_args), makes jansson wipe what it frees (json_wipe.h), and blocks the stop
+ * signals, which it puts in *stop (osbq_startup_block_signals). */
+void osbq_startup_begin(const struct osbq_startup *s, int argc, char **argv, sigset_t *stop);
+
 /* Handles the command line: --help/-h and --version print and exit 0; anything else but no
  * argument prints the usage and exits 2. */
 void osbq_startup_args(const struct osbq_startup *s, int argc, char **argv);

@@ -1,23 +1,25 @@
 /* The dispatcher: owns the ROUTER socket, learns the workers' free slots from their READY
  * messages, and sends queued jobs, taken from the lanes in turn (dispatch_lanes.h), to the
- * worker with the most room, the one sent to longest ago among equals. */
+ * worker with the most room, the one sent to longest ago among equals. Jobs reach it through
+ * its mailbox (common/mailbox.h). */
 #include "dispatch.h"
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "bus.h"
+#include "clock.h"
 #include "job.h"
 #include "log.h"
+#include "mailbox.h"
 #include "tenant.h"
 
-/* How long the thread sleeps when nothing happens: bounds the time to notice a stop. */
+/* How long the thread sleeps when nothing happens: it still forgets silent workers on time. */
 #define DISPATCH_TICK_MS 100
 
 /* Messages read from the workers per wake-up at most (the rest on the next turn). */
@@ -25,12 +27,13 @@
 
 /* One queued job. */
 struct job_buf {
+    struct osbq_mailbox_link link;             /* in the mailbox, until the thread takes it */
     char operation_id[65];                     /* its operation: the key of the queued set */
     enum dispatch_lane lane;                   /* where it waits */
     char tenant[TENANT_KEY_MAX];               /* whose it is: its queue in the lane */
     unsigned weight;                           /* its tenant's weight */
     char platform[OSBQ_PLATFORM_NAME_MAX + 1]; /* its wait's platform label */
-    int64_t queued_ns;                         /* CLOCK_MONOTONIC ns it was queued at */
+    double queued_at;                          /* when it was submitted (osbq_clock_seconds) */
     size_t len;                                /* bytes in data */
     char data[];                               /* the encoded job */
 };
@@ -66,19 +69,19 @@ struct worker_slot {
     zframe_t *identity; /* the worker's ROUTER identity */
     char *id;           /* the worker's own id (from READY) */
     unsigned free;      /* free slots it announced, minus jobs sent since */
-    int64_t last_seen;  /* CLOCK_MONOTONIC ms of its last message */
+    int64_t last_seen;  /* osbq_clock_ms of its last message */
     uint64_t last_sent; /* d->sent when it was last sent a job; 0: never */
     uint64_t sent;      /* jobs sent to it (its READY says how many it received) */
 };
 
 struct dispatch {
     zsock_t *router;              /* owned by the thread */
-    int wake_fd;                  /* eventfd: a job was submitted, or stop */
-    unsigned max_queued;          /* bound of queue */
-    pthread_mutex_t lock;         /* guards queue, stopping and stats */
-    struct dispatch_lanes *queue; /* struct job_buf *, by lane */
+    struct osbq_mailbox mailbox;  /* jobs submitted, not in the lanes yet; closed: stop */
+    atomic_uint held;             /* jobs in the mailbox or the lanes: what max_queued bounds */
+    unsigned max_queued;          /* bound of held */
+    pthread_mutex_t lock;         /* guards queue (scrapes read it), stats and on_due */
+    struct dispatch_lanes *queue; /* struct job_buf *, by lane; written by the thread only */
     zhashx_t *queued;             /* operation ids of the jobs in queue (values unused) */
-    bool stopping;                /* set by dispatch_stop */
     struct dispatch_stats stats;  /* copy for dispatch_get_stats */
     pthread_t thread;             /* the dispatcher thread */
     zlistx_t *workers;            /* struct worker_slot *; thread-only */
@@ -90,18 +93,6 @@ struct dispatch {
     zhashx_t *running;        /* operation id -> struct running_job *; thread-only */
     zhashx_t *tenant_running; /* tenant -> struct tenant_running *; thread-only */
 };
-
-static int64_t now_ns(void)
-{
-    struct timespec ts;
-    (void)clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static int64_t now_ms(void)
-{
-    return now_ns() / 1000000;
-}
 
 /* The jobs of tenant the workers run for this gateway (dispatch_lanes' load). */
 static unsigned tenant_load(void *ctx, const char *tenant)
@@ -236,141 +227,168 @@ static struct job_buf *job_buf_new(const char *operation_id, enum dispatch_lane 
     buf->weight = owner->weight;
     (void)snprintf(buf->platform, sizeof buf->platform, "%s", owner_platform(owner->platform));
     buf->lane = lane;
-    buf->queued_ns = now_ns();
+    buf->queued_at = osbq_clock_seconds();
     buf->len = len;
     memcpy(buf->data, job, len);
     return buf;
 }
 
-/* Queues buf at the head (a job handed back) or the tail of its lane, unless its operation is
- * queued already; takes buf. Returns 0, or -1 when the queue is full. Called with d->lock
- * held. */
-static int enqueue_locked(struct dispatch *d, struct job_buf *buf, bool front)
+/* Frees a job counted in held (its operation is in Redis: recovery resends it if need be). */
+static void drop(struct dispatch *d, struct job_buf *buf)
+{
+    atomic_fetch_sub(&d->held, 1);
+    free(buf);
+}
+
+/* Queues buf, counted in held, at the head (a job handed back) or the tail of its lane, unless
+ * its operation is queued already; takes buf. On the dispatcher's thread, with d->lock held. */
+static void enqueue_locked(struct dispatch *d, struct job_buf *buf, bool front)
 {
     if (zhashx_lookup(d->queued, buf->operation_id) != NULL) {
-        free(buf);
-        return 0;
+        drop(d, buf);
+        return;
     }
-    if (dispatch_lanes_total(d->queue) >= d->max_queued ||
-        dispatch_lanes_push(d->queue, buf->lane, buf->tenant, buf->weight, buf, front) < 0) {
-        free(buf);
-        return -1;
+    if (dispatch_lanes_push(d->queue, buf->lane, buf->tenant, buf->weight, buf, front) < 0) {
+        log_warnx("out of memory: dropping a job; recovery resends it from Redis");
+        drop(d, buf);
+        return;
     }
     zhashx_insert(d->queued, buf->operation_id, d);
-    return 0;
+}
+
+/* Moves the jobs submitted since the last turn into their lanes, oldest first. Returns true
+ * once the mailbox is closed (dispatch_stop): nothing comes after these. */
+static bool take_submitted(struct dispatch *d)
+{
+    bool closed = false;
+    struct osbq_mailbox_link *link = osbq_mailbox_take(&d->mailbox, &closed);
+    pthread_mutex_lock(&d->lock);
+    while (link != NULL) {
+        struct job_buf *buf =
+            (struct job_buf *)(void *)((char *)link - offsetof(struct job_buf, link));
+        link = link->next;
+        enqueue_locked(d, buf, false);
+    }
+    pthread_mutex_unlock(&d->lock);
+    return closed;
 }
 
 /* Puts a job back at the head of its tenant's queue in its lane (a worker handed it back, or
- * could not take it). */
+ * could not take it), unless the queue is full. */
 static void requeue_front(struct dispatch *d, const char *operation_id, enum dispatch_lane lane,
                           const struct dispatch_owner *owner, const void *job, size_t len)
 {
+    if (atomic_fetch_add(&d->held, 1) >= d->max_queued) {
+        atomic_fetch_sub(&d->held, 1);
+        return;
+    }
     struct job_buf *buf = job_buf_new(operation_id, lane, owner, job, len);
     if (buf == NULL) {
+        atomic_fetch_sub(&d->held, 1);
         log_warnx("out of memory: dropping a job; recovery resends it from Redis");
         return;
     }
     pthread_mutex_lock(&d->lock);
-    (void)enqueue_locked(d, buf, true);
+    enqueue_locked(d, buf, true);
     pthread_mutex_unlock(&d->lock);
+}
+
+/* A worker's READY: it is alive, and has this many free slots less the jobs on their way to it;
+ * the jobs it lists ended; the due time it carries goes to the recovery loop. */
+static void on_ready(struct dispatch *d, struct osbq_bus_msg *m)
+{
+    const struct osbq_bus_ready_received *ready = &m->ready;
+    struct worker_slot *w = worker_find(d, m->identity);
+    if (w == NULL) {
+        w = calloc(1, sizeof *w);
+        if (w != NULL) {
+            w->identity = m->identity;
+            m->identity = NULL;
+            w->id = m->ready.worker_id;
+            m->ready.worker_id = NULL;
+            zlistx_add_end(d->workers, w);
+            log_info("worker %s connected (%u free slots)", w->id, ready->free_slots);
+        }
+    }
+    if (w != NULL) {
+        /* Jobs sent after the worker counted its free slots are still on their way: without
+         * taking them off, a fast stream of jobs over-fills it and it hands the excess back
+         * (REJECT) to be sent again. */
+        w->free = ready->counts_received
+                      ? osbq_bus_ready_credit(ready->free_slots, w->sent, ready->received)
+                      : ready->free_slots;
+        w->last_seen = osbq_clock_ms();
+    }
+    running_end_all(d, m->ready.ended);
+    if (ready->due_ms > 0) {
+        /* Called under the lock, so dispatch_on_due knows when it is no longer used. */
+        pthread_mutex_lock(&d->lock);
+        if (d->on_due != NULL)
+            d->on_due(d->on_due_ctx, ready->due_ms);
+        pthread_mutex_unlock(&d->lock);
+    }
+}
+
+/* A worker's REJECT: it has no free slot after all, and the job it hands back goes first in
+ * the new lane again. */
+static void on_reject(struct dispatch *d, const struct osbq_bus_msg *m)
+{
+    struct worker_slot *w = worker_find(d, m->identity);
+    if (w != NULL) {
+        w->free = 0;
+        w->last_seen = osbq_clock_ms();
+    }
+    /* The frame holds the job only: its operation id is inside, its lane is not. The head of
+     * the new lane: it goes before the burst of new work it may belong to, and after at most
+     * one job of each other lane. */
+    struct osbq_job decoded = {0};
+    if (m->job != NULL && osbq_job_decode((const char *)zframe_data(m->job), zframe_size(m->job),
+                                          &decoded, NULL, 0) == 0) {
+        /* Its owner is known while it counts as running here. */
+        const struct running_job *sent = zhashx_lookup(d->running, decoded.operation_id);
+        char tenant[TENANT_KEY_MAX] = "", platform[OSBQ_PLATFORM_NAME_MAX + 1] = "";
+        unsigned weight = sent != NULL ? sent->weight : 1;
+        if (sent != NULL) {
+            memcpy(tenant, sent->tenant, sizeof tenant);
+            memcpy(platform, sent->platform, sizeof platform);
+        }
+        running_end(d, decoded.operation_id);
+        const struct dispatch_owner owner = {tenant, weight, platform};
+        requeue_front(d, decoded.operation_id, DISPATCH_LANE_NEW, &owner, zframe_data(m->job),
+                      zframe_size(m->job));
+    }
+    osbq_job_clear(&decoded);
 }
 
 /* Reads and handles one message; false when none is waiting (the ROUTER's receive timeout
  * is 0, so this never blocks). */
 static bool handle_message(struct dispatch *d)
 {
-    zmsg_t *msg = zmsg_recv(d->router);
-    if (msg == NULL)
+    struct osbq_bus_msg m;
+    if (osbq_bus_recv(d->router, OSBQ_BUS_AT_GATEWAY, &m) < 0)
         return false;
-    zframe_t *identity = zmsg_pop(msg);
-    char *command = zmsg_popstr(msg);
-    if (identity == NULL || command == NULL)
-        goto out;
-    if (strcmp(command, OSBQ_BUS_READY) == 0) {
-        char *id = zmsg_popstr(msg);
-        char *free_text = zmsg_popstr(msg);
-        char *received_text = zmsg_popstr(msg); /* NULL from an older worker */
-        char *due_text = zmsg_popstr(msg);      /* NULL without a wait recorded, or older */
-        char *ended_text = zmsg_popstr(msg);    /* NULL without a job ended, or older */
-        char *end = NULL, *received_end = NULL;
-        unsigned long slots = free_text ? strtoul(free_text, &end, 10) : 0;
-        unsigned long long received =
-            received_text ? strtoull(received_text, &received_end, 10) : 0;
-        if (id == NULL || free_text == NULL || *end != '\0' || slots > 1000000 ||
-            (received_text != NULL && (*received_end != '\0' || received_text[0] == '-'))) {
-            log_warnx("ignoring a malformed READY message");
-        } else {
-            struct worker_slot *w = worker_find(d, identity);
-            if (w == NULL) {
-                w = calloc(1, sizeof *w);
-                if (w != NULL) {
-                    w->identity = identity;
-                    w->id = id;
-                    identity = NULL;
-                    id = NULL;
-                    zlistx_add_end(d->workers, w);
-                    log_info("worker %s connected (%lu free slots)", w->id, slots);
-                }
-            }
-            if (w != NULL) {
-                /* Jobs sent after the worker counted its free slots are still on their way:
-                 * without taking them off, a fast stream of jobs over-fills it and it hands
-                 * the excess back (REJECT) to be sent again. */
-                w->free = received_text != NULL
-                              ? osbq_bus_ready_credit((unsigned)slots, w->sent, received)
-                              : (unsigned)slots;
-                w->last_seen = now_ms();
-            }
-            running_end_all(d, ended_text);
-            int64_t due = osbq_bus_ready_due(due_text);
-            if (due > 0) {
-                /* Called under the lock, so dispatch_on_due knows when it is no longer used. */
-                pthread_mutex_lock(&d->lock);
-                if (d->on_due != NULL)
-                    d->on_due(d->on_due_ctx, due);
-                pthread_mutex_unlock(&d->lock);
-            }
-        }
-        free(id);
-        free(free_text);
-        free(received_text);
-        free(due_text);
-        free(ended_text);
-    } else if (strcmp(command, OSBQ_BUS_REJECT) == 0) {
-        zframe_t *job = zmsg_pop(msg);
-        struct worker_slot *w = worker_find(d, identity);
-        if (w != NULL) {
-            w->free = 0;
-            w->last_seen = now_ms();
-        }
-        /* The frame holds the job only: its operation id is inside, its lane is not. The
-         * head of the new lane: it goes before the burst of new work it may belong to, and
-         * after at most one job of each other lane. */
-        struct osbq_job decoded = {0};
-        if (job != NULL && osbq_job_decode((const char *)zframe_data(job), zframe_size(job),
-                                           &decoded, NULL, 0) == 0) {
-            /* Its owner is known while it counts as running here. */
-            const struct running_job *sent = zhashx_lookup(d->running, decoded.operation_id);
-            char tenant[TENANT_KEY_MAX] = "", platform[OSBQ_PLATFORM_NAME_MAX + 1] = "";
-            unsigned weight = sent != NULL ? sent->weight : 1;
-            if (sent != NULL) {
-                memcpy(tenant, sent->tenant, sizeof tenant);
-                memcpy(platform, sent->platform, sizeof platform);
-            }
-            running_end(d, decoded.operation_id);
-            const struct dispatch_owner owner = {tenant, weight, platform};
-            requeue_front(d, decoded.operation_id, DISPATCH_LANE_NEW, &owner, zframe_data(job),
-                          zframe_size(job));
-        }
-        osbq_job_clear(&decoded);
-        zframe_destroy(&job);
-    } else {
-        log_warnx("ignoring unknown bus command \"%.16s\"", command);
+    char command[17]; /* for a log line */
+    switch (m.kind) {
+    case OSBQ_BUS_MSG_READY:
+        on_ready(d, &m);
+        break;
+    case OSBQ_BUS_MSG_REJECT:
+        on_reject(d, &m);
+        break;
+    case OSBQ_BUS_MSG_MALFORMED:
+        osbq_bus_msg_command(&m, command, sizeof command);
+        log_warnx("ignoring a malformed %s message", command);
+        break;
+    case OSBQ_BUS_MSG_JOB: /* a gateway's command: unknown coming from a worker */
+    case OSBQ_BUS_MSG_UNKNOWN:
+        /* A message without even a command word has nothing to say. */
+        if (m.command == NULL)
+            break;
+        osbq_bus_msg_command(&m, command, sizeof command);
+        log_warnx("ignoring unknown bus command \"%s\"", command);
+        break;
     }
-out:
-    free(command);
-    zframe_destroy(&identity);
-    zmsg_destroy(&msg);
+    osbq_bus_msg_clear(&m);
     return true;
 }
 
@@ -409,8 +427,9 @@ static void send_queued(struct dispatch *d)
         pthread_mutex_unlock(&d->lock);
         if (job == NULL)
             return;
+        atomic_fetch_sub(&d->held, 1);
         osbq_series_observe(wait_series_of(d, job->lane, job->platform),
-                            (double)(now_ns() - job->queued_ns) / 1e9);
+                            osbq_clock_seconds() - job->queued_at);
         /* ZeroMQ may free the job as soon as it is sent: what the count needs, first. */
         char operation_id[sizeof job->operation_id], tenant[sizeof job->tenant];
         char platform[sizeof job->platform];
@@ -438,7 +457,7 @@ static void send_queued(struct dispatch *d)
 
 static void expire_workers(struct dispatch *d)
 {
-    int64_t limit = now_ms() - OSBQ_BUS_WORKER_EXPIRY_MS;
+    int64_t limit = osbq_clock_ms() - OSBQ_BUS_WORKER_EXPIRY_MS;
     struct worker_slot *w = zlistx_first(d->workers);
     while (w != NULL) {
         if (w->last_seen < limit) {
@@ -474,33 +493,28 @@ static void *dispatch_thread(void *arg)
     struct dispatch *d = arg;
     zmq_pollitem_t items[2] = {
         {.socket = zsock_resolve(d->router), .events = ZMQ_POLLIN},
-        {.fd = d->wake_fd, .events = ZMQ_POLLIN},
+        {.fd = osbq_mailbox_fd(&d->mailbox), .events = ZMQ_POLLIN},
     };
-    int64_t next_expiry = now_ms() + 500;
-    for (;;) {
-        pthread_mutex_lock(&d->lock);
-        bool stop = d->stopping;
-        pthread_mutex_unlock(&d->lock);
-        if (stop)
-            break;
+    int64_t next_expiry = osbq_clock_ms() + 500;
+    /* Closed: this turn is the last. */
+    bool closed = false;
+    while (!closed) {
         int rc = zmq_poll(items, 2, DISPATCH_TICK_MS);
         if (rc < 0 && zmq_errno() != EINTR) {
             log_warnx("zmq_poll: %s", zmq_strerror(zmq_errno()));
             continue;
         }
-        if (items[1].revents & ZMQ_POLLIN) {
-            uint64_t count;
-            (void)!read(d->wake_fd, &count, sizeof count);
-        }
+        if (items[1].revents & ZMQ_POLLIN)
+            closed = take_submitted(d);
         /* Read everything pending so the credits are current before sending. Non-blocking
          * receives until none is left: asking ZMQ_EVENTS before each one costs a poll(2)
          * and a getpid(2) per message. Bounded so sending is never starved. */
         if (items[0].revents & ZMQ_POLLIN)
             for (int i = 0; i < DISPATCH_READ_BATCH && handle_message(d); i++)
                 ;
-        if (now_ms() >= next_expiry) {
+        if (osbq_clock_ms() >= next_expiry) {
             expire_workers(d);
-            next_expiry = now_ms() + 500;
+            next_expiry = osbq_clock_ms() + 500;
         }
         send_queued(d);
         publish_stats(d);
@@ -515,7 +529,8 @@ struct dispatch *dispatch_start(zsock_t **routerp, unsigned max_queued, struct o
     if (d == NULL)
         goto out_fail;
     d->waits = waits;
-    d->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    d->mailbox.fd = -1;
+    atomic_init(&d->held, 0);
     d->queue = dispatch_lanes_new();
     d->queued = zhashx_new();
     d->workers = zlistx_new();
@@ -529,9 +544,11 @@ struct dispatch *dispatch_start(zsock_t **routerp, unsigned max_queued, struct o
     if (d->tenant_running != NULL)
         zhashx_set_destructor(d->tenant_running, free_value);
     d->max_queued = max_queued;
-    if (d->wake_fd < 0 || d->queue == NULL || d->queued == NULL || d->workers == NULL ||
-        d->running == NULL || d->tenant_running == NULL || d->wait_series == NULL ||
-        pthread_mutex_init(&d->lock, NULL) != 0)
+    if (d->queue == NULL || d->queued == NULL || d->workers == NULL || d->running == NULL ||
+        d->tenant_running == NULL || d->wait_series == NULL ||
+        osbq_mailbox_init(&d->mailbox, NULL) < 0)
+        goto out_free;
+    if (pthread_mutex_init(&d->lock, NULL) != 0)
         goto out_free;
     d->router = *routerp;
     /* A send to a worker that vanished must fail, not vanish silently. */
@@ -545,8 +562,7 @@ struct dispatch *dispatch_start(zsock_t **routerp, unsigned max_queued, struct o
     *routerp = NULL;
     return d;
 out_free:
-    if (d->wake_fd >= 0)
-        close(d->wake_fd);
+    osbq_mailbox_clear(&d->mailbox);
     dispatch_lanes_destroy(&d->queue);
     zhashx_destroy(&d->queued);
     zlistx_destroy(&d->workers);
@@ -559,29 +575,26 @@ out_fail:
     return NULL;
 }
 
-static void wake_thread(struct dispatch *d)
-{
-    uint64_t one = 1;
-    (void)!write(d->wake_fd, &one, sizeof one);
-}
-
 int dispatch_submit(struct dispatch *d, const char *operation_id, enum dispatch_lane lane,
                     const struct dispatch_owner *owner, const void *job, size_t len)
 {
-    struct job_buf *buf = job_buf_new(operation_id, lane, owner, job, len);
-    if (buf == NULL)
+    /* Counted before it is posted, so the bound holds however many threads submit at once.
+     * The thread drops a job whose operation is queued already when it takes it. */
+    if (atomic_fetch_add(&d->held, 1) >= d->max_queued) {
+        atomic_fetch_sub(&d->held, 1);
         return -1;
-    pthread_mutex_lock(&d->lock);
-    /* The thread empties the queue whenever it can send, so it needs waking only when the
-     * queue was empty: under load one wake-up then carries many jobs, instead of an eventfd
-     * write and a thread switch per job. A queue left full for want of worker room is sent
-     * when a worker's READY arrives. */
-    bool was_empty = dispatch_lanes_total(d->queue) == 0;
-    int rc = enqueue_locked(d, buf, false);
-    pthread_mutex_unlock(&d->lock);
-    if (rc == 0 && was_empty)
-        wake_thread(d);
-    return rc;
+    }
+    struct job_buf *buf = job_buf_new(operation_id, lane, owner, job, len);
+    if (buf == NULL) {
+        atomic_fetch_sub(&d->held, 1);
+        return -1;
+    }
+    /* One wake-up carries every job posted before the thread takes them. Closed: stopping. */
+    if (!osbq_mailbox_post(&d->mailbox, &buf->link)) {
+        drop(d, buf);
+        return -1;
+    }
+    return 0;
 }
 
 void dispatch_on_due(struct dispatch *d, dispatch_due_fn fn, void *ctx)
@@ -594,14 +607,14 @@ void dispatch_on_due(struct dispatch *d, dispatch_due_fn fn, void *ctx)
 
 static bool waited_longer(const void *a, const void *b)
 {
-    return ((const struct job_buf *)a)->queued_ns < ((const struct job_buf *)b)->queued_ns;
+    return ((const struct job_buf *)a)->queued_at < ((const struct job_buf *)b)->queued_at;
 }
 
 double dispatch_longest_wait(struct dispatch *d, enum dispatch_lane lane)
 {
     pthread_mutex_lock(&d->lock);
     const struct job_buf *oldest = dispatch_lanes_oldest(d->queue, lane, waited_longer);
-    double seconds = oldest != NULL ? (double)(now_ns() - oldest->queued_ns) / 1e9 : 0;
+    double seconds = oldest != NULL ? osbq_clock_seconds() - oldest->queued_at : 0;
     pthread_mutex_unlock(&d->lock);
     return seconds;
 }
@@ -618,11 +631,10 @@ void dispatch_stop(struct dispatch **dp)
     struct dispatch *d = dp ? *dp : NULL;
     if (d == NULL)
         return;
-    pthread_mutex_lock(&d->lock);
-    d->stopping = true;
-    pthread_mutex_unlock(&d->lock);
-    wake_thread(d);
+    osbq_mailbox_close(&d->mailbox);
     pthread_join(d->thread, NULL);
+    /* The thread's last turn took what the mailbox held: every job left is in the lanes (and
+     * in Redis, for the other gateways' recovery). */
     for (struct job_buf *job = dispatch_lanes_pop(d->queue, NULL, NULL); job != NULL;
          job = dispatch_lanes_pop(d->queue, NULL, NULL))
         free(job);
@@ -635,7 +647,7 @@ void dispatch_stop(struct dispatch **dp)
     zhashx_destroy(&d->tenant_running);
     zhashx_destroy(&d->wait_series);
     zsock_destroy(&d->router);
-    close(d->wake_fd);
+    osbq_mailbox_clear(&d->mailbox);
     pthread_mutex_destroy(&d->lock);
     free(d);
     *dp = NULL;

@@ -38,7 +38,7 @@ struct dispatch_owner {
  * turns, and a lane's tenants take rounds by weight: dispatch_lanes_pop); copies it and the
  * owner's strings. A job whose operation is already queued here, in any lane, is dropped (a
  * resend of a job that only waits for room). Safe from any thread. Returns 0, or -1 when the
- * queue is full (the job stays recorded in Redis). */
+ * queue is full or the dispatcher is stopping (the job stays recorded in Redis). */
 int dispatch_submit(struct dispatch *d, const char *operation_id, enum dispatch_lane lane,
                     const struct dispatch_owner *owner, const void *job, size_t len);
 

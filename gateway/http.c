@@ -1,8 +1,9 @@
-/* The HTTP server: libmicrohttpd's epoll thread pool, body accumulation with a cap, dispatch
- * through the router, one access-log line per request. */
+/* The HTTP server: libmicrohttpd's epoll thread pool and its callbacks, body accumulation with a
+ * cap, the router's handler run on each request (admitted first: admission.h), suspending a
+ * request while it waits for Redis or its operation, queueing its response, and its line in the
+ * access log (access_log.h) when it completes. */
 #include "http.h"
 
-#include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
 #include <microhttpd.h>
@@ -15,13 +16,14 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "access_log.h"
+#include "admission.h"
 #include "clock.h"
 #include "handlers.h"
 #include "log.h"
 #include "reply.h"
 #include "route.h"
 #include "store_pipeline.h"
-#include "validate.h"
 
 /* Memory pool bytes beyond twice OSBQ_MAX_HEADER_BYTES: the body's read buffer and the
  * response head. */
@@ -64,8 +66,7 @@ struct exchange {
     const char *instance_id;          /* the ones that are ids, for the access log, or NULL */
     const char *binding_id;
     char operation_id[33];                /* operation started or joined, for the access log */
-    char reason[40];                      /* an error answer's name, or empty */
-    char detail[96];                      /* an error answer's first words, or empty */
+    struct access_error error;            /* an error answer's name and first words, or empty */
     char client[64];                      /* the peer's numeric address, or empty */
     struct osbq_platforms *platforms;     /* the set this request uses (a reference) */
     const struct osbq_platform *platform; /* its platform (in platforms), or NULL off /v2 */
@@ -116,29 +117,12 @@ static const char *header(struct MHD_Connection *conn, const char *name)
     return MHD_lookup_connection_value(conn, MHD_HEADER_KIND, name);
 }
 
-/* Keeps what an on-call person needs from an error answer for the access log: its name and
- * the first words of its description. Read from the body, since some error bodies are not made
- * by reply_error. */
-static void note_error(struct exchange *ex, const struct reply *r)
-{
-    const char *text = r->body != NULL ? r->body : r->static_body;
-    json_t *body = text != NULL ? json_loadb(text, r->body_len, 0, NULL) : NULL;
-    const char *reason =
-        r->reason != NULL ? r->reason : json_string_value(json_object_get(body, "error"));
-    if (reason != NULL)
-        (void)snprintf(ex->reason, sizeof ex->reason, "%s", reason);
-    const char *description = json_string_value(json_object_get(body, "description"));
-    if (description != NULL)
-        osbq_log_first_words(description, 8, ex->detail, sizeof ex->detail);
-    json_decref(body);
-}
-
 static enum MHD_Result queue_reply(struct MHD_Connection *conn, struct exchange *ex,
                                    struct reply *r)
 {
     /* Before the response takes the body. */
     if (r->status >= 400)
-        note_error(ex, r);
+        access_log_note_error(&ex->error, r);
     struct MHD_Response *resp;
     if (r->body != NULL) {
         resp = MHD_create_response_from_buffer(r->body_len, r->body, MHD_RESPMEM_MUST_FREE);
@@ -197,37 +181,6 @@ static enum MHD_Result queue_error(struct MHD_Connection *conn, struct exchange 
     return queue_reply(conn, ex, &r);
 }
 
-/* The 401 of a /v2 request whose credentials are not its platform's: names what it accepts. */
-static void platform_unauthorized(const struct osbq_platform *platform, struct reply *out)
-{
-    const char *description =
-        platform->token_count == 0
-            ? "Authentication failed: send the broker's user name and password with HTTP "
-              "basic authentication."
-        : !platform->basic ? "Authentication failed: send one of the platform's tokens as "
-                             "\"Authorization: Bearer <token>\"."
-                           : "Authentication failed: send the platform's user name and password "
-                             "with HTTP basic authentication, or one of its Bearer tokens.";
-    reply_error(out, OSBQ_ERR_UNAUTHORIZED, description);
-    out->auth_schemes = (platform->basic ? REPLY_AUTH_BASIC : 0u) |
-                        (platform->token_count ? REPLY_AUTH_BEARER : 0u);
-}
-
-/* Checks basic credentials against auth; false when absent or wrong. */
-static bool credentials_match(struct MHD_Connection *conn, const struct osbq_auth *auth)
-{
-    char *password = NULL;
-    char *username = MHD_basic_auth_get_username_password(conn, &password);
-    bool authenticated = osbq_auth_check(auth, username, password);
-    if (password != NULL) {
-        memset(password, 0, strlen(password));
-        MHD_free(password);
-    }
-    if (username != NULL)
-        MHD_free(username);
-    return authenticated;
-}
-
 /* Keeps the decoded path parameters of a matched route for the handler (and its second half,
  * after the route's buffer is gone) and its ids for the access log. false when out of memory. */
 static bool keep_params(struct exchange *ex, const struct route *route,
@@ -246,9 +199,9 @@ static bool keep_params(struct exchange *ex, const struct route *route,
     return true;
 }
 
-/* Authenticates /v2 requests (and /metrics when it has credentials), reads their API version,
- * routes and runs the handler. Routing comes first only to name the route in metrics and
- * logs: a /v2 request still gets 401 before 404. */
+/* Admits the request (its platform's credentials and API version on /v2, the metrics
+ * credentials on /metrics), routes it and runs the handler. Routing comes first only to name
+ * the route in metrics and logs: a /v2 request still gets 401 before 404. */
 static void dispatch(const struct gateway *gw, struct MHD_Connection *conn, struct exchange *ex,
                      struct reply *out)
 {
@@ -268,7 +221,6 @@ static void dispatch(const struct gateway *gw, struct MHD_Connection *conn, stru
         .query_operation = ex->query[3],
         .trace = ex->trace,
     };
-    struct osbq_error err = {0};
     const struct route *route = NULL;
     struct route_params params;
     unsigned allowed = 0;
@@ -280,27 +232,11 @@ static void dispatch(const struct gateway *gw, struct MHD_Connection *conn, stru
     ex->route = matched == ROUTE_FOUND ? route->pattern : "unmatched";
 
     if (broker) {
-        if (platform == NULL) {
-            reply_error(out, OSBQ_ERR_NOT_FOUND, "No platform of the broker has this URL prefix.");
-            return;
-        }
         ex->platform = platform;
-        if (!osbq_platform_authenticate(ex->platforms, platform,
-                                        header(conn, MHD_HTTP_HEADER_AUTHORIZATION))) {
-            platform_unauthorized(platform, out);
+        if (!admission_check_broker(ex->platforms, platform, conn, req, out))
             return;
-        }
-        req->platform = platform;
-        if (validate_api_version(header(conn, "X-Broker-API-Version"), &req->api_version, &err) <
-            0) {
-            reply_error_from(out, &err);
-            return;
-        }
-    } else if (matched == ROUTE_FOUND && route->handler == metrics_get && gw->metrics_auth_on &&
-               !credentials_match(conn, &gw->metrics_auth)) {
-        reply_error(out, OSBQ_ERR_UNAUTHORIZED,
-                    "Authentication failed: /metrics needs the metrics user name and password "
-                    "(OSBQ_METRICS_USERNAME) with HTTP basic authentication.");
+    } else if (matched == ROUTE_FOUND && route->handler == metrics_get &&
+               !admission_check_metrics(gw, conn, out)) {
         return;
     }
 
@@ -592,26 +528,6 @@ static bool body_append(struct exchange *ex, const char *data, size_t size, size
     return true;
 }
 
-static enum MHD_Result add_field_size(void *cls, enum MHD_ValueKind kind, const char *key,
-                                      const char *value)
-{
-    size_t *total = cls;
-    (void)kind;
-    *total += strlen(key) + (value ? strlen(value) : 0) + 4; /* "key: value\r\n", "k=v&" */
-    return MHD_YES;
-}
-
-/* The size of the request line and headers as sent, give or take a few spaces: what
- * OSBQ_MAX_HEADER_BYTES limits. libmicrohttpd keeps them parsed, not as sent. */
-static size_t request_head_size(struct MHD_Connection *conn, const char *method, const char *url,
-                                const char *version)
-{
-    size_t total = strlen(method) + strlen(url) + strlen(version) + 6; /* spaces, CRLF x2 */
-    (void)MHD_get_connection_values(conn, MHD_HEADER_KIND, add_field_size, &total);
-    (void)MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, add_field_size, &total);
-    return total;
-}
-
 static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const char *url,
                                  const char *method, const char *version, const char *upload_data,
                                  size_t *upload_data_size, void **con_cls)
@@ -627,29 +543,12 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
         atomic_fetch_add(&server->inflight, 1);
         osbq_series_add(gw->metrics->in_flight, 1);
         *con_cls = ex;
-        /* Before authentication: a client without credentials cannot make the gateway hold
-         * more than the limit either. */
-        if (request_head_size(conn, method, url, version) > gw->cfg->max_header_bytes) {
-            static const char too_large[] =
-                "{\"description\":\"The request line and headers are larger than the broker "
-                "accepts (OSBQ_MAX_HEADER_BYTES).\"}";
-            struct reply r = {0};
-            reply_static(&r, 431, too_large, sizeof too_large - 1);
-            r.reason = "HEADERS_TOO_LARGE";
+        /* An oversized head or announced body is refused before any of the body is read.
+         * Answering on this first call makes libmicrohttpd close the connection, which is what
+         * we want here; every other answer waits for a later call so keep-alive survives. */
+        struct reply r = {0};
+        if (!admission_check_sizes(gw->cfg, conn, method, url, version, &r))
             return queue_reply(conn, ex, &r);
-        }
-        /* Refuse an announced oversized body before reading any of it. Answering on this
-         * first call makes libmicrohttpd close the connection, which is what we want here;
-         * every other answer waits for a later call so keep-alive survives. */
-        const char *length = header(conn, MHD_HTTP_HEADER_CONTENT_LENGTH);
-        if (length != NULL) {
-            char *end = NULL;
-            errno = 0;
-            unsigned long long n = strtoull(length, &end, 10);
-            if (errno != 0 || *end != '\0' || n > gw->cfg->max_body_bytes)
-                return queue_error(conn, ex, OSBQ_ERR_TOO_LARGE,
-                                   "The request body is larger than the broker accepts.");
-        }
         return MHD_YES;
     }
     if (ex->state == EXCHANGE_ANSWERED) {
@@ -711,34 +610,21 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                             ex->status, (double)micros / 1e6);
     if (ex->platform != NULL)
         gateway_metrics_platform_request(metrics, ex->platform->name, ex->status);
-    /* Failed authentication and the broker's own failures need a look; other client errors
-     * are the client's business and stay at info. */
-    enum osbq_log_level level =
-        ex->status == 401 || ex->status == 403 || ex->status >= 500 ? OSBQ_LOG_WARN : OSBQ_LOG_INFO;
-    if (osbq_log_enabled(level)) {
-        struct osbq_log_line line;
-        osbq_log_line_begin(&line, level, "request");
-        osbq_log_line_str(&line, "method", ex->method_name);
-        osbq_log_line_str(&line, "path", ex->path);
-        osbq_log_line_int(&line, "status", ex->status);
-        if (ex->reason[0] != '\0')
-            osbq_log_line_str(&line, "reason", ex->reason);
-        if (ex->detail[0] != '\0')
-            osbq_log_line_str(&line, "detail", ex->detail);
-        if (ex->client[0] != '\0')
-            osbq_log_line_str(&line, "client", ex->client);
-        osbq_log_line_int(&line, "duration_us", micros);
-        osbq_log_line_str(&line, "request_id", ex->request_identity);
-        osbq_log_line_str(&line, "instance", ex->instance_id);
-        osbq_log_line_str(&line, "binding", ex->binding_id);
-        if (ex->platform != NULL)
-            osbq_log_line_str(&line, "platform", ex->platform->name);
-        if (ex->operation_id[0] != '\0')
-            osbq_log_line_str(&line, "op", ex->operation_id);
-        if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK)
-            osbq_log_line_int(&line, "aborted", (int64_t)toe);
-        osbq_log_line_end(&line);
-    }
+    const struct access_entry entry = {
+        .method = ex->method_name,
+        .path = ex->path,
+        .status = ex->status,
+        .error = &ex->error,
+        .client = ex->client,
+        .duration_us = micros,
+        .request_id = ex->request_identity,
+        .instance_id = ex->instance_id,
+        .binding_id = ex->binding_id,
+        .platform = ex->platform != NULL ? ex->platform->name : NULL,
+        .operation_id = ex->operation_id,
+        .aborted = toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? 0 : (int)toe,
+    };
+    access_log_write(&entry);
     exchange_free(ex);
     *con_cls = NULL;
 }

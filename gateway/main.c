@@ -15,7 +15,6 @@
 #include "config.h"
 #include "gateway.h"
 #include "http.h"
-#include "json_wipe.h"
 #include "log.h"
 #include "platforms.h"
 #include "recovery.h"
@@ -150,144 +149,219 @@ static void stop_serving(const struct osbq_config *cfg, struct gateway *gw,
         (long long)(pipeline_done - requests_done), (long long)(done - pipeline_done));
 }
 
-int main(int argc, char **argv)
-{
-    osbq_startup_args(&startup, argc, argv);
-    osbq_json_wipe_on_free();
-    sigset_t stop_signals;
-    osbq_startup_block_signals(&stop_signals);
+/* What the gateway holds from start to stop, made in the order of main's steps and freed in
+ * reverse. */
+struct gateway_process {
+    struct osbq_config cfg;                 /* read once at start */
+    struct osbq_catalog *catalog;           /* owned */
+    struct osbq_policy *policy;             /* owned; NULL without OSBQ_POLICY */
+    struct osbq_platforms_holder platforms; /* the platforms served; a SIGHUP swaps the set */
+    struct tls_credentials *tls;            /* owned; NULL: plain HTTP */
+    struct osbq_secrets *secrets;           /* owned; NULL without OSBQ_SECRET_KEY_FILE */
+    int listen_fd;                          /* the HTTP socket, until the server takes it over */
+    zactor_t *bus_auth;                     /* owned: the ZAP handler; NULL without CurveZMQ */
+    zsock_t *bus;                           /* the ROUTER, until the dispatcher takes it over */
+    struct gateway_metrics metrics;         /* the gateway's series */
+    struct gateway gw;                      /* what the handlers share: owns the store, the
+                                             * pipeline, the dispatcher and the waiters; borrows
+                                             * the rest from above */
+    struct http_server *server;             /* owned */
+    struct registry *registry;              /* owned */
+    struct recovery *recovery;              /* owned */
+};
 
+/* Reads the configuration, the catalog, the policy, the platforms, the TLS certificate and the
+ * secret keys; a bad one stops the gateway here, before any socket. */
+static void configure(struct gateway_process *p)
+{
     struct osbq_error err = {0};
-    struct osbq_config cfg;
-    struct osbq_catalog *catalog = NULL;
-    osbq_startup_load(&startup, &cfg, &catalog);
-    struct osbq_policy *policy = NULL;
-    if (cfg.policy_path != NULL &&
-        osbq_policy_load_file(cfg.policy_path, catalog, &policy, &err) < 0)
+    osbq_startup_load(&startup, &p->cfg, &p->catalog);
+    if (p->cfg.policy_path != NULL &&
+        osbq_policy_load_file(p->cfg.policy_path, p->catalog, &p->policy, &err) < 0)
         osbq_startup_die(&startup, "OSBQ_POLICY", &err);
-    struct osbq_platforms *platforms = load_platforms(&cfg, catalog, &err);
+    struct osbq_platforms *platforms = load_platforms(&p->cfg, p->catalog, &err);
     if (platforms == NULL)
         osbq_startup_die(&startup, "OSBQ_PLATFORMS", &err);
-    struct osbq_platforms_holder platforms_holder;
-    if (osbq_platforms_holder_init(&platforms_holder, platforms) < 0)
+    if (osbq_platforms_holder_init(&p->platforms, platforms) < 0)
         fatalx("cannot initialise: out of memory");
-    struct tls_credentials *tls = NULL;
-    if (cfg.tls_cert_path != NULL) {
-        tls = tls_credentials_load(cfg.tls_cert_path, cfg.tls_key_path, &err);
-        if (tls == NULL)
+    if (p->cfg.tls_cert_path != NULL) {
+        p->tls = tls_credentials_load(p->cfg.tls_cert_path, p->cfg.tls_key_path, &err);
+        if (p->tls == NULL)
             osbq_startup_die(&startup, NULL, &err);
     }
-    struct osbq_secrets *secrets = osbq_startup_secrets(&startup, &cfg);
-    /* Before any socket: a Redis that refuses the configuration stops the gateway here. */
-    struct osbq_store *store = osbq_store_new(&cfg);
-    if (store == NULL)
+    p->secrets = osbq_startup_secrets(&startup, &p->cfg);
+}
+
+/* Connects to Redis. Before any socket: a Redis that refuses the configuration stops the
+ * gateway here. */
+static void open_store(struct gateway_process *p)
+{
+    struct osbq_error err = {0};
+    p->gw.store = osbq_store_new(&p->cfg);
+    if (p->gw.store == NULL)
         fatalx("cannot initialise: out of memory");
-    if (osbq_store_ping(store, &err) < 0)
+    if (osbq_store_ping(p->gw.store, &err) < 0)
         osbq_startup_redis_failed(&startup, &err);
-    int listen_fd = osbq_tcp_listen(&cfg.listen, 1024, &err);
-    if (listen_fd < 0)
+}
+
+/* Binds the HTTP socket and the bus's ROUTER (behind its ZAP handler with CurveZMQ). */
+static void bind_sockets(struct gateway_process *p)
+{
+    struct osbq_error err = {0};
+    p->listen_fd = osbq_tcp_listen(&p->cfg.listen, 1024, &err);
+    if (p->listen_fd < 0)
         osbq_startup_die(&startup, "OSBQ_LISTEN", &err);
     osbq_bus_init();
     struct osbq_bus_curve curve;
-    zactor_t *bus_auth = start_bus_security(&cfg, &curve);
-    zsock_t *bus = osbq_bus_gateway_bind(cfg.bus_bind, &curve, &err);
-    if (bus == NULL)
+    p->bus_auth = start_bus_security(&p->cfg, &curve);
+    p->bus = osbq_bus_gateway_bind(p->cfg.bus_bind, &curve, &err);
+    if (p->bus == NULL)
         osbq_startup_die(&startup, "OSBQ_BUS_BIND", &err);
-    log_bus_security(&cfg, &curve);
+    log_bus_security(&p->cfg, &curve);
     osbq_bus_curve_clear(&curve);
+}
 
-    struct gateway gw = {.cfg = &cfg,
-                         .catalog = catalog,
-                         .policy = policy,
-                         .platforms = &platforms_holder,
-                         .secrets = secrets,
-                         .version = OSBQ_VERSION,
-                         .started_ms = osbq_store_now_ms()};
-    struct gateway_metrics metrics;
-    gw.store = store;
-    gw.metrics_auth_on = cfg.metrics_username != NULL;
-    if ((gw.metrics_auth_on &&
-         osbq_auth_init(&gw.metrics_auth, cfg.metrics_username, cfg.metrics_password) < 0) ||
-        gateway_metrics_init(&metrics, gw.store, OSBQ_VERSION) < 0)
+/* Fills what the handlers share, the metrics and this gateway's random id; says whether Redis
+ * has the replicas OSBQ_REDIS_MIN_ACKS asks for. */
+static void describe_gateway(struct gateway_process *p)
+{
+    struct gateway *gw = &p->gw;
+    gw->cfg = &p->cfg;
+    gw->catalog = p->catalog;
+    gw->policy = p->policy;
+    gw->platforms = &p->platforms;
+    gw->secrets = p->secrets;
+    gw->version = OSBQ_VERSION;
+    gw->started_ms = osbq_store_now_ms();
+    gw->metrics_auth_on = p->cfg.metrics_username != NULL;
+    if ((gw->metrics_auth_on &&
+         osbq_auth_init(&gw->metrics_auth, p->cfg.metrics_username, p->cfg.metrics_password) < 0) ||
+        gateway_metrics_init(&p->metrics, gw->store, OSBQ_VERSION) < 0)
         fatalx("cannot initialise: out of memory or no random source");
-    gw.metrics = &metrics;
-    gateway_metrics_platforms(&metrics, platforms);
+    gw->metrics = &p->metrics;
+    struct osbq_platforms *set = osbq_platforms_acquire(&p->platforms);
+    gateway_metrics_platforms(&p->metrics, set);
+    osbq_platforms_release(set);
     unsigned char raw_id[16];
     randombytes_buf(raw_id, sizeof raw_id);
-    sodium_bin2hex(gw.gateway_id, sizeof gw.gateway_id, raw_id, sizeof raw_id);
+    sodium_bin2hex(gw->gateway_id, sizeof gw->gateway_id, raw_id, sizeof raw_id);
+    struct osbq_error err = {0};
     char replication[512];
     int replicas_enough =
-        osbq_store_replication_check(gw.store, replication, sizeof replication, &err);
+        osbq_store_replication_check(gw->store, replication, sizeof replication, &err);
     if (replicas_enough == 0)
         log_warnx("Redis replication: %s; OSBQ_REDIS_MIN_ACKS=%u is not met: acceptances get 503 "
                   "and /readyz fails until it is",
-                  replication, cfg.redis_min_acks);
+                  replication, p->cfg.redis_min_acks);
     else if (replicas_enough > 0)
         log_info("Redis replication: %s", replication);
+}
 
-    gw.pipeline = osbq_store_pipeline_start(gw.store, &err);
-    if (gw.pipeline == NULL)
+/* Starts the threads, each before those that hand it work: the Redis pipeline, the dispatcher,
+ * the event thread, the HTTP server, the registry, the recovery loop. */
+static void start_threads(struct gateway_process *p)
+{
+    struct gateway *gw = &p->gw;
+    struct osbq_error err = {0};
+    gw->pipeline = osbq_store_pipeline_start(gw->store, &err);
+    if (gw->pipeline == NULL)
         fatalx("%s", err.text);
-    gw.dispatch = dispatch_start(&bus, cfg.max_queued_jobs, metrics.dispatch_waits, &err);
-    if (gw.dispatch == NULL)
+    gw->dispatch = dispatch_start(&p->bus, p->cfg.max_queued_jobs, p->metrics.dispatch_waits, &err);
+    if (gw->dispatch == NULL)
         fatalx("%s", err.text);
-    gw.waiters = waiter_table_start(gw.store, &cfg, gw.gateway_id, &err);
-    if (gw.waiters == NULL)
+    gw->waiters = waiter_table_start(gw->store, &p->cfg, gw->gateway_id, &err);
+    if (gw->waiters == NULL)
         fatalx("%s", err.text);
-    gateway_metrics_attach(&metrics, gw.dispatch, gw.waiters);
-    struct http_server *server = http_start(&gw, listen_fd, tls, &err);
-    if (server == NULL)
+    gateway_metrics_attach(&p->metrics, gw->dispatch, gw->waiters);
+    p->server = http_start(gw, p->listen_fd, p->tls, &err);
+    p->listen_fd = -1;
+    if (p->server == NULL)
         osbq_startup_die(&startup, "OSBQ_LISTEN", &err);
-    struct registry *registry = registry_start(&gw, &err);
-    if (registry == NULL)
+    p->registry = registry_start(gw, &err);
+    if (p->registry == NULL)
         fatalx("%s", err.text);
-    struct recovery *recovery =
-        recovery_start(&cfg, gw.store, gw.dispatch, &metrics, &platforms_holder, &err);
-    if (recovery == NULL)
+    p->recovery =
+        recovery_start(&p->cfg, gw->store, gw->dispatch, &p->metrics, &p->platforms, &err);
+    if (p->recovery == NULL)
         fatalx("%s", err.text);
-    osbq_startup_secrets_report(secrets);
-    log_platforms("serving", platforms);
+}
+
+/* Says what the gateway serves, once every thread runs. */
+static void log_serving(struct gateway_process *p)
+{
+    osbq_startup_secrets_report(p->secrets);
+    struct osbq_platforms *set = osbq_platforms_acquire(&p->platforms);
+    log_platforms("serving", set);
+    osbq_platforms_release(set);
     log_info("gateway %s listening on %s:%u (%s), bus %s (advertised as %s), %u HTTP threads, "
              "catalog %s",
-             gw.gateway_id, cfg.listen.host, (unsigned)cfg.listen.port,
-             tls ? "HTTPS" : "plain HTTP", cfg.bus_bind, cfg.bus_advertise, cfg.http_threads,
-             cfg.catalog_path);
+             p->gw.gateway_id, p->cfg.listen.host, (unsigned)p->cfg.listen.port,
+             p->tls ? "HTTPS" : "plain HTTP", p->cfg.bus_bind, p->cfg.bus_advertise,
+             p->cfg.http_threads, p->cfg.catalog_path);
+}
 
-    sigset_t signals = stop_signals;
+/* Serves until SIGTERM or SIGINT, whose number it returns; each SIGHUP rereads the platforms
+ * file and the TLS certificate. */
+static int serve(struct gateway_process *p, const sigset_t *stop_signals)
+{
+    sigset_t signals = *stop_signals;
     sigaddset(&signals, SIGHUP);
     int signo = 0;
     for (;;) {
         if (sigwait(&signals, &signo) != 0)
             continue;
         if (signo != SIGHUP)
-            break;
-        reload_platforms(&cfg, catalog, &platforms_holder, &metrics);
-        if (tls == NULL && cfg.platforms_path == NULL)
+            return signo;
+        reload_platforms(&p->cfg, p->catalog, &p->platforms, &p->metrics);
+        struct osbq_error err = {0};
+        if (p->tls == NULL && p->cfg.platforms_path == NULL)
             log_info("received SIGHUP: nothing to reload (no OSBQ_TLS_CERT nor OSBQ_PLATFORMS)");
-        else if (tls == NULL)
+        else if (p->tls == NULL)
             continue;
-        else if (tls_credentials_reload(tls, &err) < 0)
+        else if (tls_credentials_reload(p->tls, &err) < 0)
             log_warnx("received SIGHUP: keeping the current TLS certificate: %s", err.text);
         else
             log_info("received SIGHUP: new connections use the reloaded TLS certificate");
     }
-    log_info("received %s, stopping", signo == SIGINT ? "SIGINT" : "SIGTERM");
+}
 
+/* Stops serving (stop_serving), then stops the threads and frees everything in the reverse
+ * order of the steps that made them. */
+static void stop(struct gateway_process *p)
+{
+    struct gateway *gw = &p->gw;
+    stop_serving(&p->cfg, gw, &p->registry, &p->recovery, &p->server);
+    waiter_table_stop(&gw->waiters);
+    dispatch_stop(&gw->dispatch);
+    osbq_store_pipeline_free(&gw->pipeline);
+    gateway_metrics_clear(&p->metrics);
+    sodium_memzero(&gw->metrics_auth, sizeof gw->metrics_auth);
+    zactor_destroy(&p->bus_auth);
+    osbq_store_destroy(&gw->store);
+    osbq_secrets_destroy(&p->secrets);
+    tls_credentials_free(&p->tls);
+    osbq_platforms_holder_clear(&p->platforms);
+    osbq_policy_destroy(&p->policy);
+    osbq_catalog_destroy(&p->catalog);
+    osbq_config_clear(&p->cfg);
+}
+
+int main(int argc, char **argv)
+{
+    sigset_t stop_signals;
+    osbq_startup_begin(&startup, argc, argv, &stop_signals);
+    struct gateway_process p = {.listen_fd = -1};
+    configure(&p);
+    open_store(&p);
+    bind_sockets(&p);
+    describe_gateway(&p);
+    start_threads(&p);
+    log_serving(&p);
+
+    int signo = serve(&p, &stop_signals);
+    log_info("received %s, stopping", signo == SIGINT ? "SIGINT" : "SIGTERM");
     int64_t signalled_ms = osbq_clock_ms();
-    stop_serving(&cfg, &gw, &registry, &recovery, &server);
-    osbq_store_pipeline_free(&gw.pipeline);
-    tls_credentials_free(&tls);
-    waiter_table_stop(&gw.waiters);
-    dispatch_stop(&gw.dispatch);
-    zactor_destroy(&bus_auth);
-    gateway_metrics_clear(&metrics);
-    osbq_store_destroy(&gw.store);
-    osbq_policy_destroy(&policy);
-    osbq_platforms_holder_clear(&platforms_holder);
-    osbq_catalog_destroy(&catalog);
-    osbq_secrets_destroy(&secrets);
-    osbq_config_clear(&cfg);
-    sodium_memzero(&gw.metrics_auth, sizeof gw.metrics_auth);
+    stop(&p);
     log_info("stopped, %lld ms after the signal", (long long)(osbq_clock_ms() - signalled_ms));
     return 0;
 }

@@ -4,6 +4,7 @@
 #include <inttypes.h>
 #include <msgpack.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -272,6 +273,69 @@ static size_t read_be(const unsigned char *p, size_t width)
     return v;
 }
 
+/* How a msgpack header byte announces the size of its value. */
+struct value_shape {
+    unsigned char width; /* bytes of a big-endian length after the header byte (0: none) */
+    unsigned char extra; /* fixed bytes after that length */
+    unsigned char per;   /* what the length counts: 0 payload bytes, 1 elements, 2 map pairs */
+    unsigned char count; /* the length, when the header byte holds it (fix formats) */
+};
+
+/* The shapes of the header bytes 0xc0 to 0xdf, by b - 0xc0 (msgpack's format table); 0xc1 is
+ * never used and has none (shape_of). */
+static const struct value_shape c0_shapes[32] = {
+    [0x00] = {0, 0, 0, 0},  /* nil */
+    [0x02] = {0, 0, 0, 0},  /* false */
+    [0x03] = {0, 0, 0, 0},  /* true */
+    [0x04] = {1, 0, 0, 0},  /* bin 8 */
+    [0x05] = {2, 0, 0, 0},  /* bin 16 */
+    [0x06] = {4, 0, 0, 0},  /* bin 32 */
+    [0x07] = {1, 1, 0, 0},  /* ext 8: length, then a type byte */
+    [0x08] = {2, 1, 0, 0},  /* ext 16 */
+    [0x09] = {4, 1, 0, 0},  /* ext 32 */
+    [0x0a] = {0, 4, 0, 0},  /* float 32 */
+    [0x0b] = {0, 8, 0, 0},  /* float 64 */
+    [0x0c] = {0, 1, 0, 0},  /* uint 8 */
+    [0x0d] = {0, 2, 0, 0},  /* uint 16 */
+    [0x0e] = {0, 4, 0, 0},  /* uint 32 */
+    [0x0f] = {0, 8, 0, 0},  /* uint 64 */
+    [0x10] = {0, 1, 0, 0},  /* int 8 */
+    [0x11] = {0, 2, 0, 0},  /* int 16 */
+    [0x12] = {0, 4, 0, 0},  /* int 32 */
+    [0x13] = {0, 8, 0, 0},  /* int 64 */
+    [0x14] = {0, 2, 0, 0},  /* fixext 1: type byte, then data */
+    [0x15] = {0, 3, 0, 0},  /* fixext 2 */
+    [0x16] = {0, 5, 0, 0},  /* fixext 4 */
+    [0x17] = {0, 9, 0, 0},  /* fixext 8 */
+    [0x18] = {0, 17, 0, 0}, /* fixext 16 */
+    [0x19] = {1, 0, 0, 0},  /* str 8 */
+    [0x1a] = {2, 0, 0, 0},  /* str 16 */
+    [0x1b] = {4, 0, 0, 0},  /* str 32 */
+    [0x1c] = {2, 0, 1, 0},  /* array 16 */
+    [0x1d] = {4, 0, 1, 0},  /* array 32 */
+    [0x1e] = {2, 0, 2, 0},  /* map 16 */
+    [0x1f] = {4, 0, 2, 0},  /* map 32 */
+};
+
+/* The shape of the value whose header byte is b; false for 0xc1, which msgpack never uses. */
+static bool shape_of(unsigned b, struct value_shape *out)
+{
+    static const struct value_shape scalar = {0, 0, 0, 0};
+    if (b <= 0x7f || b >= 0xe0) /* positive and negative fixint */
+        *out = scalar;
+    else if (b <= 0x8f) /* fixmap */
+        *out = (struct value_shape){0, 0, 2, (unsigned char)(b & 0x0f)};
+    else if (b <= 0x9f) /* fixarray */
+        *out = (struct value_shape){0, 0, 1, (unsigned char)(b & 0x0f)};
+    else if (b <= 0xbf) /* fixstr */
+        *out = (struct value_shape){0, 0, 0, (unsigned char)(b & 0x1f)};
+    else if (b == 0xc1)
+        return false;
+    else
+        *out = c0_shapes[b - 0xc0];
+    return true;
+}
+
 /* Walks one msgpack value without building it and sets *end past it. msgpack-c allocates a
  * container's elements as soon as it reads the header, so a 5-byte map32 header would ask for
  * 256 GiB; here a container may announce no more elements than bytes remain (each element
@@ -283,113 +347,27 @@ static enum skim_result skim(const unsigned char *p, size_t len, size_t *end)
     size_t pending = 1;
 
     while (pending > 0) {
-        /* width: bytes of a big-endian length; extra: fixed bytes after it; per: what the
-         * length counts (0 payload bytes, 1 elements, 2 map pairs). */
-        size_t width = 0, extra = 0, per = 0, n = 0, avail;
-        unsigned b;
+        struct value_shape shape;
+        size_t n, avail;
 
         if (pos >= len)
             return SKIM_TRUNCATED;
-        b = p[pos++];
         pending--;
-        if (b <= 0x7f || b >= 0xe0 || b == 0xc0 || b == 0xc2 || b == 0xc3)
-            continue;
-        if (b <= 0x8f) {
-            n = b & 0x0f;
-            per = 2;
-        } else if (b <= 0x9f) {
-            n = b & 0x0f;
-            per = 1;
-        } else if (b <= 0xbf) {
-            n = b & 0x1f;
-        } else {
-            switch (b) {
-            case 0xc4: /* bin 8 */
-            case 0xd9: /* str 8 */
-                width = 1;
-                break;
-            case 0xc5:
-            case 0xda:
-                width = 2;
-                break;
-            case 0xc6:
-            case 0xdb:
-                width = 4;
-                break;
-            case 0xc7: /* ext 8/16/32: length, then a type byte */
-                width = 1;
-                extra = 1;
-                break;
-            case 0xc8:
-                width = 2;
-                extra = 1;
-                break;
-            case 0xc9:
-                width = 4;
-                extra = 1;
-                break;
-            case 0xcc: /* uint 8 */
-            case 0xd0: /* int 8 */
-                extra = 1;
-                break;
-            case 0xcd:
-            case 0xd1:
-                extra = 2;
-                break;
-            case 0xca: /* float 32 */
-            case 0xce:
-            case 0xd2:
-                extra = 4;
-                break;
-            case 0xcb: /* float 64 */
-            case 0xcf:
-            case 0xd3:
-                extra = 8;
-                break;
-            case 0xd4: /* fixext 1/2/4/8/16: type byte, then data */
-                extra = 2;
-                break;
-            case 0xd5:
-                extra = 3;
-                break;
-            case 0xd6:
-                extra = 5;
-                break;
-            case 0xd7:
-                extra = 9;
-                break;
-            case 0xd8:
-                extra = 17;
-                break;
-            case 0xdc: /* array 16/32 */
-            case 0xdd:
-                width = b == 0xdc ? 2 : 4;
-                per = 1;
-                break;
-            case 0xde: /* map 16/32 */
-            case 0xdf:
-                width = b == 0xde ? 2 : 4;
-                per = 2;
-                break;
-            default: /* 0xc1, never used */
-                return SKIM_MALFORMED;
-            }
-        }
-        if (width > len - pos)
+        if (!shape_of(p[pos++], &shape))
+            return SKIM_MALFORMED;
+        if (shape.width > len - pos)
             return SKIM_TRUNCATED;
-        if (width > 0) {
-            n = read_be(p + pos, width);
-            pos += width;
-        }
+        n = shape.width > 0 ? read_be(p + pos, shape.width) : shape.count;
+        pos += shape.width;
         avail = len - pos;
-        if (per == 0) {
-            if (extra > avail || n > avail - extra)
+        if (shape.per == 0) {
+            if (shape.extra > avail || n > avail - shape.extra)
                 return SKIM_TRUNCATED;
-            pos += extra + n;
+            pos += shape.extra + n;
         } else {
-            if (pending > avail || n > (avail - pending) / per)
+            if (pending > avail || n > (avail - pending) / shape.per)
                 return SKIM_TRUNCATED;
-            pending += n * per;
+            pending += n * shape.per;
         }
     }
     *end = pos;

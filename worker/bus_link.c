@@ -1,8 +1,7 @@
 /* The worker's gateway connections: one DEALER per endpoint the registry lists, READY credits,
- * and the receiving half of the bus protocol (bus/bus.h). */
+ * and the jobs the gateways send, taken from each in turn (osbq_bus_recv decodes them). */
 #include "bus_link.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -276,37 +275,22 @@ size_t bus_link_count(const struct bus_link *b)
     return n;
 }
 
-/* Copies up to COMMAND_QUOTE_MAX bytes of a command word with control and non-ASCII bytes
- * replaced by '?', since it goes to the log. */
-static void quote_command(zframe_t *frame, char *out, size_t size)
-{
-    const unsigned char *data = zframe_data(frame);
-    size_t len = zframe_size(frame);
-    size_t n = 0;
-    for (; n < len && n < COMMAND_QUOTE_MAX && n + 1 < size; n++)
-        out[n] = data[n] < 0x80 && isprint(data[n]) ? (char)data[n] : '?';
-    out[n] = '\0';
-}
-
-/* Takes the messages waiting on gw's socket, up to RECEIVE_BATCH. */
 /* Takes one message from gw's socket, if it holds one. Returns whether it did. */
 static bool receive_one(struct gateway *gw, bus_link_job_fn on_job, void *ctx)
 {
-    zmsg_t *msg = zmsg_recv(gw->dealer);
-    if (msg == NULL)
+    struct osbq_bus_msg m;
+    if (osbq_bus_recv(gw->dealer, OSBQ_BUS_AT_WORKER, &m) < 0)
         return false;
-    zframe_t *command = zmsg_first(msg);
-    if (zmsg_size(msg) == 2 && zframe_streq(command, OSBQ_BUS_JOB)) {
-        zframe_t *job = zmsg_next(msg);
+    if (m.kind == OSBQ_BUS_MSG_JOB) {
         gw->received++;
-        on_job(ctx, gw->dealer, gw->endpoint, gw->origin, zframe_data(job), zframe_size(job));
+        on_job(ctx, gw->dealer, gw->endpoint, gw->origin, zframe_data(m.job), zframe_size(m.job));
     } else {
         char quoted[COMMAND_QUOTE_MAX + 1];
-        quote_command(command, quoted, sizeof quoted);
+        osbq_bus_msg_command(&m, quoted, sizeof quoted);
         log_warnx("gateway %s: unknown message \"%s\" (%zu frames), ignoring", gw->endpoint, quoted,
-                  zmsg_size(msg));
+                  m.frames);
     }
-    zmsg_destroy(&msg);
+    osbq_bus_msg_clear(&m);
     return true;
 }
 

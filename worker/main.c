@@ -13,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "bus.h"
@@ -22,7 +21,6 @@
 #include "clock.h"
 #include "config.h"
 #include "job.h"
-#include "json_wipe.h"
 #include "log.h"
 #include "metrics.h"
 #include "metrics_server.h"
@@ -90,13 +88,6 @@ static void make_worker_id(char *buf, size_t size)
 static unsigned free_slots(struct worker *w)
 {
     return w->stopping ? 0 : runner_free_slots(w->runner);
-}
-
-static int64_t wall_ms(void)
-{
-    struct timespec ts;
-    (void)clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* Publishes this worker's status for osbq-ctl (ns:status:worker:<id>, 10 s TTL): who it is and
@@ -300,149 +291,214 @@ static size_t running_jobs(void *runner)
     return runner_busy(runner);
 }
 
-int main(int argc, char **argv)
-{
-    osbq_startup_args(&startup, argc, argv);
-    osbq_json_wipe_on_free();
-    /* Blocked before any thread starts (czmq's, the runner's), so every thread inherits the
-     * mask and the signals arrive only through signal_fd. */
-    sigset_t stop_signals;
-    osbq_startup_block_signals(&stop_signals);
+/* What the worker holds from start to stop, made in the order of main's steps. Static (in
+ * main): runner threads left behind in a stuck backend (runner_destroy) may use the
+ * configuration, the catalog, the store, the pipeline, the metrics and the secrets until the
+ * process exits, so these are then not freed, and stay reachable for the leak checker. */
+struct worker_process {
+    struct osbq_config cfg;                      /* read once at start */
+    struct osbq_catalog *catalog;                /* owned */
+    struct osbq_secrets *secrets;                /* owned; NULL without OSBQ_SECRET_KEY_FILE */
+    int64_t started_ms;                          /* wall-clock start time, ms since the epoch */
+    int metrics_fd;                              /* the metrics socket until the server takes it
+                                                  * over; -1 without OSBQ_METRICS_LISTEN */
+    char metrics_addr[300];                      /* "host:port" it listens on, or "" */
+    struct osbq_store *store;                    /* owned */
+    char id[320];                                /* this worker's id (make_worker_id) */
+    int signal_fd;                               /* owned: SIGTERM and SIGINT */
+    struct osbq_bus_curve curve;                 /* the bus keys, loaded once: a certificate
+                                                  * changed on disk counts from the next start */
+    struct bus_link *link;                       /* owned: the gateway sockets */
+    struct osbq_metrics *registry;               /* owned: every series */
+    struct osbq_process_metrics process_metrics; /* the process's series */
+    struct worker_metrics metrics;               /* the worker's series */
+    struct osbq_store_pipeline *pipeline;        /* owned: the runner threads' Redis calls share
+                                                  * one connection through it (claims, progress,
+                                                  * outcomes and waits go out in the same writes) */
+    struct runner *runner;                       /* owned */
+    struct metrics_server *server;               /* owned; NULL without OSBQ_METRICS_LISTEN */
+};
 
-    /* Static, like the catalog and the store: runner threads left behind in a stuck backend
-     * (runner_destroy) may use them until the process exits, so they are not freed then, and
-     * stay reachable for the leak checker. */
-    static struct osbq_config cfg;
-    static struct osbq_catalog *catalog;
-    static struct osbq_store *store;
-    /* The runner threads' Redis calls share one connection through it (osbq_store_use_pipeline):
-     * claims, progress, outcomes and waits of many operations go out in the same writes. */
-    static struct osbq_store_pipeline *pipeline;
-    /* The metrics too: runner threads left behind keep counting into them. */
-    static struct osbq_metrics *registry;
-    static struct osbq_process_metrics process_metrics;
-    static struct worker_metrics metrics;
-    static struct osbq_secrets *secrets;
+/* Reads the configuration, the catalog and the secret keys, and binds the metrics socket: a
+ * port already taken stops the worker before it starts anything. */
+static void configure(struct worker_process *p)
+{
     struct osbq_error err = {0};
-    osbq_startup_load(&startup, &cfg, &catalog);
-    secrets = osbq_startup_secrets(&startup, &cfg);
-    int64_t started_ms = wall_ms();
-    /* Bound first, so a port already taken stops the worker before it starts anything. */
-    int metrics_fd = -1;
-    char metrics_addr[300] = "";
-    if (cfg.metrics_listen.host != NULL) {
-        metrics_fd = metrics_server_listen(&cfg.metrics_listen, &err);
-        if (metrics_fd < 0)
-            osbq_startup_die(&startup, "OSBQ_METRICS_LISTEN", &err);
-        bool ipv6 = strchr(cfg.metrics_listen.host, ':') != NULL;
-        (void)snprintf(metrics_addr, sizeof metrics_addr, ipv6 ? "[%s]:%u" : "%s:%u",
-                       cfg.metrics_listen.host, (unsigned)cfg.metrics_listen.port);
-    }
-    /* Before any socket: a Redis that refuses the configuration stops the worker here. */
-    store = osbq_store_new(&cfg);
-    if (store == NULL)
+    osbq_startup_load(&startup, &p->cfg, &p->catalog);
+    p->secrets = osbq_startup_secrets(&startup, &p->cfg);
+    p->started_ms = osbq_store_now_ms();
+    p->metrics_fd = -1;
+    if (p->cfg.metrics_listen.host == NULL)
+        return;
+    p->metrics_fd = metrics_server_listen(&p->cfg.metrics_listen, &err);
+    if (p->metrics_fd < 0)
+        osbq_startup_die(&startup, "OSBQ_METRICS_LISTEN", &err);
+    bool ipv6 = strchr(p->cfg.metrics_listen.host, ':') != NULL;
+    (void)snprintf(p->metrics_addr, sizeof p->metrics_addr, ipv6 ? "[%s]:%u" : "%s:%u",
+                   p->cfg.metrics_listen.host, (unsigned)p->cfg.metrics_listen.port);
+}
+
+/* Connects to Redis. Before any socket: a Redis that refuses the configuration stops the
+ * worker here. */
+static void open_store(struct worker_process *p)
+{
+    struct osbq_error err = {0};
+    p->store = osbq_store_new(&p->cfg);
+    if (p->store == NULL)
         fatalx("out of memory");
-    if (osbq_store_ping(store, &err) < 0)
+    if (osbq_store_ping(p->store, &err) < 0)
         osbq_startup_redis_failed(&startup, &err);
+}
+
+/* Names the worker and opens the descriptor its stop signals arrive on (they are blocked). */
+static void identify(struct worker_process *p, const sigset_t *stop_signals)
+{
     if (sodium_init() < 0)
         fatalx("libsodium cannot start");
-    char id[320];
-    make_worker_id(id, sizeof id);
-    int signal_fd = signalfd(-1, &stop_signals, SFD_NONBLOCK | SFD_CLOEXEC);
-    if (signal_fd < 0)
+    make_worker_id(p->id, sizeof p->id);
+    p->signal_fd = signalfd(-1, stop_signals, SFD_NONBLOCK | SFD_CLOEXEC);
+    if (p->signal_fd < 0)
         fatal("signalfd");
+}
+
+/* Loads the bus keys and makes the link to the gateways (their sockets open with the first
+ * registry read). */
+static void open_bus(struct worker_process *p)
+{
+    struct osbq_error err = {0};
     osbq_bus_init();
-    /* Loaded once: a certificate changed on disk takes effect at the next start. */
-    static struct osbq_bus_curve curve;
-    const char *curve_variable = NULL;
-    if (osbq_bus_curve_load(&curve, &cfg, OSBQ_ROLE_WORKER, &curve_variable, &err) < 0)
-        osbq_startup_die(&startup, curve_variable, &err);
-    if (osbq_bus_curve_on(&curve))
-        log_info("job bus: CurveZMQ, client key %s, gateways' key %s", zcert_public_txt(curve.own),
-                 curve.server_public);
+    const char *variable = NULL;
+    if (osbq_bus_curve_load(&p->curve, &p->cfg, OSBQ_ROLE_WORKER, &variable, &err) < 0)
+        osbq_startup_die(&startup, variable, &err);
+    if (osbq_bus_curve_on(&p->curve))
+        log_info("job bus: CurveZMQ, client key %s, gateways' key %s",
+                 zcert_public_txt(p->curve.own), p->curve.server_public);
     else
         log_warnx("the job bus is not authenticated nor encrypted: this worker runs jobs from "
                   "any process registered as a gateway (set OSBQ_BUS_CURVE_SERVER_CERT and "
                   "OSBQ_BUS_CURVE_CLIENT_CERT)");
-    struct bus_link *link = bus_link_new(id, &curve);
-    registry = osbq_metrics_new();
-    if (link == NULL || registry == NULL ||
-        osbq_process_metrics_add(&process_metrics, registry, "worker", OSBQ_VERSION, store,
-                                 osbq_store_error_count) < 0 ||
-        osbq_process_metrics_add_ack_timeouts(&process_metrics, registry,
-                                              osbq_store_ack_timeout_count) < 0 ||
-        worker_metrics_init(&metrics, registry, catalog, cfg.worker_concurrency) < 0)
+    p->link = bus_link_new(p->id, &p->curve);
+    if (p->link == NULL)
         fatalx("out of memory");
-    pipeline = osbq_store_pipeline_start(store, &err);
-    if (pipeline == NULL)
+}
+
+/* Makes the metrics: the process's, the store's error and acknowledgement counts, the
+ * worker's. */
+static void make_metrics(struct worker_process *p)
+{
+    p->registry = osbq_metrics_new();
+    if (p->registry == NULL ||
+        osbq_process_metrics_add(&p->process_metrics, p->registry, "worker", OSBQ_VERSION, p->store,
+                                 osbq_store_error_count) < 0 ||
+        osbq_process_metrics_add_ack_timeouts(&p->process_metrics, p->registry,
+                                              osbq_store_ack_timeout_count) < 0 ||
+        worker_metrics_init(&p->metrics, p->registry, p->catalog, p->cfg.worker_concurrency) < 0)
+        fatalx("out of memory");
+}
+
+/* Starts the threads: the Redis pipeline, the runner (its threads and the exec watch), the
+ * metrics server. */
+static void start_threads(struct worker_process *p)
+{
+    struct osbq_error err = {0};
+    p->pipeline = osbq_store_pipeline_start(p->store, &err);
+    if (p->pipeline == NULL)
         fatalx("cannot start the Redis pipeline: %s", err.text);
-    osbq_store_use_pipeline(store, pipeline);
-    struct runner *runner = runner_new(&cfg, catalog, store, id, &metrics, &err);
-    if (runner == NULL)
+    osbq_store_use_pipeline(p->store, p->pipeline);
+    p->runner = runner_new(&p->cfg, p->catalog, p->store, p->id, &p->metrics, &err);
+    if (p->runner == NULL)
         fatalx("cannot start the runner: %s", err.text);
-    runner_set_secrets(runner, secrets);
-    worker_metrics_attach(&metrics, running_jobs, runner);
-    struct metrics_server *server = NULL;
-    if (metrics_fd >= 0) {
-        server = metrics_server_start(&cfg, metrics_fd, registry, &err);
-        if (server == NULL) {
-            (void)runner_destroy(&runner);
-            osbq_startup_die(&startup, "OSBQ_METRICS_LISTEN", &err);
-        }
+    runner_set_secrets(p->runner, p->secrets);
+    worker_metrics_attach(&p->metrics, running_jobs, p->runner);
+    if (p->metrics_fd < 0)
+        return;
+    p->server = metrics_server_start(&p->cfg, p->metrics_fd, p->registry, &err);
+    p->metrics_fd = -1;
+    if (p->server == NULL) {
+        (void)runner_destroy(&p->runner);
+        osbq_startup_die(&startup, "OSBQ_METRICS_LISTEN", &err);
     }
-    osbq_startup_secrets_report(secrets);
+}
+
+/* Runs the main loop (run) until the worker stops. */
+static void serve(struct worker_process *p)
+{
+    osbq_startup_secrets_report(p->secrets);
+    const char *metrics_addr = p->metrics_addr[0] != '\0' ? p->metrics_addr : NULL;
     log_info("started: id %s, concurrency %u, lease %u ms, shutdown grace %u ms, catalog %s, "
              "redis %s:%u, metrics %s",
-             id, cfg.worker_concurrency, cfg.lease_ms, cfg.shutdown_grace_ms, cfg.catalog_path,
-             cfg.redis.host, (unsigned)cfg.redis.port,
-             metrics_addr[0] != '\0' ? metrics_addr : "off");
-
+             p->id, p->cfg.worker_concurrency, p->cfg.lease_ms, p->cfg.shutdown_grace_ms,
+             p->cfg.catalog_path, p->cfg.redis.host, (unsigned)p->cfg.redis.port,
+             metrics_addr != NULL ? metrics_addr : "off");
     /* The first turn of the loop reads the registry at once, and publishes the status with it. */
     struct worker w = {
-        .store = store,
-        .runner = runner,
-        .link = link,
-        .metrics = &metrics,
-        .id = id,
-        .metrics_addr = metrics_addr[0] != '\0' ? metrics_addr : NULL,
-        .slots = cfg.worker_concurrency,
-        .started_ms = started_ms,
-        .signal_fd = signal_fd,
+        .store = p->store,
+        .runner = p->runner,
+        .link = p->link,
+        .metrics = &p->metrics,
+        .id = p->id,
+        .metrics_addr = metrics_addr,
+        .slots = p->cfg.worker_concurrency,
+        .started_ms = p->started_ms,
+        .signal_fd = p->signal_fd,
         .announced = UINT_MAX,
         .next_heartbeat_ms = osbq_clock_ms(),
         .next_registry_ms = osbq_clock_ms(),
         .registry_backoff = BACKOFF_MIN_MS,
         .registry_state = -1,
-        .grace_ms = cfg.shutdown_grace_ms,
+        .grace_ms = p->cfg.shutdown_grace_ms,
     };
     run(&w);
+}
 
+/* Stops the threads in the reverse order of their start, then closes the bus and the signal
+ * descriptor and removes the worker's status. What runner threads left behind may still use is
+ * freed only when none was left behind (runner_destroy): otherwise the process exit frees it. */
+static void stop(struct worker_process *p)
+{
     /* Scrapes read the runner: the server stops first. */
-    metrics_server_stop(&server);
+    metrics_server_stop(&p->server);
     /* Cancels whatever still runs, releases its operations, then joins the runner threads, or
      * leaves behind those stuck in a backend that ignores cancellation. */
-    unsigned left = runner_destroy(&runner);
+    unsigned left = runner_destroy(&p->runner);
     /* Drained, calls made from now on (the status removal below, a thread left behind) run on
      * pooled connections; the pipeline itself is kept while a thread left behind may still be
      * about to submit to it. */
-    osbq_store_pipeline_drain(pipeline);
+    osbq_store_pipeline_drain(p->pipeline);
     if (left == 0) {
-        osbq_store_use_pipeline(store, NULL);
-        osbq_store_pipeline_free(&pipeline);
+        osbq_store_use_pipeline(p->store, NULL);
+        osbq_store_pipeline_free(&p->pipeline);
     }
-    bus_link_destroy(&link);
-    osbq_bus_curve_clear(&curve);
-    close(signal_fd);
-    if (osbq_store_status_remove(store, "worker", id, &err) < 0)
+    bus_link_destroy(&p->link);
+    osbq_bus_curve_clear(&p->curve);
+    close(p->signal_fd);
+    struct osbq_error err = {0};
+    if (osbq_store_status_remove(p->store, "worker", p->id, &err) < 0)
         log_debug("cannot remove the worker's status (%s); it expires by itself", err.text);
-    if (left == 0) {
-        osbq_metrics_destroy(&registry);
-        osbq_store_destroy(&store);
-        osbq_catalog_destroy(&catalog);
-        osbq_secrets_destroy(&secrets);
-        osbq_config_clear(&cfg);
-    }
-    /* Otherwise the threads left behind may still use them: the process exit frees them. */
+    if (left > 0)
+        return;
+    osbq_metrics_destroy(&p->registry);
+    osbq_store_destroy(&p->store);
+    osbq_secrets_destroy(&p->secrets);
+    osbq_catalog_destroy(&p->catalog);
+    osbq_config_clear(&p->cfg);
+}
+
+int main(int argc, char **argv)
+{
+    /* The stop signals are blocked before any thread starts (czmq's, the runner's), so every
+     * thread inherits the mask and the signals arrive only through signal_fd. */
+    sigset_t stop_signals;
+    osbq_startup_begin(&startup, argc, argv, &stop_signals);
+    static struct worker_process p;
+    configure(&p);
+    open_store(&p);
+    identify(&p, &stop_signals);
+    open_bus(&p);
+    make_metrics(&p);
+    start_threads(&p);
+    serve(&p);
+    stop(&p);
     log_info("stopped");
     return 0;
 }

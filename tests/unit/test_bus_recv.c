@@ -1,0 +1,291 @@
+/* Unit tests for the receiving half of the bus protocol (bus/bus.c): each kind of message a
+ * gateway or a worker reads, decoded from messages made in memory (osbq_bus_decode), malformed
+ * and unknown ones included, then the same messages sent and received over a real ZeroMQ pair
+ * (inproc). */
+/* cmocka.h uses these without including them, so they come first and in this order. */
+/* clang-format off */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+/* clang-format on */
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bus.h"
+
+/* A message of count string frames, as a ROUTER or a DEALER hands it over. */
+static zmsg_t *message_of(const char *const *frames, size_t count)
+{
+    zmsg_t *msg = zmsg_new();
+    assert_non_null(msg);
+    for (size_t i = 0; i < count; i++)
+        assert_int_equal(zmsg_addstr(msg, frames[i]), 0);
+    return msg;
+}
+
+/* Decodes frames (the identity first at a gateway) for side. */
+static void decode(const char *const *frames, size_t count, enum osbq_bus_side side,
+                   struct osbq_bus_msg *out)
+{
+    zmsg_t *msg = message_of(frames, count);
+    osbq_bus_decode(&msg, side, out);
+    assert_null(msg);
+}
+
+/* A gateway reading a READY of frames (after the identity): MALFORMED, with its command kept
+ * for the log line and nothing else filled. */
+static void expect_malformed_ready(const char *const *frames, size_t count)
+{
+    const char *with_identity[8] = {"worker-socket"};
+    assert_true(count < 8);
+    for (size_t i = 0; i < count; i++)
+        with_identity[i + 1] = frames[i];
+    struct osbq_bus_msg m;
+    decode(with_identity, count + 1, OSBQ_BUS_AT_GATEWAY, &m);
+    assert_int_equal(m.kind, OSBQ_BUS_MSG_MALFORMED);
+    char command[17];
+    osbq_bus_msg_command(&m, command, sizeof command);
+    assert_string_equal(command, OSBQ_BUS_READY);
+    assert_null(m.ready.worker_id);
+    assert_null(m.ready.ended);
+    assert_null(m.job);
+    osbq_bus_msg_clear(&m);
+}
+
+/* Every frame a READY can carry: the identity is the sender's, the counts are numbers, the
+ * ended ids come as sent. */
+static void test_ready_with_every_frame(void **state)
+{
+    (void)state;
+    const char *frames[] = {"worker-socket", OSBQ_BUS_READY,  "w-1",      "12",
+                            "1234567890123", "1795000000123", "op-1 op-2"};
+    struct osbq_bus_msg m;
+    decode(frames, 7, OSBQ_BUS_AT_GATEWAY, &m);
+    assert_int_equal(m.kind, OSBQ_BUS_MSG_READY);
+    assert_non_null(m.identity);
+    assert_true(zframe_streq(m.identity, "worker-socket"));
+    assert_int_equal(m.frames, 6);
+    assert_string_equal(m.ready.worker_id, "w-1");
+    assert_int_equal(m.ready.free_slots, 12);
+    assert_true(m.ready.counts_received);
+    assert_true(m.ready.received == 1234567890123ULL);
+    assert_true(m.ready.due_ms == 1795000000123LL);
+    assert_string_equal(m.ready.ended, "op-1 op-2");
+    assert_null(m.job);
+    osbq_bus_msg_clear(&m);
+    assert_null(m.identity);
+    assert_null(m.ready.worker_id);
+    osbq_bus_msg_clear(&m); /* twice is harmless */
+}
+
+/* An older worker's READY (no received count, no due time, no ended jobs) is read as it is; a
+ * due frame that is no due time is ignored, as one that is absent. */
+static void test_ready_of_an_older_worker(void **state)
+{
+    (void)state;
+    const char *frames[] = {"worker-socket", OSBQ_BUS_READY, "w-2", "3"};
+    struct osbq_bus_msg m;
+    decode(frames, 4, OSBQ_BUS_AT_GATEWAY, &m);
+    assert_int_equal(m.kind, OSBQ_BUS_MSG_READY);
+    assert_string_equal(m.ready.worker_id, "w-2");
+    assert_int_equal(m.ready.free_slots, 3);
+    assert_false(m.ready.counts_received);
+    assert_true(m.ready.received == 0);
+    assert_true(m.ready.due_ms == 0);
+    assert_null(m.ready.ended);
+    osbq_bus_msg_clear(&m);
+
+    const char *bad_due[] = {"worker-socket", OSBQ_BUS_READY, "w-3", "0", "7", "soon"};
+    decode(bad_due, 6, OSBQ_BUS_AT_GATEWAY, &m);
+    assert_int_equal(m.kind, OSBQ_BUS_MSG_READY);
+    assert_int_equal(m.ready.free_slots, 0);
+    assert_true(m.ready.received == 7);
+    assert_true(m.ready.due_ms == 0);
+    osbq_bus_msg_clear(&m);
+}
+
+/* READYs whose frames do not read are MALFORMED: no worker id, no free slots, counts that are
+ * not decimal numbers, more free slots than any worker has. */
+static void test_ready_malformed(void **state)
+{
+    (void)state;
+    const char *no_id[] = {OSBQ_BUS_READY};
+    expect_malformed_ready(no_id, 1);
+    const char *no_slots[] = {OSBQ_BUS_READY, "w-1"};
+    expect_malformed_ready(no_slots, 2);
+    const char *slots_not_a_number[] = {OSBQ_BUS_READY, "w-1", "12x", "4"};
+    expect_malformed_ready(slots_not_a_number, 4);
+    const char *slots_too_many[] = {OSBQ_BUS_READY, "w-1", "1000001", "4"};
+    expect_malformed_ready(slots_too_many, 4);
+    const char *slots_negative[] = {OSBQ_BUS_READY, "w-1", "-1", "4"};
+    expect_malformed_ready(slots_negative, 4);
+    const char *received_not_a_number[] = {OSBQ_BUS_READY, "w-1", "4", "5x"};
+    expect_malformed_ready(received_not_a_number, 4);
+    const char *received_negative[] = {OSBQ_BUS_READY, "w-1", "4", "-5"};
+    expect_malformed_ready(received_negative, 4);
+
+    /* The bounds themselves read. */
+    const char *most[] = {"worker-socket", OSBQ_BUS_READY, "w-1", "1000000", "0"};
+    struct osbq_bus_msg m;
+    decode(most, 5, OSBQ_BUS_AT_GATEWAY, &m);
+    assert_int_equal(m.kind, OSBQ_BUS_MSG_READY);
+    assert_int_equal(m.ready.free_slots, 1000000);
+    assert_true(m.ready.counts_received);
+    osbq_bus_msg_clear(&m);
+}
+
+/* A REJECT hands its job back as sent; one without a job still says the worker is full. */
+static void test_reject(void **state)
+{
+    (void)state;
+    const char *frames[] = {"worker-socket", OSBQ_BUS_REJECT, "the encoded job"};
+    struct osbq_bus_msg m;
+    decode(frames, 3, OSBQ_BUS_AT_GATEWAY, &m);
+    assert_int_equal(m.kind, OSBQ_BUS_MSG_REJECT);
+    assert_true(zframe_streq(m.identity, "worker-socket"));
+    assert_non_null(m.job);
+    assert_true(zframe_streq(m.job, "the encoded job"));
+    osbq_bus_msg_clear(&m);
+    assert_null(m.job);
+
+    const char *no_job[] = {"worker-socket", OSBQ_BUS_REJECT};
+    decode(no_job, 2, OSBQ_BUS_AT_GATEWAY, &m);
+    assert_int_equal(m.kind, OSBQ_BUS_MSG_REJECT);
+    assert_null(m.job);
+    osbq_bus_msg_clear(&m);
+}
+
+/* A worker reads a JOB of exactly one frame after its command; other counts are MALFORMED. */
+static void test_job(void **state)
+{
+    (void)state;
+    const char *frames[] = {OSBQ_BUS_JOB, "the encoded job"};
+    struct osbq_bus_msg m;
+    decode(frames, 2, OSBQ_BUS_AT_WORKER, &m);
+    assert_int_equal(m.kind, OSBQ_BUS_MSG_JOB);
+    assert_null(m.identity);
+    assert_int_equal(m.frames, 2);
+    assert_true(zframe_streq(m.job, "the encoded job"));
+    osbq_bus_msg_clear(&m);
+
+    const char *no_job[] = {OSBQ_BUS_JOB};
+    decode(no_job, 1, OSBQ_BUS_AT_WORKER, &m);
+    assert_int_equal(m.kind, OSBQ_BUS_MSG_MALFORMED);
+    assert_int_equal(m.frames, 1);
+    assert_null(m.job);
+    osbq_bus_msg_clear(&m);
+
+    const char *two_jobs[] = {OSBQ_BUS_JOB, "one", "two"};
+    decode(two_jobs, 3, OSBQ_BUS_AT_WORKER, &m);
+    assert_int_equal(m.kind, OSBQ_BUS_MSG_MALFORMED);
+    assert_int_equal(m.frames, 3);
+    assert_null(m.job);
+    osbq_bus_msg_clear(&m);
+}
+
+/* Each side takes the other side's commands only; anything else is UNKNOWN, its command kept
+ * for the log line, quoted without control or non-ASCII bytes. A message with no command at
+ * all is UNKNOWN with none. */
+static void test_unknown(void **state)
+{
+    (void)state;
+    struct osbq_bus_msg m;
+    char command[17];
+    const char *job_at_gateway[] = {"worker-socket", OSBQ_BUS_JOB, "a job"};
+    decode(job_at_gateway, 3, OSBQ_BUS_AT_GATEWAY, &m);
+    assert_int_equal(m.kind, OSBQ_BUS_MSG_UNKNOWN);
+    assert_null(m.job);
+    osbq_bus_msg_command(&m, command, sizeof command);
+    assert_string_equal(command, OSBQ_BUS_JOB);
+    osbq_bus_msg_clear(&m);
+
+    const char *ready_at_worker[] = {OSBQ_BUS_READY, "w-1", "3"};
+    decode(ready_at_worker, 3, OSBQ_BUS_AT_WORKER, &m);
+    assert_int_equal(m.kind, OSBQ_BUS_MSG_UNKNOWN);
+    assert_null(m.ready.worker_id);
+    assert_int_equal(m.frames, 3);
+    osbq_bus_msg_clear(&m);
+
+    const char *hostile[] = {"worker-socket", "HELLO\x1b[2J\xc3\xa9 and a long tail"};
+    decode(hostile, 2, OSBQ_BUS_AT_GATEWAY, &m);
+    assert_int_equal(m.kind, OSBQ_BUS_MSG_UNKNOWN);
+    osbq_bus_msg_command(&m, command, sizeof command);
+    assert_string_equal(command, "HELLO?[2J?? and ");
+    osbq_bus_msg_clear(&m);
+
+    const char *identity_only[] = {"worker-socket"};
+    decode(identity_only, 1, OSBQ_BUS_AT_GATEWAY, &m);
+    assert_int_equal(m.kind, OSBQ_BUS_MSG_UNKNOWN);
+    assert_null(m.command);
+    osbq_bus_msg_command(&m, command, sizeof command);
+    assert_string_equal(command, "");
+    osbq_bus_msg_clear(&m);
+}
+
+/* Both halves over a real pair: what osbq_bus_send_* writes, osbq_bus_recv reads back as the
+ * same message; with nothing waiting it says so without blocking. */
+static void test_send_and_receive(void **state)
+{
+    (void)state;
+    osbq_bus_init();
+    zsock_t *gateway = zsock_new_router("inproc://bus-recv-test");
+    zsock_t *worker = zsock_new_dealer(">inproc://bus-recv-test");
+    assert_non_null(gateway);
+    assert_non_null(worker);
+    zsock_set_rcvtimeo(gateway, 1000);
+    zsock_set_rcvtimeo(worker, 1000);
+
+    const struct osbq_bus_ready ready = {
+        .free_slots = 4, .received = 9, .due_ms = 1795000000123LL, .ended = "op-1"};
+    assert_int_equal(osbq_bus_send_ready(worker, "w-9", &ready), 0);
+    struct osbq_bus_msg m;
+    assert_int_equal(osbq_bus_recv(gateway, OSBQ_BUS_AT_GATEWAY, &m), 0);
+    assert_int_equal(m.kind, OSBQ_BUS_MSG_READY);
+    assert_string_equal(m.ready.worker_id, "w-9");
+    assert_int_equal(m.ready.free_slots, 4);
+    assert_true(m.ready.received == 9);
+    assert_true(m.ready.due_ms == 1795000000123LL);
+    assert_string_equal(m.ready.ended, "op-1");
+    zframe_t *identity = zframe_dup(m.identity);
+    osbq_bus_msg_clear(&m);
+
+    static char job[] = "job bytes";
+    assert_int_equal(osbq_bus_send_job(gateway, identity, job, sizeof job, NULL, NULL), 0);
+    assert_int_equal(osbq_bus_recv(worker, OSBQ_BUS_AT_WORKER, &m), 0);
+    assert_int_equal(m.kind, OSBQ_BUS_MSG_JOB);
+    assert_int_equal(zframe_size(m.job), sizeof job);
+    assert_memory_equal(zframe_data(m.job), job, sizeof job);
+    osbq_bus_msg_clear(&m);
+
+    assert_int_equal(osbq_bus_send_reject(worker, job, sizeof job), 0);
+    assert_int_equal(osbq_bus_recv(gateway, OSBQ_BUS_AT_GATEWAY, &m), 0);
+    assert_int_equal(m.kind, OSBQ_BUS_MSG_REJECT);
+    assert_true(zframe_eq(m.identity, identity));
+    assert_memory_equal(zframe_data(m.job), job, sizeof job);
+    osbq_bus_msg_clear(&m);
+
+    zsock_set_rcvtimeo(gateway, 0);
+    assert_int_equal(osbq_bus_recv(gateway, OSBQ_BUS_AT_GATEWAY, &m), -1);
+    zframe_destroy(&identity);
+    zsock_destroy(&worker);
+    zsock_destroy(&gateway);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_ready_with_every_frame),
+        cmocka_unit_test(test_ready_of_an_older_worker),
+        cmocka_unit_test(test_ready_malformed),
+        cmocka_unit_test(test_reject),
+        cmocka_unit_test(test_job),
+        cmocka_unit_test(test_unknown),
+        cmocka_unit_test(test_send_and_receive),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

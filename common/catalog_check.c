@@ -186,6 +186,22 @@ static int optional_bools(struct check *c, json_t *obj, const char *const *keys)
     return 0;
 }
 
+/* obj[key], when present: an object, checked by check with the path naming key. */
+static int optional_object(struct check *c, json_t *obj, const char *key,
+                           int (*check)(struct check *, json_t *))
+{
+    json_t *v;
+    if (field(c, obj, key, KIND_OBJECT, false, &v) < 0)
+        return -1;
+    if (v == NULL)
+        return 0;
+    size_t mark = path_key(&c->path, key);
+    if (check(c, v) < 0)
+        return -1;
+    path_pop(&c->path, mark);
+    return 0;
+}
+
 /* A required non-empty string that must not repeat a value recorded in seen. */
 static int unique_name(struct check *c, json_t *obj, const char *key, json_t *seen)
 {
@@ -254,25 +270,22 @@ static int check_refs(struct check *c, json_t *v)
 }
 
 /* One input parameters schema object ({"parameters": {...}}). */
-static int check_input_schema(struct check *c, json_t *schema)
+/* The parameters of an input schema: a JSON Schema of at most 64 kB, no external $ref. */
+static int check_parameters(struct check *c, json_t *params)
 {
-    if (!json_is_object(schema))
-        return fail(c, "must be an object");
-    json_t *params;
-    if (field(c, schema, "parameters", KIND_OBJECT, false, &params) < 0)
-        return -1;
-    if (params == NULL)
-        return 0;
-    size_t mark = path_key(&c->path, "parameters");
     if (field(c, params, "$schema", KIND_STRING, true, NULL) < 0)
         return -1;
     /* Measured as served: compact, like the body. */
     if (json_dumpb(params, NULL, 0, JSON_COMPACT | JSON_PRESERVE_ORDER) > SCHEMA_MAX_BYTES)
         return fail(c, "larger than 64 kB");
-    if (check_refs(c, params) < 0)
-        return -1;
-    path_pop(&c->path, mark);
-    return 0;
+    return check_refs(c, params);
+}
+
+static int check_input_schema(struct check *c, json_t *schema)
+{
+    if (!json_is_object(schema))
+        return fail(c, "must be an object");
+    return optional_object(c, schema, "parameters", check_parameters);
 }
 
 /* obj must be an object whose keys all come from allowed. */
@@ -418,6 +431,19 @@ static int check_osbq(struct check *c, json_t *plan)
 
 /* ---- services and plans ---- */
 
+static int check_maintenance_info(struct check *c, json_t *maintenance)
+{
+    json_t *version;
+    if (field(c, maintenance, "version", KIND_STRING, true, &version) < 0 ||
+        field(c, maintenance, "description", KIND_STRING, false, NULL) < 0)
+        return -1;
+    if (!osbq_semver_valid(json_string_value(version))) {
+        path_key(&c->path, "version");
+        return fail(c, "\"%s\" is not a semantic version 2.0.0", json_string_value(version));
+    }
+    return 0;
+}
+
 static int check_plan(struct check *c, json_t *plan)
 {
     static const char *const bools[] = {"free", "bindable", "binding_rotatable", "plan_updateable",
@@ -439,37 +465,17 @@ static int check_plan(struct check *c, json_t *plan)
         return fail(c, "must be a non-negative integer");
     }
 
-    json_t *maintenance;
-    if (field(c, plan, "maintenance_info", KIND_OBJECT, false, &maintenance) < 0)
+    if (optional_object(c, plan, "maintenance_info", check_maintenance_info) < 0)
         return -1;
-    if (maintenance != NULL) {
-        size_t mark = path_key(&c->path, "maintenance_info");
-        json_t *version;
-        if (field(c, maintenance, "version", KIND_STRING, true, &version) < 0 ||
-            field(c, maintenance, "description", KIND_STRING, false, NULL) < 0)
-            return -1;
-        if (!osbq_semver_valid(json_string_value(version))) {
-            path_key(&c->path, "version");
-            return fail(c, "\"%s\" is not a semantic version 2.0.0", json_string_value(version));
-        }
-        path_pop(&c->path, mark);
-    }
     return check_osbq(c, plan);
 }
 
-static int check_dashboard_client(struct check *c, json_t *service)
+static int check_dashboard_client(struct check *c, json_t *client)
 {
-    json_t *client;
-    if (field(c, service, "dashboard_client", KIND_OBJECT, false, &client) < 0)
-        return -1;
-    if (client == NULL)
-        return 0;
-    size_t mark = path_key(&c->path, "dashboard_client");
     if (field(c, client, "id", KIND_NAME, true, NULL) < 0 ||
         field(c, client, "secret", KIND_NAME, true, NULL) < 0 ||
         field(c, client, "redirect_uri", KIND_STRING, false, NULL) < 0)
         return -1;
-    path_pop(&c->path, mark);
     return 0;
 }
 
@@ -487,7 +493,7 @@ static int check_service(struct check *c, json_t *service)
         field(c, service, "bindable", KIND_BOOL, true, NULL) < 0 ||
         optional_bools(c, service, bools) < 0 ||
         field(c, service, "metadata", KIND_OBJECT, false, NULL) < 0 ||
-        check_dashboard_client(c, service) < 0)
+        optional_object(c, service, "dashboard_client", check_dashboard_client) < 0)
         return -1;
     /* One place to look for a plan's settings, so no inheritance from the service. */
     if (json_object_get(service, "osbq") != NULL) {

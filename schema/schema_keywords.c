@@ -405,8 +405,8 @@ static int compile_logic(struct compiler *c, json_t *s, const char *base, struct
     return 0;
 }
 
-/* definitions/$defs are compiled too, so a broken one is reported even when nothing uses it. */
-/* A definition is compiled for its errors only: what uses it reaches it through $ref. */
+/* definitions/$defs are compiled too, so a broken one is reported even when nothing uses it;
+ * what uses one reaches it through $ref. */
 static int compile_definition(struct compiler *c, const char *key, json_t *value, const char *base,
                               struct js_node *n)
 {
@@ -424,13 +424,14 @@ static int compile_definition_map(struct compiler *c, json_t *map, const char *b
 
 static int compile_definitions(struct compiler *c, json_t *s, const char *base)
 {
-    return object_keyword(c, s, "definitions", "an object of schemas", compile_definition_map, base,
-                          NULL) < 0 ||
-                   object_keyword(c, s, "$defs", "an object of schemas", compile_definition_map,
-                                  base, NULL) < 0
-               ? -1
-               : 0;
+    if (object_keyword(c, s, "definitions", "an object of schemas", compile_definition_map, base,
+                       NULL) < 0 ||
+        object_keyword(c, s, "$defs", "an object of schemas", compile_definition_map, base, NULL) <
+            0)
+        return -1;
+    return 0;
 }
+
 int js_compile_keywords(struct compiler *c, json_t *s, const char *base, struct js_node *n)
 {
     json_t *ref = json_object_get(s, "$ref");

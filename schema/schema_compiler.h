@@ -1,7 +1,7 @@
-/* One compilation of a JSON Schema, shared by the compiler's three files: schema.c (the entry,
- * the walk over schemas and its memo, the node store), schema_ref.c ($id base URIs and $ref
- * resolution) and schema_keywords.c (each keyword's value checked and compiled). Not a public
- * API. */
+/* One compilation of a JSON Schema, shared by the compiler's files, which call one another in
+ * layers: schema.c (the entry) calls schema_keywords.c (the walk and each keyword), which calls
+ * schema_ref.c ($id base URIs, $ref resolution); each reports through schema_compiler.c (the
+ * path and the failure). Not a public API. */
 #ifndef OSBQ_SCHEMA_COMPILER_H
 #define OSBQ_SCHEMA_COMPILER_H
 
@@ -25,37 +25,37 @@ struct compiler {
     size_t msg_size;
 };
 
-/* Records the failure ("<path>: <what>") and returns -1. */
+/* schema_compiler.c: records the failure ("<path>: <what>") and returns -1. */
 int js_fail(struct compiler *c, enum osbq_schema_status status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 int js_no_memory(struct compiler *c);
 
-/* Appends ".segment" or "[i]" to the path and returns the length to restore with
- * js_path_pop. */
+/* schema_compiler.c: appends ".segment" or "[i]" to the path and returns the length to restore
+ * with js_path_pop. */
 size_t js_path_push(struct compiler *c, const char *segment);
 size_t js_path_index(struct compiler *c, size_t i);
 void js_path_pop(struct compiler *c, size_t saved);
 
-/* The key under which memo and bases know the schema v: its address. */
+/* schema_compiler.c: the key under which memo and bases know the schema v: its address. */
 void js_address_key(const json_t *v, char out[32]);
 
-/* Compiles the schema s (base: the URI in scope) into *out once; a second visit (a $ref, a
- * cycle) gets the same node. A boolean schema is allowed when allow_boolean is set. */
+/* schema_ref.c: the pre-pass that records every schema's base URI and $id in c->bases and
+ * c->ids, before any $ref is followed. */
+int js_index_ids(struct compiler *c, json_t *doc);
+
+/* schema_ref.c: the schema that ref (written at a schema whose base URI is base) names inside the
+ * document; NULL with the failure recorded (a remote $ref among them). */
+json_t *js_resolve_ref(struct compiler *c, const char *base, const char *ref);
+
+/* schema_keywords.c: compiles the schema s (base: the URI in scope) into *out once; a second
+ * visit (a $ref, a cycle) gets the same node. A boolean schema is allowed when allow_boolean is
+ * set. */
 int js_compile(struct compiler *c, json_t *s, const char *base, bool allow_boolean,
                const struct js_node **out);
 
-/* js_compile with the rule that holds almost everywhere: a boolean is a schema from draft-06 on
- * (draft-04 allows one only as additionalItems or additionalProperties). */
+/* schema_keywords.c: js_compile with the rule that holds almost everywhere: a boolean is a
+ * schema from draft-06 on (draft-04 allows one only as additionalItems or
+ * additionalProperties). */
 int js_compile_member(struct compiler *c, json_t *s, const char *base, const struct js_node **out);
-
-/* schema_ref.c: the pre-pass that records every schema's base URI and $id, before any $ref is
- * followed. */
-int js_index_ids(struct compiler *c, json_t *doc);
-
-/* schema_ref.c: the $ref keyword of s: resolved, its target compiled into n->ref. */
-int js_compile_ref(struct compiler *c, json_t *ref, const char *base, struct js_node *n);
-
-/* schema_keywords.c: every keyword of the object schema s into n. */
-int js_compile_keywords(struct compiler *c, json_t *s, const char *base, struct js_node *n);
 
 #endif

@@ -1,6 +1,7 @@
-/* The keywords of a schema: each one's value checked against its draft's rules and compiled
- * into the node (numbers, strings with their regex, arrays, objects, logic, definitions). $ref is
- * schema_ref.c's. */
+/* Compiling schemas: the walk that compiles each schema of the document once into a node (memo by
+ * address, so $ref cycles end) and each keyword's value, checked against its draft's rules and
+ * compiled into the node (numbers, strings with their regex, arrays, objects, logic,
+ * definitions, $ref through schema_ref.c's resolution). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -432,11 +433,31 @@ static int compile_definitions(struct compiler *c, json_t *s, const char *base)
     return 0;
 }
 
-int js_compile_keywords(struct compiler *c, json_t *s, const char *base, struct js_node *n)
+/* $ref: its target, compiled, replaces every sibling keyword. */
+static int compile_ref(struct compiler *c, json_t *ref, const char *base, struct js_node *n)
+{
+    size_t mark = js_path_push(c, "$ref");
+    if (!json_is_string(ref))
+        return js_fail(c, OSBQ_SCHEMA_INVALID, "must be a string");
+    n->ref_text = json_string_value(ref);
+    json_t *target = js_resolve_ref(c, base, n->ref_text);
+    if (target == NULL)
+        return -1;
+    /* The target is compiled with the base in scope where it is written. */
+    char key[32];
+    js_address_key(target, key);
+    const char *target_base = json_string_value(json_object_get(c->bases, key));
+    if (js_compile_member(c, target, target_base != NULL ? target_base : base, &n->ref) < 0)
+        return -1;
+    js_path_pop(c, mark);
+    return 0;
+}
+
+static int compile_keywords(struct compiler *c, json_t *s, const char *base, struct js_node *n)
 {
     json_t *ref = json_object_get(s, "$ref");
     if (ref != NULL) {
-        if (js_compile_ref(c, ref, base, n) < 0)
+        if (compile_ref(c, ref, base, n) < 0)
             return -1;
         /* Siblings of $ref are ignored, but definitions next to it stay reachable. */
         return compile_definitions(c, s, base);
@@ -455,4 +476,63 @@ int js_compile_keywords(struct compiler *c, json_t *s, const char *base, struct 
                    compile_definitions(c, s, base) < 0
                ? -1
                : 0;
+}
+
+/* ---- the walk: each schema compiled once ---- */
+
+static struct js_node *new_node(struct compiler *c)
+{
+    struct osbq_schema *schema = c->schema;
+    if ((schema->node_count & (schema->node_count + 1)) == 0) { /* 0, 1, 3, 7...: grow */
+        size_t cap = 2 * (schema->node_count + 1);
+        struct js_node **grown = realloc(schema->nodes, cap * sizeof *grown);
+        if (grown == NULL)
+            return NULL;
+        schema->nodes = grown;
+    }
+    struct js_node *n = calloc(1, sizeof *n);
+    if (n == NULL)
+        return NULL;
+    n->boolean = -1;
+    n->min_length = n->max_length = n->min_items = n->max_items = -1;
+    n->min_properties = n->max_properties = -1;
+    schema->nodes[schema->node_count++] = n;
+    return n;
+}
+
+int js_compile(struct compiler *c, json_t *s, const char *base, bool allow_boolean,
+               const struct js_node **out)
+{
+    char key[32];
+    js_address_key(s, key);
+    json_t *known = json_object_get(c->memo, key);
+    if (known != NULL) {
+        *out = c->schema->nodes[json_integer_value(known)];
+        return 0;
+    }
+    if (!json_is_object(s) && !(allow_boolean && json_is_boolean(s)))
+        return js_fail(c, OSBQ_SCHEMA_INVALID, "must be a schema (an object%s)",
+                       allow_boolean ? " or a boolean" : "");
+    if (c->depth >= OSBQ_SCHEMA_MAX_SCHEMA_DEPTH)
+        return js_fail(c, OSBQ_SCHEMA_INVALID, "schema nested deeper than %d levels",
+                       OSBQ_SCHEMA_MAX_SCHEMA_DEPTH);
+    struct js_node *n = new_node(c);
+    if (n == NULL || json_object_set_new(c->memo, key,
+                                         json_integer((json_int_t)(c->schema->node_count - 1))) < 0)
+        return js_no_memory(c);
+    *out = n;
+    if (json_is_boolean(s)) {
+        n->boolean = json_is_true(s);
+        return 0;
+    }
+    const char *own_base = json_string_value(json_object_get(c->bases, key));
+    c->depth++;
+    int rc = compile_keywords(c, s, own_base != NULL ? own_base : base, n);
+    c->depth--;
+    return rc;
+}
+
+int js_compile_member(struct compiler *c, json_t *s, const char *base, const struct js_node **out)
+{
+    return js_compile(c, s, base, c->draft != OSBQ_SCHEMA_DRAFT4, out);
 }

@@ -226,8 +226,7 @@ static json_t *id_lookup(const struct compiler *c, const char *uri)
     return found != NULL ? (json_t *)(uintptr_t)json_integer_value(found) : NULL;
 }
 
-/* Finds the schema ref (written at a schema whose base is base) names; NULL with the error set. */
-static json_t *resolve_ref(struct compiler *c, const char *base, const char *ref)
+json_t *js_resolve_ref(struct compiler *c, const char *base, const char *ref)
 {
     char *uri = uri_resolve(base, ref);
     if (uri == NULL) {
@@ -256,23 +255,4 @@ static json_t *resolve_ref(struct compiler *c, const char *base, const char *ref
     }
     free(uri);
     return target;
-}
-
-int js_compile_ref(struct compiler *c, json_t *ref, const char *base, struct js_node *n)
-{
-    size_t mark = js_path_push(c, "$ref");
-    if (!json_is_string(ref))
-        return js_fail(c, OSBQ_SCHEMA_INVALID, "must be a string");
-    n->ref_text = json_string_value(ref);
-    json_t *target = resolve_ref(c, base, n->ref_text);
-    if (target == NULL)
-        return -1;
-    /* The target is compiled with the base in scope where it is written. */
-    char key[32];
-    js_address_key(target, key);
-    const char *target_base = json_string_value(json_object_get(c->bases, key));
-    if (js_compile_member(c, target, target_base != NULL ? target_base : base, &n->ref) < 0)
-        return -1;
-    js_path_pop(c, mark);
-    return 0;
 }

@@ -15,6 +15,48 @@ static int keyword_fail(struct compiler *c, const char *keyword, const char *wha
     return js_fail(c, OSBQ_SCHEMA_INVALID, "%s", what);
 }
 
+/* The types a keyword's value may have, as predicates for typed_keyword (jansson's are
+ * macros). */
+static bool is_number(const json_t *v)
+{
+    return json_is_number(v);
+}
+
+static bool is_boolean(const json_t *v)
+{
+    return json_is_boolean(v);
+}
+
+static bool is_string(const json_t *v)
+{
+    return json_is_string(v);
+}
+
+static bool is_array(const json_t *v)
+{
+    return json_is_array(v);
+}
+
+static bool string_array(const json_t *v)
+{
+    if (!json_is_array(v))
+        return false;
+    size_t i;
+    const json_t *item;
+    json_array_foreach (v, i, item)
+        if (!json_is_string(item))
+            return false;
+    return true;
+}
+
+/* obj[keyword] into *out, NULL when absent; present, it must pass is, else "<keyword>: <what>". */
+static int typed_keyword(struct compiler *c, json_t *obj, const char *keyword,
+                         bool (*is)(const json_t *), const char *what, json_t **out)
+{
+    *out = json_object_get(obj, keyword);
+    return *out == NULL || is(*out) ? 0 : keyword_fail(c, keyword, what);
+}
+
 /* Compiles obj[keyword] when present (a schema). */
 static int sub_schema(struct compiler *c, json_t *obj, const char *keyword, const char *base,
                       const struct js_node **out)
@@ -126,31 +168,6 @@ static int count_keyword(struct compiler *c, json_t *obj, const char *keyword, j
     return 0;
 }
 
-static int number_keyword(struct compiler *c, json_t *obj, const char *keyword,
-                          struct js_number *out)
-{
-    json_t *v = json_object_get(obj, keyword);
-    if (v == NULL)
-        return 0;
-    if (!json_is_number(v))
-        return keyword_fail(c, keyword, "must be a number");
-    out->value = v;
-    return 0;
-}
-
-/* Draft-04 exclusiveMinimum/Maximum: a boolean modifying minimum/maximum. */
-static int draft4_exclusive(struct compiler *c, json_t *obj, const char *keyword,
-                            struct js_number *limit)
-{
-    json_t *v = json_object_get(obj, keyword);
-    if (v == NULL)
-        return 0;
-    if (!json_is_boolean(v))
-        return keyword_fail(c, keyword, "must be a boolean in draft-04");
-    limit->exclusive = json_is_true(v);
-    return 0;
-}
-
 static int compile_regex(struct compiler *c, const char *source, struct js_regex *out)
 {
     int code;
@@ -167,18 +184,6 @@ static int compile_regex(struct compiler *c, const char *source, struct js_regex
                        (size_t)offset, (const char *)text);
     }
     return 0;
-}
-
-static bool string_array(const json_t *v)
-{
-    if (!json_is_array(v))
-        return false;
-    size_t i;
-    const json_t *item;
-    json_array_foreach (v, i, item)
-        if (!json_is_string(item))
-            return false;
-    return true;
 }
 
 static int type_bit(const char *name, unsigned *bits)
@@ -224,18 +229,29 @@ static int compile_type(struct compiler *c, json_t *s, struct js_node *n)
     return 0;
 }
 
+/* minimum and maximum; exclusiveMinimum and exclusiveMaximum, which draft-04 writes as booleans
+ * that make minimum and maximum exclusive and later drafts as limits of their own; multipleOf. */
 static int compile_numbers(struct compiler *c, json_t *s, struct js_node *n)
 {
-    if (number_keyword(c, s, "minimum", &n->minimum) < 0 ||
-        number_keyword(c, s, "maximum", &n->maximum) < 0)
+    bool draft4 = c->draft == OSBQ_SCHEMA_DRAFT4;
+    bool (*exclusive_type)(const json_t *) = draft4 ? is_boolean : is_number;
+    const char *exclusive_what = draft4 ? "must be a boolean in draft-04" : "must be a number";
+    json_t *minimum, *maximum, *exclusive_minimum, *exclusive_maximum;
+    if (typed_keyword(c, s, "minimum", is_number, "must be a number", &minimum) < 0 ||
+        typed_keyword(c, s, "maximum", is_number, "must be a number", &maximum) < 0 ||
+        typed_keyword(c, s, "exclusiveMinimum", exclusive_type, exclusive_what,
+                      &exclusive_minimum) < 0 ||
+        typed_keyword(c, s, "exclusiveMaximum", exclusive_type, exclusive_what,
+                      &exclusive_maximum) < 0)
         return -1;
-    if (c->draft == OSBQ_SCHEMA_DRAFT4) {
-        if (draft4_exclusive(c, s, "exclusiveMinimum", &n->minimum) < 0 ||
-            draft4_exclusive(c, s, "exclusiveMaximum", &n->maximum) < 0)
-            return -1;
-    } else if (number_keyword(c, s, "exclusiveMinimum", &n->exclusive_minimum) < 0 ||
-               number_keyword(c, s, "exclusiveMaximum", &n->exclusive_maximum) < 0) {
-        return -1;
+    n->minimum.value = minimum;
+    n->maximum.value = maximum;
+    if (draft4) {
+        n->minimum.exclusive = json_is_true(exclusive_minimum);
+        n->maximum.exclusive = json_is_true(exclusive_maximum);
+    } else {
+        n->exclusive_minimum.value = exclusive_minimum;
+        n->exclusive_maximum.value = exclusive_maximum;
     }
     n->exclusive_minimum.exclusive = n->exclusive_maximum.exclusive = true;
     json_t *m = json_object_get(s, "multipleOf");
@@ -252,19 +268,19 @@ static int compile_strings(struct compiler *c, json_t *s, struct js_node *n)
     if (count_keyword(c, s, "minLength", &n->min_length) < 0 ||
         count_keyword(c, s, "maxLength", &n->max_length) < 0)
         return -1;
-    json_t *pattern = json_object_get(s, "pattern");
+    json_t *pattern;
+    if (typed_keyword(c, s, "pattern", is_string, "must be a string", &pattern) < 0)
+        return -1;
     if (pattern != NULL) {
         size_t mark = js_path_push(c, "pattern");
-        if (!json_is_string(pattern))
-            return js_fail(c, OSBQ_SCHEMA_INVALID, "must be a string");
         if (compile_regex(c, json_string_value(pattern), &n->pattern) < 0)
             return -1;
         js_path_pop(c, mark);
     }
-    json_t *format = json_object_get(s, "format");
+    json_t *format;
+    if (typed_keyword(c, s, "format", is_string, "must be a string", &format) < 0)
+        return -1;
     if (format != NULL) {
-        if (!json_is_string(format))
-            return keyword_fail(c, "format", "must be a string");
         n->format_name = json_string_value(format);
         n->format = js_format_lookup(n->format_name);
     }
@@ -288,9 +304,9 @@ static int compile_arrays(struct compiler *c, json_t *s, const char *base, struc
         count_keyword(c, s, "minItems", &n->min_items) < 0 ||
         count_keyword(c, s, "maxItems", &n->max_items) < 0)
         return -1;
-    json_t *unique = json_object_get(s, "uniqueItems");
-    if (unique != NULL && !json_is_boolean(unique))
-        return keyword_fail(c, "uniqueItems", "must be a boolean");
+    json_t *unique;
+    if (typed_keyword(c, s, "uniqueItems", is_boolean, "must be a boolean", &unique) < 0)
+        return -1;
     n->unique_items = json_is_true(unique);
     if (c->draft != OSBQ_SCHEMA_DRAFT4 && sub_schema(c, s, "contains", base, &n->contains) < 0)
         return -1;
@@ -369,9 +385,9 @@ static int compile_dependency_map(struct compiler *c, json_t *map, const char *b
 
 static int compile_required(struct compiler *c, json_t *s, struct js_node *n)
 {
-    json_t *required = json_object_get(s, "required");
-    if (required != NULL && !string_array(required))
-        return keyword_fail(c, "required", "must be an array of strings");
+    json_t *required;
+    if (typed_keyword(c, s, "required", string_array, "must be an array of strings", &required) < 0)
+        return -1;
     n->required = required;
     return 0;
 }
@@ -462,12 +478,10 @@ static int compile_keywords(struct compiler *c, json_t *s, const char *base, str
         /* Siblings of $ref are ignored, but definitions next to it stay reachable. */
         return compile_definitions(c, s, base);
     }
-    json_t *enum_values = json_object_get(s, "enum");
-    if (enum_values != NULL) {
-        if (!json_is_array(enum_values))
-            return keyword_fail(c, "enum", "must be an array");
-        n->enum_values = enum_values;
-    }
+    json_t *enum_values;
+    if (typed_keyword(c, s, "enum", is_array, "must be an array", &enum_values) < 0)
+        return -1;
+    n->enum_values = enum_values;
     if (c->draft != OSBQ_SCHEMA_DRAFT4)
         n->const_value = json_object_get(s, "const");
     return compile_type(c, s, n) < 0 || compile_numbers(c, s, n) < 0 ||

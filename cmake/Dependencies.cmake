@@ -11,7 +11,7 @@ pkg_check_modules(ZMQ REQUIRED IMPORTED_TARGET libzmq>=4.3)
 pkg_check_modules(MSGPACK REQUIRED IMPORTED_TARGET msgpack>=3.0)
 pkg_check_modules(SODIUM REQUIRED IMPORTED_TARGET libsodium>=1.0.18)
 pkg_check_modules(CURL REQUIRED IMPORTED_TARGET libcurl>=7.62)
-# Plan schemas: the "pattern" keyword (schema/schema.c).
+# Plan schemas: the "pattern" keyword (schema/schema_keywords.c).
 pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8>=10.34)
 if(OSBQ_BUILD_TESTS)
   pkg_check_modules(CMOCKA REQUIRED IMPORTED_TARGET cmocka>=1.1)

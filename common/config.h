@@ -1,5 +1,7 @@
 /* Configuration: every OSBQ_* environment variable, read once at start-up into a struct that is
- * passed down and never re-read. One table in config.c drives parsing, defaults and --help. */
+ * passed down and never re-read. One table (config_vars.c) drives parsing, defaults and --help;
+ * the loader is config.c, the parsers of plain values (numbers, addresses, URLs) config_values.c.
+ */
 #ifndef OSBQ_CONFIG_H
 #define OSBQ_CONFIG_H
 
@@ -8,6 +10,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "config_values.h"
 #include "error.h"
 #include "log.h"
 
@@ -18,21 +21,6 @@ enum osbq_role {
     OSBQ_ROLE_BOTH = OSBQ_ROLE_GATEWAY | OSBQ_ROLE_WORKER,
     OSBQ_ROLE_CTL = 1 << 2, /* osbq-ctl: only what reaching Redis needs */
     OSBQ_ROLE_ALL = OSBQ_ROLE_BOTH | OSBQ_ROLE_CTL,
-};
-
-/* A parsed redis:// URL. */
-struct osbq_redis_addr {
-    char *host;     /* host name or address, brackets removed from IPv6 literals */
-    uint16_t port;  /* TCP port, 6379 when the URL names none */
-    unsigned db;    /* database number, 0 when the URL names none */
-    char *username; /* ACL user, or NULL */
-    char *password; /* password, or NULL; never logged */
-};
-
-/* A parsed host:port listen address. */
-struct osbq_listen_addr {
-    char *host;    /* host name or address ("0.0.0.0", "::", "127.0.0.1", "localhost") */
-    uint16_t port; /* TCP port, 1..65535 */
 };
 
 /* Most Sentinels OSBQ_REDIS_SENTINELS may list. */
@@ -129,10 +117,5 @@ bool osbq_config_known(const char *name);
 /* The known variable (as osbq_config_known) within two edits of name, the closest first in
  * table order; NULL when none is that close. For a warning about a misspelt variable. */
 const char *osbq_config_suggest(const char *name);
-
-/* Parses a redis://[user:password@]host[:port][/db] URL into *out (owned; free with
- * osbq_redis_addr_clear). Returns -1 with a reason in err (no variable name) on failure. */
-int osbq_redis_addr_parse(const char *url, struct osbq_redis_addr *out, struct osbq_error *err);
-void osbq_redis_addr_clear(struct osbq_redis_addr *addr);
 
 #endif

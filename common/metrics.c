@@ -274,6 +274,13 @@ struct osbq_metric *osbq_metrics_add(struct osbq_metrics *m, enum osbq_metric_ty
     return f;
 }
 
+struct osbq_series *osbq_metrics_add_unlabelled(struct osbq_metrics *m, enum osbq_metric_type type,
+                                                const char *name, const char *help)
+{
+    struct osbq_metric *f = osbq_metrics_add(m, type, name, help, NULL, 0, NULL, 0);
+    return f != NULL ? osbq_metric_series(f, NULL) : NULL;
+}
+
 /* FNV-1a over the values, each followed by a NUL (values cannot hold one), so ("ab", "c") and
  * ("a", "bc") differ. */
 static uint64_t hash_values(const char *const *values, size_t n)

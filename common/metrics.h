@@ -40,6 +40,12 @@ struct osbq_metric *osbq_metrics_add(struct osbq_metrics *m, enum osbq_metric_ty
                                      const char *const *label_names, size_t nlabels,
                                      const double *buckets, size_t nbuckets);
 
+/* Declares a counter or gauge family without labels and returns its one series (what a
+ * process has one of: requests in flight, retries). NULL as osbq_metrics_add, or when out of
+ * memory. */
+struct osbq_series *osbq_metrics_add_unlabelled(struct osbq_metrics *m, enum osbq_metric_type type,
+                                                const char *name, const char *help);
+
 /* Finds or creates the series of family f with these label values (exactly f's nlabels of
  * them; NULL when it has none). Values are copied and may hold any bytes but NUL; rendering
  * escapes them. The pointer stays valid until the registry is destroyed (or the family is

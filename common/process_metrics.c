@@ -83,14 +83,6 @@ static void process_gauges_refresh(void *ctx)
     }
 }
 
-/* The one series of a family without labels; NULL when out of memory. */
-static struct osbq_series *unlabelled(struct osbq_metrics *m, enum osbq_metric_type type,
-                                      const char *name, const char *help)
-{
-    struct osbq_metric *f = osbq_metrics_add(m, type, name, help, NULL, 0, NULL, 0);
-    return f != NULL ? osbq_metric_series(f, NULL) : NULL;
-}
-
 int osbq_process_metrics_add(struct osbq_process_metrics *pm, struct osbq_metrics *m,
                              const char *role, const char *version, const struct osbq_store *store,
                              osbq_store_error_count_fn error_count)
@@ -102,20 +94,22 @@ int osbq_process_metrics_add(struct osbq_process_metrics *pm, struct osbq_metric
     /* The process_* names and meanings of Prometheus's client libraries, so the usual
      * dashboards and rules apply as they are. */
     struct osbq_series *start =
-        unlabelled(m, OSBQ_METRIC_GAUGE, "process_start_time_seconds",
-                   "Start time of the process since unix epoch in seconds.");
+        osbq_metrics_add_unlabelled(m, OSBQ_METRIC_GAUGE, "process_start_time_seconds",
+                                    "Start time of the process since unix epoch in seconds.");
     *pm = (struct osbq_process_metrics){
         .store = store,
         .error_count = error_count,
-        .resident_bytes = unlabelled(m, OSBQ_METRIC_GAUGE, "process_resident_memory_bytes",
-                                     "Resident memory size in bytes."),
-        .cpu_seconds = unlabelled(m, OSBQ_METRIC_COUNTER, "process_cpu_seconds_total",
-                                  "Total user and system CPU time spent in seconds."),
-        .open_fds = unlabelled(m, OSBQ_METRIC_GAUGE, "process_open_fds",
-                               "Number of open file descriptors."),
-        .max_fds = unlabelled(m, OSBQ_METRIC_GAUGE, "process_max_fds",
-                              "Maximum number of open file descriptors."),
-        .redis_errors = unlabelled(
+        .resident_bytes =
+            osbq_metrics_add_unlabelled(m, OSBQ_METRIC_GAUGE, "process_resident_memory_bytes",
+                                        "Resident memory size in bytes."),
+        .cpu_seconds =
+            osbq_metrics_add_unlabelled(m, OSBQ_METRIC_COUNTER, "process_cpu_seconds_total",
+                                        "Total user and system CPU time spent in seconds."),
+        .open_fds = osbq_metrics_add_unlabelled(m, OSBQ_METRIC_GAUGE, "process_open_fds",
+                                                "Number of open file descriptors."),
+        .max_fds = osbq_metrics_add_unlabelled(m, OSBQ_METRIC_GAUGE, "process_max_fds",
+                                               "Maximum number of open file descriptors."),
+        .redis_errors = osbq_metrics_add_unlabelled(
             m, OSBQ_METRIC_COUNTER, "osbq_redis_errors_total",
             "Redis calls that failed: connection and I/O errors, timeouts, error replies."),
     };
@@ -130,12 +124,10 @@ int osbq_process_metrics_add(struct osbq_process_metrics *pm, struct osbq_metric
 int osbq_process_metrics_add_ack_timeouts(struct osbq_process_metrics *pm, struct osbq_metrics *m,
                                           osbq_store_error_count_fn ack_timeout_count)
 {
-    struct osbq_metric *acks = osbq_metrics_add(
+    pm->redis_ack_timeouts = osbq_metrics_add_unlabelled(
         m, OSBQ_METRIC_COUNTER, "osbq_redis_ack_timeouts_total",
         "Redis WAITs that ended with fewer replicas than OSBQ_REDIS_MIN_ACKS acknowledging: "
-        "acceptances answered 503 (gateway), outcomes waited for again (worker).",
-        NULL, 0, NULL, 0);
-    pm->redis_ack_timeouts = acks ? osbq_metric_series(acks, NULL) : NULL;
+        "acceptances answered 503 (gateway), outcomes waited for again (worker).");
     if (pm->redis_ack_timeouts == NULL)
         return -1;
     pm->ack_timeout_count = ack_timeout_count;

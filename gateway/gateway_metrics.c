@@ -33,11 +33,100 @@ static void refresh_gauges(void *ctx)
         osbq_series_set(gm->sync_waits, (double)waiter_table_count(gm->waiters));
 }
 
-static struct osbq_series *plain(struct osbq_metrics *m, enum osbq_metric_type type,
-                                 const char *name, const char *help)
+/* The HTTP side: requests answered (by route, and by platform), their duration, those in
+ * flight. */
+static int add_request_families(struct gateway_metrics *gm, struct osbq_metrics *m)
 {
-    struct osbq_metric *f = osbq_metrics_add(m, type, name, help, NULL, 0, NULL, 0);
-    return f ? osbq_metric_series(f, NULL) : NULL;
+    gm->requests = osbq_metrics_add(m, OSBQ_METRIC_COUNTER, "osbq_http_requests_total",
+                                    "HTTP requests answered, by route pattern, method and status.",
+                                    request_labels, 3, NULL, 0);
+    gm->platform_requests = osbq_metrics_add(
+        m, OSBQ_METRIC_COUNTER, "osbq_platform_requests_total",
+        "Broker API requests answered, by the platform their URL prefix names and status.",
+        platform_labels, 2, NULL, 0);
+    gm->duration = osbq_metrics_add(
+        m, OSBQ_METRIC_HISTOGRAM, "osbq_http_request_duration_seconds",
+        "Time from a request's first byte to its answer (synchronous waits included).", route_label,
+        1, osbq_metrics_latency_buckets, osbq_metrics_latency_buckets_count);
+    gm->in_flight = osbq_metrics_add_unlabelled(
+        m, OSBQ_METRIC_GAUGE, "osbq_http_requests_in_flight",
+        "Requests received and not answered yet (synchronous waits included).");
+    return gm->requests && gm->platform_requests && gm->duration && gm->in_flight ? 0 : -1;
+}
+
+/* What this gateway did with operations, and the synchronous requests waiting for one. */
+static int add_operation_families(struct gateway_metrics *gm, struct osbq_metrics *m)
+{
+    gm->operations = osbq_metrics_add(
+        m, OSBQ_METRIC_COUNTER, "osbq_gateway_operations_total",
+        "Operations by kind, service, plan and what this gateway did: accepted (recorded and "
+        "sent), joined (an identical request joined the running one), not_durable (recorded, too "
+        "few replicas acknowledged it: answered 503), abandoned (failed after its attempts), "
+        "capped "
+        "(refused with a 422: its tenant's operations in progress reached OSBQ_POLICY's cap).",
+        operation_labels, 4, NULL, 0);
+    gm->sync_waits =
+        osbq_metrics_add_unlabelled(m, OSBQ_METRIC_GAUGE, "osbq_sync_waits_in_flight",
+                                    "Synchronous requests suspended until their operation ends.");
+    return gm->operations && gm->sync_waits ? 0 : -1;
+}
+
+/* The dispatcher: jobs waiting for a worker's free slot (by lane, tenant and platform), the
+ * workers and their free slots. */
+static int add_dispatch_families(struct gateway_metrics *gm, struct osbq_metrics *m)
+{
+    gm->jobs_queued =
+        osbq_metrics_add_unlabelled(m, OSBQ_METRIC_GAUGE, "osbq_jobs_queued",
+                                    "Jobs this gateway holds until a worker has a free slot.");
+    gm->dispatch_waits = osbq_metrics_add(
+        m, OSBQ_METRIC_HISTOGRAM, "osbq_dispatch_wait_seconds",
+        "Time jobs waited in this gateway's dispatcher for a worker's free slot, by lane (waiting: "
+        "a synchronous request's; due: polls and resends; new: first steps of asynchronous "
+        "operations) and by the platform of the job's tenant (an OSBQ_PLATFORMS name, default, "
+        "or unknown).",
+        lane_platform_labels, 2, osbq_metrics_latency_buckets, osbq_metrics_latency_buckets_count);
+    gm->tenants_waiting = osbq_metrics_add_unlabelled(
+        m, OSBQ_METRIC_GAUGE, "osbq_dispatch_tenants_waiting",
+        "Tenants with jobs waiting in this gateway's dispatcher, counted once per lane they "
+        "wait in (OSBQ_TENANT_KEY says what a tenant is).");
+    struct osbq_metric *longest = osbq_metrics_add(
+        m, OSBQ_METRIC_GAUGE, "osbq_dispatch_longest_wait_seconds",
+        "By lane, how long the oldest job of any tenant has waited in this gateway's dispatcher "
+        "so far (0: none waits): a tenant's queue that does not move shows here.",
+        lane_label, 1, NULL, 0);
+    for (unsigned i = 0; i < DISPATCH_LANES; i++) {
+        const char *lane = dispatch_lane_name((enum dispatch_lane)i);
+        gm->longest_waits[i] = longest ? osbq_metric_series(longest, OSBQ_LABELS(lane)) : NULL;
+        if (gm->longest_waits[i] == NULL)
+            return -1;
+    }
+    gm->workers = osbq_metrics_add_unlabelled(m, OSBQ_METRIC_GAUGE, "osbq_workers_live",
+                                              "Workers connected to this gateway's bus socket.");
+    gm->free_slots =
+        osbq_metrics_add_unlabelled(m, OSBQ_METRIC_GAUGE, "osbq_worker_free_slots",
+                                    "Free job slots those workers last announced, summed.");
+    return gm->jobs_queued && gm->dispatch_waits && gm->tenants_waiting && gm->workers &&
+                   gm->free_slots
+               ? 0
+               : -1;
+}
+
+/* The recovery loop: jobs sent again, leases that ran out, polls. */
+static int add_recovery_families(struct gateway_metrics *gm, struct osbq_metrics *m)
+{
+    gm->retries = osbq_metrics_add_unlabelled(
+        m, OSBQ_METRIC_COUNTER, "osbq_job_retries_total",
+        "Jobs this gateway's recovery loop sent again: never claimed in time, or "
+        "their worker's lease ran out.");
+    gm->lease_expiries = osbq_metrics_add_unlabelled(
+        m, OSBQ_METRIC_COUNTER, "osbq_lease_expiries_total",
+        "Of those, the operations whose worker's lease ran out (it died "
+        "or hung).");
+    gm->polls = osbq_metrics_add_unlabelled(
+        m, OSBQ_METRIC_COUNTER, "osbq_polls_total",
+        "Jobs this gateway's recovery loop sent for the next step of a waiting "
+        "operation (a poll): not retries.");
+    return gm->retries && gm->lease_expiries && gm->polls ? 0 : -1;
 }
 
 int gateway_metrics_init(struct gateway_metrics *gm, struct osbq_store *store, const char *version)
@@ -49,79 +138,14 @@ int gateway_metrics_init(struct gateway_metrics *gm, struct osbq_store *store, c
     gm->registry = m;
     if (osbq_process_metrics_add(&gm->process, m, "gateway", version, store,
                                  osbq_store_error_count) < 0 ||
-        osbq_process_metrics_add_ack_timeouts(&gm->process, m, osbq_store_ack_timeout_count) < 0)
-        goto fail;
-    gm->requests = osbq_metrics_add(m, OSBQ_METRIC_COUNTER, "osbq_http_requests_total",
-                                    "HTTP requests answered, by route pattern, method and status.",
-                                    request_labels, 3, NULL, 0);
-    gm->duration = osbq_metrics_add(
-        m, OSBQ_METRIC_HISTOGRAM, "osbq_http_request_duration_seconds",
-        "Time from a request's first byte to its answer (synchronous waits included).", route_label,
-        1, osbq_metrics_latency_buckets, osbq_metrics_latency_buckets_count);
-    gm->in_flight = plain(m, OSBQ_METRIC_GAUGE, "osbq_http_requests_in_flight",
-                          "Requests received and not answered yet (synchronous waits included).");
-    gm->operations = osbq_metrics_add(
-        m, OSBQ_METRIC_COUNTER, "osbq_gateway_operations_total",
-        "Operations by kind, service, plan and what this gateway did: accepted (recorded and "
-        "sent), joined (an identical request joined the running one), not_durable (recorded, too "
-        "few replicas acknowledged it: answered 503), abandoned (failed after its attempts), "
-        "capped "
-        "(refused with a 422: its tenant's operations in progress reached OSBQ_POLICY's cap).",
-        operation_labels, 4, NULL, 0);
-    gm->sync_waits = plain(m, OSBQ_METRIC_GAUGE, "osbq_sync_waits_in_flight",
-                           "Synchronous requests suspended until their operation ends.");
-    gm->jobs_queued = plain(m, OSBQ_METRIC_GAUGE, "osbq_jobs_queued",
-                            "Jobs this gateway holds until a worker has a free slot.");
-    gm->workers = plain(m, OSBQ_METRIC_GAUGE, "osbq_workers_live",
-                        "Workers connected to this gateway's bus socket.");
-    gm->free_slots = plain(m, OSBQ_METRIC_GAUGE, "osbq_worker_free_slots",
-                           "Free job slots those workers last announced, summed.");
-    gm->retries = plain(m, OSBQ_METRIC_COUNTER, "osbq_job_retries_total",
-                        "Jobs this gateway's recovery loop sent again: never claimed in time, or "
-                        "their worker's lease ran out.");
-    gm->lease_expiries = plain(m, OSBQ_METRIC_COUNTER, "osbq_lease_expiries_total",
-                               "Of those, the operations whose worker's lease ran out (it died "
-                               "or hung).");
-    gm->polls = plain(m, OSBQ_METRIC_COUNTER, "osbq_polls_total",
-                      "Jobs this gateway's recovery loop sent for the next step of a waiting "
-                      "operation (a poll): not retries.");
-    gm->platform_requests = osbq_metrics_add(
-        m, OSBQ_METRIC_COUNTER, "osbq_platform_requests_total",
-        "Broker API requests answered, by the platform their URL prefix names and status.",
-        platform_labels, 2, NULL, 0);
-    gm->dispatch_waits = osbq_metrics_add(
-        m, OSBQ_METRIC_HISTOGRAM, "osbq_dispatch_wait_seconds",
-        "Time jobs waited in this gateway's dispatcher for a worker's free slot, by lane (waiting: "
-        "a synchronous request's; due: polls and resends; new: first steps of asynchronous "
-        "operations) and by the platform of the job's tenant (an OSBQ_PLATFORMS name, default, "
-        "or unknown).",
-        lane_platform_labels, 2, osbq_metrics_latency_buckets, osbq_metrics_latency_buckets_count);
-    gm->tenants_waiting =
-        plain(m, OSBQ_METRIC_GAUGE, "osbq_dispatch_tenants_waiting",
-              "Tenants with jobs waiting in this gateway's dispatcher, counted once per lane they "
-              "wait in (OSBQ_TENANT_KEY says what a tenant is).");
-    struct osbq_metric *longest = osbq_metrics_add(
-        m, OSBQ_METRIC_GAUGE, "osbq_dispatch_longest_wait_seconds",
-        "By lane, how long the oldest job of any tenant has waited in this gateway's dispatcher "
-        "so far (0: none waits): a tenant's queue that does not move shows here.",
-        lane_label, 1, NULL, 0);
-    for (unsigned i = 0; i < DISPATCH_LANES; i++) {
-        const char *lane = dispatch_lane_name((enum dispatch_lane)i);
-        gm->longest_waits[i] = longest ? osbq_metric_series(longest, OSBQ_LABELS(lane)) : NULL;
-        if (gm->longest_waits[i] == NULL)
-            goto fail;
+        osbq_process_metrics_add_ack_timeouts(&gm->process, m, osbq_store_ack_timeout_count) < 0 ||
+        add_request_families(gm, m) < 0 || add_operation_families(gm, m) < 0 ||
+        add_dispatch_families(gm, m) < 0 || add_recovery_families(gm, m) < 0 ||
+        osbq_metrics_on_render(m, refresh_gauges, gm) < 0) {
+        gateway_metrics_clear(gm);
+        return -1;
     }
-    if (gm->requests == NULL || gm->platform_requests == NULL || gm->duration == NULL ||
-        gm->in_flight == NULL || gm->operations == NULL || gm->sync_waits == NULL ||
-        gm->jobs_queued == NULL || gm->workers == NULL || gm->free_slots == NULL ||
-        gm->retries == NULL || gm->lease_expiries == NULL || gm->polls == NULL ||
-        gm->dispatch_waits == NULL || gm->tenants_waiting == NULL ||
-        osbq_metrics_on_render(m, refresh_gauges, gm) < 0)
-        goto fail;
     return 0;
-fail:
-    gateway_metrics_clear(gm);
-    return -1;
 }
 
 void gateway_metrics_attach(struct gateway_metrics *gm, struct dispatch *dispatch,

@@ -336,19 +336,9 @@ static int parse_services(const struct osbq_catalog *catalog, json_t *services,
                                     err);
 }
 
-static int parse_platform(struct osbq_platforms *set, json_t *entry, size_t i, const char *base_dir,
-                          struct osbq_error *err)
+static int parse_name_and_prefix(json_t *entry, struct osbq_platform *p, const char *place,
+                                 struct osbq_error *err)
 {
-    static const char *const members[] = {"name",     "prefix", "basic", "bearer",
-                                          "services", "weight", NULL};
-    char place[48];
-    (void)snprintf(place, sizeof place, "platforms[%zu]", i);
-    if (!json_is_object(entry))
-        return osbq_error_set(err, OSBQ_ERR_INVALID, "%s: must be an object", place);
-    if (!only_members(entry, members, place, err))
-        return -1;
-    struct osbq_platform *p = &set->list[set->count];
-    p->index = set->count;
     const char *name = json_string_value(json_object_get(entry, "name"));
     if (name == NULL || !valid_name(name))
         return osbq_error_set(err, OSBQ_ERR_INVALID,
@@ -364,6 +354,14 @@ static int parse_platform(struct osbq_platforms *set, json_t *entry, size_t i, c
             return osbq_error_set(err, OSBQ_ERR_INVALID, "%s.prefix: %s", place, problem);
         memcpy(p->prefix, text, strlen(text) + 1);
     }
+    return 0;
+}
+
+/* Neither p's name nor its prefix may be another platform's of set (the default platform, when
+ * there is one, is set's first). */
+static int check_not_taken(const struct osbq_platforms *set, const struct osbq_platform *p,
+                           const char *place, struct osbq_error *err)
+{
     for (size_t k = 0; k < set->count; k++) {
         const struct osbq_platform *other = &set->list[k];
         /* The default platform is no entry of the file: say where it comes from. */
@@ -380,30 +378,29 @@ static int parse_platform(struct osbq_platforms *set, json_t *entry, size_t i, c
             return osbq_error_set(err, OSBQ_ERR_INVALID, "%s.prefix: \"%s\" is taken by %s", place,
                                   p->prefix, other_place);
     }
+    return 0;
+}
+
+static int parse_weight(json_t *entry, struct osbq_platform *p, const char *place,
+                        struct osbq_error *err)
+{
     json_t *weight = json_object_get(entry, "weight");
     p->weight = 1;
-    if (weight != NULL) {
-        if (!json_is_integer(weight) || json_integer_value(weight) < 1 ||
-            json_integer_value(weight) > OSBQ_PLATFORM_WEIGHT_MAX)
-            return osbq_error_set(err, OSBQ_ERR_INVALID, "%s.weight: an integer from 1 to %d",
-                                  place, OSBQ_PLATFORM_WEIGHT_MAX);
-        p->weight = (unsigned)json_integer_value(weight);
-    }
-    json_t *basic = json_object_get(entry, "basic");
-    json_t *bearer = json_object_get(entry, "bearer");
-    if (basic == NULL && bearer == NULL)
-        return osbq_error_set(err, OSBQ_ERR_INVALID,
-                              "%s: credentials are required (\"basic\", \"bearer\" or both)",
-                              place);
-    char sub[64];
-    (void)snprintf(sub, sizeof sub, "%s.basic", place);
-    if (basic != NULL && parse_basic(basic, base_dir, p, sub, err) < 0)
-        return -1;
-    (void)snprintf(sub, sizeof sub, "%s.bearer", place);
-    if (bearer != NULL && parse_bearer(set, bearer, base_dir, p, sub, err) < 0)
-        return -1;
-    /* A token accepted by two platforms would be a copy-paste mistake, and a leaked one would
-     * open both. */
+    if (weight == NULL)
+        return 0;
+    if (!json_is_integer(weight) || json_integer_value(weight) < 1 ||
+        json_integer_value(weight) > OSBQ_PLATFORM_WEIGHT_MAX)
+        return osbq_error_set(err, OSBQ_ERR_INVALID, "%s.weight: an integer from 1 to %d", place,
+                              OSBQ_PLATFORM_WEIGHT_MAX);
+    p->weight = (unsigned)json_integer_value(weight);
+    return 0;
+}
+
+/* A token accepted by two platforms would be a copy-paste mistake, and a leaked one would open
+ * both; one listed twice is a mistake too. */
+static int check_tokens_unique(const struct osbq_platforms *set, const struct osbq_platform *p,
+                               const char *place, struct osbq_error *err)
+{
     for (size_t t = 0; t < p->token_count; t++)
         for (size_t k = 0; k < set->count; k++)
             for (size_t u = 0; u < set->list[k].token_count; u++)
@@ -417,6 +414,47 @@ static int parse_platform(struct osbq_platforms *set, json_t *entry, size_t i, c
             if (sodium_memcmp(p->token_digests[t], p->token_digests[u], 32) == 0)
                 return osbq_error_set(err, OSBQ_ERR_INVALID,
                                       "%s.bearer.tokens_file: a token is listed twice", place);
+    return 0;
+}
+
+/* basic, bearer or both: at least one. */
+static int parse_credentials(struct osbq_platforms *set, json_t *entry, const char *base_dir,
+                             struct osbq_platform *p, const char *place, struct osbq_error *err)
+{
+    json_t *basic = json_object_get(entry, "basic");
+    json_t *bearer = json_object_get(entry, "bearer");
+    if (basic == NULL && bearer == NULL)
+        return osbq_error_set(err, OSBQ_ERR_INVALID,
+                              "%s: credentials are required (\"basic\", \"bearer\" or both)",
+                              place);
+    char sub[64];
+    (void)snprintf(sub, sizeof sub, "%s.basic", place);
+    if (basic != NULL && parse_basic(basic, base_dir, p, sub, err) < 0)
+        return -1;
+    (void)snprintf(sub, sizeof sub, "%s.bearer", place);
+    if (bearer != NULL && parse_bearer(set, bearer, base_dir, p, sub, err) < 0)
+        return -1;
+    return check_tokens_unique(set, p, place, err);
+}
+
+static int parse_platform(struct osbq_platforms *set, json_t *entry, size_t i, const char *base_dir,
+                          struct osbq_error *err)
+{
+    static const char *const members[] = {"name",     "prefix", "basic", "bearer",
+                                          "services", "weight", NULL};
+    char place[48];
+    (void)snprintf(place, sizeof place, "platforms[%zu]", i);
+    if (!json_is_object(entry))
+        return osbq_error_set(err, OSBQ_ERR_INVALID, "%s: must be an object", place);
+    if (!only_members(entry, members, place, err))
+        return -1;
+    struct osbq_platform *p = &set->list[set->count];
+    p->index = set->count;
+    if (parse_name_and_prefix(entry, p, place, err) < 0 ||
+        check_not_taken(set, p, place, err) < 0 || parse_weight(entry, p, place, err) < 0 ||
+        parse_credentials(set, entry, base_dir, p, place, err) < 0)
+        return -1;
+    char sub[64];
     (void)snprintf(sub, sizeof sub, "%s.services", place);
     json_t *services = json_object_get(entry, "services");
     if (services != NULL && parse_services(set->catalog, services, p, sub, err) < 0)

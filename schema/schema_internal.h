@@ -1,5 +1,6 @@
-/* The compiled form of a JSON Schema, shared by the compiler (schema.c), the validator
- * (schema_validate.c) and the format checks (schema_format.c). Not a public API. */
+/* The compiled form of a JSON Schema, shared by the compiler (schema.c, schema_keywords.c,
+ * schema_ref.c, schema_compiler.c), the validator (schema_validate.c) and the format checks
+ * (schema_format.c). Not a public API. */
 #ifndef OSBQ_SCHEMA_INTERNAL_H
 #define OSBQ_SCHEMA_INTERNAL_H
 

@@ -391,17 +391,35 @@ static bool check_number(struct validation *v, const struct js_node *n, const js
     return true;
 }
 
+/* How a count and its bounds read in a mismatch: "3 items is fewer than the minItems of 4". */
+struct count_words {
+    const char *unit, *fewer, *more, *min_keyword, *max_keyword;
+};
+
+static const struct count_words length_words = {"characters", "shorter", "longer", "minLength",
+                                                "maxLength"};
+static const struct count_words items_words = {"items", "fewer", "more", "minItems", "maxItems"};
+static const struct count_words properties_words = {"properties", "fewer", "more", "minProperties",
+                                                    "maxProperties"};
+
+/* count against min and max (each -1 when absent). */
+static bool check_count(struct validation *v, size_t count, json_int_t min, json_int_t max,
+                        const struct count_words *words)
+{
+    if (min >= 0 && count < (size_t)min)
+        return mismatch(v, "%zu %s is %s than the %s of %lld", count, words->unit, words->fewer,
+                        words->min_keyword, (long long)min);
+    if (max >= 0 && count > (size_t)max)
+        return mismatch(v, "%zu %s is %s than the %s of %lld", count, words->unit, words->more,
+                        words->max_keyword, (long long)max);
+    return true;
+}
+
 static bool check_string(struct validation *v, const struct js_node *n, const json_t *x)
 {
-    if (n->min_length >= 0 || n->max_length >= 0) {
-        size_t len = code_points(x);
-        if (n->min_length >= 0 && len < (size_t)n->min_length)
-            return mismatch(v, "%zu characters is shorter than the minLength of %lld", len,
-                            (long long)n->min_length);
-        if (n->max_length >= 0 && len > (size_t)n->max_length)
-            return mismatch(v, "%zu characters is longer than the maxLength of %lld", len,
-                            (long long)n->max_length);
-    }
+    if ((n->min_length >= 0 || n->max_length >= 0) &&
+        !check_count(v, code_points(x), n->min_length, n->max_length, &length_words))
+        return false;
     if (n->pattern.code != NULL) {
         int rc = regex_matches(v, &n->pattern, json_string_value(x), json_string_length(x));
         if (rc < 0)
@@ -424,12 +442,8 @@ static bool check_string(struct validation *v, const struct js_node *n, const js
 static bool check_array(struct validation *v, const struct js_node *n, const json_t *x)
 {
     size_t size = json_array_size(x);
-    if (n->min_items >= 0 && size < (size_t)n->min_items)
-        return mismatch(v, "%zu items is fewer than the minItems of %lld", size,
-                        (long long)n->min_items);
-    if (n->max_items >= 0 && size > (size_t)n->max_items)
-        return mismatch(v, "%zu items is more than the maxItems of %lld", size,
-                        (long long)n->max_items);
+    if (!check_count(v, size, n->min_items, n->max_items, &items_words))
+        return false;
     for (size_t i = 0; i < size; i++) {
         const struct js_node *s = n->items;
         if (n->items_is_list)
@@ -502,12 +516,8 @@ static bool check_object(struct validation *v, const struct js_node *n, const js
     json_array_foreach (n->required, i, name)
         if (json_object_get(x, json_string_value(name)) == NULL)
             return mismatch(v, "the required property \"%s\" is missing", json_string_value(name));
-    if (n->min_properties >= 0 && size < (size_t)n->min_properties)
-        return mismatch(v, "%zu properties is fewer than the minProperties of %lld", size,
-                        (long long)n->min_properties);
-    if (n->max_properties >= 0 && size > (size_t)n->max_properties)
-        return mismatch(v, "%zu properties is more than the maxProperties of %lld", size,
-                        (long long)n->max_properties);
+    if (!check_count(v, size, n->min_properties, n->max_properties, &properties_words))
+        return false;
     const char *key;
     const json_t *value;
     json_object_foreach ((json_t *)(uintptr_t)x, key, value) {

@@ -188,18 +188,58 @@ static void close_fd(int *fd)
     *fd = -1;
 }
 
-/* Starts the plan's command with its stdin, stdout and stderr on pipes, in a new process
- * group, with default signal handling and an empty signal mask (the worker blocks SIGTERM and
- * ignores SIGPIPE; a child inheriting that would shrug off our SIGTERM). Returns 0, or -1 with
- * a failed outcome in the call. */
+/* Fails the step before its program gave an outcome (it could not run, or be watched): the
+ * instance stays usable unless this was its provision. */
+static void fail_step(struct backend_call *call, const char *description)
+{
+    backend_call_fail(call, description, call->job->kind != OSBQ_JOB_PROVISION, false);
+}
+
+/* Runs argv with env in a new process group, with default signal handling and an empty signal
+ * mask, its stdin, stdout and stderr on the given pipe ends and no other descriptor. Returns 0
+ * with *pid, or an errno value. */
+static int start_process(char **argv, char **env, int stdin_fd, int stdout_fd, int stderr_fd,
+                         pid_t *pid)
+{
+    posix_spawn_file_actions_t actions;
+    posix_spawnattr_t attr;
+    sigset_t none, all;
+    sigemptyset(&none);
+    sigfillset(&all);
+    int e = posix_spawn_file_actions_init(&actions);
+    if (e != 0)
+        return e;
+    if ((e = posix_spawnattr_init(&attr)) != 0) {
+        (void)posix_spawn_file_actions_destroy(&actions);
+        return e;
+    }
+    if ((e = posix_spawn_file_actions_adddup2(&actions, stdin_fd, 0)) == 0 &&
+        (e = posix_spawn_file_actions_adddup2(&actions, stdout_fd, 1)) == 0 &&
+        (e = posix_spawn_file_actions_adddup2(&actions, stderr_fd, 2)) == 0 &&
+        /* The worker's sockets (Redis, ZeroMQ) are none of the program's business. */
+        (e = posix_spawn_file_actions_addclosefrom_np(&actions, 3)) == 0 &&
+        (e = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
+                                                 POSIX_SPAWN_SETSIGDEF)) == 0 &&
+        (e = posix_spawnattr_setpgroup(&attr, 0)) == 0 &&
+        (e = posix_spawnattr_setsigmask(&attr, &none)) == 0 &&
+        (e = posix_spawnattr_setsigdefault(&attr, &all)) == 0)
+        e = posix_spawnp(pid, argv[0], &actions, &attr, argv, env);
+    (void)posix_spawnattr_destroy(&attr);
+    (void)posix_spawn_file_actions_destroy(&actions);
+    return e;
+}
+
+/* Starts the plan's command with its stdin, stdout and stderr on pipes whose other ends go to
+ * prog, non-blocking (start_process says how it runs; the worker blocks SIGTERM and ignores
+ * SIGPIPE, and a child inheriting that would shrug off our SIGTERM). Returns 0, or -1 with a
+ * failed outcome in the call. */
 static int spawn_program(struct exec_run *x, struct exec_watch_program *prog)
 {
     struct backend_call *call = x->call;
     const json_t *command = json_object_get(call->plan->settings, "command");
     size_t argc = json_array_size(command);
     if (argc == 0 || json_string_value(json_array_get(command, 0)) == NULL) {
-        backend_call_fail(call, "The service's plan names no program to run.",
-                          call->job->kind != OSBQ_JOB_PROVISION, false);
+        fail_step(call, "The service's plan names no program to run.");
         return -1;
     }
     char **argv = calloc(argc + 1, sizeof *argv);
@@ -207,7 +247,7 @@ static int spawn_program(struct exec_run *x, struct exec_watch_program *prog)
     int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1};
     int rc = -1;
     if (argv == NULL || env == NULL) {
-        backend_call_fail(call, EXEC_NO_MEMORY, call->job->kind != OSBQ_JOB_PROVISION, false);
+        fail_step(call, EXEC_NO_MEMORY);
         goto out;
     }
     for (size_t i = 0; i < argc; i++)
@@ -216,45 +256,17 @@ static int spawn_program(struct exec_run *x, struct exec_watch_program *prog)
      * or our reads would never see EOF. */
     if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0) {
         log_warn("operation %s: cannot create the program's pipes", call->job->operation_id);
-        backend_call_fail(call, "The broker could not start the service's program.",
-                          call->job->kind != OSBQ_JOB_PROVISION, false);
+        fail_step(call, "The broker could not start the service's program.");
         goto out;
     }
-
-    posix_spawn_file_actions_t actions;
-    posix_spawnattr_t attr;
-    sigset_t none, all;
-    sigemptyset(&none);
-    sigfillset(&all);
-    int e = posix_spawn_file_actions_init(&actions);
-    if (e == 0) {
-        e = posix_spawnattr_init(&attr);
-        if (e != 0)
-            (void)posix_spawn_file_actions_destroy(&actions);
-    }
-    if (e == 0) {
-        if ((e = posix_spawn_file_actions_adddup2(&actions, in[0], 0)) == 0 &&
-            (e = posix_spawn_file_actions_adddup2(&actions, out[1], 1)) == 0 &&
-            (e = posix_spawn_file_actions_adddup2(&actions, err[1], 2)) == 0 &&
-            /* The worker's sockets (Redis, ZeroMQ) are none of the program's business. */
-            (e = posix_spawn_file_actions_addclosefrom_np(&actions, 3)) == 0 &&
-            (e = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
-                                                     POSIX_SPAWN_SETSIGDEF)) == 0 &&
-            (e = posix_spawnattr_setpgroup(&attr, 0)) == 0 &&
-            (e = posix_spawnattr_setsigmask(&attr, &none)) == 0 &&
-            (e = posix_spawnattr_setsigdefault(&attr, &all)) == 0)
-            e = posix_spawnp(&prog->pid, argv[0], &actions, &attr, argv, env);
-        (void)posix_spawnattr_destroy(&attr);
-        (void)posix_spawn_file_actions_destroy(&actions);
-    }
+    int e = start_process(argv, env, in[0], out[1], err[1], &prog->pid);
     if (e != 0) {
         prog->pid = 0;
         errno = e;
         /* The path is the operator's configuration: logged, not shown to platform users. */
         log_warn("operation %s: cannot start the exec program %s", call->job->operation_id,
                  argv[0]);
-        backend_call_fail(call, "The broker could not start the service's program.",
-                          call->job->kind != OSBQ_JOB_PROVISION, false);
+        fail_step(call, "The broker could not start the service's program.");
         goto out;
     }
     prog->in_fd = in[1];
@@ -394,16 +406,15 @@ static bool take_place(struct backend_call *call)
 /* Every kind runs the same way: the program tells them apart by the input's "kind". */
 static int exec_operation(struct backend_call *call)
 {
-    bool usable = call->job->kind != OSBQ_JOB_PROVISION;
     if (call->exec_watch == NULL) {
-        backend_call_fail(call, "The broker cannot run the service's program here.", usable, false);
+        fail_step(call, "The broker cannot run the service's program here.");
         return 0;
     }
     /* malloc, not calloc: the output buffers' pages are touched only as the program fills
      * them (exec_output_init). */
     struct exec_run *x = malloc(sizeof *x);
     if (x == NULL) {
-        backend_call_fail(call, EXEC_NO_MEMORY, usable, false);
+        fail_step(call, EXEC_NO_MEMORY);
         return 0;
     }
     x->call = call;
@@ -414,13 +425,13 @@ static int exec_operation(struct backend_call *call)
     x->rc = 0;
     if (pthread_mutex_init(&x->lock, NULL) != 0) {
         free(x);
-        backend_call_fail(call, EXEC_NO_MEMORY, usable, false);
+        fail_step(call, EXEC_NO_MEMORY);
         return 0;
     }
     if (pthread_cond_init(&x->ended, NULL) != 0) {
         pthread_mutex_destroy(&x->lock);
         free(x);
-        backend_call_fail(call, EXEC_NO_MEMORY, usable, false);
+        fail_step(call, EXEC_NO_MEMORY);
         return 0;
     }
     exec_output_init(&x->output, report_progress, call);
@@ -433,8 +444,7 @@ static int exec_operation(struct backend_call *call)
         goto out;
     }
     if (build_input(x) < 0) {
-        backend_call_fail(call, "The operation could not be passed to the service's program.",
-                          usable, false);
+        fail_step(call, "The operation could not be passed to the service's program.");
         goto out;
     }
     if (call->exec_trace != NULL)
@@ -457,7 +467,7 @@ static int exec_operation(struct backend_call *call)
     if (exec_watch_add(call->exec_watch, &prog, &err) < 0) {
         log_warnx("operation %s: cannot watch the exec program (%s)", call->job->operation_id,
                   err.text);
-        backend_call_fail(call, "The broker could not start the service's program.", usable, false);
+        fail_step(call, "The broker could not start the service's program.");
         goto out;
     }
     /* From here x is the watch's until on_ended. */

@@ -28,13 +28,6 @@ static void refresh_gauges(void *ctx)
     osbq_series_set(wm->gateways_connected, (double)atomic_load(&wm->gateways));
 }
 
-static struct osbq_series *plain(struct osbq_metrics *m, enum osbq_metric_type type,
-                                 const char *name, const char *help)
-{
-    struct osbq_metric *f = osbq_metrics_add(m, type, name, help, NULL, 0, NULL, 0);
-    return f ? osbq_metric_series(f, NULL) : NULL;
-}
-
 /* The series of kind (an index) and state for a service and plan label pair. */
 static struct osbq_series *operation_series(const struct worker_metrics *wm, int kind,
                                             enum worker_op_state state, const char *service,
@@ -74,25 +67,29 @@ int worker_metrics_init(struct worker_metrics *wm, struct osbq_metrics *registry
         m, OSBQ_METRIC_HISTOGRAM, "osbq_operation_duration_seconds",
         "Backend run time of the jobs whose outcome this worker recorded, by kind.", kind_label, 1,
         osbq_metrics_latency_buckets, osbq_metrics_latency_buckets_count);
-    wm->running = plain(m, OSBQ_METRIC_GAUGE, "osbq_jobs_running",
-                        "Jobs queued or running in this worker's slots (including backends "
-                        "abandoned past their deadline that have not returned yet).");
-    wm->slots = plain(m, OSBQ_METRIC_GAUGE, "osbq_worker_slots",
-                      "Jobs this worker runs at once (OSBQ_WORKER_CONCURRENCY).");
-    wm->rejected = plain(m, OSBQ_METRIC_COUNTER, "osbq_jobs_rejected_total",
-                         "Jobs handed back to their gateway because no slot was free (or the "
-                         "worker was stopping).");
+    wm->running = osbq_metrics_add_unlabelled(
+        m, OSBQ_METRIC_GAUGE, "osbq_jobs_running",
+        "Jobs queued or running in this worker's slots (including backends "
+        "abandoned past their deadline that have not returned yet).");
+    wm->slots =
+        osbq_metrics_add_unlabelled(m, OSBQ_METRIC_GAUGE, "osbq_worker_slots",
+                                    "Jobs this worker runs at once (OSBQ_WORKER_CONCURRENCY).");
+    wm->rejected = osbq_metrics_add_unlabelled(
+        m, OSBQ_METRIC_COUNTER, "osbq_jobs_rejected_total",
+        "Jobs handed back to their gateway because no slot was free (or the "
+        "worker was stopping).");
     struct osbq_metric *claims = osbq_metrics_add(
         m, OSBQ_METRIC_COUNTER, "osbq_claims_total",
         "Attempts to claim a received job's operation: claimed (it runs), skipped (finished or "
         "held by another worker), error (Redis failed; it is resent later).",
         result_label, 1, NULL, 0);
-    wm->finish_retries = plain(m, OSBQ_METRIC_COUNTER, "osbq_finish_retries_total",
-                               "Retries of recording an operation's outcome after Redis failed.");
-    wm->steps_waiting =
-        plain(m, OSBQ_METRIC_COUNTER, "osbq_steps_waiting_total",
-              "Steps this worker ran that ended with their operation still in progress: each "
-              "recorded as waiting, its next step (a poll) due later on any worker.");
+    wm->finish_retries = osbq_metrics_add_unlabelled(
+        m, OSBQ_METRIC_COUNTER, "osbq_finish_retries_total",
+        "Retries of recording an operation's outcome after Redis failed.");
+    wm->steps_waiting = osbq_metrics_add_unlabelled(
+        m, OSBQ_METRIC_COUNTER, "osbq_steps_waiting_total",
+        "Steps this worker ran that ended with their operation still in progress: each "
+        "recorded as waiting, its next step (a poll) due later on any worker.");
     struct osbq_metric *lateness = osbq_metrics_add(
         m, OSBQ_METRIC_HISTOGRAM, "osbq_step_lateness_seconds",
         "How long after its due time this worker claimed the next step (a poll) of a waiting "
@@ -100,8 +97,9 @@ int worker_metrics_init(struct worker_metrics *wm, struct osbq_metrics *registry
         "worker is busy.",
         NULL, 0, osbq_metrics_latency_buckets, osbq_metrics_latency_buckets_count);
     wm->step_lateness = lateness != NULL ? osbq_metric_series(lateness, NULL) : NULL;
-    wm->gateways_connected = plain(m, OSBQ_METRIC_GAUGE, "osbq_gateways_connected",
-                                   "Gateways this worker is linked to (from the registry).");
+    wm->gateways_connected =
+        osbq_metrics_add_unlabelled(m, OSBQ_METRIC_GAUGE, "osbq_gateways_connected",
+                                    "Gateways this worker is linked to (from the registry).");
     if (operations == NULL || duration == NULL || claims == NULL || wm->running == NULL ||
         wm->slots == NULL || wm->rejected == NULL || wm->finish_retries == NULL ||
         wm->steps_waiting == NULL || wm->step_lateness == NULL || wm->gateways_connected == NULL)

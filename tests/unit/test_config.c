@@ -1,5 +1,6 @@
-/* Unit tests for common/config.c: every OSBQ_* variable's default, good and bad values, roles,
- * Redis URLs, *_FILE secrets, the bus advertise default and --help, through a fake environment. */
+/* Unit tests for common/config.c, config_vars.c and config_values.c: every OSBQ_* variable's
+ * default, good and bad values, roles, Redis URLs, *_FILE secrets, the bus advertise default and
+ * --help, through a fake environment. */
 /* cmocka.h uses these without including them, so they come first and in this order. */
 /* clang-format off */
 #include <stdarg.h>

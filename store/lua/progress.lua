@@ -1,16 +1,21 @@
 -- A worker reports progress and renews its lease on a running operation.
--- KEYS[1] op: the operation hash
--- KEYS[2] queue: the queue zset
--- ARGV[1] worker_id: worker id
--- ARGV[2] description: or ""
--- ARGV[3] now: ms
--- ARGV[4] lease: ms
--- ARGV[5] operation_id: operation id
 -- Returns 1, or 0 when the operation is no longer this worker's.
-local rec = redis.call('HMGET', KEYS[1], 'state', 'worker')
-if rec[1] ~= 'running' or rec[2] ~= ARGV[1] then return 0 end
-local until_ms = tonumber(ARGV[3]) + tonumber(ARGV[4])
-redis.call('HSET', KEYS[1], 'lease_until', until_ms)
-if ARGV[2] ~= '' then redis.call('HSET', KEYS[1], 'description', ARGV[2]) end
-redis.call('ZADD', KEYS[2], until_ms, ARGV[5])
+-- requires: fields (store/lua/lib/fields.lua: read_fields)
+local KEY = {
+  op = KEYS[1],     -- the operation hash
+  queue = KEYS[2],  -- the queue zset
+}
+local ARG = {
+  worker_id = ARGV[1],     -- worker id
+  description = ARGV[2],   -- or ""
+  now = ARGV[3],           -- ms
+  lease = ARGV[4],         -- ms
+  operation_id = ARGV[5],  -- operation id
+}
+local op = read_fields(KEY.op, {'state', 'worker'})
+if op.state ~= 'running' or op.worker ~= ARG.worker_id then return 0 end
+local until_ms = tonumber(ARG.now) + tonumber(ARG.lease)
+redis.call('HSET', KEY.op, 'lease_until', until_ms)
+if ARG.description ~= '' then redis.call('HSET', KEY.op, 'description', ARG.description) end
+redis.call('ZADD', KEY.queue, until_ms, ARG.operation_id)
 return 1

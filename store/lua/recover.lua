@@ -6,66 +6,74 @@
 -- in "<prefix>polls:<tenant>" (wait.lua). Every tenant due gets an equal share of the batch,
 -- what a tenant leaves unused goes to the others in further rounds, so a tenant with 100,000
 -- steps due takes its share and another tenant's one step leaves in the same batch.
--- KEYS[1] queue: the queue zset
--- ARGV[1] now: ms
--- ARGV[2] limit: most operations to return
--- ARGV[3] max_attempts: the attempt limit (claims)
--- ARGV[4] claim_timeout: ms
--- ARGV[5] prefix: the key prefix "<ns>:"
--- ARGV[6] can_resend: "1" when the caller can resend (a worker has room), else "0": then only
---          operations to abandon are taken
 -- Returns a list of {operation id, "resend"|"abandon"|"poll", claims so far, encoded job or "",
 -- "lease" when a running operation's lease ran out else "", kind, tenant or ""}, followed by the
 -- earliest due time left (a string, ms) when anything is left. Resends are written to the
 -- operation's history; polls are not (one per step would grow every waiting operation), nor
 -- counted as resends or attempts.
 -- requires: history (store/lua/lib/history.lua: add_history)
-local queue, now, limit = KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[3])
-local budget, prefix = tonumber(ARGV[2]), ARGV[5]
-local next_due = now + tonumber(ARGV[4])
+-- requires: fields (store/lua/lib/fields.lua: read_fields)
+local KEY = {
+  queue = KEYS[1],  -- the queue zset
+}
+local ARG = {
+  now = ARGV[1],            -- ms
+  limit = ARGV[2],          -- most operations to return
+  max_attempts = ARGV[3],   -- the attempt limit (claims)
+  claim_timeout = ARGV[4],  -- ms
+  prefix = ARGV[5],         -- the key prefix "<ns>:"
+  can_resend = ARGV[6],     -- "1" when the caller can resend (a worker has room), else "0":
+                            -- then only operations to abandon are taken
+}
+local queue, now, max_attempts = KEY.queue, tonumber(ARG.now), tonumber(ARG.max_attempts)
+local budget, prefix = tonumber(ARG.limit), ARG.prefix
+local can_resend = ARG.can_resend == '1'
+local next_due = now + tonumber(ARG.claim_timeout)
 local poll_tenants = prefix .. 'poll_tenants'
+-- The fields each scan reads of an operation: listed once for the whole batch.
+local due_fields = {'state', 'lease_until', 'claims', 'job', 'worker', 'kind', 'tenant'}
+local poll_fields = {'state', 'claims', 'job', 'kind'}
 local out = {}
 local due = redis.call('ZRANGEBYSCORE', queue, '-inf', now, 'LIMIT', 0, budget)
 for _, op_id in ipairs(due) do
-  local op = prefix .. 'op:' .. op_id
-  local rec = redis.call('HMGET', op, 'state', 'lease_until', 'claims', 'job', 'worker', 'kind',
-                         'tenant')
-  local state, claims = rec[1], tonumber(rec[3] or '0')
+  local op_key = prefix .. 'op:' .. op_id
+  local op = read_fields(op_key, due_fields)
+  local state, claims = op.state, tonumber(op.claims or '0')
   if not state or state == 'succeeded' or state == 'failed' then
     redis.call('ZREM', queue, op_id)
-  elseif state == 'running' and tonumber(rec[2] or '0') >= now then
+  elseif state == 'running' and tonumber(op.lease_until or '0') >= now then
     -- renewed since it was scored: score it by its lease again
-    redis.call('ZADD', queue, rec[2], op_id)
-  elseif state == 'waiting' and rec[7] and rec[7] ~= '' then
+    redis.call('ZADD', queue, op.lease_until, op_id)
+  elseif state == 'waiting' and op.tenant and op.tenant ~= '' then
     -- Its tenant's polls send its step (below); the queue entry only waits for old gateways.
     -- Put back an entry missing there (a record written before polls were per tenant).
-    if not redis.call('ZSCORE', prefix .. 'polls:' .. rec[7], op_id) then
-      redis.call('ZADD', prefix .. 'polls:' .. rec[7], now, op_id)
-      redis.call('ZADD', poll_tenants, 'LT', now, rec[7])
+    if not redis.call('ZSCORE', prefix .. 'polls:' .. op.tenant, op_id) then
+      redis.call('ZADD', prefix .. 'polls:' .. op.tenant, now, op_id)
+      redis.call('ZADD', poll_tenants, 'LT', now, op.tenant)
     end
     redis.call('ZADD', queue, next_due + 60000, op_id)
   elseif state == 'waiting' then
-    if ARGV[6] == '1' then
+    if can_resend then
       redis.call('ZADD', queue, next_due, op_id)
-      table.insert(out, {op_id, 'poll', claims, rec[4] or '', '', rec[6] or '', ''})
+      table.insert(out, {op_id, 'poll', claims, op.job or '', '', op.kind or '', ''})
     end
-  elseif claims >= limit then
+  elseif claims >= max_attempts then
     -- Used up: its lease ran out, or it was given back (deadline, shutdown), that many times.
     redis.call('ZADD', queue, next_due, op_id)
-    table.insert(out, {op_id, 'abandon', claims, '', '', rec[6] or '', rec[7] or ''})
-  elseif ARGV[6] == '1' then
+    table.insert(out, {op_id, 'abandon', claims, '', '', op.kind or '', op.tenant or ''})
+  elseif can_resend then
     local event = {ms = now, event = 'resent', attempt = claims}
     if state == 'running' then
       -- The lease ran out: the worker died or hangs. Its late outcome will be refused.
-      redis.call('HSET', op, 'state', 'queued')
-      redis.call('HDEL', op, 'worker', 'lease_until')
-      event.event, event.worker = 'lease_expired', rec[5]
+      redis.call('HSET', op_key, 'state', 'queued')
+      redis.call('HDEL', op_key, 'worker', 'lease_until')
+      event.event, event.worker = 'lease_expired', op.worker
     end
-    add_history(op, event)
-    redis.call('HINCRBY', op, 'resends', 1)
+    add_history(op_key, event)
+    redis.call('HINCRBY', op_key, 'resends', 1)
     redis.call('ZADD', queue, next_due, op_id)
-    table.insert(out, {op_id, 'resend', claims, rec[4] or '', state == 'running' and 'lease' or '',
-                       rec[6] or '', rec[7] or ''})
+    table.insert(out, {op_id, 'resend', claims, op.job or '', state == 'running' and 'lease' or '',
+                       op.kind or '', op.tenant or ''})
   end
 end
 budget = budget - #out
@@ -76,10 +84,10 @@ local function take_polls(tenant, share)
   local polls = prefix .. 'polls:' .. tenant
   local taken = 0
   for _, op_id in ipairs(redis.call('ZRANGEBYSCORE', polls, '-inf', now, 'LIMIT', 0, share)) do
-    local rec = redis.call('HMGET', prefix .. 'op:' .. op_id, 'state', 'claims', 'job', 'kind')
-    if rec[1] == 'waiting' then
+    local op = read_fields(prefix .. 'op:' .. op_id, poll_fields)
+    if op.state == 'waiting' then
       redis.call('ZADD', polls, next_due, op_id)
-      table.insert(out, {op_id, 'poll', tonumber(rec[2] or '0'), rec[3] or '', '', rec[4] or '',
+      table.insert(out, {op_id, 'poll', tonumber(op.claims or '0'), op.job or '', '', op.kind or '',
                          tenant})
       taken = taken + 1
     else
@@ -89,7 +97,7 @@ local function take_polls(tenant, share)
   return taken
 end
 
-if ARGV[6] == '1' and budget > 0 then
+if can_resend and budget > 0 then
   local tenants = redis.call('ZRANGEBYSCORE', poll_tenants, '-inf', now, 'LIMIT', 0, budget)
   local active = tenants
   while budget > 0 and #active > 0 do

@@ -4,28 +4,33 @@
 -- to a worker. A waiting operation stays waiting, due at once: its next step runs now. A running
 -- operation whose lease is live is refused: its worker is alive, and a second run would race it
 -- (fail it instead).
--- KEYS[1] op: the operation hash
--- KEYS[2] queue: the queue zset
--- ARGV[1] now: ms
--- ARGV[2] operation_id: operation id
--- ARGV[3] prefix: the key prefix "<ns>:"
 -- Returns 1, 0 when the operation is finished or unknown, 2 when its worker's lease is live.
 -- requires: history (store/lua/lib/history.lua: add_history)
-local rec = redis.call('HMGET', KEYS[1], 'state', 'worker', 'lease_until', 'tenant')
-if rec[1] ~= 'queued' and rec[1] ~= 'running' and rec[1] ~= 'waiting' then return 0 end
-if rec[1] == 'running' and tonumber(rec[3] or '0') >= tonumber(ARGV[1]) then return 2 end
-if rec[1] == 'waiting' then
-  redis.call('HSET', KEYS[1], 'claims', 0, 'due_ms', ARGV[1])
-  if rec[4] and rec[4] ~= '' then
+-- requires: fields (store/lua/lib/fields.lua: read_fields)
+local KEY = {
+  op = KEYS[1],     -- the operation hash
+  queue = KEYS[2],  -- the queue zset
+}
+local ARG = {
+  now = ARGV[1],           -- ms
+  operation_id = ARGV[2],  -- operation id
+  prefix = ARGV[3],        -- the key prefix "<ns>:"
+}
+local op = read_fields(KEY.op, {'state', 'worker', 'lease_until', 'tenant'})
+if op.state ~= 'queued' and op.state ~= 'running' and op.state ~= 'waiting' then return 0 end
+if op.state == 'running' and tonumber(op.lease_until or '0') >= tonumber(ARG.now) then return 2 end
+if op.state == 'waiting' then
+  redis.call('HSET', KEY.op, 'claims', 0, 'due_ms', ARG.now)
+  if op.tenant and op.tenant ~= '' then
     -- It waits in its tenant's polls (wait.lua): due there at once.
-    redis.call('ZADD', ARGV[3] .. 'polls:' .. rec[4], 0, ARGV[2])
-    redis.call('ZADD', ARGV[3] .. 'poll_tenants', 'LT', 0, rec[4])
+    redis.call('ZADD', ARG.prefix .. 'polls:' .. op.tenant, 0, ARG.operation_id)
+    redis.call('ZADD', ARG.prefix .. 'poll_tenants', 'LT', 0, op.tenant)
   end
 else
-  redis.call('HSET', KEYS[1], 'state', 'queued', 'claims', 0)
+  redis.call('HSET', KEY.op, 'state', 'queued', 'claims', 0)
 end
-redis.call('HDEL', KEYS[1], 'worker', 'lease_until')
-redis.call('ZADD', KEYS[2], 0, ARGV[2])
-add_history(KEYS[1], {ms = tonumber(ARGV[1]), event = 'resent_by_operator',
-                     worker = rec[2]})
+redis.call('HDEL', KEY.op, 'worker', 'lease_until')
+redis.call('ZADD', KEY.queue, 0, ARG.operation_id)
+add_history(KEY.op, {ms = tonumber(ARG.now), event = 'resent_by_operator',
+                     worker = op.worker})
 return 1

@@ -7,36 +7,41 @@
 -- recovery scan takes every tenant's due steps in turn (docs/decisions/0038); its queue entry
 -- stays, a minute later, for the gateways of the previous release, which read only the queue.
 -- One without a tenant (begun by a gateway of the previous release) waits in the queue alone.
--- KEYS[1] op: the operation hash
--- KEYS[2] queue: the queue zset
--- ARGV[1] worker_id: worker id
--- ARGV[2] description: the step's progress text
--- ARGV[3] resume: JSON text, or "" for none
--- ARGV[4] due: epoch ms the next step is due at
--- ARGV[5] now: ms
--- ARGV[6] operation_id: operation id
--- ARGV[7] prefix: the key prefix "<ns>:"
 -- Returns 1, or 0 when the operation is no longer this worker's.
 -- requires: history (store/lua/lib/history.lua: add_history)
-local rec = redis.call('HMGET', KEYS[1], 'state', 'worker', 'tenant')
-if rec[1] ~= 'running' or rec[2] ~= ARGV[1] then return 0 end
-local steps = redis.call('HINCRBY', KEYS[1], 'steps', 1)
-redis.call('HSET', KEYS[1], 'state', 'waiting', 'description', ARGV[2], 'due_ms', ARGV[4])
-if ARGV[3] ~= '' then
-  redis.call('HSET', KEYS[1], 'resume', ARGV[3])
+-- requires: fields (store/lua/lib/fields.lua: read_fields)
+local KEY = {
+  op = KEYS[1],     -- the operation hash
+  queue = KEYS[2],  -- the queue zset
+}
+local ARG = {
+  worker_id = ARGV[1],     -- worker id
+  description = ARGV[2],   -- the step's progress text
+  resume = ARGV[3],        -- JSON text, or "" for none
+  due = ARGV[4],           -- epoch ms the next step is due at
+  now = ARGV[5],           -- ms
+  operation_id = ARGV[6],  -- operation id
+  prefix = ARGV[7],        -- the key prefix "<ns>:"
+}
+local op = read_fields(KEY.op, {'state', 'worker', 'tenant'})
+if op.state ~= 'running' or op.worker ~= ARG.worker_id then return 0 end
+local steps = redis.call('HINCRBY', KEY.op, 'steps', 1)
+redis.call('HSET', KEY.op, 'state', 'waiting', 'description', ARG.description, 'due_ms', ARG.due)
+if ARG.resume ~= '' then
+  redis.call('HSET', KEY.op, 'resume', ARG.resume)
 else
-  redis.call('HDEL', KEYS[1], 'resume')
+  redis.call('HDEL', KEY.op, 'resume')
 end
-redis.call('HDEL', KEYS[1], 'worker', 'lease_until')
-local due = tonumber(ARGV[4])
-if rec[3] and rec[3] ~= '' then
-  redis.call('ZADD', ARGV[7] .. 'polls:' .. rec[3], due, ARGV[6])
-  redis.call('ZADD', ARGV[7] .. 'poll_tenants', 'LT', due, rec[3])
-  redis.call('ZADD', KEYS[2], due + 60000, ARGV[6])
+redis.call('HDEL', KEY.op, 'worker', 'lease_until')
+local due = tonumber(ARG.due)
+if op.tenant and op.tenant ~= '' then
+  redis.call('ZADD', ARG.prefix .. 'polls:' .. op.tenant, due, ARG.operation_id)
+  redis.call('ZADD', ARG.prefix .. 'poll_tenants', 'LT', due, op.tenant)
+  redis.call('ZADD', KEY.queue, due + 60000, ARG.operation_id)
 else
-  redis.call('ZADD', KEYS[2], due, ARGV[6])
+  redis.call('ZADD', KEY.queue, due, ARG.operation_id)
 end
 if steps == 1 then
-  add_history(KEYS[1], {ms = tonumber(ARGV[5]), event = 'waiting', worker = ARGV[1]})
+  add_history(KEY.op, {ms = tonumber(ARG.now), event = 'waiting', worker = ARG.worker_id})
 end
 return 1

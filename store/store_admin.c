@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "store_history.h"
 #include "store_internal.h"
 #include "store_scripts.h"
 
@@ -178,30 +179,6 @@ int osbq_store_scan_records(struct osbq_store *store, enum osbq_record_kind kind
     return 0;
 }
 
-/* Splits the history field (one JSON object per line) into a NULL-terminated array. */
-static char **history_lines(const char *text, size_t len, size_t *count)
-{
-    size_t lines = len > 0 ? 1 : 0;
-    for (size_t i = 0; i < len; i++)
-        lines += text[i] == '\n';
-    char **out = calloc(lines + 1, sizeof *out);
-    if (out == NULL)
-        return NULL;
-    size_t n = 0, start = 0;
-    for (size_t i = 0; i <= len && len > 0; i++) {
-        if (i < len && text[i] != '\n')
-            continue;
-        if (i > start && (out[n] = strndup(text + start, i - start)) == NULL) {
-            osbq_store_strings_free(out);
-            return NULL;
-        }
-        n += i > start;
-        start = i + 1;
-    }
-    *count = n;
-    return out;
-}
-
 int osbq_store_instance_record(struct osbq_store *store, const char *instance_id,
                                struct osbq_fields *record, struct osbq_error *err)
 {
@@ -219,6 +196,51 @@ int osbq_store_instance_record(struct osbq_store *store, const char *instance_id
         rc = fields_from_reply(reply, NULL, NULL, 0, record, err) < 0 ? -1 : 1;
     freeReplyObject(reply);
     return rc;
+}
+
+/* Appends name: value to fields; -1 when out of memory. */
+static int fields_add(struct osbq_fields *fields, const char *name, const char *value,
+                      struct osbq_error *err)
+{
+    char **names = realloc(fields->names, (fields->count + 2) * sizeof *names);
+    if (names != NULL)
+        fields->names = names;
+    char **values =
+        names != NULL ? realloc(fields->values, (fields->count + 2) * sizeof *values) : NULL;
+    if (values != NULL)
+        fields->values = values;
+    char *name_copy = values != NULL ? strdup(name) : NULL;
+    char *value_copy = name_copy != NULL ? strdup(value) : NULL;
+    if (value_copy == NULL) {
+        free(name_copy);
+        return osbq_error_set(err, OSBQ_ERR_INTERNAL, "out of memory");
+    }
+    fields->names[fields->count] = name_copy;
+    fields->values[fields->count] = value_copy;
+    fields->count++;
+    fields->names[fields->count] = fields->values[fields->count] = NULL;
+    return 0;
+}
+
+/* Operations begun by this release do not copy their instance's service_id nor keep an attempt
+ * beside their claims, which counts the same (docs/decisions/0041): an operator still sees both,
+ * the attempt from the claims and the service from the instance. */
+static int implied_fields(struct osbq_store *store, struct osbq_fields *op, struct osbq_error *err)
+{
+    const char *claims = osbq_fields_get(op, "claims");
+    if (osbq_fields_get(op, "attempt") == NULL && claims != NULL &&
+        fields_add(op, "attempt", claims, err) < 0)
+        return -1;
+    const char *instance_id = osbq_fields_get(op, "instance");
+    if (osbq_fields_get(op, "service_id") != NULL || instance_id == NULL)
+        return 0;
+    struct osbq_fields instance = {0};
+    int rc = osbq_store_instance_record(store, instance_id, &instance, err);
+    const char *service_id = rc > 0 ? osbq_fields_get(&instance, "service_id") : NULL;
+    if (service_id != NULL)
+        rc = fields_add(op, "service_id", service_id, err);
+    osbq_fields_clear(&instance);
+    return rc < 0 ? -1 : 0;
 }
 
 int osbq_store_operation_get(struct osbq_store *store, const char *operation_id,
@@ -245,13 +267,14 @@ int osbq_store_operation_get(struct osbq_store *store, const char *operation_id,
         rc = 0;
         goto out;
     }
-    if (fields_from_reply(replies[0], NULL, NULL, 0, &fields, err) < 0) {
+    if (fields_from_reply(replies[0], NULL, NULL, 0, &fields, err) < 0 ||
+        implied_fields(store, &fields, err) < 0) {
         rc = -1;
         goto out;
     }
     bool has_history = replies[1]->type == REDIS_REPLY_STRING;
-    events = history_lines(has_history ? replies[1]->str : "", has_history ? replies[1]->len : 0,
-                           &count);
+    events = store_history_events(&fields, has_history ? replies[1]->str : NULL,
+                                  has_history ? replies[1]->len : 0, &count);
     if (events == NULL) {
         rc = osbq_error_set(err, OSBQ_ERR_INTERNAL, "out of memory");
         goto out;

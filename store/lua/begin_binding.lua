@@ -62,14 +62,14 @@ local binding_theirs = bstate and (binding.platform or 'default') ~= platform
 -- The keys finish.lua needs are written only when they are not the plain "<prefix>instance:<id>",
 -- "<prefix>binding:<id>:<binding id>" and "<prefix>bindings:<id>" (an id store_keys.c had to
 -- encode): a waiting operation stays small (begin_instance.lua does the same); `waited`, the
--- gateway that waits for the outcome, as begin_instance.lua records it. One write of the
+-- gateway that waits for the outcome, as begin_instance.lua records it; no service_id (the
+-- instance's) nor attempt (claims says it), docs/decisions/0041. One write of the
 -- operation and one of the binding: binding_fields (a bind's new binding) go with its lock.
 local function record(binding_fields)
   local tenant = instance.tenant or ARG.tenant
   local fields = {'kind', kind, 'instance', ARG.instance_id, 'binding', ARG.binding_id,
-                  'service_id', ARG.service_id, 'plan_id', ARG.plan_id, 'state', 'queued',
-                  'attempt', '0', 'created_ms', now, 'api', ARG.api_version, 'job', ARG.job,
-                  'tenant', tenant}
+                  'plan_id', ARG.plan_id, 'state', 'queued', 'created_ms', now,
+                  'api', ARG.api_version, 'job', ARG.job, 'tenant', tenant}
   local function add(name, value)
     table.insert(fields, name)
     table.insert(fields, value)

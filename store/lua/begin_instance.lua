@@ -105,15 +105,16 @@ end
 -- parameters, context and maintenance version only for an update, whose finish applies them
 -- (a provision wrote them to the instance already), and its digest, which an identical update
 -- joins by (a provision's or deprovision's is the instance's); the previous plan only when
--- there is one; `waited`, the id of the gateway that waits for the outcome (finish.lua wakes
--- it; a second one that joins moves both to the waiters set).
+-- it differs; `waited`, the id of the gateway that waits for the outcome (finish.lua wakes
+-- it; a second one that joins moves both to the waiters set); no service_id (the instance's)
+-- nor attempt (claims says it), docs/decisions/0041.
 -- One write of the operation and one of the instance: inst_fields (a provision's new
 -- instance) go with the lock.
 local function record(plan_id, prev_plan, inst_fields)
   local tenant = instance.tenant or ARG.tenant
-  local fields = {'kind', kind, 'instance', ARG.instance_id, 'service_id', ARG.service_id,
-                  'plan_id', plan_id, 'state', 'queued', 'attempt', '0', 'created_ms', now,
-                  'api', ARG.api_version, 'job', ARG.job, 'tenant', tenant}
+  local fields = {'kind', kind, 'instance', ARG.instance_id, 'plan_id', plan_id,
+                  'state', 'queued', 'created_ms', now, 'api', ARG.api_version,
+                  'job', ARG.job, 'tenant', tenant}
   local function add(name, value)
     table.insert(fields, name)
     table.insert(fields, value)
@@ -122,7 +123,7 @@ local function record(plan_id, prev_plan, inst_fields)
   if KEY.bindings ~= prefix .. 'bindings:' .. ARG.instance_id then
     add('bindings_key', KEY.bindings)
   end
-  if prev_plan ~= '' then add('prev_plan_id', prev_plan) end
+  if prev_plan ~= '' and prev_plan ~= plan_id then add('prev_plan_id', prev_plan) end
   if kind == 'update' then
     add('digest', digest)
     if ARG.parameters ~= '' then add('parameters', ARG.parameters) end

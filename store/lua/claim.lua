@@ -22,7 +22,8 @@ local ARG = {
   prefix = ARGV[6],        -- the key prefix "<ns>:"
 }
 local op = read_fields(KEY.op, {'state', 'lease_until', 'due_ms', 'tenant', 'claims',
-                                'started_ms', 'history', 'resume', 'steps', 'created_ms'})
+                                'started_ms', 'history', 'resume', 'steps', 'created_ms',
+                                'worker'})
 local state = op.state
 local now = tonumber(ARG.now)
 if state == 'running' then
@@ -47,12 +48,22 @@ else
   attempt = tonumber(op.claims or '0') + 1
   table.insert(fields, 'claims')
   table.insert(fields, attempt)
-  table.insert(fields, 'history')
-  table.insert(fields, history_with(op.history, {ms = now, event = 'claimed',
-                                                 worker = ARG.worker_id, attempt = attempt}))
+  -- The first claim of this release's operation (it has a tenant) into an empty history is
+  -- said by started_ms, worker and attempt (lib/history.lua); the previous release's
+  -- operations keep every event written.
+  if op.history or op.started_ms or not op.tenant or op.tenant == '' then
+    table.insert(fields, 'history')
+    table.insert(fields, history_with(op.history, {ms = now, event = 'claimed',
+                                                   worker = ARG.worker_id, attempt = attempt},
+                                      op))
+  end
 end
-table.insert(fields, 'attempt')
-table.insert(fields, attempt)
+-- The attempt is claims' count (osbq-ctl shows it so); the previous release's operations keep
+-- the field of their own.
+if not op.tenant or op.tenant == '' then
+  table.insert(fields, 'attempt')
+  table.insert(fields, attempt)
+end
 if not op.started_ms then
   table.insert(fields, 'started_ms')
   table.insert(fields, now)

@@ -34,7 +34,7 @@ local op = read_fields(op_key, {'state', 'worker', 'kind', 'instance_key', 'plan
                                 'parameters', 'context', 'maintenance_version', 'created_ms',
                                 'binding_key', 'bindings_key', 'quota_taken', 'quota_keys',
                                 'instance', 'binding', 'tenant', 'lease_until', 'history',
-                                'waited', 'in_progress_key'})
+                                'waited', 'in_progress_key', 'started_ms'})
 local now, retention = tonumber(ARG.now), tonumber(ARG.retention)
 if ARG.mode == 'abandon' then
   if op.state ~= 'queued' and op.state ~= 'waiting' and
@@ -59,9 +59,15 @@ local event = ok and 'succeeded' or 'failed'
 if ARG.mode == 'abandon' then event = 'abandoned' end
 if ARG.mode == 'operator' then event = 'failed_by_operator' end
 local op_fields = {'state', ok and 'succeeded' or 'failed', 'description', ARG.description,
-                   'finished_ms', now, 'history',
-                   history_with(op.history, {ms = now, event = event, worker = op.worker,
-                                             description = ARG.description})}
+                   'finished_ms', now}
+-- A worker's outcome of this release's operation (it has a tenant) is said by the fields just
+-- written (lib/history.lua); the recovery loop's and an operator's are events of their own,
+-- and the previous release's operations keep every event written.
+if ARG.mode ~= '' or not tenant or tenant == '' then
+  table.insert(op_fields, 'history')
+  table.insert(op_fields, history_with(op.history, {ms = now, event = event, worker = op.worker,
+                                                    description = ARG.description}, op))
+end
 if not ok and (kind == 'update' or kind == 'deprovision') then
   table.insert(op_fields, 'instance_usable')
   table.insert(op_fields, ARG.instance_usable)

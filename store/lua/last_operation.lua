@@ -28,10 +28,15 @@ local op = read_fields(ARG.prefix .. 'op:' .. op_id,
 if not op.kind or op.instance ~= ARG.instance_id or (op.binding or '') ~= ARG.binding_id then
   return {'unknown_operation', record.last_op or ''}
 end
-local stats_plan = op.plan_id
-if op.kind == 'update' and op.prev_plan_id and op.prev_plan_id ~= '' then
-  stats_plan = op.prev_plan_id
+-- The plan's average duration sets Retry-After, which only an answer "in progress" carries:
+-- a finished operation's poll (the last of each operation) does not read it.
+local avg = ''
+if op.state ~= 'succeeded' and op.state ~= 'failed' then
+  local stats_plan = op.plan_id
+  if op.kind == 'update' and op.prev_plan_id and op.prev_plan_id ~= '' then
+    stats_plan = op.prev_plan_id
+  end
+  avg = redis.call('HGET', ARG.prefix .. 'stats:' .. stats_plan, op.kind) or ''
 end
-local avg = redis.call('HGET', ARG.prefix .. 'stats:' .. stats_plan, op.kind) or ''
 return {'ok', record.state, op.kind, op.state, op.description or '', op.instance_usable or '',
         op.update_repeatable or '', op.created_ms or '', op.plan_id or '', avg}

@@ -62,14 +62,17 @@ for _, op_id in ipairs(due) do
     redis.call('ZADD', queue, next_due, op_id)
     table.insert(out, {op_id, 'abandon', claims, '', '', op.kind or '', op.tenant or ''})
   elseif can_resend then
-    local event = {ms = now, event = 'resent', attempt = claims}
+    -- Written before the worker goes: it may have to be written out as the first claim's
+    -- (lib/history.lua).
     if state == 'running' then
+      add_history(op_key, {ms = now, event = 'lease_expired', attempt = claims,
+                           worker = op.worker})
       -- The lease ran out: the worker died or hangs. Its late outcome will be refused.
       redis.call('HSET', op_key, 'state', 'queued')
       redis.call('HDEL', op_key, 'worker', 'lease_until')
-      event.event, event.worker = 'lease_expired', op.worker
+    else
+      add_history(op_key, {ms = now, event = 'resent', attempt = claims})
     end
-    add_history(op_key, event)
     redis.call('HINCRBY', op_key, 'resends', 1)
     redis.call('ZADD', queue, next_due, op_id)
     table.insert(out, {op_id, 'resend', claims, op.job or '', state == 'running' and 'lease' or '',

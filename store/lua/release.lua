@@ -15,9 +15,10 @@ local ARG = {
 }
 local op = read_fields(KEY.op, {'state', 'worker'})
 if op.state ~= 'running' or op.worker ~= ARG.worker_id then return 0 end
+-- Before the worker goes: it may have to be written out as the first claim's (lib/history.lua).
+add_history(KEY.op, {ms = tonumber(ARG.now), event = 'released',
+                     worker = ARG.worker_id})
 redis.call('HSET', KEY.op, 'state', 'queued')
 redis.call('HDEL', KEY.op, 'worker', 'lease_until')
 redis.call('ZADD', KEY.queue, ARG.now, ARG.operation_id)
-add_history(KEY.op, {ms = tonumber(ARG.now), event = 'released',
-                     worker = ARG.worker_id})
 return 1

@@ -19,6 +19,9 @@ local ARG = {
 local op = read_fields(KEY.op, {'state', 'worker', 'lease_until', 'tenant'})
 if op.state ~= 'queued' and op.state ~= 'running' and op.state ~= 'waiting' then return 0 end
 if op.state == 'running' and tonumber(op.lease_until or '0') >= tonumber(ARG.now) then return 2 end
+-- Before the worker goes: it may have to be written out as the first claim's (lib/history.lua).
+add_history(KEY.op, {ms = tonumber(ARG.now), event = 'resent_by_operator',
+                     worker = op.worker})
 if op.state == 'waiting' then
   redis.call('HSET', KEY.op, 'claims', 0, 'due_ms', ARG.now)
   if op.tenant and op.tenant ~= '' then
@@ -31,6 +34,4 @@ else
 end
 redis.call('HDEL', KEY.op, 'worker', 'lease_until')
 redis.call('ZADD', KEY.queue, 0, ARG.operation_id)
-add_history(KEY.op, {ms = tonumber(ARG.now), event = 'resent_by_operator',
-                     worker = op.worker})
 return 1

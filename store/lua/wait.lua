@@ -26,6 +26,10 @@ local ARG = {
 local op = read_fields(KEY.op, {'state', 'worker', 'tenant'})
 if op.state ~= 'running' or op.worker ~= ARG.worker_id then return 0 end
 local steps = redis.call('HINCRBY', KEY.op, 'steps', 1)
+-- Before the worker goes: it may have to be written out as the first claim's (lib/history.lua).
+if steps == 1 then
+  add_history(KEY.op, {ms = tonumber(ARG.now), event = 'waiting', worker = ARG.worker_id})
+end
 redis.call('HSET', KEY.op, 'state', 'waiting', 'description', ARG.description, 'due_ms', ARG.due)
 if ARG.resume ~= '' then
   redis.call('HSET', KEY.op, 'resume', ARG.resume)
@@ -40,8 +44,5 @@ if op.tenant and op.tenant ~= '' then
   redis.call('ZADD', KEY.queue, due + 60000, ARG.operation_id)
 else
   redis.call('ZADD', KEY.queue, due, ARG.operation_id)
-end
-if steps == 1 then
-  add_history(KEY.op, {ms = tonumber(ARG.now), event = 'waiting', worker = ARG.worker_id})
 end
 return 1

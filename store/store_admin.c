@@ -11,34 +11,6 @@
 #include "store_internal.h"
 #include "store_scripts.h"
 
-const char *osbq_fields_get(const struct osbq_fields *fields, const char *name)
-{
-    for (size_t i = 0; i < fields->count; i++)
-        if (strcmp(fields->names[i], name) == 0)
-            return fields->values[i];
-    return NULL;
-}
-
-void osbq_fields_clear(struct osbq_fields *fields)
-{
-    for (size_t i = 0; i < fields->count; i++) {
-        free(fields->names[i]);
-        free(fields->values[i]);
-    }
-    free(fields->names);
-    free(fields->values);
-    memset(fields, 0, sizeof *fields);
-}
-
-void osbq_fields_array_free(struct osbq_fields *records, size_t count)
-{
-    if (records == NULL)
-        return;
-    for (size_t i = 0; i < count; i++)
-        osbq_fields_clear(&records[i]);
-    free(records);
-}
-
 /* Fields an operator never sees: secrets and internal bytes. */
 static bool field_hidden(const char *name, size_t len)
 {
@@ -198,30 +170,6 @@ int osbq_store_instance_record(struct osbq_store *store, const char *instance_id
     return rc;
 }
 
-/* Appends name: value to fields; -1 when out of memory. */
-static int fields_add(struct osbq_fields *fields, const char *name, const char *value,
-                      struct osbq_error *err)
-{
-    char **names = realloc(fields->names, (fields->count + 2) * sizeof *names);
-    if (names != NULL)
-        fields->names = names;
-    char **values =
-        names != NULL ? realloc(fields->values, (fields->count + 2) * sizeof *values) : NULL;
-    if (values != NULL)
-        fields->values = values;
-    char *name_copy = values != NULL ? strdup(name) : NULL;
-    char *value_copy = name_copy != NULL ? strdup(value) : NULL;
-    if (value_copy == NULL) {
-        free(name_copy);
-        return osbq_error_set(err, OSBQ_ERR_INTERNAL, "out of memory");
-    }
-    fields->names[fields->count] = name_copy;
-    fields->values[fields->count] = value_copy;
-    fields->count++;
-    fields->names[fields->count] = fields->values[fields->count] = NULL;
-    return 0;
-}
-
 /* Operations begun by this release do not copy their instance's service_id nor keep an attempt
  * beside their claims, which counts the same (docs/decisions/0041): an operator still sees both,
  * the attempt from the claims and the service from the instance. */
@@ -229,7 +177,7 @@ static int implied_fields(struct osbq_store *store, struct osbq_fields *op, stru
 {
     const char *claims = osbq_fields_get(op, "claims");
     if (osbq_fields_get(op, "attempt") == NULL && claims != NULL &&
-        fields_add(op, "attempt", claims, err) < 0)
+        osbq_fields_add(op, "attempt", claims, err) < 0)
         return -1;
     const char *instance_id = osbq_fields_get(op, "instance");
     if (osbq_fields_get(op, "service_id") != NULL || instance_id == NULL)
@@ -238,7 +186,7 @@ static int implied_fields(struct osbq_store *store, struct osbq_fields *op, stru
     int rc = osbq_store_instance_record(store, instance_id, &instance, err);
     const char *service_id = rc > 0 ? osbq_fields_get(&instance, "service_id") : NULL;
     if (service_id != NULL)
-        rc = fields_add(op, "service_id", service_id, err);
+        rc = osbq_fields_add(op, "service_id", service_id, err);
     osbq_fields_clear(&instance);
     return rc < 0 ? -1 : 0;
 }

@@ -4,18 +4,7 @@
 #define OSBQ_STORE_ADMIN_H
 
 #include "store.h"
-
-/* A record's fields as name/value pairs, as read for an operator. Owned (osbq_fields_clear). */
-struct osbq_fields {
-    size_t count;  /* pairs */
-    char **names;  /* field names */
-    char **values; /* their values */
-};
-
-/* The value of field name, or NULL when the record has none. */
-const char *osbq_fields_get(const struct osbq_fields *fields, const char *name);
-void osbq_fields_clear(struct osbq_fields *fields);
-void osbq_fields_array_free(struct osbq_fields *records, size_t count);
+#include "store_fields.h"
 
 /* What osbq_store_scan_records walks. */
 enum osbq_record_kind {

@@ -5,7 +5,7 @@
 
 #include <stddef.h>
 
-#include "store_admin.h"
+#include "store_fields.h"
 
 /* The events of an operation (its fields op, its history field text of len bytes, text NULL
  * when it has none), one JSON object each, oldest first, in a NULL-terminated array the caller

@@ -27,6 +27,7 @@
 
 #include "backend.h"
 #include "catalog.h"
+#include "catalog_text.h"
 #include "clock.h"
 #include "exec_watch.h"
 #include "fake_call.h"
@@ -141,11 +142,10 @@ static int setup(void **state)
     /* As the worker does (main.c): a program that exits without reading its whole stdin must
      * give the writer EPIPE, not kill it. */
     signal(SIGPIPE, SIG_IGN);
-    struct osbq_error err = {0};
-    if (osbq_catalog_load_text(catalog_text, sizeof catalog_text - 1, &catalog, &err) != 0) {
-        print_error("catalog: %s\n", err.text);
+    catalog = catalog_from_text(catalog_text, sizeof catalog_text - 1);
+    if (catalog == NULL)
         return -1;
-    }
+    struct osbq_error err = {0};
     watch = exec_watch_new(64, &err);
     if (watch == NULL) {
         print_error("exec watch: %s\n", err.text);

@@ -21,6 +21,7 @@
 
 #include "backend.h"
 #include "catalog.h"
+#include "catalog_text.h"
 #include "config.h"
 #include "fake_call.h"
 #include "job.h"
@@ -279,11 +280,9 @@ static const char *key(const struct creds *c, const char *suffix, char *buf, siz
 static int setup(void **state)
 {
     (void)state;
-    struct osbq_error err = {0};
-    if (osbq_catalog_load_text(catalog_text, sizeof catalog_text - 1, &catalog, &err) != 0) {
-        print_error("catalog: %s\n", err.text);
+    catalog = catalog_from_text(catalog_text, sizeof catalog_text - 1);
+    if (catalog == NULL)
         return -1;
-    }
     if (redis_fixture_start(&target) < 0) {
         print_error("cannot start redis-server\n");
         return -1;

@@ -21,6 +21,7 @@
 #include <time.h>
 
 #include "catalog.h"
+#include "catalog_text.h"
 #include "clock.h"
 #include "job.h"
 #include "metrics.h"
@@ -81,12 +82,8 @@ static int setup(void **state)
     f->base.cfg.worker_concurrency = 2;
     if (store_fixture_start(&f->base, "t") < 0)
         return -1;
-    struct osbq_error err = {0};
-    if (osbq_catalog_load_text(catalog_text, sizeof catalog_text - 1, &f->catalog, &err) != 0) {
-        print_error("catalog: %s\n", err.text);
-        return -1;
-    }
-    return 0;
+    f->catalog = catalog_from_text(catalog_text, sizeof catalog_text - 1);
+    return f->catalog != NULL ? 0 : -1;
 }
 
 static int teardown(void **state)

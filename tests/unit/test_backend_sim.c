@@ -27,6 +27,7 @@
 #include "backend.h"
 #include "bind_result.h"
 #include "catalog.h"
+#include "catalog_text.h"
 #include "clock.h"
 #include "fake_call.h"
 #include "job.h"
@@ -181,17 +182,9 @@ static int run_steps(struct fake_call *f, struct steps_seen *seen)
 static int setup(void **state)
 {
     (void)state;
-    struct osbq_error err = {0};
-    if (osbq_catalog_load_text(catalog_text, sizeof catalog_text - 1, &catalog, &err) != 0) {
-        print_error("catalog: %s\n", err.text);
-        return -1;
-    }
-    if (osbq_catalog_load_text(fault_catalog_text, sizeof fault_catalog_text - 1, &fault_catalog,
-                               &err) != 0) {
-        print_error("fault catalog: %s\n", err.text);
-        return -1;
-    }
-    return 0;
+    catalog = catalog_from_text(catalog_text, sizeof catalog_text - 1);
+    fault_catalog = catalog_from_text(fault_catalog_text, sizeof fault_catalog_text - 1);
+    return catalog != NULL && fault_catalog != NULL ? 0 : -1;
 }
 
 static int teardown(void **state)

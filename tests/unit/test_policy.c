@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "catalog.h"
+#include "catalog_text.h"
 #include "policy.h"
 
 /* Two services: "db" with plans small and large, "cache" with plan tiny. */
@@ -52,10 +53,10 @@ struct fixture {
 static int setup(void **state)
 {
     struct fixture *f = calloc(1, sizeof *f);
-    struct osbq_error err = {0};
     assert_non_null(f);
-    if (osbq_catalog_load_text(catalog_text, sizeof catalog_text - 1, &f->catalog, &err) < 0)
-        fail_msg("catalog: %s", err.text);
+    f->catalog = catalog_from_text(catalog_text, sizeof catalog_text - 1);
+    assert_non_null(f->catalog);
+    struct osbq_error err = {0};
     if (osbq_policy_load_text(policy_text, sizeof policy_text - 1, f->catalog, &f->policy, &err) <
         0)
         fail_msg("policy: %s", err.text);

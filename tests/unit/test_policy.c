@@ -17,6 +17,7 @@
 #include "catalog.h"
 #include "catalog_text.h"
 #include "policy.h"
+#include "temp_file.h"
 
 /* Two services: "db" with plans small and large, "cache" with plan tiny. */
 static const char catalog_text[] =
@@ -373,13 +374,9 @@ static void test_file_errors_name_the_path(void **state)
     struct osbq_error err = {0};
     assert_int_equal(osbq_policy_load_file("/nonexistent/policy.json", NULL, &p, &err), -1);
     assert_non_null(strstr(err.text, "/nonexistent/policy.json"));
-    char path[] = "/tmp/osbq-test-policy-XXXXXX";
-    int fd = mkstemp(path);
-    assert_true(fd >= 0);
-    FILE *out = fdopen(fd, "w");
-    assert_non_null(out);
-    fputs("{\"deny\": 1}", out);
-    fclose(out);
+    static const char text[] = "{\"deny\": 1}";
+    char path[64];
+    temp_file_write(text, sizeof text - 1, path, sizeof path);
     assert_int_equal(osbq_policy_load_file(path, NULL, &p, &err), -1);
     assert_true(strncmp(err.text, path, strlen(path)) == 0);
     assert_non_null(strstr(err.text, "deny: must be an array"));

@@ -68,11 +68,9 @@ struct osbq_begin_request store_test_request(const char *kind, const char *op, c
 int osbq_store_begin(struct osbq_store *store, const struct osbq_begin_request *req,
                      struct osbq_begin_reply *out, struct osbq_error *err)
 {
-    struct osbq_store_call *call = osbq_store_begin_call(store, req, err);
-    if (call == NULL)
-        return -1;
-    osbq_store_call_run(store, call);
-    int rc = osbq_store_begin_result(call, out, err);
+    struct osbq_store_call *call =
+        osbq_store_call_run_made(store, osbq_store_begin_call(store, req, err));
+    int rc = call != NULL ? osbq_store_begin_result(call, out, err) : -1;
     osbq_store_call_free(&call);
     return rc;
 }
@@ -82,12 +80,10 @@ int osbq_store_last_operation(struct osbq_store *store, const char *instance_id,
                               const char *platform, struct osbq_last_op *out,
                               struct osbq_error *err)
 {
-    struct osbq_store_call *call =
-        osbq_store_last_operation_call(store, instance_id, binding_id, operation_id, platform, err);
-    if (call == NULL)
-        return -1;
-    osbq_store_call_run(store, call);
-    int rc = osbq_store_last_operation_result(call, out, err);
+    struct osbq_store_call *call = osbq_store_call_run_made(
+        store, osbq_store_last_operation_call(store, instance_id, binding_id, operation_id,
+                                              platform, err));
+    int rc = call != NULL ? osbq_store_last_operation_result(call, out, err) : -1;
     osbq_store_call_free(&call);
     return rc;
 }

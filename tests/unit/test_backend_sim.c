@@ -208,6 +208,25 @@ static void test_find(void **state)
     assert_null(backend_find(NULL));
 }
 
+/* A kind the decoder would have refused (none, or out of range) reaches no backend function:
+ * backend_run fails the operation, the instance still usable. */
+static void test_unknown_kind_fails(void **state)
+{
+    (void)state;
+    static const enum osbq_job_kind unknown[] = {OSBQ_JOB_KIND_NONE, (enum osbq_job_kind)99};
+    for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++) {
+        struct fake_call f;
+        fake_init(&f, OSBQ_JOB_PROVISION, INSTANT_PLAN, NULL);
+        f.job.kind = unknown[i];
+        assert_int_equal(run_sim(&f), 0);
+        assert_false(f.call.result.succeeded);
+        assert_true(f.call.result.instance_usable);
+        assert_string_equal(f.call.result.description,
+                            "The broker received an operation of an unknown kind.");
+        fake_call_clear(&f);
+    }
+}
+
 /* Every kind: what it reports while running and how it describes success. */
 static const struct {
     enum osbq_job_kind kind;
@@ -1097,6 +1116,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_find),
+        cmocka_unit_test(test_unknown_kind_fails),
         cmocka_unit_test(test_kinds_instant),
         cmocka_unit_test(test_kinds_timed),
         cmocka_unit_test(test_sim_fail),

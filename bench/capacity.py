@@ -32,8 +32,10 @@ from concurrent.futures import ThreadPoolExecutor
 BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
 SOURCE_DIR = os.path.dirname(BENCH_DIR)
 sys.path.insert(0, os.path.join(SOURCE_DIR, "tests", "lib"))
+sys.path.insert(0, os.path.join(BENCH_DIR, "lib"))
 
-import osbq_stack  # noqa: E402 (found through the path set above)
+import json_report  # noqa: E402 (found through the paths set above)
+import osbq_stack  # noqa: E402 (likewise)
 import redis_monitor  # noqa: E402 (likewise)
 
 SERVICE = "0b5e7c1a-9d3f-4e2b-8a61-b7c4d2e9f001"
@@ -312,11 +314,7 @@ def main():
         stack.stop()
         shutil.rmtree(workdir, ignore_errors=True)
     print_table(results, monitor, memory, sys.stderr)
-    text = json.dumps(report, indent=1)
-    print(text)
-    if a.json:
-        with open(a.json, "w") as f:
-            f.write(text + "\n")
+    json_report.emit(report, a.json)
 
 
 if __name__ == "__main__":

@@ -11,7 +11,6 @@ usage: bench/fleet_idle.py BUILD_DIR [--fleet 1x1,2x2,4x4] [--seconds S] [--sett
        [--json FILE]"""
 
 import argparse
-import json
 import os
 import shutil
 import sys
@@ -20,8 +19,10 @@ import time
 
 BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(BENCH_DIR), "tests", "lib"))
+sys.path.insert(0, os.path.join(BENCH_DIR, "lib"))
 
-import osbq_stack  # noqa: E402 (found through the path set above)
+import json_report  # noqa: E402 (found through the paths set above)
+import osbq_stack  # noqa: E402 (likewise)
 
 OWN_COMMANDS = ("config|resetstat", "info", "ping")
 
@@ -98,11 +99,7 @@ def main():
         sys.stderr.write("%dx%d: %.1f commands/s (%.2f per process), Redis CPU %.2f ms/s: %s\n" % (
             g, w, r["commands_per_s"], r["commands_per_s_per_process"], r["redis_cpu_ms_per_s"],
             ", ".join("%s %.2f" % kv for kv in r["by_name_per_s"].items())))
-    text = json.dumps(results, indent=1)
-    print(text)
-    if a.json:
-        with open(a.json, "w") as f:
-            f.write(text + "\n")
+    json_report.emit(results, a.json)
 
 
 if __name__ == "__main__":

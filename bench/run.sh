@@ -235,19 +235,11 @@ main() {
   if want_case catalog; then case_catalog; fi
   # The Redis-script ceiling is measured beside the accept runs: "redis" alone runs both.
   if want_case accept || want_case redis; then case_accept; fi
-  if want_case accept_alone; then case_accept_alone; fi
-  if want_case last_op; then case_last_op; fi
-  if want_case lifecycle; then case_lifecycle; fi
-  if want_case sync_cycle; then case_sync_cycle; fi
-  if want_case scale; then case_scale; fi
-  if want_case memory; then case_memory; fi
-  if want_case round_trips; then case_round_trips; fi
-  if want_case long_ops; then case_long_ops; fi
-  if want_case durable; then case_durable; fi
-  if want_case long_ops_exec; then case_long_ops_exec; fi
-  if want_case due; then case_due; fi
-  if want_case noisy_neighbor; then case_noisy_neighbor; fi
-  if want_case scale_out; then case_scale_out; fi
+  local name
+  for name in accept_alone last_op lifecycle sync_cycle scale memory round_trips long_ops durable \
+    long_ops_exec due noisy_neighbor scale_out; do
+    if want_case "$name"; then "case_$name"; fi
+  done
   local status=0
   report summary || status=1
   echo "bench: done in $((SECONDS - t0)) s"

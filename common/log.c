@@ -336,6 +336,18 @@ void osbq_log_msg(enum osbq_log_level level, const char *func, int with_errno, c
     va_end(ap);
 }
 
+void osbq_log_library(void *name, const char *fmt, va_list ap)
+{
+    if (!osbq_log_enabled(OSBQ_LOG_DEBUG))
+        return;
+    char msg[512];
+    (void)vsnprintf(msg, sizeof msg, fmt, ap);
+    size_t len = strlen(msg);
+    while (len > 0 && msg[len - 1] == '\n')
+        msg[--len] = '\0';
+    log_debug("%s: %s", (const char *)name, msg);
+}
+
 void osbq_log_fatal(const char *func, int with_errno, const char *fmt, ...)
 {
     va_list ap;

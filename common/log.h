@@ -51,6 +51,11 @@ void osbq_log_msg(enum osbq_log_level level, const char *func, int with_errno, c
 void osbq_log_fatal(const char *func, int with_errno, const char *fmt, ...)
     __attribute__((format(printf, 3, 4), noreturn));
 
+/* A library's log callback (libmicrohttpd's MHD_OPTION_EXTERNAL_LOGGER): its message at debug
+ * level, trailing newlines cut, after name (a const char *: the library's name, borrowed). */
+void osbq_log_library(void *name, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0)));
+
 #define log_warn(...)   osbq_log_msg(OSBQ_LOG_WARN, __func__, 1, __VA_ARGS__)
 #define log_warnx(...)  osbq_log_msg(OSBQ_LOG_WARN, __func__, 0, __VA_ARGS__)
 #define log_errorx(...) osbq_log_msg(OSBQ_LOG_ERROR, __func__, 0, __VA_ARGS__)

@@ -1,4 +1,5 @@
-/* A thread that calls one function every interval until it is stopped. */
+/* A thread that calls one function every interval, or when it asks to be called again, until
+ * it is stopped. */
 #include "periodic.h"
 
 #include <pthread.h>
@@ -7,44 +8,63 @@
 #include <time.h>
 
 struct osbq_periodic {
-    unsigned interval_ms;  /* pause between calls */
-    void (*fn)(void *arg); /* what to call */
-    void *arg;             /* borrowed argument */
-    pthread_mutex_t lock;  /* guards stopping, with wake */
-    pthread_cond_t wake;   /* signalled to stop */
-    bool stopping;         /* set by osbq_periodic_stop */
-    pthread_t thread;      /* the thread */
+    /* What to call: fn_at, which says when to be called again, or fn every interval_ms. */
+    int64_t (*fn_at)(void *arg, int64_t told_ms);
+    void (*fn)(void *arg);
+    unsigned interval_ms;
+    void *arg;              /* borrowed argument */
+    pthread_mutex_t lock;   /* guards the fields below, with wake */
+    pthread_cond_t wake;    /* signalled to stop, or when an earlier time is told */
+    bool stopping;          /* set by osbq_periodic_stop */
+    int64_t sleep_until_ms; /* epoch ms the thread sleeps until; 0: it is not asleep */
+    int64_t told_ms;        /* the earliest time osbq_periodic_sooner gave, or 0 */
+    pthread_t thread;       /* the thread */
 };
+
+/* Epoch ms on CLOCK_REALTIME, the clock of the condition variable's deadlines. */
+static int64_t realtime_ms(void)
+{
+    struct timespec now;
+    (void)clock_gettime(CLOCK_REALTIME, &now);
+    return (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+}
+
+/* One call; returns the epoch ms of the next. */
+static int64_t call(struct osbq_periodic *p, int64_t told_ms)
+{
+    if (p->fn_at != NULL)
+        return p->fn_at(p->arg, told_ms);
+    p->fn(p->arg);
+    return realtime_ms() + p->interval_ms;
+}
 
 static void *periodic_thread(void *data)
 {
     struct osbq_periodic *p = data;
     pthread_mutex_lock(&p->lock);
     while (!p->stopping) {
+        int64_t told = p->told_ms;
+        p->told_ms = 0;
         pthread_mutex_unlock(&p->lock);
-        p->fn(p->arg);
-        struct timespec until;
-        (void)clock_gettime(CLOCK_REALTIME, &until);
-        long ns = until.tv_nsec + (long)(p->interval_ms % 1000) * 1000000L;
-        until.tv_sec += (time_t)(p->interval_ms / 1000) + ns / 1000000000L;
-        until.tv_nsec = ns % 1000000000L;
+        int64_t wake = call(p, told);
         pthread_mutex_lock(&p->lock);
-        while (!p->stopping && pthread_cond_timedwait(&p->wake, &p->lock, &until) == 0)
+        /* Until then, unless osbq_periodic_sooner tells an earlier time (it signals only then). */
+        p->sleep_until_ms = wake;
+        struct timespec until = {.tv_sec = (time_t)(wake / 1000),
+                                 .tv_nsec = (long)(wake % 1000) * 1000000L};
+        while (!p->stopping && p->told_ms == 0 &&
+               pthread_cond_timedwait(&p->wake, &p->lock, &until) == 0)
             ;
+        p->sleep_until_ms = 0;
     }
     pthread_mutex_unlock(&p->lock);
     return NULL;
 }
 
-struct osbq_periodic *osbq_periodic_start(unsigned interval_ms, void (*fn)(void *arg), void *arg,
-                                          struct osbq_error *err)
+static struct osbq_periodic *start(struct osbq_periodic *p, struct osbq_error *err)
 {
-    struct osbq_periodic *p = calloc(1, sizeof *p);
     if (p == NULL)
         goto out_fail;
-    p->interval_ms = interval_ms;
-    p->fn = fn;
-    p->arg = arg;
     if (pthread_mutex_init(&p->lock, NULL) != 0)
         goto out_free;
     if (pthread_cond_init(&p->wake, NULL) != 0)
@@ -61,6 +81,36 @@ out_free:
 out_fail:
     osbq_error_set(err, OSBQ_ERR_INTERNAL, "cannot start a thread");
     return NULL;
+}
+
+struct osbq_periodic *osbq_periodic_start(unsigned interval_ms, void (*fn)(void *arg), void *arg,
+                                          struct osbq_error *err)
+{
+    struct osbq_periodic *p = calloc(1, sizeof *p);
+    if (p != NULL)
+        *p = (struct osbq_periodic){.fn = fn, .interval_ms = interval_ms, .arg = arg};
+    return start(p, err);
+}
+
+struct osbq_periodic *osbq_periodic_start_at(int64_t (*fn)(void *arg, int64_t told_ms), void *arg,
+                                             struct osbq_error *err)
+{
+    struct osbq_periodic *p = calloc(1, sizeof *p);
+    if (p != NULL)
+        *p = (struct osbq_periodic){.fn_at = fn, .arg = arg};
+    return start(p, err);
+}
+
+void osbq_periodic_sooner(struct osbq_periodic *p, int64_t at_ms)
+{
+    pthread_mutex_lock(&p->lock);
+    if (p->told_ms == 0 || at_ms < p->told_ms) {
+        p->told_ms = at_ms;
+        /* A thread asleep past it wakes to sleep until it instead; one awake reads it next. */
+        if (p->sleep_until_ms > at_ms)
+            pthread_cond_signal(&p->wake);
+    }
+    pthread_mutex_unlock(&p->lock);
 }
 
 void osbq_periodic_stop(struct osbq_periodic **pp)

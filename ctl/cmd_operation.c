@@ -341,6 +341,26 @@ static int finished_meanwhile(struct ctl *ctl)
     return report(ctl, CTL_EXIT_NOT_FOUND, "already_finished", NULL, NULL, text);
 }
 
+/* The answer to a repair the store did not apply (done < 1): it failed while doing it, or the
+ * operation finished meanwhile. */
+static int not_repaired(struct ctl *ctl, int done, const char *doing, const struct osbq_error *err)
+{
+    return done < 0 ? ctl_fail_store(doing, err) : finished_meanwhile(ctl);
+}
+
+/* The report of a repair the store applied to op: "operation <id> (<what>) was <state>; " and
+ * outcome, as result, with description. */
+static int repaired(struct ctl *ctl, const struct osbq_fields *op, const char *result,
+                    const char *description, const char *outcome)
+{
+    char what[512], was[128], text[2800];
+    operation_what(op, what, sizeof what);
+    operation_was(op, was, sizeof was);
+    (void)snprintf(text, sizeof text, "operation %s (%s) was %s; %s", ctl->opt.operation_id, what,
+                   was, outcome);
+    return report(ctl, CTL_EXIT_OK, result, osbq_fields_get(op, "state"), description, text);
+}
+
 int cmd_fail(struct ctl *ctl)
 {
     struct osbq_fields op = {0};
@@ -350,20 +370,15 @@ int cmd_fail(struct ctl *ctl)
         return rc;
     const char *description = ctl->opt.description ? ctl->opt.description : FAIL_DESCRIPTION;
     int done = osbq_store_operator_fail(ctl->store, ctl->opt.operation_id, description, &err);
-    if (done < 0) {
-        rc = ctl_fail_store("failing the operation", &err);
-    } else if (done == 0) {
-        rc = finished_meanwhile(ctl);
+    if (done < 1) {
+        rc = not_repaired(ctl, done, "failing the operation", &err);
     } else {
-        char what[512], was[128], text[2000];
-        const char *state = osbq_fields_get(&op, "state");
-        operation_what(&op, what, sizeof what);
-        operation_was(&op, was, sizeof was);
-        (void)snprintf(text, sizeof text,
-                       "operation %s (%s) was %s; it is now failed: %s\n"
+        char outcome[2000];
+        (void)snprintf(outcome, sizeof outcome,
+                       "it is now failed: %s\n"
                        "Its lock is free and the requests waiting for it were answered.",
-                       ctl->opt.operation_id, what, was, description);
-        rc = report(ctl, CTL_EXIT_OK, "failed", state, description, text);
+                       description);
+        rc = repaired(ctl, &op, "failed", description, outcome);
     }
     osbq_fields_clear(&op);
     return rc;
@@ -377,10 +392,8 @@ int cmd_resend(struct ctl *ctl)
     if (rc != CTL_EXIT_OK)
         return rc;
     int done = osbq_store_operator_resend(ctl->store, ctl->opt.operation_id, &err);
-    if (done < 0) {
-        rc = ctl_fail_store("resending the operation", &err);
-    } else if (done == 0) {
-        rc = finished_meanwhile(ctl);
+    if (done < 1) {
+        rc = not_repaired(ctl, done, "resending the operation", &err);
     } else if (done == 2) {
         char text[600];
         (void)snprintf(text, sizeof text,
@@ -391,16 +404,9 @@ int cmd_resend(struct ctl *ctl)
                        ctl->opt.operation_id);
         rc = report(ctl, CTL_EXIT_REFUSED, "refused", osbq_fields_get(&op, "state"), NULL, text);
     } else {
-        char what[512], was[128], text[1200];
-        const char *state = osbq_fields_get(&op, "state");
-        operation_what(&op, what, sizeof what);
-        operation_was(&op, was, sizeof was);
-        (void)snprintf(text, sizeof text,
-                       "operation %s (%s) was %s; it is queued again with its claims reset.\n"
-                       "The next recovery pass of a gateway sends it to a worker with a free "
-                       "slot.",
-                       ctl->opt.operation_id, what, was);
-        rc = report(ctl, CTL_EXIT_OK, "resent", state, NULL, text);
+        rc = repaired(ctl, &op, "resent", NULL,
+                      "it is queued again with its claims reset.\n"
+                      "The next recovery pass of a gateway sends it to a worker with a free slot.");
     }
     osbq_fields_clear(&op);
     return rc;

@@ -412,12 +412,7 @@ static void operation_begin(const struct gateway *gw, const struct request *req,
         return;
     struct osbq_error err = {0};
     struct osbq_store_call *call = begin_call(gw, req, a, t, digest, p, &err);
-    if (call == NULL) {
-        pending_free(p);
-        reply_error_from(out, &err);
-        return;
-    }
-    reply_defer(out, call, accept_operation_after_begin, p, pending_free);
+    reply_defer_call(out, call, &err, accept_operation_after_begin, p, pending_free);
 }
 
 void accept_operation(const struct gateway *gw, const struct request *req,

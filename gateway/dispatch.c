@@ -522,6 +522,26 @@ static void *dispatch_thread(void *arg)
     return NULL;
 }
 
+/* Frees d with its tables and mailbox (any of them may be missing: a start that failed), and
+ * the jobs and workers left in them. Its router and lock are the caller's to close. */
+static void dispatch_free(struct dispatch *d)
+{
+    struct job_buf *job;
+    while (d->queue != NULL && (job = dispatch_lanes_pop(d->queue, NULL, NULL)) != NULL)
+        free(job);
+    dispatch_lanes_destroy(&d->queue);
+    zhashx_destroy(&d->queued);
+    for (struct worker_slot *w = d->workers != NULL ? zlistx_first(d->workers) : NULL; w != NULL;
+         w = zlistx_next(d->workers))
+        worker_free(&w);
+    zlistx_destroy(&d->workers);
+    zhashx_destroy(&d->running);
+    zhashx_destroy(&d->tenant_running);
+    zhashx_destroy(&d->wait_series);
+    osbq_mailbox_clear(&d->mailbox);
+    free(d);
+}
+
 struct dispatch *dispatch_start(zsock_t **routerp, unsigned max_queued, struct osbq_metric *waits,
                                 struct osbq_error *err)
 {
@@ -562,14 +582,7 @@ struct dispatch *dispatch_start(zsock_t **routerp, unsigned max_queued, struct o
     *routerp = NULL;
     return d;
 out_free:
-    osbq_mailbox_clear(&d->mailbox);
-    dispatch_lanes_destroy(&d->queue);
-    zhashx_destroy(&d->queued);
-    zlistx_destroy(&d->workers);
-    zhashx_destroy(&d->running);
-    zhashx_destroy(&d->tenant_running);
-    zhashx_destroy(&d->wait_series);
-    free(d);
+    dispatch_free(d);
 out_fail:
     osbq_error_set(err, OSBQ_ERR_INTERNAL, "cannot start the dispatcher");
     return NULL;
@@ -633,22 +646,10 @@ void dispatch_stop(struct dispatch **dp)
         return;
     osbq_mailbox_close(&d->mailbox);
     pthread_join(d->thread, NULL);
+    zsock_destroy(&d->router);
+    pthread_mutex_destroy(&d->lock);
     /* The thread's last turn took what the mailbox held: every job left is in the lanes (and
      * in Redis, for the other gateways' recovery). */
-    for (struct job_buf *job = dispatch_lanes_pop(d->queue, NULL, NULL); job != NULL;
-         job = dispatch_lanes_pop(d->queue, NULL, NULL))
-        free(job);
-    dispatch_lanes_destroy(&d->queue);
-    zhashx_destroy(&d->queued);
-    for (struct worker_slot *w = zlistx_first(d->workers); w != NULL; w = zlistx_next(d->workers))
-        worker_free(&w);
-    zlistx_destroy(&d->workers);
-    zhashx_destroy(&d->running);
-    zhashx_destroy(&d->tenant_running);
-    zhashx_destroy(&d->wait_series);
-    zsock_destroy(&d->router);
-    osbq_mailbox_clear(&d->mailbox);
-    pthread_mutex_destroy(&d->lock);
-    free(d);
+    dispatch_free(d);
     *dp = NULL;
 }

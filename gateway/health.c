@@ -56,10 +56,6 @@ void health_ready(const struct gateway *gw, const struct request *req, struct re
     bool replicas = gw->cfg->redis_min_acks > 0;
     struct osbq_store_call *call =
         replicas ? osbq_store_replication_call(&err) : osbq_store_ping_call(&err);
-    if (call == NULL) {
-        reply_error_from(out, &err);
-        return;
-    }
-    reply_defer(out, call, replicas ? health_ready_after_info : health_ready_after_ping, NULL,
-                NULL);
+    reply_defer_call(out, call, &err, replicas ? health_ready_after_info : health_ready_after_ping,
+                     NULL, NULL);
 }

@@ -638,33 +638,19 @@ static size_t keep_escaped(void *cls, struct MHD_Connection *conn, char *s)
     return strlen(s);
 }
 
-static void mhd_log(void *cls, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
-
-static void mhd_log(void *cls, const char *fmt, va_list ap)
-{
-    (void)cls;
-    char msg[512];
-    (void)vsnprintf(msg, sizeof msg, fmt, ap);
-    size_t len = strlen(msg);
-    while (len > 0 && msg[len - 1] == '\n')
-        msg[--len] = '\0';
-    log_debug("libmicrohttpd: %s", msg);
-}
-
 struct http_server *http_start(const struct gateway *gw, int listen_fd, struct tls_credentials *tls,
                                struct osbq_error *err)
 {
+    struct http_server *server = NULL;
     if (tls != NULL && MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
-        close(listen_fd);
         osbq_error_set(err, OSBQ_ERR_INVALID,
                        "OSBQ_TLS_CERT: this libmicrohttpd was built without TLS");
-        return NULL;
+        goto out_close;
     }
-    struct http_server *server = calloc(1, sizeof *server);
+    server = calloc(1, sizeof *server);
     if (server == NULL) {
-        close(listen_fd);
         osbq_error_set(err, OSBQ_ERR_INTERNAL, "out of memory");
-        return NULL;
+        goto out_close;
     }
     server->gw = gw;
     server->listen_fd = listen_fd;
@@ -688,23 +674,27 @@ struct http_server *http_start(const struct gateway *gw, int listen_fd, struct t
         MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ITC;
     if (tls == NULL)
         server->daemon = MHD_start_daemon(
-            flags, 0, NULL, NULL, on_access, server, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
-            MHD_OPTION_ARRAY, limits, MHD_OPTION_NOTIFY_COMPLETED, on_completed, server,
-            MHD_OPTION_UNESCAPE_CALLBACK, keep_escaped, NULL, MHD_OPTION_END);
+            flags, 0, NULL, NULL, on_access, server, MHD_OPTION_EXTERNAL_LOGGER, osbq_log_library,
+            "libmicrohttpd", MHD_OPTION_ARRAY, limits, MHD_OPTION_NOTIFY_COMPLETED, on_completed,
+            server, MHD_OPTION_UNESCAPE_CALLBACK, keep_escaped, NULL, MHD_OPTION_END);
     else
         server->daemon = MHD_start_daemon(
             flags | MHD_USE_TLS, 0, NULL, NULL, on_access, server, MHD_OPTION_EXTERNAL_LOGGER,
-            mhd_log, NULL, MHD_OPTION_ARRAY, limits, MHD_OPTION_NOTIFY_COMPLETED, on_completed,
-            server, MHD_OPTION_UNESCAPE_CALLBACK, keep_escaped, NULL, MHD_OPTION_HTTPS_PRIORITIES,
-            TLS_PRIORITIES, MHD_OPTION_HTTPS_CERT_CALLBACK, tls_refuse_handshake,
-            MHD_OPTION_NOTIFY_CONNECTION, tls_on_connection, tls, MHD_OPTION_END);
+            osbq_log_library, "libmicrohttpd", MHD_OPTION_ARRAY, limits,
+            MHD_OPTION_NOTIFY_COMPLETED, on_completed, server, MHD_OPTION_UNESCAPE_CALLBACK,
+            keep_escaped, NULL, MHD_OPTION_HTTPS_PRIORITIES, TLS_PRIORITIES,
+            MHD_OPTION_HTTPS_CERT_CALLBACK, tls_refuse_handshake, MHD_OPTION_NOTIFY_CONNECTION,
+            tls_on_connection, tls, MHD_OPTION_END);
     if (server->daemon == NULL) {
-        close(listen_fd);
-        free(server);
         osbq_error_set(err, OSBQ_ERR_INTERNAL, "libmicrohttpd failed to start");
-        return NULL;
+        goto out_close;
     }
     return server;
+out_close:
+    /* It was given to the server to take over, which failed. */
+    close(listen_fd);
+    free(server);
+    return NULL;
 }
 
 void http_quiesce(struct http_server *server)

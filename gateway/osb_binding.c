@@ -285,14 +285,10 @@ static void binding_get_after_read(const struct gateway *gw, const struct reques
     struct osbq_binding b = {0};
     struct osbq_error err = {0};
     int found = osbq_store_binding_get_result(call, &b, &err);
-    if (found < 0) {
-        reply_store_unavailable(out, &err);
-        return;
-    }
-    if (found == 0 || !osb_platform_owns(req, b.platform) || strcmp(b.state, "bound") != 0) {
-        reply_error(out, OSBQ_ERR_NOT_FOUND, "The service binding does not exist.");
+    bool hidden =
+        found > 0 && (!osb_platform_owns(req, b.platform) || strcmp(b.state, "bound") != 0);
+    if (reply_read_missing(out, found, hidden, "service binding", &err))
         goto out;
-    }
     const struct osbq_service *service = osbq_catalog_service(gw->catalog, b.service_id);
     if (service != NULL && !service->bindings_retrievable) {
         reply_bad_request(out, "The service does not allow fetching bindings "
@@ -324,11 +320,7 @@ void osb_binding_get(const struct gateway *gw, const struct request *req, struct
     struct osbq_error err = {0};
     struct osbq_store_call *call =
         osbq_store_binding_get_call(gw->store, instance_id, binding_id, &err);
-    if (call == NULL) {
-        reply_error_from(out, &err);
-        return;
-    }
-    reply_defer(out, call, binding_get_after_read, NULL, NULL);
+    reply_defer_call(out, call, &err, binding_get_after_read, NULL, NULL);
 }
 
 /* A synchronous bind that succeeded, once its binding is read: 201 with it. */
@@ -364,9 +356,5 @@ void osb_binding_finished(const struct gateway *gw, const struct reply_wait *wai
     struct osbq_error err = {0};
     struct osbq_store_call *call =
         osbq_store_binding_get_call(gw->store, wait->instance_id, wait->binding_id, &err);
-    if (call == NULL) {
-        reply_error_from(out, &err);
-        return;
-    }
-    reply_defer(out, call, binding_finished_after_read, NULL, NULL);
+    reply_defer_call(out, call, &err, binding_finished_after_read, NULL, NULL);
 }

@@ -381,11 +381,7 @@ void osb_instance_patch(const struct gateway *gw, const struct request *req, str
         goto out;
     }
     call = osbq_store_instance_get_call(gw->store, req->params[0], &err);
-    if (call == NULL) {
-        reply_error_from(out, &err);
-        goto out;
-    }
-    reply_defer(out, call, instance_patch_after_read, body, body_free);
+    reply_defer_call(out, call, &err, instance_patch_after_read, body, body_free);
     return;
 out:
     json_decref(body);
@@ -405,15 +401,10 @@ static void instance_get_after_read(const struct gateway *gw, const struct reque
     struct osbq_instance inst = {0};
     struct osbq_error err = {0};
     int found = osbq_store_instance_get_result(call, &inst, &err);
-    if (found < 0) {
-        reply_store_unavailable(out, &err);
-        return;
-    }
-    if (found == 0 || !osb_platform_owns(req, inst.platform) ||
-        strcmp(inst.state, "provisioned") != 0) {
-        reply_error(out, OSBQ_ERR_NOT_FOUND, "The service instance does not exist.");
+    bool hidden = found > 0 && (!osb_platform_owns(req, inst.platform) ||
+                                strcmp(inst.state, "provisioned") != 0);
+    if (reply_read_missing(out, found, hidden, "service instance", &err))
         goto out;
-    }
     if (inst.lock_holder != NULL) {
         reply_error(out, OSBQ_ERR_CONCURRENCY, NULL);
         goto out;
@@ -453,11 +444,7 @@ void osb_instance_get(const struct gateway *gw, const struct request *req, struc
         return;
     struct osbq_error err = {0};
     struct osbq_store_call *call = osbq_store_instance_get_call(gw->store, instance_id, &err);
-    if (call == NULL) {
-        reply_error_from(out, &err);
-        return;
-    }
-    reply_defer(out, call, instance_get_after_read, NULL, NULL);
+    reply_defer_call(out, call, &err, instance_get_after_read, NULL, NULL);
 }
 
 void osb_instance_finished(const struct reply_wait *wait, const struct waiter_result *result,

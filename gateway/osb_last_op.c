@@ -35,14 +35,8 @@ static void last_operation_answer(const struct gateway *gw, const struct request
     struct osbq_last_op op = {0};
     struct osbq_error err = {0};
     int found = osbq_store_last_operation_result(call, &op, &err);
-    if (found < 0) {
-        reply_store_unavailable(out, &err);
+    if (reply_read_missing(out, found, false, what, &err))
         return;
-    }
-    if (found == 0) {
-        reply_errorf(out, OSBQ_ERR_NOT_FOUND, "The %s does not exist.", what);
-        return;
-    }
     if (found == 2) {
         /* The spec: operation MUST be the value the broker returned. The record's own last
          * operation is safe to name: the store answers only the platform that owns the record,
@@ -122,13 +116,10 @@ static void last_operation(const struct gateway *gw, const struct request *req,
     struct osbq_error err = {0};
     struct osbq_store_call *call = osbq_store_last_operation_call(
         gw->store, instance_id, binding_id, operation, osb_platform_name(req), &err);
-    if (call == NULL) {
-        reply_error_from(out, &err);
-        return;
-    }
-    reply_defer(out, call,
-                binding_id ? binding_last_operation_get_after_read : last_operation_get_after_read,
-                NULL, NULL);
+    reply_defer_call(out, call, &err,
+                     binding_id ? binding_last_operation_get_after_read
+                                : last_operation_get_after_read,
+                     NULL, NULL);
 }
 
 void osb_last_operation_get(const struct gateway *gw, const struct request *req, struct reply *out)

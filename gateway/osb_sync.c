@@ -101,9 +101,5 @@ void osb_sync_reply(const struct gateway *gw, const struct reply_wait *wait,
     struct osbq_error err = {0};
     struct osbq_store_call *call = osbq_store_last_operation_call(
         gw->store, wait->instance_id, wait->binding_id, wait->operation_id, NULL, &err);
-    if (call == NULL) {
-        reply_error_from(out, &err);
-        return;
-    }
-    reply_defer(out, call, sync_reply_after_read, (void *)(uintptr_t)wait, NULL);
+    reply_defer_call(out, call, &err, sync_reply_after_read, (void *)(uintptr_t)wait, NULL);
 }

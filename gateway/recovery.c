@@ -4,7 +4,6 @@
  * workers (a READY's due time, recovery_due): it sleeps until the earliest of them. */
 #include "recovery.h"
 
-#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -13,6 +12,7 @@
 
 #include "job.h"
 #include "log.h"
+#include "periodic.h"
 #include "tenant.h"
 
 /* Operations taken per batch: bounds the due work handed to the dispatcher at once (its due
@@ -39,12 +39,7 @@ struct recovery {
     int64_t next_scan_ms;                    /* epoch ms of the next scan a whole interval after the
                                               * last; only the loop's thread uses these two */
     int64_t next_due_ms;                     /* epoch ms the earliest entry known is due at, or 0 */
-    pthread_t thread;                        /* the loop */
-    pthread_mutex_t lock;                    /* guards the fields below */
-    pthread_cond_t wake;                     /* an earlier due time came, or stop */
-    bool stopping;                           /* set by recovery_stop */
-    int64_t sleep_until_ms; /* epoch ms the loop sleeps until; 0: it is not sleeping */
-    int64_t told_due_ms;    /* the earliest due time recovery_due was told, or 0 */
+    struct osbq_periodic *loop;              /* the thread, running turn */
 };
 
 bool recovery_has_room(const struct dispatch_stats *stats, size_t batch)
@@ -206,42 +201,20 @@ static int64_t tick(struct recovery *r)
     return recovery_wake_ms(now, r->next_scan_ms, r->next_due_ms);
 }
 
-static void *recovery_thread(void *arg)
+/* One turn of the loop: told_ms is the earliest due time recovery_due gave since the last (0:
+ * none). Returns the epoch ms of the next turn. */
+static int64_t turn(void *arg, int64_t told_ms)
 {
     struct recovery *r = arg;
-    pthread_mutex_lock(&r->lock);
-    while (!r->stopping) {
-        int64_t told = r->told_due_ms;
-        r->told_due_ms = 0;
-        pthread_mutex_unlock(&r->lock);
-        if (told > 0 && (r->next_due_ms == 0 || told < r->next_due_ms))
-            r->next_due_ms = told;
-        int64_t wake = tick(r);
-        pthread_mutex_lock(&r->lock);
-        /* Until then, unless recovery_due brings an earlier time (it signals only then). */
-        r->sleep_until_ms = wake;
-        struct timespec until = {.tv_sec = (time_t)(wake / 1000),
-                                 .tv_nsec = (long)(wake % 1000) * 1000000L};
-        while (!r->stopping && r->told_due_ms == 0 &&
-               pthread_cond_timedwait(&r->wake, &r->lock, &until) == 0)
-            ;
-        r->sleep_until_ms = 0;
-    }
-    pthread_mutex_unlock(&r->lock);
-    return NULL;
+    if (told_ms > 0 && (r->next_due_ms == 0 || told_ms < r->next_due_ms))
+        r->next_due_ms = told_ms;
+    return tick(r);
 }
 
 void recovery_due(void *ctx, int64_t due_ms)
 {
     struct recovery *r = ctx;
-    pthread_mutex_lock(&r->lock);
-    if (r->told_due_ms == 0 || due_ms < r->told_due_ms) {
-        r->told_due_ms = due_ms;
-        /* A loop sleeping past it wakes to sleep until it instead; one awake reads it next. */
-        if (r->sleep_until_ms > due_ms)
-            pthread_cond_signal(&r->wake);
-    }
-    pthread_mutex_unlock(&r->lock);
+    osbq_periodic_sooner(r->loop, due_ms);
 }
 
 struct recovery *recovery_start(const struct osbq_config *cfg, struct osbq_store *store,
@@ -258,22 +231,14 @@ struct recovery *recovery_start(const struct osbq_config *cfg, struct osbq_store
     r->dispatch = dispatch;
     r->metrics = metrics;
     r->platforms = platforms;
-    if (pthread_mutex_init(&r->lock, NULL) != 0)
-        goto out_free;
-    if (pthread_cond_init(&r->wake, NULL) != 0)
-        goto out_mutex;
-    if (pthread_create(&r->thread, NULL, recovery_thread, r) != 0)
-        goto out_cond;
+    r->loop = osbq_periodic_start_at(turn, r, err);
+    if (r->loop == NULL) {
+        free(r);
+        osbq_error_set(err, OSBQ_ERR_INTERNAL, "cannot start the recovery thread");
+        return NULL;
+    }
     dispatch_on_due(dispatch, recovery_due, r);
     return r;
-out_cond:
-    pthread_cond_destroy(&r->wake);
-out_mutex:
-    pthread_mutex_destroy(&r->lock);
-out_free:
-    free(r);
-    osbq_error_set(err, OSBQ_ERR_INTERNAL, "cannot start the recovery thread");
-    return NULL;
 }
 
 void recovery_stop(struct recovery **rp)
@@ -283,13 +248,7 @@ void recovery_stop(struct recovery **rp)
         return;
     /* Once this returns, the dispatcher calls recovery_due no more. */
     dispatch_on_due(r->dispatch, NULL, NULL);
-    pthread_mutex_lock(&r->lock);
-    r->stopping = true;
-    pthread_cond_signal(&r->wake);
-    pthread_mutex_unlock(&r->lock);
-    pthread_join(r->thread, NULL);
-    pthread_cond_destroy(&r->wake);
-    pthread_mutex_destroy(&r->lock);
+    osbq_periodic_stop(&r->loop);
     free(r);
     *rp = NULL;
 }

@@ -161,6 +161,20 @@ void reply_store_unavailable(struct reply *out, const struct osbq_error *err)
                 "The broker's state store is unavailable; try again later.");
 }
 
+bool reply_read_missing(struct reply *out, int found, bool hidden, const char *what,
+                        const struct osbq_error *err)
+{
+    if (found < 0) {
+        reply_store_unavailable(out, err);
+        return true;
+    }
+    if (found == 0 || hidden) {
+        reply_errorf(out, OSBQ_ERR_NOT_FOUND, "The %s does not exist.", what);
+        return true;
+    }
+    return false;
+}
+
 void reply_wait_clear(struct reply_wait *wait)
 {
     free(wait->operation_id);
@@ -176,6 +190,18 @@ void reply_defer(struct reply *out, struct osbq_store_call *call, reply_resume_f
     reply_clear(out);
     out->kind = REPLY_DEFERRED;
     out->defer = (struct reply_defer){call, resume, state, state_free};
+}
+
+void reply_defer_call(struct reply *out, struct osbq_store_call *call, const struct osbq_error *err,
+                      reply_resume_fn resume, void *state, void (*state_free)(void *state))
+{
+    if (call != NULL) {
+        reply_defer(out, call, resume, state, state_free);
+        return;
+    }
+    if (state != NULL && state_free != NULL)
+        state_free(state);
+    reply_error_from(out, err);
 }
 
 void reply_defer_clear(struct reply_defer *defer)

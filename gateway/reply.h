@@ -42,6 +42,13 @@ bool reply_bad_request(struct reply *out, const char *fmt, ...)
 /* Answers 503 because Redis failed (err, logged here once). */
 void reply_store_unavailable(struct reply *out, const struct osbq_error *err);
 
+/* After a store read whose result function returned found: answers 503 when the read failed
+ * (found < 0, err), 404 "The <what> does not exist." when there is no record (found 0) or the
+ * request may not see it (hidden), and returns true; returns false, answering nothing, when
+ * the record is there to show. */
+bool reply_read_missing(struct reply *out, int found, bool hidden, const char *what,
+                        const struct osbq_error *err);
+
 /* Fills out with status and the JSON object body, which it steals (json_decref'd here). */
 void reply_json(struct reply *out, unsigned status, json_t *body);
 
@@ -52,6 +59,11 @@ void reply_static(struct reply *out, unsigned status, const char *body, size_t l
  * state when state_free is given (state_free NULL: state is borrowed, or NULL). */
 void reply_defer(struct reply *out, struct osbq_store_call *call, reply_resume_fn resume,
                  void *state, void (*state_free)(void *state));
+
+/* reply_defer for a call just made: when it could not be made (call NULL, err says why),
+ * answers err instead and frees state with state_free. */
+void reply_defer_call(struct reply *out, struct osbq_store_call *call, const struct osbq_error *err,
+                      reply_resume_fn resume, void *state, void (*state_free)(void *state));
 
 /* Frees what a deferral owns and zeroes it. */
 void reply_defer_clear(struct reply_defer *defer);

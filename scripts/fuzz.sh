@@ -28,16 +28,8 @@ TEXT
 }
 
 die_usage() { echo "fuzz: $*" >&2; echo "fuzz: see scripts/fuzz.sh --help" >&2; exit 2; }
-
-# check_number VALUE OPTION: VALUE must be a whole number from 1 to 99999.
-check_number() {
-  case "$1" in
-    ''|*[!0-9]*) die_usage "$2 needs a whole number, not '$1'" ;;
-  esac
-  if [ "${#1}" -gt 5 ] || [ "$1" -lt 1 ]; then
-    die_usage "$2 needs a whole number from 1 to 99999, not '$1'"
-  fi
-}
+# shellcheck source=scripts/options.sh
+. scripts/options.sh
 
 all_targets=(route catalog job exec_output)
 seconds=${OSBQ_FUZZ_SECONDS:-45}
@@ -66,10 +58,10 @@ while [ $# -gt 0 ]; do
       ;;
   esac
 done
-check_number "$seconds" --seconds
-check_number "$jobs" --jobs
-check_number "$timeout" --timeout
-check_number "$rss_mb" --rss-mb
+check_count "$seconds" --seconds 99999
+check_count "$jobs" --jobs 99999
+check_count "$timeout" --timeout 99999
+check_count "$rss_mb" --rss-mb 99999
 [ ${#targets[@]} -gt 0 ] || targets=("${all_targets[@]}")
 
 out=$top/build-fuzz

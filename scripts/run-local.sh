@@ -35,16 +35,8 @@ TEXT
 }
 
 die_usage() { echo "run-local: $*" >&2; echo "run-local: see scripts/run-local.sh --help" >&2; exit 2; }
-
-# check_count VALUE OPTION MAX: VALUE must be a whole number from 1 to MAX (else exit 2).
-check_count() {
-  case "$1" in
-    ''|*[!0-9]*) die_usage "$2 needs a whole number from 1 to $3, not '$1'" ;;
-  esac
-  if [ "${#1}" -gt 5 ] || [ "$1" -lt 1 ] || [ "$1" -gt "$3" ]; then
-    die_usage "$2 needs a whole number from 1 to $3, not '$1'"
-  fi
-}
+# shellcheck source=scripts/options.sh
+. scripts/options.sh
 
 port=8080
 gateways=1

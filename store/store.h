@@ -97,6 +97,11 @@ void osbq_store_call_free(struct osbq_store_call **cp);
  * uses (osbq_store_use_pipeline), else on one of the store's pooled connections. */
 void osbq_store_call_run(struct osbq_store *store, struct osbq_store_call *call);
 
+/* osbq_store_call_run for a call just made, passing a NULL one on (it could not be made: its
+ * maker said why); returns call, for the blocking forms that read its result next. */
+struct osbq_store_call *osbq_store_call_run_made(struct osbq_store *store,
+                                                 struct osbq_store_call *call);
+
 /* Whether call is an acceptance that was answered but fewer replicas than OSBQ_REDIS_MIN_ACKS
  * acknowledged what it wrote (and read) within OSBQ_REDIS_ACK_TIMEOUT_MS, or the connection
  * failed before they did: its result function then fails (OSBQ_ERR_UNAVAILABLE), though the

@@ -160,14 +160,20 @@ void osbq_store_call_run(struct osbq_store *store, struct osbq_store_call *call)
     store_release(store, c);
 }
 
+struct osbq_store_call *osbq_store_call_run_made(struct osbq_store *store,
+                                                 struct osbq_store_call *call)
+{
+    if (call != NULL)
+        osbq_store_call_run(store, call);
+    return call;
+}
+
 redisReply *store_eval(struct osbq_store *store, enum store_script script, const char *const *keys,
                        const char *const *args, struct osbq_error *err)
 {
-    struct osbq_store_call *call = store_call_new(script, keys, args, NULL, err);
-    if (call == NULL)
-        return NULL;
-    osbq_store_call_run(store, call);
-    redisReply *reply = store_call_take_reply(call, err);
+    struct osbq_store_call *call =
+        osbq_store_call_run_made(store, store_call_new(script, keys, args, NULL, err));
+    redisReply *reply = call != NULL ? store_call_take_reply(call, err) : NULL;
     osbq_store_call_free(&call);
     return reply;
 }

@@ -10,14 +10,44 @@
 
 #include "store_internal.h"
 
+/* Writes the gateway registry's key into key; returns a connection (caller releases), or NULL
+ * with err. */
+static redisContext *registry_connection(struct osbq_store *store, char key[STORE_KEY_MAX],
+                                         struct osbq_error *err)
+{
+    if (store_key(store, key, STORE_KEY_MAX, "gateways") < 0) {
+        osbq_error_set(err, OSBQ_ERR_INTERNAL, "key too long");
+        return NULL;
+    }
+    return store_acquire(store, err);
+}
+
+/* Writes the keys of role's status of process id (store_status_keys) into index and entry;
+ * returns a connection (caller releases), or NULL with err. */
+static redisContext *status_connection(struct osbq_store *store, const char *role, const char *id,
+                                       char index[STORE_KEY_MAX], char entry[STORE_KEY_MAX],
+                                       struct osbq_error *err)
+{
+    if (store_status_keys(store, role, id, index, entry, err) < 0)
+        return NULL;
+    return store_acquire(store, err);
+}
+
+/* Appends on c the two commands that read the sorted set key of members scored by their expiry:
+ * the expired ones removed, then the live ones listed (pruning and listing in one round trip). */
+static void append_live_members(redisContext *c, const char *key)
+{
+    int64_t now = osbq_store_now_ms();
+    redisAppendCommand(c, "ZREMRANGEBYSCORE %s -inf (%" PRId64, key, now);
+    redisAppendCommand(c, "ZRANGEBYSCORE %s %" PRId64 " +inf", key, now);
+}
+
 /* Adds (live until now + ttl_ms) or removes an endpoint of the gateway registry: one command. */
 static int gateway_entry(struct osbq_store *store, const char *endpoint, bool add, int64_t ttl_ms,
                          struct osbq_error *err)
 {
     char key[STORE_KEY_MAX];
-    if (store_key(store, key, sizeof key, "gateways") < 0)
-        return osbq_error_set(err, OSBQ_ERR_INTERNAL, "key too long");
-    redisContext *c = store_acquire(store, err);
+    redisContext *c = registry_connection(store, key, err);
     if (c == NULL)
         return -1;
     redisReply *reply =
@@ -57,15 +87,10 @@ int osbq_store_gateway_list(struct osbq_store *store, char ***out, size_t *count
                             struct osbq_error *err)
 {
     char key[STORE_KEY_MAX];
-    if (store_key(store, key, sizeof key, "gateways") < 0)
-        return osbq_error_set(err, OSBQ_ERR_INTERNAL, "key too long");
-    redisContext *c = store_acquire(store, err);
+    redisContext *c = registry_connection(store, key, err);
     if (c == NULL)
         return -1;
-    int64_t now = osbq_store_now_ms();
-    /* Pruning and listing in one round trip. */
-    redisAppendCommand(c, "ZREMRANGEBYSCORE %s -inf (%" PRId64, key, now);
-    redisAppendCommand(c, "ZRANGEBYSCORE %s %" PRId64 " +inf", key, now);
+    append_live_members(c, key);
     redisReply *pruned = NULL, *listed = NULL;
     int rc = -1;
     if (redisGetReply(c, (void **)&pruned) != REDIS_OK ||
@@ -115,9 +140,7 @@ int osbq_store_status_publish(struct osbq_store *store, const char *role, const 
                               const char *status_json, int64_t ttl_ms, struct osbq_error *err)
 {
     char index[STORE_KEY_MAX], entry[STORE_KEY_MAX];
-    if (store_status_keys(store, role, id, index, entry, err) < 0)
-        return -1;
-    redisContext *c = store_acquire(store, err);
+    redisContext *c = status_connection(store, role, id, index, entry, err);
     if (c == NULL)
         return -1;
     redisAppendCommand(c, "SET %s %s PX %" PRId64, entry, status_json, ttl_ms);
@@ -129,9 +152,7 @@ int osbq_store_status_remove(struct osbq_store *store, const char *role, const c
                              struct osbq_error *err)
 {
     char index[STORE_KEY_MAX], entry[STORE_KEY_MAX];
-    if (store_status_keys(store, role, id, index, entry, err) < 0)
-        return -1;
-    redisContext *c = store_acquire(store, err);
+    redisContext *c = status_connection(store, role, id, index, entry, err);
     if (c == NULL)
         return -1;
     redisAppendCommand(c, "DEL %s", entry);
@@ -143,14 +164,10 @@ int osbq_store_status_list(struct osbq_store *store, const char *role, char ***o
                            struct osbq_error *err)
 {
     char index[STORE_KEY_MAX], entry[STORE_KEY_MAX];
-    if (store_status_keys(store, role, NULL, index, entry, err) < 0)
-        return -1;
-    redisContext *c = store_acquire(store, err);
+    redisContext *c = status_connection(store, role, NULL, index, entry, err);
     if (c == NULL)
         return -1;
-    int64_t now = osbq_store_now_ms();
-    redisAppendCommand(c, "ZREMRANGEBYSCORE %s -inf (%" PRId64, index, now);
-    redisAppendCommand(c, "ZRANGEBYSCORE %s %" PRId64 " +inf", index, now);
+    append_live_members(c, index);
     redisReply *listed[2];
     char **list = NULL;
     size_t n = 0;

@@ -109,11 +109,9 @@ int osbq_store_replication_result(struct osbq_store_call *call, struct osbq_stor
 int osbq_store_replication(struct osbq_store *store, struct osbq_store_replication *out,
                            struct osbq_error *err)
 {
-    struct osbq_store_call *call = osbq_store_replication_call(err);
-    if (call == NULL)
-        return -1;
-    osbq_store_call_run(store, call);
-    int rc = osbq_store_replication_result(call, out, err);
+    struct osbq_store_call *call =
+        osbq_store_call_run_made(store, osbq_store_replication_call(err));
+    int rc = call != NULL ? osbq_store_replication_result(call, out, err) : -1;
     osbq_store_call_free(&call);
     return rc;
 }

@@ -276,11 +276,9 @@ int osbq_store_instance_get_result(struct osbq_store_call *call, struct osbq_ins
 int osbq_store_instance_get(struct osbq_store *store, const char *instance_id,
                             struct osbq_instance *out, struct osbq_error *err)
 {
-    struct osbq_store_call *call = osbq_store_instance_get_call(store, instance_id, err);
-    if (call == NULL)
-        return -1;
-    osbq_store_call_run(store, call);
-    int rc = osbq_store_instance_get_result(call, out, err);
+    struct osbq_store_call *call =
+        osbq_store_call_run_made(store, osbq_store_instance_get_call(store, instance_id, err));
+    int rc = call != NULL ? osbq_store_instance_get_result(call, out, err) : -1;
     osbq_store_call_free(&call);
     return rc;
 }

@@ -39,26 +39,38 @@ static int polls_key(const struct osbq_store *store, char *buf, size_t size, con
     return n < 0 || (size_t)n >= size - used ? -1 : 0;
 }
 
-/* ZSCAN of key from *cursor, about count members: the reply's member array (every other
- * element a score) in *members, the reply itself in *scan (caller frees). 0, or -1 with err. */
-static int zscan_step(redisContext *c, const char *key, uint64_t *cursor, unsigned count,
-                      redisReply **scan, const redisReply **members, struct osbq_error *err)
+/* Takes the found members of a walk's step (members: each followed by its score) into out,
+ * reading what it needs with more commands on c. 0, or -1 with err (out then holds nothing). */
+typedef int (*zscan_take_fn)(struct osbq_store *store, redisContext *c, const redisReply *members,
+                             size_t found, void *out, struct osbq_error *err);
+
+/* One step of a walk over the sorted set "<ns>:<suffix>": a ZSCAN from *cursor of about count
+ * members (100 when 0), which take reads into out; then *cursor is where the next step starts
+ * (0: the walk is over). 0, or -1 with err. */
+static int zscan_walk_step(struct osbq_store *store, const char *suffix, uint64_t *cursor,
+                           unsigned count, zscan_take_fn take, void *out, struct osbq_error *err)
 {
-    redisReply *reply =
-        redisCommand(c, "ZSCAN %s %" PRIu64 " COUNT %u", key, *cursor, count == 0 ? 100U : count);
-    if (store_reply_failed(c, reply, "ZSCAN", err) < 0) {
-        freeReplyObject(reply);
+    char key[STORE_KEY_MAX];
+    if (store_key(store, key, sizeof key, suffix) < 0)
+        return osbq_error_set(err, OSBQ_ERR_INTERNAL, "key too long");
+    redisContext *c = store_acquire(store, err);
+    if (c == NULL)
         return -1;
-    }
-    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2 ||
-        reply->element[0]->type != REDIS_REPLY_STRING ||
-        reply->element[1]->type != REDIS_REPLY_ARRAY || reply->element[1]->elements % 2 != 0) {
-        freeReplyObject(reply);
-        return osbq_error_set(err, OSBQ_ERR_INTERNAL, "ZSCAN: unexpected reply");
-    }
-    *scan = reply;
-    *members = reply->element[1];
-    return 0;
+    redisReply *scan =
+        redisCommand(c, "ZSCAN %s %" PRIu64 " COUNT %u", key, *cursor, count == 0 ? 100U : count);
+    int rc = store_reply_failed(c, scan, "ZSCAN", err);
+    if (rc == 0 &&
+        (scan->type != REDIS_REPLY_ARRAY || scan->elements != 2 ||
+         scan->element[0]->type != REDIS_REPLY_STRING ||
+         scan->element[1]->type != REDIS_REPLY_ARRAY || scan->element[1]->elements % 2 != 0))
+        rc = osbq_error_set(err, OSBQ_ERR_INTERNAL, "ZSCAN: unexpected reply");
+    if (rc == 0)
+        rc = take(store, c, scan->element[1], scan->element[1]->elements / 2, out, err);
+    if (rc == 0)
+        *cursor = strtoull(scan->element[0]->str, NULL, 10);
+    freeReplyObject(scan);
+    store_release(store, c);
+    return rc;
 }
 
 /* Reads the replies of count commands pipelined on c into replies (NULL where none came). After
@@ -159,56 +171,57 @@ static int read_operations(struct osbq_store *store, redisContext *c, const redi
     return rc;
 }
 
+/* What a step of the queue's walk found. */
+struct queue_found {
+    struct osbq_queue_entry **entries;
+    size_t *n;
+};
+
+static int take_queued(struct osbq_store *store, redisContext *c, const redisReply *members,
+                       size_t found, void *out, struct osbq_error *err)
+{
+    struct queue_found *q = out;
+    if (found == 0)
+        return 0;
+    struct osbq_queue_entry *got = calloc(found, sizeof *got);
+    if (got == NULL)
+        return osbq_error_set(err, OSBQ_ERR_INTERNAL, "out of memory");
+    if (read_operations(store, c, members, got, found, err) < 0) {
+        osbq_queue_entries_free(got, found);
+        return -1;
+    }
+    *q->entries = got;
+    *q->n = found;
+    return 0;
+}
+
 int osbq_store_queue_scan(struct osbq_store *store, uint64_t *cursor, unsigned count,
                           struct osbq_queue_entry **entries, size_t *n, struct osbq_error *err)
 {
-    char queue[STORE_KEY_MAX];
     *entries = NULL;
     *n = 0;
-    if (store_key(store, queue, sizeof queue, "queue") < 0)
-        return osbq_error_set(err, OSBQ_ERR_INTERNAL, "key too long");
-    redisContext *c = store_acquire(store, err);
-    if (c == NULL)
-        return -1;
-    redisReply *scan = NULL;
-    const redisReply *members = NULL;
-    int rc = zscan_step(c, queue, cursor, count, &scan, &members, err);
-    size_t found = rc == 0 ? members->elements / 2 : 0;
-    struct osbq_queue_entry *got = found > 0 ? calloc(found, sizeof *got) : NULL;
-    if (found > 0 && got == NULL)
-        rc = osbq_error_set(err, OSBQ_ERR_INTERNAL, "out of memory");
-    if (rc == 0 && found > 0)
-        rc = read_operations(store, c, members, got, found, err);
-    if (rc == 0) {
-        *cursor = strtoull(scan->element[0]->str, NULL, 10);
-        *entries = got;
-        *n = found;
-    } else {
-        osbq_queue_entries_free(got, found);
-    }
-    freeReplyObject(scan);
-    store_release(store, c);
-    return rc;
+    struct queue_found q = {entries, n};
+    return zscan_walk_step(store, "queue", cursor, count, take_queued, &q, err);
 }
 
-int osbq_store_polls_scan(struct osbq_store *store, uint64_t *cursor, unsigned count,
-                          struct osbq_tenant_polls **polls, size_t *n, struct osbq_error *err)
+/* What a step of the walk over the tenants' polls found. */
+struct polls_found {
+    struct osbq_tenant_polls **polls;
+    size_t *n;
+};
+
+/* The tenants' polls lengths: a ZCARD each, in one pipeline. */
+static int take_polls(struct osbq_store *store, redisContext *c, const redisReply *members,
+                      size_t found, void *out, struct osbq_error *err)
 {
-    char index[STORE_KEY_MAX], key[STORE_KEY_MAX];
-    *polls = NULL;
-    *n = 0;
-    if (store_key(store, index, sizeof index, "poll_tenants") < 0)
-        return osbq_error_set(err, OSBQ_ERR_INTERNAL, "key too long");
-    redisContext *c = store_acquire(store, err);
-    if (c == NULL)
-        return -1;
-    redisReply *scan = NULL;
-    const redisReply *members = NULL;
-    int rc = zscan_step(c, index, cursor, count, &scan, &members, err);
-    size_t found = rc == 0 ? members->elements / 2 : 0;
-    struct osbq_tenant_polls *got = found > 0 ? calloc(found, sizeof *got) : NULL;
-    redisReply **replies = found > 0 ? calloc(found, sizeof *replies) : NULL;
-    if (found > 0 && (got == NULL || replies == NULL))
+    struct polls_found *p = out;
+    if (found == 0)
+        return 0;
+    char key[STORE_KEY_MAX];
+    int rc = 0;
+    struct osbq_tenant_polls *got = calloc(found, sizeof *got);
+    redisReply **replies = calloc(found, sizeof *replies);
+    if (got == NULL || replies == NULL)
         rc = osbq_error_set(err, OSBQ_ERR_INTERNAL, "out of memory");
     size_t sent = 0;
     for (size_t i = 0; rc == 0 && i < found; i++) {
@@ -232,14 +245,20 @@ int osbq_store_polls_scan(struct osbq_store *store, uint64_t *cursor, unsigned c
         k++;
     }
     free_replies(replies, sent);
-    if (rc == 0) {
-        *cursor = strtoull(scan->element[0]->str, NULL, 10);
-        *polls = got;
-        *n = found;
-    } else {
+    if (rc < 0) {
         osbq_tenant_polls_free(got, found);
+        return -1;
     }
-    freeReplyObject(scan);
-    store_release(store, c);
-    return rc;
+    *p->polls = got;
+    *p->n = found;
+    return 0;
+}
+
+int osbq_store_polls_scan(struct osbq_store *store, uint64_t *cursor, unsigned count,
+                          struct osbq_tenant_polls **polls, size_t *n, struct osbq_error *err)
+{
+    *polls = NULL;
+    *n = 0;
+    struct polls_found p = {polls, n};
+    return zscan_walk_step(store, "poll_tenants", cursor, count, take_polls, &p, err);
 }

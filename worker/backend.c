@@ -24,31 +24,20 @@ const struct backend *backend_find(const char *name)
 
 int backend_run(const struct backend *b, struct backend_call *call)
 {
-    int (*op)(struct backend_call *) = NULL;
-    switch (call->job->kind) {
-    case OSBQ_JOB_PROVISION:
-        op = b->provision;
-        break;
-    case OSBQ_JOB_UPDATE:
-        op = b->update;
-        break;
-    case OSBQ_JOB_DEPROVISION:
-        op = b->deprovision;
-        break;
-    case OSBQ_JOB_BIND:
-        op = b->bind;
-        break;
-    case OSBQ_JOB_UNBIND:
-        op = b->unbind;
-        break;
-    case OSBQ_JOB_KIND_NONE:
-    default:
+    int (*const ops[])(struct backend_call *) = {
+        [OSBQ_JOB_PROVISION] = b->provision,     [OSBQ_JOB_UPDATE] = b->update,
+        [OSBQ_JOB_DEPROVISION] = b->deprovision, [OSBQ_JOB_BIND] = b->bind,
+        [OSBQ_JOB_UNBIND] = b->unbind,
+    };
+    unsigned kind = (unsigned)call->job->kind;
+    if (kind == OSBQ_JOB_KIND_NONE || kind >= sizeof ops / sizeof ops[0]) {
         /* The decoder refuses unknown kinds, so this is a bug; fail the operation rather than
          * leave it running forever. */
         backend_call_fail(call, "The broker received an operation of an unknown kind.", true,
                           false);
         return 0;
     }
+    int (*op)(struct backend_call *) = ops[kind];
     if (op == NULL) {
         char text[BACKEND_DESCRIPTION_MAX];
         (void)snprintf(text, sizeof text, "The %s backend does not support %s yet.", b->name,

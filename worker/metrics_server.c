@@ -176,19 +176,6 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     *con_cls = NULL;
 }
 
-static void mhd_log(void *cls, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
-
-static void mhd_log(void *cls, const char *fmt, va_list ap)
-{
-    (void)cls;
-    char msg[512];
-    (void)vsnprintf(msg, sizeof msg, fmt, ap);
-    size_t len = strlen(msg);
-    while (len > 0 && msg[len - 1] == '\n')
-        msg[--len] = '\0';
-    log_debug("libmicrohttpd (metrics): %s", msg);
-}
-
 int metrics_server_listen(const struct osbq_listen_addr *addr, struct osbq_error *err)
 {
     return osbq_tcp_listen(addr, 64, err);
@@ -199,17 +186,14 @@ struct metrics_server *metrics_server_start(const struct osbq_config *cfg, int l
 {
     struct metrics_server *s = calloc(1, sizeof *s);
     if (s == NULL) {
-        close(listen_fd);
         osbq_error_set(err, OSBQ_ERR_INTERNAL, "out of memory");
-        return NULL;
+        goto out_close;
     }
     s->registry = registry;
     if (cfg->metrics_username != NULL && cfg->metrics_password != NULL) {
         if (osbq_auth_init(&s->auth, cfg->metrics_username, cfg->metrics_password) < 0) {
-            close(listen_fd);
-            free(s);
             osbq_error_set(err, OSBQ_ERR_INTERNAL, "libsodium cannot start");
-            return NULL;
+            goto out_close;
         }
         s->auth_on = true;
     }
@@ -218,18 +202,22 @@ struct metrics_server *metrics_server_start(const struct osbq_config *cfg, int l
         flags |= MHD_USE_EPOLL;
     /* The logger first, so even the daemon's start-up messages go through it. */
     s->daemon = MHD_start_daemon(
-        flags, 0, NULL, NULL, on_access, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
-        MHD_OPTION_LISTEN_SOCKET, listen_fd, MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned int)METRICS_CONNECTION_LIMIT,
+        flags, 0, NULL, NULL, on_access, s, MHD_OPTION_EXTERNAL_LOGGER, osbq_log_library,
+        "libmicrohttpd (metrics)", MHD_OPTION_LISTEN_SOCKET, listen_fd, MHD_OPTION_NOTIFY_COMPLETED,
+        on_completed, NULL, MHD_OPTION_CONNECTION_LIMIT, (unsigned int)METRICS_CONNECTION_LIMIT,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)METRICS_CONNECTION_TIMEOUT_S, MHD_OPTION_END);
     if (s->daemon == NULL) {
-        close(listen_fd);
-        sodium_memzero(&s->auth, sizeof s->auth);
-        free(s);
         osbq_error_set(err, OSBQ_ERR_INTERNAL, "libmicrohttpd failed to start");
-        return NULL;
+        goto out_close;
     }
     return s;
+out_close:
+    /* It was given to the server to take over, which failed. */
+    close(listen_fd);
+    if (s != NULL)
+        sodium_memzero(&s->auth, sizeof s->auth);
+    free(s);
+    return NULL;
 }
 
 void metrics_server_stop(struct metrics_server **sp)

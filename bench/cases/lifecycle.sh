@@ -4,10 +4,7 @@
 
 case_lifecycle() {
   echo "== 4 lifecycle: sync provision, bind, unbind, deprovision (sim 0 ms), 1 gateway + 1 worker"
-  start_stack lifecycle
-  warm_up lifecycle.lua tag=w
-  wrk_series lifecycle lifecycle.lua cycles/s l
-  stop_stack
+  wrk_case lifecycle cycles/s l
   echo "== 4 lifecycle: the same with 2 gateways + 2 workers (one wrk per gateway, half the load each)"
   start_stack lifecycle2 2
   local run

@@ -165,3 +165,12 @@ wrk_series() { # $1 result name, $2 script, $3 unit, $4 tag prefix
   done
 }
 
+# A case of one gateway and one worker: the stack, a warm-up, then wrk_series of the script
+# named after the case.
+wrk_case() { # $1 case (its stack, its results, its script <case>.lua), $2 unit, $3 tag prefix
+  start_stack "$1"
+  warm_up "$1.lua" tag=w
+  wrk_series "$1" "$1.lua" "$2" "$3"
+  stop_stack
+}
+

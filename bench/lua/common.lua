@@ -49,6 +49,16 @@ function M.header(headers, name)
   return nil
 end
 
+-- What a request was sent as (sent: request id -> label), found by the
+-- X-Broker-API-Request-Identity the gateway echoes in its response and forgotten: returns the
+-- id (nil when the response has none) and the label ("?" when unknown).
+function M.answered(headers, sent)
+  local id = M.header(headers, "X-Broker-API-Request-Identity")
+  local label = id and sent[id] or "?"
+  if id then sent[id] = nil end
+  return id, label
+end
+
 -- The extra arguments after "--" on wrk's command line, as a table (key=value words).
 -- wrk passes the URL as args[0]; the words after it are ours.
 function M.options(args)

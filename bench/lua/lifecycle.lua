@@ -56,9 +56,7 @@ function request()
 end
 
 function response(status, headers)
-  local id = bench.header(headers, "X-Broker-API-Request-Identity")
-  local step = id and step_of[id] or "?"
-  if id then step_of[id] = nil end
+  local id, step = bench.answered(headers, step_of)
   bench.count(counts, step .. " " .. status)
   if status == expected_status[step] and next_step[step] then
     last = last + 1

@@ -46,9 +46,7 @@ function request()
 end
 
 function response(status, headers)
-  local id = bench.header(headers, "X-Broker-API-Request-Identity")
-  local kind = id and kind_of[id] or "?"
-  if id then kind_of[id] = nil end
+  local id, kind = bench.answered(headers, kind_of)
   bench.count(counts, kind .. " " .. status)
   if kind == "PUT" and status == 201 then
     last = last + 1

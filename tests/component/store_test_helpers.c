@@ -5,15 +5,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-int store_fixture_setup(void **state, const char *ns)
+int store_fixture_start(struct store_fixture *f, const char *ns)
 {
-    struct store_fixture *f = calloc(1, sizeof *f);
-    *state = f;
-    if (f == NULL || redis_fixture_start(&f->redis) < 0)
+    if (redis_fixture_start(&f->redis) < 0)
         return -1;
     f->cfg.redis.host = strdup("127.0.0.1");
     f->cfg.redis.port = (uint16_t)f->redis.port;
-    f->cfg.redis_timeout_ms = 2000;
+    if (f->cfg.redis_timeout_ms == 0)
+        f->cfg.redis_timeout_ms = 2000;
     f->cfg.namespace_ = strdup(ns);
     f->cfg.retention_s = 3600;
     f->store = osbq_store_new(&f->cfg);
@@ -21,26 +20,57 @@ int store_fixture_setup(void **state, const char *ns)
     return f->store != NULL && f->direct != NULL && f->direct->err == 0 ? 0 : -1;
 }
 
-int store_fixture_teardown(void **state)
+void store_fixture_stop(struct store_fixture *f)
 {
-    struct store_fixture *f = *state;
     redisFree(f->direct);
+    f->direct = NULL;
     osbq_store_destroy(&f->store);
     redis_fixture_stop(&f->redis);
     free(f->cfg.redis.host);
+    f->cfg.redis.host = NULL;
     free(f->cfg.namespace_);
+    f->cfg.namespace_ = NULL;
+}
+
+int store_fixture_setup(void **state, const char *ns)
+{
+    struct store_fixture *f = calloc(1, sizeof *f);
+    *state = f;
+    return f != NULL ? store_fixture_start(f, ns) : -1;
+}
+
+int store_fixture_teardown(void **state)
+{
+    struct store_fixture *f = *state;
+    if (f != NULL)
+        store_fixture_stop(f);
     free(f);
     return 0;
+}
+
+struct osbq_begin_request store_test_request(const char *kind, const char *op, const char *instance,
+                                             const char *digest)
+{
+    return (struct osbq_begin_request){
+        .kind = kind,
+        .operation_id = op,
+        .instance_id = instance,
+        .digest = digest,
+        .service_id = "svc",
+        .plan_id = "plan",
+        .job = "job-bytes",
+        .job_len = 9,
+        .api_version = 217,
+        .claim_timeout_ms = 30000,
+    };
 }
 
 int osbq_store_begin(struct osbq_store *store, const struct osbq_begin_request *req,
                      struct osbq_begin_reply *out, struct osbq_error *err)
 {
-    struct osbq_store_call *call = osbq_store_begin_call(store, req, err);
-    if (call == NULL)
-        return -1;
-    osbq_store_call_run(store, call);
-    int rc = osbq_store_begin_result(call, out, err);
+    struct osbq_store_call *call =
+        osbq_store_call_run_made(store, osbq_store_begin_call(store, req, err));
+    int rc = call != NULL ? osbq_store_begin_result(call, out, err) : -1;
     osbq_store_call_free(&call);
     return rc;
 }
@@ -50,12 +80,10 @@ int osbq_store_last_operation(struct osbq_store *store, const char *instance_id,
                               const char *platform, struct osbq_last_op *out,
                               struct osbq_error *err)
 {
-    struct osbq_store_call *call =
-        osbq_store_last_operation_call(store, instance_id, binding_id, operation_id, platform, err);
-    if (call == NULL)
-        return -1;
-    osbq_store_call_run(store, call);
-    int rc = osbq_store_last_operation_result(call, out, err);
+    struct osbq_store_call *call = osbq_store_call_run_made(
+        store, osbq_store_last_operation_call(store, instance_id, binding_id, operation_id,
+                                              platform, err));
+    int rc = call != NULL ? osbq_store_last_operation_result(call, out, err) : -1;
     osbq_store_call_free(&call);
     return rc;
 }

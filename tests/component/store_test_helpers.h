@@ -18,11 +18,25 @@ struct store_fixture {
     redisContext *direct;       /* a plain connection to load and inspect keys */
 };
 
+/* Starts f: a redis-server, a store on it with the configuration f->cfg already holds (a
+ * Redis timeout of 2 s unless it says one), its keys in namespace ns kept an hour, and a plain
+ * connection. 0, or -1 (store_fixture_stop still stops what started). */
+int store_fixture_start(struct store_fixture *f, const char *ns);
+
+/* Stops what store_fixture_start started; f can be started again. */
+void store_fixture_stop(struct store_fixture *f);
+
 /* cmocka setup: starts a new fixture, its keys in namespace ns, into *state. 0 or -1. */
 int store_fixture_setup(void **state, const char *ns);
 
 /* cmocka teardown: stops the fixture *state and frees it. Returns 0. */
 int store_fixture_teardown(void **state);
+
+/* A begin request of kind for operation op on instance with digest, as the tests send one
+ * unless they set more: service "svc", plan "plan", the job "job-bytes", API 2.17, a claim
+ * timeout of 30 s (the strings borrowed). */
+struct osbq_begin_request store_test_request(const char *kind, const char *op, const char *instance,
+                                             const char *digest);
 
 /* osbq_store_begin_call, run; osbq_store_begin_result's returns. */
 int osbq_store_begin(struct osbq_store *store, const struct osbq_begin_request *req,

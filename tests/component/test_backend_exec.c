@@ -27,11 +27,13 @@
 
 #include "backend.h"
 #include "catalog.h"
+#include "catalog_text.h"
+#include "clock.h"
 #include "exec_watch.h"
+#include "fake_call.h"
 #include "job.h"
 
-#define EXEC_DIR    OSBQ_TEST_DATA_DIR "/exec/"
-#define MAX_REPORTS 64
+#define EXEC_DIR OSBQ_TEST_DATA_DIR "/exec/"
 
 /* A plan running tests/data/exec/<script> through /bin/sh (no exec bit needed), with extra
  * settings (a JSON fragment starting with a comma, or ""). */
@@ -90,107 +92,24 @@ static const char catalog_text[] =
                                                                                                                                           "]}]}";
 /* clang-format on */
 
-/* A backend call with callbacks that record what the backend does. */
-struct fake {
-    struct backend_call call;
-    char reports[MAX_REPORTS][256]; /* the first progress texts, in order */
-    int report_count;               /* progress calls made (may exceed MAX_REPORTS) */
-    char last_report[256];
-    atomic_bool cancel;
-    atomic_bool exiting;
-    bool cancel_on_pids; /* group.sh: cancel (and exit) once it reports its pids */
-    long pids[2];        /* what group.sh reported */
-    struct osbq_job job; /* strings are literals or owned by the test, never cleared here */
-    json_t *parameters;  /* owned */
-};
-
 static struct osbq_catalog *catalog;
 /* The loop watching the programs, as the worker's runner has one. */
 static struct exec_watch *watch;
 
-static int64_t now_ms(void)
+/* Prepares f for kind on the exec plan plan_id, watched by the test's loop. */
+static void fake_init(struct fake_call *f, enum osbq_job_kind kind, const char *plan_id)
 {
-    struct timespec ts;
-    (void)clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void fake_progress(struct backend_call *call, const char *description)
-{
-    struct fake *f = call->ctx;
-    if (f->report_count < MAX_REPORTS)
-        (void)snprintf(f->reports[f->report_count], sizeof f->reports[0], "%s", description);
-    (void)snprintf(f->last_report, sizeof f->last_report, "%s", description);
-    f->report_count++;
-    if (f->cancel_on_pids &&
-        sscanf(description, "pids %ld %ld (10%%)", &f->pids[0], &f->pids[1]) == 2) {
-        atomic_store(&f->exiting, true);
-        atomic_store(&f->cancel, true);
-    }
-}
-
-static bool fake_cancelled(struct backend_call *call)
-{
-    struct fake *f = call->ctx;
-    return atomic_load(&f->cancel);
-}
-
-static bool fake_exiting(struct backend_call *call)
-{
-    struct fake *f = call->ctx;
-    return atomic_load(&f->exiting);
-}
-
-static bool fake_wait(struct backend_call *call, int64_t ms)
-{
-    struct fake *f = call->ctx;
-    int64_t deadline = now_ms() + ms;
-    while (!atomic_load(&f->cancel) && now_ms() < deadline) {
-        struct timespec slice = {.tv_sec = 0, .tv_nsec = 1000000L};
-        nanosleep(&slice, NULL);
-    }
-    return !atomic_load(&f->cancel);
-}
-
-static void fake_init(struct fake *f, enum osbq_job_kind kind, const char *plan_id)
-{
-    memset(f, 0, sizeof *f);
-    atomic_init(&f->cancel, false);
-    atomic_init(&f->exiting, false);
-    f->job.operation_id = "op-1";
-    f->job.kind = kind;
-    f->job.instance_id = "inst-1";
-    f->job.plan_id = plan_id;
-    f->job.api_version = 217;
-    f->job.attempt = 1;
-    if (kind == OSBQ_JOB_BIND || kind == OSBQ_JOB_UNBIND)
-        f->job.binding_id = "bind-1";
-    f->call.job = &f->job;
-    f->call.plan = osbq_catalog_plan(catalog, plan_id);
-    assert_non_null(f->call.plan);
-    f->job.service_id = f->call.plan->service->id;
-    f->call.progress = fake_progress;
-    f->call.cancelled = fake_cancelled;
-    f->call.wait = fake_wait;
-    f->call.exiting = fake_exiting;
-    f->call.ctx = f;
+    fake_call_init(f, kind, osbq_catalog_plan(catalog, plan_id), NULL);
     f->call.exec_watch = watch;
 }
 
-static void fake_clear(struct fake *f)
-{
-    backend_call_clear(&f->call);
-    json_decref(f->parameters);
-    f->parameters = NULL;
-}
-
-static int run_exec(struct fake *f)
+static int run_exec(struct fake_call *f)
 {
     return backend_run(backend_find("exec"), &f->call);
 }
 
 /* The binding's credentials, parsed (caller decrefs). */
-static json_t *credentials_of(const struct fake *f)
+static json_t *credentials_of(const struct fake_call *f)
 {
     assert_non_null(f->call.result.binding);
     json_t *binding = json_loads(f->call.result.binding, 0, NULL);
@@ -223,11 +142,10 @@ static int setup(void **state)
     /* As the worker does (main.c): a program that exits without reading its whole stdin must
      * give the writer EPIPE, not kill it. */
     signal(SIGPIPE, SIG_IGN);
-    struct osbq_error err = {0};
-    if (osbq_catalog_load_text(catalog_text, sizeof catalog_text - 1, &catalog, &err) != 0) {
-        print_error("catalog: %s\n", err.text);
+    catalog = catalog_from_text(catalog_text, sizeof catalog_text - 1);
+    if (catalog == NULL)
         return -1;
-    }
+    struct osbq_error err = {0};
     watch = exec_watch_new(64, &err);
     if (watch == NULL) {
         print_error("exec watch: %s\n", err.text);
@@ -264,7 +182,7 @@ static void test_find(void **state)
 static void test_bind_success(void **state)
 {
     (void)state;
-    struct fake f;
+    struct fake_call f;
     fake_init(&f, OSBQ_JOB_BIND, "success");
     assert_int_equal(run_exec(&f), 0);
     assert_true(f.call.result.succeeded);
@@ -283,27 +201,27 @@ static void test_bind_success(void **state)
     assert_true(json_is_object(json_object_get(binding, "metadata")));
     assert_null(f.call.result.dashboard_url);
     json_decref(binding);
-    fake_clear(&f);
+    fake_call_clear(&f);
 }
 
 static void test_provision_success(void **state)
 {
     (void)state;
-    struct fake f;
+    struct fake_call f;
     fake_init(&f, OSBQ_JOB_PROVISION, "success");
     assert_int_equal(run_exec(&f), 0);
     assert_true(f.call.result.succeeded);
     assert_null(f.call.result.binding);
     assert_string_equal(f.call.result.dashboard_url, "https://dash.example/x");
     assert_string_equal(f.call.result.metadata, "{\"labels\":{\"tier\":\"gold\"}}");
-    fake_clear(&f);
+    fake_call_clear(&f);
 
     /* Without a result or progress: "Succeeded.". */
     fake_init(&f, OSBQ_JOB_DEPROVISION, "ignore-stdin");
     assert_int_equal(run_exec(&f), 0);
     assert_true(f.call.result.succeeded);
     assert_string_equal(f.call.result.description, "Succeeded.");
-    fake_clear(&f);
+    fake_call_clear(&f);
 }
 
 /* What a trace (exec_watch.h) records of one run. */
@@ -350,7 +268,7 @@ static void test_trace(void **state)
     (void)state;
     struct trace_record t = {0};
     const struct exec_trace trace = {trace_input, trace_output, trace_ended, &t};
-    struct fake f;
+    struct fake_call f;
     fake_init(&f, OSBQ_JOB_PROVISION, "success");
     f.call.exec_trace = &trace;
     assert_int_equal(run_exec(&f), 0);
@@ -363,7 +281,7 @@ static void test_trace(void **state)
     assert_int_equal(t.ended, 1);
     assert_int_equal(t.end.stop, EXEC_WATCH_EXITED);
     assert_true(WIFEXITED(t.end.status) && WEXITSTATUS(t.end.status) == 0);
-    fake_clear(&f);
+    fake_call_clear(&f);
 
     /* A program that cannot start: its input is traced, its end is not. */
     memset(&t, 0, sizeof t);
@@ -373,14 +291,14 @@ static void test_trace(void **state)
     assert_false(f.call.result.succeeded);
     assert_true(t.input[0] == '{');
     assert_int_equal(t.ended, 0);
-    fake_clear(&f);
+    fake_call_clear(&f);
 }
 
 /* The job on stdin: exactly the pinned keys, nulls for what is absent. */
 static void test_stdin_fields(void **state)
 {
     (void)state;
-    struct fake f;
+    struct fake_call f;
     fake_init(&f, OSBQ_JOB_BIND, "echo");
     f.job.operation_id = "op-\"quoted\"";
     f.job.context = "{\"platform\":\"cloudfoundry\"}";
@@ -401,14 +319,14 @@ static void test_stdin_fields(void **state)
     assert_true(json_equal(in, expected));
     json_decref(in);
     json_decref(expected);
-    fake_clear(&f);
+    fake_call_clear(&f);
 
     /* A provision: the optional fields are there, as null. */
     fake_init(&f, OSBQ_JOB_UPDATE, "echo");
     assert_int_equal(run_exec(&f), 0);
     assert_true(f.call.result.succeeded);
     assert_null(f.call.result.binding); /* an update has no binding */
-    fake_clear(&f);
+    fake_call_clear(&f);
     fake_init(&f, OSBQ_JOB_BIND, "echo");
     f.job.binding_id = NULL;
     assert_int_equal(run_exec(&f), 0);
@@ -419,67 +337,67 @@ static void test_stdin_fields(void **state)
     for (size_t i = 0; i < sizeof nulls / sizeof nulls[0]; i++)
         assert_true(json_is_null(json_object_get(in, nulls[i])));
     json_decref(in);
-    fake_clear(&f);
+    fake_call_clear(&f);
 }
 
 static void test_fail_stderr(void **state)
 {
     (void)state;
-    struct fake f;
+    struct fake_call f;
     fake_init(&f, OSBQ_JOB_PROVISION, "fail");
     assert_int_equal(run_exec(&f), 0);
     assert_false(f.call.result.succeeded);
     assert_false(f.call.result.instance_usable);
     assert_string_equal(f.call.result.description,
                         "first line of noise ERROR: database \"x\" is on fire");
-    fake_clear(&f);
+    fake_call_clear(&f);
 
     fake_init(&f, OSBQ_JOB_UPDATE, "fail");
     assert_int_equal(run_exec(&f), 0);
     assert_false(f.call.result.succeeded);
     assert_true(f.call.result.instance_usable);
     assert_false(f.call.result.update_repeatable);
-    fake_clear(&f);
+    fake_call_clear(&f);
 }
 
 /* No stderr: the exit status; the failed program's result may say the instance is gone. */
 static void test_fail_silent(void **state)
 {
     (void)state;
-    struct fake f;
+    struct fake_call f;
     fake_init(&f, OSBQ_JOB_DEPROVISION, "fail-silent");
     assert_int_equal(run_exec(&f), 0);
     assert_false(f.call.result.succeeded);
     assert_string_equal(f.call.result.description, "The program exited with status 7.");
     assert_false(f.call.result.instance_usable);
-    fake_clear(&f);
+    fake_call_clear(&f);
 }
 
 static void test_signal(void **state)
 {
     (void)state;
-    struct fake f;
+    struct fake_call f;
     fake_init(&f, OSBQ_JOB_UNBIND, "signal");
     assert_int_equal(run_exec(&f), 0);
     assert_false(f.call.result.succeeded);
     assert_string_equal(f.call.result.description, "The program was killed by signal 9.");
-    fake_clear(&f);
+    fake_call_clear(&f);
 }
 
 static void test_timeout(void **state)
 {
     (void)state;
-    struct fake f;
+    struct fake_call f;
     fake_init(&f, OSBQ_JOB_PROVISION, "sleep");
-    int64_t start = now_ms();
+    int64_t start = osbq_clock_ms();
     assert_int_equal(run_exec(&f), 0);
-    int64_t took = now_ms() - start;
+    int64_t took = osbq_clock_ms() - start;
     assert_false(f.call.result.succeeded);
     assert_string_equal(f.call.result.description, "The program did not finish within 300 ms.");
     assert_true(took >= 300);
     assert_true(took < 2000); /* the shell and its sleep die on SIGTERM: no grace needed */
     assert_string_equal(f.reports[0], "Sleeping (10%)");
-    fake_clear(&f);
+    fake_call_clear(&f);
 }
 
 static long max_rss_kb(void)
@@ -495,16 +413,16 @@ static void test_flood(void **state)
 {
     (void)state;
     long before = max_rss_kb();
-    struct fake f;
+    struct fake_call f;
     fake_init(&f, OSBQ_JOB_BIND, "flood");
-    int64_t start = now_ms();
+    int64_t start = osbq_clock_ms();
     assert_int_equal(run_exec(&f), 0);
-    assert_true(now_ms() - start < 20000);
+    assert_true(osbq_clock_ms() - start < 20000);
     assert_true(f.call.result.succeeded);
     json_t *credentials = credentials_of(&f);
     assert_true(json_is_true(json_object_get(credentials, "flooded")));
     json_decref(credentials);
-    fake_clear(&f);
+    fake_call_clear(&f);
     /* 11 MB went through; the backend keeps about 200 KB. */
     assert_true(max_rss_kb() - before < 4096);
 
@@ -513,13 +431,13 @@ static void test_flood(void **state)
     assert_false(f.call.result.succeeded);
     assert_null(f.call.result.binding);
     assert_non_null(strstr(f.call.result.description, "is longer than 65536 bytes"));
-    fake_clear(&f);
+    fake_call_clear(&f);
 }
 
 static void test_bad_json(void **state)
 {
     (void)state;
-    struct fake f;
+    struct fake_call f;
     fake_init(&f, OSBQ_JOB_BIND, "bad-json");
     assert_int_equal(run_exec(&f), 0);
     assert_false(f.call.result.succeeded);
@@ -529,7 +447,7 @@ static void test_bad_json(void **state)
                         "valid JSON object.");
     /* Never the program's output in a description. */
     assert_null(strstr(f.call.result.description, "hunter2"));
-    fake_clear(&f);
+    fake_call_clear(&f);
 }
 
 /* The plan's env is added (overriding the worker's), the worker's OSBQ_* settings are not
@@ -542,7 +460,7 @@ static void test_env(void **state)
     assert_int_equal(setenv("OSBQ_SECRET_KEY", "secret3", 1), 0);
     assert_int_equal(setenv("OSBQ_ANYTHING", "secret4", 1), 0);
     assert_int_equal(setenv("OVERRIDE", "old", 1), 0);
-    struct fake f;
+    struct fake_call f;
     fake_init(&f, OSBQ_JOB_BIND, "env");
     assert_int_equal(run_exec(&f), 0);
     assert_true(f.call.result.succeeded);
@@ -552,7 +470,7 @@ static void test_env(void **state)
     assert_string_equal(json_string_value(json_object_get(credentials, "osbq")), "");
     assert_true(json_is_true(json_object_get(credentials, "path_set")));
     json_decref(credentials);
-    fake_clear(&f);
+    fake_call_clear(&f);
     unsetenv("OSBQ_BROKER_PASSWORD");
     unsetenv("OSBQ_REDIS_URL");
     unsetenv("OSBQ_SECRET_KEY");
@@ -560,43 +478,56 @@ static void test_env(void **state)
     unsetenv("OVERRIDE");
 }
 
+/* group.sh's progress: once it reported its pids, the call is cancelled and the worker exiting. */
+static void exit_on_pids(struct fake_call *f, const char *description)
+{
+    long pids[2];
+    if (sscanf(description, "pids %ld %ld (10%%)", &pids[0], &pids[1]) == 2) {
+        atomic_store(&f->exiting, true);
+        atomic_store(&f->cancel, true);
+    }
+}
+
 /* A cancelled call kills the program's whole group (its grandchild too, even though both
  * ignore SIGTERM, as the worker is exiting) and returns -1 without an outcome. */
 static void test_cancel_kills_group(void **state)
 {
     (void)state;
-    struct fake f;
+    struct fake_call f;
     fake_init(&f, OSBQ_JOB_PROVISION, "group");
-    f.cancel_on_pids = true;
-    int64_t start = now_ms();
+    f.on_progress = exit_on_pids;
+    int64_t start = osbq_clock_ms();
     assert_int_equal(run_exec(&f), -1);
-    assert_true(now_ms() - start < 1500); /* exiting: SIGKILL at once, no grace */
-    assert_true(f.pids[0] > 0 && f.pids[1] > 0);
+    assert_true(osbq_clock_ms() - start < 1500); /* exiting: SIGKILL at once, no grace */
+    long pids[2] = {0, 0};
+    for (int i = 0; i < f.report_count && i < FAKE_CALL_REPORTS; i++)
+        (void)sscanf(f.reports[i], "pids %ld %ld (10%%)", &pids[0], &pids[1]);
+    assert_true(pids[0] > 0 && pids[1] > 0);
     assert_null(f.call.result.description);
     /* The program is reaped by the backend; the grandchild is reparented, so allow its new
      * parent a moment. */
-    assert_true(process_gone(f.pids[0]));
-    for (int i = 0; i < 100 && !process_gone(f.pids[1]); i++) {
+    assert_true(process_gone(pids[0]));
+    for (int i = 0; i < 100 && !process_gone(pids[1]); i++) {
         struct timespec ms10 = {.tv_sec = 0, .tv_nsec = 10000000L};
         nanosleep(&ms10, NULL);
     }
-    assert_true(process_gone(f.pids[1]));
-    assert_int_equal(kill((pid_t)f.pids[0], 0) < 0 ? errno : 0, ESRCH); /* reaped, no zombie */
-    fake_clear(&f);
+    assert_true(process_gone(pids[1]));
+    assert_int_equal(kill((pid_t)pids[0], 0) < 0 ? errno : 0, ESRCH); /* reaped, no zombie */
+    fake_call_clear(&f);
 
     /* Cancelled before it starts: nothing runs. */
     fake_init(&f, OSBQ_JOB_PROVISION, "success");
     atomic_store(&f.cancel, true);
     assert_int_equal(run_exec(&f), -1);
     assert_int_equal(f.report_count, 0);
-    fake_clear(&f);
+    fake_call_clear(&f);
 }
 
 /* A job far larger than a pipe's buffer to a program that never reads it. */
 static void test_ignored_stdin(void **state)
 {
     (void)state;
-    struct fake f;
+    struct fake_call f;
     fake_init(&f, OSBQ_JOB_PROVISION, "ignore-stdin");
     size_t len = 4u * 1024u * 1024u;
     char *big = malloc(len + 1);
@@ -608,25 +539,25 @@ static void test_ignored_stdin(void **state)
     f.call.parameters = f.parameters;
     assert_int_equal(run_exec(&f), 0);
     assert_true(f.call.result.succeeded);
-    fake_clear(&f);
+    fake_call_clear(&f);
 }
 
 static void test_missing_program(void **state)
 {
     (void)state;
-    struct fake f;
+    struct fake_call f;
     fake_init(&f, OSBQ_JOB_BIND, "missing");
     assert_int_equal(run_exec(&f), 0);
     assert_false(f.call.result.succeeded);
     assert_string_equal(f.call.result.description,
                         "The broker could not start the service's program.");
-    fake_clear(&f);
+    fake_call_clear(&f);
 }
 
 /* Runs one step of the poll program: the first (resume NULL) or the poll after a step that
  * saved resume (JSON text), with parameters (JSON text, or NULL). */
-static int run_poll_step(struct fake *f, enum osbq_job_kind kind, const char *resume, uint32_t step,
-                         const char *parameters)
+static int run_poll_step(struct fake_call *f, enum osbq_job_kind kind, const char *resume,
+                         uint32_t step, const char *parameters)
 {
     fake_init(f, kind, "poll");
     json_t *saved = resume != NULL ? json_loads(resume, 0, NULL) : NULL;
@@ -648,7 +579,7 @@ static int run_poll_step(struct fake *f, enum osbq_job_kind kind, const char *re
 static void test_poll_steps(void **state)
 {
     (void)state;
-    struct fake f;
+    struct fake_call f;
     assert_int_equal(run_poll_step(&f, OSBQ_JOB_PROVISION, NULL, 0, NULL), 0);
     assert_true(f.call.result.in_progress);
     assert_false(f.call.result.succeeded);
@@ -656,14 +587,14 @@ static void test_poll_steps(void **state)
     assert_string_equal(f.call.result.description, "Started (1 of 3)");
     assert_string_equal(f.call.result.resume, "{\"n\":1,\"of\":\"provision\"}");
     assert_int_equal(f.report_count, 1);
-    fake_clear(&f);
+    fake_call_clear(&f);
 
     assert_int_equal(
         run_poll_step(&f, OSBQ_JOB_PROVISION, "{\"n\": 1, \"of\": \"provision\"}", 1, NULL), 0);
     assert_true(f.call.result.in_progress);
     assert_string_equal(f.call.result.description, "Working (2 of 3)");
     assert_string_equal(f.call.result.resume, "{\"n\":2,\"of\":\"provision\"}");
-    fake_clear(&f);
+    fake_call_clear(&f);
 
     assert_int_equal(
         run_poll_step(&f, OSBQ_JOB_PROVISION, "{\"n\": 2, \"of\": \"provision\"}", 2, NULL), 0);
@@ -672,21 +603,21 @@ static void test_poll_steps(void **state)
     assert_string_equal(f.call.result.description, "Ready after 2 polls");
     assert_string_equal(f.call.result.dashboard_url, "https://dash.example/inst-1");
     assert_null(f.call.result.resume);
-    fake_clear(&f);
+    fake_call_clear(&f);
 }
 
 /* A poll that fails ends the operation failed, with its stderr. */
 static void test_poll_fails(void **state)
 {
     (void)state;
-    struct fake f;
+    struct fake_call f;
     assert_int_equal(run_poll_step(&f, OSBQ_JOB_UPDATE, "{\"n\": 1, \"of\": \"update\"}", 1,
                                    "{\"mode\": \"fail_poll\"}"),
                      0);
     assert_false(f.call.result.in_progress);
     assert_false(f.call.result.succeeded);
     assert_string_equal(f.call.result.description, "poll failed: the job broke");
-    fake_clear(&f);
+    fake_call_clear(&f);
 }
 
 /* In-progress lines that break the protocol fail the operation, saying how. */
@@ -709,28 +640,28 @@ static void test_poll_invalid_lines(void **state)
          "The program answered in progress with a resume that is not an object."},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        struct fake f;
+        struct fake_call f;
         assert_int_equal(run_poll_step(&f, OSBQ_JOB_BIND, NULL, 0, cases[i].parameters), 0);
         assert_false(f.call.result.in_progress);
         assert_false(f.call.result.succeeded);
         assert_string_equal(f.call.result.description, cases[i].description);
-        fake_clear(&f);
+        fake_call_clear(&f);
     }
 }
 
 #define PARALLEL 4
 
 /* The parallel runs, and when each started and ended (ms), to see them overlap. */
-static struct fake parallel_fakes[PARALLEL];
+static struct fake_call parallel_fakes[PARALLEL];
 static int64_t run_started[PARALLEL], run_ended[PARALLEL];
 
 static void *run_thread(void *arg)
 {
-    struct fake *f = arg;
+    struct fake_call *f = arg;
     size_t i = (size_t)(f - parallel_fakes);
-    run_started[i] = now_ms();
+    run_started[i] = osbq_clock_ms();
     (void)run_exec(f);
-    run_ended[i] = now_ms();
+    run_ended[i] = osbq_clock_ms();
     return NULL;
 }
 
@@ -739,7 +670,7 @@ static void *run_thread(void *arg)
 static void test_parallel(void **state)
 {
     (void)state;
-    struct fake *f = parallel_fakes;
+    struct fake_call *f = parallel_fakes;
     pthread_t threads[PARALLEL];
     for (int i = 0; i < PARALLEL; i++) {
         fake_init(&f[i], OSBQ_JOB_PROVISION, "ignore-stdin");
@@ -749,7 +680,7 @@ static void test_parallel(void **state)
     for (int i = 0; i < PARALLEL; i++) {
         assert_int_equal(pthread_join(threads[i], NULL), 0);
         assert_true(f[i].call.result.succeeded);
-        fake_clear(&f[i]);
+        fake_call_clear(&f[i]);
         last_start = run_started[i] > last_start ? run_started[i] : last_start;
         first_end = run_ended[i] < first_end ? run_ended[i] : first_end;
     }

@@ -21,19 +21,20 @@
 
 #include "backend.h"
 #include "catalog.h"
+#include "catalog_text.h"
 #include "config.h"
+#include "fake_call.h"
 #include "job.h"
 #include "redis_fixture.h"
 
-#define PLAN        "plan-redis"
-#define RO_PLAN     "plan-redis-ro"  /* acl "+@read" */
-#define ENV_PLAN    "plan-redis-env" /* target_url_env OSBQ_TEST_OTHER_TARGET */
-#define BAD_PLAN    "plan-redis-bad" /* acl with a key pattern: refused */
-#define URL_ENV     "OSBQ_REDIS_TARGET_URL"
-#define OTHER_ENV   "OSBQ_TEST_OTHER_TARGET"
-#define ADMIN_USER  "admin"
-#define ADMIN_PASS  "admin-secret"
-#define MAX_REPORTS 64
+#define PLAN       "plan-redis"
+#define RO_PLAN    "plan-redis-ro"  /* acl "+@read" */
+#define ENV_PLAN   "plan-redis-env" /* target_url_env OSBQ_TEST_OTHER_TARGET */
+#define BAD_PLAN   "plan-redis-bad" /* acl with a key pattern: refused */
+#define URL_ENV    "OSBQ_REDIS_TARGET_URL"
+#define OTHER_ENV  "OSBQ_TEST_OTHER_TARGET"
+#define ADMIN_USER "admin"
+#define ADMIN_PASS "admin-secret"
 /* "osbq-" + 32 hex + "-": what every user name of one instance starts with. */
 #define USER_PREFIX_LEN 38
 
@@ -54,107 +55,46 @@ static struct osbq_catalog *catalog;
 static struct redis_fixture target;
 static char target_url[128];
 
-/* A backend call with callbacks that record progress and cancel on request. */
-struct fake {
-    struct backend_call call;
-    char reports[MAX_REPORTS][64]; /* the last MAX_REPORTS progress texts */
-    int report_count;
-    int cancel_after; /* cancel at this progress call; 0 never */
-    bool cancel;
-    struct osbq_job job;
-};
-
-static void fake_progress(struct backend_call *call, const char *description)
-{
-    struct fake *f = call->ctx;
-    (void)snprintf(f->reports[f->report_count % MAX_REPORTS], sizeof f->reports[0], "%s",
-                   description);
-    f->report_count++;
-    if (f->cancel_after > 0 && f->report_count == f->cancel_after)
-        f->cancel = true;
-}
-
-static bool fake_cancelled(struct backend_call *call)
-{
-    struct fake *f = call->ctx;
-    return f->cancel;
-}
-
-static bool fake_wait(struct backend_call *call, int64_t ms)
-{
-    (void)ms;
-    return !fake_cancelled(call);
-}
-
-static bool fake_exiting(struct backend_call *call)
-{
-    (void)call;
-    return false;
-}
-
-static const char *last_report(const struct fake *f)
-{
-    return f->report_count == 0 ? "" : f->reports[(f->report_count - 1) % MAX_REPORTS];
-}
-
-static void fake_init(struct fake *f, enum osbq_job_kind kind, const char *plan_id,
+/* Prepares f for kind on plan_id, for instance_id and binding_id (NULL: none). */
+static void fake_init(struct fake_call *f, enum osbq_job_kind kind, const char *plan_id,
                       const char *instance_id, const char *binding_id)
 {
-    memset(f, 0, sizeof *f);
-    f->job.operation_id = "op-1";
-    f->job.kind = kind;
+    fake_call_init(f, kind, osbq_catalog_plan(catalog, plan_id), NULL);
     f->job.instance_id = instance_id;
     f->job.binding_id = binding_id;
-    f->job.plan_id = plan_id;
-    f->job.api_version = 217;
-    f->job.attempt = 1;
-    f->call.job = &f->job;
-    f->call.plan = osbq_catalog_plan(catalog, plan_id);
-    assert_non_null(f->call.plan);
-    f->job.service_id = f->call.plan->service->id;
-    f->call.progress = fake_progress;
-    f->call.cancelled = fake_cancelled;
-    f->call.wait = fake_wait;
-    f->call.exiting = fake_exiting;
-    f->call.ctx = f;
 }
 
 /* Runs kind on the redis backend; f keeps the outcome until fake_clear. */
-static int run(struct fake *f, enum osbq_job_kind kind, const char *plan_id,
+static int run(struct fake_call *f, enum osbq_job_kind kind, const char *plan_id,
                const char *instance_id, const char *binding_id)
 {
     fake_init(f, kind, plan_id, instance_id, binding_id);
     return backend_run(backend_find("redis"), &f->call);
 }
 
-static void fake_clear(struct fake *f)
-{
-    backend_call_clear(&f->call);
-}
-
 /* Runs kind and asserts it succeeded with description done. */
 static void run_ok(enum osbq_job_kind kind, const char *plan_id, const char *instance_id,
                    const char *binding_id, const char *done)
 {
-    struct fake f;
+    struct fake_call f;
     assert_int_equal(run(&f, kind, plan_id, instance_id, binding_id), 0);
     if (!f.call.result.succeeded)
         fail_msg("%s failed: %s", done, f.call.result.description);
     assert_string_equal(f.call.result.description, done);
-    fake_clear(&f);
+    fake_call_clear(&f);
 }
 
 /* Runs kind and asserts it failed with description (and instance_usable as given). */
 static void run_fails(enum osbq_job_kind kind, const char *plan_id, const char *instance_id,
                       const char *binding_id, const char *description, bool usable)
 {
-    struct fake f;
+    struct fake_call f;
     assert_int_equal(run(&f, kind, plan_id, instance_id, binding_id), 0);
     assert_false(f.call.result.succeeded);
     assert_string_equal(f.call.result.description, description);
     assert_int_equal(f.call.result.instance_usable, usable);
     assert_null(f.call.result.binding);
-    fake_clear(&f);
+    fake_call_clear(&f);
 }
 
 /* ---- the target server ---- */
@@ -281,7 +221,7 @@ struct creds {
 static void bind_creds(const char *plan_id, const char *instance_id, const char *binding_id,
                        struct creds *out)
 {
-    struct fake f;
+    struct fake_call f;
     assert_int_equal(run(&f, OSBQ_JOB_BIND, plan_id, instance_id, binding_id), 0);
     if (!f.call.result.succeeded)
         fail_msg("bind failed: %s", f.call.result.description);
@@ -325,7 +265,7 @@ static void bind_creds(const char *plan_id, const char *instance_id, const char 
     (void)snprintf(out->uri, sizeof out->uri, "%s", uri);
     (void)snprintf(out->key_prefix, sizeof out->key_prefix, "%s", prefix);
     json_decref(b);
-    fake_clear(&f);
+    fake_call_clear(&f);
 }
 
 /* "<key_prefix><suffix>" */
@@ -340,11 +280,9 @@ static const char *key(const struct creds *c, const char *suffix, char *buf, siz
 static int setup(void **state)
 {
     (void)state;
-    struct osbq_error err = {0};
-    if (osbq_catalog_load_text(catalog_text, sizeof catalog_text - 1, &catalog, &err) != 0) {
-        print_error("catalog: %s\n", err.text);
+    catalog = catalog_from_text(catalog_text, sizeof catalog_text - 1);
+    if (catalog == NULL)
         return -1;
-    }
     if (redis_fixture_start(&target) < 0) {
         print_error("cannot start redis-server\n");
         return -1;
@@ -637,15 +575,15 @@ static void test_deprovision(void **state)
     assert_int_equal(count_keys(0, pattern), 1200);
     assert_int_equal(count_keys(3, pattern), 5);
 
-    struct fake f;
+    struct fake_call f;
     assert_int_equal(run(&f, OSBQ_JOB_DEPROVISION, PLAN, "inst-d", NULL), 0);
     if (!f.call.result.succeeded)
         fail_msg("deprovision failed: %s", f.call.result.description);
     assert_string_equal(f.call.result.description, "Deprovisioned.");
     assert_string_equal(f.reports[0], "Deleting users");
     assert_true(f.report_count > 3); /* several batches */
-    assert_string_equal(last_report(&f), "Deleting keys (1205 deleted)");
-    fake_clear(&f);
+    assert_string_equal(f.last_report, "Deleting keys (1205 deleted)");
+    fake_call_clear(&f);
 
     assert_int_equal(count_keys(0, pattern), 0);
     assert_int_equal(count_keys(3, pattern), 0);
@@ -658,8 +596,8 @@ static void test_deprovision(void **state)
     /* A rerun, and a deprovision of an instance that never had anything, find nothing. */
     assert_int_equal(run(&f, OSBQ_JOB_DEPROVISION, PLAN, "inst-d", NULL), 0);
     assert_true(f.call.result.succeeded);
-    assert_string_equal(last_report(&f), "Deleting keys (0 deleted)");
-    fake_clear(&f);
+    assert_string_equal(f.last_report, "Deleting keys (0 deleted)");
+    fake_call_clear(&f);
     run_ok(OSBQ_JOB_DEPROVISION, PLAN, "inst-never", NULL, "Deprovisioned.");
 }
 
@@ -676,13 +614,13 @@ static void test_deprovision_cancelled(void **state)
     fill(c, &cr, 3000);
     redisFree(c);
 
-    struct fake f;
+    struct fake_call f;
     fake_init(&f, OSBQ_JOB_DEPROVISION, PLAN, "inst-c", NULL);
     f.cancel_after = 2; /* "Deleting users", then the first batch */
     assert_int_equal(backend_run(backend_find("redis"), &f.call), -1);
     assert_int_equal(f.report_count, 2);
     assert_null(f.call.result.description);
-    fake_clear(&f);
+    fake_call_clear(&f);
     size_t left = count_keys(0, pattern);
     assert_true(left > 0 && left < 3000);
 

@@ -21,6 +21,8 @@
 #include <time.h>
 
 #include "catalog.h"
+#include "catalog_text.h"
+#include "clock.h"
 #include "job.h"
 #include "metrics.h"
 #include "redis_fixture.h"
@@ -55,19 +57,10 @@ static const char catalog_text[] =
     "]}]}";
 
 struct fixture {
-    struct redis_fixture redis;   /* the server */
-    struct osbq_config cfg;       /* configuration pointing at it */
-    struct osbq_store *store;     /* shared by the runner and the test */
+    struct store_fixture base;    /* the server, the store shared by the runner and the test,
+                                   * and a plain connection to inspect keys */
     struct osbq_catalog *catalog; /* the plans above */
-    redisContext *direct;         /* a plain connection to inspect keys */
 };
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    (void)clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void sleep_ms(int64_t ms)
 {
@@ -82,25 +75,15 @@ static int setup(void **state)
         return -1;
     /* From here on the teardown stops what was started, even when the setup fails. */
     *state = f;
-    if (redis_fixture_start(&f->redis) < 0)
-        return -1;
-    f->cfg.redis.host = strdup("127.0.0.1");
-    f->cfg.redis.port = (uint16_t)f->redis.port;
     /* The default: a claim on a loaded CI machine (parallel tests under ASan) has been seen
      * to miss shorter timeouts; the outage below (5 s) still outlasts it and the lease. */
-    f->cfg.redis_timeout_ms = 2000;
-    f->cfg.namespace_ = strdup("t");
-    f->cfg.retention_s = 3600;
-    f->cfg.lease_ms = LEASE_MS;
-    f->cfg.worker_concurrency = 2;
-    f->store = osbq_store_new(&f->cfg);
-    f->direct = redisConnect("127.0.0.1", f->redis.port);
-    struct osbq_error err = {0};
-    if (osbq_catalog_load_text(catalog_text, sizeof catalog_text - 1, &f->catalog, &err) != 0) {
-        print_error("catalog: %s\n", err.text);
+    f->base.cfg.redis_timeout_ms = 2000;
+    f->base.cfg.lease_ms = LEASE_MS;
+    f->base.cfg.worker_concurrency = 2;
+    if (store_fixture_start(&f->base, "t") < 0)
         return -1;
-    }
-    return f->store != NULL && f->direct != NULL && f->direct->err == 0 ? 0 : -1;
+    f->catalog = catalog_from_text(catalog_text, sizeof catalog_text - 1);
+    return f->catalog != NULL ? 0 : -1;
 }
 
 static int teardown(void **state)
@@ -108,13 +91,8 @@ static int teardown(void **state)
     struct fixture *f = *state;
     if (f == NULL)
         return 0;
-    if (f->direct != NULL)
-        redisFree(f->direct);
-    osbq_store_destroy(&f->store);
+    store_fixture_stop(&f->base);
     osbq_catalog_destroy(&f->catalog);
-    redis_fixture_stop(&f->redis);
-    free(f->cfg.redis.host);
-    free(f->cfg.namespace_);
     free(f);
     return 0;
 }
@@ -129,7 +107,7 @@ static size_t running_jobs(void *runner)
 static struct runner *start_runner(struct fixture *f, struct worker_metrics *wm)
 {
     struct osbq_error err = {0};
-    struct runner *r = runner_new(&f->cfg, f->catalog, f->store, WORKER_ID, wm, &err);
+    struct runner *r = runner_new(&f->base.cfg, f->catalog, f->base.store, WORKER_ID, wm, &err);
     if (r == NULL)
         fail_msg("runner_new: %s", err.text);
     worker_metrics_attach(wm, running_jobs, r);
@@ -141,7 +119,7 @@ static struct osbq_metrics *new_metrics(struct fixture *f, struct worker_metrics
 {
     struct osbq_metrics *m = osbq_metrics_new();
     assert_non_null(m);
-    assert_int_equal(worker_metrics_init(wm, m, f->catalog, f->cfg.worker_concurrency), 0);
+    assert_int_equal(worker_metrics_init(wm, m, f->catalog, f->base.cfg.worker_concurrency), 0);
     return m;
 }
 
@@ -159,21 +137,17 @@ static double provisions(const struct worker_metrics *wm, enum worker_op_state s
 /* The field of operation op's hash, or "" when absent; valid until the next call. */
 static const char *op_field(struct fixture *f, const char *op, const char *name)
 {
-    static char value[256];
-    redisReply *reply = redisCommand(f->direct, "HGET t:op:%s %s", op, name);
-    value[0] = '\0';
-    if (reply != NULL && reply->type == REDIS_REPLY_STRING)
-        (void)snprintf(value, sizeof value, "%s", reply->str);
-    freeReplyObject(reply);
-    return value;
+    char key[256];
+    (void)snprintf(key, sizeof key, "t:op:%s", op);
+    return store_field(&f->base, key, name);
 }
 
 /* Waits up to ms for operation op to be in state; fails the test otherwise. */
 static void wait_state(struct fixture *f, const char *op, const char *state, int64_t ms)
 {
-    int64_t until = now_ms() + ms;
+    int64_t until = osbq_clock_ms() + ms;
     while (strcmp(op_field(f, op, "state"), state) != 0) {
-        if (now_ms() >= until)
+        if (osbq_clock_ms() >= until)
             fail_msg("operation %s: state %s after %lld ms, expected %s", op,
                      op_field(f, op, "state"), (long long)ms, state);
         sleep_ms(10);
@@ -215,21 +189,13 @@ static void provision_from(struct fixture *f, struct runner *r, const char *op,
     char reason[256];
     if (osbq_job_encode(&job, &bytes, &len, reason, sizeof reason) < 0)
         fail_msg("encode: %s", reason);
-    struct osbq_begin_request req = {
-        .kind = "provision",
-        .operation_id = op,
-        .instance_id = instance,
-        .digest = instance,
-        .service_id = "svc",
-        .plan_id = plan,
-        .job = bytes,
-        .job_len = len,
-        .api_version = 217,
-        .claim_timeout_ms = 30000,
-    };
+    struct osbq_begin_request req = store_test_request("provision", op, instance, instance);
+    req.plan_id = plan;
+    req.job = bytes;
+    req.job_len = len;
     struct osbq_begin_reply reply = {0};
     struct osbq_error err = {0};
-    if (osbq_store_begin(f->store, &req, &reply, &err) != 0)
+    if (osbq_store_begin(f->base.store, &req, &reply, &err) != 0)
         fail_msg("begin: %s", err.text);
     assert_int_equal(reply.answer, OSBQ_BEGIN_ACCEPTED);
     osbq_begin_reply_clear(&reply);
@@ -246,7 +212,7 @@ static void provision(struct fixture *f, struct runner *r, const char *op, const
 /* Submits op's stored job to r again, as the gateways' recovery loop sends it. */
 static void resubmit(struct fixture *f, struct runner *r, const char *op)
 {
-    redisReply *job = redisCommand(f->direct, "HGET t:op:%s job", op);
+    redisReply *job = redisCommand(f->base.direct, "HGET t:op:%s job", op);
     assert_non_null(job);
     assert_int_equal(job->type, REDIS_REPLY_STRING);
     submit_bytes(r, job->str, job->len);
@@ -259,8 +225,8 @@ static void resubmit(struct fixture *f, struct runner *r, const char *op)
 static void wait_running(struct fixture *f, struct runner *r, const char *op, int64_t ms)
 {
     for (int sent = 1;; sent++) {
-        int64_t until = now_ms() + ms;
-        while (strcmp(op_field(f, op, "state"), "running") != 0 && now_ms() < until)
+        int64_t until = osbq_clock_ms() + ms;
+        while (strcmp(op_field(f, op, "state"), "running") != 0 && osbq_clock_ms() < until)
             sleep_ms(10);
         if (strcmp(op_field(f, op, "state"), "running") == 0)
             return;
@@ -276,7 +242,7 @@ static void assert_released(struct fixture *f, const char *op)
     assert_string_equal(op_field(f, op, "state"), "queued");
     assert_string_equal(op_field(f, op, "worker"), "");
     assert_string_equal(op_field(f, op, "lease_until"), "");
-    redisReply *score = redisCommand(f->direct, "ZSCORE t:queue %s", op);
+    redisReply *score = redisCommand(f->base.direct, "ZSCORE t:queue %s", op);
     assert_non_null(score);
     assert_int_equal(score->type, REDIS_REPLY_STRING);
     double due = strtod(score->str, NULL);
@@ -411,10 +377,10 @@ static void test_deadline(void **state)
     struct runner *r = start_runner(f, &wm);
     provision(f, r, "op-hang", "i-hang", "plan-hang");
     wait_state(f, "op-hang", "running", 3000);
-    int64_t claimed = now_ms();
+    int64_t claimed = osbq_clock_ms();
     assert_int_equal(runner_holding(r), 1);
     wait_state(f, "op-hang", "queued", 3000);
-    int64_t took = now_ms() - claimed;
+    int64_t took = osbq_clock_ms() - claimed;
     if (took < 700)
         fail_msg("released %lld ms after the claim, before the 1 s deadline", (long long)took);
     assert_released(f, "op-hang");
@@ -429,10 +395,10 @@ static void test_deadline(void **state)
     sleep_ms(LEASE_MS / 2);
     assert_released(f, "op-hang");
 
-    int64_t destroying = now_ms();
+    int64_t destroying = osbq_clock_ms();
     assert_int_equal(runner_destroy(&r), 0);
-    if (now_ms() - destroying > 1000)
-        fail_msg("runner_destroy took %lld ms", (long long)(now_ms() - destroying));
+    if (osbq_clock_ms() - destroying > 1000)
+        fail_msg("runner_destroy took %lld ms", (long long)(osbq_clock_ms() - destroying));
     assert_released(f, "op-hang");
     /* Counted once: its outcome, never recorded, is not counted again at exit. */
     assert_true(provisions(&wm, WORKER_OP_RELEASED) == 1);
@@ -454,10 +420,10 @@ static void test_shutdown(void **state)
     wait_state(f, "op-slow1", "running", 3000);
     wait_state(f, "op-slow2", "running", 3000);
     assert_int_equal(runner_free_slots(r), 0);
-    int64_t destroying = now_ms();
+    int64_t destroying = osbq_clock_ms();
     assert_int_equal(runner_destroy(&r), 0);
-    if (now_ms() - destroying > 1000)
-        fail_msg("runner_destroy took %lld ms", (long long)(now_ms() - destroying));
+    if (osbq_clock_ms() - destroying > 1000)
+        fail_msg("runner_destroy took %lld ms", (long long)(osbq_clock_ms() - destroying));
     assert_released(f, "op-slow1");
     assert_released(f, "op-slow2");
 }
@@ -472,11 +438,11 @@ static void test_finish_after_outage(void **state)
     struct runner *r = start_runner(f, &wm);
     provision(f, r, "op-out", "i-out", "plan-second");
     wait_running(f, r, "op-out", 3000);
-    assert_int_equal(kill(f->redis.pid, SIGSTOP), 0);
+    assert_int_equal(kill(f->base.redis.pid, SIGSTOP), 0);
     sleep_ms(5000);
     /* The backend (1 s) ended long ago: its result waits to be recorded. */
     assert_int_equal(runner_holding(r), 1);
-    assert_int_equal(kill(f->redis.pid, SIGCONT), 0);
+    assert_int_equal(kill(f->base.redis.pid, SIGCONT), 0);
     wait_state(f, "op-out", "succeeded", 8000);
     assert_string_equal(op_field(f, "op-out", "description"), "Provisioned.");
     /* The outcome may have been recorded by a try that timed out on our side but ran once Redis
@@ -501,18 +467,18 @@ static void test_program_lease_renewed_then_lost(void **state)
 {
     struct fixture *f = *state;
     struct osbq_error err = {0};
-    struct osbq_store_pipeline *pipeline = osbq_store_pipeline_start(f->store, &err);
+    struct osbq_store_pipeline *pipeline = osbq_store_pipeline_start(f->base.store, &err);
     if (pipeline == NULL)
         fail_msg("pipeline: %s", err.text);
-    osbq_store_use_pipeline(f->store, pipeline);
+    osbq_store_use_pipeline(f->base.store, pipeline);
     struct runner *r = start_runner(f, NULL);
     provision(f, r, "op-prog", "i-prog", "plan-program");
     wait_running(f, r, "op-prog", 5000);
     char first[32];
     (void)snprintf(first, sizeof first, "%s", op_field(f, "op-prog", "lease_until"));
     /* Renewed every third of the lease (1 s): moved on within a lease and a bit. */
-    int64_t until = now_ms() + LEASE_MS + 1000;
-    while (strcmp(op_field(f, "op-prog", "lease_until"), first) == 0 && now_ms() < until)
+    int64_t until = osbq_clock_ms() + LEASE_MS + 1000;
+    while (strcmp(op_field(f, "op-prog", "lease_until"), first) == 0 && osbq_clock_ms() < until)
         sleep_ms(50);
     assert_string_not_equal(op_field(f, "op-prog", "lease_until"), first);
     assert_string_equal(op_field(f, "op-prog", "state"), "running");
@@ -520,11 +486,11 @@ static void test_program_lease_renewed_then_lost(void **state)
 
     /* Another worker takes it over: the next renewal is refused, the program stopped (SIGTERM:
      * sh and its sleep go at once), the slot freed, nothing recorded. */
-    redisReply *taken = redisCommand(f->direct, "HSET t:op:op-prog worker w-other");
+    redisReply *taken = redisCommand(f->base.direct, "HSET t:op:op-prog worker w-other");
     assert_non_null(taken);
     freeReplyObject(taken);
-    until = now_ms() + LEASE_MS + 5000;
-    while (runner_busy(r) > 0 && now_ms() < until)
+    until = osbq_clock_ms() + LEASE_MS + 5000;
+    while (runner_busy(r) > 0 && osbq_clock_ms() < until)
         sleep_ms(50);
     assert_int_equal(runner_busy(r), 0);
     assert_string_equal(op_field(f, "op-prog", "state"), "running");
@@ -532,7 +498,7 @@ static void test_program_lease_renewed_then_lost(void **state)
     assert_string_equal(op_field(f, "op-prog", "description"), "");
 
     assert_int_equal(runner_destroy(&r), 0);
-    osbq_store_use_pipeline(f->store, NULL);
+    osbq_store_use_pipeline(f->base.store, NULL);
     osbq_store_pipeline_free(&pipeline);
 }
 

@@ -33,22 +33,12 @@ static enum osbq_begin_answer begin_of(struct store_fixture *f, const char *tena
                                        const char *expected_plan, const char *gateway,
                                        char **running)
 {
-    struct osbq_begin_request req = {
-        .kind = kind,
-        .operation_id = op,
-        .instance_id = instance,
-        .digest = digest,
-        .waiting_gateway = gateway,
-        .service_id = "svc",
-        .plan_id = plan,
-        .parameters = "{\"size\":1}",
-        .expected_plan_id = expected_plan,
-        .job = "job-bytes",
-        .job_len = 9,
-        .api_version = 217,
-        .claim_timeout_ms = 30000,
-        .tenant = tenant,
-    };
+    struct osbq_begin_request req = store_test_request(kind, op, instance, digest);
+    req.waiting_gateway = gateway;
+    req.plan_id = plan;
+    req.parameters = "{\"size\":1}";
+    req.expected_plan_id = expected_plan;
+    req.tenant = tenant;
     struct osbq_begin_reply reply = {0};
     struct osbq_error err = {0};
     int rc = osbq_store_begin(f->store, &req, &reply, &err);

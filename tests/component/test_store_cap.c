@@ -71,22 +71,11 @@ static struct answer begin_of(struct store_fixture *f, const char *kind, const c
                               const char *instance, const char *binding, const char *digest,
                               const char *tenant, const int64_t *cap)
 {
-    const struct osbq_begin_request req = {
-        .kind = kind,
-        .operation_id = op,
-        .instance_id = instance,
-        .digest = digest,
-        .service_id = "svc",
-        .plan_id = "plan",
-        .job = "job-bytes",
-        .job_len = 9,
-        .api_version = 217,
-        .claim_timeout_ms = 30000,
-        .quotas = strcmp(kind, "update") == 0 ? OSBQ_STORE_QUOTAS_UNCHANGED : NULL,
-        .tenant = tenant,
-        .in_progress_cap = cap,
-        .binding = {.binding_id = binding},
-    };
+    struct osbq_begin_request req = store_test_request(kind, op, instance, digest);
+    req.quotas = strcmp(kind, "update") == 0 ? OSBQ_STORE_QUOTAS_UNCHANGED : NULL;
+    req.tenant = tenant;
+    req.in_progress_cap = cap;
+    req.binding.binding_id = binding;
     struct osbq_begin_reply reply = {0};
     struct osbq_error err = {0};
     int rc = osbq_store_begin(f->store, &req, &reply, &err);
@@ -256,17 +245,17 @@ static void test_cap_every_end_and_policy_changes(void **state)
     struct store_fixture *f = *state;
     const int64_t cap = 10;
     struct osbq_error err = {0};
-    assert_int_equal(begin(f, "provision", "q1", "i1", "d1", "cf/org-a", &cap).answer,
-                     OSBQ_BEGIN_ACCEPTED);
-    assert_int_equal(begin(f, "provision", "q2", "i2", "d2", "cf/org-a", &cap).answer,
-                     OSBQ_BEGIN_ACCEPTED);
-    assert_int_equal(begin(f, "provision", "q3", "i3", "d3", "cf/org-a", &cap).answer,
-                     OSBQ_BEGIN_ACCEPTED);
-    assert_int_equal(begin(f, "provision", "q4", "i4", "d4", "cf/org-a", &cap).answer,
-                     OSBQ_BEGIN_ACCEPTED);
-    /* Begun without a cap: not counted, and so not given back. */
-    assert_int_equal(begin(f, "provision", "q5", "i5", "d5", "cf/org-a", NULL).answer,
-                     OSBQ_BEGIN_ACCEPTED);
+    /* Provisions q1..q4 of instances i1..i4 under the cap; q5 (of i5) begun without a cap:
+     * not counted, and so not given back. */
+    for (int i = 1; i <= 5; i++) {
+        char op[8], instance[8], digest[8];
+        (void)snprintf(op, sizeof op, "q%d", i);
+        (void)snprintf(instance, sizeof instance, "i%d", i);
+        (void)snprintf(digest, sizeof digest, "d%d", i);
+        assert_int_equal(
+            begin(f, "provision", op, instance, digest, "cf/org-a", i < 5 ? &cap : NULL).answer,
+            OSBQ_BEGIN_ACCEPTED);
+    }
     assert_string_equal(store_field(f, "t:op:q5", "in_progress_key"), "");
     assert_int_equal(counter(f, COUNTER_A), 4);
 

@@ -20,10 +20,12 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "redis_fixture.h"
 #include "store_operations.h"
 #include "store_pipeline.h"
 #include "store_requests.h"
+#include "store_test_helpers.h"
 
 /* Short, so the stopped-Redis test ends quickly; the fan-out test, whose 1,600 calls queue behind
  * each other on one connection, gets the long one so a loaded machine cannot time it out. */
@@ -36,11 +38,9 @@
 #define ACK_TRIES 5
 
 struct fixture {
-    struct redis_fixture redis;           /* the server */
-    struct osbq_config cfg;               /* configuration pointing at it */
-    struct osbq_store *store;             /* the store the pipeline uses */
+    struct store_fixture base;            /* the server, the store the pipeline uses, and a
+                                           * plain connection to inspect and disturb */
     struct osbq_store_pipeline *pipeline; /* under test */
-    redisContext *direct;                 /* a plain connection to inspect and disturb */
     struct redis_fixture replica;         /* acknowledgement tests: a replica, pid 0 until
                                            * started */
 };
@@ -49,22 +49,18 @@ static int setup_with_acks(void **state, unsigned timeout_ms, unsigned min_acks,
                            unsigned ack_timeout_ms)
 {
     struct fixture *f = calloc(1, sizeof *f);
-    if (f == NULL || redis_fixture_start(&f->redis) < 0)
-        return -1;
-    f->cfg.redis.host = strdup("127.0.0.1");
-    f->cfg.redis.port = (uint16_t)f->redis.port;
-    f->cfg.redis_timeout_ms = timeout_ms;
-    f->cfg.redis_min_acks = min_acks;
-    f->cfg.redis_ack_timeout_ms = ack_timeout_ms;
-    f->cfg.lease_ms = ACK_LEASE_MS;
-    f->cfg.namespace_ = strdup("t");
-    f->cfg.retention_s = 3600;
-    f->store = osbq_store_new(&f->cfg);
-    struct osbq_error err = {0};
-    f->pipeline = f->store ? osbq_store_pipeline_start(f->store, &err) : NULL;
-    f->direct = redisConnect("127.0.0.1", f->redis.port);
     *state = f;
-    return f->pipeline != NULL && f->direct != NULL && f->direct->err == 0 ? 0 : -1;
+    if (f == NULL)
+        return -1;
+    f->base.cfg.redis_timeout_ms = timeout_ms;
+    f->base.cfg.redis_min_acks = min_acks;
+    f->base.cfg.redis_ack_timeout_ms = ack_timeout_ms;
+    f->base.cfg.lease_ms = ACK_LEASE_MS;
+    if (store_fixture_start(&f->base, "t") < 0)
+        return -1;
+    struct osbq_error err = {0};
+    f->pipeline = osbq_store_pipeline_start(f->base.store, &err);
+    return f->pipeline != NULL ? 0 : -1;
 }
 
 static int setup(void **state)
@@ -96,20 +92,9 @@ static int teardown(void **state)
     osbq_store_pipeline_free(&f->pipeline);
     if (f->replica.pid > 0)
         redis_fixture_stop(&f->replica);
-    redisFree(f->direct);
-    osbq_store_destroy(&f->store);
-    redis_fixture_stop(&f->redis);
-    free(f->cfg.redis.host);
-    free(f->cfg.namespace_);
+    store_fixture_stop(&f->base);
     free(f);
     return 0;
-}
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    (void)clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* Counts answered calls; a waiter sleeps until enough are in. */
@@ -158,20 +143,9 @@ static void answers_clear(struct answers *a)
 static struct osbq_store_call *provision_call(struct fixture *f, const char *op,
                                               const char *instance)
 {
-    struct osbq_begin_request req = {
-        .kind = "provision",
-        .operation_id = op,
-        .instance_id = instance,
-        .digest = "d",
-        .service_id = "svc",
-        .plan_id = "plan",
-        .job = "job-bytes",
-        .job_len = 9,
-        .api_version = 217,
-        .claim_timeout_ms = 30000,
-    };
+    struct osbq_begin_request req = store_test_request("provision", op, instance, "d");
     struct osbq_error err = {0};
-    struct osbq_store_call *call = osbq_store_begin_call(f->store, &req, &err);
+    struct osbq_store_call *call = osbq_store_begin_call(f->base.store, &req, &err);
     if (call == NULL)
         fail_msg("begin_call: %s", err.text);
     return call;
@@ -267,13 +241,13 @@ static int last_operation(struct fixture *f, const char *instance, struct osbq_l
     struct answers one;
     answers_init(&one);
     struct osbq_store_call *call =
-        osbq_store_last_operation_call(f->store, instance, NULL, NULL, NULL, err);
+        osbq_store_last_operation_call(f->base.store, instance, NULL, NULL, NULL, err);
     assert_non_null(call);
-    int64_t start = now_ms();
+    int64_t start = osbq_clock_ms();
     assert_int_equal(osbq_store_pipeline_submit(f->pipeline, call, answered, &one), 0);
     assert_int_equal(answers_wait(&one, 1), 1);
     if (took_ms != NULL)
-        *took_ms = now_ms() - start;
+        *took_ms = osbq_clock_ms() - start;
     int rc = osbq_store_last_operation_result(call, op, err);
     osbq_store_call_free(&call);
     answers_clear(&one);
@@ -307,7 +281,7 @@ static void test_noscript_loads_and_resends(void **state)
 {
     struct fixture *f = *state;
     provision(f, "op-ns", "i-ns");
-    redisReply *r = redisCommand(f->direct, "SCRIPT FLUSH");
+    redisReply *r = redisCommand(f->base.direct, "SCRIPT FLUSH");
     assert_non_null(r);
     freeReplyObject(r);
     struct osbq_last_op op = {0};
@@ -323,12 +297,12 @@ static void test_unanswered_call_fails_within_the_timeout(void **state)
 {
     struct fixture *f = *state;
     provision(f, "op-st", "i-st");
-    assert_int_equal(kill(f->redis.pid, SIGSTOP), 0);
+    assert_int_equal(kill(f->base.redis.pid, SIGSTOP), 0);
     struct osbq_last_op op = {0};
     struct osbq_error err = {0};
     int64_t took = 0;
     int rc = last_operation(f, "i-st", &op, &err, &took);
-    assert_int_equal(kill(f->redis.pid, SIGCONT), 0);
+    assert_int_equal(kill(f->base.redis.pid, SIGCONT), 0);
     assert_int_equal(rc, -1);
     assert_int_equal(err.code, OSBQ_ERR_UNAVAILABLE);
     assert_non_null(strstr(err.text, "OSBQ_REDIS_TIMEOUT_MS"));
@@ -346,7 +320,7 @@ static void test_reconnects_after_the_server_closed_it(void **state)
 {
     struct fixture *f = *state;
     provision(f, "op-k", "i-k");
-    redisReply *r = redisCommand(f->direct, "CLIENT KILL TYPE normal SKIPME yes");
+    redisReply *r = redisCommand(f->base.direct, "CLIENT KILL TYPE normal SKIPME yes");
     assert_non_null(r);
     assert_true(r->type == REDIS_REPLY_INTEGER && r->integer >= 1);
     freeReplyObject(r);
@@ -370,7 +344,7 @@ static void test_reconnects_after_the_server_closed_it(void **state)
 static void test_plain_commands_share_the_connection(void **state)
 {
     struct fixture *f = *state;
-    redisReply *r = redisCommand(f->direct, "HSET t:binding:i-c:b-1 state bound result %s",
+    redisReply *r = redisCommand(f->base.direct, "HSET t:binding:i-c:b-1 state bound result %s",
                                  "{\"credentials\":{\"u\":\"x\"}}");
     assert_non_null(r);
     freeReplyObject(r);
@@ -379,9 +353,9 @@ static void test_plain_commands_share_the_connection(void **state)
     struct osbq_error err = {0};
     /* A plain command first: the pipeline's output buffer is still empty. */
     struct osbq_store_call *calls[3] = {
-        osbq_store_binding_get_call(f->store, "i-c", "b-1", &err),
+        osbq_store_binding_get_call(f->base.store, "i-c", "b-1", &err),
         provision_call(f, "op-c", "i-c"),
-        osbq_store_binding_get_call(f->store, "i-c", "b-2", &err),
+        osbq_store_binding_get_call(f->base.store, "i-c", "b-2", &err),
     };
     for (int i = 0; i < 3; i++) {
         assert_non_null(calls[i]);
@@ -436,7 +410,7 @@ static void test_drain_answers_then_refuses(void **state)
     osbq_store_call_free(&late);
     answers_clear(&some);
     /* Nothing of the refused call reached Redis. */
-    redisReply *r = redisCommand(f->direct, "EXISTS t:instance:i-late");
+    redisReply *r = redisCommand(f->base.direct, "EXISTS t:instance:i-late");
     assert_true(r != NULL && r->type == REDIS_REPLY_INTEGER && r->integer == 0);
     freeReplyObject(r);
 }
@@ -450,13 +424,13 @@ static bool info_says(redisContext *c, const char *text)
     return says;
 }
 
-/* Starts f->replica as a replica of f->redis and waits until it is in sync. */
+/* Starts f->replica as a replica of f->base.redis and waits until it is in sync. */
 static void start_replica(struct fixture *f)
 {
     assert_int_equal(redis_fixture_start(&f->replica), 0);
     redisContext *c = redisConnect("127.0.0.1", f->replica.port);
     assert_true(c != NULL && c->err == 0);
-    redisReply *r = redisCommand(c, "REPLICAOF 127.0.0.1 %d", f->redis.port);
+    redisReply *r = redisCommand(c, "REPLICAOF 127.0.0.1 %d", f->base.redis.port);
     assert_non_null(r);
     freeReplyObject(r);
     bool up = false;
@@ -464,7 +438,7 @@ static void start_replica(struct fixture *f)
         sleep_ms(100);
     redisFree(c);
     assert_true(up);
-    for (int i = 0; i < 100 && !info_says(f->direct, "state=online"); i++)
+    for (int i = 0; i < 100 && !info_says(f->base.direct, "state=online"); i++)
         sleep_ms(100);
 }
 
@@ -489,14 +463,14 @@ static void test_acceptance_without_replica_is_not_durable(void **state)
     struct osbq_begin_reply got = {0};
     struct osbq_error err = {0};
     struct osbq_store_call *call = provision_call(f, "op-a1", "i-a1");
-    int64_t start = now_ms();
+    int64_t start = osbq_clock_ms();
     assert_int_equal(begin_through_pipeline(f, call, &got, &err), -1);
-    int64_t took = now_ms() - start;
+    int64_t took = osbq_clock_ms() - start;
     assert_true(osbq_store_call_not_durable(call));
     assert_int_equal(err.code, OSBQ_ERR_UNAVAILABLE);
     assert_non_null(strstr(err.text, "OSBQ_REDIS_MIN_ACKS"));
     assert_true(took >= ACK_TIMEOUT_MS - 20);
-    assert_true(osbq_store_ack_timeout_count(f->store) >= 1);
+    assert_true(osbq_store_ack_timeout_count(f->base.store) >= 1);
     osbq_store_call_free(&call);
     /* A read fails as well: what it read is not on a replica. */
     struct osbq_last_op op = {0};
@@ -539,11 +513,11 @@ static void test_acceptances_with_replica_are_acknowledged(void **state)
 {
     struct fixture *f = *state;
     start_replica(f);
-    redisReply *r = redisCommand(f->direct, "CONFIG RESETSTAT");
+    redisReply *r = redisCommand(f->base.direct, "CONFIG RESETSTAT");
     freeReplyObject(r);
     provision_from_threads(f);
-    assert_int_equal(osbq_store_ack_timeout_count(f->store), 0);
-    r = redisCommand(f->direct, "INFO commandstats");
+    assert_int_equal(osbq_store_ack_timeout_count(f->base.store), 0);
+    r = redisCommand(f->base.direct, "INFO commandstats");
     assert_true(r != NULL && r->type == REDIS_REPLY_STRING);
     const char *wait = strstr(r->str, "cmdstat_wait:calls=");
     assert_non_null(wait);
@@ -569,15 +543,15 @@ static void test_outcome_without_replica_waits_a_lease(void **state)
     struct osbq_store_call *call = provision_call(f, "op-w1", "i-w1");
     assert_int_equal(begin_through_pipeline(f, call, &got, &err), -1); /* recorded, not durable */
     osbq_store_call_free(&call);
-    assert_int_equal(osbq_store_claim(f->store, "op-w1", "w1", 1, 10000, NULL, &err), 1);
-    uint64_t before = osbq_store_ack_timeout_count(f->store);
+    assert_int_equal(osbq_store_claim(f->base.store, "op-w1", "w1", 1, 10000, NULL, &err), 1);
+    uint64_t before = osbq_store_ack_timeout_count(f->base.store);
     struct osbq_op_result result = {.succeeded = true};
-    int64_t start = now_ms();
-    assert_int_equal(osbq_store_finish(f->store, "op-w1", "w1", &result, &err), 1);
-    int64_t took = now_ms() - start;
+    int64_t start = osbq_clock_ms();
+    assert_int_equal(osbq_store_finish(f->base.store, "op-w1", "w1", &result, &err), 1);
+    int64_t took = osbq_clock_ms() - start;
     assert_true(took >= ACK_LEASE_MS - 20);
     assert_true(took < ACK_LEASE_MS + 3 * ACK_TIMEOUT_MS + 1000);
-    assert_true(osbq_store_ack_timeout_count(f->store) >= before + 3);
+    assert_true(osbq_store_ack_timeout_count(f->base.store) >= before + 3);
 }
 
 /* With a replica, an outcome is acknowledged by its first WAIT: none times out, so finish does
@@ -589,16 +563,16 @@ static void test_outcome_with_replica_is_acknowledged(void **state)
     struct osbq_error err = {0};
     start_replica(f);
     provision(f, "op-w2", "i-w2");
-    assert_int_equal(osbq_store_claim(f->store, "op-w2", "w1", 1, 10000, NULL, &err), 1);
+    assert_int_equal(osbq_store_claim(f->base.store, "op-w2", "w1", 1, 10000, NULL, &err), 1);
     struct osbq_op_result result = {.succeeded = true};
-    assert_int_equal(osbq_store_finish(f->store, "op-w2", "w1", &result, &err), 1);
-    assert_int_equal(osbq_store_ack_timeout_count(f->store), 0);
+    assert_int_equal(osbq_store_finish(f->base.store, "op-w2", "w1", &result, &err), 1);
+    assert_int_equal(osbq_store_ack_timeout_count(f->base.store), 0);
 }
 
 /* Connections the server accepted so far (INFO stats). */
 static long long connections_received(struct fixture *f)
 {
-    redisReply *r = redisCommand(f->direct, "INFO stats");
+    redisReply *r = redisCommand(f->base.direct, "INFO stats");
     assert_true(r != NULL && r->type == REDIS_REPLY_STRING);
     const char *at = strstr(r->str, "total_connections_received:");
     assert_non_null(at);
@@ -616,7 +590,7 @@ static void *report_progress(void *arg)
     struct fixture *f = arg;
     for (int i = 0; i < BLOCKING_CALLS; i++) {
         struct osbq_error err = {0};
-        if (osbq_store_progress(f->store, "op-nobody", "w", "text", 1000, &err) != 0)
+        if (osbq_store_progress(f->base.store, "op-nobody", "w", "text", 1000, &err) != 0)
             return f;
     }
     return NULL;
@@ -640,7 +614,7 @@ static void test_blocking_calls_share_the_pipeline(void **state)
     osbq_store_call_free(&ping);
     answers_clear(&some);
 
-    osbq_store_use_pipeline(f->store, f->pipeline);
+    osbq_store_use_pipeline(f->base.store, f->pipeline);
     long long before = connections_received(f);
     pthread_t threads[BLOCKING_THREADS];
     for (int i = 0; i < BLOCKING_THREADS; i++)
@@ -653,9 +627,9 @@ static void test_blocking_calls_share_the_pipeline(void **state)
     assert_int_equal(connections_received(f), before);
 
     osbq_store_pipeline_drain(f->pipeline);
-    assert_int_equal(osbq_store_progress(f->store, "op-nobody", "w", "text", 1000, &err), 0);
+    assert_int_equal(osbq_store_progress(f->base.store, "op-nobody", "w", "text", 1000, &err), 0);
     assert_int_equal(connections_received(f), before + 1);
-    osbq_store_use_pipeline(f->store, NULL);
+    osbq_store_use_pipeline(f->base.store, NULL);
 }
 
 int main(void)

@@ -13,6 +13,8 @@ import sys
 import threading
 import time
 import unittest
+import urllib.parse
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
@@ -163,14 +165,82 @@ CODE_DESCRIPTIONS = {
 }
 
 
-class ClusterTestCase(unittest.TestCase):
+def new_id():
+    """A fresh id for an instance, a binding or an operation."""
+    return str(uuid.uuid4())
+
+
+def instance_path(iid, suffix="", **query):
+    """The path of instance iid plus suffix, with the query's items that are not None."""
+    p = "/v2/service_instances/" + urllib.parse.quote(iid, safe="") + suffix
+    q = [(k, v) for k, v in query.items() if v is not None]
+    return p + ("?" + urllib.parse.urlencode(q) if q else "")
+
+
+def ipath(iid, suffix="", incomplete=False):
+    """instance_path, with accepts_incomplete=true when incomplete."""
+    return instance_path(iid, suffix, accepts_incomplete="true" if incomplete else None)
+
+
+def with_fields(body, extra):
+    """body (a request body, changed in place and returned) with extra's fields set, or
+    removed where extra says None."""
+    for k, v in extra.items():
+        if v is None:
+            body.pop(k, None)
+        else:
+            body[k] = v
+    return body
+
+
+def provision_body(service_id, plan_id, extra=None, instance_name="it"):
+    """A provision body as current platforms send it: context plus the deprecated guids; then
+    with_fields(body, extra)."""
+    return with_fields({"service_id": service_id, "plan_id": plan_id,
+                        "context": {"platform": "osbq-tests", "instance_name": instance_name},
+                        "organization_guid": "org-guid-1", "space_guid": "space-guid-1"}, extra or {})
+
+
+class StackTestCase(unittest.TestCase):
+    """One stack per test class, on CATALOG with EXTRA_ENV: start_stack() starts on it what the
+    class's tests share. The stack stops when start_stack() fails and after the last test."""
+
+    CATALOG = EXAMPLE_CATALOG
+    EXTRA_ENV = {}
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.stack = Stack(catalog=cls.CATALOG, extra_env=cls.EXTRA_ENV)
+        try:
+            cls.start_stack()
+        except BaseException:
+            cls.stack.stop()
+            raise
+
+    @classmethod
+    def start_stack(cls):
+        """Starts on cls.stack what the tests share (nothing here: redis-server alone)."""
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.stack.stop()
+        super().tearDownClass()
+
+
+class ClusterTestCase(StackTestCase):
     """One stack per test class: redis-server, GATEWAYS gateways and WORKERS workers (with
     WORKER_ENV) on CATALOG with EXTRA_ENV, and warm_up() once every worker reached every
     gateway. Each test gets a keep-alive CheckedClient per gateway, API version and thread, and
     fails in tearDown on any error answer without a JSON description."""
 
-    CATALOG = EXAMPLE_CATALOG
-    EXTRA_ENV = {}
+    # The bounds of the Retry-After header the gateways send, which tests check answers against.
+    RETRY_AFTER_MIN_S = 1
+    RETRY_AFTER_MAX_S = 7
+    EXTRA_ENV = {
+        "OSBQ_RETRY_AFTER_MIN_S": str(RETRY_AFTER_MIN_S),
+        "OSBQ_RETRY_AFTER_MAX_S": str(RETRY_AFTER_MAX_S),
+    }
     GATEWAYS = 2
     WORKERS = 2
     WORKER_ENV = {}
@@ -180,20 +250,25 @@ class ClusterTestCase(unittest.TestCase):
     QUIET_TIMEOUT_S = 10.0
 
     @classmethod
-    def setUpClass(cls):
-        cls.stack = Stack(catalog=cls.CATALOG, extra_env=cls.EXTRA_ENV)
-        try:
-            cls.gateways, cls.workers = start_cluster(cls.stack, cls.GATEWAYS, cls.WORKERS,
-                                                      **cls.WORKER_ENV)
-            wait_workers_connected(cls.gateways, cls.WORKERS, cls.CONNECT_TIMEOUT_S)
-            cls.warm_up()
-        except BaseException:
-            cls.stack.stop()
-            raise
+    def start_stack(cls):
+        cls.gateways, cls.workers = start_cluster(cls.stack, cls.GATEWAYS, cls.WORKERS,
+                                                  **cls.WORKER_ENV)
+        wait_workers_connected(cls.gateways, cls.WORKERS, cls.CONNECT_TIMEOUT_S)
+        cls.warm_up()
 
     @classmethod
     def warm_up(cls):
-        """Requests through each gateway before the first test (none here)."""
+        """warm_up_gateway() through each gateway, on a client of its own."""
+        for gateway in cls.gateways:
+            c = cls.stack.client(gateway)
+            try:
+                cls.warm_up_gateway(c)
+            finally:
+                c.close()
+
+    @classmethod
+    def warm_up_gateway(cls, client):
+        """Requests through one gateway before the first test (none here)."""
 
     @classmethod
     def tearDownClass(cls):
@@ -206,7 +281,7 @@ class ClusterTestCase(unittest.TestCase):
             except (OSError, RuntimeError):
                 break
             time.sleep(0.05)
-        cls.stack.stop()
+        super().tearDownClass()
 
     def setUp(self):
         self.violations = []
@@ -227,6 +302,26 @@ class ClusterTestCase(unittest.TestCase):
                     self.gateways[gw].port, self.stack.username, self.stack.password, version,
                     self.violations)
             return self.clients[key]
+
+    ipath = staticmethod(instance_path)
+
+    def patch(self, iid, body, accepts_incomplete=None, gw=0, version="2.17"):
+        return self.client(gw, version).request(
+            "PATCH", self.ipath(iid, accepts_incomplete=self.incomplete(accepts_incomplete)), body)
+
+    def wait_ended(self, last_operation, what, timeout_s):
+        """Polls last_operation() until the operation it reads ended; returns the last response
+        (200 with succeeded/failed, or 410 for a finished removal). what names the operation in
+        the failure a timeout_s wait ends with."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            r = last_operation()
+            if r.status == 410 or (r.status == 200 and r.json()["state"] != "in progress"):
+                return r
+            self.assertEqual(r.status, 200, r.body)
+            if time.monotonic() > deadline:
+                self.fail("%s still in progress after %ss" % (what, timeout_s))
+            time.sleep(0.02)
 
     @staticmethod
     def incomplete(value):
@@ -279,9 +374,14 @@ class ClusterTestCase(unittest.TestCase):
             return [f.result() for f in [pool.submit(run, q) for q in requests]]
 
 
-class GatewayTestCase(unittest.TestCase):
-    """A test case against cls.stack's cls.gateway: a keep-alive client per test, and the check
-    every error answer must pass (a JSON object with a non-empty description)."""
+class GatewayTestCase(StackTestCase):
+    """A test case against cls.stack's cls.gateway (by default the only process start_stack()
+    starts): a keep-alive client per test, and the check every error answer must pass (a JSON
+    object with a non-empty description)."""
+
+    @classmethod
+    def start_stack(cls):
+        cls.gateway = cls.stack.start_gateway()
 
     def setUp(self):
         self.client = self.stack.client(self.gateway)
@@ -320,6 +420,18 @@ def connected_workers(gateway):
     return set(_WORKER_CONNECTED.findall(gateway.log()))
 
 
+def ready(port):
+    """Whether the process on port answers /readyz with 200, on a connection of its own (one
+    refused or cut: not ready)."""
+    probe = Client(port)
+    try:
+        return probe.request("GET", "/readyz").status == 200
+    except OSError:
+        return False
+    finally:
+        probe.close()
+
+
 def wait_workers_connected(gateways, count, timeout_s=START_TIMEOUT_S):
     """Waits until every gateway has seen at least count distinct workers connect."""
     wait_until(lambda: all(len(connected_workers(g)) >= count for g in gateways), timeout_s,
@@ -331,6 +443,14 @@ def start_cluster(stack, gateways=2, workers=2, **worker_overrides):
     gws = [stack.start_gateway() for _ in range(gateways)]
     wks = [stack.start_worker(**worker_overrides) for _ in range(workers)]
     return gws, wks
+
+
+def start_connected(stack, workers=1, **worker_overrides):
+    """Starts a gateway, then workers, and waits until every worker reached the gateway;
+    returns (gateway, worker list)."""
+    gws, wks = start_cluster(stack, 1, workers, **worker_overrides)
+    wait_workers_connected(gws, workers)
+    return gws[0], wks
 
 
 def redis_hash(redis, key):
@@ -496,6 +616,35 @@ _LABEL = _re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
 # The standard process metrics every osbq process serves beside its osbq_* ones.
 PROCESS_METRICS = ("process_start_time_seconds", "process_resident_memory_bytes",
                    "process_cpu_seconds_total", "process_open_fds", "process_max_fds")
+
+
+class MetricsScraper:
+    """GETs a process's HTTP endpoints (/metrics above all) over a keep-alive connection of its
+    own, with Basic credentials auth (user, password) or none."""
+
+    def __init__(self, port, auth=None):
+        self.client = Client(port)
+        self.auth = auth
+
+    def request(self, method, path, auth=None):
+        headers = {}
+        auth = auth or self.auth
+        if auth:
+            token = base64.b64encode(("%s:%s" % auth).encode()).decode()
+            headers["Authorization"] = "Basic " + token
+        return self.client.request(method, path, headers=headers, auth=False, version=False)
+
+    def get(self):
+        r = self.request("GET", "/metrics")
+        if r.status != 200:
+            raise AssertionError("GET /metrics: %d %s" % (r.status, r.body[:200]))
+        return r
+
+    def samples(self):
+        return parse_metrics(self.get().body.decode())
+
+    def close(self):
+        self.client.close()
 
 
 def parse_metrics(text):

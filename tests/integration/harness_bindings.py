@@ -13,7 +13,6 @@ import datetime
 import os
 import time
 import urllib.parse
-import uuid
 
 import harness
 
@@ -61,7 +60,7 @@ SERVICE_REQUIRES = {SYSLOG_SERVICE: ("syslog_drain",), ROUTE_SERVICE: ("route_fo
                     VOLUME_SERVICE: ("volume_mount",)}
 TTL_PLANS = {ROTATABLE: 3600}
 
-NAMESPACE = "osbq"
+NAMESPACE = harness.ClusterTestCase.NAMESPACE
 REGISTRY_KEY = NAMESPACE + ":gateways"
 
 VERSIONS = ("2.12", "2.14", "2.17")
@@ -71,8 +70,8 @@ ROUTE_ADDRESS = "https://app-1.apps.example.test"
 # The spec's Binding Metadata pattern, yyyy-mm-ddThh:mm:ss.sZ.
 TIMESTAMP = r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\dZ$"
 
-RETRY_AFTER_MIN_S = 1
-RETRY_AFTER_MAX_S = 7
+RETRY_AFTER_MIN_S = harness.ClusterTestCase.RETRY_AFTER_MIN_S
+RETRY_AFTER_MAX_S = harness.ClusterTestCase.RETRY_AFTER_MAX_S
 
 # Bounds of every wait (seconds). Operations take at most 1.5 s in this catalog.
 OP_TIMEOUT_S = 10.0
@@ -91,8 +90,7 @@ return found
 """
 
 
-def new_id():
-    return str(uuid.uuid4())
+new_id = harness.new_id
 
 
 def api(version):
@@ -100,27 +98,18 @@ def api(version):
     return int(major) * 100 + int(minor)
 
 
-def _with(body, extra):
-    for k, v in extra.items():
-        if v is None:
-            body.pop(k, None)
-        else:
-            body[k] = v
-    return body
-
-
 def instance_body(plan, **extra):
-    return _with({"service_id": PLAN_SERVICE.get(plan, SERVICE), "plan_id": plan,
-                  "context": {"platform": "osbq-tests", "instance_name": "it"},
-                  "organization_guid": "org-guid-1", "space_guid": "space-guid-1"}, extra)
+    """A provision body of plan (harness.provision_body)."""
+    return harness.provision_body(PLAN_SERVICE.get(plan, SERVICE), plan, extra)
 
 
 def bind_body(plan, **extra):
     """A bind body as current platforms send it: context and bind_resource with app_guid and
     route (Request (Creating a Service Binding), Bind Resource Object)."""
-    return _with({"service_id": PLAN_SERVICE.get(plan, SERVICE), "plan_id": plan,
-                  "context": {"platform": "osbq-tests", "namespace": "it"},
-                  "bind_resource": {"app_guid": APP_GUID, "route": ROUTE_ADDRESS}}, extra)
+    return harness.with_fields({"service_id": PLAN_SERVICE.get(plan, SERVICE), "plan_id": plan,
+                                "context": {"platform": "osbq-tests", "namespace": "it"},
+                                "bind_resource": {"app_guid": APP_GUID, "route": ROUTE_ADDRESS}},
+                               extra)
 
 
 def expected_fields(plan, version, route=True):
@@ -150,38 +139,21 @@ class BindingTestCase(harness.ClusterTestCase):
     """One stack per class (harness.ClusterTestCase) on tests/data/catalog-bindings.json."""
 
     CATALOG = CATALOG
-    EXTRA_ENV = {
-        "OSBQ_RETRY_AFTER_MIN_S": str(RETRY_AFTER_MIN_S),
-        "OSBQ_RETRY_AFTER_MAX_S": str(RETRY_AFTER_MAX_S),
-    }
-    NAMESPACE = NAMESPACE
-    CONNECT_TIMEOUT_S = CONNECT_TIMEOUT_S
     QUIET_TIMEOUT_S = OP_TIMEOUT_S
 
     @classmethod
-    def warm_up(cls):
-        """A synchronous provision and bind through each gateway."""
-        for gateway in cls.gateways:
-            c = cls.stack.client(gateway)
-            try:
-                iid, bid = new_id(), new_id()
-                r = c.request("PUT", "/v2/service_instances/%s" % iid, instance_body(FAST))
-                if r.status != 201:
-                    raise AssertionError("warm-up provision: %d %r" % (r.status, r.body))
-                r = c.request("PUT", "/v2/service_instances/%s/service_bindings/%s" % (iid, bid),
-                              bind_body(FAST))
-                if r.status != 201:
-                    raise AssertionError("warm-up bind: %d %r" % (r.status, r.body))
-            finally:
-                c.close()
+    def warm_up_gateway(cls, c):
+        """A synchronous provision and bind."""
+        iid, bid = new_id(), new_id()
+        r = c.request("PUT", "/v2/service_instances/%s" % iid, instance_body(FAST))
+        if r.status != 201:
+            raise AssertionError("warm-up provision: %d %r" % (r.status, r.body))
+        r = c.request("PUT", "/v2/service_instances/%s/service_bindings/%s" % (iid, bid),
+                      bind_body(FAST))
+        if r.status != 201:
+            raise AssertionError("warm-up bind: %d %r" % (r.status, r.body))
 
     # ---- clients and requests ----
-
-    @staticmethod
-    def ipath(iid, suffix="", **query):
-        p = "/v2/service_instances/" + urllib.parse.quote(iid, safe="") + suffix
-        q = [(k, v) for k, v in query.items() if v is not None]
-        return p + ("?" + urllib.parse.urlencode(q) if q else "")
 
     def bpath(self, iid, bid, suffix="", **query):
         return self.ipath(iid, "/service_bindings/" + urllib.parse.quote(bid, safe="") + suffix,
@@ -190,10 +162,6 @@ class BindingTestCase(harness.ClusterTestCase):
     def provision(self, iid, body, accepts_incomplete=None, gw=0, version="2.17"):
         return self.client(gw, version).request(
             "PUT", self.ipath(iid, accepts_incomplete=self.incomplete(accepts_incomplete)), body)
-
-    def patch(self, iid, body, accepts_incomplete=None, gw=0, version="2.17"):
-        return self.client(gw, version).request(
-            "PATCH", self.ipath(iid, accepts_incomplete=self.incomplete(accepts_incomplete)), body)
 
     def deprovision(self, iid, plan, accepts_incomplete=None, gw=0, version="2.17"):
         return self.client(gw, version).request("DELETE", self.ipath(
@@ -333,6 +301,15 @@ class BindingTestCase(harness.ClusterTestCase):
     def op_record(self, op):
         return harness.redis_hash(self.stack.redis, NAMESPACE + ":op:" + op)
 
+    def assertEndpointSince214(self, request):
+        """request(iid, bid, version=...) on a new binding: 404 at API versions 2.12 and 2.13,
+        which lack the endpoint (0004: 2.14+), 200 at 2.14."""
+        iid = self.provisioned(FAST)
+        bid, _ = self.bound(iid)
+        for version in ("2.12", "2.13"):
+            self.assertError(request(iid, bid, version=version), 404)
+        self.assertEqual(request(iid, bid, version="2.14").status, 200)
+
     def assertRefused(self, iid, bid, request, status, error=None):
         """Runs request(): the error answer, no new operation of the instance and the
         binding's record unchanged (Service Broker Errors: a 4xx leaves the broker's
@@ -353,16 +330,8 @@ class BindingTestCase(harness.ClusterTestCase):
     def wait_done(self, iid, bid, operation=None, gw=0, version="2.17", timeout_s=OP_TIMEOUT_S):
         """Polls the binding's last_operation until the operation ended; returns the last
         response (200 succeeded/failed, or 410 for a finished unbind)."""
-        deadline = time.monotonic() + timeout_s
-        while True:
-            r = self.last_operation(iid, bid, operation, gw, version)
-            if r.status == 410 or (r.status == 200 and r.json()["state"] != "in progress"):
-                return r
-            self.assertEqual(r.status, 200, r.body)
-            if time.monotonic() > deadline:
-                self.fail("operation %s of binding %s still in progress after %ss"
-                          % (operation, bid, timeout_s))
-            time.sleep(0.02)
+        return self.wait_ended(lambda: self.last_operation(iid, bid, operation, gw, version),
+                               "operation %s of binding %s" % (operation, bid), timeout_s)
 
     def wait_state(self, iid, bid, state, operation=None, gw=0, version="2.17"):
         r = self.wait_done(iid, bid, operation, gw, version)

@@ -9,9 +9,6 @@ with a status outside 2xx is checked to be a JSON object with a non-empty descri
 (Service Broker Errors), whatever the test."""
 
 import os
-import time
-import urllib.parse
-import uuid
 
 import harness
 
@@ -33,97 +30,67 @@ HIDDEN = "0b5e3f1a-7c2d-4e8f-9a10-3d4c5b6a7f21"           # plan of HIDDEN_SERVI
 
 PLAN_SERVICE = {HIDDEN: HIDDEN_SERVICE}
 
-NAMESPACE = "osbq"
+NAMESPACE = harness.ClusterTestCase.NAMESPACE
 REGISTRY_KEY = NAMESPACE + ":gateways"
 
 STATES = harness.OPERATION_STATES
 
-RETRY_AFTER_MIN_S = 1
-RETRY_AFTER_MAX_S = 7
+RETRY_AFTER_MIN_S = harness.ClusterTestCase.RETRY_AFTER_MIN_S
+RETRY_AFTER_MAX_S = harness.ClusterTestCase.RETRY_AFTER_MAX_S
 
 # Bounds of every wait (seconds). Operations take at most 3 s in this catalog.
 OP_TIMEOUT_S = 10.0
 CONNECT_TIMEOUT_S = harness.START_TIMEOUT_S
 
 
-def new_id():
-    return str(uuid.uuid4())
+new_id = harness.new_id
 
 
 def body_for(plan, **extra):
-    """A provision body as current platforms send it: context plus the deprecated guids."""
-    body = {"service_id": PLAN_SERVICE.get(plan, SERVICE), "plan_id": plan,
-            "context": {"platform": "osbq-tests", "instance_name": "it"},
-            "organization_guid": "org-guid-1", "space_guid": "space-guid-1"}
-    for k, v in extra.items():
-        if v is None:
-            body.pop(k, None)
-        else:
-            body[k] = v
-    return body
+    """A provision body of plan (harness.provision_body)."""
+    return harness.provision_body(PLAN_SERVICE.get(plan, SERVICE), plan, extra)
 
 
 class InstanceTestCase(harness.ClusterTestCase):
     """One stack per class (harness.ClusterTestCase) on tests/data/catalog-tests.json."""
 
     CATALOG = CATALOG
-    EXTRA_ENV = {
-        "OSBQ_RETRY_AFTER_MIN_S": str(RETRY_AFTER_MIN_S),
-        "OSBQ_RETRY_AFTER_MAX_S": str(RETRY_AFTER_MAX_S),
-    }
-    NAMESPACE = NAMESPACE
-    CONNECT_TIMEOUT_S = CONNECT_TIMEOUT_S
     QUIET_TIMEOUT_S = OP_TIMEOUT_S
 
     @classmethod
-    def warm_up(cls):
-        """An async provision through each gateway, polled until it succeeded."""
-        for gateway in cls.gateways:
-            c = cls.stack.client(gateway)
-            try:
-                iid = new_id()
-                r = c.request("PUT", "/v2/service_instances/%s?accepts_incomplete=true" % iid,
-                              body_for(FAST))
-                if r.status != 202:
-                    raise AssertionError("warm-up provision: %d %r" % (r.status, r.body))
+    def warm_up_gateway(cls, c):
+        """An async provision, polled until it succeeded."""
+        iid = new_id()
+        r = c.request("PUT", "/v2/service_instances/%s?accepts_incomplete=true" % iid,
+                      body_for(FAST))
+        if r.status != 202:
+            raise AssertionError("warm-up provision: %d %r" % (r.status, r.body))
 
-                def done():
-                    got = c.request("GET", "/v2/service_instances/%s/last_operation" % iid)
-                    return got.status == 200 and got.json().get("state") == "succeeded"
+        def done():
+            got = c.request("GET", "/v2/service_instances/%s/last_operation" % iid)
+            return got.status == 200 and got.json().get("state") == "succeeded"
 
-                harness.wait_until(done, CONNECT_TIMEOUT_S, "a warm-up provision to succeed")
-            finally:
-                c.close()
+        harness.wait_until(done, CONNECT_TIMEOUT_S, "a warm-up provision to succeed")
 
     # ---- clients and requests ----
 
-    @staticmethod
-    def path(iid, suffix="", **query):
-        p = "/v2/service_instances/" + urllib.parse.quote(iid, safe="") + suffix
-        q = [(k, v) for k, v in query.items() if v is not None]
-        return p + ("?" + urllib.parse.urlencode(q) if q else "")
-
     def put(self, iid, body, accepts_incomplete=None, gw=0, version="2.17"):
         return self.client(gw, version).request(
-            "PUT", self.path(iid, accepts_incomplete=self.incomplete(accepts_incomplete)), body)
-
-    def patch(self, iid, body, accepts_incomplete=None, gw=0, version="2.17"):
-        return self.client(gw, version).request(
-            "PATCH", self.path(iid, accepts_incomplete=self.incomplete(accepts_incomplete)), body)
+            "PUT", self.ipath(iid, accepts_incomplete=self.incomplete(accepts_incomplete)), body)
 
     def delete(self, iid, plan=FAST, accepts_incomplete=None, gw=0, version="2.17",
                service_id=None, plan_id=None):
-        return self.client(gw, version).request("DELETE", self.path(
+        return self.client(gw, version).request("DELETE", self.ipath(
             iid, accepts_incomplete=self.incomplete(accepts_incomplete),
             service_id=service_id or PLAN_SERVICE.get(plan, SERVICE), plan_id=plan_id or plan))
 
     def fetch(self, iid, gw=0, version="2.17"):
-        return self.client(gw, version).request("GET", self.path(iid))
+        return self.client(gw, version).request("GET", self.ipath(iid))
 
     def last_operation(self, iid, operation=None, gw=0, version="2.17"):
         """GET last_operation; a 200 body is checked against the spec's Body table."""
         return self.checkLastOperation(self.client(gw, version).request(
-            "GET", self.path(iid, "/last_operation", operation=operation)))
+            "GET", self.ipath(iid, "/last_operation", operation=operation)))
 
     # ---- assertions ----
 
@@ -146,16 +113,8 @@ class InstanceTestCase(harness.ClusterTestCase):
     def wait_done(self, iid, operation=None, gw=0, version="2.17", timeout_s=OP_TIMEOUT_S):
         """Polls last_operation until the operation ended; returns the last response (200 with
         succeeded/failed, or 410 for a finished deprovision)."""
-        deadline = time.monotonic() + timeout_s
-        while True:
-            r = self.last_operation(iid, operation, gw, version)
-            if r.status == 410 or (r.status == 200 and r.json()["state"] != "in progress"):
-                return r
-            self.assertEqual(r.status, 200, r.body)
-            if time.monotonic() > deadline:
-                self.fail("operation %s of %s still in progress after %ss"
-                          % (operation, iid, timeout_s))
-            time.sleep(0.02)
+        return self.wait_ended(lambda: self.last_operation(iid, operation, gw, version),
+                               "operation %s of %s" % (operation, iid), timeout_s)
 
     def wait_state(self, iid, state, operation=None, gw=0, version="2.17"):
         r = self.wait_done(iid, operation, gw, version)

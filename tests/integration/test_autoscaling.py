@@ -35,24 +35,17 @@ RUN_TIMEOUT_S = 60.0
 LOAD_TIMEOUT_S = 30.0
 
 
-class AutoscalingTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.stack = harness.Stack(catalog=CATALOG)
-        try:
-            cls.gateways = [cls.stack.start_gateway() for _ in range(2)]
-            cls.metrics_port = harness.free_port()
-            cls.worker = cls.stack.start_worker(
-                OSBQ_WORKER_CONCURRENCY=str(SLOTS), OSBQ_SHUTDOWN_GRACE_MS=str(GRACE_MS),
-                OSBQ_METRICS_LISTEN="127.0.0.1:%d" % cls.metrics_port)
-            harness.wait_workers_connected(cls.gateways, 1)
-        except BaseException:
-            cls.stack.stop()
-            raise
+class AutoscalingTest(harness.StackTestCase):
+    CATALOG = CATALOG
 
     @classmethod
-    def tearDownClass(cls):
-        cls.stack.stop()
+    def start_stack(cls):
+        cls.gateways = [cls.stack.start_gateway() for _ in range(2)]
+        cls.metrics_port = harness.free_port()
+        cls.worker = cls.stack.start_worker(
+            OSBQ_WORKER_CONCURRENCY=str(SLOTS), OSBQ_SHUTDOWN_GRACE_MS=str(GRACE_MS),
+            OSBQ_METRICS_LISTEN="127.0.0.1:%d" % cls.metrics_port)
+        harness.wait_workers_connected(cls.gateways, 1)
 
     def ctl(self, *args):
         env = {k: v for k, v in os.environ.items() if not k.startswith("OSBQ_")}

@@ -82,11 +82,7 @@ class Fetching(BindingTestCase):
 
     def test_fetch_404_for_api_2_13(self):
         """0004 Fetch: an endpoint of 2.14; older platforms lack it (404)."""
-        iid = self.provisioned(FAST)
-        bid, _ = self.bound(iid)
-        for version in ("2.12", "2.13"):
-            self.assertError(self.fetch(iid, bid, version=version), 404)
-        self.assertEqual(self.fetch(iid, bid, version="2.14").status, 200)
+        self.assertEndpointSince214(self.fetch)
 
 
 # =====================================================================================
@@ -166,11 +162,7 @@ class LastOperation(BindingTestCase):
 
     def test_binding_last_operation_404_for_api_2_13(self):
         """0004 last_operation (2.14+): older platforms have no asynchronous bindings."""
-        iid = self.provisioned(FAST)
-        bid, _ = self.bound(iid)
-        for version in ("2.12", "2.13"):
-            self.assertError(self.last_operation(iid, bid, version=version), 404)
-        self.assertEqual(self.last_operation(iid, bid, version="2.14").status, 200)
+        self.assertEndpointSince214(self.last_operation)
 
 
 if __name__ == "__main__":

@@ -15,7 +15,6 @@ import shutil
 import subprocess
 import time
 import unittest
-import uuid
 
 import harness
 
@@ -39,19 +38,14 @@ NO_JOB_WAIT_S = 4.0
 POLL_S = 0.05
 
 
-def new_id():
-    return str(uuid.uuid4())
+new_id = harness.new_id
 
 
 def instance_body():
-    return {"service_id": SERVICE, "plan_id": FAST,
-            "context": {"platform": "osbq-tests", "instance_name": "bus-auth"},
-            "organization_guid": "org-guid-1", "space_guid": "space-guid-1"}
+    return harness.provision_body(SERVICE, FAST, instance_name="bus-auth")
 
 
-def ipath(iid, suffix="", incomplete=False):
-    return "/v2/service_instances/%s%s%s" % (iid, suffix,
-                                             "?accepts_incomplete=true" if incomplete else "")
+ipath = harness.ipath
 
 
 class BusAuthTestCase(unittest.TestCase):

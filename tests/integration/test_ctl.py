@@ -13,7 +13,6 @@ import subprocess
 import tempfile
 import time
 import unittest
-import uuid
 
 import harness
 
@@ -42,19 +41,14 @@ STATUS_TIMEOUT_S = 5.0
 POLL_S = 0.05
 
 
-def new_id():
-    return str(uuid.uuid4())
+new_id = harness.new_id
 
 
 def instance_body(plan=FAST):
-    return {"service_id": SERVICE, "plan_id": plan,
-            "context": {"platform": "osbq-tests", "instance_name": "ctl"},
-            "organization_guid": "org-guid-1", "space_guid": "space-guid-1"}
+    return harness.provision_body(SERVICE, plan, instance_name="ctl")
 
 
-def ipath(iid, suffix="", incomplete=False):
-    return "/v2/service_instances/%s%s%s" % (iid, suffix,
-                                             "?accepts_incomplete=true" if incomplete else "")
+ipath = harness.ipath
 
 
 class CtlTestCase(unittest.TestCase):
@@ -88,6 +82,15 @@ class CtlTestCase(unittest.TestCase):
     def ctl_json(self, *args):
         return json.loads(self.ctl_ok("--json", *args))
 
+    def start_gateway_alone(self):
+        """A stack of this test's own with a gateway and no worker, so that what it accepts
+        stays queued; self.client speaks to the gateway."""
+        self.stack = harness.Stack(catalog=CATALOG, extra_env=ENV)
+        self.addCleanup(self.stack.stop)
+        self.gateway = self.stack.start_gateway()
+        self.client = self.stack.client(self.gateway)
+        self.addCleanup(self.client.close)
+
     def records_snapshot(self):
         """Every record osbq-ctl could change (not the processes' heartbeats)."""
         snapshot = {}
@@ -110,34 +113,30 @@ class CtlTestCase(unittest.TestCase):
             time.sleep(POLL_S)
 
 
-class TestCtlReads(CtlTestCase):
+class TestCtlReads(CtlTestCase, harness.StackTestCase):
     """One gateway and one worker; three instances, two bindings on the first."""
 
+    CATALOG = CATALOG
+    EXTRA_ENV = ENV
+
     @classmethod
-    def setUpClass(cls):
-        cls.stack = harness.Stack(catalog=CATALOG, extra_env=ENV)
-        try:
-            cls.gateway = cls.stack.start_gateway()
-            cls.worker = cls.stack.start_worker()
-            harness.wait_workers_connected([cls.gateway], 1)
-            cls.client = cls.stack.client(cls.gateway)
-            cls.instances = [new_id() for _ in range(3)]
-            for iid in cls.instances:
-                r = cls.client.request("PUT", ipath(iid), instance_body())
-                assert r.status == 201, (r.status, r.body)
-            cls.bindings = ["binding-a", "binding-b"]
-            for bid in cls.bindings:
-                r = cls.client.request("PUT", ipath(cls.instances[0], "/service_bindings/" + bid),
-                                       {"service_id": SERVICE, "plan_id": FAST})
-                assert r.status == 201, (r.status, r.body)
-        except BaseException:
-            cls.stack.stop()
-            raise
+    def start_stack(cls):
+        cls.gateway, [cls.worker] = harness.start_connected(cls.stack)
+        cls.client = cls.stack.client(cls.gateway)
+        cls.instances = [new_id() for _ in range(3)]
+        for iid in cls.instances:
+            r = cls.client.request("PUT", ipath(iid), instance_body())
+            assert r.status == 201, (r.status, r.body)
+        cls.bindings = ["binding-a", "binding-b"]
+        for bid in cls.bindings:
+            r = cls.client.request("PUT", ipath(cls.instances[0], "/service_bindings/" + bid),
+                                   {"service_id": SERVICE, "plan_id": FAST})
+            assert r.status == 201, (r.status, r.body)
 
     @classmethod
     def tearDownClass(cls):
         cls.client.close()
-        cls.stack.stop()
+        super().tearDownClass()
 
     def test_instances(self):
         out = self.ctl_ok("instances")
@@ -325,30 +324,28 @@ class TestCtlReads(CtlTestCase):
                 return statuses
             time.sleep(0.2)
 
-    def test_gateways(self):
-        statuses = self.wait_statuses("gateways", 1)
+    def assertListsAlone(self, role, process, columns, more_columns=False):
+        """osbq-ctl <role>s lists process alone, in --json and in a table whose columns are
+        columns (the first of them where more_columns)."""
+        statuses = self.wait_statuses(role + "s", 1)
         self.assertEqual(len(statuses), 1,
-                         "the live gateway publishes no status (osbq_store_status_publish "
-                         "with role \"gateway\"): %r" % statuses)
-        self.assertEqual(statuses[0].get("pid"), self.gateway.pid, statuses)
-        out = self.ctl_ok("gateways")
+                         "the live %s publishes no status (osbq_store_status_publish "
+                         "with role \"%s\"): %r" % (role, role, statuses))
+        self.assertEqual(statuses[0].get("pid"), process.pid, statuses)
+        out = self.ctl_ok(role + "s")
         lines = out.splitlines()
-        self.assertEqual(lines[0].split()[:5], ["ID", "PID", "HOST", "VERSION", "UPTIME"])
+        header = lines[0].split()
+        self.assertEqual(header[:len(columns)] if more_columns else header, columns)
         self.assertEqual(len(lines), 2, out)
-        self.assertEqual(lines[1].split()[1], str(self.gateway.pid))
+        self.assertEqual(lines[1].split()[1], str(process.pid))
+
+    def test_gateways(self):
+        self.assertListsAlone("gateway", self.gateway, ["ID", "PID", "HOST", "VERSION", "UPTIME"],
+                              more_columns=True)
 
     def test_workers(self):
-        statuses = self.wait_statuses("workers", 1)
-        self.assertEqual(len(statuses), 1,
-                         "the live worker publishes no status (osbq_store_status_publish "
-                         "with role \"worker\"): %r" % statuses)
-        self.assertEqual(statuses[0].get("pid"), self.worker.pid, statuses)
-        out = self.ctl_ok("workers")
-        lines = out.splitlines()
-        self.assertEqual(lines[0].split(), ["ID", "PID", "HOST", "VERSION", "UPTIME", "SLOTS",
-                                            "RUNNING", "GATEWAYS"])
-        self.assertEqual(len(lines), 2, out)
-        self.assertEqual(lines[1].split()[1], str(self.worker.pid))
+        self.assertListsAlone("worker", self.worker, ["ID", "PID", "HOST", "VERSION", "UPTIME",
+                                                      "SLOTS", "RUNNING", "GATEWAYS"])
 
     def test_stats(self):
         stats = self.ctl_json("stats")
@@ -440,11 +437,7 @@ class TestCtlRepairs(CtlTestCase):
     """fail and resend of an operation stuck in the queue: a gateway and no worker."""
 
     def setUp(self):
-        self.stack = harness.Stack(catalog=CATALOG, extra_env=ENV)
-        self.addCleanup(self.stack.stop)
-        self.gateway = self.stack.start_gateway()
-        self.client = self.stack.client(self.gateway)
-        self.addCleanup(self.client.close)
+        self.start_gateway_alone()
 
     def provision_stuck(self):
         iid = new_id()
@@ -542,11 +535,7 @@ class TestCtlTenants(CtlTestCase):
     that the gateway's recovery loop leaves them alone."""
 
     def setUp(self):
-        self.stack = harness.Stack(catalog=CATALOG, extra_env=ENV)
-        self.addCleanup(self.stack.stop)
-        self.gateway = self.stack.start_gateway()
-        self.client = self.stack.client(self.gateway)
-        self.addCleanup(self.client.close)
+        self.start_gateway_alone()
 
     def provision(self, org):
         body = instance_body()

@@ -123,19 +123,8 @@ def update_secret_volume(directory, contents):
         shutil.rmtree(os.path.join(directory, old))
 
 
-class DeployObservabilityTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.stack = harness.Stack(catalog=CATALOG)
-        try:
-            cls.start(cls.stack)
-        except BaseException:
-            cls.stack.stop()
-            raise
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.stack.stop()
+class DeployObservabilityTest(harness.StackTestCase):
+    CATALOG = CATALOG
 
     @classmethod
     def kube_env(cls, container, root):
@@ -153,7 +142,8 @@ class DeployObservabilityTest(unittest.TestCase):
         return env
 
     @classmethod
-    def start(cls, stack):
+    def start_stack(cls):
+        stack = cls.stack
         root = os.path.join(stack.workdir, "mounts")
         bus = os.path.join(stack.workdir, "bus")
         os.makedirs(bus)

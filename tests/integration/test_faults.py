@@ -17,7 +17,6 @@ import signal
 import socket
 import time
 import unittest
-import uuid
 from concurrent.futures import ThreadPoolExecutor
 
 import harness
@@ -62,14 +61,11 @@ UNAVAILABLE_BOUND_S = 2.5
 POLL_S = 0.05
 
 
-def new_id():
-    return str(uuid.uuid4())
+new_id = harness.new_id
 
 
 def instance_body(plan):
-    return {"service_id": SERVICE, "plan_id": plan,
-            "context": {"platform": "osbq-tests", "instance_name": "fault"},
-            "organization_guid": "org-guid-1", "space_guid": "space-guid-1"}
+    return harness.provision_body(SERVICE, plan, instance_name="fault")
 
 
 def bind_body(plan):
@@ -78,9 +74,7 @@ def bind_body(plan):
             "bind_resource": {"app_guid": "app-guid-1"}}
 
 
-def ipath(iid, suffix="", incomplete=False):
-    return "/v2/service_instances/%s%s%s" % (iid, suffix,
-                                             "?accepts_incomplete=true" if incomplete else "")
+ipath = harness.ipath
 
 
 def bpath(iid, bid, suffix="", incomplete=False):
@@ -207,6 +201,17 @@ class FaultTestCase(unittest.TestCase):
         for p in processes:
             self.assertTrue(p.alive(), "%s died:\n%s" % (p.name, p.log()))
 
+    def assertRecovered(self, client, iid, op, since, alive):
+        """The MEDIUM provision op of iid, whose gateway was lost, succeeded as client (to
+        another gateway) reads it, within a claim timeout, a recovery interval and the
+        provision itself from since; it is freed, and the processes alive are still alive."""
+        bound = CLAIM_TIMEOUT_S + RECOVERY_INTERVAL_S + MEDIUM_S + SLACK_S
+        body = self.wait_ended(client, iid, bound)
+        self.assertEqual(body["state"], "succeeded", body)
+        self.assertLess(time.monotonic() - since, bound)
+        self.assertFreed(op, iid)
+        self.assertAllAlive(alive)
+
     def job_lines(self, worker, event, op):
         return [line for line in worker.log().splitlines()
                 if ("msg=%s " % event) in line and ("op=%s " % op) in line]
@@ -223,9 +228,7 @@ class WorkerKilled(FaultTestCase):
         resends the job, the other worker runs it; succeeded within lease + recovery +
         provision + slack after the kill; the lock is free."""
         stack = self.make_stack()
-        gw = stack.start_gateway()
-        workers = [stack.start_worker(), stack.start_worker()]
-        harness.wait_workers_connected([gw], 2)
+        gw, workers = harness.start_connected(stack, 2)
         by_id = self.worker_by_id(workers)
         c = self.client(gw)
 
@@ -268,13 +271,7 @@ class GatewayKilled(FaultTestCase):
         self.assertEqual(harness.kill(gws[0]), -signal.SIGKILL)
         killed_at = time.monotonic()
 
-        other = self.client(gws[1])
-        bound = CLAIM_TIMEOUT_S + RECOVERY_INTERVAL_S + MEDIUM_S + SLACK_S
-        body = self.wait_ended(other, iid, bound)
-        self.assertEqual(body["state"], "succeeded", body)
-        self.assertLess(time.monotonic() - killed_at, bound)
-        self.assertFreed(op, iid)
-        self.assertAllAlive([gws[1], worker])
+        self.assertRecovered(self.client(gws[1]), iid, op, killed_at, [gws[1], worker])
 
     def test_2b_sigkill_gateway_while_the_job_is_still_queued_without_worker(self):
         """No worker connected yet: the accepted job only waits in the gateway's memory (and
@@ -291,13 +288,7 @@ class GatewayKilled(FaultTestCase):
         self.assertEqual((r.status, r.json()["state"]), (200, "in progress"), r.body)
 
         worker = stack.start_worker()
-        started_at = time.monotonic()
-        bound = CLAIM_TIMEOUT_S + RECOVERY_INTERVAL_S + MEDIUM_S + SLACK_S
-        body = self.wait_ended(other, iid, bound)
-        self.assertEqual(body["state"], "succeeded", body)
-        self.assertLess(time.monotonic() - started_at, bound)
-        self.assertFreed(op, iid)
-        self.assertAllAlive([gws[1], worker])
+        self.assertRecovered(other, iid, op, time.monotonic(), [gws[1], worker])
 
 
 # =====================================================================================
@@ -420,17 +411,8 @@ class RedisPaused(FaultTestCase):
         if problems:
             self.fail_with_logs("while Redis was stopped:\n" + "\n".join(problems))
 
-        def ready(gateway):
-            probe = harness.Client(gateway.port)
-            try:
-                return probe.request("GET", "/readyz").status == 200
-            except OSError:
-                return False
-            finally:
-                probe.close()
-
         for g in gws:
-            harness.wait_until(lambda g=g: ready(g), REDIS_TIMEOUT_S + SLACK_S,
+            harness.wait_until(lambda g=g: harness.ready(g.port), REDIS_TIMEOUT_S + SLACK_S,
                                "/readyz to answer 200 again on %s" % g.name)
         c = self.client(gws[0])
         iid, op = self.provision_async(c, FAST)
@@ -456,9 +438,7 @@ class RedisPaused(FaultTestCase):
         harness's 2): each still gets its 503 within the bound, and the catalog its 200 at
         once: requests waiting on Redis wait in its pipeline, not on an HTTP thread."""
         stack = self.make_stack()
-        gw = stack.start_gateway()
-        worker = stack.start_worker()
-        harness.wait_workers_connected([gw], 1)
+        gw, [worker] = harness.start_connected(stack)
         c = self.client(gw)
         known = new_id()
         r = c.request("PUT", ipath(known), instance_body(FAST))
@@ -556,9 +536,7 @@ class BindWorkerKilled(FaultTestCase):
         the other worker, the sync answer's credentials equal a later fetch's and a re-PUT's,
         and Redis holds exactly one set of credentials, in the binding's result field."""
         stack = self.make_stack()
-        gw = stack.start_gateway()
-        workers = [stack.start_worker(), stack.start_worker()]
-        harness.wait_workers_connected([gw], 2)
+        gw, workers = harness.start_connected(stack, 2)
         by_id = self.worker_by_id(workers)
         c = self.client(gw)
         iid = new_id()
@@ -774,9 +752,7 @@ class ClientGone(FaultTestCase):
         while the gateway's Redis call is held (Redis pauses writes): once Redis answers, each
         operation the broker recorded runs at once, not after OSBQ_CLAIM_TIMEOUT_MS (60 s)."""
         stack = self.make_stack(OSBQ_CLAIM_TIMEOUT_MS=str(self.CLAIM_TIMEOUT_MS))
-        gw = stack.start_gateway()
-        stack.start_worker()
-        harness.wait_workers_connected([gw], 1)
+        gw, _ = harness.start_connected(stack)
         ids = [new_id() for _ in range(self.COUNT)]
         stack.redis.command("CLIENT", "PAUSE", self.PAUSE_MS, "WRITE")
         paused_at = time.monotonic()

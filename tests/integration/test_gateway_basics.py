@@ -37,15 +37,6 @@ def has_key(value, key):
 
 
 class GatewayBasics(harness.GatewayTestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.stack = harness.Stack()
-        cls.gateway = cls.stack.start_gateway()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.stack.stop()
-
     # Catalog Management: 200 with the catalog; private "osbq" settings never leave the broker.
     def test_catalog_equals_file_without_osbq_settings(self):
         r = self.client.request("GET", "/v2/catalog")
@@ -288,16 +279,9 @@ class Readiness(unittest.TestCase):
             stack.stop()
 
 
-class StartupChecks(unittest.TestCase):
-    """Every bad value stops the process with one line naming the variable."""
-
-    @classmethod
-    def setUpClass(cls):
-        cls.stack = harness.Stack()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.stack.stop()
+class StartupChecks(harness.StackTestCase):
+    """Every bad value stops the process with one line naming the variable (on a stack of
+    redis-server alone)."""
 
     def run_gateway(self, **overrides):
         env = self.stack.env(OSBQ_LISTEN="127.0.0.1:%d" % harness.free_port(),
@@ -417,24 +401,15 @@ class Worker(unittest.TestCase):
             stack.stop()
 
 
-class HeaderLimits(unittest.TestCase):
+class HeaderLimits(harness.StackTestCase):
     """OSBQ_MAX_HEADER_BYTES (default 16384): a longer request line plus headers gets a JSON 431
     before authentication; one too large even for libmicrohttpd's per-connection memory (2x
     the limit + 16 KB) gets its own HTML 431 and the connection closed, and the gateway goes on
     serving others."""
 
     @classmethod
-    def setUpClass(cls):
-        cls.stack = harness.Stack()
-        try:
-            cls.gateway = cls.stack.start_gateway()
-        except Exception:
-            cls.stack.stop()
-            raise
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.stack.stop()
+    def start_stack(cls):
+        cls.gateway = cls.stack.start_gateway()
 
     def exchange(self, head, port=None):
         """Sends a raw request head; returns (status line, headers text, body) of the answer,

@@ -3,7 +3,6 @@ and a worker on loopback with the sim backend (tests/data/catalog-bindings.json)
 move by exactly what a lifecycle did; the text must be valid Prometheus exposition format; the
 pinned OSBQ_METRICS_USERNAME/PASSWORD protect it when set."""
 
-import base64
 import json
 import os
 import re
@@ -33,40 +32,14 @@ parse_metrics = harness.parse_metrics
 value = harness.metric_value
 
 
-class Scraper:
-    """Scrapes /metrics over its own connection."""
-
-    def __init__(self, stack, gateway, auth=None):
-        self.client = harness.Client(gateway.port)
-        self.auth = auth
-
-    def get(self):
-        headers = {}
-        if self.auth:
-            token = base64.b64encode(("%s:%s" % self.auth).encode()).decode()
-            headers["Authorization"] = "Basic " + token
-        r = self.client.request("GET", "/metrics", headers=headers, auth=False, version=False)
-        if r.status != 200:
-            raise AssertionError("GET /metrics: %d %s" % (r.status, r.body[:200]))
-        return r
-
-    def samples(self):
-        return parse_metrics(self.get().body.decode())
-
-    def close(self):
-        self.client.close()
-
-
 class GatewayMetricsTest(unittest.TestCase):
     def setUp(self):
         self.stack = harness.Stack(catalog=CATALOG, extra_env={
             "OSBQ_RECOVERY_INTERVAL_MS": "200", "OSBQ_LEASE_MS": "1000",
             "OSBQ_WORKER_CONCURRENCY": "4"})
-        self.gateway = self.stack.start_gateway()
-        self.worker = self.stack.start_worker()
-        harness.wait_workers_connected([self.gateway], 1)
+        self.gateway, [self.worker] = harness.start_connected(self.stack)
         self.osb = self.stack.client(self.gateway)
-        self.scraper = Scraper(self.stack, self.gateway)
+        self.scraper = harness.MetricsScraper(self.gateway.port)
 
     def tearDown(self):
         self.osb.close()
@@ -293,7 +266,7 @@ class DispatchByPlatformTest(unittest.TestCase):
         self.gateway = self.stack.start_gateway(
             OSBQ_PLATFORMS=os.path.join(self.dir, "platforms.json"), OSBQ_BROKER_USERNAME=None,
             OSBQ_BROKER_PASSWORD=None)
-        self.scraper = Scraper(self.stack, self.gateway)
+        self.scraper = harness.MetricsScraper(self.gateway.port)
         self.addCleanup(self.scraper.close)
 
     def provision(self, platform, context):
@@ -366,7 +339,7 @@ class MetricsAuthTest(unittest.TestCase):
             self.assertIn("basic", r.header("www-authenticate").lower())
             # The broker's credentials are not the metrics credentials.
             self.assertEqual(osb.request("GET", "/metrics").status, 401)
-            scraper = Scraper(self.stack, gateway, auth=("prom", "scrape-pw"))
+            scraper = harness.MetricsScraper(gateway.port, auth=("prom", "scrape-pw"))
             self.assertIn("osbq_http_requests_total", scraper.get().body.decode())
             scraper.close()
             # Probes stay open; the broker API keeps its own credentials.

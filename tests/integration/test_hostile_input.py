@@ -59,16 +59,14 @@ def quote_id(raw):
 
 
 class HostileInput(harness.GatewayTestCase):
+    CATALOG = CATALOG
+    EXTRA_ENV = {"OSBQ_NAMESPACE": NAMESPACE}
+
     @classmethod
-    def setUpClass(cls):
-        cls.stack = harness.Stack(catalog=CATALOG, extra_env={"OSBQ_NAMESPACE": NAMESPACE})
+    def start_stack(cls):
         cls.gateway = cls.stack.start_gateway(OSBQ_HTTP_IDLE_TIMEOUT_S=IDLE_TIMEOUT_S)
         cls.worker = cls.stack.start_worker()
         harness.wait_workers_connected([cls.gateway], 1)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.stack.stop()
 
     def provision_body(self):
         return {"service_id": SERVICE, "plan_id": PLAN, "organization_guid": "o",

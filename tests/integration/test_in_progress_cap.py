@@ -35,8 +35,7 @@ ENV = {
 SLACK_S = 10.0
 
 
-def new_id():
-    return str(uuid.uuid4())
+new_id = harness.new_id
 
 
 def new_org():

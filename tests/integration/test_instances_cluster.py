@@ -34,7 +34,7 @@ class GatewaysAndLoad(InstanceTestCase):
         iid = new_id()
         trace = "463ac35c9f6413ad48485a3953bb6124"
         c = self.client(0)
-        r = c.request("PUT", self.path(iid, accepts_incomplete="true"), body_for(FAST),
+        r = c.request("PUT", self.ipath(iid, accepts_incomplete="true"), body_for(FAST),
                       headers={"X-Broker-API-Request-Identity": "req-" + iid,
                                "X-B3-TraceId": trace, "X-B3-SpanId": "a2fb4a1d1a96d312"})
         self.assertEqual(r.status, 202, r.body)

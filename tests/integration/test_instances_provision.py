@@ -25,7 +25,7 @@ class RequestValidation(InstanceTestCase):
             iid = new_id()
             for incomplete in (None, True):
                 self.refused(lambda: self.client().request(
-                    "PUT", self.path(iid, accepts_incomplete=self.incomplete(incomplete)), raw,
+                    "PUT", self.ipath(iid, accepts_incomplete=self.incomplete(incomplete)), raw,
                     headers={"Content-Type": "application/json"}))
             self.assertError(self.last_operation(iid), 404)
 
@@ -111,7 +111,7 @@ class RequestValidation(InstanceTestCase):
         iid = self.provisioned(FAST, parameters={"v": 1})
         for raw in ("", "junk", "[]", '"x"'):
             self.refused(lambda: self.client().request(
-                "PATCH", self.path(iid, accepts_incomplete="true"), raw,
+                "PATCH", self.ipath(iid, accepts_incomplete="true"), raw,
                 headers={"Content-Type": "application/json"}))
         for body in ({"plan_id": FAST}, {"service_id": ""}, {"service_id": 1},
                      {"service_id": SERVICE, "parameters": []},
@@ -139,7 +139,7 @@ class RequestValidation(InstanceTestCase):
         """Deprovisioning, Parameters: service_id* and plan_id* are REQUIRED; 400 when
         missing."""
         iid = self.provisioned(FAST)
-        base = self.path(iid)
+        base = self.ipath(iid)
         for query in ("", "?service_id=%s" % SERVICE, "?plan_id=%s" % FAST,
                       "?service_id=&plan_id=%s" % FAST, "?service_id=%s&plan_id=" % SERVICE,
                       "?accepts_incomplete=true&plan_id=%s" % FAST):
@@ -170,7 +170,7 @@ class RequestValidation(InstanceTestCase):
         self.wait_state(a, "succeeded", op_a)
         self.wait_state(b, "succeeded", op_b)
         self.refused(lambda: self.last_operation(a, op_b))
-        self.refused(lambda: self.client().request("GET", self.path(a, "/last_operation") +
+        self.refused(lambda: self.client().request("GET", self.ipath(a, "/last_operation") +
                                                    "?operation="))
 
 
@@ -338,7 +338,7 @@ class Provisioning(InstanceTestCase):
         raw = ('{"space_guid":"space-guid-1","organization_guid":"org-guid-1",'
                '"context":{"z":2,"platform":"p"},"plan_id":"%s",'
                '"parameters":{"b":{"x":1,"y":[1,2]},"a":1},"service_id":"%s"}' % (FAST, SERVICE))
-        r = self.client().request("PUT", self.path(iid), raw,
+        r = self.client().request("PUT", self.ipath(iid), raw,
                                   headers={"Content-Type": "application/json"})
         self.assertEqual(r.status, 200, r.body)
 

@@ -14,15 +14,7 @@ def line_with(log, text):
 
 
 class LogfmtLogs(harness.GatewayTestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.stack = harness.Stack(extra_env={"OSBQ_WORKER_CONCURENCY": "3",
-                                                "OSBQ_REDIS_SERVICE_HOST": "10.0.0.7"})
-        cls.gateway = cls.stack.start_gateway()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.stack.stop()
+    EXTRA_ENV = {"OSBQ_WORKER_CONCURENCY": "3", "OSBQ_REDIS_SERVICE_HOST": "10.0.0.7"}
 
     def wait_line(self, text):
         harness.wait_until(lambda: line_with(self.gateway.log(), text) is not None, 5,
@@ -68,14 +60,7 @@ class LogfmtLogs(harness.GatewayTestCase):
 
 
 class JsonLogs(harness.GatewayTestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.stack = harness.Stack(extra_env={"OSBQ_LOG_FORMAT": "json"})
-        cls.gateway = cls.stack.start_gateway()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.stack.stop()
+    EXTRA_ENV = {"OSBQ_LOG_FORMAT": "json"}
 
     def test_every_line_is_json_with_the_same_fields(self):
         r = self.client.request("GET", "/v2/catalog", auth=False,

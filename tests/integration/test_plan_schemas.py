@@ -21,20 +21,11 @@ BACKTRACKING = "7e1d2e3f-8a9b-4c0d-9e1f-2a3b4c5d6f04"
 
 
 class PlanSchemas(harness.GatewayTestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.stack = harness.Stack(catalog=CATALOG)
-        try:
-            cls.gateway = cls.stack.start_gateway()
-            cls.worker = cls.stack.start_worker()
-            harness.wait_workers_connected([cls.gateway], 1)
-        except Exception:
-            cls.stack.stop()
-            raise
+    CATALOG = CATALOG
 
     @classmethod
-    def tearDownClass(cls):
-        cls.stack.stop()
+    def start_stack(cls):
+        cls.gateway, [cls.worker] = harness.start_connected(cls.stack)
 
     def new_id(self, what):
         return "%s-%s" % (what, uuid.uuid4())

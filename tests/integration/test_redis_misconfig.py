@@ -14,17 +14,12 @@ import harness
 import osbq_stack
 
 
-class MisconfiguredRedis(unittest.TestCase):
+class MisconfiguredRedis(harness.StackTestCase):
     @classmethod
-    def setUpClass(cls):
+    def start_stack(cls):
         cls.password = "right-" + secrets.token_hex(8)
-        cls.stack = harness.Stack()
         cls.redis = cls.stack.redis
         cls.redis.command("CONFIG", "SET", "requirepass", cls.password)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.stack.stop()
 
     def redis_command(self, *args, password=None):
         """One command after AUTH (the server now wants a password)."""

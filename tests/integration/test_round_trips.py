@@ -114,9 +114,7 @@ class RoundTripTest(unittest.TestCase):
             "OSBQ_RECOVERY_INTERVAL_MS": "60000",
         })
         try:
-            cls.gateway = cls.stack.start_gateway()
-            cls.worker = cls.stack.start_worker()
-            harness.wait_workers_connected([cls.gateway], 1)
+            cls.gateway, [cls.worker] = harness.start_connected(cls.stack)
             cls.monitor = Monitor(cls.stack.redis.port)
         except BaseException:
             cls.stack.stop()
@@ -153,15 +151,17 @@ class RoundTripTest(unittest.TestCase):
                 owners["127.0.0.1:%d" % port] = name
         return owners
 
-    def measure(self, phase, fn, items):
-        """Runs fn over items between two markers; returns the commands of the window as
-        (owner, command, text) with owner "gateway", "worker" or "script"."""
+    def between_markers(self, phase, fn, items, settle=lambda: None):
+        """Runs fn over items between two markers, the end one once settle() returned; returns
+        fn's answers, the MONITOR lines between the markers, and the owners (socket_owners) of
+        the connections in them."""
         marker = "%s-%s" % (self.tag, phase)
         # Sockets are mapped before and after the window: a connection a process replaced in
         # between (a reconnect) still counts as that process's.
         owners = self.socket_owners()
         self.stack.redis.command("ECHO", marker + "-start")
         results = self.run_parallel(fn, items)
+        settle()
         self.stack.redis.command("ECHO", marker + "-end")
         harness.wait_until(lambda: any(marker + "-end" in l for l in self.monitor.lines()), 10,
                            "the end marker on the MONITOR connection")
@@ -169,8 +169,14 @@ class RoundTripTest(unittest.TestCase):
         start = next(i for i, l in enumerate(lines) if marker + "-start" in l)
         end = next(i for i, l in enumerate(lines) if marker + "-end" in l)
         owners.update(self.socket_owners())
+        return results, lines[start + 1:end], owners
+
+    def measure(self, phase, fn, items):
+        """Runs fn over items between two markers; returns the commands of the window as
+        (owner, command, text) with owner "gateway", "worker" or "script"."""
+        results, lines, owners = self.between_markers(phase, fn, items)
         window = []
-        for line in lines[start + 1:end]:
+        for line in lines:
             m = _MONITOR_LINE.match(line)
             self.assertIsNotNone(m, "unexpected MONITOR line: %r" % line)
             source, command, rest = m.groups()
@@ -207,21 +213,13 @@ class RoundTripTest(unittest.TestCase):
         """Runs fn over ids between two markers, the end one once nothing is queued (every
         operation finished by the worker); returns the answers and the window's calls
         (redis_monitor.Call) of the gateway and the worker, each with its owner."""
-        marker = "%s-%s" % (self.tag, phase)
-        owners = self.socket_owners()
-        self.stack.redis.command("ECHO", marker + "-start")
-        results = self.run_parallel(fn, ids)
-        harness.wait_until(lambda: self.stack.redis.command("ZCARD", "osbq:queue") == 0, 30,
-                           "the worker to finish the %s operations" % phase)
-        self.stack.redis.command("ECHO", marker + "-end")
-        harness.wait_until(lambda: any(marker + "-end" in l for l in self.monitor.lines()), 10,
-                           "the end marker on the MONITOR connection")
-        lines = self.monitor.lines()
-        start = next(i for i, l in enumerate(lines) if marker + "-start" in l)
-        end = next(i for i, l in enumerate(lines) if marker + "-end" in l)
-        owners.update(self.socket_owners())
+        def settle():
+            harness.wait_until(lambda: self.stack.redis.command("ZCARD", "osbq:queue") == 0, 30,
+                               "the worker to finish the %s operations" % phase)
+
+        results, lines, owners = self.between_markers(phase, fn, ids, settle)
         window = []
-        for call in redis_monitor.calls(lines[start + 1:end], self.script_names):
+        for call in redis_monitor.calls(lines, self.script_names):
             owner = owners.get(call.source)
             if owner is None:
                 # The test's own connections wait for the queue to empty.

@@ -155,7 +155,7 @@ class RunLocalTest(unittest.TestCase):
                     break
                 self.note_processes()
                 m = SUMMARY_REDIS.search(self.output())
-                if m and all(self.ready(self.port + i) for i in range(GATEWAYS)):
+                if m and all(harness.ready(self.port + i) for i in range(GATEWAYS)):
                     self.redis_port = int(m.group(1))
                     self.note_processes()
                     return
@@ -171,15 +171,6 @@ class RunLocalTest(unittest.TestCase):
             self.fail("run-local.sh exited with %s:\n%s" % (self.script.returncode, text))
         self.fail("run-local.sh found a port in use %d times; the last time:\n%s"
                   % (PORT_ATTEMPTS, text))
-
-    def ready(self, port):
-        c = harness.Client(port)
-        try:
-            return c.request("GET", "/readyz").status == 200
-        except OSError:
-            return False
-        finally:
-            c.close()
 
     def wait_workers_connected(self):
         """Waits until each gateway logged every worker connecting; returns {worker id: name}."""

@@ -209,9 +209,7 @@ class WorkerGoneWhileWaiting(StepsTestCase):
         """500 polled operations wait on the only worker, which gets signo; a new worker
         starts: all end, none lost, no step ran twice at once, each outcome recorded once."""
         stack = self.make_stack()
-        gw = stack.start_gateway()
-        first = stack.start_worker()
-        harness.wait_workers_connected([gw], 1)
+        gw, [first] = harness.start_connected(stack)
         accepted = self.accept_many(gw, POLLED, MANY)
         last_at = time.monotonic()
         time.sleep(1.0)
@@ -250,9 +248,7 @@ class RedisStoppedWhileWaiting(StepsTestCase):
         """redis-server SIGSTOPped for 5 s while 100 polled operations wait: nothing is lost,
         the polls resume after SIGCONT and every operation succeeds."""
         stack = self.make_stack()
-        gw = stack.start_gateway()
-        worker = stack.start_worker()
-        harness.wait_workers_connected([gw], 1)
+        gw, [worker] = harness.start_connected(stack)
         accepted = self.accept_many(gw, POLLED, 100)
         last_at = time.monotonic()
         stack.redis.send_signal(signal.SIGSTOP)

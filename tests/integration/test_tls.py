@@ -57,6 +57,21 @@ def context_trusting(*certs):
     return ctx
 
 
+def received(sock, limit, ends):
+    """What sock receives until limit bytes are in, the peer closes it or an exception of ends
+    (a tuple) is raised."""
+    data = b""
+    try:
+        while len(data) < limit:
+            chunk = sock.recv(limit)
+            if not chunk:
+                break
+            data += chunk
+    except ends:
+        pass
+    return data
+
+
 def install(src, dst):
     """Replaces dst with a copy of src in one rename, as a certificate renewal would."""
     tmp = dst + ".new"
@@ -66,7 +81,8 @@ def install(src, dst):
 
 class TlsFiles(unittest.TestCase):
     """Certificates made once per class in a directory of their own: a and b are two
-    identities, the gateway's files (cert.pem, key.pem) start as a copy of a."""
+    identities, the gateway's files (cert.pem, key.pem) start as a copy of a. Made before the
+    set-up of a class that comes next (harness.StackTestCase), which may use them."""
 
     @classmethod
     def setUpClass(cls):
@@ -74,9 +90,11 @@ class TlsFiles(unittest.TestCase):
         cls.a = make_identity(cls.certs, "a")
         cls.b = make_identity(cls.certs, "b")
         cls.trust = context_trusting(cls.a[0], cls.b[0])
+        super().setUpClass()
 
     @classmethod
     def tearDownClass(cls):
+        super().tearDownClass()
         shutil.rmtree(cls.certs, ignore_errors=True)
 
     def gateway_files(self):
@@ -98,24 +116,13 @@ class TlsFiles(unittest.TestCase):
                 return hashlib.sha256(s.getpeercert(binary_form=True)).hexdigest()
 
 
-class Serving(TlsFiles):
+class Serving(TlsFiles, harness.StackTestCase):
     """One HTTPS gateway that no test reconfigures."""
 
     @classmethod
-    def setUpClass(cls):
-        super().setUpClass()
-        cls.stack = harness.Stack()
-        try:
-            cls.gateway = cls.stack.start_gateway(ssl_context=cls.trust, OSBQ_TLS_CERT=cls.a[0],
-                                                  OSBQ_TLS_KEY=cls.a[1])
-        except Exception:
-            cls.stack.stop()
-            raise
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.stack.stop()
-        super().tearDownClass()
+    def start_stack(cls):
+        cls.gateway = cls.stack.start_gateway(ssl_context=cls.trust, OSBQ_TLS_CERT=cls.a[0],
+                                              OSBQ_TLS_KEY=cls.a[1])
 
     def test_catalog_and_probes_over_https_with_the_configured_certificate(self):
         c = self.stack.client(self.gateway, ssl_context=context_trusting(self.a[0]))
@@ -140,15 +147,7 @@ class Serving(TlsFiles):
     def test_plain_http_on_the_tls_port_gets_no_http_answer(self):
         with socket.create_connection(("127.0.0.1", self.gateway.port), timeout=10) as s:
             s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
-            answer = b""
-            try:
-                while len(answer) < 4096:
-                    data = s.recv(4096)
-                    if not data:
-                        break
-                    answer += data
-            except (ConnectionResetError, socket.timeout):
-                pass
+            answer = received(s, 4096, (ConnectionResetError, socket.timeout))
         self.assertFalse(answer.startswith(b"HTTP/"), answer[:100])
         self.assertNotIn(b'"status"', answer)
         # The gateway goes on serving HTTPS.
@@ -176,15 +175,7 @@ class Serving(TlsFiles):
                                            OSBQ_TLS_KEY=self.a[1], OSBQ_HTTP_IDLE_TIMEOUT_S=2)
         with socket.create_connection(("127.0.0.1", gateway.port), timeout=15) as s:
             started = time.monotonic()
-            data = b""
-            try:
-                while len(data) < 64:
-                    chunk = s.recv(64)
-                    if not chunk:
-                        break
-                    data += chunk
-            except ConnectionResetError:
-                pass
+            data = received(s, 64, (ConnectionResetError,))
             self.assertLess(time.monotonic() - started, 8)
             # Closed, at most after a TLS alert record (GnuTLS says close_notify).
             self.assertTrue(data == b"" or data.startswith(b"\x15\x03"), data)
@@ -365,18 +356,9 @@ class Reload(TlsFiles):
         self.assertNotIn("BEGIN", self.gateway.log())
 
 
-class StartupChecks(TlsFiles):
-    """A bad certificate or key stops the gateway with one line naming the variable."""
-
-    @classmethod
-    def setUpClass(cls):
-        super().setUpClass()
-        cls.stack = harness.Stack()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.stack.stop()
-        super().tearDownClass()
+class StartupChecks(TlsFiles, harness.StackTestCase):
+    """A bad certificate or key stops the gateway with one line naming the variable (on a stack
+    of redis-server alone)."""
 
     def assertFailsNaming(self, variable, cert, key):
         env = self.stack.env(OSBQ_LISTEN="127.0.0.1:%d" % harness.free_port(),

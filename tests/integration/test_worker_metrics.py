@@ -6,7 +6,6 @@ Prometheus exposition format; the pinned OSBQ_METRICS_USERNAME/PASSWORD protect 
 /healthz); a port already taken stops the worker at start-up; every log line about a job names
 its operation, instance and request identity."""
 
-import base64
 import http.client
 import json
 import os
@@ -43,34 +42,6 @@ def logfmt(line):
             raw = re.sub(r'\\(.)', r'\1', raw[1:-1])
         pairs.append((key, raw))
     return pairs
-
-
-class Scraper:
-    """GETs the worker's endpoints over a keep-alive connection of its own."""
-
-    def __init__(self, port, auth=None):
-        self.client = harness.Client(port)
-        self.auth = auth
-
-    def request(self, method, path, auth=None):
-        headers = {}
-        auth = auth or self.auth
-        if auth:
-            token = base64.b64encode(("%s:%s" % auth).encode()).decode()
-            headers["Authorization"] = "Basic " + token
-        return self.client.request(method, path, headers=headers, auth=False, version=False)
-
-    def get(self):
-        r = self.request("GET", "/metrics")
-        if r.status != 200:
-            raise AssertionError("GET /metrics: %d %s" % (r.status, r.body[:200]))
-        return r
-
-    def samples(self):
-        return parse_metrics(self.get().body.decode())
-
-    def close(self):
-        self.client.close()
 
 
 def write_catalog(workdir):
@@ -130,7 +101,7 @@ class WorkerMetricsTest(unittest.TestCase):
         gateway = self.stack.start_gateway()
         worker = start_worker_with_metrics(self.stack, OSBQ_LOG_LEVEL="debug")
         harness.wait_workers_connected([gateway], 1)
-        self.scraper = Scraper(worker.metrics_port)
+        self.scraper = harness.MetricsScraper(worker.metrics_port)
         self.osb = self.stack.client(gateway)
         harness.wait_until(
             lambda: value(self.scraper.samples(), "osbq_gateways_connected") == 1, 10,
@@ -334,7 +305,7 @@ class WorkerMetricsTest(unittest.TestCase):
     def test_basic_auth_and_routes(self):
         worker = start_worker_with_metrics(self.stack, OSBQ_METRICS_USERNAME="scraper",
                                            OSBQ_METRICS_PASSWORD="metrics-pass")
-        self.scraper = Scraper(worker.metrics_port)
+        self.scraper = harness.MetricsScraper(worker.metrics_port)
         r = self.scraper.request("GET", "/metrics")
         self.assertEqual(r.status, 401)
         self.assertIn("basic", (r.header("www-authenticate") or "").lower())

@@ -27,6 +27,9 @@
 #include "backend.h"
 #include "bind_result.h"
 #include "catalog.h"
+#include "catalog_text.h"
+#include "clock.h"
+#include "fake_call.h"
 #include "job.h"
 #include "step_timing.h"
 
@@ -38,7 +41,6 @@
 #define ROUTE_PLAN   "plan-route" /* service requires route_forwarding only */
 #define BLANKS_PLAN  "plan-fail-blanks"
 #define TIMED_MS     50
-#define MAX_REPORTS  32
 
 /* A plan whose fail_on names one kind: "plan-fail-<kind>". */
 #define FAIL_ON_PLAN(kind)                                                                         \
@@ -127,136 +129,50 @@ static const char fault_catalog_text[] =
     "   \"osbq\": {\"backend\": \"sim\", \"cpu_ms\": " CPU_MS_TEXT ", \"provision_ms\": 50}}"
     "]}]}";
 
-/* A backend call with callbacks that record what the backend does. */
-struct fake {
-    struct backend_call call;      /* what the backend gets */
-    char reports[MAX_REPORTS][64]; /* progress texts, in order */
-    int report_count;              /* progress calls made */
-    int cancel_after;              /* cancel at this progress call; 0 never */
-    atomic_bool cancel;            /* what cancelled() answers */
-    atomic_bool exiting;           /* what exiting() answers */
-    atomic_int waits;              /* wait calls made */
-    struct osbq_job job;           /* the job; strings are literals, never cleared */
-    json_t *parameters;            /* owned */
-    json_t *resume;                /* owned: what the last step saved, given to the next */
-    int steps;                     /* steps run_steps ran */
-    char first_progress[64];       /* the first step's in-progress text, or "" */
-};
-
 static struct osbq_catalog *catalog;
 static struct osbq_catalog *fault_catalog;
 
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    (void)clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void fake_progress(struct backend_call *call, const char *description)
-{
-    struct fake *f = call->ctx;
-    assert_true(f->report_count < MAX_REPORTS);
-    (void)snprintf(f->reports[f->report_count], sizeof f->reports[0], "%s", description);
-    f->report_count++;
-    if (f->cancel_after > 0 && f->report_count == f->cancel_after)
-        atomic_store(&f->cancel, true);
-}
-
-static bool fake_cancelled(struct backend_call *call)
-{
-    struct fake *f = call->ctx;
-    return atomic_load(&f->cancel);
-}
-
-static bool fake_exiting(struct backend_call *call)
-{
-    struct fake *f = call->ctx;
-    return atomic_load(&f->exiting);
-}
-
-/* Sleeps in 1 ms slices so a cancellation from another thread stops it quickly; once
- * cancelled, returns false at once, as the runner's does. */
-static bool fake_wait(struct backend_call *call, int64_t ms)
-{
-    struct fake *f = call->ctx;
-    atomic_fetch_add(&f->waits, 1);
-    int64_t deadline = now_ms() + ms;
-    while (!atomic_load(&f->cancel) && now_ms() < deadline) {
-        struct timespec slice = {.tv_sec = 0, .tv_nsec = 1000000L};
-        nanosleep(&slice, NULL);
-    }
-    return !atomic_load(&f->cancel);
-}
-
-/* Prepares f for kind on plan_id with parameters (JSON text or NULL). */
-static void fake_init(struct fake *f, enum osbq_job_kind kind, const char *plan_id,
+/* Prepares f for kind on plan_id, a plan of either catalog, with parameters (JSON text or NULL). */
+static void fake_init(struct fake_call *f, enum osbq_job_kind kind, const char *plan_id,
                       const char *parameters)
 {
-    memset(f, 0, sizeof *f);
-    atomic_init(&f->cancel, false);
-    atomic_init(&f->exiting, false);
-    atomic_init(&f->waits, 0);
-    f->job.operation_id = "op-1";
-    f->job.kind = kind;
-    f->job.instance_id = "inst-1";
-    f->job.plan_id = plan_id;
-    f->job.api_version = 217;
-    f->job.attempt = 1;
-    if (kind == OSBQ_JOB_BIND || kind == OSBQ_JOB_UNBIND)
-        f->job.binding_id = "bind-1";
-    if (parameters != NULL) {
-        f->parameters = json_loads(parameters, 0, NULL);
-        assert_non_null(f->parameters);
-    }
-    f->call.job = &f->job;
-    f->call.plan = osbq_catalog_plan(catalog, plan_id);
-    if (f->call.plan == NULL)
-        f->call.plan = osbq_catalog_plan(fault_catalog, plan_id);
-    assert_non_null(f->call.plan);
-    f->job.service_id = f->call.plan->service->id;
-    f->call.parameters = f->parameters;
-    f->call.progress = fake_progress;
-    f->call.cancelled = fake_cancelled;
-    f->call.wait = fake_wait;
-    f->call.exiting = fake_exiting;
-    f->call.ctx = f;
+    const struct osbq_plan *plan = osbq_catalog_plan(catalog, plan_id);
+    if (plan == NULL)
+        plan = osbq_catalog_plan(fault_catalog, plan_id);
+    fake_call_init(f, kind, plan, parameters);
 }
 
-static void fake_clear(struct fake *f)
-{
-    backend_call_clear(&f->call);
-    json_decref(f->parameters);
-    f->parameters = NULL;
-    json_decref(f->resume);
-    f->resume = NULL;
-    f->call.resume = NULL;
-}
-
-static int run_sim(struct fake *f)
+static int run_sim(struct fake_call *f)
 {
     return backend_run(backend_find("sim"), &f->call);
 }
 
+/* What run_steps saw of an operation. */
+struct steps_seen {
+    int steps;               /* steps run */
+    char first_progress[64]; /* the first step's in-progress text, or "" */
+};
+
 /* Runs sim's steps as the worker would: after a step that ended in progress, waits its
  * poll_after_ms and runs the next with what it saved. Returns the last step's answer; counts
- * the steps in f->steps and keeps the first step's progress text. */
-static int run_steps(struct fake *f)
+ * the steps in seen and keeps the first step's progress text there. */
+static int run_steps(struct fake_call *f, struct steps_seen *seen)
 {
-    for (f->steps = 1;; f->steps++) {
+    memset(seen, 0, sizeof *seen);
+    for (seen->steps = 1;; seen->steps++) {
         int rc = run_sim(f);
         if (rc < 0 || !f->call.result.in_progress)
             return rc;
-        if (f->steps == 1)
-            (void)snprintf(f->first_progress, sizeof f->first_progress, "%s",
+        if (seen->steps == 1)
+            (void)snprintf(seen->first_progress, sizeof seen->first_progress, "%s",
                            f->call.result.description);
-        assert_true(f->steps < 100);
+        assert_true(seen->steps < 100);
         json_decref(f->resume);
         f->resume = f->call.result.resume ? json_loads(f->call.result.resume, 0, NULL) : NULL;
         int64_t after = f->call.result.poll_after_ms;
         backend_call_clear(&f->call);
         f->call.resume = f->resume;
-        f->call.step = (uint32_t)f->steps;
+        f->call.step = (uint32_t)seen->steps;
         struct timespec pause = {.tv_sec = (time_t)(after / 1000),
                                  .tv_nsec = (long)(after % 1000) * 1000000L};
         nanosleep(&pause, NULL);
@@ -266,17 +182,9 @@ static int run_steps(struct fake *f)
 static int setup(void **state)
 {
     (void)state;
-    struct osbq_error err = {0};
-    if (osbq_catalog_load_text(catalog_text, sizeof catalog_text - 1, &catalog, &err) != 0) {
-        print_error("catalog: %s\n", err.text);
-        return -1;
-    }
-    if (osbq_catalog_load_text(fault_catalog_text, sizeof fault_catalog_text - 1, &fault_catalog,
-                               &err) != 0) {
-        print_error("fault catalog: %s\n", err.text);
-        return -1;
-    }
-    return 0;
+    catalog = catalog_from_text(catalog_text, sizeof catalog_text - 1);
+    fault_catalog = catalog_from_text(fault_catalog_text, sizeof fault_catalog_text - 1);
+    return catalog != NULL && fault_catalog != NULL ? 0 : -1;
 }
 
 static int teardown(void **state)
@@ -300,6 +208,25 @@ static void test_find(void **state)
     assert_null(backend_find(NULL));
 }
 
+/* A kind the decoder would have refused (none, or out of range) reaches no backend function:
+ * backend_run fails the operation, the instance still usable. */
+static void test_unknown_kind_fails(void **state)
+{
+    (void)state;
+    static const enum osbq_job_kind unknown[] = {OSBQ_JOB_KIND_NONE, (enum osbq_job_kind)99};
+    for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++) {
+        struct fake_call f;
+        fake_init(&f, OSBQ_JOB_PROVISION, INSTANT_PLAN, NULL);
+        f.job.kind = unknown[i];
+        assert_int_equal(run_sim(&f), 0);
+        assert_false(f.call.result.succeeded);
+        assert_true(f.call.result.instance_usable);
+        assert_string_equal(f.call.result.description,
+                            "The broker received an operation of an unknown kind.");
+        fake_call_clear(&f);
+    }
+}
+
 /* Every kind: what it reports while running and how it describes success. */
 static const struct {
     enum osbq_job_kind kind;
@@ -316,11 +243,12 @@ static const struct {
 static void check_kinds(const char *plan_id, int64_t min_ms, int64_t max_ms)
 {
     for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
-        struct fake f;
+        struct fake_call f;
+        struct steps_seen seen;
         fake_init(&f, kinds[i].kind, plan_id, NULL);
-        int64_t started = now_ms();
-        assert_int_equal(run_steps(&f), 0);
-        int64_t took = now_ms() - started;
+        int64_t started = osbq_clock_ms();
+        assert_int_equal(run_steps(&f, &seen), 0);
+        int64_t took = osbq_clock_ms() - started;
         assert_true(f.call.result.succeeded);
         assert_false(f.call.result.in_progress);
         assert_string_equal(f.call.result.description, kinds[i].done);
@@ -332,17 +260,17 @@ static void check_kinds(const char *plan_id, int64_t min_ms, int64_t max_ms)
         else
             assert_null(f.call.result.binding);
         /* A duration is a due time: one step in progress, one that ends it; 0 ms ends at once. */
-        assert_int_equal(f.steps, min_ms > 0 ? 2 : 1);
+        assert_int_equal(seen.steps, min_ms > 0 ? 2 : 1);
         assert_int_equal(f.report_count, 0);
         if (min_ms > 0) {
             char expected[64];
             (void)snprintf(expected, sizeof expected, "%s (0%%)", kinds[i].doing);
-            assert_string_equal(f.first_progress, expected);
+            assert_string_equal(seen.first_progress, expected);
         }
         if (took < min_ms || took > max_ms)
             fail_msg("%s took %lld ms, expected %lld..%lld", kinds[i].done, (long long)took,
                      (long long)min_ms, (long long)max_ms);
-        fake_clear(&f);
+        fake_call_clear(&f);
     }
 }
 
@@ -369,9 +297,10 @@ static void test_sim_fail(void **state)
         {OSBQ_JOB_BIND, true},       {OSBQ_JOB_UNBIND, true},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        struct fake f;
+        struct fake_call f;
+        struct steps_seen seen;
         fake_init(&f, cases[i].kind, DASH_PLAN, "{\"sim_fail\": true, \"other\": 1}");
-        assert_int_equal(run_steps(&f), 0);
+        assert_int_equal(run_steps(&f, &seen), 0);
         assert_false(f.call.result.succeeded);
         assert_string_equal(f.call.result.description,
                             "Simulated failure requested by the sim_fail parameter.");
@@ -382,7 +311,7 @@ static void test_sim_fail(void **state)
         assert_null(f.call.result.dashboard_url);
         assert_null(f.call.result.binding);
         assert_int_equal(f.report_count, 0);
-        fake_clear(&f);
+        fake_call_clear(&f);
     }
 }
 
@@ -398,37 +327,37 @@ static void test_sim_fail_needs_true(void **state)
         "{\"nested\": {\"sim_fail\": true}}",
     };
     for (size_t i = 0; i < sizeof params / sizeof params[0]; i++) {
-        struct fake f;
+        struct fake_call f;
         fake_init(&f, OSBQ_JOB_UPDATE, INSTANT_PLAN, params[i]);
         assert_int_equal(run_sim(&f), 0);
         if (!f.call.result.succeeded)
             fail_msg("%s: failed", params[i]);
-        fake_clear(&f);
+        fake_call_clear(&f);
     }
 }
 
 static void test_dashboard(void **state)
 {
     (void)state;
-    struct fake f;
+    struct fake_call f;
     fake_init(&f, OSBQ_JOB_PROVISION, DASH_PLAN, NULL);
     assert_int_equal(run_sim(&f), 0);
     assert_true(f.call.result.succeeded);
     assert_string_equal(f.call.result.dashboard_url, "https://sim.osbq.invalid/dashboard/inst-1");
-    fake_clear(&f);
+    fake_call_clear(&f);
 
     fake_init(&f, OSBQ_JOB_PROVISION, INSTANT_PLAN, NULL);
     assert_int_equal(run_sim(&f), 0);
     assert_true(f.call.result.succeeded);
     assert_null(f.call.result.dashboard_url);
-    fake_clear(&f);
+    fake_call_clear(&f);
 
     /* Only provisions give one. */
     fake_init(&f, OSBQ_JOB_UPDATE, DASH_PLAN, NULL);
     assert_int_equal(run_sim(&f), 0);
     assert_true(f.call.result.succeeded);
     assert_null(f.call.result.dashboard_url);
-    fake_clear(&f);
+    fake_call_clear(&f);
 }
 
 /* Cancelled (the lease lost, the worker stopping): no outcome, nothing reported; a step that
@@ -436,20 +365,21 @@ static void test_dashboard(void **state)
 static void test_cancelled_step(void **state)
 {
     (void)state;
-    struct fake f;
+    struct fake_call f;
     fake_init(&f, OSBQ_JOB_BIND, INSTANT_PLAN, NULL);
     atomic_store(&f.cancel, true);
     assert_int_equal(run_sim(&f), -1);
     assert_int_equal(f.report_count, 0);
     assert_null(f.call.result.description);
-    fake_clear(&f);
+    fake_call_clear(&f);
 
     fake_init(&f, OSBQ_JOB_DEPROVISION, TIMED_PLAN, NULL);
     assert_int_equal(run_sim(&f), 0);
     assert_true(f.call.result.in_progress);
     atomic_store(&f.cancel, true);
-    assert_int_equal(run_steps(&f), -1);
-    fake_clear(&f);
+    struct steps_seen seen;
+    assert_int_equal(run_steps(&f, &seen), -1);
+    fake_call_clear(&f);
 }
 
 /* A long operation holds nothing: its first step answers at once, in progress, due when the
@@ -458,11 +388,11 @@ static void test_cancelled_step(void **state)
 static void test_long_operation_steps(void **state)
 {
     (void)state;
-    struct fake f;
+    struct fake_call f;
     fake_init(&f, OSBQ_JOB_PROVISION, LONG_PLAN, NULL);
-    int64_t started = now_ms();
+    int64_t started = osbq_clock_ms();
     assert_int_equal(run_sim(&f), 0);
-    assert_true(now_ms() - started < 500);
+    assert_true(osbq_clock_ms() - started < 500);
     assert_true(f.call.result.in_progress);
     assert_false(f.call.result.succeeded);
     assert_null(f.call.result.dashboard_url);
@@ -481,12 +411,12 @@ static void test_long_operation_steps(void **state)
     json_t *again = json_loads(f.call.result.resume, 0, NULL);
     assert_int_equal(json_integer_value(json_object_get(again, "until_ms")), until);
     json_decref(again);
-    fake_clear(&f);
+    fake_call_clear(&f);
 
     fake_init(&f, OSBQ_JOB_PROVISION, LONG_PLAN, "{\"sim_poll_ms\": 1000}");
     assert_int_equal(run_sim(&f), 0);
     assert_int_equal(f.call.result.poll_after_ms, 1000);
-    fake_clear(&f);
+    fake_call_clear(&f);
 
     /* A resume whose end has passed: the operation ends in this step. */
     fake_init(&f, OSBQ_JOB_PROVISION, LONG_PLAN, NULL);
@@ -497,7 +427,7 @@ static void test_long_operation_steps(void **state)
     assert_false(f.call.result.in_progress);
     assert_true(f.call.result.succeeded);
     assert_string_equal(f.call.result.dashboard_url, "https://sim.osbq.invalid/dashboard/inst-1");
-    fake_clear(&f);
+    fake_call_clear(&f);
 }
 
 /* The step contract's helper: the resume state bounded, the delay clamped, an in-progress
@@ -505,7 +435,7 @@ static void test_long_operation_steps(void **state)
 static void test_wait_for(void **state)
 {
     (void)state;
-    struct fake f;
+    struct fake_call f;
     fake_init(&f, OSBQ_JOB_UPDATE, INSTANT_PLAN, NULL);
     assert_int_equal(backend_call_wait_for(&f.call, "Half way.", -5, NULL), 0);
     assert_true(f.call.result.in_progress);
@@ -538,7 +468,7 @@ static void test_wait_for(void **state)
     assert_int_equal(backend_call_wait_for(&f.call, "x", 10, json_integer(3)), -1);
     assert_string_equal(f.call.result.description,
                         "The backend's resume state is not a JSON object.");
-    fake_clear(&f);
+    fake_call_clear(&f);
 }
 
 /* A backend without an entry for a kind fails that kind with a description saying so. */
@@ -546,21 +476,21 @@ static void test_unsupported_kind(void **state)
 {
     (void)state;
     static const struct backend partial = {.name = "partial"};
-    struct fake f;
+    struct fake_call f;
     fake_init(&f, OSBQ_JOB_BIND, INSTANT_PLAN, NULL);
     assert_int_equal(backend_run(&partial, &f.call), 0);
     assert_false(f.call.result.succeeded);
     assert_string_equal(f.call.result.description,
                         "The partial backend does not support bind yet.");
     assert_int_equal(f.report_count, 0);
-    fake_clear(&f);
+    fake_call_clear(&f);
 }
 
 /* The helpers keep the strings in the call and clear them. */
 static void test_call_helpers(void **state)
 {
     (void)state;
-    struct fake f;
+    struct fake_call f;
     fake_init(&f, OSBQ_JOB_PROVISION, INSTANT_PLAN, NULL);
     char long_text[3 * BACKEND_DESCRIPTION_MAX];
     memset(long_text, 'x', sizeof long_text - 1);
@@ -575,7 +505,7 @@ static void test_call_helpers(void **state)
     backend_call_succeed(&f.call, NULL);
     assert_true(f.call.result.succeeded);
     assert_null(f.call.result.description);
-    fake_clear(&f);
+    fake_call_clear(&f);
     assert_null(f.call.result.dashboard_url);
     assert_null(f.call.dashboard_url);
 }
@@ -588,7 +518,7 @@ static void test_call_helpers(void **state)
 static json_t *bind_json(const char *plan_id, const char *instance_id, const char *binding_id,
                          const char *bind_resource, const char *predecessor)
 {
-    struct fake f;
+    struct fake_call f;
     fake_init(&f, OSBQ_JOB_BIND, plan_id, NULL);
     f.job.instance_id = instance_id;
     f.job.binding_id = binding_id;
@@ -606,7 +536,7 @@ static json_t *bind_json(const char *plan_id, const char *instance_id, const cha
     json_t *binding = json_loads(f.call.result.binding, JSON_REJECT_DUPLICATES, &jerr);
     if (!json_is_object(binding))
         fail_msg("binding is not a JSON object: %s", jerr.text);
-    fake_clear(&f);
+    fake_call_clear(&f);
     assert_null(f.call.binding);
     assert_null(f.call.result.binding);
     return binding;
@@ -791,22 +721,23 @@ static void test_bind_rotation(void **state)
 static void test_bind_timed(void **state)
 {
     (void)state;
-    struct fake f;
+    struct fake_call f;
     fake_init(&f, OSBQ_JOB_BIND, TIMED_PLAN, NULL);
-    int64_t started = now_ms();
+    int64_t started = osbq_clock_ms();
     assert_int_equal(run_sim(&f), 0);
     /* In progress: no binding yet. */
     assert_true(f.call.result.in_progress);
     assert_null(f.call.result.binding);
     backend_call_clear(&f.call);
-    fake_clear(&f);
+    fake_call_clear(&f);
     fake_init(&f, OSBQ_JOB_BIND, TIMED_PLAN, NULL);
-    assert_int_equal(run_steps(&f), 0);
-    assert_true(now_ms() - started >= TIMED_MS);
-    assert_string_equal(f.first_progress, "Binding (0%)");
+    struct steps_seen seen;
+    assert_int_equal(run_steps(&f, &seen), 0);
+    assert_true(osbq_clock_ms() - started >= TIMED_MS);
+    assert_string_equal(seen.first_progress, "Binding (0%)");
     assert_true(f.call.result.succeeded);
     assert_non_null(f.call.result.binding);
-    fake_clear(&f);
+    fake_call_clear(&f);
 }
 
 /* ---- fail_on ---- */
@@ -817,14 +748,14 @@ static void check_fail_on(const char *plan_id, enum osbq_job_kind kind, bool fai
         [OSBQ_JOB_PROVISION] = false, [OSBQ_JOB_UPDATE] = true, [OSBQ_JOB_DEPROVISION] = true,
         [OSBQ_JOB_BIND] = true,       [OSBQ_JOB_UNBIND] = true,
     };
-    struct fake f;
+    struct fake_call f;
     fake_init(&f, kind, plan_id, NULL);
     assert_int_equal(run_sim(&f), 0);
     assert_int_equal(f.report_count, 0);
     if (!fails) {
         if (!f.call.result.succeeded)
             fail_msg("%s on %s failed", osbq_job_kind_name(kind), plan_id);
-        fake_clear(&f);
+        fake_call_clear(&f);
         return;
     }
     if (f.call.result.succeeded)
@@ -834,7 +765,7 @@ static void check_fail_on(const char *plan_id, enum osbq_job_kind kind, bool fai
     assert_int_equal(f.call.result.instance_usable, usable[kind]);
     assert_false(f.call.result.update_repeatable);
     assert_null(f.call.result.binding);
-    fake_clear(&f);
+    fake_call_clear(&f);
 }
 
 /* A plan naming one kind fails exactly that kind. */
@@ -866,7 +797,7 @@ static void test_fail_on_list(void **state)
 static void test_set_binding(void **state)
 {
     (void)state;
-    struct fake f;
+    struct fake_call f;
     fake_init(&f, OSBQ_JOB_BIND, INSTANT_PLAN, NULL);
     /* Not an object, or nothing: refused, the reference released (ASan would see a leak). */
     assert_int_equal(backend_call_set_binding(&f.call, json_string("x")), -1);
@@ -887,7 +818,7 @@ static void test_set_binding(void **state)
     /* A failure hands out no binding. */
     backend_call_fail(&f.call, "no", true, false);
     assert_null(f.call.result.binding);
-    fake_clear(&f);
+    fake_call_clear(&f);
     assert_null(f.call.binding);
 }
 
@@ -962,7 +893,7 @@ static int run_in_child(enum osbq_job_kind kind, const char *plan_id)
         int devnull = open("/dev/null", O_WRONLY);
         if (devnull >= 0)
             (void)dup2(devnull, STDERR_FILENO);
-        struct fake f;
+        struct fake_call f;
         fake_init(&f, kind, plan_id, NULL);
         int rc = run_sim(&f);
         _exit(rc == 0 && f.call.result.succeeded ? 0 : 3);
@@ -989,9 +920,9 @@ static void test_crash_on(void **state)
 }
 
 struct hang_run {
-    struct fake f;    /* the call */
-    atomic_bool done; /* the backend returned */
-    int rc;           /* what it returned */
+    struct fake_call f; /* the call */
+    atomic_bool done;   /* the backend returned */
+    int rc;             /* what it returned */
 };
 
 static void *hang_thread(void *arg)
@@ -1005,8 +936,8 @@ static void *hang_thread(void *arg)
 /* Waits up to ms for h to return; true when it did. */
 static bool returns_within(struct hang_run *h, int64_t ms)
 {
-    int64_t until = now_ms() + ms;
-    while (!atomic_load(&h->done) && now_ms() < until) {
+    int64_t until = osbq_clock_ms() + ms;
+    while (!atomic_load(&h->done) && osbq_clock_ms() < until) {
         struct timespec slice = {.tv_sec = 0, .tv_nsec = 5 * 1000000L};
         nanosleep(&slice, NULL);
     }
@@ -1034,10 +965,10 @@ static void test_hang_on(void **state)
     if (spent > 10)
         fail_msg("%d waits in 400 ms once cancelled: spinning", spent);
 
-    int64_t exiting_at = now_ms();
+    int64_t exiting_at = osbq_clock_ms();
     atomic_store(&h.f.exiting, true);
     assert_true(returns_within(&h, 1000));
-    int64_t took = now_ms() - exiting_at;
+    int64_t took = osbq_clock_ms() - exiting_at;
     assert_int_equal(pthread_join(thread, NULL), 0);
     assert_int_equal(h.rc, -1);
     if (took > 500)
@@ -1045,21 +976,21 @@ static void test_hang_on(void **state)
     assert_int_equal(h.f.report_count, 0);
     assert_false(h.f.call.result.succeeded);
     assert_null(h.f.call.result.description);
-    fake_clear(&h.f);
+    fake_call_clear(&h.f);
 
     /* Exiting before it starts: returns at once. */
-    struct fake f;
+    struct fake_call f;
     fake_init(&f, OSBQ_JOB_PROVISION, HANG_PLAN, NULL);
     atomic_store(&f.exiting, true);
     assert_int_equal(run_sim(&f), -1);
-    fake_clear(&f);
+    fake_call_clear(&f);
 
     /* Kinds it does not name run as usual. */
     fake_init(&f, OSBQ_JOB_UPDATE, HANG_PLAN, NULL);
     assert_int_equal(run_sim(&f), 0);
     assert_true(f.call.result.succeeded);
     assert_int_equal(f.report_count, 0);
-    fake_clear(&f);
+    fake_call_clear(&f);
 }
 
 /* ---- cpu_ms (benchmark setting) ---- */
@@ -1073,12 +1004,13 @@ static double thread_cpu_ms(void)
 }
 
 /* Runs kind on plan_id as the worker would (every step); returns the CPU time it took on this
- * thread, in ms, with the call's outcome in f. */
-static double cpu_of_steps(struct fake *f, enum osbq_job_kind kind, const char *plan_id)
+ * thread, in ms, with the call's outcome in f and its steps in seen. */
+static double cpu_of_steps(struct fake_call *f, enum osbq_job_kind kind, const char *plan_id,
+                           struct steps_seen *seen)
 {
     fake_init(f, kind, plan_id, NULL);
     double before = thread_cpu_ms();
-    assert_int_equal(run_steps(f), 0);
+    assert_int_equal(run_steps(f, seen), 0);
     return thread_cpu_ms() - before;
 }
 
@@ -1090,45 +1022,48 @@ static void test_cpu_ms(void **state)
 {
     (void)state;
     for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
-        struct fake f;
-        double spent = cpu_of_steps(&f, kinds[i].kind, CPU_PLAN);
+        struct fake_call f;
+        struct steps_seen seen;
+        double spent = cpu_of_steps(&f, kinds[i].kind, CPU_PLAN, &seen);
         if (spent < CPU_MS || spent > 4 * CPU_MS)
             fail_msg("%s: %.1f ms of CPU, expected %d or a little more", kinds[i].done, spent,
                      CPU_MS);
         assert_true(f.call.result.succeeded);
         assert_string_equal(f.call.result.description, kinds[i].done);
-        assert_int_equal(f.steps, 1);
+        assert_int_equal(seen.steps, 1);
         assert_true(atomic_load(&f.waits) >= CPU_MS / 10);
-        fake_clear(&f);
+        fake_call_clear(&f);
     }
     /* A plan without it burns nothing to speak of. */
-    struct fake f;
-    double spent = cpu_of_steps(&f, OSBQ_JOB_PROVISION, INSTANT_PLAN);
+    struct fake_call f;
+    struct steps_seen seen;
+    double spent = cpu_of_steps(&f, OSBQ_JOB_PROVISION, INSTANT_PLAN, &seen);
     if (spent > CPU_MS / 2)
         fail_msg("the instant plan took %.1f ms of CPU", spent);
     assert_int_equal(atomic_load(&f.waits), 0);
-    fake_clear(&f);
+    fake_call_clear(&f);
 }
 
 /* Every step burns it: an operation of two steps (in progress, then due) takes twice. */
 static void test_cpu_ms_every_step(void **state)
 {
     (void)state;
-    struct fake f;
-    double spent = cpu_of_steps(&f, OSBQ_JOB_PROVISION, CPU_TIMED_PLAN);
-    assert_int_equal(f.steps, 2);
+    struct fake_call f;
+    struct steps_seen seen;
+    double spent = cpu_of_steps(&f, OSBQ_JOB_PROVISION, CPU_TIMED_PLAN, &seen);
+    assert_int_equal(seen.steps, 2);
     assert_true(f.call.result.succeeded);
-    assert_string_equal(f.first_progress, "Provisioning (0%)");
+    assert_string_equal(seen.first_progress, "Provisioning (0%)");
     if (spent < 2 * CPU_MS || spent > 8 * CPU_MS)
         fail_msg("%.1f ms of CPU over 2 steps, expected %d or a little more", spent, 2 * CPU_MS);
-    fake_clear(&f);
+    fake_call_clear(&f);
 }
 
 /* A cancelled call stops burning at its next look, with no outcome. */
 static void test_cpu_ms_cancelled(void **state)
 {
     (void)state;
-    struct fake f;
+    struct fake_call f;
     fake_init(&f, OSBQ_JOB_BIND, CPU_PLAN, NULL);
     atomic_store(&f.cancel, true);
     double before = thread_cpu_ms();
@@ -1140,7 +1075,7 @@ static void test_cpu_ms_cancelled(void **state)
     assert_false(f.call.result.succeeded);
     assert_null(f.call.result.description);
     assert_null(f.call.result.binding);
-    fake_clear(&f);
+    fake_call_clear(&f);
 }
 
 /* ---- a step's deadlines and finish backoff ---- */
@@ -1181,6 +1116,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_find),
+        cmocka_unit_test(test_unknown_kind_fails),
         cmocka_unit_test(test_kinds_instant),
         cmocka_unit_test(test_kinds_timed),
         cmocka_unit_test(test_sim_fail),

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "catalog.h"
+#include "catalog_text.h"
 #include "semver.h"
 
 #define CATALOG_DATA_DIR  OSBQ_TEST_DATA_DIR "/catalog"
@@ -86,11 +87,9 @@ static struct osbq_catalog *load_json_ok(const json_t *doc)
 {
     char *text = json_dumps(doc, 0);
     assert_non_null(text);
-    struct osbq_catalog *cat = NULL;
-    struct osbq_error err = {0};
-    if (osbq_catalog_load_text(text, strlen(text), &cat, &err) != 0)
-        fail_msg("%s", err.text);
+    struct osbq_catalog *cat = catalog_from_text(text, strlen(text));
     free(text);
+    assert_non_null(cat);
     return cat;
 }
 

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "temp_file.h"
 
 #define ENV_MAX    24
 #define SEEN_MAX   64
@@ -538,17 +539,6 @@ static void test_gateway_does_not_read_worker_concurrency(void **state)
     osbq_config_clear(&cfg);
 }
 
-/* Writes len bytes of content to a new temporary file; path receives its name. */
-static void write_temp(const char *content, size_t len, char *path, size_t size)
-{
-    assert_true(size > sizeof "/tmp/osbq-test-config-XXXXXX");
-    (void)snprintf(path, size, "%s", "/tmp/osbq-test-config-XXXXXX");
-    int fd = mkstemp(path);
-    assert_true(fd >= 0);
-    assert_int_equal(write(fd, content, len), (ssize_t)len);
-    assert_int_equal(close(fd), 0);
-}
-
 /* A secret file: the variable (without _FILE), its bytes, and the value expected (NULL: error). */
 struct file_case {
     const char *name;
@@ -580,7 +570,7 @@ static void test_secret_files(void **state)
         char path[64], file_var[64];
         struct fake_env env;
         (void)snprintf(file_var, sizeof file_var, "%s_FILE", tc->name);
-        write_temp(tc->content, tc->len, path, sizeof path);
+        temp_file_write(tc->content, tc->len, path, sizeof path);
         env_gateway(&env);
         env_set(&env, tc->name, NULL);
         env_set(&env, file_var, path);
@@ -612,7 +602,7 @@ static void test_secret_file_too_large_is_rejected(void **state)
     struct fake_env env;
     struct osbq_error err;
     memset(big, 'x', sizeof big);
-    write_temp(big, sizeof big, path, sizeof path);
+    temp_file_write(big, sizeof big, path, sizeof path);
     env_gateway(&env);
     env_set(&env, "OSBQ_BROKER_PASSWORD", NULL);
     env_set(&env, "OSBQ_BROKER_PASSWORD_FILE", path);
@@ -621,7 +611,7 @@ static void test_secret_file_too_large_is_rejected(void **state)
 
     /* 4096 bytes is the largest accepted. */
     struct osbq_config cfg;
-    write_temp(big, sizeof big - 1, path, sizeof path);
+    temp_file_write(big, sizeof big - 1, path, sizeof path);
     env_set(&env, "OSBQ_BROKER_PASSWORD_FILE", path);
     load_ok(&env, OSBQ_ROLE_GATEWAY, &cfg);
     assert_int_equal(strlen(cfg.broker_password), sizeof big - 1);
@@ -651,7 +641,7 @@ static void test_secret_and_secret_file_both_set_is_an_error(void **state)
         struct osbq_config cfg;
         struct osbq_error err = {0};
         (void)snprintf(file_var, sizeof file_var, "%s_FILE", names[i]);
-        write_temp(BYTES("value\n"), path, sizeof path);
+        temp_file_write(BYTES("value\n"), path, sizeof path);
         env_gateway(&env);
         env_set(&env, file_var, path);
         memset(&cfg, 0, sizeof cfg);
@@ -672,7 +662,7 @@ static void test_security_paths(void **state)
 {
     (void)state;
     char file[64], dir[] = "/tmp/osbq-test-config-dir-XXXXXX";
-    write_temp(BYTES("x\n"), file, sizeof file);
+    temp_file_write(BYTES("x\n"), file, sizeof file);
     assert_non_null(mkdtemp(dir));
     struct fake_env env;
     struct osbq_config cfg;

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "kit_options.h"
+#include "temp_file.h"
 
 #define ARGC(a) ((int)(sizeof(a) / sizeof(a)[0]))
 
@@ -168,13 +169,9 @@ static void test_json_arg(void **state)
     assert_non_null(strstr(err, "--params: not JSON"));
     assert_int_equal(kit_json_arg("--params", "{\"a\": 1, \"a\": 2}", &v, err, sizeof err), -1);
 
-    char path[] = "/tmp/osbq-test-kit-XXXXXX";
-    int fd = mkstemp(path);
-    assert_true(fd >= 0);
-    FILE *f = fdopen(fd, "w");
-    assert_non_null(f);
-    fputs("{\"platform\": \"kubernetes\"}\n", f);
-    fclose(f);
+    static const char context[] = "{\"platform\": \"kubernetes\"}\n";
+    char path[32];
+    temp_file_write(context, sizeof context - 1, path, sizeof path);
     char arg[64];
     (void)snprintf(arg, sizeof arg, "@%s", path);
     assert_int_equal(kit_json_arg("--context", arg, &v, err, sizeof err), 0);

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "catalog.h"
+#include "catalog_text.h"
 #include "platforms.h"
 #include "tenant.h"
 
@@ -51,10 +52,9 @@ static void write_file(const char *dir, const char *name, const char *text)
 static int setup(void **state)
 {
     struct fixture *f = calloc(1, sizeof *f);
-    struct osbq_error err = {0};
     assert_non_null(f);
-    if (osbq_catalog_load_text(catalog_text, sizeof catalog_text - 1, &f->catalog, &err) < 0)
-        fail_msg("catalog: %s", err.text);
+    f->catalog = catalog_from_text(catalog_text, sizeof catalog_text - 1);
+    assert_non_null(f->catalog);
     (void)snprintf(f->dir, sizeof f->dir, "/tmp/osbq-platforms-XXXXXX");
     assert_non_null(mkdtemp(f->dir));
     write_file(f->dir, "cf-password", "s3cret\n");

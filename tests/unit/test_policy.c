@@ -15,7 +15,9 @@
 #include <string.h>
 
 #include "catalog.h"
+#include "catalog_text.h"
 #include "policy.h"
+#include "temp_file.h"
 
 /* Two services: "db" with plans small and large, "cache" with plan tiny. */
 static const char catalog_text[] =
@@ -52,10 +54,10 @@ struct fixture {
 static int setup(void **state)
 {
     struct fixture *f = calloc(1, sizeof *f);
-    struct osbq_error err = {0};
     assert_non_null(f);
-    if (osbq_catalog_load_text(catalog_text, sizeof catalog_text - 1, &f->catalog, &err) < 0)
-        fail_msg("catalog: %s", err.text);
+    f->catalog = catalog_from_text(catalog_text, sizeof catalog_text - 1);
+    assert_non_null(f->catalog);
+    struct osbq_error err = {0};
     if (osbq_policy_load_text(policy_text, sizeof policy_text - 1, f->catalog, &f->policy, &err) <
         0)
         fail_msg("policy: %s", err.text);
@@ -372,13 +374,9 @@ static void test_file_errors_name_the_path(void **state)
     struct osbq_error err = {0};
     assert_int_equal(osbq_policy_load_file("/nonexistent/policy.json", NULL, &p, &err), -1);
     assert_non_null(strstr(err.text, "/nonexistent/policy.json"));
-    char path[] = "/tmp/osbq-test-policy-XXXXXX";
-    int fd = mkstemp(path);
-    assert_true(fd >= 0);
-    FILE *out = fdopen(fd, "w");
-    assert_non_null(out);
-    fputs("{\"deny\": 1}", out);
-    fclose(out);
+    static const char text[] = "{\"deny\": 1}";
+    char path[64];
+    temp_file_write(text, sizeof text - 1, path, sizeof path);
     assert_int_equal(osbq_policy_load_file(path, NULL, &p, &err), -1);
     assert_true(strncmp(err.text, path, strlen(path)) == 0);
     assert_non_null(strstr(err.text, "deny: must be an array"));

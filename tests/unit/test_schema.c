@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "catalog.h"
+#include "catalog_text.h"
 #include "schema.h"
 
 #define DRAFT4 "http://json-schema.org/draft-04/schema#"
@@ -432,10 +433,8 @@ static void test_catalog_plan_schemas(void **state)
         "    \"properties\": {\"role\": {\"enum\": [\"ro\", \"rw\"]}}}}}}},"
         " {\"id\": \"p2\", \"name\": \"p2\", \"description\": \"d\", \"osbq\": {\"backend\": "
         "\"sim\"}}]}]}";
-    struct osbq_catalog *cat = NULL;
-    struct osbq_error err = {0};
-    if (osbq_catalog_load_text(text, sizeof text - 1, &cat, &err) < 0)
-        fail_msg("%s", err.text);
+    struct osbq_catalog *cat = catalog_from_text(text, sizeof text - 1);
+    assert_non_null(cat);
     const struct osbq_plan *p1 = osbq_catalog_plan(cat, "p1");
     const struct osbq_plan *p2 = osbq_catalog_plan(cat, "p2");
     assert_non_null(p1->provision_schema);

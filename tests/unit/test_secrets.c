@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "secrets.h"
+#include "temp_file.h"
 
 #define KEY_A "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"
 #define KEY_B "F0E1D2C3B4A5968778695A4B3C2D1E0FF0E1D2C3B4A5968778695A4B3C2D1E0F"
@@ -29,12 +30,7 @@ static const char credentials[] = "{\"credentials\":{\"username\":\"u\",\"passwo
 static const char *key_file(const char *text)
 {
     static char path[64];
-    (void)snprintf(path, sizeof path, "/tmp/osbq-test-secrets-XXXXXX");
-    int fd = mkstemp(path);
-    assert_true(fd >= 0);
-    size_t len = strlen(text);
-    assert_int_equal(write(fd, text, len), (ssize_t)len);
-    assert_int_equal(close(fd), 0);
+    temp_file_write(text, strlen(text), path, sizeof path);
     return path;
 }
 

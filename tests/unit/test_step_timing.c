@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "catalog.h"
+#include "catalog_text.h"
 #include "recovery.h"
 #include "step_timing.h"
 
@@ -77,9 +78,8 @@ static void test_max_polling_from_plan(void **state)
         "   \"maximum_polling_duration\": 90, \"osbq\": {\"backend\": \"sim\"}},"
         "  {\"id\": \"p2\", \"name\": \"b\", \"description\": \"d\","
         "   \"osbq\": {\"backend\": \"sim\"}}]}]}";
-    struct osbq_catalog *catalog = NULL;
-    struct osbq_error err = {0};
-    assert_int_equal(osbq_catalog_load_text(text, sizeof text - 1, &catalog, &err), 0);
+    struct osbq_catalog *catalog = catalog_from_text(text, sizeof text - 1);
+    assert_non_null(catalog);
     assert_int_equal(step_max_polling_s(osbq_catalog_plan(catalog, "p1")), 90);
     assert_int_equal(step_max_polling_s(osbq_catalog_plan(catalog, "p2")), 0);
     assert_int_equal(step_max_polling_s(NULL), 0);

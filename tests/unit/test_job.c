@@ -631,6 +631,43 @@ static void test_encode_without_errbuf(void **state)
 }
 
 /* Guards the hand-built maps the rejection tests start from. */
+/* How reject_each_field spoils one field of a valid job. */
+enum field_spoil {
+    SPOIL_REMOVE,    /* the field is left out */
+    SPOIL_DUPLICATE, /* the field is there twice */
+    SPOIL_NUL,       /* its string holds a NUL byte */
+    SPOIL_EMPTY,     /* its string is empty */
+};
+
+/* For each of the n keys, a valid job with that one field spoiled is rejected, and the error
+ * says before"<key>"after. */
+static void reject_each_field(const char *const *keys, size_t n, enum field_spoil spoil,
+                              const char *before, const char *after)
+{
+    for (size_t i = 0; i < n; i++) {
+        struct kvset s;
+        char needle[96];
+
+        kvset_valid(&s);
+        switch (spoil) {
+        case SPOIL_REMOVE:
+            kvset_remove(&s, keys[i]);
+            break;
+        case SPOIL_DUPLICATE:
+            kvset_add(&s, s.kv[kvset_find(&s, keys[i])]);
+            break;
+        case SPOIL_NUL:
+            kvset_set(&s, keys[i], (struct kv){.type = T_STRN, .str = "bind\0x", .len = 6});
+            break;
+        case SPOIL_EMPTY:
+            kvset_set(&s, keys[i], (struct kv){.type = T_STR, .str = ""});
+            break;
+        }
+        snprintf(needle, sizeof(needle), "%s\"%s\"%s", before, keys[i], after);
+        expect_reject(&s, needle);
+    }
+}
+
 static void test_decode_hand_built(void **state)
 {
     struct kvset s;
@@ -727,18 +764,10 @@ static void test_decode_missing_required(void **state)
 {
     static const char *const required[] = {"op",      "kind", "instance", "binding",
                                            "service", "plan", "api",      "attempt"};
-    size_t i;
 
     (void)state;
-    for (i = 0; i < sizeof(required) / sizeof(required[0]); i++) {
-        struct kvset s;
-        char needle[64];
-
-        kvset_valid(&s);
-        kvset_remove(&s, required[i]);
-        snprintf(needle, sizeof(needle), "missing field \"%s\"", required[i]);
-        expect_reject(&s, needle);
-    }
+    reject_each_field(required, sizeof(required) / sizeof(required[0]), SPOIL_REMOVE,
+                      "missing field ", "");
 }
 
 static void test_decode_wrong_type(void **state)
@@ -825,18 +854,10 @@ static void test_decode_unknown_key(void **state)
 static void test_decode_duplicate_key(void **state)
 {
     static const char *const keys[] = {"v", "op", "kind", "binding", "plan", "params", "attempt"};
-    size_t i;
 
     (void)state;
-    for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
-        struct kvset s;
-        char needle[64];
-
-        kvset_valid(&s);
-        kvset_add(&s, s.kv[kvset_find(&s, keys[i])]);
-        snprintf(needle, sizeof(needle), "duplicate field \"%s\"", keys[i]);
-        expect_reject(&s, needle);
-    }
+    reject_each_field(keys, sizeof(keys) / sizeof(keys[0]), SPOIL_DUPLICATE, "duplicate field ",
+                      "");
 }
 
 static void test_decode_unknown_kind(void **state)
@@ -924,35 +945,18 @@ static void test_decode_binding_rules(void **state)
 static void test_decode_embedded_nul(void **state)
 {
     static const char *const keys[] = {"op", "kind", "binding", "plan", "params", "origin"};
-    size_t i;
 
     (void)state;
-    for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
-        struct kvset s;
-        char needle[64];
-
-        kvset_valid(&s);
-        kvset_set(&s, keys[i], (struct kv){.type = T_STRN, .str = "bind\0x", .len = 6});
-        snprintf(needle, sizeof(needle), "field \"%s\": string contains a NUL byte", keys[i]);
-        expect_reject(&s, needle);
-    }
+    reject_each_field(keys, sizeof(keys) / sizeof(keys[0]), SPOIL_NUL, "field ",
+                      ": string contains a NUL byte");
 }
 
 static void test_decode_empty_ids(void **state)
 {
     static const char *const ids[] = {"op", "instance", "binding", "service", "plan"};
-    size_t i;
 
     (void)state;
-    for (i = 0; i < sizeof(ids) / sizeof(ids[0]); i++) {
-        struct kvset s;
-        char needle[64];
-
-        kvset_valid(&s);
-        kvset_set(&s, ids[i], (struct kv){.type = T_STR, .str = ""});
-        snprintf(needle, sizeof(needle), "field \"%s\": empty", ids[i]);
-        expect_reject(&s, needle);
-    }
+    reject_each_field(ids, sizeof(ids) / sizeof(ids[0]), SPOIL_EMPTY, "field ", ": empty");
 }
 
 static void test_decode_not_a_map(void **state)

@@ -353,6 +353,53 @@ static void history_events(struct store_fixture *f, const char *op, char *out, s
     osbq_store_strings_free(history);
 }
 
+static int names_order(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* A finished operation says each thing once (docs/decisions/0041): no history line for its
+ * first claim nor for its worker's outcome, no attempt beside its claims, no copy of its
+ * instance's service; an operator still reads all of them. */
+static void test_finished_operation_says_once(void **state)
+{
+    struct store_fixture *f = *state;
+    struct osbq_error err = {0};
+    assert_int_equal(begin(f, "provision", "once", "i-once", "d", "plan-a", NULL, NULL, NULL),
+                     OSBQ_BEGIN_ACCEPTED);
+    assert_int_equal(claim(f, "once", "w1", 10000), 1);
+    assert_int_equal(finish(f, "once", "w1", true), 1);
+    redisReply *r = redisCommand(f->direct, "HKEYS t:op:once");
+    assert_true(r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements < 32);
+    const char *names[32];
+    for (size_t i = 0; i < r->elements; i++)
+        names[i] = r->element[i]->str;
+    qsort(names, r->elements, sizeof names[0], names_order);
+    char joined[512] = "";
+    for (size_t i = 0; i < r->elements; i++) {
+        size_t used = strlen(joined);
+        (void)snprintf(joined + used, sizeof joined - used, "%s%s", used ? " " : "", names[i]);
+    }
+    freeReplyObject(r);
+    assert_string_equal(joined, "api claims created_ms description finished_ms instance kind "
+                                "plan_id started_ms state worker");
+
+    struct osbq_fields fields = {0};
+    char **history = NULL;
+    size_t count = 0;
+    assert_int_equal(osbq_store_operation_get(f->store, "once", &fields, &history, &count, &err),
+                     1);
+    assert_string_equal(osbq_fields_get(&fields, "attempt"), "1");
+    assert_string_equal(osbq_fields_get(&fields, "service_id"), "svc");
+    assert_int_equal(count, 2);
+    assert_non_null(strstr(history[0], "\"event\":\"claimed\""));
+    assert_non_null(strstr(history[0], "\"worker\":\"w1\""));
+    assert_non_null(strstr(history[1], "\"event\":\"succeeded\""));
+    assert_non_null(strstr(history[1], "\"description\":"));
+    osbq_fields_clear(&fields);
+    osbq_store_strings_free(history);
+}
+
 static void test_operation_history_and_repairs(void **state)
 {
     struct store_fixture *f = *state;
@@ -839,6 +886,7 @@ int main(void)
         cmocka_unit_test(test_gateway_registry),
         cmocka_unit_test(test_process_status),
         cmocka_unit_test(test_operation_history_and_repairs),
+        cmocka_unit_test(test_finished_operation_says_once),
         cmocka_unit_test(test_scan_records_hides_secrets),
         cmocka_unit_test(test_scripts_reload_after_flush),
         cmocka_unit_test(test_recovery_resends_then_abandons),

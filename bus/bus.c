@@ -102,36 +102,66 @@ unsigned osbq_bus_ready_credit(unsigned free_slots, uint64_t sent, uint64_t rece
 /* More free slots than any worker has: a READY announcing them is garbled. */
 #define READY_MAX_SLOTS 1000000
 
+/* A count frame's value: true when the frame is one or more ASCII digits and nothing else, at
+ * most max. strtoul alone would also take an empty frame, leading spaces, a sign (a negative
+ * number wraps around), the digits before a NUL byte, and saturate a number that does not fit. */
+static bool frame_count(zframe_t *frame, uint64_t max, uint64_t *value)
+{
+    const unsigned char *data = zframe_data(frame);
+    size_t len = zframe_size(frame);
+    uint64_t v = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (data[i] < '0' || data[i] > '9')
+            return false;
+        unsigned digit = (unsigned)(data[i] - '0');
+        if (v > (max - digit) / 10)
+            return false;
+        v = v * 10 + digit;
+    }
+    *value = v;
+    return len > 0;
+}
+
+/* A due frame's time (osbq_bus_ready_due); 0 when absent, or holding a NUL byte (the text
+ * before it is not the frame). */
+static int64_t frame_due(zframe_t *frame)
+{
+    if (frame == NULL || memchr(zframe_data(frame), '\0', zframe_size(frame)) != NULL)
+        return 0;
+    char *text = zframe_strdup(frame);
+    int64_t due = osbq_bus_ready_due(text);
+    free(text);
+    return due;
+}
+
 /* Reads a READY's frames after its command into *out; false when they do not read (the frames
  * taken are freed). */
 static bool decode_ready(zmsg_t *msg, struct osbq_bus_ready_received *out)
 {
     char *id = zmsg_popstr(msg);
-    char *free_text = zmsg_popstr(msg);
-    char *received_text = zmsg_popstr(msg); /* NULL from an older worker */
-    char *due_text = zmsg_popstr(msg);      /* NULL without a wait recorded, or older */
-    char *ended = zmsg_popstr(msg);         /* NULL without a job ended, or older */
-    char *end = NULL, *received_end = NULL;
-    unsigned long slots = free_text ? strtoul(free_text, &end, 10) : 0;
-    unsigned long long received = received_text ? strtoull(received_text, &received_end, 10) : 0;
-    bool ok = id != NULL && free_text != NULL && *end == '\0' && slots <= READY_MAX_SLOTS &&
-              (received_text == NULL || (*received_end == '\0' && received_text[0] != '-'));
+    zframe_t *slots = zmsg_pop(msg);
+    zframe_t *received = zmsg_pop(msg); /* NULL from an older worker */
+    zframe_t *due = zmsg_pop(msg);      /* NULL without a wait recorded, or older */
+    char *ended = zmsg_popstr(msg);     /* NULL without a job ended, or older */
+    uint64_t slots_value = 0, received_value = 0;
+    bool ok = id != NULL && slots != NULL && frame_count(slots, READY_MAX_SLOTS, &slots_value) &&
+              (received == NULL || frame_count(received, UINT64_MAX, &received_value));
     if (ok) {
         *out = (struct osbq_bus_ready_received){
             .worker_id = id,
-            .free_slots = (unsigned)slots,
-            .counts_received = received_text != NULL,
-            .received = received,
-            .due_ms = osbq_bus_ready_due(due_text),
+            .free_slots = (unsigned)slots_value,
+            .counts_received = received != NULL,
+            .received = received_value,
+            .due_ms = frame_due(due),
             .ended = ended,
         };
         id = NULL;
         ended = NULL;
     }
     free(id);
-    free(free_text);
-    free(received_text);
-    free(due_text);
+    zframe_destroy(&slots);
+    zframe_destroy(&received);
+    zframe_destroy(&due);
     free(ended);
     return ok;
 }

@@ -19,7 +19,7 @@ usage: scripts/fuzz.sh [--seconds N] [--jobs N] [--timeout N] [--rss-mb N] [--up
   --rss-mb N        memory limit of one target in MiB (default 1536)
   --update-corpus   merge the inputs that found new coverage into tests/fuzz/corpus/<target>
   --no-build        run the binaries already in build-fuzz/fuzz
-  TARGET...         route, catalog, job, exec_output (default: all)
+  TARGET...         route, catalog, job, exec_output, bus (default: all)
 
 A failing input is kept in build-fuzz/artifacts/<target>/; the output names it. Replay it with
   build-fuzz/fuzz/fuzz_<target> <file>
@@ -31,7 +31,7 @@ die_usage() { echo "fuzz: $*" >&2; echo "fuzz: see scripts/fuzz.sh --help" >&2; 
 # shellcheck source=scripts/options.sh
 . scripts/options.sh
 
-all_targets=(route catalog job exec_output)
+all_targets=(route catalog job exec_output bus)
 seconds=${OSBQ_FUZZ_SECONDS:-45}
 jobs=2
 timeout=10

@@ -139,6 +139,52 @@ static void test_ready_malformed(void **state)
     osbq_bus_msg_clear(&m);
 }
 
+/* Decodes, at a gateway, frames with last (last_len bytes, NUL bytes included) added after them. */
+static void decode_with_last(const char *const *frames, size_t count, const char *last,
+                             size_t last_len, struct osbq_bus_msg *out)
+{
+    zmsg_t *msg = message_of(frames, count);
+    assert_int_equal(zmsg_addmem(msg, last, last_len), 0);
+    osbq_bus_decode(&msg, OSBQ_BUS_AT_GATEWAY, out);
+}
+
+/* A READY's counts are decimal numbers and nothing else (fuzz_bus found READYs that strtoul read
+ * all the same): no sign, no space, no NUL byte, at least one digit, small enough to fit; the
+ * largest count that fits reads. A due frame with a NUL byte is no due time. */
+static void test_ready_counts_only_digits(void **state)
+{
+    (void)state;
+    /* Free slots, then the received count (strtoul read the wrapping one as 1, " -5" as 2^64-5). */
+    static const char *const counts[][2] = {
+        {"", "4"},    {"+5", "4"},
+        {" 5", "4"},  {"-18446744073709551615", "4"},
+        {"4", " -5"}, {"4", "18446744073709551616"},
+    };
+    for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) {
+        const char *frames[] = {OSBQ_BUS_READY, "w-1", counts[i][0], counts[i][1]};
+        expect_malformed_ready(frames, 4);
+    }
+
+    struct osbq_bus_msg m;
+    const char *before_slots[] = {"worker-socket", OSBQ_BUS_READY, "w-1"};
+    decode_with_last(before_slots, 3, "5\0", 2, &m);
+    assert_int_equal(m.kind, OSBQ_BUS_MSG_MALFORMED);
+    osbq_bus_msg_clear(&m);
+    const char *before_received[] = {"worker-socket", OSBQ_BUS_READY, "w-1", "4"};
+    decode_with_last(before_received, 4, "4467440737095\0\0x", 16, &m);
+    assert_int_equal(m.kind, OSBQ_BUS_MSG_MALFORMED);
+    assert_null(m.ready.worker_id);
+    osbq_bus_msg_clear(&m);
+
+    const char *before_due[] = {"worker-socket", OSBQ_BUS_READY, "w-1", "4",
+                                "18446744073709551615"};
+    decode_with_last(before_due, 5, "1795000000123\0x", 15, &m);
+    assert_int_equal(m.kind, OSBQ_BUS_MSG_READY);
+    assert_true(m.ready.received == UINT64_MAX);
+    assert_true(m.ready.due_ms == 0);
+    osbq_bus_msg_clear(&m);
+}
+
 /* A REJECT hands its job back as sent; one without a job still says the worker is full. */
 static void test_reject(void **state)
 {
@@ -282,6 +328,7 @@ int main(void)
         cmocka_unit_test(test_ready_with_every_frame),
         cmocka_unit_test(test_ready_of_an_older_worker),
         cmocka_unit_test(test_ready_malformed),
+        cmocka_unit_test(test_ready_counts_only_digits),
         cmocka_unit_test(test_reject),
         cmocka_unit_test(test_job),
         cmocka_unit_test(test_unknown),

@@ -17,6 +17,7 @@
 #include "catalog.h"
 #include "catalog_text.h"
 #include "semver.h"
+#include "string_cases.h"
 
 #define CATALOG_DATA_DIR  OSBQ_TEST_DATA_DIR "/catalog"
 #define EFFECTIVE_CATALOG CATALOG_DATA_DIR "/valid/effective-values/catalog.json"
@@ -534,12 +535,8 @@ static void test_semver(void **state)
         "1.0.0+", "1.0.0-01",  "v1.0.0",  "1.0.0-a..b", "1.0.0-a.", "1.0.0+a..b", "1.0.0 ",
         " 1.0.0", "1.0.0-a_b", "1.0.0+é", "1.0.0.0",    "-1.0.0",   "1.0.0+a+b",  "1..0",
     };
-    for (size_t i = 0; i < sizeof valid / sizeof valid[0]; i++)
-        if (!osbq_semver_valid(valid[i]))
-            fail_msg("\"%s\" should be valid", valid[i]);
-    for (size_t i = 0; i < sizeof invalid / sizeof invalid[0]; i++)
-        if (osbq_semver_valid(invalid[i]))
-            fail_msg("\"%s\" should be invalid", invalid[i]);
+    string_cases_check(osbq_semver_valid, valid, sizeof valid / sizeof valid[0], "valid", invalid,
+                       sizeof invalid / sizeof invalid[0], "invalid");
     assert_false(osbq_semver_valid(NULL));
 }
 

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "auth.h"
+#include "string_cases.h"
 #include "validate.h"
 
 #define COUNT(a)  (sizeof(a) / sizeof((a)[0]))
@@ -189,12 +190,9 @@ static void test_json_content_type(void **state)
                                         "application/js",
                                         "application/json,text/plain",
                                         "multipart/form-data; boundary=application/json"};
-    for (size_t i = 0; i < sizeof json / sizeof json[0]; i++)
-        if (!validate_json_content_type(json[i]))
-            fail_msg("\"%s\" should name JSON", json[i]);
-    for (size_t i = 0; i < sizeof other / sizeof other[0]; i++)
-        if (validate_json_content_type(other[i]))
-            fail_msg("\"%s\" should not name JSON", other[i]);
+    string_cases_check(validate_json_content_type, json, sizeof json / sizeof json[0],
+                       "taken for JSON", other, sizeof other / sizeof other[0],
+                       "refused as not JSON");
 }
 
 int main(void)

@@ -23,27 +23,7 @@ sys.path.insert(0, os.path.join(BENCH_DIR, "lib"))
 
 import json_report  # noqa: E402 (found through the paths set above)
 import osbq_stack  # noqa: E402 (likewise)
-
-OWN_COMMANDS = ("config|resetstat", "info", "ping")
-
-
-def info(redis, section):
-    text = redis.command("INFO", section)
-    return dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
-
-
-def calls(redis):
-    out = {}
-    for key, value in info(redis, "commandstats").items():
-        if key.startswith("cmdstat_"):
-            fields = dict(f.split("=") for f in value.split(","))
-            out[key[len("cmdstat_"):]] = int(fields["calls"])
-    return out
-
-
-def cpu_s(redis):
-    i = info(redis, "cpu")
-    return float(i["used_cpu_sys"]) + float(i["used_cpu_user"])
+from capacity import OWN_COMMANDS, commandstats, redis_cpu_s  # noqa: E402 (bench/, beside it)
 
 
 def measure(build_dir, gateways, workers, seconds, settle):
@@ -65,11 +45,11 @@ def measure(build_dir, gateways, workers, seconds, settle):
         time.sleep(settle)
         redis = stack.redis
         redis.command("CONFIG", "RESETSTAT")
-        cpu0, t0 = cpu_s(redis), time.monotonic()
+        cpu0, t0 = redis_cpu_s(redis), time.monotonic()
         time.sleep(seconds)
         elapsed = time.monotonic() - t0
-        cpu = cpu_s(redis) - cpu0
-        stats = calls(redis)
+        cpu = redis_cpu_s(redis) - cpu0
+        stats, _ = commandstats(redis)
     finally:
         stack.stop()
         shutil.rmtree(workdir, ignore_errors=True)

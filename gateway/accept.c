@@ -78,6 +78,9 @@ struct accept_pending {
     const char *metric_plan;        /* catalog's strings) */
     char *job;                      /* the encoded job, sent when accepted */
     size_t job_len;                 /* bytes in job */
+    struct dispatch_handover *handover; /* a worker's slot the begin script claims the operation
+                                         * for (docs/decisions/0042-handover.md), or NULL */
+    int64_t handed_until;               /* with handover: the hand-over's lease end, epoch ms */
     char tenant[TENANT_KEY_MAX];    /* the tenant the request names (the store may answer its
                                      * instance's instead) */
     unsigned weight;                /* its platform's weight */
@@ -93,6 +96,7 @@ static void pending_free(void *state)
     struct accept_pending *p = state;
     free(p->service_id);
     free(p->job);
+    dispatch_handover_cancel(&p->handover);
     for (size_t i = 0; i < p->quota_count; i++)
         free(p->quota_values[i]);
     free(p->quotas);
@@ -221,6 +225,12 @@ static void reply_started(const struct gateway *gw, const struct request *req,
         out->job = p->job;
         out->job_len = p->job_len;
         p->job = NULL;
+        if (accepted) {
+            /* Recorded as claimed for the slot's worker: the job goes there. */
+            out->handover = p->handover;
+            out->handed_until = p->handed_until;
+            p->handover = NULL;
+        }
         /* The operation's tenant as recorded: its instance's. */
         (void)snprintf(out->tenant, sizeof out->tenant, "%s",
                        accepted && got->tenant != NULL ? got->tenant : p->tenant);
@@ -336,6 +346,8 @@ static struct osbq_store_call *begin_call(const struct gateway *gw, const struct
         .job_len = p->job_len,
         .api_version = req->api_version,
         .claim_timeout_ms = gw->cfg->claim_timeout_ms,
+        .handed_worker = p->handover != NULL ? dispatch_handover_worker(p->handover) : NULL,
+        .handed_until = p->handed_until,
         .platform = osb_platform_name(req),
         .tenant = p->tenant,
         .in_progress_cap = p->in_progress_cap >= 0 ? &p->in_progress_cap : NULL,
@@ -399,6 +411,11 @@ static struct accept_pending *pending_new(const struct gateway *gw, const struct
                a->space_guid, p->tenant);
     p->weight = req->platform != NULL ? req->platform->weight : 1;
     p->in_progress_cap = osbq_policy_in_progress_cap(gw->policy, osb_platform_name(req));
+    /* A worker with a slot free now: the begin script claims the operation for it, and the job
+     * needs no claim of its own. Given back unless the operation is begun. */
+    p->handover = dispatch_handover_take(gw->dispatch);
+    if (p->handover != NULL)
+        p->handed_until = osbq_store_now_ms() + dispatch_handover_lease_ms(p->handover);
     return p;
 }
 

@@ -25,6 +25,14 @@
 /* Messages read from the workers per wake-up at most (the rest on the next turn). */
 #define DISPATCH_READ_BATCH 1024
 
+/* A slot taken for a hand-over (dispatch_handover_take). */
+struct dispatch_handover {
+    struct dispatch *d;  /* whose worker table counts it (worker_slot.reserved) */
+    zframe_t *identity;  /* the worker's ROUTER identity (a copy) */
+    char *worker_id;     /* its own id (a copy) */
+    unsigned lease_ms;   /* how long a hand-over to it lasts */
+};
+
 /* One queued job. */
 struct job_buf {
     struct osbq_mailbox_link link;             /* in the mailbox, until the thread takes it */
@@ -34,6 +42,9 @@ struct job_buf {
     unsigned weight;                           /* its tenant's weight */
     char platform[OSBQ_PLATFORM_NAME_MAX + 1]; /* its wait's platform label */
     double queued_at;                          /* when it was submitted (osbq_clock_seconds) */
+    struct dispatch_handover *handover; /* a handed job's worker (sent there, in no lane); NULL:
+                                         * a plain job */
+    int64_t handed_until;               /* a handed job's lease end, epoch ms */
     size_t len;                                /* bytes in data */
     char data[];                               /* the encoded job */
 };
@@ -72,6 +83,8 @@ struct worker_slot {
     int64_t last_seen;  /* osbq_clock_ms of its last message */
     uint64_t last_sent; /* d->sent when it was last sent a job; 0: never */
     uint64_t sent;      /* jobs sent to it (its READY says how many it received) */
+    unsigned handover_lease_ms; /* the hand-over lease its READY says; 0: hand it nothing */
+    unsigned reserved;          /* its slots taken for hand-overs whose job is not sent yet */
 };
 
 struct dispatch {
@@ -84,7 +97,9 @@ struct dispatch {
     zhashx_t *queued;             /* operation ids of the jobs in queue (values unused) */
     struct dispatch_stats stats;  /* copy for dispatch_get_stats */
     pthread_t thread;             /* the dispatcher thread */
-    zlistx_t *workers;            /* struct worker_slot *; thread-only */
+    zlistx_t *workers; /* struct worker_slot *: changed by the thread only, walked and their
+                        * counts (free, reserved, last_sent) changed with lock held (hand-overs
+                        * are taken from other threads) */
     uint64_t sent;                /* jobs sent so far; thread-only */
     struct osbq_metric *waits;    /* borrowed: time queued, by lane and platform; may be NULL */
     zhashx_t *wait_series;        /* platform label -> struct wait_series *; thread-only */
@@ -196,24 +211,57 @@ static void worker_free(struct worker_slot **wp)
     *wp = NULL;
 }
 
-static struct worker_slot *worker_find(struct dispatch *d, zframe_t *identity)
+/* The worker of identity, or NULL. With d->lock held. */
+static struct worker_slot *worker_find(struct dispatch *d, const zframe_t *identity)
 {
     for (struct worker_slot *w = zlistx_first(d->workers); w != NULL; w = zlistx_next(d->workers))
-        if (zframe_eq(w->identity, identity))
+        if (zframe_eq(w->identity, (zframe_t *)identity))
             return w;
     return NULL;
 }
 
 static void worker_remove(struct dispatch *d, struct worker_slot *gone)
 {
+    bool found = false;
+    pthread_mutex_lock(&d->lock);
     for (struct worker_slot *w = zlistx_first(d->workers); w != NULL; w = zlistx_next(d->workers)) {
         if (w == gone) {
             zlistx_delete(d->workers, zlistx_cursor(d->workers));
-            running_drop_worker(d, gone);
-            worker_free(&gone);
-            return;
+            found = true;
+            break;
         }
     }
+    pthread_mutex_unlock(&d->lock);
+    if (found) {
+        running_drop_worker(d, gone);
+        worker_free(&gone);
+    }
+}
+
+/* The slots w can take plain jobs in: those free less those taken for hand-overs. */
+static unsigned available(const struct worker_slot *w)
+{
+    return w->free > w->reserved ? w->free - w->reserved : 0;
+}
+
+static void handover_free(struct dispatch_handover **hp)
+{
+    if (*hp == NULL)
+        return;
+    zframe_destroy(&(*hp)->identity);
+    free((*hp)->worker_id);
+    free(*hp);
+    *hp = NULL;
+}
+
+/* The hand-over's slot is no longer taken: its job was sent, or its operation not begun. */
+static void handover_settle(struct dispatch *d, const struct dispatch_handover *h)
+{
+    pthread_mutex_lock(&d->lock);
+    struct worker_slot *w = worker_find(d, h->identity);
+    if (w != NULL && w->reserved > 0)
+        w->reserved--;
+    pthread_mutex_unlock(&d->lock);
 }
 
 static struct job_buf *job_buf_new(const char *operation_id, enum dispatch_lane lane,
@@ -228,6 +276,8 @@ static struct job_buf *job_buf_new(const char *operation_id, enum dispatch_lane 
     (void)snprintf(buf->platform, sizeof buf->platform, "%s", owner_platform(owner->platform));
     buf->lane = lane;
     buf->queued_at = osbq_clock_seconds();
+    buf->handover = NULL;
+    buf->handed_until = 0;
     buf->len = len;
     memcpy(buf->data, job, len);
     return buf;
@@ -256,20 +306,36 @@ static void enqueue_locked(struct dispatch *d, struct job_buf *buf, bool front)
     zhashx_insert(d->queued, buf->operation_id, d);
 }
 
+static void send_handed(struct dispatch *d, struct job_buf *job);
+
 /* Moves the jobs submitted since the last turn into their lanes, oldest first. Returns true
  * once the mailbox is closed (dispatch_stop): nothing comes after these. */
 static bool take_submitted(struct dispatch *d)
 {
     bool closed = false;
     struct osbq_mailbox_link *link = osbq_mailbox_take(&d->mailbox, &closed);
+    struct osbq_mailbox_link *handed = NULL, **handed_end = &handed;
     pthread_mutex_lock(&d->lock);
     while (link != NULL) {
         struct job_buf *buf =
             (struct job_buf *)(void *)((char *)link - offsetof(struct job_buf, link));
         link = link->next;
-        enqueue_locked(d, buf, false);
+        if (buf->handover != NULL) {
+            /* Sent below, in the order submitted, once the lock is free. */
+            buf->link.next = NULL;
+            *handed_end = &buf->link;
+            handed_end = &buf->link.next;
+        } else {
+            enqueue_locked(d, buf, false);
+        }
     }
     pthread_mutex_unlock(&d->lock);
+    while (handed != NULL) {
+        struct job_buf *buf =
+            (struct job_buf *)(void *)((char *)handed - offsetof(struct job_buf, link));
+        handed = handed->next;
+        send_handed(d, buf);
+    }
     return closed;
 }
 
@@ -298,6 +364,7 @@ static void requeue_front(struct dispatch *d, const char *operation_id, enum dis
 static void on_ready(struct dispatch *d, struct osbq_bus_msg *m)
 {
     const struct osbq_bus_ready_received *ready = &m->ready;
+    pthread_mutex_lock(&d->lock);
     struct worker_slot *w = worker_find(d, m->identity);
     if (w == NULL) {
         w = calloc(1, sizeof *w);
@@ -311,6 +378,7 @@ static void on_ready(struct dispatch *d, struct osbq_bus_msg *m)
         }
     }
     if (w != NULL) {
+        w->handover_lease_ms = ready->handover_lease_ms;
         /* Jobs sent after the worker counted its free slots are still on their way: without
          * taking them off, a fast stream of jobs over-fills it and it hands the excess back
          * (REJECT) to be sent again. */
@@ -319,6 +387,7 @@ static void on_ready(struct dispatch *d, struct osbq_bus_msg *m)
                       : ready->free_slots;
         w->last_seen = osbq_clock_ms();
     }
+    pthread_mutex_unlock(&d->lock);
     running_end_all(d, m->ready.ended);
     if (ready->due_ms > 0) {
         /* Called under the lock, so dispatch_on_due knows when it is no longer used. */
@@ -333,11 +402,13 @@ static void on_ready(struct dispatch *d, struct osbq_bus_msg *m)
  * the new lane again. */
 static void on_reject(struct dispatch *d, const struct osbq_bus_msg *m)
 {
+    pthread_mutex_lock(&d->lock);
     struct worker_slot *w = worker_find(d, m->identity);
     if (w != NULL) {
         w->free = 0;
         w->last_seen = osbq_clock_ms();
     }
+    pthread_mutex_unlock(&d->lock);
     /* The frame holds the job only: its operation id is inside, its lane is not. The head of
      * the new lane: it goes before the burst of new work it may belong to, and after at most
      * one job of each other lane. */
@@ -399,29 +470,80 @@ static void job_buf_release(void *data, void *owner)
     free(owner);
 }
 
-/* The live worker with the most free slots; among equals, the one sent a job longest ago, so
- * workers with equal room take turns (with sequential traffic every worker is idle again
- * before the next job, and the first in the list would otherwise take them all). NULL when
- * none has room. */
-static struct worker_slot *roomiest_worker(struct dispatch *d)
+/* The live worker with the most slots available; among equals, the one sent a job longest
+ * ago, so workers with equal room take turns (with sequential traffic every worker is idle
+ * again before the next job, and the first in the list would otherwise take them all). Only
+ * workers that take handed jobs when handover_only. NULL when none has room. With d->lock
+ * held. */
+static struct worker_slot *roomiest_worker(struct dispatch *d, bool handover_only)
 {
     struct worker_slot *best = NULL;
     for (struct worker_slot *w = zlistx_first(d->workers); w != NULL; w = zlistx_next(d->workers))
-        if (w->free > 0 && (best == NULL || w->free > best->free ||
-                            (w->free == best->free && w->last_sent < best->last_sent)))
+        if (available(w) > 0 && (!handover_only || w->handover_lease_ms > 0) &&
+            (best == NULL || available(w) > available(best) ||
+             (available(w) == available(best) && w->last_sent < best->last_sent)))
             best = w;
     return best;
+}
+
+/* A job sent to w: one of its free slots is on its way, to be counted by its next READY. */
+static void count_sent(struct dispatch *d, struct worker_slot *w)
+{
+    pthread_mutex_lock(&d->lock);
+    if (w->free > 0)
+        w->free--;
+    w->sent++;
+    w->last_sent = ++d->sent;
+    pthread_mutex_unlock(&d->lock);
+}
+
+/* Sends a handed job to the worker its operation was handed to, whose slot it took. */
+static void send_handed(struct dispatch *d, struct job_buf *job)
+{
+    struct dispatch_handover *h = job->handover;
+    job->handover = NULL;
+    handover_settle(d, h);
+    /* The thread alone removes workers: w stays valid after the lock is let go. */
+    pthread_mutex_lock(&d->lock);
+    struct worker_slot *w = worker_find(d, h->identity);
+    pthread_mutex_unlock(&d->lock);
+    osbq_series_observe(wait_series_of(d, job->lane, job->platform),
+                        osbq_clock_seconds() - job->queued_at);
+    char operation_id[sizeof job->operation_id], tenant[sizeof job->tenant];
+    char platform[sizeof job->platform];
+    memcpy(operation_id, job->operation_id, sizeof operation_id);
+    memcpy(tenant, job->tenant, sizeof tenant);
+    memcpy(platform, job->platform, sizeof platform);
+    unsigned weight = job->weight;
+    if (w == NULL) {
+        log_info("operation %s: worker %s left before its handed job was sent; the recovery "
+                 "loop resends it once the hand-over's lease runs out",
+                 operation_id, h->worker_id);
+        handover_free(&h);
+        free(job);
+        return;
+    }
+    handover_free(&h);
+    if (osbq_bus_send_handed_job(d->router, w->identity, job->data, job->len, job_buf_release,
+                                 job, job->handed_until, tenant) < 0) {
+        log_info("worker %s unreachable, forgetting it; operation %s handed to it is resent "
+                 "by the recovery loop once the hand-over's lease runs out",
+                 w->id, operation_id);
+        worker_remove(d, w);
+        free(job);
+        return;
+    }
+    count_sent(d, w);
+    running_add(d, operation_id, tenant, weight, platform, w);
 }
 
 static void send_queued(struct dispatch *d)
 {
     for (;;) {
-        struct worker_slot *w = roomiest_worker(d);
-        if (w == NULL)
-            return;
         const struct dispatch_load load = {tenant_load, d};
         pthread_mutex_lock(&d->lock);
-        struct job_buf *job = dispatch_lanes_pop(d->queue, NULL, &load);
+        struct worker_slot *w = roomiest_worker(d, false);
+        struct job_buf *job = w != NULL ? dispatch_lanes_pop(d->queue, NULL, &load) : NULL;
         if (job != NULL)
             zhashx_delete(d->queued, job->operation_id);
         pthread_mutex_unlock(&d->lock);
@@ -447,9 +569,7 @@ static void send_queued(struct dispatch *d)
             worker_remove(d, w);
             free(job);
         } else {
-            w->free--;
-            w->sent++;
-            w->last_sent = ++d->sent;
+            count_sent(d, w);
             running_add(d, operation_id, tenant, weight, platform, w);
         }
     }
@@ -458,28 +578,31 @@ static void send_queued(struct dispatch *d)
 static void expire_workers(struct dispatch *d)
 {
     int64_t limit = osbq_clock_ms() - OSBQ_BUS_WORKER_EXPIRY_MS;
-    struct worker_slot *w = zlistx_first(d->workers);
-    while (w != NULL) {
-        if (w->last_seen < limit) {
-            log_info("worker %s silent, forgetting it", w->id);
-            zlistx_delete(d->workers, zlistx_cursor(d->workers));
-            running_drop_worker(d, w);
-            worker_free(&w);
-            w = zlistx_first(d->workers);
-            continue;
-        }
-        w = zlistx_next(d->workers);
+    for (;;) {
+        struct worker_slot *silent = NULL;
+        pthread_mutex_lock(&d->lock);
+        for (struct worker_slot *w = zlistx_first(d->workers); w != NULL;
+             w = zlistx_next(d->workers))
+            if (w->last_seen < limit) {
+                silent = w;
+                break;
+            }
+        pthread_mutex_unlock(&d->lock);
+        if (silent == NULL)
+            return;
+        log_info("worker %s silent, forgetting it", silent->id);
+        worker_remove(d, silent);
     }
 }
 
 static void publish_stats(struct dispatch *d)
 {
     struct dispatch_stats s = {0};
+    pthread_mutex_lock(&d->lock);
     for (struct worker_slot *w = zlistx_first(d->workers); w != NULL; w = zlistx_next(d->workers)) {
         s.workers++;
         s.free_slots += w->free;
     }
-    pthread_mutex_lock(&d->lock);
     s.queued = dispatch_lanes_total(d->queue);
     s.queued_due = dispatch_lanes_size(d->queue, DISPATCH_LANE_DUE);
     for (unsigned lane = 0; lane < DISPATCH_LANES; lane++)
@@ -605,6 +728,70 @@ int dispatch_submit(struct dispatch *d, const char *operation_id, enum dispatch_
     /* One wake-up carries every job posted before the thread takes them. Closed: stopping. */
     if (!osbq_mailbox_post(&d->mailbox, &buf->link)) {
         drop(d, buf);
+        return -1;
+    }
+    return 0;
+}
+
+struct dispatch_handover *dispatch_handover_take(struct dispatch *d)
+{
+    /* Jobs wait in the lanes: the next slot is theirs (fairness), not a new operation's. */
+    if (d == NULL || atomic_load(&d->held) > 0)
+        return NULL;
+    struct dispatch_handover *h = calloc(1, sizeof *h);
+    if (h == NULL)
+        return NULL;
+    h->d = d;
+    pthread_mutex_lock(&d->lock);
+    struct worker_slot *w = roomiest_worker(d, true);
+    if (w != NULL) {
+        h->identity = zframe_dup(w->identity);
+        h->worker_id = strdup(w->id);
+        h->lease_ms = w->handover_lease_ms;
+        if (h->identity != NULL && h->worker_id != NULL)
+            w->reserved++;
+    }
+    pthread_mutex_unlock(&d->lock);
+    if (w == NULL || h->identity == NULL || h->worker_id == NULL)
+        handover_free(&h);
+    return h;
+}
+
+const char *dispatch_handover_worker(const struct dispatch_handover *h)
+{
+    return h->worker_id;
+}
+
+unsigned dispatch_handover_lease_ms(const struct dispatch_handover *h)
+{
+    return h->lease_ms;
+}
+
+void dispatch_handover_cancel(struct dispatch_handover **hp)
+{
+    if (hp == NULL || *hp == NULL)
+        return;
+    handover_settle((*hp)->d, *hp);
+    handover_free(hp);
+}
+
+int dispatch_submit_handed(struct dispatch *d, struct dispatch_handover **hp,
+                           const char *operation_id, enum dispatch_lane lane,
+                           const struct dispatch_owner *owner, int64_t until_ms, const void *job,
+                           size_t len)
+{
+    /* Not counted in held: it waits for no slot, it has one. */
+    struct job_buf *buf = job_buf_new(operation_id, lane, owner, job, len);
+    if (buf == NULL) {
+        dispatch_handover_cancel(hp);
+        return -1;
+    }
+    buf->handover = *hp;
+    buf->handed_until = until_ms;
+    *hp = NULL;
+    if (!osbq_mailbox_post(&d->mailbox, &buf->link)) {
+        dispatch_handover_cancel(&buf->handover);
+        free(buf);
         return -1;
     }
     return 0;

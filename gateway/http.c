@@ -368,13 +368,24 @@ static enum MHD_Result start_call(const struct gateway *gw, struct MHD_Connectio
  * registered. A request that waits for the outcome (sync) has a lane of its own: its client
  * waits on the connection, and new asynchronous work must not queue ahead of it. */
 static void send_job(const struct gateway *gw, const char *operation_id,
-                     const struct dispatch_owner *owner, bool waiting, char *job, size_t len)
+                     const struct dispatch_owner *owner, bool waiting, struct reply *r)
 {
-    if (job == NULL)
+    char *job = r->job;
+    r->job = NULL;
+    enum dispatch_lane lane = waiting ? DISPATCH_LANE_WAITING : DISPATCH_LANE_NEW;
+    if (job == NULL) {
+        dispatch_handover_cancel(&r->handover);
         return;
-    if (dispatch_submit(gw->dispatch, operation_id,
-                        waiting ? DISPATCH_LANE_WAITING : DISPATCH_LANE_NEW, owner, job, len) < 0)
+    }
+    if (r->handover != NULL) {
+        /* Claimed for its worker by the begin script: straight there, in no lane. */
+        if (dispatch_submit_handed(gw->dispatch, &r->handover, operation_id, lane, owner,
+                                   r->handed_until, job, r->job_len) < 0)
+            log_warnx("gateway stopping: operation %s, handed to a worker, waits for recovery",
+                      operation_id);
+    } else if (dispatch_submit(gw->dispatch, operation_id, lane, owner, job, r->job_len) < 0) {
         log_warnx("job queue full: operation %s waits for recovery", operation_id);
+    }
     free(job);
 }
 
@@ -390,9 +401,13 @@ static enum MHD_Result respond(const struct gateway *gw, struct MHD_Connection *
     memcpy(tenant, r->tenant, sizeof tenant);
     memcpy(platform, r->platform, sizeof platform);
     unsigned weight = r->weight;
-    char *job = r->job;
-    size_t job_len = r->job_len;
+    /* The job's part of the reply, moved out of it. */
+    struct reply job = {.job = r->job,
+                        .job_len = r->job_len,
+                        .handover = r->handover,
+                        .handed_until = r->handed_until};
     r->job = NULL;
+    r->handover = NULL;
     enum MHD_Result rc = MHD_NO;
     bool waiting = r->kind == REPLY_WAIT;
     switch (r->kind) {
@@ -407,7 +422,7 @@ static enum MHD_Result respond(const struct gateway *gw, struct MHD_Connection *
         break;
     }
     const struct dispatch_owner owner = {tenant, weight, platform};
-    send_job(gw, operation_id, &owner, waiting, job, job_len);
+    send_job(gw, operation_id, &owner, waiting, &job);
     return rc;
 }
 
@@ -453,8 +468,7 @@ static void finish_call_unanswered(const struct gateway *gw, struct exchange *ex
                  r.operation_id);
         /* Nobody waits for it any more: a new operation's lane. */
         const struct dispatch_owner owner = {r.tenant, r.weight, r.platform};
-        send_job(gw, r.operation_id, &owner, false, r.job, r.job_len);
-        r.job = NULL;
+        send_job(gw, r.operation_id, &owner, false, &r);
     }
     reply_clear(&r);
 }

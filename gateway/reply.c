@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dispatch.h"
 #include "log.h"
 #include "store.h"
 
@@ -216,6 +217,7 @@ void reply_clear(struct reply *out)
 {
     free(out->body);
     free(out->job);
+    dispatch_handover_cancel(&out->handover);
     reply_wait_clear(&out->wait);
     reply_defer_clear(&out->defer);
     memset(out, 0, sizeof *out);

@@ -63,6 +63,7 @@ struct reply_wait {
     char *dashboard_url;     /* owned: decided at accept (provision), or NULL */
 };
 
+struct dispatch_handover;
 struct gateway;
 struct osbq_store_call;
 struct reply;
@@ -113,6 +114,9 @@ struct reply {
     char *job;                   /* owned encoded job of operation_id, or NULL: http.c sends it
                                   * once the reply is queued or the request suspended */
     size_t job_len;              /* bytes in job */
+    struct dispatch_handover *handover; /* owned: the worker slot the job's operation was
+                                         * handed to by its begin script, or NULL: a plain job */
+    int64_t handed_until;               /* with handover: the hand-over's lease end, epoch ms */
     char tenant[TENANT_KEY_MAX]; /* whose job it is (the dispatcher's queues), or empty */
     unsigned weight;             /* its platform's weight; 0 counts as 1 */
     char platform[OSBQ_PLATFORM_NAME_MAX + 1]; /* its platform's name (the dispatcher's wait

@@ -50,6 +50,7 @@ struct bus_link {
     const char *worker_id;              /* borrowed: sent with every READY */
     const struct osbq_bus_curve *curve; /* borrowed: the keys of every socket */
     unsigned free_slots;                /* the count last announced; what an owed READY sends */
+    unsigned handover_lease_ms;         /* what every READY says a hand-over here lasts */
     struct gateway *gateways;           /* the linked gateways, count of them; owned */
     size_t count;                       /* gateways in use */
     size_t cap;                         /* gateways allocated */
@@ -59,13 +60,15 @@ struct bus_link {
     size_t first_turn;                  /* the gateway read first in the next poll round */
 };
 
-struct bus_link *bus_link_new(const char *worker_id, const struct osbq_bus_curve *curve)
+struct bus_link *bus_link_new(const char *worker_id, const struct osbq_bus_curve *curve,
+                              unsigned handover_lease_ms)
 {
     struct bus_link *b = calloc(1, sizeof *b);
     if (b == NULL)
         return NULL;
     b->worker_id = worker_id;
     b->curve = curve;
+    b->handover_lease_ms = handover_lease_ms;
     return b;
 }
 
@@ -106,7 +109,8 @@ static void send_ready(struct bus_link *b, struct gateway *gw)
     const struct osbq_bus_ready ready = {.free_slots = b->free_slots,
                                          .received = gw->announced_received,
                                          .due_ms = gw->due_ms,
-                                         .ended = gw->ended};
+                                         .ended = gw->ended,
+                                         .handover_lease_ms = b->handover_lease_ms};
     gw->ready_owed = osbq_bus_send_ready(gw->dealer, b->worker_id, &ready) < 0;
     if (gw->ready_owed) {
         log_debug("READY to %s not sent yet (%s)", gw->endpoint, zmq_strerror(zmq_errno()));
@@ -283,7 +287,8 @@ static bool receive_one(struct gateway *gw, bus_link_job_fn on_job, void *ctx)
         return false;
     if (m.kind == OSBQ_BUS_MSG_JOB) {
         gw->received++;
-        on_job(ctx, gw->dealer, gw->endpoint, gw->origin, zframe_data(m.job), zframe_size(m.job));
+        on_job(ctx, gw->dealer, gw->endpoint, gw->origin, zframe_data(m.job), zframe_size(m.job),
+               &m.handed);
     } else {
         char quoted[COMMAND_QUOTE_MAX + 1];
         osbq_bus_msg_command(&m, quoted, sizeof quoted);

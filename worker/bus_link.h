@@ -15,12 +15,15 @@ struct bus_link;
  * endpoint the gateway's, origin the connection's number (never 0; bus_link_note_due takes it
  * back), job and len the encoded job (borrowed for the call only). */
 typedef void (*bus_link_job_fn)(void *ctx, zsock_t *dealer, const char *endpoint, unsigned origin,
-                                const void *job, size_t len);
+                                const void *job, size_t len, const struct osbq_bus_handed *handed);
 
 /* A link with no gateway yet. worker_id and curve (the keys every gateway socket uses; plain
- * when it holds none) are borrowed and must outlive the link. Caller owns the result
- * (bus_link_destroy); NULL when out of memory. */
-struct bus_link *bus_link_new(const char *worker_id, const struct osbq_bus_curve *curve);
+ * when it holds none) are borrowed and must outlive the link; handover_lease_ms is what every
+ * READY says a hand-over to this worker lasts (its OSBQ_LEASE_MS: it takes handed jobs, and
+ * bus_link_job_fn gets their hand-over). Caller owns the result (bus_link_destroy); NULL when
+ * out of memory. */
+struct bus_link *bus_link_new(const char *worker_id, const struct osbq_bus_curve *curve,
+                              unsigned handover_lease_ms);
 
 /* Closes every socket and frees the link; sets *bp to NULL; accepts NULL. */
 void bus_link_destroy(struct bus_link **bp);

@@ -26,6 +26,7 @@
 #include "metrics_server.h"
 #include "process_metrics.h"
 #include "runner.h"
+#include "step.h"
 #include "startup.h"
 #include "store_pipeline.h"
 #include "store_registry.h"
@@ -155,15 +156,39 @@ static void refresh_registry(struct worker *w, int64_t now)
     publish_status(w);
 }
 
-/* A JOB from a gateway: to the runner when a slot is free, else back to that gateway. */
+/* A handed JOB the runner cannot take (it is stopping, or a gateway sent far more than its
+ * READYs allowed): its operation is this worker's until the hand-over's lease runs out, so no
+ * other worker may run it before; the recovery loop resends it then. */
+static void drop_handed(const struct osbq_job *job, const char *endpoint)
+{
+    log_warnx("operation %s: handed to this worker by gateway %s, which cannot take it now; "
+              "the recovery loop resends it once the hand-over's lease runs out",
+              job->operation_id, endpoint);
+}
+
+/* A JOB from a gateway: to the runner when a slot is free, else back to that gateway. A job
+ * handed to this worker (handed->present) waits for a slot here. */
 static void on_job(void *ctx, zsock_t *dealer, const char *endpoint, unsigned origin,
-                   const void *data, size_t len)
+                   const void *data, size_t len, const struct osbq_bus_handed *handed)
 {
     struct worker *w = ctx;
     struct osbq_job job = {0};
     char reason[256];
     if (osbq_job_decode(data, len, &job, reason, sizeof reason) < 0) {
         log_warnx("gateway %s: undecodable job (%s), dropping it", endpoint, reason);
+        return;
+    }
+    if (handed != NULL && handed->present) {
+        struct step_handover taken = {
+            .until_ms = handed->until_ms,
+            .tenant = handed->tenant != NULL && handed->tenant[0] != '\0' ? strdup(handed->tenant)
+                                                                          : NULL,
+        };
+        if (runner_submit_handed(w->runner, &job, origin, &taken) < 0) {
+            drop_handed(&job, endpoint);
+            osbq_job_clear(&job);
+        }
+        step_handover_clear(&taken);
         return;
     }
     if (runner_submit(w->runner, &job, origin) == 0)
@@ -377,7 +402,7 @@ static void open_bus(struct worker_process *p)
         log_warnx("the job bus is not authenticated nor encrypted: this worker runs jobs from "
                   "any process registered as a gateway (set OSBQ_BUS_CURVE_SERVER_CERT and "
                   "OSBQ_BUS_CURVE_CLIENT_CERT)");
-    p->link = bus_link_new(p->id, &p->curve);
+    p->link = bus_link_new(p->id, &p->curve, p->cfg.lease_ms);
     if (p->link == NULL)
         fatalx("out of memory");
 }

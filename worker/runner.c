@@ -34,6 +34,7 @@
 struct queued_job {
     struct osbq_job job;
     unsigned origin;
+    struct step_handover handed; /* its hand-over (runner_submit_handed), or none */
 };
 
 /* What the gateway of one origin is told next (runner_take_notes): the earliest due time of
@@ -65,10 +66,12 @@ struct runner {
     pthread_cond_t work;      /* a job was queued, a detached step ended, or the runner closed
                                * or cancelled */
     pthread_cond_t ended;     /* a thread returned */
-    struct queued_job *queue; /* ring of concurrency jobs handed over and not yet taken */
+    struct queued_job *queue; /* ring of jobs handed over and not yet taken: twice concurrency,
+                               * the second half for handed jobs only (runner_submit_handed) */
     unsigned head;            /* index of the oldest queued job */
     unsigned queued;          /* jobs in the ring */
-    unsigned busy;            /* jobs queued or running: never more than concurrency */
+    unsigned busy;            /* jobs queued or running: more than concurrency only with handed
+                               * jobs, never more than twice it */
     unsigned alive;           /* threads started and not returned */
     bool closed;              /* runner_submit refuses jobs */
     struct origin_note notes[DUE_ORIGINS_MAX]; /* since runner_take_notes, by origin */
@@ -205,9 +208,9 @@ static void record_detached(struct runner *r, struct step *st)
 /* Runs job (taken from the queue; cleared whatever happens) on slot's thread as a step, unless
  * the runner was cancelled since it was queued or memory ran out: then it is dropped before its
  * claim (its operation stays queued in Redis and is resent). Returns what became of it. */
-static enum step_fate run_queued(struct slot *slot, struct osbq_job *job, unsigned origin,
-                                 bool cancelled)
+static enum step_fate run_queued(struct slot *slot, struct queued_job *taken, bool cancelled)
 {
+    struct osbq_job *job = &taken->job;
     /* Every line written about this job, here and in its backend, names its ids. */
     struct osbq_log_context context = {.operation_id = job->operation_id,
                                        .instance_id = job->instance_id,
@@ -218,7 +221,7 @@ static enum step_fate run_queued(struct slot *slot, struct osbq_job *job, unsign
     struct step *st = NULL;
     if (cancelled) {
         log_debug("operation %s: stopping, job dropped before its claim", job->operation_id);
-    } else if ((st = step_new(&slot->r->pool, job, origin)) == NULL) {
+    } else if ((st = step_new(&slot->r->pool, job, taken->origin, &taken->handed)) == NULL) {
         log_warnx("operation %s: out of memory, job dropped before its claim; it will be "
                   "resent",
                   job->operation_id);
@@ -233,9 +236,10 @@ static enum step_fate run_queued(struct slot *slot, struct osbq_job *job, unsign
         fate = step_run(st, &slot->running);
     }
     osbq_log_context_set(NULL);
-    if (st == NULL)
+    if (st == NULL) {
         osbq_job_clear(job);
-    else if (fate != STEP_DETACHED)
+        step_handover_clear(&taken->handed);
+    } else if (fate != STEP_DETACHED)
         step_destroy(&st);
     return fate;
 }
@@ -263,7 +267,7 @@ static void *thread_main(void *arg)
         }
         struct queued_job taken = r->queue[r->head];
         memset(&r->queue[r->head], 0, sizeof r->queue[r->head]);
-        r->head = (r->head + 1) % r->concurrency;
+        r->head = (r->head + 1) % (2 * r->concurrency);
         r->queued--;
         bool cancelled = r->pool.cancelled;
         pthread_mutex_unlock(&r->pool.lock);
@@ -271,7 +275,7 @@ static void *thread_main(void *arg)
         char operation_id[OPERATION_ID_MAX];
         (void)snprintf(operation_id, sizeof operation_id, "%s",
                        taken.job.operation_id ? taken.job.operation_id : "");
-        enum step_fate fate = run_queued(slot, &taken.job, taken.origin, cancelled);
+        enum step_fate fate = run_queued(slot, &taken, cancelled);
         /* A detached step is told when it is recorded (record_detached). */
         if (fate != STEP_DETACHED)
             note_ended(r, taken.origin, operation_id);
@@ -342,7 +346,7 @@ struct runner *runner_new(const struct osbq_config *cfg, const struct osbq_catal
     };
     r->concurrency = cfg->worker_concurrency > 0 ? cfg->worker_concurrency : 1;
     r->event_fd = -1;
-    r->queue = calloc(r->concurrency, sizeof *r->queue);
+    r->queue = calloc(2 * (size_t)r->concurrency, sizeof *r->queue);
     r->slots = calloc(r->concurrency, sizeof *r->slots);
     if (r->queue == NULL || r->slots == NULL) {
         osbq_error_set(err, OSBQ_ERR_INTERNAL, "out of memory");
@@ -452,8 +456,10 @@ unsigned runner_destroy(struct runner **rp)
     /* With every thread gone no step is detached: the watch has nothing left to end. */
     exec_watch_destroy(&r->pool.watch);
     /* With every thread gone the queue is empty, unless none ever started. */
-    for (unsigned i = 0; i < r->concurrency; i++)
+    for (unsigned i = 0; i < 2 * r->concurrency; i++) {
         osbq_job_clear(&r->queue[i].job);
+        step_handover_clear(&r->queue[i].handed);
+    }
     pthread_cond_destroy(&r->ended);
     pthread_cond_destroy(&r->pool.wake);
     pthread_cond_destroy(&r->work);
@@ -467,16 +473,22 @@ unsigned runner_destroy(struct runner **rp)
     return 0;
 }
 
-int runner_submit(struct runner *r, struct osbq_job *job, unsigned origin)
+/* Queues job when fewer than limit jobs are queued or running. */
+static int submit(struct runner *r, struct osbq_job *job, unsigned origin,
+                  struct step_handover *handed, unsigned limit)
 {
     pthread_mutex_lock(&r->pool.lock);
-    if (r->closed || r->pool.cancelled || r->busy >= r->concurrency) {
+    if (r->closed || r->pool.cancelled || r->busy >= limit) {
         pthread_mutex_unlock(&r->pool.lock);
         return -1;
     }
-    unsigned tail = (r->head + r->queued) % r->concurrency;
+    unsigned tail = (r->head + r->queued) % (2 * r->concurrency);
     r->queue[tail] = (struct queued_job){.job = *job, .origin = origin};
     memset(job, 0, sizeof *job);
+    if (handed != NULL) {
+        r->queue[tail].handed = *handed;
+        *handed = (struct step_handover){0};
+    }
     r->queued++;
     r->busy++;
     pthread_mutex_unlock(&r->pool.lock);
@@ -486,10 +498,25 @@ int runner_submit(struct runner *r, struct osbq_job *job, unsigned origin)
     return 0;
 }
 
+int runner_submit(struct runner *r, struct osbq_job *job, unsigned origin)
+{
+    return submit(r, job, origin, NULL, r->concurrency);
+}
+
+int runner_submit_handed(struct runner *r, struct osbq_job *job, unsigned origin,
+                         struct step_handover *handed)
+{
+    /* Its operation is this worker's already: another worker's claim would be refused while
+     * the lease lives. So it waits here for a slot rather than go back to the gateway. */
+    return submit(r, job, origin, handed, 2 * r->concurrency);
+}
+
 unsigned runner_free_slots(struct runner *r)
 {
     pthread_mutex_lock(&r->pool.lock);
-    unsigned free_slots = r->closed || r->pool.cancelled ? 0 : r->concurrency - r->busy;
+    unsigned free_slots = r->closed || r->pool.cancelled || r->busy >= r->concurrency
+                              ? 0
+                              : r->concurrency - r->busy;
     pthread_mutex_unlock(&r->pool.lock);
     return free_slots;
 }

@@ -14,6 +14,7 @@
 #include "store_operations.h"
 #include "worker_metrics.h"
 
+struct step_handover;
 struct runner;
 
 /* Starts cfg->worker_concurrency threads and the exec watch (exec_watch.h) with
@@ -46,6 +47,13 @@ unsigned runner_destroy(struct runner **rp);
  * runner_take_notes. On success takes over the strings job owns, zeroes *job and returns 0;
  * returns -1 with *job untouched when no slot is free or the runner is closed. */
 int runner_submit(struct runner *r, struct osbq_job *job, unsigned origin);
+
+/* runner_submit for a handed job (handed: its hand-over, taken over and zeroed on success): it
+ * also takes a job when no slot is free, up to as many again as there are slots, to run when one
+ * frees (step.c's adopt renews the lease first if a third of it passed meanwhile). -1 with job
+ * and handed untouched when even those are taken, or the runner is closed. */
+int runner_submit_handed(struct runner *r, struct osbq_job *job, unsigned origin,
+                         struct step_handover *handed);
 
 /* Slots free for new jobs: concurrency minus the jobs queued or running on threads (detached
  * steps hold no slot); 0 once closed. */

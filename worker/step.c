@@ -5,6 +5,7 @@
  * is done. */
 #include "step.h"
 
+#include <inttypes.h>
 #include <jansson.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -40,6 +41,9 @@ struct step {
     int64_t deadline_ms;      /* monotonic time the backend is abandoned at */
     int64_t max_polling_s;    /* the plan's maximum_polling_duration (step_max_polling_s) */
     struct osbq_claim claim;  /* what the claim returned (the saved state of a poll step) */
+    struct step_handover handed; /* its hand-over (until_ms 0: none) */
+    int64_t lease_spent_ms;      /* how much of its lease passed before the step started: a
+                                  * hand-over's lease ran from the begin script */
     int64_t started_ms;       /* monotonic time of the claim */
     double backend_started;   /* osbq_clock_seconds() when the backend was called */
     /* Guarded by pool->lock: */
@@ -367,12 +371,50 @@ static bool end_step(struct step *st, int rc)
     return gave_up != NULL;
 }
 
+/* Takes a handed job's operation as claimed: the begin script claimed it for this worker. Taken
+ * as it is while at most a third of the hand-over's lease has passed, so the lease's first
+ * renewal comes as early in it as a claim's would; later (the job waited in the ring, or was
+ * slow to arrive) only once the lease is renewed, which says the operation is still this
+ * worker's (nobody took it over when the lease ran out). Returns false when it is not, or
+ * Redis failed (the job is dropped; logged and counted as a claim's). */
+static bool adopt(struct step *st)
+{
+    struct step_pool *pool = st->pool;
+    const struct osbq_job *job = &st->job;
+    int64_t lease_ms = (int64_t)pool->cfg->lease_ms;
+    int64_t begun = st->handed.until_ms - lease_ms;
+    int64_t spent = osbq_store_now_ms() - begun;
+    st->lease_spent_ms = spent > 0 ? spent : 0;
+    if (spent > lease_ms / 3) {
+        struct osbq_error err = {0};
+        int renewed = osbq_store_progress(pool->store, job->operation_id, pool->worker_id, NULL,
+                                          lease_ms, &err);
+        if (renewed <= 0) {
+            worker_metrics_claim(pool->metrics,
+                                 renewed == 0 ? WORKER_CLAIM_SKIPPED : WORKER_CLAIM_ERROR);
+            log_warnx("operation %s: handed to this worker %" PRId64 " ms ago and %s, dropping "
+                      "the job",
+                      job->operation_id, spent,
+                      renewed == 0 ? "no longer its own" : "its lease cannot be renewed");
+            return false;
+        }
+        st->lease_spent_ms = 0;
+    }
+    st->claim = (struct osbq_claim){.started_ms = begun, .accepted_ms = begun,
+                                    .tenant = st->handed.tenant};
+    st->handed.tenant = NULL;
+    worker_metrics_claim(pool->metrics, WORKER_CLAIM_CLAIMED);
+    return true;
+}
+
 /* Claims st's operation. Returns false when it is not this worker's to run, or Redis failed
  * (the job is dropped; logged and counted). */
 static bool claim(struct step *st)
 {
     struct step_pool *pool = st->pool;
     const struct osbq_job *job = &st->job;
+    if (st->handed.until_ms > 0)
+        return adopt(st);
     struct osbq_error err = {0};
     int claimed = osbq_store_claim(pool->store, job->operation_id, pool->worker_id, job->attempt,
                                    (int64_t)pool->cfg->lease_ms, &st->claim, &err);
@@ -411,7 +453,7 @@ static void prepare(struct step *st, int64_t now)
     st->started_ms = now;
     st->deadline_ms = now + st->deadline_s * 1000;
     lease_init(&st->lease, pool->store, job->operation_id, pool->worker_id,
-               (int64_t)pool->cfg->lease_ms, now);
+               (int64_t)pool->cfg->lease_ms, now - st->lease_spent_ms);
     st->call = (struct backend_call){
         .job = job,
         .tenant = st->claim.tenant,
@@ -512,7 +554,16 @@ void step_release_detached(struct step_pool *pool)
     }
 }
 
-struct step *step_new(struct step_pool *pool, struct osbq_job *job, unsigned origin)
+void step_handover_clear(struct step_handover *handed)
+{
+    if (handed == NULL)
+        return;
+    free(handed->tenant);
+    *handed = (struct step_handover){0};
+}
+
+struct step *step_new(struct step_pool *pool, struct osbq_job *job, unsigned origin,
+                      struct step_handover *handed)
 {
     struct step *st = calloc(1, sizeof *st);
     if (st == NULL)
@@ -521,6 +572,10 @@ struct step *step_new(struct step_pool *pool, struct osbq_job *job, unsigned ori
     st->job = *job;
     memset(job, 0, sizeof *job);
     st->origin = origin;
+    if (handed != NULL) {
+        st->handed = *handed;
+        *handed = (struct step_handover){0};
+    }
     return st;
 }
 
@@ -536,6 +591,7 @@ void step_destroy(struct step **stp)
     json_decref(st->resume);
     backend_call_clear(&st->call);
     osbq_claim_clear(&st->claim);
+    step_handover_clear(&st->handed);
     osbq_job_clear(&st->job);
     free(st);
     *stp = NULL;

@@ -67,10 +67,22 @@ enum step_fate {
     STEP_DETACHED, /* goes on elsewhere: it is in pool->going_on, the pool's now */
 };
 
+/* A job's hand-over: the gateway's begin script claimed its operation for this worker
+ * (docs/decisions/0042-handover.md), so its step runs without a claim of its own. */
+struct step_handover {
+    int64_t until_ms; /* the hand-over's lease end, epoch ms; 0: a plain job, claimed first */
+    char *tenant;     /* owned: the operation's tenant as recorded, or NULL */
+};
+
+/* Frees what handed owns and zeroes it; accepts NULL. */
+void step_handover_clear(struct step_handover *handed);
+
 /* A step of job (taken over: *job is zeroed) that came through origin (runner_submit), for
- * pool's threads. NULL when out of memory (job untouched). Caller owns the result
- * (step_destroy), unless step_run detaches it. */
-struct step *step_new(struct step_pool *pool, struct osbq_job *job, unsigned origin);
+ * pool's threads; handed, when not NULL, is its hand-over (taken over too: zeroed). NULL when
+ * out of memory (job and handed untouched). Caller owns the result (step_destroy), unless
+ * step_run detaches it. */
+struct step *step_new(struct step_pool *pool, struct osbq_job *job, unsigned origin,
+                      struct step_handover *handed);
 
 /* Frees st (waiting for a renewal of its lease still out); sets *stp to NULL; accepts NULL. */
 void step_destroy(struct step **stp);

@@ -27,12 +27,13 @@ struct taken {
 };
 
 static void on_job(void *ctx, zsock_t *dealer, const char *endpoint, unsigned origin,
-                   const void *job, size_t len)
+                   const void *job, size_t len, const struct osbq_bus_handed *handed)
 {
     (void)dealer;
     (void)origin;
     (void)job;
     (void)len;
+    (void)handed;
     struct taken *t = ctx;
     if (t->count < GATEWAYS * JOBS_EACH)
         (void)snprintf(t->from[t->count++], sizeof t->from[0], "%s", endpoint);
@@ -57,7 +58,7 @@ static void test_gateways_served_in_turn(void **state)
         assert_non_null(gateway[g]);
         zsock_set_rcvtimeo(gateway[g], 5000);
     }
-    struct bus_link *link = bus_link_new("w-test", NULL);
+    struct bus_link *link = bus_link_new("w-test", NULL, 0);
     assert_non_null(link);
     bus_link_sync(link, endpoints, GATEWAYS, GATEWAYS * JOBS_EACH);
     assert_int_equal(bus_link_count(link), GATEWAYS);

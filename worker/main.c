@@ -156,18 +156,26 @@ static void refresh_registry(struct worker *w, int64_t now)
     publish_status(w);
 }
 
-/* A handed JOB the runner cannot take (it is stopping, or a gateway sent far more than its
- * READYs allowed): its operation is this worker's until the hand-over's lease runs out, so no
- * other worker may run it before; the recovery loop resends it then. */
-static void drop_handed(const struct osbq_job *job, const char *endpoint)
+/* A handed job with no free slot for it (two gateways handed this worker its last slot at once,
+ * or it is stopping): its operation, claimed for this worker, is given back in Redis first, so
+ * that the worker its gateway sends it to next can claim it. Waits for Redis: this happens only
+ * when the gateways' counts of its free slots crossed. Returns whether it was given back (not:
+ * the recovery loop resends it once the hand-over's lease runs out). */
+static bool give_back_handed(struct worker *w, const struct osbq_job *job, const char *endpoint)
 {
-    log_warnx("operation %s: handed to this worker by gateway %s, which cannot take it now; "
-              "the recovery loop resends it once the hand-over's lease runs out",
-              job->operation_id, endpoint);
+    struct osbq_error err = {0};
+    int released = osbq_store_release(w->store, job->operation_id, w->id, &err);
+    if (released > 0)
+        return true;
+    log_warnx("operation %s: handed to this worker by gateway %s with no slot free, and %s; the "
+              "recovery loop resends it once the hand-over's lease runs out",
+              job->operation_id, endpoint,
+              released == 0 ? "no longer its own" : "it cannot be given back");
+    return false;
 }
 
-/* A JOB from a gateway: to the runner when a slot is free, else back to that gateway. A job
- * handed to this worker (handed->present) waits for a slot here. */
+/* A JOB from a gateway: to the runner when a slot is free, else back to that gateway (a handed
+ * one given back in Redis first). */
 static void on_job(void *ctx, zsock_t *dealer, const char *endpoint, unsigned origin,
                    const void *data, size_t len, const struct osbq_bus_handed *handed)
 {
@@ -184,15 +192,17 @@ static void on_job(void *ctx, zsock_t *dealer, const char *endpoint, unsigned or
             .tenant = handed->tenant != NULL && handed->tenant[0] != '\0' ? strdup(handed->tenant)
                                                                           : NULL,
         };
-        if (runner_submit_handed(w->runner, &job, origin, &taken) < 0) {
-            drop_handed(&job, endpoint);
-            osbq_job_clear(&job);
-        }
+        int rc = runner_submit_handed(w->runner, &job, origin, &taken);
         step_handover_clear(&taken);
+        if (rc == 0)
+            return;
+        if (!give_back_handed(w, &job, endpoint)) {
+            osbq_job_clear(&job);
+            return;
+        }
+    } else if (runner_submit(w->runner, &job, origin) == 0) {
         return;
     }
-    if (runner_submit(w->runner, &job, origin) == 0)
-        return;
     /* The gateway sent more than the last READY allowed (the two crossed), or we are
      * stopping: it gives the job to another worker. */
     worker_metrics_rejected(w->metrics);

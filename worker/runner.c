@@ -66,12 +66,10 @@ struct runner {
     pthread_cond_t work;      /* a job was queued, a detached step ended, or the runner closed
                                * or cancelled */
     pthread_cond_t ended;     /* a thread returned */
-    struct queued_job *queue; /* ring of jobs handed over and not yet taken: twice concurrency,
-                               * the second half for handed jobs only (runner_submit_handed) */
+    struct queued_job *queue; /* ring of concurrency jobs handed over and not yet taken */
     unsigned head;            /* index of the oldest queued job */
     unsigned queued;          /* jobs in the ring */
-    unsigned busy;            /* jobs queued or running: more than concurrency only with handed
-                               * jobs, never more than twice it */
+    unsigned busy;            /* jobs queued or running: never more than concurrency */
     unsigned alive;           /* threads started and not returned */
     bool closed;              /* runner_submit refuses jobs */
     struct origin_note notes[DUE_ORIGINS_MAX]; /* since runner_take_notes, by origin */
@@ -267,7 +265,7 @@ static void *thread_main(void *arg)
         }
         struct queued_job taken = r->queue[r->head];
         memset(&r->queue[r->head], 0, sizeof r->queue[r->head]);
-        r->head = (r->head + 1) % (2 * r->concurrency);
+        r->head = (r->head + 1) % r->concurrency;
         r->queued--;
         bool cancelled = r->pool.cancelled;
         pthread_mutex_unlock(&r->pool.lock);
@@ -346,7 +344,7 @@ struct runner *runner_new(const struct osbq_config *cfg, const struct osbq_catal
     };
     r->concurrency = cfg->worker_concurrency > 0 ? cfg->worker_concurrency : 1;
     r->event_fd = -1;
-    r->queue = calloc(2 * (size_t)r->concurrency, sizeof *r->queue);
+    r->queue = calloc(r->concurrency, sizeof *r->queue);
     r->slots = calloc(r->concurrency, sizeof *r->slots);
     if (r->queue == NULL || r->slots == NULL) {
         osbq_error_set(err, OSBQ_ERR_INTERNAL, "out of memory");
@@ -456,7 +454,7 @@ unsigned runner_destroy(struct runner **rp)
     /* With every thread gone no step is detached: the watch has nothing left to end. */
     exec_watch_destroy(&r->pool.watch);
     /* With every thread gone the queue is empty, unless none ever started. */
-    for (unsigned i = 0; i < 2 * r->concurrency; i++) {
+    for (unsigned i = 0; i < r->concurrency; i++) {
         osbq_job_clear(&r->queue[i].job);
         step_handover_clear(&r->queue[i].handed);
     }
@@ -473,16 +471,16 @@ unsigned runner_destroy(struct runner **rp)
     return 0;
 }
 
-/* Queues job when fewer than limit jobs are queued or running. */
+/* Queues job, with its hand-over when handed is not NULL, on a free slot. */
 static int submit(struct runner *r, struct osbq_job *job, unsigned origin,
-                  struct step_handover *handed, unsigned limit)
+                  struct step_handover *handed)
 {
     pthread_mutex_lock(&r->pool.lock);
-    if (r->closed || r->pool.cancelled || r->busy >= limit) {
+    if (r->closed || r->pool.cancelled || r->busy >= r->concurrency) {
         pthread_mutex_unlock(&r->pool.lock);
         return -1;
     }
-    unsigned tail = (r->head + r->queued) % (2 * r->concurrency);
+    unsigned tail = (r->head + r->queued) % r->concurrency;
     r->queue[tail] = (struct queued_job){.job = *job, .origin = origin};
     memset(job, 0, sizeof *job);
     if (handed != NULL) {
@@ -500,23 +498,19 @@ static int submit(struct runner *r, struct osbq_job *job, unsigned origin,
 
 int runner_submit(struct runner *r, struct osbq_job *job, unsigned origin)
 {
-    return submit(r, job, origin, NULL, r->concurrency);
+    return submit(r, job, origin, NULL);
 }
 
 int runner_submit_handed(struct runner *r, struct osbq_job *job, unsigned origin,
                          struct step_handover *handed)
 {
-    /* Its operation is this worker's already: another worker's claim would be refused while
-     * the lease lives. So it waits here for a slot rather than go back to the gateway. */
-    return submit(r, job, origin, handed, 2 * r->concurrency);
+    return submit(r, job, origin, handed);
 }
 
 unsigned runner_free_slots(struct runner *r)
 {
     pthread_mutex_lock(&r->pool.lock);
-    unsigned free_slots = r->closed || r->pool.cancelled || r->busy >= r->concurrency
-                              ? 0
-                              : r->concurrency - r->busy;
+    unsigned free_slots = r->closed || r->pool.cancelled ? 0 : r->concurrency - r->busy;
     pthread_mutex_unlock(&r->pool.lock);
     return free_slots;
 }

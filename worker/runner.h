@@ -48,10 +48,8 @@ unsigned runner_destroy(struct runner **rp);
  * returns -1 with *job untouched when no slot is free or the runner is closed. */
 int runner_submit(struct runner *r, struct osbq_job *job, unsigned origin);
 
-/* runner_submit for a handed job (handed: its hand-over, taken over and zeroed on success): it
- * also takes a job when no slot is free, up to as many again as there are slots, to run when one
- * frees (step.c's adopt renews the lease first if a third of it passed meanwhile). -1 with job
- * and handed untouched when even those are taken, or the runner is closed. */
+/* runner_submit for a handed job, with its hand-over (taken over and zeroed on success, like
+ * job): its step runs without a claim (step.c). */
 int runner_submit_handed(struct runner *r, struct osbq_job *job, unsigned origin,
                          struct step_handover *handed);
 

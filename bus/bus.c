@@ -71,16 +71,19 @@ zsock_t *osbq_bus_worker_connect(const char *endpoint, const struct osbq_bus_cur
 
 int osbq_bus_send_ready(zsock_t *dealer, const char *worker_id, const struct osbq_bus_ready *ready)
 {
-    char slots[16], count[24], due[24];
+    char slots[16], count[24], due[24], lease[16];
     (void)snprintf(slots, sizeof slots, "%u", ready->free_slots);
     (void)snprintf(count, sizeof count, "%" PRIu64, ready->received);
-    bool ended = ready->ended != NULL && ready->ended[0] != '\0';
-    if (ready->due_ms <= 0 && !ended)
-        return zsock_send(dealer, "ssss", OSBQ_BUS_READY, worker_id, slots, count);
     (void)snprintf(due, sizeof due, "%" PRId64, ready->due_ms > 0 ? ready->due_ms : 0);
-    if (!ended)
-        return zsock_send(dealer, "sssss", OSBQ_BUS_READY, worker_id, slots, count, due);
-    return zsock_send(dealer, "ssssss", OSBQ_BUS_READY, worker_id, slots, count, due, ready->ended);
+    (void)snprintf(lease, sizeof lease, "%u", ready->handover_lease_ms);
+    bool ended = ready->ended != NULL && ready->ended[0] != '\0';
+    /* Each optional frame goes only when it or a frame after it has something to say: an
+     * older gateway reads the shorter forms, and a quiet READY stays small. */
+    size_t frames = ready->handover_lease_ms > 0 ? 7 : ended ? 6 : ready->due_ms > 0 ? 5 : 4;
+    /* One 's' per frame sent: zsock_send reads only the arguments its picture names. */
+    static const char picture[] = "sssssss";
+    return zsock_send(dealer, picture + (sizeof picture - 1 - frames), OSBQ_BUS_READY, worker_id,
+                      slots, count, due, ended ? ready->ended : "", lease);
 }
 
 int64_t osbq_bus_ready_due(const char *frame)
@@ -122,11 +125,16 @@ static bool frame_count(zframe_t *frame, uint64_t max, uint64_t *value)
     return len > 0;
 }
 
-/* A due frame's time (osbq_bus_ready_due); 0 when absent, or holding a NUL byte (the text
- * before it is not the frame). */
+/* The frame holds a NUL byte: as a C string, the text before it would not be the frame. */
+static bool frame_has_nul(zframe_t *frame)
+{
+    return zframe_size(frame) > 0 && memchr(zframe_data(frame), '\0', zframe_size(frame)) != NULL;
+}
+
+/* A due frame's time (osbq_bus_ready_due); 0 when absent, or holding a NUL byte. */
 static int64_t frame_due(zframe_t *frame)
 {
-    if (frame == NULL || memchr(zframe_data(frame), '\0', zframe_size(frame)) != NULL)
+    if (frame == NULL || frame_has_nul(frame))
         return 0;
     char *text = zframe_strdup(frame);
     int64_t due = osbq_bus_ready_due(text);
@@ -143,9 +151,12 @@ static bool decode_ready(zmsg_t *msg, struct osbq_bus_ready_received *out)
     zframe_t *received = zmsg_pop(msg); /* NULL from an older worker */
     zframe_t *due = zmsg_pop(msg);      /* NULL without a wait recorded, or older */
     char *ended = zmsg_popstr(msg);     /* NULL without a job ended, or older */
-    uint64_t slots_value = 0, received_value = 0;
+    zframe_t *lease = zmsg_pop(msg);    /* NULL from a worker that takes no handed jobs */
+    uint64_t slots_value = 0, received_value = 0, lease_value = 0;
     bool ok = id != NULL && slots != NULL && frame_count(slots, READY_MAX_SLOTS, &slots_value) &&
-              (received == NULL || frame_count(received, UINT64_MAX, &received_value));
+              (received == NULL || frame_count(received, UINT64_MAX, &received_value)) &&
+              (lease == NULL || (frame_count(lease, OSBQ_BUS_HANDOVER_LEASE_MAX_MS, &lease_value) &&
+                                 lease_value > 0));
     if (ok) {
         *out = (struct osbq_bus_ready_received){
             .worker_id = id,
@@ -154,6 +165,7 @@ static bool decode_ready(zmsg_t *msg, struct osbq_bus_ready_received *out)
             .received = received_value,
             .due_ms = frame_due(due),
             .ended = ended,
+            .handover_lease_ms = (unsigned)lease_value,
         };
         id = NULL;
         ended = NULL;
@@ -163,6 +175,7 @@ static bool decode_ready(zmsg_t *msg, struct osbq_bus_ready_received *out)
     zframe_destroy(&received);
     zframe_destroy(&due);
     free(ended);
+    zframe_destroy(&lease);
     return ok;
 }
 
@@ -177,17 +190,43 @@ static void decode_from_worker(zmsg_t *msg, struct osbq_bus_msg *out)
     }
 }
 
-/* Decodes what follows the command frame, out->command, of a message from a gateway. */
+/* Reads a handed JOB's frames after the job into *out; false when they do not read (the frames
+ * taken are freed). */
+static bool decode_handed(zmsg_t *msg, struct osbq_bus_handed *out)
+{
+    zframe_t *until = zmsg_pop(msg);
+    zframe_t *tenant = zmsg_pop(msg);
+    uint64_t until_value = 0;
+    bool ok = until != NULL && tenant != NULL && frame_count(until, INT64_MAX, &until_value) &&
+              until_value > 0 && !frame_has_nul(tenant);
+    if (ok)
+        *out = (struct osbq_bus_handed){
+            .present = true,
+            .until_ms = (int64_t)until_value,
+            .tenant = zframe_strdup(tenant),
+        };
+    zframe_destroy(&until);
+    zframe_destroy(&tenant);
+    return ok;
+}
+
+/* Decodes what follows the command frame, out->command, of a message from a gateway: a JOB's
+ * job frame, and a handed one's two frames after it. */
 static void decode_from_gateway(zmsg_t *msg, struct osbq_bus_msg *out)
 {
     if (!zframe_streq(out->command, OSBQ_BUS_JOB))
         return;
-    if (out->frames != 2) {
-        out->kind = OSBQ_BUS_MSG_MALFORMED;
+    bool handed = out->frames == 4;
+    out->kind = OSBQ_BUS_MSG_MALFORMED;
+    if (out->frames != 2 && !handed)
+        return;
+    zframe_t *job = zmsg_pop(msg);
+    if (handed && !decode_handed(msg, &out->handed)) {
+        zframe_destroy(&job);
         return;
     }
     out->kind = OSBQ_BUS_MSG_JOB;
-    out->job = zmsg_pop(msg);
+    out->job = job;
 }
 
 void osbq_bus_decode(zmsg_t **msgp, enum osbq_bus_side side, struct osbq_bus_msg *out)
@@ -224,6 +263,7 @@ void osbq_bus_msg_clear(struct osbq_bus_msg *m)
     zframe_destroy(&m->job);
     free(m->ready.worker_id);
     free(m->ready.ended);
+    free(m->handed.tenant);
     *m = (struct osbq_bus_msg){.kind = OSBQ_BUS_MSG_UNKNOWN};
 }
 
@@ -243,8 +283,11 @@ int osbq_bus_send_reject(zsock_t *dealer, const void *job, size_t len)
     return zsock_send(dealer, "sb", OSBQ_BUS_REJECT, job, len);
 }
 
-int osbq_bus_send_job(zsock_t *router, zframe_t *identity, void *job, size_t len,
-                      void (*release)(void *data, void *owner), void *owner)
+/* Sends a JOB, its job frame without a copy (osbq_bus_send_job's contract), then, when until is
+ * not NULL, a handed job's two frames. */
+static int send_job_message(zsock_t *router, zframe_t *identity, void *job, size_t len,
+                            void (*release)(void *data, void *owner), void *owner,
+                            const char *until, const char *tenant)
 {
     void *sock = zsock_resolve(router);
     /* With ROUTER_MANDATORY an unreachable worker fails the identity frame, before anything
@@ -259,14 +302,37 @@ int osbq_bus_send_job(zsock_t *router, zframe_t *identity, void *job, size_t len
         return -1;
     }
     if (zmq_send(sock, OSBQ_BUS_JOB, strlen(OSBQ_BUS_JOB), ZMQ_SNDMORE) < 0 ||
-        zmq_msg_send(&body, sock, 0) < 0) {
+        zmq_msg_send(&body, sock, until != NULL ? ZMQ_SNDMORE : 0) < 0) {
         /* Not sent: closing the message hands the job back through release, so the caller
          * must not touch it; report success to keep ownership rules simple (recovery resends
          * an operation whose job was lost). */
         zmq_msg_close(&body);
         return 0;
     }
+    /* The job is ZeroMQ's now. Both frames go whatever the first one's fate, the second ending
+     * the message: one lost loses the job as above, and the hand-over's lease running out
+     * brings the operation back. */
+    if (until != NULL) {
+        (void)zmq_send(sock, until, strlen(until), ZMQ_SNDMORE);
+        (void)zmq_send(sock, tenant, strlen(tenant), 0);
+    }
     return 0;
+}
+
+int osbq_bus_send_job(zsock_t *router, zframe_t *identity, void *job, size_t len,
+                      void (*release)(void *data, void *owner), void *owner)
+{
+    return send_job_message(router, identity, job, len, release, owner, NULL, NULL);
+}
+
+int osbq_bus_send_handed_job(zsock_t *router, zframe_t *identity, void *job, size_t len,
+                             void (*release)(void *data, void *owner), void *owner,
+                             int64_t until_ms, const char *tenant)
+{
+    char until[24];
+    (void)snprintf(until, sizeof until, "%" PRId64, until_ms);
+    return send_job_message(router, identity, job, len, release, owner, until,
+                            tenant != NULL ? tenant : "");
 }
 
 zsock_t *osbq_bus_monitor_start(zsock_t *sock)

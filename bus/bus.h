@@ -38,8 +38,22 @@ zsock_t *osbq_bus_gateway_bind(const char *endpoint, const struct osbq_bus_curve
  *                     READY  <worker id> <free slots> <jobs received> <due> <ended>
  *                            the same, with the operation ids (space-separated) of this
  *                            gateway's jobs whose step ended since the last READY here: the
- *                            gateway counts each tenant's running steps (fairness)
+ *                            gateway counts each tenant's running steps (fairness); "" when
+ *                            only the next frame has something to say
+ *                     READY  <worker id> <free slots> <jobs received> <due> <ended>
+ *                            <hand-over lease, ms, decimal>
+ *                            the same, from a worker that takes handed jobs: a job handed to it
+ *                            (claimed for it by the gateway's begin) is its own for this long,
+ *                            1..OSBQ_BUS_HANDOVER_LEASE_MAX_MS; any other value makes the READY
+ *                            MALFORMED. An older gateway ignores the frame; a gateway hands
+ *                            nothing to a worker that did not say it (an older worker)
  *   gateway -> worker  JOB    <encoded job (proto/job.h)>
+ *                     JOB    <encoded job> <handed until, epoch ms, decimal> <tenant>
+ *                            a handed job: the gateway's begin claimed the operation for this
+ *                            worker, under a lease that ends at `handed until` (> 0); tenant is
+ *                            the operation's tenant as the begin recorded it ("" when none).
+ *                            Sent only to a worker whose READY said a hand-over lease: an older
+ *                            worker takes a JOB of other than one frame as MALFORMED
  *   worker -> gateway  REJECT <encoded job>    no free slot after all: the gateway sends it on
  * A gateway forgets a worker silent for OSBQ_BUS_WORKER_EXPIRY_MS. */
 #define OSBQ_BUS_READY            "READY"
@@ -47,6 +61,8 @@ zsock_t *osbq_bus_gateway_bind(const char *endpoint, const struct osbq_bus_curve
 #define OSBQ_BUS_REJECT           "REJECT"
 #define OSBQ_BUS_HEARTBEAT_MS     1000
 #define OSBQ_BUS_WORKER_EXPIRY_MS 3500
+/* The longest hand-over lease a READY may say: the longest OSBQ_LEASE_MS. */
+#define OSBQ_BUS_HANDOVER_LEASE_MAX_MS 3600000
 /* How long a gateway's registry entry lives without renewal, and how often it renews. */
 #define OSBQ_BUS_REGISTRY_TTL_MS   10000
 #define OSBQ_BUS_REGISTRY_RENEW_MS 2000
@@ -83,9 +99,12 @@ struct osbq_bus_ready {
     const char *ended;   /* the operation ids, separated by spaces, of this gateway's jobs whose
                           * step ended (or never started) since the last READY to it; NULL or
                           * "": none */
+    unsigned handover_lease_ms; /* the worker takes handed jobs, each its own for this long (at
+                                 * most OSBQ_BUS_HANDOVER_LEASE_MAX_MS); 0: do not say it */
 };
 
-/* Worker side: sends READY (its frames: bus.h's protocol above). 0 or -1. */
+/* Worker side: sends READY (its frames: bus.h's protocol above), its last frames only when
+ * they have something to say. 0 or -1. */
 int osbq_bus_send_ready(zsock_t *dealer, const char *worker_id, const struct osbq_bus_ready *ready);
 
 /* Gateway side: the due frame of a READY (NULL when absent) as epoch ms; 0 when absent or not
@@ -120,13 +139,22 @@ enum osbq_bus_kind {
 
 /* A READY as a gateway reads it. */
 struct osbq_bus_ready_received {
-    char *worker_id;      /* the worker's own id; owned (the receiver may take it) */
-    unsigned free_slots;  /* the free slots it announced */
-    bool counts_received; /* it said how many JOBs it received (an older worker does not) */
-    uint64_t received;    /* that count; 0 without it */
-    int64_t due_ms;       /* its due frame (osbq_bus_ready_due); 0: none, or not a due time */
-    char *ended;          /* its ended frame: operation ids separated by spaces; owned; NULL:
-                           * none */
+    char *worker_id;            /* the worker's own id; owned (the receiver may take it) */
+    unsigned free_slots;        /* the free slots it announced */
+    bool counts_received;       /* it said how many JOBs it received (an older worker does not) */
+    uint64_t received;          /* that count; 0 without it */
+    int64_t due_ms;             /* its due frame (osbq_bus_ready_due); 0: none, or not a due time */
+    char *ended;                /* its ended frame: operation ids separated by spaces; owned; NULL:
+                                 * none */
+    unsigned handover_lease_ms; /* its hand-over lease frame; 0: not said (an older worker):
+                                 * hand it nothing */
+};
+
+/* A JOB's hand-over: the gateway's begin claimed the operation for the receiving worker. */
+struct osbq_bus_handed {
+    bool present;     /* the job was handed to the receiving worker at begin */
+    int64_t until_ms; /* the hand-over's lease end, epoch ms */
+    char *tenant;     /* owned: the operation's tenant as recorded ("" when none) */
 };
 
 /* One received message, decoded: its kind says which of the fields below it fills. */
@@ -141,6 +169,8 @@ struct osbq_bus_msg {
     zframe_t *job;                        /* JOB and REJECT: the encoded job; owned; NULL in a
                                            * REJECT without one (the worker is full all the
                                            * same) */
+    struct osbq_bus_handed handed;        /* JOB: the hand-over, when the gateway handed it
+                                           * (present) */
 };
 
 /* Receives one message from sock, waiting as long as its receive timeout says (the gateway's
@@ -150,8 +180,11 @@ int osbq_bus_recv(zsock_t *sock, enum osbq_bus_side side, struct osbq_bus_msg *o
 
 /* Decodes a message received on side's socket into *out (every field set); takes *msgp and sets
  * it to NULL. No I/O: a READY whose worker id or free slots are missing, whose counts are not
- * decimal numbers, or that announces over a million free slots is MALFORMED, as is a JOB with
- * other than one frame after its command; frames after those a command has are ignored. */
+ * decimal numbers, that announces over a million free slots, or whose hand-over lease is not
+ * 1..OSBQ_BUS_HANDOVER_LEASE_MAX_MS is MALFORMED, as is a JOB with other than one or three
+ * frames after its command, or a handed one whose until is no positive decimal number that
+ * fits int64_t or whose tenant holds a NUL byte; frames after those a READY or a REJECT has are
+ * ignored. */
 void osbq_bus_decode(zmsg_t **msgp, enum osbq_bus_side side, struct osbq_bus_msg *out);
 
 /* Frees what *m owns and empties it; accepts a message already cleared. */
@@ -167,5 +200,13 @@ void osbq_bus_msg_command(const struct osbq_bus_msg *m, char *out, size_t size);
  * still owns owner. */
 int osbq_bus_send_job(zsock_t *router, zframe_t *identity, void *job, size_t len,
                       void (*release)(void *data, void *owner), void *owner);
+
+/* Gateway side: sends a handed JOB (the operation claimed for that worker at begin), the job
+ * frame as osbq_bus_send_job sends it, with the same contract, followed by the hand-over's lease
+ * end until_ms (epoch ms, > 0) and the operation's tenant as recorded (borrowed; NULL or "":
+ * none). Only for a worker whose READY said a hand-over lease. */
+int osbq_bus_send_handed_job(zsock_t *router, zframe_t *identity, void *job, size_t len,
+                             void (*release)(void *data, void *owner), void *owner,
+                             int64_t until_ms, const char *tenant);
 
 #endif

@@ -4,9 +4,10 @@
  * is the sender's ROUTER identity; READY and REJECT) and as a worker reads it (JOB). Besides "no
  * crash, no leak": the identity, the command and the frame count are the message's; the kind is
  * the one bus.h promises for these frames; a READY's fields are its frames' values (worker id,
- * free slots of at most a million, decimal counts) and a MALFORMED one fills none; a JOB's or a
- * REJECT's job is the frame after the command, byte for byte; the command quoted for a log line
- * is printable ASCII; clearing empties the message.
+ * free slots of at most a million, decimal counts, a hand-over lease of 1..3600000 ms) and a
+ * MALFORMED one fills none; a JOB's or a REJECT's job is the frame after the command, byte for
+ * byte, and a handed JOB's lease end and tenant are its next two frames' values; the command
+ * quoted for a log line is printable ASCII; clearing empties the message.
  *
  * Input: the frames one after another, each a length byte then that many bytes. A length byte
  * of 255 means 255 bytes and then another length byte for the rest of the same frame, so a
@@ -20,10 +21,12 @@
 #include "bus.h"
 #include "fuzz_target.h"
 
-/* The most free slots a READY may announce (bus.h), and the largest counts that fit. */
-#define READY_MAX_SLOTS_TEXT "1000000"
-#define UINT64_MAX_TEXT      "18446744073709551615"
-#define INT64_MAX_TEXT       "9223372036854775807"
+/* The most free slots and the longest hand-over lease a READY may announce (bus.h), and the
+ * largest counts that fit. */
+#define READY_MAX_SLOTS_TEXT    "1000000"
+#define HANDOVER_LEASE_MAX_TEXT "3600000"
+#define UINT64_MAX_TEXT         "18446744073709551615"
+#define INT64_MAX_TEXT          "9223372036854775807"
 
 /* The message data holds, in the framing above. */
 static zmsg_t *message_of(const uint8_t *data, size_t size)
@@ -101,6 +104,20 @@ static bool frame_holds(zframe_t *frame, const char *max, uint64_t value)
            (value == 0 ? len == 0 : (size_t)n == len && memcmp(digits, text, len) == 0);
 }
 
+/* The frame is a decimal number from 1 to max. */
+static bool positive_frame(zframe_t *frame, const char *max)
+{
+    const char *digits;
+    size_t len;
+    return decimal_frame(frame, max, &digits, &len) && len > 0;
+}
+
+/* The frame holds no NUL byte. */
+static bool no_nul(zframe_t *frame)
+{
+    return zframe_size(frame) == 0 || memchr(zframe_data(frame), '\0', zframe_size(frame)) == NULL;
+}
+
 /* A READY's due time: its due frame's value when that frame is a decimal number that fits,
  * without a leading zero (so positive: osbq_bus_ready_due); 0 otherwise. */
 static void check_due(int64_t due_ms, zframe_t *due)
@@ -114,18 +131,20 @@ static void check_due(int64_t due_ms, zframe_t *due)
 }
 
 /* A READY whose command is frame `command` of sent: its fields are its frames' values, or it
- * is MALFORMED when its worker id or free slots are missing or its counts are no decimal
- * numbers in range. */
+ * is MALFORMED when its worker id or free slots are missing, its counts are no decimal
+ * numbers in range, or its hand-over lease is not 1..3600000. */
 static void check_ready(const struct osbq_bus_msg *m, zmsg_t *sent, size_t command)
 {
     zframe_t *id = frame_at(sent, command + 1);
     zframe_t *slots = frame_at(sent, command + 2);
     zframe_t *received = frame_at(sent, command + 3); /* absent from an older worker */
+    zframe_t *lease = frame_at(sent, command + 6);    /* absent: no handed jobs */
     const char *digits;
     size_t len;
     bool reads = id != NULL && slots != NULL &&
                  decimal_frame(slots, READY_MAX_SLOTS_TEXT, &digits, &len) &&
-                 (received == NULL || decimal_frame(received, UINT64_MAX_TEXT, &digits, &len));
+                 (received == NULL || decimal_frame(received, UINT64_MAX_TEXT, &digits, &len)) &&
+                 (lease == NULL || positive_frame(lease, HANDOVER_LEASE_MAX_TEXT));
     if (!reads) {
         FUZZ_CHECK(m->kind == OSBQ_BUS_MSG_MALFORMED);
         return;
@@ -141,6 +160,8 @@ static void check_ready(const struct osbq_bus_msg *m, zmsg_t *sent, size_t comma
     zframe_t *ended = frame_at(sent, command + 5);
     FUZZ_CHECK(ended != NULL ? ready->ended != NULL && string_of_frame(ready->ended, ended)
                              : ready->ended == NULL);
+    FUZZ_CHECK(lease != NULL ? frame_holds(lease, HANDOVER_LEASE_MAX_TEXT, ready->handover_lease_ms)
+                             : ready->handover_lease_ms == 0);
     FUZZ_CHECK(m->job == NULL);
 }
 
@@ -162,7 +183,27 @@ static void check_at_gateway(const struct osbq_bus_msg *m, zmsg_t *sent)
     }
 }
 
-/* sent decoded by a worker: JOB with exactly one frame after it; anything else is UNKNOWN. */
+/* A handed JOB (three frames after the command) as sent: JOB with its lease end and tenant when
+ * the lease end is a decimal number from 1 to INT64_MAX and the tenant holds no NUL byte,
+ * MALFORMED otherwise. */
+static void check_handed(const struct osbq_bus_msg *m, zmsg_t *sent)
+{
+    zframe_t *until = frame_at(sent, 2);
+    zframe_t *tenant = frame_at(sent, 3);
+    if (!positive_frame(until, INT64_MAX_TEXT) || !no_nul(tenant)) {
+        FUZZ_CHECK(m->kind == OSBQ_BUS_MSG_MALFORMED);
+        return;
+    }
+    FUZZ_CHECK(m->kind == OSBQ_BUS_MSG_JOB && m->handed.present);
+    FUZZ_CHECK(same_frame(m->job, frame_at(sent, 1)));
+    FUZZ_CHECK(m->handed.until_ms > 0 &&
+               frame_holds(until, INT64_MAX_TEXT, (uint64_t)m->handed.until_ms));
+    FUZZ_CHECK(m->handed.tenant != NULL && strlen(m->handed.tenant) == zframe_size(tenant) &&
+               string_of_frame(m->handed.tenant, tenant));
+}
+
+/* sent decoded by a worker: JOB with one frame after it (plain) or three (handed); anything
+ * else is UNKNOWN. */
 static void check_at_worker(const struct osbq_bus_msg *m, zmsg_t *sent)
 {
     zframe_t *command = frame_at(sent, 0);
@@ -171,10 +212,12 @@ static void check_at_worker(const struct osbq_bus_msg *m, zmsg_t *sent)
     FUZZ_CHECK(same_frame(m->command, command));
     if (command == NULL || !zframe_streq(command, OSBQ_BUS_JOB)) {
         FUZZ_CHECK(m->kind == OSBQ_BUS_MSG_UNKNOWN);
+    } else if (zmsg_size(sent) == 4) {
+        check_handed(m, sent);
     } else if (zmsg_size(sent) != 2) {
         FUZZ_CHECK(m->kind == OSBQ_BUS_MSG_MALFORMED);
     } else {
-        FUZZ_CHECK(m->kind == OSBQ_BUS_MSG_JOB);
+        FUZZ_CHECK(m->kind == OSBQ_BUS_MSG_JOB && !m->handed.present);
         FUZZ_CHECK(same_frame(m->job, frame_at(sent, 1)));
     }
 }
@@ -183,12 +226,18 @@ static void check_at_worker(const struct osbq_bus_msg *m, zmsg_t *sent)
 static bool ready_empty(const struct osbq_bus_ready_received *r)
 {
     return r->worker_id == NULL && r->free_slots == 0 && !r->counts_received && r->received == 0 &&
-           r->due_ms == 0 && r->ended == NULL;
+           r->due_ms == 0 && r->ended == NULL && r->handover_lease_ms == 0;
+}
+
+/* No hand-over filled. */
+static bool handed_empty(const struct osbq_bus_handed *h)
+{
+    return !h->present && h->until_ms == 0 && h->tenant == NULL;
 }
 
 /* What every decoded message holds whatever its kind: a command when it has frames, a READY's
- * fields only in a READY, a job only in a JOB or a REJECT, a log line's command of printable
- * ASCII, cut at the buffer. */
+ * fields only in a READY, a job only in a JOB or a REJECT, a hand-over only in a JOB, a log
+ * line's command of printable ASCII, cut at the buffer. */
 static void check_any(const struct osbq_bus_msg *m)
 {
     FUZZ_CHECK((m->command == NULL) == (m->frames == 0));
@@ -196,6 +245,8 @@ static void check_any(const struct osbq_bus_msg *m)
         FUZZ_CHECK(ready_empty(&m->ready));
     if (m->kind != OSBQ_BUS_MSG_JOB && m->kind != OSBQ_BUS_MSG_REJECT)
         FUZZ_CHECK(m->job == NULL);
+    if (m->kind != OSBQ_BUS_MSG_JOB)
+        FUZZ_CHECK(handed_empty(&m->handed));
 
     char quoted[17]; /* the gateway's size */
     osbq_bus_msg_command(m, quoted, sizeof quoted);
@@ -223,7 +274,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             check_at_worker(&m, sent);
         osbq_bus_msg_clear(&m);
         FUZZ_CHECK(m.kind == OSBQ_BUS_MSG_UNKNOWN && m.identity == NULL && m.command == NULL &&
-                   m.frames == 0 && ready_empty(&m.ready) && m.job == NULL);
+                   m.frames == 0 && ready_empty(&m.ready) && m.job == NULL &&
+                   handed_empty(&m.handed));
         osbq_bus_msg_clear(&m); /* twice is harmless */
         zmsg_destroy(&sent);
     }

@@ -1,6 +1,6 @@
 /* Unit tests for the READY credit (bus/bus.c): what a gateway may send a worker once the jobs
  * still on their way are taken off its announced free slots, and the frames a READY carries
- * (a real ZeroMQ pair over inproc). */
+ * (a real ZeroMQ pair over inproc), the hand-over lease included. */
 /* cmocka.h uses these without including them, so they come first and in this order. */
 /* clang-format off */
 #include <stdarg.h>
@@ -89,6 +89,25 @@ static void test_ready_carries_ended_operations_last(void **state)
     expect_ready("inproc://ready-ended-test", "w-3", &ready, expected, 6);
 }
 
+/* A hand-over lease goes in a seventh frame, after a due frame ("0" without a due time) and an
+ * ended frame ("" without ended operations). */
+static void test_ready_carries_a_hand_over_lease_last(void **state)
+{
+    (void)state;
+    const struct osbq_bus_ready ready = {
+        .free_slots = 5, .received = 6, .handover_lease_ms = 15000};
+    const char *expected[] = {OSBQ_BUS_READY, "w-4", "5", "6", "0", "", "15000"};
+    expect_ready("inproc://ready-lease-test", "w-4", &ready, expected, 7);
+
+    const struct osbq_bus_ready everything = {.free_slots = 5,
+                                              .received = 6,
+                                              .due_ms = 1795000000123LL,
+                                              .ended = "op-1",
+                                              .handover_lease_ms = 3600000};
+    const char *all[] = {OSBQ_BUS_READY, "w-5", "5", "6", "1795000000123", "op-1", "3600000"};
+    expect_ready("inproc://ready-lease-all-test", "w-5", &everything, all, 7);
+}
+
 /* What a gateway takes from the due frame: a positive decimal number, else nothing. */
 static void test_ready_due_parse(void **state)
 {
@@ -110,6 +129,7 @@ int main(void)
         cmocka_unit_test(test_ready_carries_a_due_time_last),
         cmocka_unit_test(test_ready_due_parse),
         cmocka_unit_test(test_ready_carries_ended_operations_last),
+        cmocka_unit_test(test_ready_carries_a_hand_over_lease_last),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

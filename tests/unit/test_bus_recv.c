@@ -1,7 +1,7 @@
 /* Unit tests for the receiving half of the bus protocol (bus/bus.c): each kind of message a
  * gateway or a worker reads, decoded from messages made in memory (osbq_bus_decode), malformed
- * and unknown ones included, then the same messages sent and received over a real ZeroMQ pair
- * (inproc). */
+ * and unknown ones included, hand-overs too, then the same messages sent and received over a
+ * real ZeroMQ pair (inproc). */
 /* cmocka.h uses these without including them, so they come first and in this order. */
 /* clang-format off */
 #include <stdarg.h>
@@ -41,8 +41,8 @@ static void decode(const char *const *frames, size_t count, enum osbq_bus_side s
  * for the log line and nothing else filled. */
 static void expect_malformed_ready(const char *const *frames, size_t count)
 {
-    const char *with_identity[8] = {"worker-socket"};
-    assert_true(count < 8);
+    const char *with_identity[9] = {"worker-socket"};
+    assert_true(count < 9);
     for (size_t i = 0; i < count; i++)
         with_identity[i + 1] = frames[i];
     struct osbq_bus_msg m;
@@ -53,6 +53,7 @@ static void expect_malformed_ready(const char *const *frames, size_t count)
     assert_string_equal(command, OSBQ_BUS_READY);
     assert_null(m.ready.worker_id);
     assert_null(m.ready.ended);
+    assert_int_equal(m.ready.handover_lease_ms, 0);
     assert_null(m.job);
     osbq_bus_msg_clear(&m);
 }
@@ -98,6 +99,7 @@ static void test_ready_of_an_older_worker(void **state)
     assert_true(m.ready.received == 0);
     assert_true(m.ready.due_ms == 0);
     assert_null(m.ready.ended);
+    assert_int_equal(m.ready.handover_lease_ms, 0);
     osbq_bus_msg_clear(&m);
 
     const char *bad_due[] = {"worker-socket", OSBQ_BUS_READY, "w-3", "0", "7", "soon"};
@@ -185,6 +187,69 @@ static void test_ready_counts_only_digits(void **state)
     osbq_bus_msg_clear(&m);
 }
 
+/* m is the READY of worker w-9 with 4 free slots after 9 JOBs, a due frame of "0", an empty
+ * ended frame, and a hand-over lease of 15000 ms. */
+static void expect_ready_with_lease(const struct osbq_bus_msg *m)
+{
+    assert_int_equal(m->kind, OSBQ_BUS_MSG_READY);
+    assert_int_equal(m->frames, 7);
+    assert_string_equal(m->ready.worker_id, "w-9");
+    assert_int_equal(m->ready.free_slots, 4);
+    assert_true(m->ready.received == 9);
+    assert_true(m->ready.due_ms == 0);
+    assert_string_equal(m->ready.ended, "");
+    assert_int_equal(m->ready.handover_lease_ms, 15000);
+}
+
+/* A worker that takes handed jobs says its hand-over lease in a seventh frame, after a due
+ * frame of "0" and an empty ended frame when it has neither; the bounds read. */
+static void test_ready_with_hand_over_lease(void **state)
+{
+    (void)state;
+    const char *frames[] = {"worker-socket", OSBQ_BUS_READY, "w-9", "4", "9", "0", "", "15000"};
+    struct osbq_bus_msg m;
+    decode(frames, 8, OSBQ_BUS_AT_GATEWAY, &m);
+    expect_ready_with_lease(&m);
+    osbq_bus_msg_clear(&m);
+    assert_int_equal(m.ready.handover_lease_ms, 0);
+
+    const char *longest[] = {"worker-socket", OSBQ_BUS_READY, "w-1",    "2", "9",
+                             "1795000000123", "op-1 op-2",    "3600000"};
+    decode(longest, 8, OSBQ_BUS_AT_GATEWAY, &m);
+    assert_int_equal(m.kind, OSBQ_BUS_MSG_READY);
+    assert_true(m.ready.due_ms == 1795000000123LL);
+    assert_string_equal(m.ready.ended, "op-1 op-2");
+    assert_int_equal(m.ready.handover_lease_ms, OSBQ_BUS_HANDOVER_LEASE_MAX_MS);
+    osbq_bus_msg_clear(&m);
+
+    const char *shortest[] = {"worker-socket", OSBQ_BUS_READY, "w-1", "2", "9", "0", "", "1"};
+    decode(shortest, 8, OSBQ_BUS_AT_GATEWAY, &m);
+    assert_int_equal(m.kind, OSBQ_BUS_MSG_READY);
+    assert_int_equal(m.ready.handover_lease_ms, 1);
+    osbq_bus_msg_clear(&m);
+}
+
+/* A hand-over lease frame that is not 1..3600000 in decimal digits only makes the READY
+ * MALFORMED, as bad counts do: a gateway must not hand a job under a lease it cannot read. */
+static void test_ready_hand_over_lease_malformed(void **state)
+{
+    (void)state;
+    static const char *const leases[] = {
+        "", "0", "000", "3600001", "99999999999999999999999", "15s", "-1", "+5", " 5", "5 ",
+    };
+    for (size_t i = 0; i < sizeof leases / sizeof leases[0]; i++) {
+        const char *frames[] = {OSBQ_BUS_READY, "w-1", "2", "9", "0", "", leases[i]};
+        expect_malformed_ready(frames, 7);
+    }
+
+    struct osbq_bus_msg m;
+    const char *before_lease[] = {"worker-socket", OSBQ_BUS_READY, "w-1", "2", "9", "0", ""};
+    decode_with_last(before_lease, 7, "15000\0", 6, &m);
+    assert_int_equal(m.kind, OSBQ_BUS_MSG_MALFORMED);
+    assert_null(m.ready.worker_id);
+    osbq_bus_msg_clear(&m);
+}
+
 /* A REJECT hands its job back as sent; one without a job still says the worker is full. */
 static void test_reject(void **state)
 {
@@ -206,7 +271,8 @@ static void test_reject(void **state)
     osbq_bus_msg_clear(&m);
 }
 
-/* A worker reads a JOB of exactly one frame after its command; other counts are MALFORMED. */
+/* A worker reads a JOB of exactly one frame after its command as a plain job; two or more than
+ * three are MALFORMED. */
 static void test_job(void **state)
 {
     (void)state;
@@ -217,6 +283,8 @@ static void test_job(void **state)
     assert_null(m.identity);
     assert_int_equal(m.frames, 2);
     assert_true(zframe_streq(m.job, "the encoded job"));
+    assert_false(m.handed.present);
+    assert_null(m.handed.tenant);
     osbq_bus_msg_clear(&m);
 
     const char *no_job[] = {OSBQ_BUS_JOB};
@@ -231,6 +299,80 @@ static void test_job(void **state)
     assert_int_equal(m.kind, OSBQ_BUS_MSG_MALFORMED);
     assert_int_equal(m.frames, 3);
     assert_null(m.job);
+    osbq_bus_msg_clear(&m);
+
+    const char *four_frames[] = {OSBQ_BUS_JOB, "the encoded job", "1795000000123", "tenant-a",
+                                 "more"};
+    decode(four_frames, 5, OSBQ_BUS_AT_WORKER, &m);
+    assert_int_equal(m.kind, OSBQ_BUS_MSG_MALFORMED);
+    assert_int_equal(m.frames, 5);
+    assert_null(m.job);
+    assert_false(m.handed.present);
+    osbq_bus_msg_clear(&m);
+}
+
+/* Decodes, at a worker, a JOB handed until `until` to tenant (tenant_len bytes, NUL bytes
+ * included). */
+static void decode_handed(const char *until, const char *tenant, size_t tenant_len,
+                          struct osbq_bus_msg *out)
+{
+    const char *frames[] = {OSBQ_BUS_JOB, "the encoded job", until};
+    zmsg_t *msg = message_of(frames, 3);
+    assert_int_equal(zmsg_addmem(msg, tenant, tenant_len), 0);
+    osbq_bus_decode(&msg, OSBQ_BUS_AT_WORKER, out);
+}
+
+/* A JOB with three frames after its command is a handed one: its lease end and its tenant as
+ * sent, an empty tenant read as "", the largest lease end that fits read. */
+static void test_job_handed(void **state)
+{
+    (void)state;
+    struct osbq_bus_msg m;
+    decode_handed("1795000000123", "tenant-a", 8, &m);
+    assert_int_equal(m.kind, OSBQ_BUS_MSG_JOB);
+    assert_int_equal(m.frames, 4);
+    assert_true(zframe_streq(m.job, "the encoded job"));
+    assert_true(m.handed.present);
+    assert_true(m.handed.until_ms == 1795000000123LL);
+    assert_string_equal(m.handed.tenant, "tenant-a");
+    osbq_bus_msg_clear(&m);
+    assert_false(m.handed.present);
+    assert_null(m.handed.tenant);
+
+    decode_handed("1795000000123", "", 0, &m);
+    assert_int_equal(m.kind, OSBQ_BUS_MSG_JOB);
+    assert_true(m.handed.present);
+    assert_string_equal(m.handed.tenant, "");
+    osbq_bus_msg_clear(&m);
+
+    decode_handed("9223372036854775807", "t", 1, &m);
+    assert_int_equal(m.kind, OSBQ_BUS_MSG_JOB);
+    assert_true(m.handed.until_ms == INT64_MAX);
+    osbq_bus_msg_clear(&m);
+}
+
+/* A handed JOB whose lease end is no positive decimal number that fits, or whose tenant holds a
+ * NUL byte (its text would not be the frame), is MALFORMED with nothing filled. */
+static void test_job_handed_malformed(void **state)
+{
+    (void)state;
+    static const char *const untils[] = {
+        "", "0", "-5", "+5", " 5", "12x", "9223372036854775808", "99999999999999999999999",
+    };
+    struct osbq_bus_msg m;
+    for (size_t i = 0; i < sizeof untils / sizeof untils[0]; i++) {
+        decode_handed(untils[i], "tenant-a", 8, &m);
+        assert_int_equal(m.kind, OSBQ_BUS_MSG_MALFORMED);
+        assert_null(m.job);
+        assert_false(m.handed.present);
+        assert_null(m.handed.tenant);
+        osbq_bus_msg_clear(&m);
+    }
+
+    decode_handed("1795000000123", "tenant\0-a", 9, &m);
+    assert_int_equal(m.kind, OSBQ_BUS_MSG_MALFORMED);
+    assert_null(m.job);
+    assert_null(m.handed.tenant);
     osbq_bus_msg_clear(&m);
 }
 
@@ -273,18 +415,28 @@ static void test_unknown(void **state)
     osbq_bus_msg_clear(&m);
 }
 
+/* A gateway's ROUTER bound to endpoint (inproc) and a worker's DEALER connected to it, each
+ * waiting up to a second for a message. */
+static void open_pair(const char *endpoint, zsock_t **gateway, zsock_t **worker)
+{
+    osbq_bus_init();
+    char connect[64];
+    (void)snprintf(connect, sizeof connect, ">%s", endpoint);
+    *gateway = zsock_new_router(endpoint);
+    *worker = zsock_new_dealer(connect);
+    assert_non_null(*gateway);
+    assert_non_null(*worker);
+    zsock_set_rcvtimeo(*gateway, 1000);
+    zsock_set_rcvtimeo(*worker, 1000);
+}
+
 /* Both halves over a real pair: what osbq_bus_send_* writes, osbq_bus_recv reads back as the
  * same message; with nothing waiting it says so without blocking. */
 static void test_send_and_receive(void **state)
 {
     (void)state;
-    osbq_bus_init();
-    zsock_t *gateway = zsock_new_router("inproc://bus-recv-test");
-    zsock_t *worker = zsock_new_dealer(">inproc://bus-recv-test");
-    assert_non_null(gateway);
-    assert_non_null(worker);
-    zsock_set_rcvtimeo(gateway, 1000);
-    zsock_set_rcvtimeo(worker, 1000);
+    zsock_t *gateway, *worker;
+    open_pair("inproc://bus-recv-test", &gateway, &worker);
 
     const struct osbq_bus_ready ready = {
         .free_slots = 4, .received = 9, .due_ms = 1795000000123LL, .ended = "op-1"};
@@ -322,6 +474,55 @@ static void test_send_and_receive(void **state)
     zsock_destroy(&gateway);
 }
 
+/* Counts the releases of a job sent without a copy. */
+static void count_release(void *data, void *owner)
+{
+    (void)data;
+    (*(int *)owner)++;
+}
+
+/* The hand-over over a real pair: a READY saying its lease reads back with it, and a handed JOB
+ * reads back with its lease end and tenant (an empty one, or none given, as ""), its job frame
+ * sent without a copy and released once the worker let go of it. */
+static void test_send_and_receive_handed(void **state)
+{
+    (void)state;
+    zsock_t *gateway, *worker;
+    open_pair("inproc://bus-recv-handed-test", &gateway, &worker);
+
+    const struct osbq_bus_ready ready = {
+        .free_slots = 4, .received = 9, .handover_lease_ms = 15000};
+    assert_int_equal(osbq_bus_send_ready(worker, "w-9", &ready), 0);
+    struct osbq_bus_msg m;
+    assert_int_equal(osbq_bus_recv(gateway, OSBQ_BUS_AT_GATEWAY, &m), 0);
+    expect_ready_with_lease(&m);
+    zframe_t *identity = zframe_dup(m.identity);
+    osbq_bus_msg_clear(&m);
+
+    static char job[] = "job bytes";
+    const char *tenants[] = {"tenant-a", "", NULL};
+    for (size_t i = 0; i < sizeof tenants / sizeof tenants[0]; i++) {
+        int released = 0;
+        assert_int_equal(osbq_bus_send_handed_job(gateway, identity, job, sizeof job, count_release,
+                                                  &released, 1795000000123LL, tenants[i]),
+                         0);
+        assert_int_equal(osbq_bus_recv(worker, OSBQ_BUS_AT_WORKER, &m), 0);
+        assert_int_equal(m.kind, OSBQ_BUS_MSG_JOB);
+        assert_int_equal(m.frames, 4);
+        assert_ptr_equal(zframe_data(m.job), job);
+        assert_int_equal(zframe_size(m.job), sizeof job);
+        assert_true(m.handed.present);
+        assert_true(m.handed.until_ms == 1795000000123LL);
+        assert_string_equal(m.handed.tenant, tenants[i] != NULL ? tenants[i] : "");
+        osbq_bus_msg_clear(&m);
+        assert_int_equal(released, 1);
+    }
+
+    zframe_destroy(&identity);
+    zsock_destroy(&worker);
+    zsock_destroy(&gateway);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -329,10 +530,15 @@ int main(void)
         cmocka_unit_test(test_ready_of_an_older_worker),
         cmocka_unit_test(test_ready_malformed),
         cmocka_unit_test(test_ready_counts_only_digits),
+        cmocka_unit_test(test_ready_with_hand_over_lease),
+        cmocka_unit_test(test_ready_hand_over_lease_malformed),
         cmocka_unit_test(test_reject),
         cmocka_unit_test(test_job),
+        cmocka_unit_test(test_job_handed),
+        cmocka_unit_test(test_job_handed_malformed),
         cmocka_unit_test(test_unknown),
         cmocka_unit_test(test_send_and_receive),
+        cmocka_unit_test(test_send_and_receive_handed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -32,7 +32,9 @@ static const char *const begin_instance_args[] = {NAMED(BEGIN_INSTANCE_ARG_KIND)
                                                   NAMED(BEGIN_INSTANCE_ARG_QUOTAS),
                                                   NAMED(BEGIN_INSTANCE_ARG_PLATFORM),
                                                   NAMED(BEGIN_INSTANCE_ARG_TENANT),
-                                                  NAMED(BEGIN_INSTANCE_ARG_IN_PROGRESS_CAP)};
+                                                  NAMED(BEGIN_INSTANCE_ARG_IN_PROGRESS_CAP),
+                                                  NAMED(BEGIN_INSTANCE_ARG_HANDED_WORKER),
+                                                  NAMED(BEGIN_INSTANCE_ARG_HANDED_UNTIL)};
 
 static const char *const begin_binding_keys[] = {
     NAMED(BEGIN_BINDING_KEY_INSTANCE), NAMED(BEGIN_BINDING_KEY_BINDING),
@@ -59,7 +61,9 @@ static const char *const begin_binding_args[] = {NAMED(BEGIN_BINDING_ARG_KIND),
                                                  NAMED(BEGIN_BINDING_ARG_PREDECESSOR_ID),
                                                  NAMED(BEGIN_BINDING_ARG_PLATFORM),
                                                  NAMED(BEGIN_BINDING_ARG_TENANT),
-                                                 NAMED(BEGIN_BINDING_ARG_IN_PROGRESS_CAP)};
+                                                 NAMED(BEGIN_BINDING_ARG_IN_PROGRESS_CAP),
+                                                 NAMED(BEGIN_BINDING_ARG_HANDED_WORKER),
+                                                 NAMED(BEGIN_BINDING_ARG_HANDED_UNTIL)};
 
 static const char *const claim_keys[] = {NAMED(CLAIM_KEY_OP), NAMED(CLAIM_KEY_QUEUE)};
 

@@ -30,6 +30,7 @@ struct begin_derived {
     char binding[STORE_KEY_MAX], predecessor[STORE_KEY_MAX]; /* "" when it has none */
     char prefix[96], now[24], claim_deadline[24], api_version[12];
     char in_progress_cap[24]; /* the limit in decimal, or "" for none */
+    char handed_until[24];    /* a hand-over's lease end in decimal, or "" for none */
 };
 
 /* Fills *d for req; false when an id makes a key too long. */
@@ -37,7 +38,7 @@ static bool derive_begin(struct osbq_store *store, const struct osbq_begin_reque
                          struct begin_derived *d)
 {
     const struct osbq_begin_binding *b = &req->binding;
-    d->binding[0] = d->predecessor[0] = d->in_progress_cap[0] = '\0';
+    d->binding[0] = d->predecessor[0] = d->in_progress_cap[0] = d->handed_until[0] = '\0';
     if (store_id_key(store, d->instance, sizeof d->instance, "instance", req->instance_id) < 0 ||
         store_id_key(store, d->bindings, sizeof d->bindings, "bindings", req->instance_id) < 0 ||
         store_id_key(store, d->op, sizeof d->op, "op", req->operation_id) < 0 ||
@@ -58,6 +59,8 @@ static bool derive_begin(struct osbq_store *store, const struct osbq_begin_reque
     if (req->in_progress_cap != NULL)
         (void)snprintf(d->in_progress_cap, sizeof d->in_progress_cap, "%" PRId64,
                        *req->in_progress_cap);
+    if (req->handed_worker != NULL)
+        (void)snprintf(d->handed_until, sizeof d->handed_until, "%" PRId64, req->handed_until);
     return true;
 }
 
@@ -99,6 +102,8 @@ static struct osbq_store_call *begin_instance_call(const struct osbq_begin_reque
         [BEGIN_INSTANCE_ARG_PLATFORM] = req->platform ? req->platform : "default",
         [BEGIN_INSTANCE_ARG_TENANT] = or_empty(req->tenant),
         [BEGIN_INSTANCE_ARG_IN_PROGRESS_CAP] = d->in_progress_cap,
+        [BEGIN_INSTANCE_ARG_HANDED_WORKER] = or_empty(req->handed_worker),
+        [BEGIN_INSTANCE_ARG_HANDED_UNTIL] = d->handed_until,
     };
     size_t lens[BEGIN_INSTANCE_ARG_COUNT] = {[BEGIN_INSTANCE_ARG_JOB] = req->job_len};
     return store_call_new(SCRIPT_BEGIN_INSTANCE, keys, args, lens, err);
@@ -140,6 +145,8 @@ static struct osbq_store_call *begin_binding_call(const struct osbq_begin_reques
         [BEGIN_BINDING_ARG_PLATFORM] = req->platform ? req->platform : "default",
         [BEGIN_BINDING_ARG_TENANT] = or_empty(req->tenant),
         [BEGIN_BINDING_ARG_IN_PROGRESS_CAP] = d->in_progress_cap,
+        [BEGIN_BINDING_ARG_HANDED_WORKER] = or_empty(req->handed_worker),
+        [BEGIN_BINDING_ARG_HANDED_UNTIL] = d->handed_until,
     };
     size_t lens[BEGIN_BINDING_ARG_COUNT] = {[BEGIN_BINDING_ARG_JOB] = req->job_len};
     return store_call_new(SCRIPT_BEGIN_BINDING, keys, args, lens, err);

@@ -41,6 +41,9 @@ struct osbq_begin_request {
     const int64_t *in_progress_cap; /* the most operations its tenant (the instance's) may have
                                      * in progress (OSBQ_POLICY in_progress_per_tenant), or NULL:
                                      * no cap, nothing counted */
+    const char *handed_worker;      /* the worker id the operation is handed to (claimed for it at
+                                     * begin), or NULL: queued for any worker's claim */
+    int64_t handed_until;           /* with handed_worker: the hand-over's lease end, epoch ms */
     /* Instance operations only. */
     const char *maintenance_version; /* maintenance_info.version, or NULL */
     const char *dashboard_url;       /* provision: decided at accept time, or NULL */
@@ -93,7 +96,9 @@ struct osbq_begin_reply {
 
 /* Records the operation in one round trip, holding what it works on: an instance operation
  * takes the instance's lock (store/lua/begin_instance.lua); a binding's holds the instance
- * shared and the binding exclusively (store/lua/begin_binding.lua). The call (NULL with err),
+ * shared and the binding exclusively (store/lua/begin_binding.lua). With req->handed_worker, an
+ * accepted operation is recorded as claimed for that worker until req->handed_until (a
+ * hand-over, docs/decisions/0042); any other answer ignores them. The call (NULL with err),
  * for a pipeline or osbq_store_call_run. osbq_store_begin_result reads what it found: 0 with
  * *out filled (free with osbq_begin_reply_clear), or -1 with err (OSBQ_ERR_UNAVAILABLE when
  * Redis failed); the call's reply is consumed. */

@@ -7,6 +7,7 @@
 -- requires: in_progress (store/lua/lib/in_progress.lua: in_progress_refusal, in_progress_take)
 -- requires: join (store/lua/lib/join.lua: join)
 -- requires: fields (store/lua/lib/fields.lua: read_fields)
+-- requires: handover (store/lua/lib/handover.lua: handover_claim)
 local KEY = {
   instance = KEYS[1],  -- the instance hash
   binding = KEYS[2],   -- the binding hash
@@ -42,12 +43,17 @@ local ARG = {
   in_progress_cap = ARGV[21],  -- the most operations the operation's tenant may have in
                                -- progress (OSBQ_POLICY in_progress_per_tenant), or "" when its
                                -- platform has no cap; an unbind is counted but never refused
+  handed_worker = ARGV[22],    -- the worker a new operation is handed to (claimed for it here,
+                               -- docs/decisions/0042), or "": queued for any worker's claim
+  handed_until = ARGV[23],     -- with handed_worker: the hand-over's lease end, ms; or ""
 }
 local inst, binding_key, op_key, queue, set = KEY.instance, KEY.binding, KEY.op, KEY.queue,
                                               KEY.bindings
 local kind, op_id, digest, now = ARG.kind, ARG.operation_id, ARG.digest, ARG.now
 local gateway, prefix, platform = ARG.waiting_gateway, ARG.prefix, ARG.platform
 local cap = tonumber(ARG.in_progress_cap) -- nil: no cap, and no command run for one
+-- Handed (lib/handover.lua): a new operation is recorded as claimed for that worker.
+local handed = ARG.handed_worker ~= ''
 
 local instance = read_fields(inst, {'state', 'lock_x', 'service_id', 'plan_id', 'platform',
                                     'tenant'})
@@ -68,8 +74,8 @@ local binding_theirs = bstate and (binding.platform or 'default') ~= platform
 local function record(binding_fields)
   local tenant = instance.tenant or ARG.tenant
   local fields = {'kind', kind, 'instance', ARG.instance_id, 'binding', ARG.binding_id,
-                  'plan_id', ARG.plan_id, 'state', 'queued', 'created_ms', now,
-                  'api', ARG.api_version, 'job', ARG.job, 'tenant', tenant}
+                  'plan_id', ARG.plan_id, 'state', handed and 'running' or 'queued',
+                  'created_ms', now, 'api', ARG.api_version, 'job', ARG.job, 'tenant', tenant}
   local function add(name, value)
     table.insert(fields, name)
     table.insert(fields, value)
@@ -81,8 +87,10 @@ local function record(binding_fields)
   if set ~= prefix .. 'bindings:' .. ARG.instance_id then add('bindings_key', set) end
   if gateway ~= '' then add('waited', gateway) end
   if cap then add('in_progress_key', in_progress_take(prefix, tenant)) end
+  local due = ARG.claim_deadline
+  if handed then due = handover_claim(add, ARG.handed_worker, ARG.handed_until, now) end
   redis.call('HSET', op_key, unpack(fields))
-  redis.call('ZADD', queue, ARG.claim_deadline, op_id)
+  redis.call('ZADD', queue, due, op_id)
   table.insert(binding_fields, 'lock_x')
   table.insert(binding_fields, op_id)
   table.insert(binding_fields, 'last_op')

@@ -8,6 +8,7 @@
 -- requires: in_progress (store/lua/lib/in_progress.lua: in_progress_refusal, in_progress_take)
 -- requires: join (store/lua/lib/join.lua: join)
 -- requires: fields (store/lua/lib/fields.lua: read_fields)
+-- requires: handover (store/lua/lib/handover.lua: handover_claim)
 local KEY = {
   instance = KEYS[1],  -- the instance hash
   op = KEYS[2],        -- the new operation hash
@@ -47,11 +48,17 @@ local ARG = {
                                    -- progress (OSBQ_POLICY in_progress_per_tenant), or "" when
                                    -- its platform has no cap; a deprovision is counted but
                                    -- never refused
+  handed_worker = ARGV[22],        -- the worker a new operation is handed to (claimed for it
+                                   -- here, docs/decisions/0042), or "": queued for any worker's
+                                   -- claim
+  handed_until = ARGV[23],         -- with handed_worker: the hand-over's lease end, ms; or ""
 }
 local inst, op_key, queue = KEY.instance, KEY.op, KEY.queue
 local kind, op_id, digest, now = ARG.kind, ARG.operation_id, ARG.digest, ARG.now
 local gateway, prefix, platform = ARG.waiting_gateway, ARG.prefix, ARG.platform
 local cap = tonumber(ARG.in_progress_cap) -- nil: no cap, and no command run for one
+-- Handed (lib/handover.lua): a new operation is recorded as claimed for that worker.
+local handed = ARG.handed_worker ~= ''
 
 local instance = read_fields(inst, {'state', 'digest', 'lock_x', 'lock_s', 'last_op', 'plan_id',
                                     'dashboard_url', 'metadata', 'platform', 'tenant'})
@@ -113,8 +120,8 @@ end
 local function record(plan_id, prev_plan, inst_fields)
   local tenant = instance.tenant or ARG.tenant
   local fields = {'kind', kind, 'instance', ARG.instance_id, 'plan_id', plan_id,
-                  'state', 'queued', 'created_ms', now, 'api', ARG.api_version,
-                  'job', ARG.job, 'tenant', tenant}
+                  'state', handed and 'running' or 'queued', 'created_ms', now,
+                  'api', ARG.api_version, 'job', ARG.job, 'tenant', tenant}
   local function add(name, value)
     table.insert(fields, name)
     table.insert(fields, value)
@@ -132,8 +139,10 @@ local function record(plan_id, prev_plan, inst_fields)
   end
   if gateway ~= '' then add('waited', gateway) end
   if cap then add('in_progress_key', in_progress_take(prefix, tenant)) end
+  local due = ARG.claim_deadline
+  if handed then due = handover_claim(add, ARG.handed_worker, ARG.handed_until, now) end
   redis.call('HSET', op_key, unpack(fields))
-  redis.call('ZADD', queue, ARG.claim_deadline, op_id)
+  redis.call('ZADD', queue, due, op_id)
   table.insert(inst_fields, 'lock_x')
   table.insert(inst_fields, op_id)
   table.insert(inst_fields, 'last_op')

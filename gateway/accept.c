@@ -81,13 +81,13 @@ struct accept_pending {
     struct dispatch_handover *handover; /* a worker's slot the begin script claims the operation
                                          * for (docs/decisions/0042-handover.md), or NULL */
     int64_t handed_until;               /* with handover: the hand-over's lease end, epoch ms */
-    char tenant[TENANT_KEY_MAX];    /* the tenant the request names (the store may answer its
-                                     * instance's instead) */
-    unsigned weight;                /* its platform's weight */
-    int64_t in_progress_cap;        /* its platform's cap (OSBQ_POLICY in_progress_per_tenant),
-                                     * or -1: none */
-    size_t quota_count;             /* quotas it counted against, for a refusal's text */
-    struct osbq_policy_use *quotas; /* their copies, or NULL */
+    char tenant[TENANT_KEY_MAX];        /* the tenant the request names (the store may answer its
+                                         * instance's instead) */
+    unsigned weight;                    /* its platform's weight */
+    int64_t in_progress_cap;            /* its platform's cap (OSBQ_POLICY in_progress_per_tenant),
+                                         * or -1: none */
+    size_t quota_count;                 /* quotas it counted against, for a refusal's text */
+    struct osbq_policy_use *quotas;     /* their copies, or NULL */
     char *quota_values[OSBQ_POLICY_QUOTAS_MAX]; /* the values those copies point at */
 };
 

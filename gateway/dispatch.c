@@ -27,10 +27,10 @@
 
 /* A slot taken for a hand-over (dispatch_handover_take). */
 struct dispatch_handover {
-    struct dispatch *d;  /* whose worker table counts it (worker_slot.reserved) */
-    zframe_t *identity;  /* the worker's ROUTER identity (a copy) */
-    char *worker_id;     /* its own id (a copy) */
-    unsigned lease_ms;   /* how long a hand-over to it lasts */
+    struct dispatch *d; /* whose worker table counts it (worker_slot.reserved) */
+    zframe_t *identity; /* the worker's ROUTER identity (a copy) */
+    char *worker_id;    /* its own id (a copy) */
+    unsigned lease_ms;  /* how long a hand-over to it lasts */
 };
 
 /* One queued job. */
@@ -45,8 +45,8 @@ struct job_buf {
     struct dispatch_handover *handover; /* a handed job's worker (sent there, in no lane); NULL:
                                          * a plain job */
     int64_t handed_until;               /* a handed job's lease end, epoch ms */
-    size_t len;                                /* bytes in data */
-    char data[];                               /* the encoded job */
+    size_t len;                         /* bytes in data */
+    char data[];                        /* the encoded job */
 };
 
 /* zhashx's destructor of values malloc'd here. */
@@ -77,12 +77,12 @@ struct tenant_running {
 
 /* One worker as the dispatcher knows it. */
 struct worker_slot {
-    zframe_t *identity; /* the worker's ROUTER identity */
-    char *id;           /* the worker's own id (from READY) */
-    unsigned free;      /* free slots it announced, minus jobs sent since */
-    int64_t last_seen;  /* osbq_clock_ms of its last message */
-    uint64_t last_sent; /* d->sent when it was last sent a job; 0: never */
-    uint64_t sent;      /* jobs sent to it (its READY says how many it received) */
+    zframe_t *identity;         /* the worker's ROUTER identity */
+    char *id;                   /* the worker's own id (from READY) */
+    unsigned free;              /* free slots it announced, minus jobs sent since */
+    int64_t last_seen;          /* osbq_clock_ms of its last message */
+    uint64_t last_sent;         /* d->sent when it was last sent a job; 0: never */
+    uint64_t sent;              /* jobs sent to it (its READY says how many it received) */
     unsigned handover_lease_ms; /* the hand-over lease its READY says; 0: hand it nothing */
     unsigned reserved;          /* its slots taken for hand-overs whose job is not sent yet */
 };
@@ -97,13 +97,13 @@ struct dispatch {
     zhashx_t *queued;             /* operation ids of the jobs in queue (values unused) */
     struct dispatch_stats stats;  /* copy for dispatch_get_stats */
     pthread_t thread;             /* the dispatcher thread */
-    zlistx_t *workers; /* struct worker_slot *: changed by the thread only, walked and their
-                        * counts (free, reserved, last_sent) changed with lock held (hand-overs
-                        * are taken from other threads) */
-    uint64_t sent;                /* jobs sent so far; thread-only */
-    struct osbq_metric *waits;    /* borrowed: time queued, by lane and platform; may be NULL */
-    zhashx_t *wait_series;        /* platform label -> struct wait_series *; thread-only */
-    dispatch_due_fn on_due;       /* where READY's due times go; guarded by lock */
+    zlistx_t *workers;         /* struct worker_slot *: changed by the thread only, walked and their
+                                * counts (free, reserved, last_sent) changed with lock held (hand-overs
+                                * are taken from other threads) */
+    uint64_t sent;             /* jobs sent so far; thread-only */
+    struct osbq_metric *waits; /* borrowed: time queued, by lane and platform; may be NULL */
+    zhashx_t *wait_series;     /* platform label -> struct wait_series *; thread-only */
+    dispatch_due_fn on_due;    /* where READY's due times go; guarded by lock */
     void *on_due_ctx;
     zhashx_t *running;        /* operation id -> struct running_job *; thread-only */
     zhashx_t *tenant_running; /* tenant -> struct tenant_running *; thread-only */
@@ -524,8 +524,8 @@ static void send_handed(struct dispatch *d, struct job_buf *job)
         return;
     }
     handover_free(&h);
-    if (osbq_bus_send_handed_job(d->router, w->identity, job->data, job->len, job_buf_release,
-                                 job, job->handed_until, tenant) < 0) {
+    if (osbq_bus_send_handed_job(d->router, w->identity, job->data, job->len, job_buf_release, job,
+                                 job->handed_until, tenant) < 0) {
         log_info("worker %s unreachable, forgetting it; operation %s handed to it is resent "
                  "by the recovery loop once the hand-over's lease runs out",
                  w->id, operation_id);

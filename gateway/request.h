@@ -98,27 +98,27 @@ enum reply_kind {
 
 /* A response under construction: handlers fill it through reply.h, http.c sends it. */
 struct reply {
-    enum reply_kind kind;        /* which of the answers below it is */
-    unsigned status;             /* REPLY_NOW: HTTP status */
-    char *body;                  /* owned JSON text, or NULL when static_body is used */
-    const char *static_body;     /* borrowed body that outlives the daemon (the catalog) */
-    size_t body_len;             /* bytes of whichever body is set */
-    const char *etag;            /* ETag header value (borrowed, static lifetime), or NULL */
-    char allow[64];              /* Allow header for 405, or empty */
-    bool www_authenticate;       /* add WWW-Authenticate (401) */
-    unsigned auth_schemes;       /* REPLY_AUTH_* bits it names; 0: Basic */
-    char retry_after[16];        /* Retry-After header (seconds), or empty */
-    const char *content_type;    /* Content-Type (static string); NULL: application/json */
-    char operation_id[33];       /* the operation the request started or joined, for the access
-                                  * log and the job; empty when none */
-    char *job;                   /* owned encoded job of operation_id, or NULL: http.c sends it
-                                  * once the reply is queued or the request suspended */
-    size_t job_len;              /* bytes in job */
+    enum reply_kind kind;     /* which of the answers below it is */
+    unsigned status;          /* REPLY_NOW: HTTP status */
+    char *body;               /* owned JSON text, or NULL when static_body is used */
+    const char *static_body;  /* borrowed body that outlives the daemon (the catalog) */
+    size_t body_len;          /* bytes of whichever body is set */
+    const char *etag;         /* ETag header value (borrowed, static lifetime), or NULL */
+    char allow[64];           /* Allow header for 405, or empty */
+    bool www_authenticate;    /* add WWW-Authenticate (401) */
+    unsigned auth_schemes;    /* REPLY_AUTH_* bits it names; 0: Basic */
+    char retry_after[16];     /* Retry-After header (seconds), or empty */
+    const char *content_type; /* Content-Type (static string); NULL: application/json */
+    char operation_id[33];    /* the operation the request started or joined, for the access
+                               * log and the job; empty when none */
+    char *job;                /* owned encoded job of operation_id, or NULL: http.c sends it
+                               * once the reply is queued or the request suspended */
+    size_t job_len;           /* bytes in job */
     struct dispatch_handover *handover; /* owned: the worker slot the job's operation was
                                          * handed to by its begin script, or NULL: a plain job */
     int64_t handed_until;               /* with handover: the hand-over's lease end, epoch ms */
-    char tenant[TENANT_KEY_MAX]; /* whose job it is (the dispatcher's queues), or empty */
-    unsigned weight;             /* its platform's weight; 0 counts as 1 */
+    char tenant[TENANT_KEY_MAX];        /* whose job it is (the dispatcher's queues), or empty */
+    unsigned weight;                    /* its platform's weight; 0 counts as 1 */
     char platform[OSBQ_PLATFORM_NAME_MAX + 1]; /* its platform's name (the dispatcher's wait
                                                 * metric), or empty */
     const char *reason;       /* an error's name for the access log (static), or NULL */

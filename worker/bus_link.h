@@ -7,13 +7,14 @@
 #include <czmq.h>
 #include <stddef.h>
 
-#include "bus_curve.h"
+#include "bus.h"
 
 struct bus_link;
 
 /* Called for each JOB message: dealer is the socket it came on (borrowed: reply REJECT on it),
  * endpoint the gateway's, origin the connection's number (never 0; bus_link_note_due takes it
- * back), job and len the encoded job (borrowed for the call only). */
+ * back), job and len the encoded job (borrowed for the call only), handed its hand-over
+ * (handed->present: the gateway's begin claimed its operation for this worker; borrowed). */
 typedef void (*bus_link_job_fn)(void *ctx, zsock_t *dealer, const char *endpoint, unsigned origin,
                                 const void *job, size_t len, const struct osbq_bus_handed *handed);
 

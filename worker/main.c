@@ -26,8 +26,8 @@
 #include "metrics_server.h"
 #include "process_metrics.h"
 #include "runner.h"
-#include "step.h"
 #include "startup.h"
+#include "step.h"
 #include "store_pipeline.h"
 #include "store_registry.h"
 #include "worker_metrics.h"
@@ -189,8 +189,8 @@ static void on_job(void *ctx, zsock_t *dealer, const char *endpoint, unsigned or
     if (handed != NULL && handed->present) {
         struct step_handover taken = {
             .until_ms = handed->until_ms,
-            .tenant = handed->tenant != NULL && handed->tenant[0] != '\0' ? strdup(handed->tenant)
-                                                                          : NULL,
+            .tenant =
+                handed->tenant != NULL && handed->tenant[0] != '\0' ? strdup(handed->tenant) : NULL,
         };
         int rc = runner_submit_handed(w->runner, &job, origin, &taken);
         step_handover_clear(&taken);

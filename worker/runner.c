@@ -203,12 +203,24 @@ static void record_detached(struct runner *r, struct step *st)
     notify(r);
 }
 
-/* Runs job (taken from the queue; cleared whatever happens) on slot's thread as a step, unless
- * the runner was cancelled since it was queued or memory ran out: then it is dropped before its
- * claim (its operation stays queued in Redis and is resent). Returns what became of it. */
-static enum step_fate run_queued(struct slot *slot, struct queued_job *taken, bool cancelled)
+/* A handed job dropped before its step started (the runner was cancelled): its operation was
+ * claimed for this worker, so it is given back for the recovery loop to resend at once. */
+static void give_back_unstarted(struct runner *r, const struct osbq_job *job)
 {
-    struct osbq_job *job = &taken->job;
+    struct osbq_error err = {0};
+    if (osbq_store_release(r->pool.store, job->operation_id, r->pool.worker_id, &err) < 0)
+        log_warnx("operation %s: cannot give it back (%s); it is resent once its hand-over's "
+                  "lease runs out",
+                  job->operation_id, err.text);
+}
+
+/* Runs the queued job (cleared whatever happens) on slot's thread as a step, unless the runner
+ * was cancelled since it was queued or memory ran out: then it is dropped before its claim
+ * (its operation stays queued in Redis and is resent; a handed one is given back). Returns
+ * what became of it. */
+static enum step_fate run_queued(struct slot *slot, struct queued_job *queued, bool cancelled)
+{
+    struct osbq_job *job = &queued->job;
     /* Every line written about this job, here and in its backend, names its ids. */
     struct osbq_log_context context = {.operation_id = job->operation_id,
                                        .instance_id = job->instance_id,
@@ -219,7 +231,9 @@ static enum step_fate run_queued(struct slot *slot, struct queued_job *taken, bo
     struct step *st = NULL;
     if (cancelled) {
         log_debug("operation %s: stopping, job dropped before its claim", job->operation_id);
-    } else if ((st = step_new(&slot->r->pool, job, taken->origin, &taken->handed)) == NULL) {
+        if (queued->handed.until_ms > 0)
+            give_back_unstarted(slot->r, job);
+    } else if ((st = step_new(&slot->r->pool, job, queued->origin, &queued->handed)) == NULL) {
         log_warnx("operation %s: out of memory, job dropped before its claim; it will be "
                   "resent",
                   job->operation_id);
@@ -236,7 +250,7 @@ static enum step_fate run_queued(struct slot *slot, struct queued_job *taken, bo
     osbq_log_context_set(NULL);
     if (st == NULL) {
         osbq_job_clear(job);
-        step_handover_clear(&taken->handed);
+        step_handover_clear(&queued->handed);
     } else if (fate != STEP_DETACHED)
         step_destroy(&st);
     return fate;

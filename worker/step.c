@@ -30,22 +30,22 @@
  * it once its backend ends it. Used by one thread at a time, but for the fields under the
  * pool's lock, which the pool's other threads may read and set. */
 struct step {
-    struct step_pool *pool;   /* its pool */
-    struct osbq_job job;      /* owned */
-    unsigned origin;          /* the connection it came through (runner_submit) */
-    struct lease lease;       /* the lease on its operation, once claimed */
-    struct backend_call call; /* what its backend gets; the callbacks are this file's */
-    json_t *parameters;       /* the parsed parameters the call borrows */
-    json_t *resume;           /* the parsed state the previous step saved, the call borrows */
-    int64_t deadline_s;       /* the plan's deadline for the kind (step_deadline_s) */
-    int64_t deadline_ms;      /* monotonic time the backend is abandoned at */
-    int64_t max_polling_s;    /* the plan's maximum_polling_duration (step_max_polling_s) */
-    struct osbq_claim claim;  /* what the claim returned (the saved state of a poll step) */
+    struct step_pool *pool;      /* its pool */
+    struct osbq_job job;         /* owned */
+    unsigned origin;             /* the connection it came through (runner_submit) */
+    struct lease lease;          /* the lease on its operation, once claimed */
+    struct backend_call call;    /* what its backend gets; the callbacks are this file's */
+    json_t *parameters;          /* the parsed parameters the call borrows */
+    json_t *resume;              /* the parsed state the previous step saved, the call borrows */
+    int64_t deadline_s;          /* the plan's deadline for the kind (step_deadline_s) */
+    int64_t deadline_ms;         /* monotonic time the backend is abandoned at */
+    int64_t max_polling_s;       /* the plan's maximum_polling_duration (step_max_polling_s) */
+    struct osbq_claim claim;     /* what the claim returned (the saved state of a poll step) */
     struct step_handover handed; /* its hand-over (until_ms 0: none) */
     int64_t lease_spent_ms;      /* how much of its lease passed before the step started: a
                                   * hand-over's lease ran from the begin script */
-    int64_t started_ms;       /* monotonic time of the claim */
-    double backend_started;   /* osbq_clock_seconds() when the backend was called */
+    int64_t started_ms;          /* monotonic time of the claim */
+    double backend_started;      /* osbq_clock_seconds() when the backend was called */
     /* Guarded by pool->lock: */
     const char *gave_up;      /* GAVE_UP_*: this attempt no longer holds the operation and records
                                * nothing; NULL while it does */
@@ -400,8 +400,8 @@ static bool adopt(struct step *st)
         }
         st->lease_spent_ms = 0;
     }
-    st->claim = (struct osbq_claim){.started_ms = begun, .accepted_ms = begun,
-                                    .tenant = st->handed.tenant};
+    st->claim =
+        (struct osbq_claim){.started_ms = begun, .accepted_ms = begun, .tenant = st->handed.tenant};
     st->handed.tenant = NULL;
     worker_metrics_claim(pool->metrics, WORKER_CLAIM_CLAIMED);
     return true;

@@ -14,8 +14,9 @@ stay far below one command per request. The worker's commands per lifecycle are 
 
 The Redis work guard (issue 29): per kind of asynchronous operation, and per poll, the Redis
 commands of the whole operation: the clients' commands and every command their scripts run (a
-"lua" line belongs to the script call before it), the gateway's begin and the worker's claim and
-finish alike, each window ending once the worker has finished every operation of the phase.
+"lua" line belongs to the script call before it), the gateway's begin, and the worker's finish
+and its claim (a job the gateway could not hand to a worker with a free slot at begin, decision
+0042) alike, each window ending once the worker has finished every operation of the phase.
 An operation's calls are those that name its instance (binding ids hold it) or an operation
 such a call named first. It fails when an operation costs more than REDIS_COMMANDS_PER_OPERATION
 says."""
@@ -50,8 +51,9 @@ GATEWAY_ROUND_TRIPS = {
     "sync_unbind": 1,
     "sync_deprovision": 1,
 }
-# Commands the worker sends for one job (claim, finish), whatever the operation.
-WORKER_ROUND_TRIPS_PER_JOB = 2
+# Commands the worker sends for one job, whatever the operation: its finish. The begin script
+# claimed the operation for it (a hand-over, decision 0042): the lifecycles never fill its slots.
+WORKER_ROUND_TRIPS_PER_JOB = 1
 
 # Redis commands per operation, every one Redis runs for it: script calls (EVALSHA), the
 # commands inside them, and the commands a gateway or worker sends alone (issue 29; per-script
@@ -61,12 +63,15 @@ WORKER_ROUND_TRIPS_PER_JOB = 2
 REDIS_COMMANDS_PER_OPERATION = {
     # Issue 29 took these from 30, 36, 36 and 35; the averages for Retry-After are sampled (one
     # operation in eight, 2 commands each), so a run's figure sits about 0.25 above a whole number.
-    "async_provision": 18,  # begin_instance, claim, finish: 17.25 on average
-    "poll": 4,              # last_operation
-    "bind": 23,             # begin_binding, claim, finish: 22.25
-    "binding_poll": 4,      # last_operation
-    "unbind": 25,           # begin_binding, claim, finish: 24.25
-    "deprovision": 25,      # begin_instance, claim, finish: 24.25
+    # A handed operation (decision 0042) has no claim; one begun while the worker's slots were
+    # all taken (the asynchronous phases outrun it) is claimed when a slot frees: 4 commands
+    # more. Each limit leaves room for about a third of a phase's operations to wait so.
+    "async_provision": 15,  # begin_instance, finish: 13.25 on average when every one is handed
+    "poll": 3,              # last_operation
+    "bind": 20,             # begin_binding, finish: 18.25
+    "binding_poll": 3,      # last_operation
+    "unbind": 22,           # begin_binding, finish: 20.25
+    "deprovision": 20,      # begin_instance, finish: 18.25
 }
 
 REQUESTS = 120      # per measured phase; a few hundred requests in all

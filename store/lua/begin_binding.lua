@@ -57,8 +57,9 @@ local handed = ARG.handed_worker ~= ''
 
 local instance = read_fields(inst, {'state', 'lock_x', 'service_id', 'plan_id', 'platform',
                                     'tenant'})
+-- An unbind checks the binding's service and plan: read with the rest, one read of the record.
 local binding = read_fields(binding_key, {'state', 'digest', 'lock_x', 'last_op', 'result',
-                                          'platform'})
+                                          'platform', 'service_id', 'plan_id'})
 local istate, ilock = instance.state, instance.lock_x
 local bstate, bdigest, block = binding.state, binding.digest, binding.lock_x
 -- Records from before platforms were recorded belong to the default platform.
@@ -152,8 +153,9 @@ if kind == 'unbind' then
     return {'busy'}
   end
   if ilock then return {'instance_busy'} end
-  local plan = read_fields(binding_key, {'service_id', 'plan_id'})
-  if ARG.service_id ~= plan.service_id or ARG.plan_id ~= plan.plan_id then return {'mismatch'} end
+  if ARG.service_id ~= binding.service_id or ARG.plan_id ~= binding.plan_id then
+    return {'mismatch'}
+  end
   return record({})
 end
 

@@ -60,8 +60,10 @@ local cap = tonumber(ARG.in_progress_cap) -- nil: no cap, and no command run for
 -- Handed (lib/handover.lua): a new operation is recorded as claimed for that worker.
 local handed = ARG.handed_worker ~= ''
 
+-- A deprovision checks the instance's service: read with the rest, one read of the record.
 local instance = read_fields(inst, {'state', 'digest', 'lock_x', 'lock_s', 'last_op', 'plan_id',
-                                    'dashboard_url', 'metadata', 'platform', 'tenant'})
+                                    'dashboard_url', 'metadata', 'platform', 'tenant',
+                                    'service_id'})
 local state, inst_digest, lock_x = instance.state, instance.digest, instance.lock_x
 local lock_s = tonumber(instance.lock_s or '0')
 local last_op, current_plan = instance.last_op, instance.plan_id
@@ -223,8 +225,7 @@ end
 if kind == 'deprovision' then
   if not state or state == 'gone' or theirs then return {'gone'} end
   -- The job runs the backend of the plan it names: it must be the instance's.
-  local service = redis.call('HGET', inst, 'service_id')
-  if ARG.plan_id ~= current_plan or ARG.service_id ~= service then
+  if ARG.plan_id ~= current_plan or ARG.service_id ~= instance.service_id then
     return {'mismatch', '', '', ''}
   end
   if lock_x then

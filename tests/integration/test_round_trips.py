@@ -71,8 +71,8 @@ REDIS_COMMANDS_PER_OPERATION = {
     "poll": 3,              # last_operation
     "bind": 19,             # begin_binding, finish: 18.25
     "binding_poll": 3,      # last_operation
-    "unbind": 21,           # begin_binding, finish: 20.25
-    "deprovision": 19,      # begin_instance, finish: 18.25
+    "unbind": 20,           # begin_binding, finish: 19.25
+    "deprovision": 18,      # begin_instance, finish: 17.25
 }
 # The claim of an operation that was not handed over: the call and what it runs (claim.lua).
 CLAIM_COMMANDS = 4

@@ -13,8 +13,12 @@
 #include <cmocka.h>
 /* clang-format on */
 
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -30,6 +34,11 @@
 
 /* A handed job's lease end, epoch ms. */
 #define UNTIL_MS 1795000000123LL
+
+/* How many times a worker's one slot is handed over and its job sent while another thread keeps
+ * trying to take it. While a hand-over's slot was given back and counted sent in two steps,
+ * about 50 of its tries a round found the slot free in between. */
+#define RACE_ROUNDS 100
 
 static const char JOB[] = "encoded job bytes";
 
@@ -258,6 +267,76 @@ static void test_only_workers_with_a_lease_are_handed_jobs(void **state)
     zsock_destroy(&older);
 }
 
+/* The thread that tries to take a hand-over while the slot is spent, and what it got. */
+struct taker {
+    struct dispatch *d;
+    atomic_bool spent;             /* the slot is taken, or its job on its way: not free */
+    atomic_bool stop;              /* the thread returns */
+    atomic_uint taken_while_spent; /* hand-overs it got while spent: each a slot given twice */
+};
+
+static void *take_while_spent(void *arg)
+{
+    struct taker *t = arg;
+    while (!atomic_load(&t->stop)) {
+        /* Idle while the slot is free, so that the test's own take finds it. */
+        if (!atomic_load(&t->spent)) {
+            sched_yield();
+            continue;
+        }
+        struct dispatch_handover *h = dispatch_handover_take(t->d);
+        if (h != NULL) {
+            if (atomic_load(&t->spent))
+                atomic_fetch_add(&t->taken_while_spent, 1);
+            dispatch_handover_cancel(&h);
+        }
+    }
+    return NULL;
+}
+
+/* Takes the hand-over of a slot that is free, or about to be (the other thread may still hold
+ * it for an instant). */
+static struct dispatch_handover *take_free_slot(struct dispatch *d)
+{
+    struct dispatch_handover *h = dispatch_handover_take(d);
+    for (int waited = 0; h == NULL && waited < STATS_WAIT_MS; waited++) {
+        sleep_ms(1);
+        h = dispatch_handover_take(d);
+    }
+    assert_non_null(h);
+    return h;
+}
+
+/* A slot whose handed job is on its way to the worker is never free for another hand-over, not
+ * even while the dispatcher's thread sends the job (another thread takes hand-overs meanwhile,
+ * as a gateway's HTTP threads do). */
+static void test_slot_of_a_job_on_its_way_is_not_taken(void **state)
+{
+    (void)state;
+    struct one_worker w = one_worker_start("inproc://dispatch-handover-race", "w-1", 1, LEASE_MS);
+    /* Not on this stack: a failed assertion leaves the thread running. */
+    struct taker *t = calloc(1, sizeof *t);
+    assert_non_null(t);
+    t->d = w.d;
+    pthread_t thread;
+    assert_int_equal(pthread_create(&thread, NULL, take_while_spent, t), 0);
+    for (uint64_t round = 1; round <= RACE_ROUNDS; round++) {
+        struct dispatch_handover *h = take_free_slot(w.d);
+        atomic_store(&t->spent, true);
+        hand_job(&w, &h);
+        atomic_store(&t->spent, false);
+        send_ready(w.worker, "w-1", 1, round, LEASE_MS);
+        wait_stats(w.d, 1, 1, 0);
+    }
+    atomic_store(&t->stop, true);
+    pthread_join(thread, NULL);
+    unsigned taken_while_spent = atomic_load(&t->taken_while_spent);
+    free(t);
+    assert_int_equal(taken_while_spent, 0);
+
+    one_worker_stop(&w);
+}
+
 /* No dispatcher, no hand-over. */
 static void test_take_without_dispatcher(void **state)
 {
@@ -273,6 +352,7 @@ int main(void)
         cmocka_unit_test(test_worker_without_lease_gets_plain_jobs_only),
         cmocka_unit_test(test_waiting_job_goes_before_a_hand_over),
         cmocka_unit_test(test_only_workers_with_a_lease_are_handed_jobs),
+        cmocka_unit_test(test_slot_of_a_job_on_its_way_is_not_taken),
         cmocka_unit_test(test_take_without_dispatcher),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

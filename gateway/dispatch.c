@@ -254,7 +254,8 @@ static void handover_free(struct dispatch_handover **hp)
     *hp = NULL;
 }
 
-/* The hand-over's slot is no longer taken: its job was sent, or its operation not begun. */
+/* The hand-over's slot is free again: its operation was not begun (send_handed turns a slot
+ * taken into a slot sent to in one step instead). */
 static void handover_settle(struct dispatch *d, const struct dispatch_handover *h)
 {
     pthread_mutex_lock(&d->lock);
@@ -486,15 +487,15 @@ static struct worker_slot *roomiest_worker(struct dispatch *d, bool handover_onl
     return best;
 }
 
-/* A job sent to w: one of its free slots is on its way, to be counted by its next READY. */
-static void count_sent(struct dispatch *d, struct worker_slot *w)
+/* A job about to be sent to w: one of its free slots is on its way, to be counted by its next
+ * READY. Counted with the lock held since the slot was found (or its hand-over settled), before
+ * the send: a hand-over taken from another thread in between would find the slot free. */
+static void count_sent_locked(struct dispatch *d, struct worker_slot *w)
 {
-    pthread_mutex_lock(&d->lock);
     if (w->free > 0)
         w->free--;
     w->sent++;
     w->last_sent = ++d->sent;
-    pthread_mutex_unlock(&d->lock);
 }
 
 /* Sends a handed job to the worker its operation was handed to, whose slot it took. */
@@ -502,10 +503,15 @@ static void send_handed(struct dispatch *d, struct job_buf *job)
 {
     struct dispatch_handover *h = job->handover;
     job->handover = NULL;
-    handover_settle(d, h);
-    /* The thread alone removes workers: w stays valid after the lock is let go. */
+    /* The thread alone removes workers: w stays valid after the lock is let go. The slot goes
+     * from taken for the hand-over to sent in one step. */
     pthread_mutex_lock(&d->lock);
     struct worker_slot *w = worker_find(d, h->identity);
+    if (w != NULL) {
+        if (w->reserved > 0)
+            w->reserved--;
+        count_sent_locked(d, w);
+    }
     pthread_mutex_unlock(&d->lock);
     osbq_series_observe(wait_series_of(d, job->lane, job->platform),
                         osbq_clock_seconds() - job->queued_at);
@@ -533,7 +539,6 @@ static void send_handed(struct dispatch *d, struct job_buf *job)
         free(job);
         return;
     }
-    count_sent(d, w);
     running_add(d, operation_id, tenant, weight, platform, w);
 }
 
@@ -544,8 +549,10 @@ static void send_queued(struct dispatch *d)
         pthread_mutex_lock(&d->lock);
         struct worker_slot *w = roomiest_worker(d, false);
         struct job_buf *job = w != NULL ? dispatch_lanes_pop(d->queue, NULL, &load) : NULL;
-        if (job != NULL)
+        if (job != NULL) {
             zhashx_delete(d->queued, job->operation_id);
+            count_sent_locked(d, w);
+        }
         pthread_mutex_unlock(&d->lock);
         if (job == NULL)
             return;
@@ -569,7 +576,6 @@ static void send_queued(struct dispatch *d)
             worker_remove(d, w);
             free(job);
         } else {
-            count_sent(d, w);
             running_add(d, operation_id, tenant, weight, platform, w);
         }
     }

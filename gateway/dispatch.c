@@ -498,6 +498,27 @@ static void count_sent_locked(struct dispatch *d, struct worker_slot *w)
     w->last_sent = ++d->sent;
 }
 
+/* What counting a job as running needs of it, copied before it is sent: ZeroMQ may free it as
+ * soon as it is. */
+struct leaving_job {
+    char operation_id[sizeof((struct job_buf *)0)->operation_id];
+    char tenant[TENANT_KEY_MAX];
+    char platform[OSBQ_PLATFORM_NAME_MAX + 1];
+    unsigned weight;
+};
+
+/* A job leaves for a worker: its wait is counted under its lane and platform, and what counting
+ * it as running needs is copied into out. */
+static void job_leaving(struct dispatch *d, const struct job_buf *job, struct leaving_job *out)
+{
+    osbq_series_observe(wait_series_of(d, job->lane, job->platform),
+                        osbq_clock_seconds() - job->queued_at);
+    memcpy(out->operation_id, job->operation_id, sizeof out->operation_id);
+    memcpy(out->tenant, job->tenant, sizeof out->tenant);
+    memcpy(out->platform, job->platform, sizeof out->platform);
+    out->weight = job->weight;
+}
+
 /* Sends a handed job to the worker its operation was handed to, whose slot it took. */
 static void send_handed(struct dispatch *d, struct job_buf *job)
 {
@@ -513,33 +534,27 @@ static void send_handed(struct dispatch *d, struct job_buf *job)
         count_sent_locked(d, w);
     }
     pthread_mutex_unlock(&d->lock);
-    osbq_series_observe(wait_series_of(d, job->lane, job->platform),
-                        osbq_clock_seconds() - job->queued_at);
-    char operation_id[sizeof job->operation_id], tenant[sizeof job->tenant];
-    char platform[sizeof job->platform];
-    memcpy(operation_id, job->operation_id, sizeof operation_id);
-    memcpy(tenant, job->tenant, sizeof tenant);
-    memcpy(platform, job->platform, sizeof platform);
-    unsigned weight = job->weight;
+    struct leaving_job out;
+    job_leaving(d, job, &out);
     if (w == NULL) {
         log_info("operation %s: worker %s left before its handed job was sent; the recovery "
                  "loop resends it once the hand-over's lease runs out",
-                 operation_id, h->worker_id);
+                 out.operation_id, h->worker_id);
         handover_free(&h);
         free(job);
         return;
     }
     handover_free(&h);
     if (osbq_bus_send_handed_job(d->router, w->identity, job->data, job->len, job_buf_release, job,
-                                 job->handed_until, tenant) < 0) {
+                                 job->handed_until, out.tenant) < 0) {
         log_info("worker %s unreachable, forgetting it; operation %s handed to it is resent "
                  "by the recovery loop once the hand-over's lease runs out",
-                 w->id, operation_id);
+                 w->id, out.operation_id);
         worker_remove(d, w);
         free(job);
         return;
     }
-    running_add(d, operation_id, tenant, weight, platform, w);
+    running_add(d, out.operation_id, out.tenant, out.weight, out.platform, w);
 }
 
 static void send_queued(struct dispatch *d)
@@ -557,15 +572,8 @@ static void send_queued(struct dispatch *d)
         if (job == NULL)
             return;
         atomic_fetch_sub(&d->held, 1);
-        osbq_series_observe(wait_series_of(d, job->lane, job->platform),
-                            osbq_clock_seconds() - job->queued_at);
-        /* ZeroMQ may free the job as soon as it is sent: what the count needs, first. */
-        char operation_id[sizeof job->operation_id], tenant[sizeof job->tenant];
-        char platform[sizeof job->platform];
-        memcpy(operation_id, job->operation_id, sizeof operation_id);
-        memcpy(tenant, job->tenant, sizeof tenant);
-        memcpy(platform, job->platform, sizeof platform);
-        unsigned weight = job->weight;
+        struct leaving_job out;
+        job_leaving(d, job, &out);
         /* Zero copy: ZeroMQ frees the buffer once it has written it. */
         if (osbq_bus_send_job(d->router, w->identity, job->data, job->len, job_buf_release, job) <
             0) {
@@ -576,7 +584,7 @@ static void send_queued(struct dispatch *d)
             worker_remove(d, w);
             free(job);
         } else {
-            running_add(d, operation_id, tenant, weight, platform, w);
+            running_add(d, out.operation_id, out.tenant, out.weight, out.platform, w);
         }
     }
 }

@@ -78,6 +78,10 @@ int worker_metrics_init(struct worker_metrics *wm, struct osbq_metrics *registry
         m, OSBQ_METRIC_COUNTER, "osbq_jobs_rejected_total",
         "Jobs handed back to their gateway because no slot was free (or the "
         "worker was stopping).");
+    wm->handed = osbq_metrics_add_unlabelled(
+        m, OSBQ_METRIC_COUNTER, "osbq_jobs_handed_total",
+        "Jobs whose operation the gateway's begin claimed for this worker (a hand-over): run "
+        "without a claim call, and counted as claimed too.");
     struct osbq_metric *claims = osbq_metrics_add(
         m, OSBQ_METRIC_COUNTER, "osbq_claims_total",
         "Attempts to claim a received job's operation: claimed (it runs), skipped (finished or "
@@ -101,8 +105,9 @@ int worker_metrics_init(struct worker_metrics *wm, struct osbq_metrics *registry
         osbq_metrics_add_unlabelled(m, OSBQ_METRIC_GAUGE, "osbq_gateways_connected",
                                     "Gateways this worker is linked to (from the registry).");
     if (operations == NULL || duration == NULL || claims == NULL || wm->running == NULL ||
-        wm->slots == NULL || wm->rejected == NULL || wm->finish_retries == NULL ||
-        wm->steps_waiting == NULL || wm->step_lateness == NULL || wm->gateways_connected == NULL)
+        wm->slots == NULL || wm->rejected == NULL || wm->handed == NULL ||
+        wm->finish_retries == NULL || wm->steps_waiting == NULL || wm->step_lateness == NULL ||
+        wm->gateways_connected == NULL)
         return -1;
     size_t services = catalog != NULL ? osbq_catalog_service_count(catalog) : 0;
     for (size_t i = 0; i < services; i++) {
@@ -182,6 +187,12 @@ void worker_metrics_rejected(const struct worker_metrics *wm)
 {
     if (wm != NULL)
         osbq_series_add(wm->rejected, 1);
+}
+
+void worker_metrics_handed(const struct worker_metrics *wm)
+{
+    if (wm != NULL)
+        osbq_series_add(wm->handed, 1);
 }
 
 void worker_metrics_step(const struct worker_metrics *wm)

@@ -45,6 +45,7 @@ struct worker_metrics {
     struct osbq_series *running;            /* osbq_jobs_running (read at each render) */
     struct osbq_series *slots;              /* osbq_worker_slots */
     struct osbq_series *rejected;           /* osbq_jobs_rejected_total */
+    struct osbq_series *handed;             /* osbq_jobs_handed_total */
     struct osbq_series *finish_retries;     /* osbq_finish_retries_total */
     struct osbq_series *steps_waiting;      /* osbq_steps_waiting_total */
     struct osbq_series *step_lateness;      /* osbq_step_lateness_seconds */
@@ -88,6 +89,10 @@ void worker_metrics_claim(const struct worker_metrics *wm, enum worker_claim_res
 
 /* Counts one job handed back because no slot was free (or the worker was stopping). */
 void worker_metrics_rejected(const struct worker_metrics *wm);
+
+/* Counts a job run without a claim call: the begin script claimed its operation for this worker
+ * (a hand-over, decision 0042). */
+void worker_metrics_handed(const struct worker_metrics *wm);
 
 /* Counts one step that ended with its operation still in progress (recorded as waiting). */
 void worker_metrics_step(const struct worker_metrics *wm);

@@ -170,6 +170,8 @@ class HandOver(unittest.TestCase):
         samples = worker_metrics.samples()
         self.assertEqual(harness.metric_value(samples, "osbq_jobs_rejected_total"), 1)
         self.assertEqual(harness.metric_value(samples, "osbq_claims_total", result="claimed"), 2)
+        # The first was handed and ran; the second, given back, was claimed when sent on.
+        self.assertEqual(harness.metric_value(samples, "osbq_jobs_handed_total"), 1)
         for p, start_line in logged.items():
             self.assertNoWarningsSince(p, start_line)
 
@@ -218,6 +220,7 @@ class HandOver(unittest.TestCase):
         harness.wait_workers_connected([gateway], 1)
         claimed = harness.metric_value(worker_metrics.samples(), "osbq_claims_total",
                                        result="claimed")
+        handed = harness.metric_value(worker_metrics.samples(), "osbq_jobs_handed_total")
         monitor = redis_monitor.Monitor(stack.redis.port)
         self.addCleanup(monitor.stop)
         names = redis_monitor.script_names()
@@ -246,6 +249,8 @@ class HandOver(unittest.TestCase):
         self.assertNotIn("history", rec)
         self.assertEqual(harness.metric_value(worker_metrics.samples(), "osbq_claims_total",
                                               result="claimed"), claimed + 1)
+        self.assertEqual(harness.metric_value(worker_metrics.samples(), "osbq_jobs_handed_total"),
+                         handed + 1)
 
 
 if __name__ == "__main__":

@@ -115,6 +115,7 @@ class WorkerMetricsTest(unittest.TestCase):
                            ("osbq_operation_duration_seconds", "histogram"),
                            ("osbq_jobs_running", "gauge"), ("osbq_worker_slots", "gauge"),
                            ("osbq_jobs_rejected_total", "counter"),
+                           ("osbq_jobs_handed_total", "counter"),
                            ("osbq_claims_total", "counter"),
                            ("osbq_finish_retries_total", "counter"),
                            ("osbq_gateways_connected", "gauge"),

@@ -80,7 +80,6 @@ struct accept_pending {
     size_t job_len;                 /* bytes in job */
     struct dispatch_handover *handover; /* a worker's slot the begin script claims the operation
                                          * for (docs/decisions/0042-handover.md), or NULL */
-    int64_t handed_until;               /* with handover: the hand-over's lease end, epoch ms */
     char tenant[TENANT_KEY_MAX];        /* the tenant the request names (the store may answer its
                                          * instance's instead) */
     unsigned weight;                    /* its platform's weight */
@@ -228,7 +227,6 @@ static void reply_started(const struct gateway *gw, const struct request *req,
         if (accepted) {
             /* Recorded as claimed for the slot's worker: the job goes there. */
             out->handover = p->handover;
-            out->handed_until = p->handed_until;
             p->handover = NULL;
         }
         /* The operation's tenant as recorded: its instance's. */
@@ -347,7 +345,7 @@ static struct osbq_store_call *begin_call(const struct gateway *gw, const struct
         .api_version = req->api_version,
         .claim_timeout_ms = gw->cfg->claim_timeout_ms,
         .handed_worker = p->handover != NULL ? dispatch_handover_worker(p->handover) : NULL,
-        .handed_until = p->handed_until,
+        .handed_until = p->handover != NULL ? dispatch_handover_until(p->handover) : 0,
         .platform = osb_platform_name(req),
         .tenant = p->tenant,
         .in_progress_cap = p->in_progress_cap >= 0 ? &p->in_progress_cap : NULL,
@@ -414,8 +412,6 @@ static struct accept_pending *pending_new(const struct gateway *gw, const struct
     /* A worker with a slot free now: the begin script claims the operation for it, and the job
      * needs no claim of its own. Given back unless the operation is begun. */
     p->handover = dispatch_handover_take(gw->dispatch);
-    if (p->handover != NULL)
-        p->handed_until = osbq_store_now_ms() + dispatch_handover_lease_ms(p->handover);
     return p;
 }
 

@@ -17,6 +17,7 @@
 #include "job.h"
 #include "log.h"
 #include "mailbox.h"
+#include "store.h"
 #include "tenant.h"
 
 /* How long the thread sleeps when nothing happens: it still forgets silent workers on time. */
@@ -31,6 +32,7 @@ struct dispatch_handover {
     zframe_t *identity; /* the worker's ROUTER identity (a copy) */
     char *worker_id;    /* its own id (a copy) */
     unsigned lease_ms;  /* how long a hand-over to it lasts */
+    int64_t until_ms;   /* the hand-over's lease end, epoch ms */
 };
 
 /* One queued job. */
@@ -44,7 +46,6 @@ struct job_buf {
     double queued_at;                          /* when it was submitted (osbq_clock_seconds) */
     struct dispatch_handover *handover; /* a handed job's worker (sent there, in no lane); NULL:
                                          * a plain job */
-    int64_t handed_until;               /* a handed job's lease end, epoch ms */
     size_t len;                         /* bytes in data */
     char data[];                        /* the encoded job */
 };
@@ -254,15 +255,15 @@ static void handover_free(struct dispatch_handover **hp)
     *hp = NULL;
 }
 
-/* The hand-over's slot is free again: its operation was not begun (send_handed turns a slot
- * taken into a slot sent to in one step instead). */
-static void handover_settle(struct dispatch *d, const struct dispatch_handover *h)
+/* The slot h took is no longer taken for it: its job is being sent, or its operation was not
+ * begun. Returns its worker, or NULL when that worker left. With d->lock held. */
+static struct worker_slot *handover_settle_locked(struct dispatch *d,
+                                                  const struct dispatch_handover *h)
 {
-    pthread_mutex_lock(&d->lock);
     struct worker_slot *w = worker_find(d, h->identity);
     if (w != NULL && w->reserved > 0)
         w->reserved--;
-    pthread_mutex_unlock(&d->lock);
+    return w;
 }
 
 static struct job_buf *job_buf_new(const char *operation_id, enum dispatch_lane lane,
@@ -278,7 +279,6 @@ static struct job_buf *job_buf_new(const char *operation_id, enum dispatch_lane 
     buf->lane = lane;
     buf->queued_at = osbq_clock_seconds();
     buf->handover = NULL;
-    buf->handed_until = 0;
     buf->len = len;
     memcpy(buf->data, job, len);
     return buf;
@@ -527,12 +527,9 @@ static void send_handed(struct dispatch *d, struct job_buf *job)
     /* The thread alone removes workers: w stays valid after the lock is let go. The slot goes
      * from taken for the hand-over to sent in one step. */
     pthread_mutex_lock(&d->lock);
-    struct worker_slot *w = worker_find(d, h->identity);
-    if (w != NULL) {
-        if (w->reserved > 0)
-            w->reserved--;
+    struct worker_slot *w = handover_settle_locked(d, h);
+    if (w != NULL)
         count_sent_locked(d, w);
-    }
     pthread_mutex_unlock(&d->lock);
     struct leaving_job out;
     job_leaving(d, job, &out);
@@ -544,9 +541,10 @@ static void send_handed(struct dispatch *d, struct job_buf *job)
         free(job);
         return;
     }
+    int64_t until_ms = h->until_ms;
     handover_free(&h);
     if (osbq_bus_send_handed_job(d->router, w->identity, job->data, job->len, job_buf_release, job,
-                                 job->handed_until, out.tenant) < 0) {
+                                 until_ms, out.tenant) < 0) {
         log_info("worker %s unreachable, forgetting it; operation %s handed to it is resent "
                  "by the recovery loop once the hand-over's lease runs out",
                  w->id, out.operation_id);
@@ -762,6 +760,7 @@ struct dispatch_handover *dispatch_handover_take(struct dispatch *d)
         h->identity = zframe_dup(w->identity);
         h->worker_id = strdup(w->id);
         h->lease_ms = w->handover_lease_ms;
+        h->until_ms = osbq_store_now_ms() + (int64_t)h->lease_ms;
         if (h->identity != NULL && h->worker_id != NULL)
             w->reserved++;
     }
@@ -781,18 +780,25 @@ unsigned dispatch_handover_lease_ms(const struct dispatch_handover *h)
     return h->lease_ms;
 }
 
+int64_t dispatch_handover_until(const struct dispatch_handover *h)
+{
+    return h->until_ms;
+}
+
 void dispatch_handover_cancel(struct dispatch_handover **hp)
 {
     if (hp == NULL || *hp == NULL)
         return;
-    handover_settle((*hp)->d, *hp);
+    struct dispatch *d = (*hp)->d;
+    pthread_mutex_lock(&d->lock);
+    (void)handover_settle_locked(d, *hp);
+    pthread_mutex_unlock(&d->lock);
     handover_free(hp);
 }
 
 int dispatch_submit_handed(struct dispatch *d, struct dispatch_handover **hp,
                            const char *operation_id, enum dispatch_lane lane,
-                           const struct dispatch_owner *owner, int64_t until_ms, const void *job,
-                           size_t len)
+                           const struct dispatch_owner *owner, const void *job, size_t len)
 {
     /* Not counted in held: it waits for no slot, it has one. */
     struct job_buf *buf = job_buf_new(operation_id, lane, owner, job, len);
@@ -801,7 +807,6 @@ int dispatch_submit_handed(struct dispatch *d, struct dispatch_handover **hp,
         return -1;
     }
     buf->handover = *hp;
-    buf->handed_until = until_ms;
     *hp = NULL;
     if (!osbq_mailbox_post(&d->mailbox, &buf->link)) {
         dispatch_handover_cancel(&buf->handover);

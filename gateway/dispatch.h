@@ -52,24 +52,26 @@ struct dispatch_handover;
  * plain way). Safe from any thread. */
 struct dispatch_handover *dispatch_handover_take(struct dispatch *d);
 
-/* The id of the worker h's slot is on, and the lease a hand-over to it lasts (ms). */
+/* The id of the worker h's slot is on, the lease a hand-over to it lasts (ms), and that lease's
+ * end (epoch ms, osbq_store_now_ms when the slot was taken plus the lease): what the begin
+ * script records and the worker gets with the job. */
 const char *dispatch_handover_worker(const struct dispatch_handover *h);
 unsigned dispatch_handover_lease_ms(const struct dispatch_handover *h);
+int64_t dispatch_handover_until(const struct dispatch_handover *h);
 
 /* Gives h's slot back (its operation was not begun), frees it and sets *hp to NULL; accepts
  * NULL and *hp NULL. Safe from any thread. */
 void dispatch_handover_cancel(struct dispatch_handover **hp);
 
-/* Sends the job of an operation begun as handed (*hp) straight to its worker, with until_ms the
- * hand-over's lease end (epoch ms) and the operation's tenant as recorded in owner (what the
- * worker's claim would have read); its time from here to the worker is counted under lane, as
+/* Sends the job of an operation begun as handed (*hp) straight to its worker, with the
+ * hand-over's lease end and the operation's tenant as recorded in owner (what the worker's
+ * claim would have read); its time from here to the worker is counted under lane, as
  * dispatch_submit's. Copies the job, takes *hp (set to NULL). Safe from any thread. -1 when the
  * dispatcher is stopping or out of memory: the operation's lease runs out and the recovery
  * loop resends it, as it does when the worker left meanwhile. */
 int dispatch_submit_handed(struct dispatch *d, struct dispatch_handover **hp,
                            const char *operation_id, enum dispatch_lane lane,
-                           const struct dispatch_owner *owner, int64_t until_ms, const void *job,
-                           size_t len);
+                           const struct dispatch_owner *owner, const void *job, size_t len);
 
 /* Called on the dispatcher's thread with the due time (epoch ms) a worker's READY carries: the
  * earliest next step of the waits it recorded for jobs this gateway sent it. */

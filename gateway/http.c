@@ -379,8 +379,8 @@ static void send_job(const struct gateway *gw, const char *operation_id,
     }
     if (r->handover != NULL) {
         /* Claimed for its worker by the begin script: straight there, in no lane. */
-        if (dispatch_submit_handed(gw->dispatch, &r->handover, operation_id, lane, owner,
-                                   r->handed_until, job, r->job_len) < 0)
+        if (dispatch_submit_handed(gw->dispatch, &r->handover, operation_id, lane, owner, job,
+                                   r->job_len) < 0)
             log_warnx("gateway stopping: operation %s, handed to a worker, waits for recovery",
                       operation_id);
     } else if (dispatch_submit(gw->dispatch, operation_id, lane, owner, job, r->job_len) < 0) {
@@ -402,10 +402,7 @@ static enum MHD_Result respond(const struct gateway *gw, struct MHD_Connection *
     memcpy(platform, r->platform, sizeof platform);
     unsigned weight = r->weight;
     /* The job's part of the reply, moved out of it. */
-    struct reply job = {.job = r->job,
-                        .job_len = r->job_len,
-                        .handover = r->handover,
-                        .handed_until = r->handed_until};
+    struct reply job = {.job = r->job, .job_len = r->job_len, .handover = r->handover};
     r->job = NULL;
     r->handover = NULL;
     enum MHD_Result rc = MHD_NO;

@@ -116,7 +116,6 @@ struct reply {
     size_t job_len;           /* bytes in job */
     struct dispatch_handover *handover; /* owned: the worker slot the job's operation was
                                          * handed to by its begin script, or NULL: a plain job */
-    int64_t handed_until;               /* with handover: the hand-over's lease end, epoch ms */
     char tenant[TENANT_KEY_MAX];        /* whose job it is (the dispatcher's queues), or empty */
     unsigned weight;                    /* its platform's weight; 0 counts as 1 */
     char platform[OSBQ_PLATFORM_NAME_MAX + 1]; /* its platform's name (the dispatcher's wait

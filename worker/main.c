@@ -156,26 +156,10 @@ static void refresh_registry(struct worker *w, int64_t now)
     publish_status(w);
 }
 
-/* A handed job with no free slot for it (two gateways handed this worker its last slot at once,
- * or it is stopping): its operation, claimed for this worker, is given back in Redis first, so
- * that the worker its gateway sends it to next can claim it. Waits for Redis: this happens only
- * when the gateways' counts of its free slots crossed. Returns whether it was given back (not:
- * the recovery loop resends it once the hand-over's lease runs out). */
-static bool give_back_handed(struct worker *w, const struct osbq_job *job, const char *endpoint)
-{
-    struct osbq_error err = {0};
-    int released = osbq_store_release(w->store, job->operation_id, w->id, &err);
-    if (released > 0)
-        return true;
-    log_warnx("operation %s: handed to this worker by gateway %s with no slot free, and %s; the "
-              "recovery loop resends it once the hand-over's lease runs out",
-              job->operation_id, endpoint,
-              released == 0 ? "no longer its own" : "it cannot be given back");
-    return false;
-}
-
-/* A JOB from a gateway: to the runner when a slot is free, else back to that gateway (a handed
- * one given back in Redis first). */
+/* A JOB from a gateway: to the runner when a slot is free, else back to that gateway. A handed
+ * one with no slot (two gateways handed this worker its last slot at once, or it is stopping)
+ * is given back in Redis first, so that the worker it goes to next can claim it: waiting for
+ * Redis here happens only when the gateways' counts of its free slots crossed. */
 static void on_job(void *ctx, zsock_t *dealer, const char *endpoint, unsigned origin,
                    const void *data, size_t len, const struct osbq_bus_handed *handed)
 {
@@ -196,7 +180,7 @@ static void on_job(void *ctx, zsock_t *dealer, const char *endpoint, unsigned or
         step_handover_clear(&taken);
         if (rc == 0)
             return;
-        if (!give_back_handed(w, &job, endpoint)) {
+        if (!runner_give_back(w->runner, &job)) {
             osbq_job_clear(&job);
             return;
         }

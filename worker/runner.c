@@ -203,15 +203,16 @@ static void record_detached(struct runner *r, struct step *st)
     notify(r);
 }
 
-/* A handed job dropped before its step started (the runner was cancelled): its operation was
- * claimed for this worker, so it is given back for the recovery loop to resend at once. */
-static void give_back_unstarted(struct runner *r, const struct osbq_job *job)
+bool runner_give_back(struct runner *r, const struct osbq_job *job)
 {
     struct osbq_error err = {0};
-    if (osbq_store_release(r->pool.store, job->operation_id, r->pool.worker_id, &err) < 0)
-        log_warnx("operation %s: cannot give it back (%s); it is resent once its hand-over's "
-                  "lease runs out",
-                  job->operation_id, err.text);
+    int released = osbq_store_release(r->pool.store, job->operation_id, r->pool.worker_id, &err);
+    if (released <= 0)
+        log_warnx("operation %s: handed to this worker and not run, %s; the recovery loop resends "
+                  "it once the hand-over's lease runs out",
+                  job->operation_id,
+                  released == 0 ? "and no longer its own" : "and it cannot be given back");
+    return released > 0;
 }
 
 /* Runs the queued job (cleared whatever happens) on slot's thread as a step, unless the runner
@@ -232,7 +233,7 @@ static enum step_fate run_queued(struct slot *slot, struct queued_job *queued, b
     if (cancelled) {
         log_debug("operation %s: stopping, job dropped before its claim", job->operation_id);
         if (queued->handed.until_ms > 0)
-            give_back_unstarted(slot->r, job);
+            (void)runner_give_back(slot->r, job);
     } else if ((st = step_new(&slot->r->pool, job, queued->origin, &queued->handed)) == NULL) {
         log_warnx("operation %s: out of memory, job dropped before its claim; it will be "
                   "resent",

@@ -5,6 +5,7 @@
 #ifndef OSBQ_WORKER_RUNNER_H
 #define OSBQ_WORKER_RUNNER_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "catalog.h"
@@ -52,6 +53,12 @@ int runner_submit(struct runner *r, struct osbq_job *job, unsigned origin);
  * job): its step runs without a claim (step.c). */
 int runner_submit_handed(struct runner *r, struct osbq_job *job, unsigned origin,
                          struct step_handover *handed);
+
+/* Gives a handed job's operation back in Redis (release: queued, due at once) when it will not
+ * run here: it found no slot, or the runner was cancelled before its step started. The worker
+ * it is sent to next can then claim it. Waits for Redis. Returns whether it was given back
+ * (not: logged; the recovery loop resends it once the hand-over's lease runs out). */
+bool runner_give_back(struct runner *r, const struct osbq_job *job);
 
 /* Slots free for new jobs: concurrency minus the jobs queued or running on threads (detached
  * steps hold no slot); 0 once closed. */

@@ -373,8 +373,8 @@ static bool end_step(struct step *st, int rc)
 
 /* Takes a handed job's operation as claimed: the begin script claimed it for this worker. Taken
  * as it is while at most a third of the hand-over's lease has passed, so the lease's first
- * renewal comes as early in it as a claim's would; later (the job waited in the ring, or was
- * slow to arrive) only once the lease is renewed, which says the operation is still this
+ * renewal comes as early in it as a claim's would; later (a slow delivery, or the gateway's
+ * clock ahead of this one) only once the lease is renewed, which says the operation is still this
  * worker's (nobody took it over when the lease ran out). Returns false when it is not, or
  * Redis failed (the job is dropped; logged and counted as a claim's). */
 static bool adopt(struct step *st)

@@ -24,6 +24,7 @@
 
 #include "bus.h"
 #include "dispatch.h"
+#include "store.h"
 
 /* How long the tests wait for the dispatcher's thread to handle a READY or a job (it turns at
  * least every 100 ms), and for a fake worker to receive a job. */
@@ -33,7 +34,6 @@
 #define LEASE_MS 15000
 
 /* A handed job's lease end, epoch ms. */
-#define UNTIL_MS 1795000000123LL
 
 /* How many times a worker's one slot is handed over and its job sent while another thread keeps
  * trying to take it. While a hand-over's slot was given back and counted sent in two steps,
@@ -145,11 +145,12 @@ static void one_worker_stop(struct one_worker *w)
 static void hand_job(struct one_worker *w, struct dispatch_handover **hp)
 {
     const struct dispatch_owner owner = {"t1", 1, NULL};
-    assert_int_equal(dispatch_submit_handed(w->d, hp, "op-handed", DISPATCH_LANE_NEW, &owner,
-                                            UNTIL_MS, JOB, sizeof JOB),
-                     0);
+    int64_t until_ms = dispatch_handover_until(*hp);
+    assert_int_equal(
+        dispatch_submit_handed(w->d, hp, "op-handed", DISPATCH_LANE_NEW, &owner, JOB, sizeof JOB),
+        0);
     assert_null(*hp);
-    expect_job(w->worker, true, UNTIL_MS, "t1");
+    expect_job(w->worker, true, until_ms, "t1");
     wait_stats(w->d, 1, 0, 0);
 }
 
@@ -160,10 +161,14 @@ static void test_take_cancel_take(void **state)
     (void)state;
     struct one_worker w = one_worker_start("inproc://dispatch-handover-take", "w-1", 1, LEASE_MS);
 
+    int64_t before = osbq_store_now_ms();
     struct dispatch_handover *h = dispatch_handover_take(w.d);
+    int64_t after = osbq_store_now_ms();
     assert_non_null(h);
     assert_string_equal(dispatch_handover_worker(h), "w-1");
     assert_int_equal(dispatch_handover_lease_ms(h), LEASE_MS);
+    /* The lease runs from when the slot was taken. */
+    assert_in_range(dispatch_handover_until(h), before + LEASE_MS, after + LEASE_MS);
     assert_null(dispatch_handover_take(w.d));
 
     dispatch_handover_cancel(&h);

@@ -112,6 +112,12 @@ PHASES = (
     ("bind", "bind", "PUT", BINDING + "?accepts_incomplete=true",
      {"service_id": SERVICE, "plan_id": PLAN}, 202, 1),
     ("binding_last_op", "poll", "GET", BINDING + "/last_operation", None, 200, 1),
+    # As platforms poll: naming the operation of the broker's 202 ({op}: the one the record
+    # names last), which the gateway reads alone (docs/decisions/0043).
+    ("named_poll", "named poll", "GET", INSTANCE + "/last_operation?operation={op}", None, 200,
+     1),
+    ("binding_named", "named poll", "GET", BINDING + "/last_operation?operation={op}", None,
+     200, 1),
     ("unbind", "unbind", "DELETE", BINDING + QUERY, None, 202, 0.5),
     ("deprovision", "deprovision", "DELETE", INSTANCE + QUERY, None, 202, 0.5),
 )
@@ -119,10 +125,23 @@ PHASES = (
 OWN_COMMANDS = ("config|resetstat", "info", "zcard", "echo", "monitor")
 
 
-def run_requests(ids, threads, clients, method, path, body, expect, name):
-    """Sends the request of each id on threads threads (a client each)."""
+def named_operations(redis, path, ids):
+    """For a path naming an operation ({op}): the operation each id's instance (or binding, for
+    a binding's path) names last, by id; else {}."""
+    if "{op}" not in path:
+        return {}
+    record = "osbq:binding:%s:%s-b" if "service_bindings" in path else "osbq:instance:%s"
+    return {i: redis.command("HGET", record % ((i,) * record.count("%s")), "last_op")
+            for i in ids}
+
+
+def run_requests(ids, threads, clients, method, path, body, expect, name, ops):
+    """Sends the request of each id on threads threads (a client each); ops: the operation
+    each id's request names ({op} in path), by id."""
     def one(k, i):
-        status, answer = clients[k].request(method, path % ((i,) * path.count("%s")), body)
+        target = path % ((i,) * path.count("%s"))
+        status, answer = clients[k].request(method, target.replace("{op}", ops.get(i, "")),
+                                            body)
         if status != expect:
             raise RuntimeError("%s %s: HTTP %d %r" % (name, i, status, answer[:200]))
 
@@ -140,9 +159,10 @@ def phase(redis, spec, ids, threads, clients):
     phase's figures per operation."""
     name, kind, method, path, body, expect, _ = spec
     count = len(ids)
+    ops = named_operations(redis, path, ids)
     redis.command("CONFIG", "RESETSTAT")
     cpu0, t0 = redis_cpu_s(redis), time.monotonic()
-    run_requests(ids, threads, clients, method, path, body, expect, name)
+    run_requests(ids, threads, clients, method, path, body, expect, name, ops)
     wait_idle(redis)
     elapsed = time.monotonic() - t0
     cpu = redis_cpu_s(redis) - cpu0
@@ -168,11 +188,12 @@ def monitored(redis, spec, ids, threads, clients, names):
     """The same phase's requests over a few more ids under MONITOR: each script's calls and
     the commands inside them, per operation (redis_monitor.breakdown)."""
     name, _, method, path, body, expect, _ = spec
+    ops = named_operations(redis, path, ids)
     monitor = redis_monitor.Monitor(redis.port)
     try:
         marker = "capacity-%s-%s" % (name, ids[0])
         redis.command("ECHO", marker + "-start")
-        run_requests(ids, threads, clients, method, path, body, expect, name)
+        run_requests(ids, threads, clients, method, path, body, expect, name, ops)
         wait_idle(redis)
         redis.command("ECHO", marker + "-end")
         osbq_stack.wait_until(lambda: any(marker + "-end" in l for l in monitor.lines()), 10,
@@ -183,7 +204,7 @@ def monitored(redis, spec, ids, threads, clients, names):
     start = next(i for i, l in enumerate(lines) if marker + "-start" in l)
     end = next(i for i, l in enumerate(lines) if marker + "-end" in l)
     theirs, _ = redis_monitor.operation_calls(redis_monitor.calls(lines[start + 1:end], names),
-                                              ids)
+                                              list(ids) + list(ops.values()))
     split = redis_monitor.breakdown(theirs, len(ids))
     split["operations"] = len(ids)
     split["commands_in_all_per_op"] = round(sum(c.commands() for c in theirs) / len(ids), 2)

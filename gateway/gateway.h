@@ -3,6 +3,7 @@
 #define OSBQ_GATEWAY_GATEWAY_H
 
 #include "auth.h"
+#include "averages.h"
 #include "catalog.h"
 #include "config.h"
 #include "dispatch.h"
@@ -16,7 +17,7 @@
 #include "waiter.h"
 
 /* Built once in main.c before the HTTP threads start; never written afterwards (the platforms
- * holder swaps its set under its own lock). */
+ * holder swaps its set, and the averages table its entries, under their own locks). */
 struct gateway {
     const struct osbq_config *cfg;           /* the configuration */
     const struct osbq_catalog *catalog;      /* the validated catalog */
@@ -27,6 +28,7 @@ struct gateway {
     struct osbq_platforms_holder *platforms; /* the platforms served (swapped on SIGHUP) */
     struct dispatch *dispatch;               /* sends jobs to workers (thread-safe submit) */
     struct waiter_table *waiters;            /* suspended synchronous requests */
+    struct averages *averages;               /* the plans' average durations polls read */
     struct gateway_metrics *metrics;         /* its series are updated from any thread */
     struct osbq_auth metrics_auth;           /* OSBQ_METRICS_USERNAME/PASSWORD, hashed */
     bool metrics_auth_on;                    /* /metrics asks for them */

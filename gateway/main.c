@@ -272,6 +272,9 @@ static void start_threads(struct gateway_process *p)
     gw->waiters = waiter_table_start(gw->store, &p->cfg, gw->gateway_id, &err);
     if (gw->waiters == NULL)
         fatalx("%s", err.text);
+    gw->averages = averages_new();
+    if (gw->averages == NULL)
+        fatalx("out of memory");
     gateway_metrics_attach(&p->metrics, gw->dispatch, gw->waiters);
     p->server = http_start(gw, p->listen_fd, p->tls, &err);
     p->listen_fd = -1;
@@ -334,6 +337,7 @@ static void stop(struct gateway_process *p)
     waiter_table_stop(&gw->waiters);
     dispatch_stop(&gw->dispatch);
     osbq_store_pipeline_free(&gw->pipeline);
+    averages_free(&gw->averages);
     gateway_metrics_clear(&p->metrics);
     sodium_memzero(&gw->metrics_auth, sizeof gw->metrics_auth);
     zactor_destroy(&p->bus_auth);

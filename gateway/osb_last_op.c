@@ -1,8 +1,10 @@
 /* GET .../last_operation of a service instance or of a service binding: one round trip,
- * through the store's pipeline. */
+ * through the store's pipeline; a poll that names its operation reads only the operation, no
+ * script (docs/decisions/0043). */
 #include <stdio.h>
 #include <string.h>
 
+#include "clock.h"
 #include "handlers.h"
 #include "log.h"
 #include "osb_platform.h"
@@ -24,13 +26,54 @@ static unsigned retry_after_s(const struct osbq_config *cfg, const struct osbq_l
     return (unsigned)s;
 }
 
-/* The answer once the script's reply is in: for the instance (binding_id NULL) or one of its
- * bindings. */
-static void last_operation_answer(const struct gateway *gw, const struct request *req,
-                                  const char *binding_id, struct osbq_store_call *call,
-                                  struct reply *out)
+/* An operation that has not ended: its answer says "in progress" and carries Retry-After. */
+static bool in_progress(const struct osbq_last_op *op)
 {
-    const char *what = binding_id ? "service binding" : "service instance";
+    return strcmp(op->state, "succeeded") != 0 && strcmp(op->state, "failed") != 0;
+}
+
+/* The answer from what the store read of the operation (op, whose strings it frees); what:
+ * "service instance" or "service binding". */
+static void answer_operation(const struct gateway *gw, const struct request *req, const char *what,
+                             struct osbq_last_op *op, struct reply *out)
+{
+    bool succeeded = strcmp(op->state, "succeeded") == 0;
+    bool failed = strcmp(op->state, "failed") == 0;
+    if (succeeded && (strcmp(op->kind, "deprovision") == 0 || strcmp(op->kind, "unbind") == 0)) {
+        reply_errorf(out, OSBQ_ERR_GONE, "The %s has been deleted.", what);
+        goto out;
+    }
+    json_t *body = json_object();
+    json_object_set_new(body, "state",
+                        json_string(succeeded ? "succeeded"
+                                    : failed  ? "failed"
+                                              : "in progress"));
+    if (op->description != NULL)
+        json_object_set_new(body, "description", json_string(op->description));
+    if (failed && req->api_version >= API_METADATA) {
+        if (strcmp(op->kind, "provision") != 0 && op->instance_usable >= 0)
+            json_object_set_new(body, "instance_usable", json_boolean(op->instance_usable));
+        if (strcmp(op->kind, "update") == 0 && op->update_repeatable >= 0)
+            json_object_set_new(body, "update_repeatable", json_boolean(op->update_repeatable));
+    }
+    reply_json(out, 200, body);
+    if (in_progress(op) && req->api_version >= API_RETRY_AFTER)
+        (void)snprintf(out->retry_after, sizeof out->retry_after, "%u", retry_after_s(gw->cfg, op));
+out:
+    osbq_last_op_clear(op);
+}
+
+/* The binding a request's route names, or NULL for an instance's last_operation. */
+static const char *route_binding(const struct request *req, bool binding)
+{
+    return binding ? req->params[1] : NULL;
+}
+
+/* The answer once last_operation.lua's reply is in. */
+static void last_operation_answer(const struct gateway *gw, const struct request *req, bool binding,
+                                  struct osbq_store_call *call, struct reply *out)
+{
+    const char *what = binding ? "service binding" : "service instance";
     const char *operation = req->query_operation;
     struct osbq_last_op op = {0};
     struct osbq_error err = {0};
@@ -56,31 +99,10 @@ static void last_operation_answer(const struct gateway *gw, const struct request
         osbq_last_op_clear(&op);
         return;
     }
-    bool succeeded = strcmp(op.state, "succeeded") == 0;
-    bool failed = strcmp(op.state, "failed") == 0;
-    if (succeeded && (strcmp(op.kind, "deprovision") == 0 || strcmp(op.kind, "unbind") == 0)) {
-        reply_errorf(out, OSBQ_ERR_GONE, "The %s has been deleted.", what);
-        goto out;
-    }
-    json_t *body = json_object();
-    json_object_set_new(body, "state",
-                        json_string(succeeded ? "succeeded"
-                                    : failed  ? "failed"
-                                              : "in progress"));
-    if (op.description != NULL)
-        json_object_set_new(body, "description", json_string(op.description));
-    if (failed && req->api_version >= API_METADATA) {
-        if (strcmp(op.kind, "provision") != 0 && op.instance_usable >= 0)
-            json_object_set_new(body, "instance_usable", json_boolean(op.instance_usable));
-        if (strcmp(op.kind, "update") == 0 && op.update_repeatable >= 0)
-            json_object_set_new(body, "update_repeatable", json_boolean(op.update_repeatable));
-    }
-    reply_json(out, 200, body);
-    if (!succeeded && !failed && req->api_version >= API_RETRY_AFTER)
-        (void)snprintf(out->retry_after, sizeof out->retry_after, "%u",
-                       retry_after_s(gw->cfg, &op));
-out:
-    osbq_last_op_clear(&op);
+    /* Kept for the polls that read the operation alone. */
+    if (op.average_plan != NULL && op.average_plan[0] != '\0' && in_progress(&op))
+        averages_put(gw->averages, op.average_plan, op.kind, osbq_clock_seconds(), op.average_ms);
+    answer_operation(gw, req, what, &op, out);
 }
 
 static void last_operation_get_after_read(const struct gateway *gw, const struct request *req,
@@ -88,7 +110,7 @@ static void last_operation_get_after_read(const struct gateway *gw, const struct
                                           struct reply *out)
 {
     (void)state;
-    last_operation_answer(gw, req, NULL, call, out);
+    last_operation_answer(gw, req, false, call, out);
 }
 
 static void binding_last_operation_get_after_read(const struct gateway *gw,
@@ -97,29 +119,83 @@ static void binding_last_operation_get_after_read(const struct gateway *gw,
                                                   struct reply *out)
 {
     (void)state;
-    last_operation_answer(gw, req, req->params[1], call, out);
+    last_operation_answer(gw, req, true, call, out);
 }
 
-/* Checks the request and sends its one script call (last_operation.lua). */
-static void last_operation(const struct gateway *gw, const struct request *req,
-                           const char *binding_id, struct reply *out)
+/* Sends last_operation.lua's call: the record, then the operation it names or the record's
+ * last one, in one round trip. */
+static void read_with_record(const struct gateway *gw, const struct request *req, bool binding,
+                             struct reply *out)
 {
-    const char *instance_id = req->params[0];
-    if (!validate_id(instance_id, "instance_id", out) ||
-        (binding_id != NULL && !validate_id(binding_id, "binding_id", out)))
+    struct osbq_error err = {0};
+    struct osbq_store_call *call =
+        osbq_store_last_operation_call(gw->store, req->params[0], route_binding(req, binding),
+                                       req->query_operation, osb_platform_name(req), &err);
+    reply_defer_call(out, call, &err,
+                     binding ? binding_last_operation_get_after_read
+                             : last_operation_get_after_read,
+                     NULL, NULL);
+}
+
+/* A named operation, read alone: answered from it when it can (and, in progress, when this
+ * gateway read its plan's average a moment ago); else the record is read with it. */
+static void poll_answer(const struct gateway *gw, const struct request *req, bool binding,
+                        struct osbq_store_call *call, struct reply *out)
+{
+    const char *what = binding ? "service binding" : "service instance";
+    struct osbq_last_op op = {0};
+    struct osbq_error err = {0};
+    int found = osbq_store_poll_result(call, req->params[0], route_binding(req, binding),
+                                       osb_platform_name(req), &op, &err);
+    if (found < 0) {
+        reply_store_unavailable(out, &err);
+        return;
+    }
+    if (found == 0 || (in_progress(&op) && req->api_version >= API_RETRY_AFTER &&
+                       !averages_get(gw->averages, op.average_plan ? op.average_plan : "", op.kind,
+                                     osbq_clock_seconds(), &op.average_ms))) {
+        osbq_last_op_clear(&op);
+        read_with_record(gw, req, binding, out);
+        return;
+    }
+    answer_operation(gw, req, what, &op, out);
+}
+
+static void poll_after_read(const struct gateway *gw, const struct request *req,
+                            struct osbq_store_call *call, void *state, struct reply *out)
+{
+    (void)state;
+    poll_answer(gw, req, false, call, out);
+}
+
+static void binding_poll_after_read(const struct gateway *gw, const struct request *req,
+                                    struct osbq_store_call *call, void *state, struct reply *out)
+{
+    (void)state;
+    poll_answer(gw, req, true, call, out);
+}
+
+/* Checks the request and sends its one call: the operation alone when the request names it
+ * (as platforms do, with the id of the broker's 202), else last_operation.lua. */
+static void last_operation(const struct gateway *gw, const struct request *req, bool binding,
+                           struct reply *out)
+{
+    if (!validate_id(req->params[0], "instance_id", out) ||
+        (binding && !validate_id(req->params[1], "binding_id", out)))
         return;
     const char *operation = req->query_operation;
-    if (operation != NULL && operation[0] == '\0') {
+    if (operation == NULL) {
+        read_with_record(gw, req, binding, out);
+        return;
+    }
+    if (operation[0] == '\0') {
         reply_bad_request(out, "The operation query parameter must not be empty.");
         return;
     }
     struct osbq_error err = {0};
-    struct osbq_store_call *call = osbq_store_last_operation_call(
-        gw->store, instance_id, binding_id, operation, osb_platform_name(req), &err);
-    reply_defer_call(out, call, &err,
-                     binding_id ? binding_last_operation_get_after_read
-                                : last_operation_get_after_read,
-                     NULL, NULL);
+    struct osbq_store_call *call = osbq_store_poll_call(gw->store, operation, &err);
+    reply_defer_call(out, call, &err, binding ? binding_poll_after_read : poll_after_read, NULL,
+                     NULL);
 }
 
 void osb_last_operation_get(const struct gateway *gw, const struct request *req, struct reply *out)
@@ -128,7 +204,7 @@ void osb_last_operation_get(const struct gateway *gw, const struct request *req,
         reply_error(out, OSBQ_ERR_NOT_FOUND, "last_operation needs API 2.7.");
         return;
     }
-    last_operation(gw, req, NULL, out);
+    last_operation(gw, req, false, out);
 }
 
 void osb_binding_last_operation_get(const struct gateway *gw, const struct request *req,
@@ -139,5 +215,5 @@ void osb_binding_last_operation_get(const struct gateway *gw, const struct reque
                     "Asynchronous bindings and their last_operation need API 2.14.");
         return;
     }
-    last_operation(gw, req, req->params[1], out);
+    last_operation(gw, req, true, out);
 }

@@ -336,6 +336,113 @@ struct osbq_store_call *osbq_store_last_operation_call(struct osbq_store *store,
     return store_call_new(SCRIPT_LAST_OPERATION, keys, args, NULL, err);
 }
 
+/* The fields a poll reads of the operation alone, in the order osbq_store_poll_result reads
+ * them. */
+enum poll_field {
+    POLL_KIND,
+    POLL_INSTANCE,
+    POLL_BINDING,
+    POLL_PLATFORM,
+    POLL_STATE,
+    POLL_DESCRIPTION,
+    POLL_INSTANCE_USABLE,
+    POLL_UPDATE_REPEATABLE,
+    POLL_CREATED_MS,
+    POLL_PLAN_ID,
+    POLL_PREV_PLAN_ID,
+    POLL_SERVICE_ID,
+    POLL_FIELD_COUNT
+};
+
+struct osbq_store_call *osbq_store_poll_call(struct osbq_store *store, const char *operation_id,
+                                             struct osbq_error *err)
+{
+    char key[STORE_KEY_MAX];
+    if (store_id_key(store, key, sizeof key, "op", operation_id) < 0) {
+        osbq_error_set(err, OSBQ_ERR_BAD_REQUEST, "id too long");
+        return NULL;
+    }
+    const char *argv[2 + POLL_FIELD_COUNT] = {
+        "HMGET",
+        key,
+        [2 + POLL_KIND] = "kind",
+        [2 + POLL_INSTANCE] = "instance",
+        [2 + POLL_BINDING] = "binding",
+        [2 + POLL_PLATFORM] = "platform",
+        [2 + POLL_STATE] = "state",
+        [2 + POLL_DESCRIPTION] = "description",
+        [2 + POLL_INSTANCE_USABLE] = "instance_usable",
+        [2 + POLL_UPDATE_REPEATABLE] = "update_repeatable",
+        [2 + POLL_CREATED_MS] = "created_ms",
+        [2 + POLL_PLAN_ID] = "plan_id",
+        [2 + POLL_PREV_PLAN_ID] = "prev_plan_id",
+        [2 + POLL_SERVICE_ID] = "service_id",
+    };
+    return store_command_new(2 + POLL_FIELD_COUNT, argv, NULL, err);
+}
+
+/* reply's element i is there and says text (NULL: is not there). */
+static bool poll_field_says(const redisReply *reply, enum poll_field i, const char *text)
+{
+    const redisReply *e = reply->element[i];
+    if (text == NULL)
+        return e->type == REDIS_REPLY_NIL;
+    return e->type == REDIS_REPLY_STRING && strcmp(e->str, text) == 0;
+}
+
+/* The plan whose average duration sets an operation's Retry-After: an update's previous plan
+ * (the steps that run are the old plan's), else its plan; as last_operation.lua picks it. */
+static char *average_plan(const char *kind, char *plan_id, char *prev_plan_id)
+{
+    if (strcmp(kind, "update") == 0 && prev_plan_id != NULL && prev_plan_id[0] != '\0') {
+        free(plan_id);
+        return prev_plan_id;
+    }
+    free(prev_plan_id);
+    return plan_id;
+}
+
+int osbq_store_poll_result(struct osbq_store_call *call, const char *instance_id,
+                           const char *binding_id, const char *platform, struct osbq_last_op *out,
+                           struct osbq_error *err)
+{
+    redisReply *reply = store_call_take_reply(call, err);
+    if (reply == NULL)
+        return -1;
+    int rc = 0;
+    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != POLL_FIELD_COUNT) {
+        rc = osbq_error_set(err, OSBQ_ERR_INTERNAL, "HMGET: unexpected reply");
+    } else if (!poll_field_says(reply, POLL_KIND, NULL) &&
+               poll_field_says(reply, POLL_INSTANCE, instance_id) &&
+               poll_field_says(reply, POLL_BINDING, binding_id) &&
+               poll_field_says(reply, POLL_SERVICE_ID, NULL) &&
+               (platform == NULL || platform[0] == '\0' ||
+                poll_field_says(reply, POLL_PLATFORM, platform) ||
+                (strcmp(platform, "default") == 0 &&
+                 poll_field_says(reply, POLL_PLATFORM, NULL))) &&
+               !poll_field_says(reply, POLL_STATE, NULL)) {
+        struct osbq_last_op got = {0};
+        got.kind = store_element_dup(reply, POLL_KIND);
+        got.state = store_element_dup(reply, POLL_STATE);
+        got.description = store_element_dup(reply, POLL_DESCRIPTION);
+        got.instance_usable = flag_value(reply, POLL_INSTANCE_USABLE);
+        got.update_repeatable = flag_value(reply, POLL_UPDATE_REPEATABLE);
+        got.created_ms = store_element_int(reply, POLL_CREATED_MS, 0);
+        got.average_ms = -1;
+        got.average_plan = average_plan(got.kind, store_element_dup(reply, POLL_PLAN_ID),
+                                        store_element_dup(reply, POLL_PREV_PLAN_ID));
+        if (got.kind == NULL || got.state == NULL) {
+            osbq_last_op_clear(&got);
+            rc = osbq_error_set(err, OSBQ_ERR_INTERNAL, "out of memory");
+        } else {
+            *out = got;
+            rc = 1;
+        }
+    }
+    freeReplyObject(reply);
+    return rc;
+}
+
 int osbq_store_last_operation_result(struct osbq_store_call *call, struct osbq_last_op *out,
                                      struct osbq_error *err)
 {
@@ -358,6 +465,7 @@ int osbq_store_last_operation_result(struct osbq_store_call *call, struct osbq_l
         got.instance_usable = flag_value(reply, 5);
         got.update_repeatable = flag_value(reply, 6);
         got.created_ms = store_element_int(reply, 7, 0);
+        got.average_plan = store_element_dup(reply, 8);
         got.average_ms = store_element_int(reply, 9, -1);
         *out = got;
         rc = 1;
@@ -375,6 +483,7 @@ void osbq_last_op_clear(struct osbq_last_op *op)
     free(op->state);
     free(op->description);
     free(op->last_operation_id);
+    free(op->average_plan);
     memset(op, 0, sizeof *op);
 }
 

@@ -167,6 +167,7 @@ struct osbq_last_op {
     int update_repeatable;   /* failed update: 1 or 0; -1 when not recorded */
     int64_t created_ms;      /* when the operation was accepted */
     int64_t average_ms;      /* the plan's average duration for this kind; -1 unknown */
+    char *average_plan;      /* the plan whose average that is (an update's previous plan) */
     char *last_operation_id; /* when the named operation is not the record's: the record's last
                               * operation, or NULL */
 };
@@ -183,6 +184,20 @@ osbq_store_last_operation_call(struct osbq_store *store, const char *instance_id
                                const char *platform, struct osbq_error *err);
 int osbq_store_last_operation_result(struct osbq_store_call *call, struct osbq_last_op *out,
                                      struct osbq_error *err);
+
+/* A poll that names its operation, answered from the operation alone: one HMGET, no script
+ * (docs/decisions/0043). In two halves, for a pipeline: the call (NULL with err), then 1 with
+ * *out (average_ms -1: the caller knows the average, or asks last_operation.lua) when the
+ * operation is there, is instance_id's (binding_id's; NULL: the instance's own) and platform's
+ * (NULL or "": any; an operation names its platform unless it is "default"); 0 when the
+ * operation alone cannot answer (not there, another record's or platform's, or begun by the
+ * previous release, whose operations name no platform but a service_id): ask
+ * last_operation.lua, which tells those apart; -1 with err (the call's reply is consumed). */
+struct osbq_store_call *osbq_store_poll_call(struct osbq_store *store, const char *operation_id,
+                                             struct osbq_error *err);
+int osbq_store_poll_result(struct osbq_store_call *call, const char *instance_id,
+                           const char *binding_id, const char *platform, struct osbq_last_op *out,
+                           struct osbq_error *err);
 void osbq_last_op_clear(struct osbq_last_op *op);
 
 /* Opens a new connection (not from the pool) subscribed to "<ns>:events:<gateway_id>", where

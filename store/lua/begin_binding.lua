@@ -70,7 +70,9 @@ local binding_theirs = bstate and (binding.platform or 'default') ~= platform
 -- "<prefix>binding:<id>:<binding id>" and "<prefix>bindings:<id>" (an id store_keys.c had to
 -- encode): a waiting operation stays small (begin_instance.lua does the same); `waited`, the
 -- gateway that waits for the outcome, as begin_instance.lua records it; no service_id (the
--- instance's) nor attempt (claims says it), docs/decisions/0041. One write of the
+-- instance's) nor attempt (claims says it), docs/decisions/0041; its platform unless it is the
+-- default one, so that a poll naming the operation reads it alone (docs/decisions/0043). One
+-- write of the
 -- operation and one of the binding: binding_fields (a bind's new binding) go with its lock.
 local function record(binding_fields)
   local tenant = instance.tenant or ARG.tenant
@@ -86,6 +88,7 @@ local function record(binding_fields)
     add('binding_key', binding_key)
   end
   if set ~= prefix .. 'bindings:' .. ARG.instance_id then add('bindings_key', set) end
+  if platform ~= 'default' then add('platform', platform) end
   if gateway ~= '' then add('waited', gateway) end
   if cap then add('in_progress_key', in_progress_take(prefix, tenant)) end
   local due = ARG.claim_deadline

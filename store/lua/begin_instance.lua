@@ -60,10 +60,11 @@ local cap = tonumber(ARG.in_progress_cap) -- nil: no cap, and no command run for
 -- Handed (lib/handover.lua): a new operation is recorded as claimed for that worker.
 local handed = ARG.handed_worker ~= ''
 
--- A deprovision checks the instance's service: read with the rest, one read of the record.
+-- A deprovision checks the instance's service, and an update or a deprovision reads its quotas:
+-- read with the rest, one read of the record.
 local instance = read_fields(inst, {'state', 'digest', 'lock_x', 'lock_s', 'last_op', 'plan_id',
                                     'dashboard_url', 'metadata', 'platform', 'tenant',
-                                    'service_id'})
+                                    'service_id', 'quota_keys'})
 local state, inst_digest, lock_x = instance.state, instance.digest, instance.lock_x
 local lock_s = tonumber(instance.lock_s or '0')
 local last_op, current_plan = instance.last_op, instance.plan_id
@@ -116,9 +117,11 @@ end
 -- joins by (a provision's or deprovision's is the instance's); the previous plan only when
 -- it differs; `waited`, the id of the gateway that waits for the outcome (finish.lua wakes
 -- it; a second one that joins moves both to the waiters set); no service_id (the instance's)
--- nor attempt (claims says it), docs/decisions/0041.
+-- nor attempt (claims says it), docs/decisions/0041. Its platform unless it is the default one,
+-- so that a poll naming the operation reads it alone (docs/decisions/0043).
 -- One write of the operation and one of the instance: inst_fields (a provision's new
 -- instance) go with the lock.
+local quotas_held -- a deprovision's: the instance's quota counters, or nil when it holds none
 local function record(plan_id, prev_plan, inst_fields)
   local tenant = instance.tenant or ARG.tenant
   local fields = {'kind', kind, 'instance', ARG.instance_id, 'plan_id', plan_id,
@@ -139,7 +142,9 @@ local function record(plan_id, prev_plan, inst_fields)
     if ARG.context ~= '' then add('context', ARG.context) end
     if ARG.maintenance_version ~= '' then add('maintenance_version', ARG.maintenance_version) end
   end
+  if platform ~= 'default' then add('platform', platform) end
   if gateway ~= '' then add('waited', gateway) end
+  if quotas_held then add('quotas_held', quotas_held) end
   if cap then add('in_progress_key', in_progress_take(prefix, tenant)) end
   local due = ARG.claim_deadline
   if handed then due = handover_claim(add, ARG.handed_worker, ARG.handed_until, now) end
@@ -210,7 +215,7 @@ if kind == 'update' then
   -- A plan change counts against the new plan's quotas now; finish.lua gives back the old
   -- plan's on success, or what was taken here on failure.
   local held = {}
-  for key in string.gmatch(redis.call('HGET', inst, 'quota_keys') or '', '[^\n]+') do
+  for key in string.gmatch(instance.quota_keys or '', '[^\n]+') do
     held[key] = true
   end
   local quotas = parse_quotas(ARG.quotas)
@@ -234,6 +239,9 @@ if kind == 'deprovision' then
     return {'busy'}
   end
   if lock_s > 0 then return {'busy'} end
+  -- The quotas finish.lua gives back, as read here (the lock keeps them as they are): it need
+  -- not read the instance for them.
+  if instance.quota_keys then quotas_held = instance.quota_keys end
   return record(current_plan, current_plan, {})
 end
 

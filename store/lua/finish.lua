@@ -34,7 +34,8 @@ local op = read_fields(op_key, {'state', 'worker', 'kind', 'instance_key', 'plan
                                 'parameters', 'context', 'maintenance_version', 'created_ms',
                                 'binding_key', 'bindings_key', 'quota_taken', 'quota_keys',
                                 'instance', 'binding', 'tenant', 'lease_until', 'history',
-                                'waited', 'in_progress_key', 'started_ms'})
+                                'waited', 'in_progress_key', 'started_ms', 'quotas_held',
+                                'service_id'})
 local now, retention = tonumber(ARG.now), tonumber(ARG.retention)
 if ARG.mode == 'abandon' then
   if op.state ~= 'queued' and op.state ~= 'waiting' and
@@ -78,7 +79,8 @@ if not ok and (kind == 'update' or kind == 'deprovision') then
 end
 redis.call('HSET', op_key, unpack(op_fields))
 -- What only an unfinished operation needs goes (the job, its step's state, its lease).
-redis.call('HDEL', op_key, 'job', 'lease_until', 'resume', 'due_ms', 'tenant', 'waited')
+redis.call('HDEL', op_key, 'job', 'lease_until', 'resume', 'due_ms', 'tenant', 'waited',
+           'quotas_held')
 redis.call('EXPIRE', op_key, retention)
 -- The tenant's count of operations in progress (OSBQ_POLICY in_progress_per_tenant), where the
 -- begin script counted it; once: the state checked above is final from here on.
@@ -162,18 +164,24 @@ else
       end
     end
   elseif kind == 'deprovision' and ok then
-    quota_release(redis.call('HGET', inst, 'quota_keys'), {})
+    -- begin_instance.lua copied the instance's quotas to the operation (no field: it holds
+    -- none); the previous release's operations (they name a service_id) did not.
+    local held = op.quotas_held
+    if op.service_id then held = redis.call('HGET', inst, 'quota_keys') end
+    quota_release(held, {})
     table.insert(del, 'quota_keys')
     table.insert(set, 'state')
     table.insert(set, 'gone')
     redis.call('EXPIRE', inst, retention)
-    -- Bindings the platform did not delete first go with their instance (docs/decisions/0004).
-    for _, bkey in ipairs(redis.call('SMEMBERS', bindings_set)) do
+    -- Bindings the platform did not delete first go with their instance (docs/decisions/0004);
+    -- most platforms do, and an empty set is no key: nothing to delete then.
+    local left = redis.call('SMEMBERS', bindings_set)
+    for _, bkey in ipairs(left) do
       redis.call('HSET', bkey, 'state', 'gone')
       redis.call('HDEL', bkey, 'result', 'lock_x')
       redis.call('EXPIRE', bkey, retention)
     end
-    redis.call('DEL', bindings_set)
+    if #left > 0 then redis.call('DEL', bindings_set) end
   end
   if #set > 0 then redis.call('HSET', inst, unpack(set)) end
   redis.call('HDEL', inst, unpack(del))

@@ -1,7 +1,8 @@
 -- Reads what last_operation answers for an instance or a binding, in one round trip.
 -- Returns {"not_found"}, {"unknown_operation", the record's last operation id or ""}, or
 -- {"ok", record state, kind, state,
--- description, instance_usable, update_repeatable, created_ms, plan_id, average ms or ""}.
+-- description, instance_usable, update_repeatable, created_ms, the plan of the average (an
+-- update's previous plan), average ms or ""}.
 -- requires: fields (store/lua/lib/fields.lua: read_fields)
 local KEY = {
   record = KEYS[1],  -- the instance or binding hash
@@ -24,19 +25,29 @@ local op_id = ARG.operation_id ~= '' and ARG.operation_id or record.last_op
 if not op_id then return {'not_found'} end
 local op = read_fields(ARG.prefix .. 'op:' .. op_id,
                        {'kind', 'instance', 'state', 'description', 'instance_usable',
-                        'update_repeatable', 'created_ms', 'plan_id', 'prev_plan_id', 'binding'})
-if not op.kind or op.instance ~= ARG.instance_id or (op.binding or '') ~= ARG.binding_id then
+                        'update_repeatable', 'created_ms', 'plan_id', 'prev_plan_id', 'binding',
+                        'platform', 'service_id'})
+-- An operation is its platform's (an earlier owner's, when the id was deleted and taken by
+-- another platform since): the one it names, or the default one; one begun by the previous
+-- release (which wrote service_id on every operation) names none, and its record decides.
+local op_platform = op.platform or (not op.service_id and 'default') or nil
+local op_theirs = op_platform and ARG.platform and ARG.platform ~= '' and
+                  op_platform ~= ARG.platform
+if not op.kind or op.instance ~= ARG.instance_id or (op.binding or '') ~= ARG.binding_id or
+    op_theirs then
   return {'unknown_operation', record.last_op or ''}
 end
 -- The plan's average duration sets Retry-After, which only an answer "in progress" carries:
--- a finished operation's poll (the last of each operation) does not read it.
+-- a finished operation's poll (the last of each operation) does not read it. An update's steps
+-- are its previous plan's. The gateway keeps the averages it read a while (docs/decisions/0043),
+-- keyed by that plan, which the answer names.
+local stats_plan = op.plan_id
+if op.kind == 'update' and op.prev_plan_id and op.prev_plan_id ~= '' then
+  stats_plan = op.prev_plan_id
+end
 local avg = ''
 if op.state ~= 'succeeded' and op.state ~= 'failed' then
-  local stats_plan = op.plan_id
-  if op.kind == 'update' and op.prev_plan_id and op.prev_plan_id ~= '' then
-    stats_plan = op.prev_plan_id
-  end
   avg = redis.call('HGET', ARG.prefix .. 'stats:' .. stats_plan, op.kind) or ''
 end
 return {'ok', record.state, op.kind, op.state, op.description or '', op.instance_usable or '',
-        op.update_repeatable or '', op.created_ms or '', op.plan_id or '', avg}
+        op.update_repeatable or '', op.created_ms or '', stats_plan or '', avg}

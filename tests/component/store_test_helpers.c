@@ -88,6 +88,19 @@ int osbq_store_last_operation(struct osbq_store *store, const char *instance_id,
     return rc;
 }
 
+int store_poll(struct store_fixture *f, const char *operation_id, const char *instance_id,
+               const char *binding_id, const char *platform, struct osbq_last_op *out)
+{
+    struct osbq_error err = {0};
+    struct osbq_store_call *call =
+        osbq_store_call_run_made(f->store, osbq_store_poll_call(f->store, operation_id, &err));
+    int rc = call != NULL
+                 ? osbq_store_poll_result(call, instance_id, binding_id, platform, out, &err)
+                 : -1;
+    osbq_store_call_free(&call);
+    return rc;
+}
+
 const char *store_field(struct store_fixture *f, const char *key, const char *name)
 {
     static char value[256];

@@ -48,6 +48,10 @@ int osbq_store_last_operation(struct osbq_store *store, const char *instance_id,
                               const char *platform, struct osbq_last_op *out,
                               struct osbq_error *err);
 
+/* osbq_store_poll_call, run; osbq_store_poll_result's returns. */
+int store_poll(struct store_fixture *f, const char *operation_id, const char *instance_id,
+               const char *binding_id, const char *platform, struct osbq_last_op *out);
+
 /* The hash field of key on the fixture's server, or "" when absent; valid until the next call. */
 const char *store_field(struct store_fixture *f, const char *key, const char *name);
 

@@ -353,6 +353,72 @@ static void history_events(struct store_fixture *f, const char *op, char *out, s
     osbq_store_strings_free(history);
 }
 
+/* A poll that names its operation reads the operation alone (docs/decisions/0043): answered
+ * when the operation is the instance's (or the binding's) and its platform's, and says its
+ * platform; anything else (another instance, binding or platform, an operation of the previous
+ * release, which says none, or none at all) is left to last_operation.lua. */
+static void test_poll_reads_the_operation_alone(void **state)
+{
+    struct store_fixture *f = *state;
+    assert_int_equal(begin(f, "provision", "pa", "ip", "d", "plan-a", NULL, NULL, NULL),
+                     OSBQ_BEGIN_ACCEPTED);
+    struct osbq_last_op op = {0};
+    assert_int_equal(store_poll(f, "pa", "ip", NULL, "default", &op), 1);
+    assert_string_equal(op.kind, "provision");
+    assert_string_equal(op.state, "queued");
+    assert_string_equal(op.average_plan, "plan-a");
+    assert_int_equal(op.average_ms, -1);
+    assert_true(op.created_ms > 0);
+    osbq_last_op_clear(&op);
+    assert_int_equal(store_poll(f, "pa", "ip", NULL, NULL, &op), 1); /* any platform */
+    osbq_last_op_clear(&op);
+    assert_int_equal(store_poll(f, "pa", "other", NULL, "default", &op), 0);
+    assert_int_equal(store_poll(f, "pa", "ip", "b1", "default", &op), 0);
+    assert_int_equal(store_poll(f, "pa", "ip", NULL, "k8s", &op), 0);
+    assert_int_equal(store_poll(f, "nothing", "ip", NULL, "default", &op), 0);
+    assert_null(op.kind);
+
+    assert_int_equal(claim(f, "pa", "w1", 10000), 1);
+    assert_int_equal(finish(f, "pa", "w1", true), 1);
+    assert_int_equal(store_poll(f, "pa", "ip", NULL, "default", &op), 1);
+    assert_string_equal(op.state, "succeeded");
+    assert_string_equal(op.description, "Done.");
+    osbq_last_op_clear(&op);
+
+    /* An update's steps are its previous plan's: that plan's average. */
+    assert_int_equal(begin(f, "update", "pu", "ip", "d2", "plan-b", NULL, NULL, NULL),
+                     OSBQ_BEGIN_ACCEPTED);
+    assert_int_equal(store_poll(f, "pu", "ip", NULL, "default", &op), 1);
+    assert_string_equal(op.kind, "update");
+    assert_string_equal(op.average_plan, "plan-a");
+    osbq_last_op_clear(&op);
+    struct osbq_error err = {0};
+    assert_int_equal(osbq_store_last_operation(f->store, "ip", NULL, "pu", NULL, &op, &err), 1);
+    assert_string_equal(op.average_plan, "plan-a");
+    osbq_last_op_clear(&op);
+
+    /* The previous release's operations name a service and no platform. */
+    redisReply *r = redisCommand(f->direct, "HSET t:op:pu service_id svc");
+    freeReplyObject(r);
+    assert_int_equal(store_poll(f, "pu", "ip", NULL, "default", &op), 0);
+
+    /* Another platform's operation names it. */
+    struct osbq_begin_request req = store_test_request("provision", "pk", "ik", "d");
+    req.plan_id = "plan-a";
+    req.platform = "k8s";
+    req.tenant = "k8s/ns";
+    struct osbq_begin_reply reply = {0};
+    assert_int_equal(osbq_store_begin(f->store, &req, &reply, &err), 0);
+    assert_int_equal(reply.answer, OSBQ_BEGIN_ACCEPTED);
+    osbq_begin_reply_clear(&reply);
+    assert_string_equal(store_field(f, "t:op:pk", "platform"), "k8s");
+    assert_string_equal(store_field(f, "t:op:pa", "platform"), "");
+    assert_int_equal(store_poll(f, "pk", "ik", NULL, "k8s", &op), 1);
+    osbq_last_op_clear(&op);
+    assert_int_equal(store_poll(f, "pk", "ik", NULL, "default", &op), 0);
+    assert_int_equal(store_poll(f, "pa", "ip", NULL, "k8s", &op), 0);
+}
+
 static int names_order(const void *a, const void *b)
 {
     return strcmp(*(const char *const *)a, *(const char *const *)b);
@@ -360,7 +426,8 @@ static int names_order(const void *a, const void *b)
 
 /* A finished operation says each thing once (docs/decisions/0041): no history line for its
  * first claim nor for its worker's outcome, no attempt beside its claims, no copy of its
- * instance's service; an operator still reads all of them. */
+ * instance's service; an operator still reads all of them. The default platform is not named
+ * (docs/decisions/0043). */
 static void test_finished_operation_says_once(void **state)
 {
     struct store_fixture *f = *state;
@@ -894,6 +961,7 @@ int main(void)
         cmocka_unit_test(test_steps_repairs),
         cmocka_unit_test(test_polls_leave_fairly),
         cmocka_unit_test(test_results_walk_and_compare_and_set),
+        cmocka_unit_test(test_poll_reads_the_operation_alone),
     };
     return cmocka_run_group_tests(tests, setup, store_fixture_teardown);
 }

@@ -211,10 +211,17 @@ class TwoPlatforms(unittest.TestCase):
         q = "service_id=%s&plan_id=%s" % (CACHE, CACHE_PLAN)
         base = "/v2/service_instances/" + inst
         binding = base + "/service_bindings/" + bind
+        # A poll that names its operation reads the operation alone (docs/decisions/0043): it
+        # says its platform, so the right id is not enough either.
+        op = harness.redis_hash(self.p.stack.redis, "osbq:instance:" + inst)["last_op"]
+        bop = harness.redis_hash(self.p.stack.redis,
+                                 "osbq:binding:%s:%s" % (inst, bind))["last_op"]
         # The other platform sees nothing of them, whatever it tries.
         answers = [
             ("GET", base, None, 404),
             ("GET", base + "/last_operation", None, 404),
+            ("GET", base + "/last_operation?operation=" + op, None, 404),
+            ("GET", binding + "/last_operation?operation=" + bop, None, 404),
             ("PATCH", base, {"service_id": CACHE, "parameters": {"a": 1}}, 404),
             ("PUT", base + "/service_bindings/k8s-b", {"service_id": CACHE,
                                                        "plan_id": CACHE_PLAN}, 404),
@@ -235,6 +242,10 @@ class TwoPlatforms(unittest.TestCase):
         self.assertEqual(self.cf_request("GET", base).status, 200)
         self.assertEqual(self.cf_request("GET", binding).status, 200)
         self.assertEqual(self.cf_request("GET", base + "/last_operation").status, 200)
+        for path in (base + "/last_operation?operation=" + op,
+                     binding + "/last_operation?operation=" + bop):
+            r = self.cf_request("GET", path)
+            self.assertEqual((r.status, r.json().get("state")), (200, "succeeded"), r.body)
         self.assertEqual(self.cf_request("DELETE", binding + "?" + q).status, 200)
         self.assertEqual(self.cf_request("DELETE", base + "?" + q).status, 200)
         # Once deleted, the id is free for another platform.
@@ -242,6 +253,14 @@ class TwoPlatforms(unittest.TestCase):
         self.assertEqual(r.status, 201, r.body)
         self.assertEqual(self.cf_request("GET", base).status, 404)
         self.assertEqual(self.k8s_request("GET", base).status, 200)
+        # Its operations stay its own: the new owner is told they are not its instance's, and
+        # the old one does not read the new one's.
+        new_op = harness.redis_hash(self.p.stack.redis, "osbq:instance:" + inst)["last_op"]
+        r = self.k8s_request("GET", base + "/last_operation?operation=" + op)
+        self.assertEqual(r.status, 400, r.body)
+        self.assertIn(new_op, r.json()["description"])
+        r = self.cf_request("GET", base + "/last_operation?operation=" + new_op)
+        self.assertEqual(r.status, 404, r.body)
 
     def test_metrics_per_platform(self):
         self.assertEqual(self.k8s_request("GET", "/v2/catalog").status, 200)
@@ -335,6 +354,15 @@ class DefaultPlatform(unittest.TestCase):
         self.assertEqual(self.default.request("GET", "/v2/service_instances/legacy-1").status, 200)
         cf = self.p.basic()
         self.assertEqual(cf.request("GET", "/cf-prod/v2/service_instances/legacy-1").status, 404)
+        # Its operation, as the previous release wrote it (a service_id, no platform): a poll
+        # naming it is answered through the instance's record, the default platform's
+        # (docs/decisions/0043).
+        op = harness.redis_hash(redis, "osbq:instance:legacy-1")["last_op"]
+        redis.command("HSET", "osbq:op:" + op, "service_id", DB)
+        poll = "/v2/service_instances/legacy-1/last_operation?operation=" + op
+        r = self.default.request("GET", poll)
+        self.assertEqual((r.status, r.json().get("state")), (200, "succeeded"), r.body)
+        self.assertEqual(cf.request("GET", "/cf-prod" + poll).status, 404)
         # The default credentials do not open a prefixed platform, nor the reverse.
         self.assertEqual(self.default.request("GET", "/cf-prod/v2/catalog").status, 401)
         self.assertEqual(cf.request("GET", "/v2/catalog").status, 401)

@@ -71,8 +71,11 @@ REDIS_COMMANDS_PER_OPERATION = {
     "poll": 3,              # last_operation
     "bind": 19,             # begin_binding, finish: 18.25
     "binding_poll": 3,      # last_operation
+    "named_poll": 1,        # HMGET of the operation alone (decision 0043)
+    "binding_named_poll": 1,
     "unbind": 20,           # begin_binding, finish: 19.25
-    "deprovision": 18,      # begin_instance, finish: 17.25
+    "deprovision": 16,      # begin_instance, finish: 15.25 (its quotas read at begin, an
+                            # empty bindings set not deleted: decision 0044)
 }
 # The claim of an operation that was not handed over: the call and what it runs (claim.lua).
 CLAIM_COMMANDS = 4
@@ -253,19 +256,34 @@ class RoundTripTest(unittest.TestCase):
             ("poll", "GET", instance + "/last_operation", None, 200),
             ("bind", "PUT", binding + "?accepts_incomplete=true", bind_body, 202),
             ("binding_poll", "GET", binding + "/last_operation", None, 200),
+            # As platforms poll: naming the operation of the broker's 202 ({op}, the record's
+            # last operation), read alone (decision 0043).
+            ("named_poll", "GET", instance + "/last_operation?operation={op}", None, 200),
+            ("binding_named_poll", "GET", binding + "/last_operation?operation={op}", None,
+             200),
             ("unbind", "DELETE", binding + "?" + query, None, 202),
             ("deprovision", "DELETE", instance + "?" + query, None, 202),
         )
         ids = ["%s-c-%d" % (self.tag, n) for n in range(OPERATIONS)]
         for kind, method, path, request_body, expected in phases:
             with self.subTest(kind):
-                def one(i, method=method, path=path, request_body=request_body):
+                # The operation each instance's (or binding's) record names last.
+                ops, named = {}, ids
+                if "{op}" in path:
+                    record = "osbq:binding:%s:%s-b" if "binding" in kind else "osbq:instance:%s"
+                    ops = {i: self.stack.redis.command(
+                        "HGET", record % ((i,) * record.count("%s")), "last_op")
+                        for i in ids}
+                    named = list(ids) + list(ops.values())
+
+                def one(i, method=method, path=path, request_body=request_body, ops=ops):
+                    target = path % ((i,) * path.count("%s"))
                     return self.client().request(
-                        method, path % ((i,) * path.count("%s")), request_body).status
+                        method, target.replace("{op}", ops.get(i, "")), request_body).status
 
                 statuses, window = self.measure_operations("ops-" + kind, one, ids)
                 self.assertEqual(statuses, [expected] * OPERATIONS)
-                theirs, others = redis_monitor.operation_calls(window, ids)
+                theirs, others = redis_monitor.operation_calls(window, named)
                 # The worker runs nothing but these operations here: a script call of its that
                 # names none of them means the attribution missed it.
                 lost = [c for c in others if c.owner == "worker" and c.script is not None]

@@ -613,7 +613,7 @@ static void publish_stats(struct dispatch *d)
     pthread_mutex_lock(&d->lock);
     for (struct worker_slot *w = zlistx_first(d->workers); w != NULL; w = zlistx_next(d->workers)) {
         s.workers++;
-        s.free_slots += w->free;
+        s.free_slots += available(w);
     }
     s.queued = dispatch_lanes_total(d->queue);
     s.queued_due = dispatch_lanes_size(d->queue, DISPATCH_LANE_DUE);

@@ -87,7 +87,8 @@ struct dispatch_stats {
     size_t queued;          /* jobs waiting for a worker, in every lane */
     size_t queued_due;      /* of those, the recovery loop's (DISPATCH_LANE_DUE) */
     size_t workers;         /* live workers */
-    size_t free_slots;      /* their free slots, as last announced */
+    size_t free_slots;      /* their free slots, as last announced, less those taken for
+                             * hand-overs not sent yet */
     size_t tenants_waiting; /* tenants with jobs waiting, counted once per lane they wait in */
 };
 void dispatch_get_stats(struct dispatch *d, struct dispatch_stats *out);

@@ -102,9 +102,10 @@ static int add_dispatch_families(struct gateway_metrics *gm, struct osbq_metrics
     }
     gm->workers = osbq_metrics_add_unlabelled(m, OSBQ_METRIC_GAUGE, "osbq_workers_live",
                                               "Workers connected to this gateway's bus socket.");
-    gm->free_slots =
-        osbq_metrics_add_unlabelled(m, OSBQ_METRIC_GAUGE, "osbq_worker_free_slots",
-                                    "Free job slots those workers last announced, summed.");
+    gm->free_slots = osbq_metrics_add_unlabelled(
+        m, OSBQ_METRIC_GAUGE, "osbq_worker_free_slots",
+        "Free job slots those workers last announced, less those this gateway "
+        "took for hand-overs not sent yet, summed.");
     return gm->jobs_queued && gm->dispatch_waits && gm->tenants_waiting && gm->workers &&
                    gm->free_slots
                ? 0

@@ -48,6 +48,34 @@ static int operation_series_all(const struct worker_metrics *wm, const char *ser
     return 0;
 }
 
+/* The labelled families' series, made up front so a scrape lists every one at 0: operations per
+ * catalog plan (and the unknown plan), durations per kind, claims per result. */
+static int labelled_series(struct worker_metrics *wm, const struct osbq_catalog *catalog,
+                           struct osbq_metric *duration, struct osbq_metric *claims)
+{
+    size_t services = catalog != NULL ? osbq_catalog_service_count(catalog) : 0;
+    for (size_t i = 0; i < services; i++) {
+        const struct osbq_service *service = osbq_catalog_service_at(catalog, i);
+        for (size_t j = 0; j < service->plan_count; j++)
+            if (operation_series_all(wm, service->id, service->plans[j].id) < 0)
+                return -1;
+    }
+    if (operation_series_all(wm, OSBQ_CATALOG_UNKNOWN_LABEL, OSBQ_CATALOG_UNKNOWN_LABEL) < 0)
+        return -1;
+    for (int k = 0; k < WORKER_METRICS_KINDS; k++) {
+        const char *kind = osbq_job_kind_name((enum osbq_job_kind)(k + (int)OSBQ_JOB_PROVISION));
+        wm->duration[k] = osbq_metric_series(duration, OSBQ_LABELS(kind));
+        if (wm->duration[k] == NULL)
+            return -1;
+    }
+    for (int c = 0; c < WORKER_CLAIM_RESULTS; c++) {
+        wm->claims[c] = osbq_metric_series(claims, OSBQ_LABELS(claim_names[c]));
+        if (wm->claims[c] == NULL)
+            return -1;
+    }
+    return 0;
+}
+
 int worker_metrics_init(struct worker_metrics *wm, struct osbq_metrics *registry,
                         const struct osbq_catalog *catalog, unsigned slots)
 {
@@ -109,26 +137,8 @@ int worker_metrics_init(struct worker_metrics *wm, struct osbq_metrics *registry
         wm->finish_retries == NULL || wm->steps_waiting == NULL || wm->step_lateness == NULL ||
         wm->gateways_connected == NULL)
         return -1;
-    size_t services = catalog != NULL ? osbq_catalog_service_count(catalog) : 0;
-    for (size_t i = 0; i < services; i++) {
-        const struct osbq_service *service = osbq_catalog_service_at(catalog, i);
-        for (size_t j = 0; j < service->plan_count; j++)
-            if (operation_series_all(wm, service->id, service->plans[j].id) < 0)
-                return -1;
-    }
-    if (operation_series_all(wm, OSBQ_CATALOG_UNKNOWN_LABEL, OSBQ_CATALOG_UNKNOWN_LABEL) < 0)
+    if (labelled_series(wm, catalog, duration, claims) < 0)
         return -1;
-    for (int k = 0; k < WORKER_METRICS_KINDS; k++) {
-        const char *kind = osbq_job_kind_name((enum osbq_job_kind)(k + (int)OSBQ_JOB_PROVISION));
-        wm->duration[k] = osbq_metric_series(duration, OSBQ_LABELS(kind));
-        if (wm->duration[k] == NULL)
-            return -1;
-    }
-    for (int c = 0; c < WORKER_CLAIM_RESULTS; c++) {
-        wm->claims[c] = osbq_metric_series(claims, OSBQ_LABELS(claim_names[c]));
-        if (wm->claims[c] == NULL)
-            return -1;
-    }
     osbq_series_set(wm->slots, (double)slots);
     return osbq_metrics_on_render(m, refresh_gauges, wm);
 }

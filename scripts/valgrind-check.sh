@@ -61,9 +61,15 @@ q="service_id=$svc&plan_id=$plan"
 codes=$(curl "${h[@]}" -X PUT -d "$body" "$base/vg1"
         curl "${h[@]}" -X PUT -d "$body" "$base/vg1/service_bindings/b1"
         curl "${h[@]}" "$base/vg1/service_bindings/b1"
-        curl "${h[@]}" -X DELETE "$base/vg1/service_bindings/b1?$q"
-        curl "${h[@]}" -X DELETE "$base/vg1?$q&accepts_incomplete=true")
-echo "statuses: $codes (expected: 201 201 200 200 202)"
+        curl "${h[@]}" -X DELETE "$base/vg1/service_bindings/b1?$q")
+# An asynchronous deprovision, then polls naming its operation (the gateway reads it alone,
+# docs/decisions/0043): in progress (200) or deleted (410) as they come.
+accepted=$(curl -s -m 30 -w ' %{http_code}' --cacert "$work/cert.pem" -u u:p \
+  -H 'X-Broker-API-Version: 2.17' -X DELETE "$base/vg1?$q&accepts_incomplete=true")
+codes+="${accepted##* } "
+op=$(printf '%s' "${accepted% *}" | python3 -c 'import json, sys; print(json.load(sys.stdin)["operation"])')
+polls=$(for _ in 1 2 3; do curl "${h[@]}" "$base/vg1/last_operation?operation=$op"; done)
+echo "statuses: $codes (expected: 201 201 200 200 202), polls: $polls (each 200 or 410)"
 sleep 2
 kill "$gateway" "$worker"
 status=0
@@ -71,4 +77,5 @@ wait "$gateway" || status=1
 wait "$worker" || status=1
 grep -h "ERROR SUMMARY" "$work/gateway.log" "$work/worker.log"
 [ "$codes" = "201 201 200 200 202 " ] || status=1
+for code in $polls; do [ "$code" = 200 ] || [ "$code" = 410 ] || status=1; done
 exit $status

@@ -231,6 +231,11 @@ int store_scan_fetch(redisContext *c, const char *pattern, uint64_t *cursor, uns
 /* Longest key: namespace (64), a kind, and a percent-encoded id of up to 1024 bytes. */
 #define STORE_KEY_MAX 3400
 
+/* The platform a record or an operation that names none belongs to (OSBQ_PLATFORM_DEFAULT of
+ * gateway/platforms.h): records from before platforms, and operations of the default one
+ * (docs/decisions/0043). */
+#define STORE_PLATFORM_DEFAULT "default"
+
 /* Writes "<ns>:<suffix>" into buf; returns its length, or -1. */
 int store_key(const struct osbq_store *store, char *buf, size_t size, const char *suffix);
 

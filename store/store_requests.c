@@ -99,7 +99,7 @@ static struct osbq_store_call *begin_instance_call(const struct osbq_begin_reque
         [BEGIN_INSTANCE_ARG_INSTANCE_ID] = req->instance_id,
         [BEGIN_INSTANCE_ARG_API_VERSION] = d->api_version,
         [BEGIN_INSTANCE_ARG_QUOTAS] = or_empty(req->quotas),
-        [BEGIN_INSTANCE_ARG_PLATFORM] = req->platform ? req->platform : "default",
+        [BEGIN_INSTANCE_ARG_PLATFORM] = req->platform ? req->platform : STORE_PLATFORM_DEFAULT,
         [BEGIN_INSTANCE_ARG_TENANT] = or_empty(req->tenant),
         [BEGIN_INSTANCE_ARG_IN_PROGRESS_CAP] = d->in_progress_cap,
         [BEGIN_INSTANCE_ARG_HANDED_WORKER] = or_empty(req->handed_worker),
@@ -142,7 +142,7 @@ static struct osbq_store_call *begin_binding_call(const struct osbq_begin_reques
         [BEGIN_BINDING_ARG_API_VERSION] = d->api_version,
         [BEGIN_BINDING_ARG_PREDECESSOR_KEY] = d->predecessor,
         [BEGIN_BINDING_ARG_PREDECESSOR_ID] = or_empty(b->predecessor_binding_id),
-        [BEGIN_BINDING_ARG_PLATFORM] = req->platform ? req->platform : "default",
+        [BEGIN_BINDING_ARG_PLATFORM] = req->platform ? req->platform : STORE_PLATFORM_DEFAULT,
         [BEGIN_BINDING_ARG_TENANT] = or_empty(req->tenant),
         [BEGIN_BINDING_ARG_IN_PROGRESS_CAP] = d->in_progress_cap,
         [BEGIN_BINDING_ARG_HANDED_WORKER] = or_empty(req->handed_worker),
@@ -418,7 +418,7 @@ int osbq_store_poll_result(struct osbq_store_call *call, const char *instance_id
                poll_field_says(reply, POLL_SERVICE_ID, NULL) &&
                (platform == NULL || platform[0] == '\0' ||
                 poll_field_says(reply, POLL_PLATFORM, platform) ||
-                (strcmp(platform, "default") == 0 &&
+                (strcmp(platform, STORE_PLATFORM_DEFAULT) == 0 &&
                  poll_field_says(reply, POLL_PLATFORM, NULL))) &&
                !poll_field_says(reply, POLL_STATE, NULL)) {
         struct osbq_last_op got = {0};
@@ -429,8 +429,9 @@ int osbq_store_poll_result(struct osbq_store_call *call, const char *instance_id
         got.update_repeatable = flag_value(reply, POLL_UPDATE_REPEATABLE);
         got.created_ms = store_element_int(reply, POLL_CREATED_MS, 0);
         got.average_ms = -1;
-        got.average_plan = average_plan(got.kind, store_element_dup(reply, POLL_PLAN_ID),
-                                        store_element_dup(reply, POLL_PREV_PLAN_ID));
+        if (got.kind != NULL)
+            got.average_plan = average_plan(got.kind, store_element_dup(reply, POLL_PLAN_ID),
+                                            store_element_dup(reply, POLL_PREV_PLAN_ID));
         if (got.kind == NULL || got.state == NULL) {
             osbq_last_op_clear(&got);
             rc = osbq_error_set(err, OSBQ_ERR_INTERNAL, "out of memory");

@@ -72,8 +72,8 @@ local binding_theirs = bstate and (binding.platform or 'default') ~= platform
 -- gateway that waits for the outcome, as begin_instance.lua records it; no service_id (the
 -- instance's) nor attempt (claims says it), docs/decisions/0041; its platform unless it is the
 -- default one, so that a poll naming the operation reads it alone (docs/decisions/0043). One
--- write of the
--- operation and one of the binding: binding_fields (a bind's new binding) go with its lock.
+-- write of the operation and one of the binding: binding_fields (a bind's new binding) go with
+-- its lock.
 local function record(binding_fields)
   local tenant = instance.tenant or ARG.tenant
   local fields = {'kind', kind, 'instance', ARG.instance_id, 'binding', ARG.binding_id,

@@ -35,7 +35,7 @@ from redis_monitor import Monitor  # noqa: E402
 CATALOG = os.path.join(harness.SOURCE_DIR, "bench", "catalog.json")
 SERVICE = "0b5e7c1a-9d3f-4e2b-8a61-b7c4d2e9f001"  # bench/catalog.json
 INSTANT = "0b5e7c1a-9d3f-4e2b-8a61-b7c4d2e9f101"   # sim, every operation 0 ms
-HUNDREDS_OF_MS = "0b5e7c1a-9d3f-4e2b-8a61-b7c4d2e9f107"  # sim, a provision of 300 ms
+SIX_SECONDS = "0b5e7c1a-9d3f-4e2b-8a61-b7c4d2e9f105"     # sim, a provision of 6 s
 
 # Redis round trips per request on the gateway's own connections (docs/benchmarks.md). A change
 # that adds one fails here; one that removes one updates these numbers and the doc together.
@@ -85,6 +85,8 @@ REQUESTS = 120      # per measured phase; a few hundred requests in all
 OPERATIONS = 60     # per kind of the Redis work guard
 LIFECYCLES = 40     # sync provision, bind, unbind, deprovision: 160 requests
 CLIENTS = 8         # concurrent keep-alive connections
+SLOW_OPERATIONS = 16  # six-second provisions polled while they run: the worker's slots
+POLLS_EACH = 8        # polls of each
 
 _MONITOR_LINE = redis_monitor.LINE
 
@@ -368,37 +370,39 @@ class RoundTripTest(unittest.TestCase):
                                     GATEWAY_ROUND_TRIPS["last_operation"])
 
         with self.subTest("last_operation_named_in_progress"):
-            # As platforms poll, naming the operation of the 202, while it runs (300 ms steps,
-            # 16 slots: about 2 s of work): one HMGET of the operation alone (decision 0043).
-            # Retry-After's average comes from the gateway's copy; only the polls that find
-            # none yet (the first, and those racing it on the other clients) go through
-            # last_operation.lua too. Without the copy, every poll would be two calls.
-            slow = dict(body, plan_id=HUNDREDS_OF_MS)
+            # As platforms poll, naming the operation of the 202, while it runs: one HMGET of
+            # the operation alone (decision 0043). SLOW_OPERATIONS six-second provisions fill
+            # the worker's slots, each polled POLLS_EACH times. Retry-After's average comes from
+            # the gateway's copy; only the polls that find none yet (the first, and those
+            # racing it on the other clients) go through last_operation.lua too. Without the
+            # copy, every poll would be two calls.
+            slow = dict(body, plan_id=SIX_SECONDS)
             ops = {}
-            for instance in ("%s-n-%d" % (self.tag, n) for n in range(REQUESTS)):
+            for instance in ("%s-n-%d" % (self.tag, n) for n in range(SLOW_OPERATIONS)):
                 r = self.client().request(
                     "PUT", "/v2/service_instances/%s?accepts_incomplete=true" % instance, slow)
                 self.assertEqual(r.status, 202, r.body)
                 ops[instance] = r.json()["operation"]
+            polls = [instance for instance in ops for _ in range(POLLS_EACH)]
 
             def poll_named(instance):
                 r = self.client().request("GET", "/v2/service_instances/%s/last_operation"
                                           "?operation=%s" % (instance, ops[instance]))
                 return r.status, r.json().get("state")
 
-            answers, window = self.measure("last_operation_named", poll_named, list(ops))
-            self.assertEqual([status for status, _ in answers], [200] * REQUESTS)
+            answers, window = self.measure("last_operation_named", poll_named, polls)
+            self.assertEqual([status for status, _ in answers], [200] * len(polls))
             running = sum(1 for _, state in answers if state == "in progress")
-            self.assertGreater(running, REQUESTS / 2, "the operations ended before their polls")
+            self.assertGreater(running, len(polls) / 2, "the operations ended before their polls")
             named = [c for c in window
                      if c[0] == "gateway" and any(op in c[2] for op in ops.values())]
-            report("last_operation_named", REQUESTS, len(named), 0, 0)
+            report("last_operation_named", len(polls), len(named), 0, 0)
             reads = [c for c in named if c[1] == "HMGET"]
-            self.assertEqual(len(reads), REQUESTS, "a named poll is one HMGET of its operation")
+            self.assertEqual(len(reads), len(polls), "a named poll is one HMGET of its operation")
             self.assertLessEqual(len(named) - len(reads), CLIENTS,
                                  "%d of %d polls of operations in progress (%d) read the script "
                                  "too: the plan's average is not kept" % (
-                                     len(named) - len(reads), REQUESTS, running))
+                                     len(named) - len(reads), len(polls), running))
 
         # The accepted jobs are done before the lifecycles are measured: their claims and
         # finishes would otherwise count as the lifecycles' worker commands.

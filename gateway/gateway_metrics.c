@@ -13,6 +13,9 @@ static const char *const operation_labels[] = {"kind", "state", "service", "plan
 static const char *const platform_labels[] = {"platform", "code"};
 static const char *const lane_label[] = {"lane"};
 static const char *const lane_platform_labels[] = {"lane", "platform"};
+static const char *const read_label[] = {"read"};
+/* osbq_last_operation_reads_total's read label, by enum gateway_last_op_read. */
+static const char *const last_op_read_names[GATEWAY_LAST_OP_READS] = {"operation", "record"};
 
 /* Sets the gauges that are read rather than tracked. */
 static void refresh_gauges(void *ctx)
@@ -68,6 +71,18 @@ static int add_operation_families(struct gateway_metrics *gm, struct osbq_metric
     gm->sync_waits =
         osbq_metrics_add_unlabelled(m, OSBQ_METRIC_GAUGE, "osbq_sync_waits_in_flight",
                                     "Synchronous requests suspended until their operation ends.");
+    struct osbq_metric *reads = osbq_metrics_add(
+        m, OSBQ_METRIC_COUNTER, "osbq_last_operation_reads_total",
+        "Redis reads of last_operation polls, by what was read: operation (the operation the poll "
+        "names, one plain read), record (last_operation.lua: the poll names no operation, or the "
+        "operation alone could not answer it).",
+        read_label, 1, NULL, 0);
+    for (unsigned i = 0; i < GATEWAY_LAST_OP_READS; i++) {
+        gm->last_op_reads[i] =
+            reads ? osbq_metric_series(reads, OSBQ_LABELS(last_op_read_names[i])) : NULL;
+        if (gm->last_op_reads[i] == NULL)
+            return -1;
+    }
     return gm->operations && gm->sync_waits ? 0 : -1;
 }
 
@@ -178,6 +193,12 @@ void gateway_metrics_request(struct gateway_metrics *gm, const char *route, cons
     (void)snprintf(code, sizeof code, "%u", status);
     osbq_series_add(osbq_metric_series(gm->requests, OSBQ_LABELS(route, method, code)), 1);
     osbq_series_observe(osbq_metric_series(gm->duration, OSBQ_LABELS(route)), seconds);
+}
+
+void gateway_metrics_last_operation_read(struct gateway_metrics *gm, enum gateway_last_op_read read)
+{
+    if (gm != NULL && read < GATEWAY_LAST_OP_READS)
+        osbq_series_add(gm->last_op_reads[read], 1);
 }
 
 void gateway_metrics_platform_request(struct gateway_metrics *gm, const char *platform,

@@ -10,6 +10,13 @@
 #include "store.h"
 #include "waiter.h"
 
+/* What a last_operation poll read in Redis (osbq_last_operation_reads_total's read label). */
+enum gateway_last_op_read {
+    GATEWAY_LAST_OP_READ_OPERATION, /* the operation it names, alone (docs/decisions/0043) */
+    GATEWAY_LAST_OP_READ_RECORD,    /* last_operation.lua: the record, then the operation */
+    GATEWAY_LAST_OP_READS
+};
+
 /* Made in main.c before any thread that updates it starts; freed after they all stopped. */
 struct gateway_metrics {
     struct osbq_metrics *registry;         /* owned: the process's registry */
@@ -26,7 +33,8 @@ struct gateway_metrics {
     struct osbq_series *workers;        /* osbq_workers_live (read at scrape) */
     struct osbq_series *free_slots;     /* osbq_worker_free_slots (read at scrape) */
     struct osbq_series *sync_waits;     /* osbq_sync_waits_in_flight (read at scrape) */
-    struct osbq_metric *dispatch_waits; /* osbq_dispatch_wait_seconds{lane,platform} */
+    struct osbq_series *last_op_reads[GATEWAY_LAST_OP_READS]; /* osbq_last_operation_reads_total */
+    struct osbq_metric *dispatch_waits;  /* osbq_dispatch_wait_seconds{lane,platform} */
     struct osbq_series *tenants_waiting; /* osbq_dispatch_tenants_waiting (read at scrape) */
     struct osbq_series *longest_waits[DISPATCH_LANES]; /* osbq_dispatch_longest_wait_seconds */
     struct dispatch *dispatch;    /* borrowed, read at scrape; NULL until attached */
@@ -54,6 +62,10 @@ void gateway_metrics_clear(struct gateway_metrics *gm);
  * one of the names http.c knows, status the HTTP status, seconds from first byte to answer. */
 void gateway_metrics_request(struct gateway_metrics *gm, const char *route, const char *method,
                              unsigned status, double seconds);
+
+/* Counts one Redis read of a last_operation poll (gm NULL: nothing). */
+void gateway_metrics_last_operation_read(struct gateway_metrics *gm,
+                                         enum gateway_last_op_read read);
 
 /* Counts one answered broker API request of platform (a name from OSBQ_PLATFORMS, so the
  * label's values stay few). */

@@ -127,6 +127,7 @@ static void binding_last_operation_get_after_read(const struct gateway *gw,
 static void read_with_record(const struct gateway *gw, const struct request *req, bool binding,
                              struct reply *out)
 {
+    gateway_metrics_last_operation_read(gw->metrics, GATEWAY_LAST_OP_READ_RECORD);
     struct osbq_error err = {0};
     struct osbq_store_call *call =
         osbq_store_last_operation_call(gw->store, req->params[0], route_binding(req, binding),
@@ -192,6 +193,7 @@ static void last_operation(const struct gateway *gw, const struct request *req, 
         reply_bad_request(out, "The operation query parameter must not be empty.");
         return;
     }
+    gateway_metrics_last_operation_read(gw->metrics, GATEWAY_LAST_OP_READ_OPERATION);
     struct osbq_error err = {0};
     struct osbq_store_call *call = osbq_store_poll_call(gw->store, operation, &err);
     reply_defer_call(out, call, &err, binding ? binding_poll_after_read : poll_after_read, NULL,

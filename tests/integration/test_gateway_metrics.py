@@ -201,6 +201,19 @@ class GatewayMetricsTest(unittest.TestCase):
                           if k[0] == hist + "_bucket" and dict(k[1])["route"] == BINDING_ROUTE))
         self.assertEqual([v for _, v in buckets], sorted(v for _, v in buckets))
         self.assertEqual(value(after, "osbq_sync_waits_in_flight"), 0)
+        # Every poll named its operation: each read it alone (decision 0043); those of an
+        # operation in progress whose plan's average the gateway did not hold read the record
+        # too (test_round_trips counts those).
+        reads = "osbq_last_operation_reads_total"
+        self.assertEqual(delta(reads, read="operation"), polls + gone_polls)
+        # A poll naming none reads the record (last_operation.lua), and only that.
+        r = self.osb.request("GET", "/v2/service_instances/%s/last_operation" % failed)
+        self.assertEqual(r.status, 200, r.body)
+        harness.wait_until(lambda: value(self.scraper.samples(), reads, read="record")
+                           - value(after, reads, read="record") == 1, 5,
+                           "the poll's read to be counted")
+        self.assertEqual(value(self.scraper.samples(), reads, read="operation"),
+                         value(after, reads, read="operation"))
         # Every job sent went through the dispatcher's lanes: the sync bind and unbind through
         # "waiting", the three provisions and the async deprovision through "new" (the joined
         # request sends no job of its own), all of the one platform without OSBQ_PLATFORMS.

@@ -381,7 +381,8 @@ struct osbq_store_call *osbq_store_poll_call(struct osbq_store *store, const cha
     return store_command_new(2 + POLL_FIELD_COUNT, argv, NULL, err);
 }
 
-/* reply's element i is there and says text (NULL: is not there). */
+/* reply's element i is there and says text (NULL: is not there). An operation with a
+ * service_id was begun by the previous release (store/lua/lib/release.lua). */
 static bool poll_field_says(const redisReply *reply, enum poll_field i, const char *text)
 {
     const redisReply *e = reply->element[i];

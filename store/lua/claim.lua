@@ -9,6 +9,7 @@
 -- late it runs; tenant: whose operation it is, for the worker's exec places), 0 otherwise.
 -- requires: history (store/lua/lib/history.lua: history_with)
 -- requires: fields (store/lua/lib/fields.lua: read_fields)
+-- requires: release (store/lua/lib/release.lua: begun_by_previous_release)
 local KEY = {
   op = KEYS[1],     -- the operation hash
   queue = KEYS[2],  -- the queue zset
@@ -23,7 +24,8 @@ local ARG = {
 }
 local op = read_fields(KEY.op, {'state', 'lease_until', 'due_ms', 'tenant', 'claims',
                                 'started_ms', 'history', 'resume', 'steps', 'created_ms',
-                                'worker'})
+                                'worker', 'service_id'})
+local previous_release = begun_by_previous_release(op)
 local state = op.state
 local now = tonumber(ARG.now)
 if state == 'running' then
@@ -48,10 +50,10 @@ else
   attempt = tonumber(op.claims or '0') + 1
   table.insert(fields, 'claims')
   table.insert(fields, attempt)
-  -- The first claim of this release's operation (it has a tenant) into an empty history is
-  -- said by started_ms, worker and attempt (lib/history.lua); the previous release's
-  -- operations keep every event written.
-  if op.history or op.started_ms or not op.tenant or op.tenant == '' then
+  -- The first claim of this release's operation into an empty history is said by started_ms,
+  -- worker and attempt (lib/history.lua); the previous release's operations keep every event
+  -- written.
+  if op.history or op.started_ms or previous_release then
     table.insert(fields, 'history')
     table.insert(fields, history_with(op.history, {ms = now, event = 'claimed',
                                                    worker = ARG.worker_id, attempt = attempt},
@@ -60,7 +62,7 @@ else
 end
 -- The attempt is claims' count (osbq-ctl shows it so); the previous release's operations keep
 -- the field of their own.
-if not op.tenant or op.tenant == '' then
+if previous_release then
   table.insert(fields, 'attempt')
   table.insert(fields, attempt)
 end

@@ -7,6 +7,7 @@
 -- Returns 1, or 0 when the operation is no longer this worker's.
 -- requires: history (store/lua/lib/history.lua: history_with)
 -- requires: fields (store/lua/lib/fields.lua: read_fields)
+-- requires: release (store/lua/lib/release.lua: begun_by_previous_release)
 local KEY = {
   op = KEYS[1],       -- the operation hash
   queue = KEYS[2],    -- the queue zset
@@ -36,6 +37,7 @@ local op = read_fields(op_key, {'state', 'worker', 'kind', 'instance_key', 'plan
                                 'instance', 'binding', 'tenant', 'lease_until', 'history',
                                 'waited', 'in_progress_key', 'started_ms', 'quotas_held',
                                 'service_id'})
+local previous_release = begun_by_previous_release(op)
 local now, retention = tonumber(ARG.now), tonumber(ARG.retention)
 if ARG.mode == 'abandon' then
   if op.state ~= 'queued' and op.state ~= 'waiting' and
@@ -61,10 +63,10 @@ if ARG.mode == 'abandon' then event = 'abandoned' end
 if ARG.mode == 'operator' then event = 'failed_by_operator' end
 local op_fields = {'state', ok and 'succeeded' or 'failed', 'description', ARG.description,
                    'finished_ms', now}
--- A worker's outcome of this release's operation (it has a tenant) is said by the fields just
--- written (lib/history.lua); the recovery loop's and an operator's are events of their own,
--- and the previous release's operations keep every event written.
-if ARG.mode ~= '' or not tenant or tenant == '' then
+-- A worker's outcome of this release's operation is said by the fields just written
+-- (lib/history.lua); the recovery loop's and an operator's are events of their own, and the
+-- previous release's operations keep every event written.
+if ARG.mode ~= '' or previous_release then
   table.insert(op_fields, 'history')
   table.insert(op_fields, history_with(op.history, {ms = now, event = event, worker = op.worker,
                                                     description = ARG.description}, op))
@@ -165,9 +167,9 @@ else
     end
   elseif kind == 'deprovision' and ok then
     -- begin_instance.lua copied the instance's quotas to the operation (no field: it holds
-    -- none); the previous release's operations (they name a service_id) did not.
+    -- none); the previous release's operations did not.
     local held = op.quotas_held
-    if op.service_id then held = redis.call('HGET', inst, 'quota_keys') end
+    if previous_release then held = redis.call('HGET', inst, 'quota_keys') end
     quota_release(held, {})
     table.insert(del, 'quota_keys')
     table.insert(set, 'state')
@@ -199,10 +201,9 @@ if string.byte(op_id, -1) % 8 == 0 then
 end
 
 -- Synchronous waiters: the gateway that waits ('waited', its id), or several in the waiters set
--- ('waited' is '*'); an operation without a tenant (begun by the previous release) keeps them in
--- the set.
+-- ('waited' is '*'); an operation of the previous release keeps them in the set.
 local gateways = {}
-if op.waited == '*' or not tenant then
+if op.waited == '*' or previous_release then
   gateways = redis.call('SMEMBERS', KEY.waiters)
   if #gateways > 0 then redis.call('DEL', KEY.waiters) end
 elseif op.waited then

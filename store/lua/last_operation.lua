@@ -4,6 +4,7 @@
 -- description, instance_usable, update_repeatable, created_ms, the plan of the average (an
 -- update's previous plan), average ms or ""}.
 -- requires: fields (store/lua/lib/fields.lua: read_fields)
+-- requires: release (store/lua/lib/release.lua: begun_by_previous_release)
 local KEY = {
   record = KEYS[1],  -- the instance or binding hash
 }
@@ -29,8 +30,8 @@ local op = read_fields(ARG.prefix .. 'op:' .. op_id,
                         'platform', 'service_id'})
 -- An operation is its platform's (an earlier owner's, when the id was deleted and taken by
 -- another platform since): the one it names, or the default one; one begun by the previous
--- release (which wrote service_id on every operation) names none, and its record decides.
-local op_platform = op.platform or (not op.service_id and 'default') or nil
+-- release names none, and its record decides.
+local op_platform = op.platform or (not begun_by_previous_release(op) and 'default') or nil
 local op_theirs = op_platform and ARG.platform and ARG.platform ~= '' and
                   op_platform ~= ARG.platform
 if not op.kind or op.instance ~= ARG.instance_id or (op.binding or '') ~= ARG.binding_id or

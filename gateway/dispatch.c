@@ -31,7 +31,6 @@ struct dispatch_handover {
     struct dispatch *d; /* whose worker table counts it (worker_slot.reserved) */
     zframe_t *identity; /* the worker's ROUTER identity (a copy) */
     char *worker_id;    /* its own id (a copy) */
-    unsigned lease_ms;  /* how long a hand-over to it lasts */
     int64_t until_ms;   /* the hand-over's lease end, epoch ms */
 };
 
@@ -759,8 +758,7 @@ struct dispatch_handover *dispatch_handover_take(struct dispatch *d)
     if (w != NULL) {
         h->identity = zframe_dup(w->identity);
         h->worker_id = strdup(w->id);
-        h->lease_ms = w->handover_lease_ms;
-        h->until_ms = osbq_store_now_ms() + (int64_t)h->lease_ms;
+        h->until_ms = osbq_store_now_ms() + (int64_t)w->handover_lease_ms;
         if (h->identity != NULL && h->worker_id != NULL)
             w->reserved++;
     }
@@ -773,11 +771,6 @@ struct dispatch_handover *dispatch_handover_take(struct dispatch *d)
 const char *dispatch_handover_worker(const struct dispatch_handover *h)
 {
     return h->worker_id;
-}
-
-unsigned dispatch_handover_lease_ms(const struct dispatch_handover *h)
-{
-    return h->lease_ms;
 }
 
 int64_t dispatch_handover_until(const struct dispatch_handover *h)

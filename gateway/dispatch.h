@@ -52,11 +52,10 @@ struct dispatch_handover;
  * plain way). Safe from any thread. */
 struct dispatch_handover *dispatch_handover_take(struct dispatch *d);
 
-/* The id of the worker h's slot is on, the lease a hand-over to it lasts (ms), and that lease's
- * end (epoch ms, osbq_store_now_ms when the slot was taken plus the lease): what the begin
- * script records and the worker gets with the job. */
+/* The id of the worker h's slot is on, and the end of the hand-over's lease (epoch ms,
+ * osbq_store_now_ms when the slot was taken plus the lease its worker's READY said): what the
+ * begin script records and the worker gets with the job. */
 const char *dispatch_handover_worker(const struct dispatch_handover *h);
-unsigned dispatch_handover_lease_ms(const struct dispatch_handover *h);
 int64_t dispatch_handover_until(const struct dispatch_handover *h);
 
 /* Gives h's slot back (its operation was not begun), frees it and sets *hp to NULL; accepts

@@ -1,6 +1,7 @@
 /* GET .../last_operation of a service instance or of a service binding: one round trip,
  * through the store's pipeline; a poll that names its operation reads only the operation, no
  * script (docs/decisions/0043). */
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -69,11 +70,28 @@ static const char *route_binding(const struct request *req, bool binding)
     return binding ? req->params[1] : NULL;
 }
 
-/* The answer once last_operation.lua's reply is in. */
-static void last_operation_answer(const struct gateway *gw, const struct request *req, bool binding,
-                                  struct osbq_store_call *call, struct reply *out)
+/* What the route's record is called in answers. */
+static const char *record_noun(bool binding)
 {
-    const char *what = binding ? "service binding" : "service instance";
+    return binding ? "service binding" : "service instance";
+}
+
+/* A call's resume state says which route asked (the call borrows no memory for it). */
+static void *route_state(bool binding)
+{
+    return (void *)(uintptr_t)binding;
+}
+
+static bool route_is_binding(const void *state)
+{
+    return (uintptr_t)state != 0;
+}
+
+/* The answer once last_operation.lua's reply is in (state: route_state). */
+static void last_operation_after_read(const struct gateway *gw, const struct request *req,
+                                      struct osbq_store_call *call, void *state, struct reply *out)
+{
+    const char *what = record_noun(route_is_binding(state));
     const char *operation = req->query_operation;
     struct osbq_last_op op = {0};
     struct osbq_error err = {0};
@@ -105,23 +123,6 @@ static void last_operation_answer(const struct gateway *gw, const struct request
     answer_operation(gw, req, what, &op, out);
 }
 
-static void last_operation_get_after_read(const struct gateway *gw, const struct request *req,
-                                          struct osbq_store_call *call, void *state,
-                                          struct reply *out)
-{
-    (void)state;
-    last_operation_answer(gw, req, false, call, out);
-}
-
-static void binding_last_operation_get_after_read(const struct gateway *gw,
-                                                  const struct request *req,
-                                                  struct osbq_store_call *call, void *state,
-                                                  struct reply *out)
-{
-    (void)state;
-    last_operation_answer(gw, req, true, call, out);
-}
-
 /* Sends last_operation.lua's call: the record, then the operation it names or the record's
  * last one, in one round trip. */
 static void read_with_record(const struct gateway *gw, const struct request *req, bool binding,
@@ -132,18 +133,16 @@ static void read_with_record(const struct gateway *gw, const struct request *req
     struct osbq_store_call *call =
         osbq_store_last_operation_call(gw->store, req->params[0], route_binding(req, binding),
                                        req->query_operation, osb_platform_name(req), &err);
-    reply_defer_call(out, call, &err,
-                     binding ? binding_last_operation_get_after_read
-                             : last_operation_get_after_read,
-                     NULL, NULL);
+    reply_defer_call(out, call, &err, last_operation_after_read, route_state(binding), NULL);
 }
 
-/* A named operation, read alone: answered from it when it can (and, in progress, when this
- * gateway read its plan's average a moment ago); else the record is read with it. */
-static void poll_answer(const struct gateway *gw, const struct request *req, bool binding,
-                        struct osbq_store_call *call, struct reply *out)
+/* A named operation, read alone (state: route_state): answered from it when it can (and, in
+ * progress, when this gateway read its plan's average a moment ago); else the record is read
+ * with it. */
+static void poll_after_read(const struct gateway *gw, const struct request *req,
+                            struct osbq_store_call *call, void *state, struct reply *out)
 {
-    const char *what = binding ? "service binding" : "service instance";
+    bool binding = route_is_binding(state);
     struct osbq_last_op op = {0};
     struct osbq_error err = {0};
     int found = osbq_store_poll_result(call, req->params[0], route_binding(req, binding),
@@ -159,21 +158,7 @@ static void poll_answer(const struct gateway *gw, const struct request *req, boo
         read_with_record(gw, req, binding, out);
         return;
     }
-    answer_operation(gw, req, what, &op, out);
-}
-
-static void poll_after_read(const struct gateway *gw, const struct request *req,
-                            struct osbq_store_call *call, void *state, struct reply *out)
-{
-    (void)state;
-    poll_answer(gw, req, false, call, out);
-}
-
-static void binding_poll_after_read(const struct gateway *gw, const struct request *req,
-                                    struct osbq_store_call *call, void *state, struct reply *out)
-{
-    (void)state;
-    poll_answer(gw, req, true, call, out);
+    answer_operation(gw, req, record_noun(binding), &op, out);
 }
 
 /* Checks the request and sends its one call: the operation alone when the request names it
@@ -196,8 +181,7 @@ static void last_operation(const struct gateway *gw, const struct request *req, 
     gateway_metrics_last_operation_read(gw->metrics, GATEWAY_LAST_OP_READ_OPERATION);
     struct osbq_error err = {0};
     struct osbq_store_call *call = osbq_store_poll_call(gw->store, operation, &err);
-    reply_defer_call(out, call, &err, binding ? binding_poll_after_read : poll_after_read, NULL,
-                     NULL);
+    reply_defer_call(out, call, &err, poll_after_read, route_state(binding), NULL);
 }
 
 void osb_last_operation_get(const struct gateway *gw, const struct request *req, struct reply *out)

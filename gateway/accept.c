@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "digest.h"
 #include "log.h"
 #include "osb_platform.h"
@@ -88,6 +89,9 @@ struct accept_pending {
     size_t quota_count;                 /* quotas it counted against, for a refusal's text */
     struct osbq_policy_use *quotas;     /* their copies, or NULL */
     char *quota_values[OSBQ_POLICY_QUOTAS_MAX]; /* the values those copies point at */
+    struct osbq_begin_request *begin; /* a synchronous request waiting for a worker's slot: its
+                                       * begin call's request, kept until it is made; else NULL */
+    int64_t slot_wait_started;        /* when that wait began (osbq_clock_ms) */
 };
 
 static void pending_free(void *state)
@@ -99,6 +103,7 @@ static void pending_free(void *state)
     for (size_t i = 0; i < p->quota_count; i++)
         free(p->quota_values[i]);
     free(p->quotas);
+    osbq_begin_request_free(&p->begin);
     free(p);
 }
 
@@ -298,6 +303,8 @@ static void accept_operation_after_begin(const struct gateway *gw, const struct 
         reply_store_unavailable(out, &err);
         return;
     }
+    if (got.tenant != NULL && got.answer != OSBQ_BEGIN_CAPPED)
+        instance_tenants_put(gw->instance_tenants, req->params[0], got.tenant);
     if (got.answer == OSBQ_BEGIN_ACCEPTED || got.answer == OSBQ_BEGIN_IN_PROGRESS)
         reply_started(gw, req, p, &got, out);
     else if (got.answer == OSBQ_BEGIN_DONE)
@@ -323,14 +330,14 @@ static char *encode_job(const struct osbq_job *job, size_t *len, struct reply *o
     return bytes;
 }
 
-/* The store call that records a's operation as p proposes it (its id, job and tenant): the
- * binding's begin script when a names a binding, the instance's otherwise. NULL with err. */
-static struct osbq_store_call *begin_call(const struct gateway *gw, const struct request *req,
-                                          const struct accept *a, const struct accept_texts *t,
-                                          const char *digest, const struct accept_pending *p,
-                                          struct osbq_error *err)
+/* The begin request that records a's operation as p proposes it (its id, job, tenant and the
+ * slot it is handed to, if any); it borrows from them all. */
+static struct osbq_begin_request begin_request_of(const struct gateway *gw,
+                                                  const struct request *req, const struct accept *a,
+                                                  const struct accept_texts *t, const char *digest,
+                                                  const struct accept_pending *p)
 {
-    const struct osbq_begin_request begin = {
+    return (struct osbq_begin_request){
         .kind = osbq_job_kind_name(a->kind),
         .operation_id = p->operation_id,
         .instance_id = a->instance_id,
@@ -355,7 +362,6 @@ static struct osbq_store_call *begin_call(const struct gateway *gw, const struct
         .quotas = a->quota_spec,
         .binding = {a->binding_id, t->bind_resource, a->predecessor},
     };
-    return osbq_store_begin_call(gw->store, &begin, err);
 }
 
 /* The pending state of a's operation, with its new id and its encoded job; NULL with out set.
@@ -415,6 +421,76 @@ static struct accept_pending *pending_new(const struct gateway *gw, const struct
     return p;
 }
 
+/* Once a synchronous request's wait for a worker's slot ended: it begins, handed to slot when
+ * one was taken, plain otherwise; its wait for the outcome gets what is left of its time. Nothing
+ * begins when the gateway stops. */
+static void operation_begin_after_slot(const struct gateway *gw, const struct request *req,
+                                       struct dispatch_handover *slot, bool stopping, void *state,
+                                       struct reply *out)
+{
+    (void)req;
+    struct accept_pending *p = state;
+    if (stopping) {
+        dispatch_handover_cancel(&slot);
+        pending_free(p);
+        reply_error(out, OSBQ_ERR_UNAVAILABLE,
+                    "The broker is restarting; the operation was not started: retry.");
+        return;
+    }
+    int64_t waited = osbq_clock_ms() - p->slot_wait_started;
+    p->timeout_ms = p->timeout_ms > waited ? p->timeout_ms - waited : 0;
+    p->handover = slot;
+    struct osbq_begin_request begin = *p->begin;
+    begin.handed_worker = slot != NULL ? dispatch_handover_worker(slot) : NULL;
+    begin.handed_until = slot != NULL ? dispatch_handover_until(slot) : 0;
+    struct osbq_error err = {0};
+    struct osbq_store_call *call = osbq_store_begin_call(gw->store, &begin, &err);
+    reply_defer_call(out, call, &err, accept_operation_after_begin, p, pending_free);
+}
+
+/* The tenant whose turn a request waiting for a slot takes in the lane (out): its operation's,
+ * which the begin script makes its instance's. The gateway knows it when it learned the
+ * instance's tenant from an earlier begin, or when the request names its organization (a
+ * provision; an update or a bind with a context), or when tenants are whole platforms. False when
+ * it does not (a DELETE of an instance begun through another gateway): waiting under another key
+ * would let one tenant's requests pass another's. */
+static bool slot_tenant(const struct gateway *gw, const struct request *req,
+                        const struct accept_pending *p, char out[TENANT_KEY_MAX])
+{
+    if (instance_tenants_get(gw->instance_tenants, req->params[0], out))
+        return true;
+    if (gw->cfg->tenant_scope != OSBQ_TENANT_PLATFORM && strchr(p->tenant, '/') == NULL)
+        return false;
+    memcpy(out, p->tenant, TENANT_KEY_MAX);
+    return true;
+}
+
+/* A synchronous request that found no slot to hand its operation over to waits for one before
+ * it begins (docs/decisions/0045-wait-for-a-slot-first.md): begun now, its job would wait in the
+ * lanes all the same and cost a claim call once sent. Its client waits for the outcome anyway,
+ * and nothing is acknowledged before the begin. It waits at most half its time: then it begins
+ * plain. False (out untouched) when its tenant is not known or its begin request cannot be kept:
+ * it begins now. */
+static bool wait_for_a_slot(const struct gateway *gw, const struct request *req,
+                            struct accept_pending *p, const struct osbq_begin_request *begin,
+                            struct reply *out)
+{
+    char tenant[TENANT_KEY_MAX];
+    if (!slot_tenant(gw, req, p, tenant))
+        return false;
+    p->begin = osbq_begin_request_copy(begin);
+    if (p->begin == NULL)
+        return false;
+    p->slot_wait_started = osbq_clock_ms();
+    reply_wait_slot(out, p->slot_wait_started + p->timeout_ms / 2, operation_begin_after_slot, p,
+                    pending_free);
+    (void)snprintf(out->operation_id, sizeof out->operation_id, "%s", p->operation_id);
+    memcpy(out->tenant, tenant, sizeof out->tenant);
+    out->weight = p->weight;
+    (void)snprintf(out->platform, sizeof out->platform, "%s", osb_platform_name(req));
+    return true;
+}
+
 /* accept_operation once a's objects are texts t and its digest is taken. */
 static void operation_begin(const struct gateway *gw, const struct request *req,
                             const struct accept_desc *desc, const struct accept *a,
@@ -423,8 +499,12 @@ static void operation_begin(const struct gateway *gw, const struct request *req,
     struct accept_pending *p = pending_new(gw, req, desc, a, t, out);
     if (p == NULL)
         return;
+    const struct osbq_begin_request begin = begin_request_of(gw, req, a, t, digest, p);
+    if (p->handover == NULL && !p->async && gw->dispatch != NULL &&
+        wait_for_a_slot(gw, req, p, &begin, out))
+        return;
     struct osbq_error err = {0};
-    struct osbq_store_call *call = begin_call(gw, req, a, t, digest, p, &err);
+    struct osbq_store_call *call = osbq_store_begin_call(gw->store, &begin, &err);
     reply_defer_call(out, call, &err, accept_operation_after_begin, p, pending_free);
 }
 

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "bus.h"
 #include "clock.h"
@@ -34,7 +35,7 @@ struct dispatch_handover {
     int64_t until_ms;   /* the hand-over's lease end, epoch ms */
 };
 
-/* One queued job. */
+/* One queued job, or a request waiting for a slot (dispatch_wait_slot: slot_fn set, no job). */
 struct job_buf {
     struct osbq_mailbox_link link;             /* in the mailbox, until the thread takes it */
     char operation_id[65];                     /* its operation: the key of the queued set */
@@ -45,6 +46,12 @@ struct job_buf {
     double queued_at;                          /* when it was submitted (osbq_clock_seconds) */
     struct dispatch_handover *handover; /* a handed job's worker (sent there, in no lane); NULL:
                                          * a plain job */
+    dispatch_slot_fn slot_fn;           /* a request waiting for a slot: told how its wait
+                                         * ended; NULL for a job */
+    void *slot_ctx;                     /* slot_fn's */
+    int64_t slot_deadline_ms;           /* its wait ends then at the latest (osbq_clock_ms) */
+    void *slot_handle;                  /* its entry in d->slot_waits; NULL once it ended */
+    bool slot_ended;                    /* slot_fn was called: dropped when its turn comes */
     size_t len;                         /* bytes in data */
     char data[];                        /* the encoded job */
 };
@@ -107,6 +114,13 @@ struct dispatch {
     void *on_due_ctx;
     zhashx_t *running;        /* operation id -> struct running_job *; thread-only */
     zhashx_t *tenant_running; /* tenant -> struct tenant_running *; thread-only */
+    zlistx_t *slot_waits;     /* struct job_buf * of the requests waiting for a slot in the lanes,
+                               * oldest first (their deadlines, dispatch_drain_slots); guarded by
+                               * lock */
+    bool slots_closed;        /* dispatch_drain_slots was called; guarded by lock */
+    atomic_uint slots_posted; /* slot waits in the mailbox, not taken by the thread yet */
+    struct osbq_mailbox_link wake; /* posted alone to wake the thread: a slot was given back */
+    atomic_bool wake_posted;       /* wake is in the mailbox */
 };
 
 /* The jobs of tenant the workers run for this gateway (dispatch_lanes' load). */
@@ -265,6 +279,25 @@ static struct worker_slot *handover_settle_locked(struct dispatch *d,
     return w;
 }
 
+/* Takes one of w's free slots for a hand-over (w takes handed jobs and has room); NULL when
+ * memory ran out. With d->lock held. */
+static struct dispatch_handover *handover_new_locked(struct dispatch *d, struct worker_slot *w)
+{
+    struct dispatch_handover *h = calloc(1, sizeof *h);
+    if (h == NULL)
+        return NULL;
+    h->d = d;
+    h->identity = zframe_dup(w->identity);
+    h->worker_id = strdup(w->id);
+    h->until_ms = osbq_store_now_ms() + (int64_t)w->handover_lease_ms;
+    if (h->identity == NULL || h->worker_id == NULL) {
+        handover_free(&h);
+        return NULL;
+    }
+    w->reserved++;
+    return h;
+}
+
 static struct job_buf *job_buf_new(const char *operation_id, enum dispatch_lane lane,
                                    const struct dispatch_owner *owner, const void *job, size_t len)
 {
@@ -278,8 +311,14 @@ static struct job_buf *job_buf_new(const char *operation_id, enum dispatch_lane 
     buf->lane = lane;
     buf->queued_at = osbq_clock_seconds();
     buf->handover = NULL;
+    buf->slot_fn = NULL;
+    buf->slot_ctx = NULL;
+    buf->slot_deadline_ms = 0;
+    buf->slot_handle = NULL;
+    buf->slot_ended = false;
     buf->len = len;
-    memcpy(buf->data, job, len);
+    if (len > 0)
+        memcpy(buf->data, job, len);
     return buf;
 }
 
@@ -290,20 +329,44 @@ static void drop(struct dispatch *d, struct job_buf *buf)
     free(buf);
 }
 
+/* Ends the wait of the request buf stands for: slot_fn is told (slot: the slot taken for it, or
+ * NULL), and its deadline no longer watched. buf stays in its lane until its turn, then is
+ * dropped. With d->lock held. */
+static void slot_end_locked(struct dispatch *d, struct job_buf *buf, struct dispatch_handover *slot,
+                            enum dispatch_slot_end end)
+{
+    if (buf->slot_ended)
+        return;
+    if (buf->slot_handle != NULL)
+        zlistx_delete(d->slot_waits, buf->slot_handle);
+    buf->slot_handle = NULL;
+    buf->slot_ended = true;
+    buf->slot_fn(buf->slot_ctx, slot, end);
+}
+
 /* Queues buf, counted in held, at the head (a job handed back) or the tail of its lane, unless
- * its operation is queued already; takes buf. On the dispatcher's thread, with d->lock held. */
+ * its operation is queued already; takes buf. A request waiting for a slot is watched for its
+ * deadline, or told at once that it gets none when it cannot wait. On the dispatcher's thread,
+ * with d->lock held. */
 static void enqueue_locked(struct dispatch *d, struct job_buf *buf, bool front)
 {
-    if (zhashx_lookup(d->queued, buf->operation_id) != NULL) {
+    /* A request's wait is not in queued: its operation's job, should the wait end before its
+     * turn (a deadline), is queued while the wait's entry is still in the lane. */
+    if (buf->slot_fn == NULL && zhashx_lookup(d->queued, buf->operation_id) != NULL) {
         drop(d, buf);
         return;
     }
     if (dispatch_lanes_push(d->queue, buf->lane, buf->tenant, buf->weight, buf, front) < 0) {
         log_warnx("out of memory: dropping a job; recovery resends it from Redis");
+        if (buf->slot_fn != NULL)
+            slot_end_locked(d, buf, NULL, DISPATCH_SLOT_NONE);
         drop(d, buf);
         return;
     }
-    zhashx_insert(d->queued, buf->operation_id, d);
+    if (buf->slot_fn == NULL)
+        zhashx_insert(d->queued, buf->operation_id, d);
+    else if ((buf->slot_handle = zlistx_add_end(d->slot_waits, buf)) == NULL)
+        slot_end_locked(d, buf, NULL, DISPATCH_SLOT_NONE); /* out of memory: it cannot wait */
 }
 
 static void send_handed(struct dispatch *d, struct job_buf *job);
@@ -317,6 +380,12 @@ static bool take_submitted(struct dispatch *d)
     struct osbq_mailbox_link *handed = NULL, **handed_end = &handed;
     pthread_mutex_lock(&d->lock);
     while (link != NULL) {
+        if (link == &d->wake) {
+            /* Nothing to queue: the turn below sends to the slot given back. */
+            link = link->next;
+            atomic_store(&d->wake_posted, false);
+            continue;
+        }
         struct job_buf *buf =
             (struct job_buf *)(void *)((char *)link - offsetof(struct job_buf, link));
         link = link->next;
@@ -325,7 +394,13 @@ static bool take_submitted(struct dispatch *d)
             buf->link.next = NULL;
             *handed_end = &buf->link;
             handed_end = &buf->link.next;
+        } else if (buf->slot_fn != NULL && d->slots_closed) {
+            atomic_fetch_sub(&d->slots_posted, 1);
+            slot_end_locked(d, buf, NULL, DISPATCH_SLOT_STOPPING);
+            drop(d, buf);
         } else {
+            if (buf->slot_fn != NULL)
+                atomic_fetch_sub(&d->slots_posted, 1);
             enqueue_locked(d, buf, false);
         }
     }
@@ -554,6 +629,20 @@ static void send_handed(struct dispatch *d, struct job_buf *job)
     running_add(d, out.operation_id, out.tenant, out.weight, out.platform, w);
 }
 
+/* The turn of a request waiting for a slot, w the roomiest worker: a slot is taken for it, of w
+ * or, when w takes no handed jobs, of the roomiest worker that does. Its wait counts as a job's
+ * time queued. With d->lock held. */
+static void slot_turn_locked(struct dispatch *d, struct job_buf *buf, struct worker_slot *w)
+{
+    if (buf->slot_ended)
+        return;
+    osbq_series_observe(wait_series_of(d, buf->lane, buf->platform),
+                        osbq_clock_seconds() - buf->queued_at);
+    struct worker_slot *taker = w->handover_lease_ms > 0 ? w : roomiest_worker(d, true);
+    struct dispatch_handover *slot = taker != NULL ? handover_new_locked(d, taker) : NULL;
+    slot_end_locked(d, buf, slot, slot != NULL ? DISPATCH_SLOT_TAKEN : DISPATCH_SLOT_NONE);
+}
+
 static void send_queued(struct dispatch *d)
 {
     for (;;) {
@@ -561,7 +650,9 @@ static void send_queued(struct dispatch *d)
         pthread_mutex_lock(&d->lock);
         struct worker_slot *w = roomiest_worker(d, false);
         struct job_buf *job = w != NULL ? dispatch_lanes_pop(d->queue, NULL, &load) : NULL;
-        if (job != NULL) {
+        if (job != NULL && job->slot_fn != NULL) {
+            slot_turn_locked(d, job, w);
+        } else if (job != NULL) {
             zhashx_delete(d->queued, job->operation_id);
             count_sent_locked(d, w);
         }
@@ -569,6 +660,10 @@ static void send_queued(struct dispatch *d)
         if (job == NULL)
             return;
         atomic_fetch_sub(&d->held, 1);
+        if (job->slot_fn != NULL) {
+            free(job);
+            continue;
+        }
         struct leaving_job out;
         job_leaving(d, job, &out);
         /* Zero copy: ZeroMQ frees the buffer once it has written it. */
@@ -606,6 +701,26 @@ static void expire_workers(struct dispatch *d)
     }
 }
 
+/* Ends the waits for a slot whose deadline passed: they begin plain (DISPATCH_SLOT_NONE). */
+static void expire_slot_waits(struct dispatch *d)
+{
+    int64_t now = osbq_clock_ms();
+    pthread_mutex_lock(&d->lock);
+    for (;;) {
+        struct job_buf *late = NULL;
+        for (struct job_buf *buf = zlistx_first(d->slot_waits); buf != NULL;
+             buf = zlistx_next(d->slot_waits))
+            if (buf->slot_deadline_ms <= now) {
+                late = buf;
+                break;
+            }
+        if (late == NULL)
+            break;
+        slot_end_locked(d, late, NULL, DISPATCH_SLOT_NONE);
+    }
+    pthread_mutex_unlock(&d->lock);
+}
+
 static void publish_stats(struct dispatch *d)
 {
     struct dispatch_stats s = {0};
@@ -630,6 +745,7 @@ static void *dispatch_thread(void *arg)
         {.fd = osbq_mailbox_fd(&d->mailbox), .events = ZMQ_POLLIN},
     };
     int64_t next_expiry = osbq_clock_ms() + 500;
+    int64_t next_slot_check = osbq_clock_ms() + DISPATCH_TICK_MS;
     /* Closed: this turn is the last. */
     bool closed = false;
     while (!closed) {
@@ -650,6 +766,10 @@ static void *dispatch_thread(void *arg)
             expire_workers(d);
             next_expiry = osbq_clock_ms() + 500;
         }
+        if (osbq_clock_ms() >= next_slot_check) {
+            expire_slot_waits(d);
+            next_slot_check = osbq_clock_ms() + DISPATCH_TICK_MS;
+        }
         send_queued(d);
         publish_stats(d);
     }
@@ -661,8 +781,13 @@ static void *dispatch_thread(void *arg)
 static void dispatch_free(struct dispatch *d)
 {
     struct job_buf *job;
-    while (d->queue != NULL && (job = dispatch_lanes_pop(d->queue, NULL, NULL)) != NULL)
+    while (d->queue != NULL && (job = dispatch_lanes_pop(d->queue, NULL, NULL)) != NULL) {
+        /* Stopped without dispatch_drain_slots: no request stays suspended. */
+        if (job->slot_fn != NULL && !job->slot_ended)
+            job->slot_fn(job->slot_ctx, NULL, DISPATCH_SLOT_STOPPING);
         free(job);
+    }
+    zlistx_destroy(&d->slot_waits);
     dispatch_lanes_destroy(&d->queue);
     zhashx_destroy(&d->queued);
     for (struct worker_slot *w = d->workers != NULL ? zlistx_first(d->workers) : NULL; w != NULL;
@@ -691,6 +816,9 @@ struct dispatch *dispatch_start(zsock_t **routerp, unsigned max_queued, struct o
     d->running = zhashx_new();
     d->tenant_running = zhashx_new();
     d->wait_series = zhashx_new();
+    d->slot_waits = zlistx_new();
+    atomic_init(&d->slots_posted, 0);
+    atomic_init(&d->wake_posted, false);
     if (d->wait_series != NULL)
         zhashx_set_destructor(d->wait_series, free_value);
     if (d->running != NULL)
@@ -699,7 +827,7 @@ struct dispatch *dispatch_start(zsock_t **routerp, unsigned max_queued, struct o
         zhashx_set_destructor(d->tenant_running, free_value);
     d->max_queued = max_queued;
     if (d->queue == NULL || d->queued == NULL || d->workers == NULL || d->running == NULL ||
-        d->tenant_running == NULL || d->wait_series == NULL ||
+        d->tenant_running == NULL || d->wait_series == NULL || d->slot_waits == NULL ||
         osbq_mailbox_init(&d->mailbox, NULL) < 0)
         goto out_free;
     if (pthread_mutex_init(&d->lock, NULL) != 0)
@@ -749,22 +877,10 @@ struct dispatch_handover *dispatch_handover_take(struct dispatch *d)
     /* Jobs wait in the lanes: the next slot is theirs (fairness), not a new operation's. */
     if (d == NULL || atomic_load(&d->held) > 0)
         return NULL;
-    struct dispatch_handover *h = calloc(1, sizeof *h);
-    if (h == NULL)
-        return NULL;
-    h->d = d;
     pthread_mutex_lock(&d->lock);
     struct worker_slot *w = roomiest_worker(d, true);
-    if (w != NULL) {
-        h->identity = zframe_dup(w->identity);
-        h->worker_id = strdup(w->id);
-        h->until_ms = osbq_store_now_ms() + (int64_t)w->handover_lease_ms;
-        if (h->identity != NULL && h->worker_id != NULL)
-            w->reserved++;
-    }
+    struct dispatch_handover *h = w != NULL ? handover_new_locked(d, w) : NULL;
     pthread_mutex_unlock(&d->lock);
-    if (w == NULL || h->identity == NULL || h->worker_id == NULL)
-        handover_free(&h);
     return h;
 }
 
@@ -787,6 +903,11 @@ void dispatch_handover_cancel(struct dispatch_handover **hp)
     (void)handover_settle_locked(d, *hp);
     pthread_mutex_unlock(&d->lock);
     handover_free(hp);
+    /* Work waits for that slot (a request waiting for one took it, then did not begin): wake the
+     * thread now rather than at its next tick. */
+    if (atomic_load(&d->held) > 0 && !atomic_exchange(&d->wake_posted, true) &&
+        !osbq_mailbox_post(&d->mailbox, &d->wake))
+        atomic_store(&d->wake_posted, false);
 }
 
 int dispatch_submit_handed(struct dispatch *d, struct dispatch_handover **hp,
@@ -807,6 +928,56 @@ int dispatch_submit_handed(struct dispatch *d, struct dispatch_handover **hp,
         return -1;
     }
     return 0;
+}
+
+int dispatch_wait_slot(struct dispatch *d, const char *operation_id, enum dispatch_lane lane,
+                       const struct dispatch_owner *owner, int64_t deadline_ms, dispatch_slot_fn fn,
+                       void *ctx)
+{
+    if (atomic_fetch_add(&d->held, 1) >= d->max_queued) {
+        atomic_fetch_sub(&d->held, 1);
+        return -1;
+    }
+    struct job_buf *buf = job_buf_new(operation_id, lane, owner, NULL, 0);
+    if (buf == NULL) {
+        atomic_fetch_sub(&d->held, 1);
+        return -1;
+    }
+    buf->slot_fn = fn;
+    buf->slot_ctx = ctx;
+    buf->slot_deadline_ms = deadline_ms;
+    /* Counted under the lock that dispatch_drain_slots closes them with: it then knows how many
+     * it must see taken. */
+    pthread_mutex_lock(&d->lock);
+    bool closed = d->slots_closed;
+    if (!closed)
+        atomic_fetch_add(&d->slots_posted, 1);
+    pthread_mutex_unlock(&d->lock);
+    if (closed) {
+        drop(d, buf);
+        return -1;
+    }
+    if (!osbq_mailbox_post(&d->mailbox, &buf->link)) {
+        atomic_fetch_sub(&d->slots_posted, 1);
+        drop(d, buf);
+        return -1;
+    }
+    return 0;
+}
+
+void dispatch_drain_slots(struct dispatch *d)
+{
+    pthread_mutex_lock(&d->lock);
+    d->slots_closed = true;
+    struct job_buf *buf;
+    while ((buf = zlistx_first(d->slot_waits)) != NULL)
+        slot_end_locked(d, buf, NULL, DISPATCH_SLOT_STOPPING);
+    pthread_mutex_unlock(&d->lock);
+    /* Those still in the mailbox are ended by the thread when it takes them, within a turn. */
+    struct timespec tick = {.tv_sec = 0, .tv_nsec = 1000000L};
+    for (int waited = 0; waited < 10 * DISPATCH_TICK_MS && atomic_load(&d->slots_posted) > 0;
+         waited++)
+        nanosleep(&tick, NULL);
 }
 
 void dispatch_on_due(struct dispatch *d, dispatch_due_fn fn, void *ctx)

@@ -72,6 +72,38 @@ int dispatch_submit_handed(struct dispatch *d, struct dispatch_handover **hp,
                            const char *operation_id, enum dispatch_lane lane,
                            const struct dispatch_owner *owner, const void *job, size_t len);
 
+/* How a request's wait for a slot (dispatch_wait_slot) ended. */
+enum dispatch_slot_end {
+    DISPATCH_SLOT_TAKEN,    /* a worker's slot was taken for it: begin it handed */
+    DISPATCH_SLOT_NONE,     /* no slot to hand over: its wait ran out, or its turn came with room
+                             * only on workers that take no handed jobs; begin it plain */
+    DISPATCH_SLOT_STOPPING, /* the gateway stops (dispatch_drain_slots): begin nothing */
+};
+
+/* Called once per dispatch_wait_slot, with the dispatcher's lock held (so keep it short and
+ * call nothing of the dispatcher's): slot is the slot taken (DISPATCH_SLOT_TAKEN, then ctx owns
+ * it: begin handed, or dispatch_handover_cancel), else NULL. */
+typedef void (*dispatch_slot_fn)(void *ctx, struct dispatch_handover *slot,
+                                 enum dispatch_slot_end end);
+
+/* A synchronous request that found no slot to hand its operation over to waits for one in lane,
+ * among the jobs, before it is begun (docs/decisions/0045-wait-for-a-slot-first.md): its turn
+ * comes as a job's would (the lanes' rules, owner's tenant), and then a slot of the roomiest
+ * worker that takes handed jobs is taken for it. fn(ctx, ...) says how the wait ended: at its
+ * turn, at deadline_ms (osbq_clock_ms) at the latest, or when the gateway stops. operation_id
+ * is the operation the request proposes (unique). Counted in the queue's bound like a job.
+ * Safe from any thread. Returns 0, or -1 (fn is not called) when the queue is full or slots are
+ * no longer given (dispatch_drain_slots): begin at once, plain. */
+int dispatch_wait_slot(struct dispatch *d, const char *operation_id, enum dispatch_lane lane,
+                       const struct dispatch_owner *owner, int64_t deadline_ms, dispatch_slot_fn fn,
+                       void *ctx);
+
+/* Ends every wait for a slot with DISPATCH_SLOT_STOPPING, now or (those still on their way to
+ * the dispatcher's thread) when its thread takes them, and refuses new ones: the gateway
+ * stops, and no request may stay suspended. Once it returns no fn is running. Safe from any
+ * thread. */
+void dispatch_drain_slots(struct dispatch *d);
+
 /* Called on the dispatcher's thread with the due time (epoch ms) a worker's READY carries: the
  * earliest next step of the waits it recorded for jobs this gateway sent it. */
 typedef void (*dispatch_due_fn)(void *ctx, int64_t due_ms);

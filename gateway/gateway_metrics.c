@@ -90,9 +90,10 @@ static int add_operation_families(struct gateway_metrics *gm, struct osbq_metric
  * workers and their free slots. */
 static int add_dispatch_families(struct gateway_metrics *gm, struct osbq_metrics *m)
 {
-    gm->jobs_queued =
-        osbq_metrics_add_unlabelled(m, OSBQ_METRIC_GAUGE, "osbq_jobs_queued",
-                                    "Jobs this gateway holds until a worker has a free slot.");
+    gm->jobs_queued = osbq_metrics_add_unlabelled(
+        m, OSBQ_METRIC_GAUGE, "osbq_jobs_queued",
+        "Jobs this gateway holds until a worker has a free slot, and synchronous requests "
+        "waiting there for a slot before they begin.");
     gm->dispatch_waits = osbq_metrics_add(
         m, OSBQ_METRIC_HISTOGRAM, "osbq_dispatch_wait_seconds",
         "Time jobs waited in this gateway's dispatcher for a worker's free slot, by lane (waiting: "

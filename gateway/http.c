@@ -41,6 +41,7 @@ enum exchange_state {
     EXCHANGE_RECEIVING = 0, /* reading the body, then in the handler */
     EXCHANGE_DEFERRED,      /* suspended until defer.call is answered */
     EXCHANGE_WAITING,       /* suspended until wait_result is filled */
+    EXCHANGE_SLOT,          /* suspended until its wait for a worker's slot ended */
     EXCHANGE_ANSWERED,      /* a response is queued: further calls are ignored */
 };
 
@@ -72,6 +73,10 @@ struct exchange {
     const struct osbq_platform *platform; /* its platform (in platforms), or NULL off /v2 */
     struct request req;                   /* what the handler saw, kept for its second half */
     struct reply_defer defer;             /* the handler's Redis call and second half */
+    struct reply_slot slot;               /* the handler's wait for a slot and second half */
+    struct dispatch_handover *slot_taken; /* the slot taken for it (the dispatcher's thread sets
+                                           * it before resuming the request), or NULL */
+    bool slot_stopping;                   /* its wait ended because the gateway stops */
     atomic_bool answered;                 /* defer.call holds its answer (or why it has none) */
 };
 
@@ -300,6 +305,9 @@ static void exchange_free(struct exchange *ex)
     reply_wait_clear(&ex->wait);
     waiter_result_clear(&ex->wait_result);
     reply_defer_clear(&ex->defer);
+    /* The client left once a slot was taken for it: nothing was begun, the slot is free. */
+    dispatch_handover_cancel(&ex->slot_taken);
+    reply_slot_clear(&ex->slot);
     free(ex);
 }
 
@@ -363,6 +371,38 @@ static enum MHD_Result start_call(const struct gateway *gw, struct MHD_Connectio
     return MHD_YES;
 }
 
+/* The dispatcher's word that the request's wait for a slot ended (on its thread, under its lock):
+ * the request goes on. */
+static void slot_wait_ended(void *request, struct dispatch_handover *slot,
+                            enum dispatch_slot_end end)
+{
+    struct exchange *ex = request;
+    ex->slot_taken = slot;
+    ex->slot_stopping = end == DISPATCH_SLOT_STOPPING;
+    MHD_resume_connection(ex->conn);
+}
+
+/* Suspends the request while it waits for a worker's slot in the waiting lane (suspended
+ * first, so that the slot cannot come before). A wait the dispatcher refuses (its queue is
+ * full, or the gateway stops) resumes at once without a slot: the request goes on plain. */
+static enum MHD_Result start_slot_wait(const struct gateway *gw, struct MHD_Connection *conn,
+                                       struct exchange *ex, struct reply *r,
+                                       const struct dispatch_owner *owner)
+{
+    ex->slot = r->slot;
+    memset(&r->slot, 0, sizeof r->slot);
+    memcpy(ex->operation_id, r->operation_id, sizeof ex->operation_id);
+    reply_clear(r);
+    ex->state = EXCHANGE_SLOT;
+    ex->slot_taken = NULL;
+    ex->slot_stopping = false;
+    MHD_suspend_connection(conn);
+    if (dispatch_wait_slot(gw->dispatch, ex->operation_id, DISPATCH_LANE_WAITING, owner,
+                           ex->slot.deadline_ms, slot_wait_ended, ex) < 0)
+        MHD_resume_connection(conn);
+    return MHD_YES;
+}
+
 /* Sends an accepted operation's job to a worker: the one place jobs leave a handler's reply,
  * once that reply is queued or its request suspended, so that a fast outcome finds the waiter
  * registered. A request that waits for the outcome (sync) has a lane of its own: its client
@@ -407,6 +447,7 @@ static enum MHD_Result respond(const struct gateway *gw, struct MHD_Connection *
     r->handover = NULL;
     enum MHD_Result rc = MHD_NO;
     bool waiting = r->kind == REPLY_WAIT;
+    const struct dispatch_owner owner = {tenant, weight, platform};
     switch (r->kind) {
     case REPLY_DEFERRED:
         rc = start_call(gw, conn, ex, r);
@@ -414,11 +455,13 @@ static enum MHD_Result respond(const struct gateway *gw, struct MHD_Connection *
     case REPLY_WAIT:
         rc = start_waiting(gw, conn, ex, r);
         break;
+    case REPLY_SLOT:
+        rc = start_slot_wait(gw, conn, ex, r, &owner);
+        break;
     case REPLY_NOW:
         rc = queue_reply(conn, ex, r);
         break;
     }
-    const struct dispatch_owner owner = {tenant, weight, platform};
     send_job(gw, operation_id, &owner, waiting, &job);
     return rc;
 }
@@ -447,6 +490,28 @@ static enum MHD_Result finish_call(const struct gateway *gw, struct MHD_Connecti
     ex->state = EXCHANGE_RECEIVING;
     struct reply r = {0};
     run_second_half(gw, ex, &r);
+    return respond(gw, conn, ex, &r);
+}
+
+/* Resumed once the request's wait for a slot ended: its second half goes on with the slot taken
+ * (or none), and owns the wait's state from then on. */
+static enum MHD_Result finish_slot_wait(const struct gateway *gw, struct MHD_Connection *conn,
+                                        struct exchange *ex)
+{
+    ex->state = EXCHANGE_RECEIVING;
+    struct reply_slot slot = ex->slot;
+    memset(&ex->slot, 0, sizeof ex->slot);
+    struct dispatch_handover *taken = ex->slot_taken;
+    ex->slot_taken = NULL;
+    struct osbq_log_context context = {.operation_id =
+                                           ex->operation_id[0] ? ex->operation_id : NULL,
+                                       .instance_id = ex->instance_id,
+                                       .binding_id = ex->binding_id,
+                                       .request_id = ex->request_identity};
+    osbq_log_context_set(&context);
+    struct reply r = {0};
+    slot.resume(gw, &ex->req, taken, ex->slot_stopping, slot.state, &r);
+    osbq_log_context_set(NULL);
     return respond(gw, conn, ex, &r);
 }
 
@@ -584,6 +649,8 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
                            "The request body is larger than the broker accepts.");
     if (ex->state == EXCHANGE_DEFERRED)
         return finish_call(gw, conn, ex);
+    if (ex->state == EXCHANGE_SLOT)
+        return finish_slot_wait(gw, conn, ex);
     struct reply r = {0};
     if (ex->state == EXCHANGE_WAITING) {
         /* Resumed: the operation ended, or the wait did. */

@@ -114,7 +114,8 @@ static void reload_platforms(const struct osbq_config *cfg, const struct osbq_ca
 
 /* SIGTERM: workers drop this gateway first; no new connection is accepted; requests in flight
  * (synchronous ones included) get up to OSBQ_SHUTDOWN_GRACE_MS to finish, then the rest are
- * answered 503; jobs still queued here are in Redis for the other gateways' recovery. Says how
+ * answered 503 (at once those still waiting for a worker's slot: they began nothing); jobs still
+ * queued here are in Redis for the other gateways' recovery. Says how
  * long each stage took, so a slow stop names its cause. */
 static void stop_serving(const struct osbq_config *cfg, struct gateway *gw,
                          struct registry **registry, struct recovery **recovery,
@@ -126,6 +127,9 @@ static void stop_serving(const struct osbq_config *cfg, struct gateway *gw,
     recovery_stop(recovery);
     int64_t recovery_done = osbq_clock_ms();
     http_quiesce(*server);
+    /* Requests waiting for a worker's slot began nothing: 503 now, their retry goes to another
+     * gateway, rather than waiting here for slots that no longer come. */
+    dispatch_drain_slots(gw->dispatch);
     int in_flight = http_inflight(*server);
     struct timespec tick = {.tv_sec = 0, .tv_nsec = 20 * 1000000L};
     while (http_inflight(*server) > 0 &&
@@ -273,7 +277,8 @@ static void start_threads(struct gateway_process *p)
     if (gw->waiters == NULL)
         fatalx("%s", err.text);
     gw->averages = averages_new();
-    if (gw->averages == NULL)
+    gw->instance_tenants = instance_tenants_new();
+    if (gw->averages == NULL || gw->instance_tenants == NULL)
         fatalx("out of memory");
     gateway_metrics_attach(&p->metrics, gw->dispatch, gw->waiters);
     p->server = http_start(gw, p->listen_fd, p->tls, &err);
@@ -338,6 +343,7 @@ static void stop(struct gateway_process *p)
     dispatch_stop(&gw->dispatch);
     osbq_store_pipeline_free(&gw->pipeline);
     averages_free(&gw->averages);
+    instance_tenants_free(&gw->instance_tenants);
     gateway_metrics_clear(&p->metrics);
     sodium_memzero(&gw->metrics_auth, sizeof gw->metrics_auth);
     zactor_destroy(&p->bus_auth);

@@ -205,6 +205,21 @@ void reply_defer_call(struct reply *out, struct osbq_store_call *call, const str
     reply_error_from(out, err);
 }
 
+void reply_wait_slot(struct reply *out, int64_t deadline_ms, reply_slot_fn resume, void *state,
+                     void (*state_free)(void *state))
+{
+    reply_clear(out);
+    out->kind = REPLY_SLOT;
+    out->slot = (struct reply_slot){resume, state, state_free, deadline_ms};
+}
+
+void reply_slot_clear(struct reply_slot *slot)
+{
+    if (slot->state != NULL && slot->state_free != NULL)
+        slot->state_free(slot->state);
+    memset(slot, 0, sizeof *slot);
+}
+
 void reply_defer_clear(struct reply_defer *defer)
 {
     osbq_store_call_free(&defer->call);
@@ -220,5 +235,6 @@ void reply_clear(struct reply *out)
     dispatch_handover_cancel(&out->handover);
     reply_wait_clear(&out->wait);
     reply_defer_clear(&out->defer);
+    reply_slot_clear(&out->slot);
     memset(out, 0, sizeof *out);
 }

@@ -65,6 +65,15 @@ void reply_defer(struct reply *out, struct osbq_store_call *call, reply_resume_f
 void reply_defer_call(struct reply *out, struct osbq_store_call *call, const struct osbq_error *err,
                       reply_resume_fn resume, void *state, void (*state_free)(void *state));
 
+/* Makes out a REPLY_SLOT: the request waits for a worker's slot until deadline_ms at the
+ * latest, then resume(state) goes on. Takes state when state_free is given. The caller sets
+ * out's operation_id, tenant, weight and platform: the wait's place in the lanes. */
+void reply_wait_slot(struct reply *out, int64_t deadline_ms, reply_slot_fn resume, void *state,
+                     void (*state_free)(void *state));
+
+/* Frees what a slot wait owns (its state, when resume never ran) and zeroes it. */
+void reply_slot_clear(struct reply_slot *slot);
+
 /* Frees what a deferral owns and zeroes it. */
 void reply_defer_clear(struct reply_defer *defer);
 

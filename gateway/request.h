@@ -85,6 +85,25 @@ struct reply_defer {
                                       * request, or the exchange owns it) */
 };
 
+/* The second half of a handler that waits for a worker's slot before it goes on (a synchronous
+ * operation's begin, docs/decisions/0045-wait-for-a-slot-first.md): runs on an HTTP thread once
+ * the wait ended, with the request, slot (the slot taken for it, which it then owns: it begins
+ * handed, or gives it back) or NULL (none: it begins plain; stopping: the gateway stops), and
+ * state, which it owns from then on; fills out. */
+typedef void (*reply_slot_fn)(const struct gateway *gw, const struct request *req,
+                              struct dispatch_handover *slot, bool stopping, void *state,
+                              struct reply *out);
+
+/* A handler's wait for a worker's slot: http.c suspends the connection and queues the wait in
+ * the dispatcher's waiting lane (dispatch_wait_slot), under the reply's operation_id, tenant,
+ * weight and platform. */
+struct reply_slot {
+    reply_slot_fn resume;            /* what goes on once the wait ended */
+    void *state;                     /* what resume needs beyond the request, or NULL */
+    void (*state_free)(void *state); /* frees state when resume never runs (the client left) */
+    int64_t deadline_ms;             /* the wait ends then at the latest (osbq_clock_ms) */
+};
+
 /* The schemes a 401's WWW-Authenticate names. */
 #define REPLY_AUTH_BASIC  1u
 #define REPLY_AUTH_BEARER 2u
@@ -94,6 +113,7 @@ enum reply_kind {
     REPLY_NOW = 0,  /* a status and a body, sent at once */
     REPLY_DEFERRED, /* a Redis call first (defer), then its second half answers */
     REPLY_WAIT,     /* a wait for the operation's outcome (wait), then osb_sync_reply answers */
+    REPLY_SLOT,     /* a wait for a worker's slot (slot), then its second half goes on */
 };
 
 /* A response under construction: handlers fill it through reply.h, http.c sends it. */
@@ -123,6 +143,7 @@ struct reply {
     const char *reason;       /* an error's name for the access log (static), or NULL */
     struct reply_wait wait;   /* REPLY_WAIT: what the request waits for */
     struct reply_defer defer; /* REPLY_DEFERRED: the handler's Redis call */
+    struct reply_slot slot;   /* REPLY_SLOT: what goes on once a slot is taken */
 };
 
 #endif

@@ -4,6 +4,8 @@
 #include "store_requests.h"
 
 #include <inttypes.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -164,6 +166,91 @@ struct osbq_store_call *osbq_store_begin_call(struct osbq_store *store,
     /* Two scripts: an instance operation and a binding's hold and check different records. */
     return durable(req->binding.binding_id != NULL ? begin_binding_call(req, &derived, err)
                                                    : begin_instance_call(req, &derived, err));
+}
+
+/* A begin request copied with what it points at (osbq_begin_request_copy). */
+struct begin_request_copy {
+    struct osbq_begin_request req; /* first: the copy's address is the request's */
+    int64_t in_progress_cap;       /* what req.in_progress_cap points at, when it has one */
+};
+
+/* req's string members, to copy or free them all; returns how many. */
+#define BEGIN_STRINGS_MAX 20
+static size_t begin_strings(struct osbq_begin_request *req, const char **out[BEGIN_STRINGS_MAX])
+{
+    const char **strings[] = {
+        &req->kind,
+        &req->operation_id,
+        &req->instance_id,
+        &req->digest,
+        &req->waiting_gateway,
+        &req->service_id,
+        &req->plan_id,
+        &req->parameters,
+        &req->context,
+        &req->platform,
+        &req->tenant,
+        &req->handed_worker,
+        &req->maintenance_version,
+        &req->dashboard_url,
+        &req->expected_plan_id,
+        &req->quotas,
+        &req->binding.binding_id,
+        &req->binding.bind_resource,
+        &req->binding.predecessor_binding_id,
+    };
+    _Static_assert(sizeof strings / sizeof strings[0] <= BEGIN_STRINGS_MAX, "BEGIN_STRINGS_MAX");
+    memcpy(out, strings, sizeof strings);
+    return sizeof strings / sizeof strings[0];
+}
+
+struct osbq_begin_request *osbq_begin_request_copy(const struct osbq_begin_request *req)
+{
+    struct begin_request_copy *copy = calloc(1, sizeof *copy);
+    if (copy == NULL)
+        return NULL;
+    copy->req = *req;
+    struct osbq_begin_request *out = &copy->req;
+    /* Not copied yet: freed as none, should a copy below fail. */
+    out->job = NULL;
+    const char **strings[BEGIN_STRINGS_MAX];
+    size_t count = begin_strings(out, strings);
+    const char *originals[BEGIN_STRINGS_MAX];
+    for (size_t i = 0; i < count; i++) {
+        originals[i] = *strings[i];
+        *strings[i] = NULL;
+    }
+    bool ok = true;
+    for (size_t i = 0; ok && i < count; i++)
+        if (originals[i] != NULL)
+            ok = (*strings[i] = strdup(originals[i])) != NULL;
+    void *job = ok && req->job_len > 0 ? malloc(req->job_len) : NULL;
+    if (!ok || (req->job_len > 0 && job == NULL)) {
+        osbq_begin_request_free(&out);
+        return NULL;
+    }
+    if (job != NULL)
+        memcpy(job, req->job, req->job_len);
+    out->job = job;
+    if (req->in_progress_cap != NULL) {
+        copy->in_progress_cap = *req->in_progress_cap;
+        out->in_progress_cap = &copy->in_progress_cap;
+    }
+    return out;
+}
+
+void osbq_begin_request_free(struct osbq_begin_request **reqp)
+{
+    if (reqp == NULL || *reqp == NULL)
+        return;
+    const char **strings[BEGIN_STRINGS_MAX];
+    size_t count = begin_strings(*reqp, strings);
+    /* The copy's own: const for the calls it is passed to. */
+    for (size_t i = 0; i < count; i++)
+        free((void *)(uintptr_t)*strings[i]);
+    free((void *)(uintptr_t)(*reqp)->job);
+    free(*reqp);
+    *reqp = NULL;
 }
 
 int osbq_store_begin_result(struct osbq_store_call *call, struct osbq_begin_reply *out,

@@ -11,6 +11,9 @@ that worker, and sends it the job as a handed one, which the worker runs with no
   hand-over's lease ran out; the killed worker never called the claim script.
 - A synchronous provision on an idle stack is handed: its record says claimed once, by the
   worker, and no claim script ran (Redis MONITOR).
+- Synchronous requests beyond the worker's slots wait for one before they begin (decision 0045):
+  every operation is handed; one still waiting when its gateway is told to stop gets 503 at once
+  and leaves nothing in Redis.
 
 Only processes the harness started are signalled, by PID; every wait is bounded."""
 
@@ -43,6 +46,10 @@ GIVE_BACK_BOUND_S = 20.0
 # Slack added to computed bounds: sanitized processes on a loaded machine, polling, READYs (1 s).
 SLACK_S = 4.0
 POLL_S = 0.05
+# Synchronous lifecycles (provision, deprovision) sent at once by more clients than the worker
+# has slots (1): most requests find the slot taken.
+SATURATING_LIFECYCLES = 24
+SATURATING_CLIENTS = 6
 
 
 def instance_body(plan):
@@ -251,6 +258,74 @@ class HandOver(unittest.TestCase):
                                               result="claimed"), claimed + 1)
         self.assertEqual(harness.metric_value(worker_metrics.samples(), "osbq_jobs_handed_total"),
                          handed + 1)
+
+    def test_sync_requests_beyond_the_slots_wait_for_one_and_are_all_handed(self):
+        """More synchronous requests at once than the worker has slots: each that finds none
+        waits for one in the waiting lane before its begin (decision 0045), so every operation
+        is handed and none is claimed. Before, those begun while the slot was taken were
+        claimed once it freed."""
+        stack = self.make_stack()
+        gateway = stack.start_gateway()
+        worker, worker_metrics = self.start_worker_with_metrics(OSBQ_WORKER_CONCURRENCY=1)
+        harness.wait_workers_connected([gateway], 1)
+        gateway_metrics = self.scraper(gateway.port)
+        handed = harness.metric_value(worker_metrics.samples(), "osbq_jobs_handed_total")
+        query = "service_id=%s&plan_id=%s" % (SERVICE, FAST)
+
+        def lifecycle(iid):
+            c = self.stack.client(gateway)
+            try:
+                return [c.request("PUT", harness.ipath(iid), instance_body(FAST)).status,
+                        c.request("DELETE", harness.ipath(iid) + "?" + query).status]
+            finally:
+                c.close()
+
+        ids = [harness.new_id() for _ in range(SATURATING_LIFECYCLES)]
+        with ThreadPoolExecutor(SATURATING_CLIENTS) as pool:
+            statuses = list(pool.map(lifecycle, ids))
+        self.assertEqual(statuses, [[201, 200]] * len(ids))
+        self.assertEqual(
+            harness.metric_value(worker_metrics.samples(), "osbq_jobs_handed_total") - handed,
+            2 * len(ids), "every operation handed: none claimed")
+        self.assertEqual(harness.metric_value(worker_metrics.samples(), "osbq_claims_total",
+                                              result="claimed"), 2 * len(ids))
+        # Some waited for the slot in the lane (the others found it free at once).
+        waited = harness.metric_sum(gateway_metrics.samples(),
+                                    "osbq_dispatch_wait_seconds_count", lane="waiting")
+        self.assertGreater(waited, 0)
+
+    def test_request_waiting_for_a_slot_gets_503_when_its_gateway_stops(self):
+        """A synchronous request waiting for a slot began nothing: a gateway told to stop answers
+        it 503 at once (its retry goes to another gateway) instead of holding it through the
+        grace, and Redis holds nothing of it."""
+        stack = self.make_stack(OSBQ_SHUTDOWN_GRACE_MS=int(SLOW_S * 4 * 1000))
+        gateway = stack.start_gateway()
+        stack.start_worker(OSBQ_WORKER_CONCURRENCY=1)
+        harness.wait_workers_connected([gateway], 1)
+        gateway_metrics = self.scraper(gateway.port)
+        holding, waiting = harness.new_id(), harness.new_id()
+        clients = [self.client(gateway) for _ in range(2)]
+        with ThreadPoolExecutor(2) as pool:
+            held = pool.submit(clients[0].request, "PUT", harness.ipath(holding),
+                               instance_body(SLOW))
+            harness.wait_until(
+                lambda: harness.redis_hash(stack.redis, "%s:instance:%s"
+                                           % (NAMESPACE, holding)).get("last_op"),
+                harness.START_TIMEOUT_S, "the slow provision to begin")
+            answer = pool.submit(clients[1].request, "PUT", harness.ipath(waiting),
+                                 instance_body(FAST))
+            harness.wait_until(
+                lambda: harness.metric_value(gateway_metrics.samples(), "osbq_jobs_queued") == 1,
+                harness.START_TIMEOUT_S, "the second request to wait for the slot")
+            gateway.send_signal(signal.SIGTERM)
+            stopping = time.monotonic()
+            r = answer.result(timeout=harness.START_TIMEOUT_S)
+            self.assertLess(time.monotonic() - stopping, SLOW_S,
+                            "answered only once the slow step ended")
+            self.assertEqual(r.status, 503, r.body)
+            self.assertIn("not started", r.json()["description"])
+            self.assertEqual(stack.redis.keys("%s:*%s*" % (NAMESPACE, waiting)), [])
+            self.assertEqual(held.result(timeout=SLOW_S + SLACK_S + 30).status, 201)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,9 @@
  * that announce themselves with READY. A slot is taken for a hand-over only from a worker whose
  * READY said a hand-over lease, only while it has one free and no job waits in a lane; a taken
  * slot is no longer free until given back; a handed job reaches its worker with its lease end
- * and tenant. Every wait for the dispatcher's thread is bounded (STATS_WAIT_MS). */
+ * and tenant. A synchronous request that found no slot waits for one in its lane and is told how
+ * its wait ended, once (docs/decisions/0045). Every wait for the dispatcher's thread is bounded
+ * (STATS_WAIT_MS). */
 /* cmocka.h uses these without including them, so they come first and in this order. */
 /* clang-format off */
 #include <stdarg.h>
@@ -23,6 +25,7 @@
 #include <time.h>
 
 #include "bus.h"
+#include "clock.h"
 #include "dispatch.h"
 #include "store.h"
 
@@ -344,7 +347,147 @@ static void test_slot_of_a_job_on_its_way_is_not_taken(void **state)
     one_worker_stop(&w);
 }
 
-/* No dispatcher, no hand-over. */
+/* How a request's wait for a slot ended, as its dispatch_slot_fn was told (on the dispatcher's
+ * thread). */
+struct slot_wait {
+    atomic_int calls;                       /* times told (must end at 1) */
+    _Atomic(enum dispatch_slot_end) end;    /* how */
+    struct dispatch_handover *_Atomic slot; /* the slot taken, or NULL */
+};
+
+static void slot_wait_ended(void *ctx, struct dispatch_handover *slot, enum dispatch_slot_end end)
+{
+    struct slot_wait *w = ctx;
+    atomic_store(&w->slot, slot);
+    atomic_store(&w->end, end);
+    atomic_fetch_add(&w->calls, 1);
+}
+
+/* Waits, up to STATS_WAIT_MS, until w's wait ended; fails when it did not, or was told twice. */
+static void expect_slot_wait_end(struct slot_wait *w, enum dispatch_slot_end end)
+{
+    for (int waited = 0; waited <= STATS_WAIT_MS && atomic_load(&w->calls) == 0; waited++)
+        sleep_ms(1);
+    assert_int_equal(atomic_load(&w->calls), 1);
+    assert_int_equal(atomic_load(&w->end), end);
+    assert_true((atomic_load(&w->slot) != NULL) == (end == DISPATCH_SLOT_TAKEN));
+}
+
+/* Queues a wait for a slot of tenant t1, ending at the latest in deadline_in_ms. */
+static void wait_slot(struct dispatch *d, const char *operation_id, struct slot_wait *w,
+                      int64_t deadline_in_ms)
+{
+    const struct dispatch_owner owner = {"t1", 1, NULL};
+    assert_int_equal(dispatch_wait_slot(d, operation_id, DISPATCH_LANE_WAITING, &owner,
+                                        osbq_clock_ms() + deadline_in_ms, slot_wait_ended, w),
+                     0);
+}
+
+/* A request that waits for a slot while every slot is taken waits in its lane behind the job
+ * queued before it, of the same lane and tenant: the first slot freed goes to that job, the next
+ * is taken for the request, which then holds it (not free for a hand-over, nor for a plain job)
+ * until it gives it back. */
+static void test_slot_wait_takes_a_slot_in_its_turn(void **state)
+{
+    (void)state;
+    struct one_worker w = one_worker_start("inproc://dispatch-slot-turn", "w-1", 0, LEASE_MS);
+    const struct dispatch_owner owner = {"t1", 1, NULL};
+    assert_int_equal(
+        dispatch_submit(w.d, "op-first", DISPATCH_LANE_WAITING, &owner, JOB, sizeof JOB), 0);
+    struct slot_wait sw = {0};
+    wait_slot(w.d, "op-second", &sw, 60000);
+    wait_stats(w.d, 1, 0, 2);
+    assert_null(dispatch_handover_take(w.d)); /* they wait: new operations do not go first */
+
+    send_ready(w.worker, "w-1", 1, 0, LEASE_MS);
+    expect_job(w.worker, false, 0, NULL);
+    wait_stats(w.d, 1, 0, 1);
+    assert_int_equal(atomic_load(&sw.calls), 0);
+
+    send_ready(w.worker, "w-1", 1, 1, LEASE_MS);
+    expect_slot_wait_end(&sw, DISPATCH_SLOT_TAKEN);
+    struct dispatch_handover *h = atomic_load(&sw.slot);
+    assert_string_equal(dispatch_handover_worker(h), "w-1");
+    wait_stats(w.d, 1, 0, 0);
+    assert_null(dispatch_handover_take(w.d));
+    dispatch_handover_cancel(&h);
+    wait_stats(w.d, 1, 1, 0);
+
+    one_worker_stop(&w);
+}
+
+/* A wait for a slot ends at its deadline without one (the request begins plain), neither before
+ * nor long after; the job of its operation, begun plain, is not taken for a second copy of it
+ * and gets the slot freed later. */
+static void test_slot_wait_ends_at_its_deadline(void **state)
+{
+    (void)state;
+    struct one_worker w = one_worker_start("inproc://dispatch-slot-deadline", "w-1", 0, LEASE_MS);
+    struct slot_wait sw = {0};
+    int64_t started = osbq_clock_ms();
+    wait_slot(w.d, "op-late", &sw, 300);
+    sleep_ms(150);
+    assert_int_equal(atomic_load(&sw.calls), 0);
+    expect_slot_wait_end(&sw, DISPATCH_SLOT_NONE);
+    assert_true(osbq_clock_ms() - started >= 300);
+    /* Begun plain, its job waits in the lane beside its ended wait, and reaches the worker. */
+    const struct dispatch_owner owner = {"t1", 1, NULL};
+    assert_int_equal(
+        dispatch_submit(w.d, "op-late", DISPATCH_LANE_WAITING, &owner, JOB, sizeof JOB), 0);
+    wait_stats(w.d, 1, 0, 2);
+
+    send_ready(w.worker, "w-1", 1, 0, LEASE_MS);
+    expect_job(w.worker, false, 0, NULL);
+    wait_stats(w.d, 1, 0, 0);
+    assert_int_equal(atomic_load(&sw.calls), 1);
+
+    one_worker_stop(&w);
+}
+
+/* A request whose turn comes while only a worker that takes no handed jobs has room gets no slot:
+ * it begins plain, and its job then goes to that worker. */
+static void test_slot_wait_without_a_lease_ends_without_a_slot(void **state)
+{
+    (void)state;
+    struct one_worker w = one_worker_start("inproc://dispatch-slot-older", "w-old", 1, 0);
+    struct slot_wait sw = {0};
+    wait_slot(w.d, "op-older", &sw, 60000);
+    expect_slot_wait_end(&sw, DISPATCH_SLOT_NONE);
+    wait_stats(w.d, 1, 1, 0);
+
+    one_worker_stop(&w);
+}
+
+/* A stopping gateway ends every wait for a slot at once (nothing was begun), refuses new ones,
+ * and a dispatcher stopped without draining still tells the waits it holds. */
+static void test_slot_waits_end_when_the_gateway_stops(void **state)
+{
+    (void)state;
+    struct one_worker w = one_worker_start("inproc://dispatch-slot-drain", "w-1", 0, LEASE_MS);
+    struct slot_wait sw[2] = {0};
+    wait_slot(w.d, "op-a", &sw[0], 60000);
+    wait_slot(w.d, "op-b", &sw[1], 60000);
+    dispatch_drain_slots(w.d);
+    expect_slot_wait_end(&sw[0], DISPATCH_SLOT_STOPPING);
+    expect_slot_wait_end(&sw[1], DISPATCH_SLOT_STOPPING);
+    struct slot_wait refused = {0};
+    const struct dispatch_owner owner = {"t1", 1, NULL};
+    assert_int_equal(dispatch_wait_slot(w.d, "op-c", DISPATCH_LANE_WAITING, &owner,
+                                        osbq_clock_ms() + 60000, slot_wait_ended, &refused),
+                     -1);
+    one_worker_stop(&w);
+    assert_int_equal(atomic_load(&refused.calls), 0);
+
+    struct one_worker undrained =
+        one_worker_start("inproc://dispatch-slot-undrained", "w-1", 0, LEASE_MS);
+    struct slot_wait held = {0};
+    wait_slot(undrained.d, "op-held", &held, 60000);
+    wait_stats(undrained.d, 1, 0, 1);
+    one_worker_stop(&undrained);
+    expect_slot_wait_end(&held, DISPATCH_SLOT_STOPPING);
+}
+
+/* No dispatcher, no hand-over. */ /* No dispatcher, no hand-over. */
 static void test_take_without_dispatcher(void **state)
 {
     (void)state;
@@ -361,6 +504,10 @@ int main(void)
         cmocka_unit_test(test_only_workers_with_a_lease_are_handed_jobs),
         cmocka_unit_test(test_slot_of_a_job_on_its_way_is_not_taken),
         cmocka_unit_test(test_take_without_dispatcher),
+        cmocka_unit_test(test_slot_wait_takes_a_slot_in_its_turn),
+        cmocka_unit_test(test_slot_wait_ends_at_its_deadline),
+        cmocka_unit_test(test_slot_wait_without_a_lease_ends_without_a_slot),
+        cmocka_unit_test(test_slot_waits_end_when_the_gateway_stops),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

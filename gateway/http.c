@@ -466,6 +466,16 @@ static enum MHD_Result respond(const struct gateway *gw, struct MHD_Connection *
     return rc;
 }
 
+/* What the lines logged while a suspended request goes on name: its ids, and its operation once
+ * known. */
+static struct osbq_log_context exchange_log_context(const struct exchange *ex)
+{
+    return (struct osbq_log_context){.operation_id = ex->operation_id[0] ? ex->operation_id : NULL,
+                                     .instance_id = ex->instance_id,
+                                     .binding_id = ex->binding_id,
+                                     .request_id = ex->request_identity};
+}
+
 /* Resumed with the handler's call answered: its second half makes the reply. */
 /* Runs the handler's second half on its answered call, its lines naming the request: *r gets
  * what it made of the answer. The call is consumed. */
@@ -473,11 +483,7 @@ static void run_second_half(const struct gateway *gw, struct exchange *ex, struc
 {
     struct reply_defer defer = ex->defer;
     memset(&ex->defer, 0, sizeof ex->defer);
-    struct osbq_log_context context = {.operation_id =
-                                           ex->operation_id[0] ? ex->operation_id : NULL,
-                                       .instance_id = ex->instance_id,
-                                       .binding_id = ex->binding_id,
-                                       .request_id = ex->request_identity};
+    struct osbq_log_context context = exchange_log_context(ex);
     osbq_log_context_set(&context);
     defer.resume(gw, &ex->req, defer.call, defer.state, r);
     osbq_log_context_set(NULL);
@@ -503,11 +509,7 @@ static enum MHD_Result finish_slot_wait(const struct gateway *gw, struct MHD_Con
     memset(&ex->slot, 0, sizeof ex->slot);
     struct dispatch_handover *taken = ex->slot_taken;
     ex->slot_taken = NULL;
-    struct osbq_log_context context = {.operation_id =
-                                           ex->operation_id[0] ? ex->operation_id : NULL,
-                                       .instance_id = ex->instance_id,
-                                       .binding_id = ex->binding_id,
-                                       .request_id = ex->request_identity};
+    struct osbq_log_context context = exchange_log_context(ex);
     osbq_log_context_set(&context);
     struct reply r = {0};
     slot.resume(gw, &ex->req, taken, ex->slot_stopping, slot.state, &r);
@@ -655,10 +657,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
     if (ex->state == EXCHANGE_WAITING) {
         /* Resumed: the operation ended, or the wait did. */
         ex->state = EXCHANGE_RECEIVING;
-        struct osbq_log_context context = {.operation_id = ex->operation_id,
-                                           .instance_id = ex->instance_id,
-                                           .binding_id = ex->binding_id,
-                                           .request_id = ex->request_identity};
+        struct osbq_log_context context = exchange_log_context(ex);
         osbq_log_context_set(&context);
         osb_sync_reply(gw, &ex->wait, &ex->wait_result, &r);
         osbq_log_context_set(NULL);

@@ -44,7 +44,8 @@ export OSBQ_BUS_CURVE_CLIENTS_DIR="$work/bus/clients" OSBQ_BUS_CURVE_CLIENT_CERT
 vg=(valgrind --leak-check=full --errors-for-leak-kinds=definite --error-exitcode=9)
 "${vg[@]}" "$build/bin/osbq-gateway" >"$work/gateway.log" 2>&1 &
 gateway=$!
-OSBQ_BUS_CURVE_SERVER_CERT="$work/bus/gateways" \
+# One slot: the concurrent requests below wait for it before they begin (decision 0045).
+OSBQ_BUS_CURVE_SERVER_CERT="$work/bus/gateways" OSBQ_WORKER_CONCURRENCY=1 \
   "${vg[@]}" "$build/bin/osbq-worker" >"$work/worker.log" 2>&1 &
 worker=$!
 for _ in $(seq 1 100); do
@@ -69,7 +70,19 @@ accepted=$(curl -s -m 30 -w ' %{http_code}' --cacert "$work/cert.pem" -u u:p \
 codes+="${accepted##* } "
 op=$(printf '%s' "${accepted% *}" | python3 -c 'import json, sys; print(json.load(sys.stdin)["operation"])')
 polls=$(for _ in 1 2 3; do curl "${h[@]}" "$base/vg1/last_operation?operation=$op"; done)
-echo "statuses: $codes (expected: 201 201 200 200 202), polls: $polls (each 200 or 410)"
+# Four synchronous provisions at once, then their deprovisions: on the worker's one slot, the
+# requests that find it taken wait for it in the gateway's lane, then begin handed to it.
+at_once() {
+  for n in 2 3 4 5; do
+    curl "${h[@]}" -X "$1" ${2:+-d "$2"} "$base/vg$n${3:+?$3}" >"$work/at-once-$n" &
+  done
+  wait
+  cat "$work/at-once-"{2,3,4,5}
+}
+together=$(at_once PUT "$body" "")
+together+=$(at_once DELETE "" "$q")
+echo "statuses: $codes (expected: 201 201 200 200 202), polls: $polls (each 200 or 410)," \
+  "at once: $together (expected: 201 x4, 200 x4)"
 sleep 2
 kill "$gateway" "$worker"
 status=0
@@ -78,4 +91,5 @@ wait "$worker" || status=1
 grep -h "ERROR SUMMARY" "$work/gateway.log" "$work/worker.log"
 [ "$codes" = "201 201 200 200 202 " ] || status=1
 for code in $polls; do [ "$code" = 200 ] || [ "$code" = 410 ] || status=1; done
+[ "$together" = "201 201 201 201 200 200 200 200 " ] || status=1
 exit $status

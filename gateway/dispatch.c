@@ -978,6 +978,10 @@ void dispatch_drain_slots(struct dispatch *d)
     for (int waited = 0; waited < 10 * DISPATCH_TICK_MS && atomic_load(&d->slots_posted) > 0;
          waited++)
         nanosleep(&tick, NULL);
+    /* The thread tells them under the lock, after counting them taken: once it is free, the last
+     * is told. */
+    pthread_mutex_lock(&d->lock);
+    pthread_mutex_unlock(&d->lock);
 }
 
 void dispatch_on_due(struct dispatch *d, dispatch_due_fn fn, void *ctx)

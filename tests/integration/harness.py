@@ -52,8 +52,9 @@ class Client:
     raises osb_conformance.ConformanceError in the test that made the request."""
 
     def __init__(self, port, username=None, password=None, api_version="2.17",
-                 ssl_context=None):
+                 ssl_context=None, timeout_s=10):
         self.port = port
+        self.timeout_s = timeout_s  # how long an answer may take
         self.username = username
         self.password = password
         self.api_version = api_version
@@ -77,10 +78,12 @@ class Client:
             h["Content-Type"] = "application/json"
         h.update(headers or {})
         if self.conn is None and self.ssl_context is not None:
-            self.conn = http.client.HTTPSConnection("127.0.0.1", self.port, timeout=10,
+            self.conn = http.client.HTTPSConnection("127.0.0.1", self.port,
+                                                    timeout=self.timeout_s,
                                                     context=self.ssl_context)
         elif self.conn is None:
-            self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+            self.conn = http.client.HTTPConnection("127.0.0.1", self.port,
+                                                   timeout=self.timeout_s)
         try:
             self.conn.request(method, path, body=body, headers=h)
             r = self.conn.getresponse()

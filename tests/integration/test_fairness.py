@@ -3,7 +3,9 @@ the dispatcher's lanes the tenants with jobs waiting take turns, so one organiza
 is not another's wait. Each test starts its own redis-server, gateway and worker on loopback
 (one worker with 2 slots), gives organization A a backlog of 2-s steps that each keep a runner
 busy, then sends organization B's instant provision; test_3 weighs two platforms 3 to 1; test_4
-SIGKILLs the worker while both organizations' steps wait for it. Every wait is bounded."""
+SIGKILLs the worker while both organizations' steps wait for it; test_5 does test_1 with
+synchronous requests, which wait for a slot before they begin (decision 0045). Every wait is
+bounded."""
 
 import json
 import os
@@ -13,6 +15,7 @@ import signal
 import tempfile
 import time
 import unittest
+from concurrent.futures import ThreadPoolExecutor
 
 import harness
 from test_faults import (FAST, LEASE_S, MEDIUM, MEDIUM_S, NAMESPACE, RECOVERY_INTERVAL_S, SERVICE,
@@ -94,6 +97,49 @@ class TwoOrganizations(FaultTestCase):
         self.assertGreater(took, BACKLOG * MEDIUM_S / SLOTS - 2 * MEDIUM_S,
                            "B did not wait for the backlog of its own tenant")
         self.wait_all(a_ids)
+
+    def test_5_sync_requests_wait_for_a_slot_in_their_tenant_s_turn(self):
+        """Synchronous requests that find every slot taken wait for one before they begin
+        (decision 0045), each in its tenant's turn: while A's 16 synchronous provisions of 2-s
+        steps hold 16 s of work for the 2 slots, only those holding a slot are recorded in Redis,
+        and B's synchronous instant provision, then its deprovision (whose tenant the gateway
+        learned from the provision), each end within one of A's steps plus slack; all of A's
+        end."""
+        gw = self.start()
+        metrics = harness.MetricsScraper(gw.port)
+        self.addCleanup(metrics.close)
+        a_ids = [new_id() for _ in range(BACKLOG)]
+
+        def provision(iid, org, plan):
+            # The last of A's waits for 14 s of the others' steps.
+            c = self.stack.client(gw, timeout_s=BACKLOG * MEDIUM_S + SLACK_S * 3)
+            try:
+                return c.request("PUT", ipath(iid), body(plan, org)).status
+            finally:
+                c.close()
+
+        with ThreadPoolExecutor(BACKLOG) as pool:
+            a = [pool.submit(provision, iid, "org-a", MEDIUM) for iid in a_ids]
+            harness.wait_until(
+                lambda: harness.metric_value(metrics.samples(), "osbq_jobs_queued")
+                >= BACKLOG - SLOTS, SLACK_S, "A's requests to wait for a slot")
+            begun = len(self.stack.redis.keys("%s:instance:*" % NAMESPACE))
+            # Two hold the slots; a step may have ended meanwhile on a slow machine.
+            self.assertLessEqual(begun, 2 * SLOTS, "A's waiting requests were begun")
+            b_id = new_id()
+            c = self.client(gw)
+            started = time.monotonic()
+            self.assertEqual(provision(b_id, "org-b", FAST), 201)
+            took_provision = time.monotonic() - started
+            started = time.monotonic()
+            r = c.request("DELETE", ipath(b_id) + "?service_id=%s&plan_id=%s" % (SERVICE, FAST))
+            self.assertEqual(r.status, 200, r.body)
+            took_deprovision = time.monotonic() - started
+            for took in (took_provision, took_deprovision):
+                self.assertLess(took, MEDIUM_S + SLACK_S,
+                                "B waited %.1f s behind A's requests" % took)
+            self.assertEqual([f.result(timeout=BACKLOG * MEDIUM_S + SLACK_S * 3) for f in a],
+                             [201] * BACKLOG)
 
 
 class WeightedPlatforms(FaultTestCase):

@@ -1,14 +1,13 @@
-/* The averages a gateway read, by "<kind> <plan>", in a czmq hash table under one mutex. */
+/* The averages a gateway read, by "<kind> <plan>", in a memo (memo.h). */
 #include "averages.h"
 
-#include <czmq.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "memo.h"
+
 struct averages {
-    pthread_mutex_t lock;
-    zhashx_t *by_key; /* "<kind> <plan>" -> struct average (owned) */
+    struct memo *by_key; /* "<kind> <plan>" -> struct average */
 };
 
 struct average {
@@ -16,35 +15,22 @@ struct average {
     double read_at; /* osbq_clock_seconds when read from Redis */
 };
 
-static void average_destroy(void **item)
-{
-    free(*item);
-    *item = NULL;
-}
-
 struct averages *averages_new(void)
 {
     struct averages *a = calloc(1, sizeof *a);
-    if (a == NULL)
-        return NULL;
-    a->by_key = zhashx_new();
-    if (a->by_key == NULL || pthread_mutex_init(&a->lock, NULL) != 0) {
-        zhashx_destroy(&a->by_key);
+    if (a != NULL && (a->by_key = memo_new(AVERAGES_MAX)) == NULL) {
         free(a);
-        return NULL;
+        a = NULL;
     }
-    zhashx_set_destructor(a->by_key, average_destroy);
     return a;
 }
 
 void averages_free(struct averages **ap)
 {
-    struct averages *a = ap ? *ap : NULL;
-    if (a == NULL)
+    if (ap == NULL || *ap == NULL)
         return;
-    zhashx_destroy(&a->by_key);
-    pthread_mutex_destroy(&a->lock);
-    free(a);
+    memo_free(&(*ap)->by_key);
+    free(*ap);
     *ap = NULL;
 }
 
@@ -59,15 +45,13 @@ bool averages_get(struct averages *a, const char *plan, const char *kind, double
                   int64_t *average_ms)
 {
     char key[512];
-    if (a == NULL || !average_key(key, sizeof key, plan, kind))
+    struct average found;
+    if (a == NULL || !average_key(key, sizeof key, plan, kind) ||
+        !memo_get(a->by_key, key, &found, sizeof found))
         return false;
-    pthread_mutex_lock(&a->lock);
-    const struct average *found = zhashx_lookup(a->by_key, key);
-    bool fresh =
-        found != NULL && now - found->read_at < AVERAGES_MAX_AGE_S && now >= found->read_at;
+    bool fresh = now - found.read_at < AVERAGES_MAX_AGE_S && now >= found.read_at;
     if (fresh)
-        *average_ms = found->ms;
-    pthread_mutex_unlock(&a->lock);
+        *average_ms = found.ms;
     return fresh;
 }
 
@@ -77,13 +61,6 @@ void averages_put(struct averages *a, const char *plan, const char *kind, double
     char key[512];
     if (a == NULL || !average_key(key, sizeof key, plan, kind))
         return;
-    struct average *item = malloc(sizeof *item);
-    if (item == NULL)
-        return;
-    *item = (struct average){average_ms, now};
-    pthread_mutex_lock(&a->lock);
-    if (zhashx_size(a->by_key) >= AVERAGES_MAX && zhashx_lookup(a->by_key, key) == NULL)
-        zhashx_purge(a->by_key);
-    zhashx_update(a->by_key, key, item); /* frees the one it replaces */
-    pthread_mutex_unlock(&a->lock);
+    const struct average item = {average_ms, now};
+    memo_put(a->by_key, key, &item, sizeof item);
 }

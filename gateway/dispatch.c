@@ -329,14 +329,12 @@ static void drop(struct dispatch *d, struct job_buf *buf)
     free(buf);
 }
 
-/* Ends the wait of the request buf stands for: slot_fn is told (slot: the slot taken for it, or
- * NULL), and its deadline no longer watched. buf stays in its lane until its turn, then is
- * dropped. With d->lock held. */
+/* Ends the wait of the request buf stands for, not ended yet: slot_fn is told (slot: the slot
+ * taken for it, or NULL), and its deadline no longer watched. buf stays in its lane until its
+ * turn, then is dropped. With d->lock held. */
 static void slot_end_locked(struct dispatch *d, struct job_buf *buf, struct dispatch_handover *slot,
                             enum dispatch_slot_end end)
 {
-    if (buf->slot_ended)
-        return;
     if (buf->slot_handle != NULL)
         zlistx_delete(d->slot_waits, buf->slot_handle);
     buf->slot_handle = NULL;

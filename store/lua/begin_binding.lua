@@ -8,63 +8,68 @@
 -- requires: join (store/lua/lib/join.lua: join)
 -- requires: fields (store/lua/lib/fields.lua: read_fields)
 -- requires: handover (store/lua/lib/handover.lua: handover_claim)
-local KEY = {
-  instance = KEYS[1],  -- the instance hash
-  binding = KEYS[2],   -- the binding hash
-  op = KEYS[3],        -- the new operation hash
-  queue = KEYS[4],     -- the queue zset
-  waiters = KEYS[5],   -- the new operation's waiters set
-  bindings = KEYS[6],  -- the instance's set of binding keys
-}
-local ARG = {
-  kind = ARGV[1],              -- bind or unbind
-  operation_id = ARGV[2],      -- the new operation's id
-  digest = ARGV[3],            -- the request's idempotency digest
-  now = ARGV[4],               -- ms
-  waiting_gateway = ARGV[5],   -- the waiting gateway's id, or ""
-  service_id = ARGV[6],        -- service id
-  plan_id = ARGV[7],           -- plan id
-  parameters = ARGV[8],        -- JSON, or ""
-  context = ARGV[9],           -- JSON, or ""
-  bind_resource = ARGV[10],    -- JSON, or ""
-  job = ARGV[11],              -- the encoded job
-  claim_deadline = ARGV[12],   -- ms
-  prefix = ARGV[13],           -- the key prefix "<ns>:"
-  instance_id = ARGV[14],      -- instance id
-  binding_id = ARGV[15],       -- binding id
-  api_version = ARGV[16],      -- the request's API version
-  predecessor_key = ARGV[17],  -- the predecessor binding's key, or ""
-  predecessor_id = ARGV[18],   -- the predecessor binding's id, or ""
-  platform = ARGV[19],         -- the platform asking: recorded on a new binding; another
-                               -- platform's instance or binding answers as if it did not exist
-  tenant = ARGV[20],           -- whose work it is when the instance has no tenant recorded (one
-                               -- from before tenants were): an instance's bindings are its
-                               -- tenant's
-  in_progress_cap = ARGV[21],  -- the most operations the operation's tenant may have in
-                               -- progress (OSBQ_POLICY in_progress_per_tenant), or "" when its
-                               -- platform has no cap; an unbind is counted but never refused
-  handed_worker = ARGV[22],    -- the worker a new operation is handed to (claimed for it here,
-                               -- docs/decisions/0042), or "": queued for any worker's claim
-  handed_until = ARGV[23],     -- with handed_worker: the hand-over's lease end, ms; or ""
-}
-local inst, binding_key, op_key, queue, set = KEY.instance, KEY.binding, KEY.op, KEY.queue,
-                                              KEY.bindings
-local kind, op_id, digest, now = ARG.kind, ARG.operation_id, ARG.digest, ARG.now
-local gateway, prefix, platform = ARG.waiting_gateway, ARG.prefix, ARG.platform
-local cap = tonumber(ARG.in_progress_cap) -- nil: no cap, and no command run for one
+local key_instance = KEYS[1]  -- the instance hash
+local key_binding = KEYS[2]   -- the binding hash
+local key_op = KEYS[3]        -- the new operation hash
+local key_queue = KEYS[4]     -- the queue zset
+local key_waiters = KEYS[5]   -- the new operation's waiters set
+local key_bindings = KEYS[6]  -- the instance's set of binding keys
+local arg_kind = ARGV[1]              -- bind or unbind
+local arg_operation_id = ARGV[2]      -- the new operation's id
+local arg_digest = ARGV[3]            -- the request's idempotency digest
+local arg_now = ARGV[4]               -- ms
+local arg_waiting_gateway = ARGV[5]   -- the waiting gateway's id, or ""
+local arg_service_id = ARGV[6]        -- service id
+local arg_plan_id = ARGV[7]           -- plan id
+local arg_parameters = ARGV[8]        -- JSON, or ""
+local arg_context = ARGV[9]           -- JSON, or ""
+local arg_bind_resource = ARGV[10]    -- JSON, or ""
+local arg_job = ARGV[11]              -- the encoded job
+local arg_claim_deadline = ARGV[12]   -- ms
+local arg_prefix = ARGV[13]           -- the key prefix "<ns>:"
+local arg_instance_id = ARGV[14]      -- instance id
+local arg_binding_id = ARGV[15]       -- binding id
+local arg_api_version = ARGV[16]      -- the request's API version
+local arg_predecessor_key = ARGV[17]  -- the predecessor binding's key, or ""
+local arg_predecessor_id = ARGV[18]   -- the predecessor binding's id, or ""
+local arg_platform = ARGV[19]         -- the platform asking: recorded on a new binding;
+                                      -- another platform's instance or binding answers as if
+                                      -- it did not exist
+local arg_tenant = ARGV[20]           -- whose work it is when the instance has no tenant
+                                      -- recorded (one from before tenants were): an instance's
+                                      -- bindings are its tenant's
+local arg_in_progress_cap = ARGV[21]  -- the most operations the operation's tenant may
+                                      -- have in progress (OSBQ_POLICY in_progress_per_tenant),
+                                      -- or "" when its platform has no cap; an unbind is
+                                      -- counted but never refused
+local arg_handed_worker = ARGV[22]    -- the worker a new operation is handed to (claimed
+                                      -- for it here, docs/decisions/0042), or "": queued for
+                                      -- any worker's claim
+local arg_handed_until = ARGV[23]     -- with handed_worker: the hand-over's lease end, ms; or ""
+local inst, binding_key, op_key, queue, set = key_instance, key_binding, key_op, key_queue,
+                                              key_bindings
+local kind, op_id, digest, now = arg_kind, arg_operation_id, arg_digest, arg_now
+local gateway, prefix, platform = arg_waiting_gateway, arg_prefix, arg_platform
+local cap = tonumber(arg_in_progress_cap) -- nil: no cap, and no command run for one
 -- Handed (lib/handover.lua): a new operation is recorded as claimed for that worker.
-local handed = ARG.handed_worker ~= ''
+local handed = arg_handed_worker ~= ''
 
-local instance = read_fields(inst, {'state', 'lock_x', 'service_id', 'plan_id', 'platform',
-                                    'tenant'})
+-- The instance and the binding, one HMGET each, each field into the local inst_<field> or
+-- binding_<field>, in the order asked.
+local inst_state, inst_lock_x, inst_service_id, inst_plan_id, inst_platform, inst_tenant =
+  unpack(redis.call('HMGET', inst,
+                    'state', 'lock_x', 'service_id', 'plan_id', 'platform', 'tenant'))
 -- An unbind checks the binding's service and plan: read with the rest, one read of the record.
-local binding = read_fields(binding_key, {'state', 'digest', 'lock_x', 'last_op', 'result',
-                                          'platform', 'service_id', 'plan_id'})
-local istate, ilock = instance.state, instance.lock_x
-local bstate, bdigest, block = binding.state, binding.digest, binding.lock_x
+local binding_state, binding_digest, binding_lock_x, binding_last_op, binding_result,
+      binding_platform, binding_service_id, binding_plan_id =
+  unpack(redis.call('HMGET', binding_key,
+                    'state', 'digest', 'lock_x', 'last_op', 'result', 'platform', 'service_id',
+                    'plan_id'))
+local istate, ilock = inst_state, inst_lock_x
+local bstate, bdigest, block = binding_state, binding_digest, binding_lock_x
 -- Records from before platforms were recorded belong to the default platform.
-local instance_theirs = istate and (instance.platform or 'default') ~= platform
-local binding_theirs = bstate and (binding.platform or 'default') ~= platform
+local instance_theirs = istate and (inst_platform or 'default') ~= platform
+local binding_theirs = bstate and (binding_platform or 'default') ~= platform
 
 -- The keys finish.lua needs are written only when they are not the plain "<prefix>instance:<id>",
 -- "<prefix>binding:<id>:<binding id>" and "<prefix>bindings:<id>" (an id store_keys.c had to
@@ -75,30 +80,28 @@ local binding_theirs = bstate and (binding.platform or 'default') ~= platform
 -- write of the operation and one of the binding: binding_fields (a bind's new binding) go with
 -- its lock.
 local function record(binding_fields)
-  local tenant = instance.tenant or ARG.tenant
-  local fields = {'kind', kind, 'instance', ARG.instance_id, 'binding', ARG.binding_id,
-                  'plan_id', ARG.plan_id, 'state', handed and 'running' or 'queued',
-                  'created_ms', now, 'api', ARG.api_version, 'job', ARG.job, 'tenant', tenant}
+  local tenant = inst_tenant or arg_tenant
+  local fields = {'kind', kind, 'instance', arg_instance_id, 'binding', arg_binding_id,
+                  'plan_id', arg_plan_id, 'state', handed and 'running' or 'queued',
+                  'created_ms', now, 'api', arg_api_version, 'job', arg_job, 'tenant', tenant}
   local function add(name, value)
-    table.insert(fields, name)
-    table.insert(fields, value)
+    fields[#fields + 1], fields[#fields + 2] = name, value
   end
-  if inst ~= prefix .. 'instance:' .. ARG.instance_id then add('instance_key', inst) end
-  if binding_key ~= prefix .. 'binding:' .. ARG.instance_id .. ':' .. ARG.binding_id then
+  if inst ~= prefix .. 'instance:' .. arg_instance_id then add('instance_key', inst) end
+  if binding_key ~= prefix .. 'binding:' .. arg_instance_id .. ':' .. arg_binding_id then
     add('binding_key', binding_key)
   end
-  if set ~= prefix .. 'bindings:' .. ARG.instance_id then add('bindings_key', set) end
+  if set ~= prefix .. 'bindings:' .. arg_instance_id then add('bindings_key', set) end
   if platform ~= 'default' then add('platform', platform) end
   if gateway ~= '' then add('waited', gateway) end
   if cap then add('in_progress_key', in_progress_take(prefix, tenant)) end
-  local due = ARG.claim_deadline
-  if handed then due = handover_claim(add, ARG.handed_worker, ARG.handed_until, now) end
+  local due = arg_claim_deadline
+  if handed then due = handover_claim(add, arg_handed_worker, arg_handed_until, now) end
   redis.call('HSET', op_key, unpack(fields))
   redis.call('ZADD', queue, due, op_id)
-  table.insert(binding_fields, 'lock_x')
-  table.insert(binding_fields, op_id)
-  table.insert(binding_fields, 'last_op')
-  table.insert(binding_fields, op_id)
+  local n = #binding_fields
+  binding_fields[n + 1], binding_fields[n + 2], binding_fields[n + 3], binding_fields[n + 4] =
+      'lock_x', op_id, 'last_op', op_id
   redis.call('HSET', binding_key, unpack(binding_fields))
   redis.call('HINCRBY', inst, 'lock_s', 1)
   return {'accepted', op_id, '', '', '', tenant}
@@ -111,39 +114,39 @@ if kind == 'bind' then
   -- A binding left by another platform under this id (of an earlier instance) stays its own.
   if binding_theirs and bstate ~= 'gone' then return {'conflict'} end
   if istate ~= 'provisioned' or ilock then return {'instance_busy'} end
-  if ARG.service_id ~= instance.service_id or ARG.plan_id ~= instance.plan_id then
+  if arg_service_id ~= inst_service_id or arg_plan_id ~= inst_plan_id then
     return {'mismatch'}
   end
   if bstate and bstate ~= 'failed' and bstate ~= 'gone' then
     if bdigest ~= digest then return {'conflict'} end
     if bstate == 'bound' then
       if block then return {'busy'} end
-      return {'done', binding.last_op, '', '', binding.result or ''}
+      return {'done', binding_last_op, '', '', binding_result or ''}
     end
     if not block then return {'busy'} end
     return join(prefix, block, gateway)
   end
   if block then return {'busy'} end
-  if ARG.predecessor_key ~= '' then
-    local pred = read_fields(ARG.predecessor_key, {'state', 'instance_id'})
-    if pred.state ~= 'bound' or pred.instance_id ~= ARG.instance_id then
+  if arg_predecessor_key ~= '' then
+    local pred = read_fields(arg_predecessor_key, {'state', 'instance_id'})
+    if pred.state ~= 'bound' or pred.instance_id ~= arg_instance_id then
       return {'bad_predecessor'}
     end
   end
-  local capped = cap and in_progress_refusal(prefix, instance.tenant or ARG.tenant, cap)
+  local capped = cap and in_progress_refusal(prefix, inst_tenant or arg_tenant, cap)
   if capped then return capped end
   -- A failed or deleted binding's record is replaced whole.
   if bstate then redis.call('DEL', binding_key) end
-  local fields = {'binding_id', ARG.binding_id, 'instance_id', ARG.instance_id,
-                  'service_id', ARG.service_id, 'plan_id', ARG.plan_id, 'state', 'binding',
+  local fields = {'binding_id', arg_binding_id, 'instance_id', arg_instance_id,
+                  'service_id', arg_service_id, 'plan_id', arg_plan_id, 'state', 'binding',
                   'digest', digest, 'created_ms', now, 'platform', platform}
-  for i, name in ipairs({'parameters', 'context', 'bind_resource', 'predecessor'}) do
-    local value = ({ARG.parameters, ARG.context, ARG.bind_resource, ARG.predecessor_id})[i]
-    if value ~= '' then
-      table.insert(fields, name)
-      table.insert(fields, value)
-    end
+  local function add_unless_empty(name, value)
+    if value ~= '' then fields[#fields + 1], fields[#fields + 2] = name, value end
   end
+  add_unless_empty('parameters', arg_parameters)
+  add_unless_empty('context', arg_context)
+  add_unless_empty('bind_resource', arg_bind_resource)
+  add_unless_empty('predecessor', arg_predecessor_id)
   redis.call('SADD', set, binding_key)
   return record(fields)
 end
@@ -156,7 +159,7 @@ if kind == 'unbind' then
     return {'busy'}
   end
   if ilock then return {'instance_busy'} end
-  if ARG.service_id ~= binding.service_id or ARG.plan_id ~= binding.plan_id then
+  if arg_service_id ~= binding_service_id or arg_plan_id ~= binding_plan_id then
     return {'mismatch'}
   end
   return record({})

@@ -10,24 +10,20 @@
 -- requires: history (store/lua/lib/history.lua: history_with)
 -- requires: fields (store/lua/lib/fields.lua: read_fields)
 -- requires: release (store/lua/lib/release.lua: begun_by_previous_release)
-local KEY = {
-  op = KEYS[1],     -- the operation hash
-  queue = KEYS[2],  -- the queue zset
-}
-local ARG = {
-  worker_id = ARGV[1],     -- worker id
-  attempt = ARGV[2],       -- the attempt the job carries (informational)
-  now = ARGV[3],           -- ms
-  lease = ARGV[4],         -- ms
-  operation_id = ARGV[5],  -- operation id
-  prefix = ARGV[6],        -- the key prefix "<ns>:"
-}
-local op = read_fields(KEY.op, {'state', 'lease_until', 'due_ms', 'tenant', 'claims',
+local key_op = KEYS[1]     -- the operation hash
+local key_queue = KEYS[2]  -- the queue zset
+local arg_worker_id = ARGV[1]     -- worker id
+local arg_attempt = ARGV[2]       -- the attempt the job carries (informational)
+local arg_now = ARGV[3]           -- ms
+local arg_lease = ARGV[4]         -- ms
+local arg_operation_id = ARGV[5]  -- operation id
+local arg_prefix = ARGV[6]        -- the key prefix "<ns>:"
+local op = read_fields(key_op, {'state', 'lease_until', 'due_ms', 'tenant', 'claims',
                                 'started_ms', 'history', 'resume', 'steps', 'created_ms',
                                 'worker', 'service_id'})
-local previous_release = begun_by_previous_release(op)
+local previous_release = begun_by_previous_release(op.service_id)
 local state = op.state
-local now = tonumber(ARG.now)
+local now = tonumber(arg_now)
 if state == 'running' then
   if tonumber(op.lease_until or '0') >= now then return 0 end
 elseif state == 'waiting' then
@@ -37,9 +33,9 @@ elseif state == 'waiting' then
 elseif state ~= 'queued' then
   return 0
 end
-local until_ms = now + tonumber(ARG.lease)
+local until_ms = now + tonumber(arg_lease)
 local started = op.started_ms or now
-local fields = {'state', 'running', 'worker', ARG.worker_id, 'lease_until', until_ms}
+local fields = {'state', 'running', 'worker', arg_worker_id, 'lease_until', until_ms}
 local attempt
 if state == 'waiting' then
   -- A poll is not an attempt: claims count the steps that never ended (crashes, give-backs).
@@ -56,7 +52,7 @@ else
   if op.history or op.started_ms or previous_release then
     table.insert(fields, 'history')
     table.insert(fields, history_with(op.history, {ms = now, event = 'claimed',
-                                                   worker = ARG.worker_id, attempt = attempt},
+                                                   worker = arg_worker_id, attempt = attempt},
                                       op))
   end
 end
@@ -70,11 +66,11 @@ if not op.started_ms then
   table.insert(fields, 'started_ms')
   table.insert(fields, now)
 end
-redis.call('HSET', KEY.op, unpack(fields))
-redis.call('ZADD', KEY.queue, until_ms, ARG.operation_id)
+redis.call('HSET', key_op, unpack(fields))
+redis.call('ZADD', key_queue, until_ms, arg_operation_id)
 -- A waiting operation of a tenant leaves its tenant's polls (wait.lua).
 if state == 'waiting' and op.tenant and op.tenant ~= '' then
-  redis.call('ZREM', ARG.prefix .. 'polls:' .. op.tenant, ARG.operation_id)
+  redis.call('ZREM', arg_prefix .. 'polls:' .. op.tenant, arg_operation_id)
 end
 local due = state == 'waiting' and tonumber(op.due_ms or '0') or 0
 return {1, op.resume or '', tonumber(started), tonumber(op.steps or '0'),

@@ -6,92 +6,94 @@
 -- begin scripts take it, only this one frees it).
 -- Returns 1, or 0 when the operation is no longer this worker's.
 -- requires: history (store/lua/lib/history.lua: history_with)
--- requires: fields (store/lua/lib/fields.lua: read_fields)
 -- requires: release (store/lua/lib/release.lua: begun_by_previous_release)
-local KEY = {
-  op = KEYS[1],       -- the operation hash
-  queue = KEYS[2],    -- the queue zset
-  waiters = KEYS[3],  -- the operation's waiters set
-}
-local ARG = {
-  worker_id = ARGV[1],          -- worker id
-  succeeded = ARGV[2],          -- "1" succeeded, "0" failed
-  description = ARGV[3],        -- the outcome's text
-  dashboard_url = ARGV[4],      -- or ""
-  metadata = ARGV[5],           -- JSON, or ""
-  instance_usable = ARGV[6],    -- "1" or "0"
-  update_repeatable = ARGV[7],  -- "1" or "0"
-  now = ARGV[8],                -- ms
-  retention = ARGV[9],          -- s
-  prefix = ARGV[10],            -- the key prefix "<ns>:"
-  operation_id = ARGV[11],      -- operation id
-  binding = ARGV[12],           -- bind: JSON of the binding (credentials, endpoints, ...), or ""
-  mode = ARGV[13],              -- "abandon": the recovery loop gives up on an operation whose
-                                -- lease ran out, or that waits (any worker); "operator": an
-                                -- operator fails an unfinished operation (osbq-ctl fail); or ""
-}
-local op_key = KEY.op
-local op = read_fields(op_key, {'state', 'worker', 'kind', 'instance_key', 'plan_id',
-                                'parameters', 'context', 'maintenance_version', 'created_ms',
-                                'binding_key', 'bindings_key', 'quota_taken', 'quota_keys',
-                                'instance', 'binding', 'tenant', 'lease_until', 'history',
-                                'waited', 'in_progress_key', 'started_ms', 'quotas_held',
-                                'service_id'})
-local previous_release = begun_by_previous_release(op)
-local now, retention = tonumber(ARG.now), tonumber(ARG.retention)
-if ARG.mode == 'abandon' then
-  if op.state ~= 'queued' and op.state ~= 'waiting' and
-      not (op.state == 'running' and tonumber(op.lease_until or '0') < now) then
+local key_op = KEYS[1]       -- the operation hash
+local key_queue = KEYS[2]    -- the queue zset
+local key_waiters = KEYS[3]  -- the operation's waiters set
+local arg_worker_id = ARGV[1]          -- worker id
+local arg_succeeded = ARGV[2]          -- "1" succeeded, "0" failed
+local arg_description = ARGV[3]        -- the outcome's text
+local arg_dashboard_url = ARGV[4]      -- or ""
+local arg_metadata = ARGV[5]           -- JSON, or ""
+local arg_instance_usable = ARGV[6]    -- "1" or "0"
+local arg_update_repeatable = ARGV[7]  -- "1" or "0"
+local arg_now = ARGV[8]                -- ms
+local arg_retention = ARGV[9]          -- s
+local arg_prefix = ARGV[10]            -- the key prefix "<ns>:"
+local arg_operation_id = ARGV[11]      -- operation id
+local arg_binding = ARGV[12]           -- bind: JSON of the binding (credentials,
+                                       -- endpoints, ...), or ""
+local arg_mode = ARGV[13]              -- "abandon": the recovery loop gives up on an operation
+                                       -- whose lease ran out, or that waits (any worker);
+                                       -- "operator": an operator fails an unfinished operation
+                                       -- (osbq-ctl fail); or ""
+-- The operation in one HMGET, each field into the local op_<field>: the names below in the
+-- order of the fields asked (tests/unit/test_store_contract.c checks it).
+local op_state, op_worker, op_kind, op_instance_key, op_plan_id, op_parameters, op_context,
+      op_maintenance_version, op_created_ms, op_binding_key, op_bindings_key, op_quota_taken,
+      op_quota_keys, op_instance, op_binding, op_tenant, op_lease_until, op_history, op_waited,
+      op_in_progress_key, op_started_ms, op_quotas_held, op_service_id =
+  unpack(redis.call('HMGET', key_op,
+                    'state', 'worker', 'kind', 'instance_key', 'plan_id', 'parameters', 'context',
+                    'maintenance_version', 'created_ms', 'binding_key', 'bindings_key',
+                    'quota_taken', 'quota_keys', 'instance', 'binding', 'tenant', 'lease_until',
+                    'history', 'waited', 'in_progress_key', 'started_ms', 'quotas_held',
+                    'service_id'))
+local previous_release = begun_by_previous_release(op_service_id)
+local now, retention = tonumber(arg_now), tonumber(arg_retention)
+if arg_mode == 'abandon' then
+  if op_state ~= 'queued' and op_state ~= 'waiting' and
+      not (op_state == 'running' and tonumber(op_lease_until or '0') < now) then
     return 0
   end
-elseif ARG.mode == 'operator' then
-  if op.state ~= 'queued' and op.state ~= 'running' and op.state ~= 'waiting' then return 0 end
-elseif op.state ~= 'running' or op.worker ~= ARG.worker_id then
+elseif arg_mode == 'operator' then
+  if op_state ~= 'queued' and op_state ~= 'running' and op_state ~= 'waiting' then return 0 end
+elseif op_state ~= 'running' or op_worker ~= arg_worker_id then
   return 0
 end
-local ok = ARG.succeeded == '1'
-local op_id, prefix = ARG.operation_id, ARG.prefix
+local ok = arg_succeeded == '1'
+local op_id, prefix = arg_operation_id, arg_prefix
 -- The begin scripts record a key only when it is not the plain one built here.
-local kind, plan_id, tenant = op.kind, op.plan_id, op.tenant
-local inst = op.instance_key or (prefix .. 'instance:' .. op.instance)
-local binding = op.binding_key or
-                (op.binding and (prefix .. 'binding:' .. op.instance .. ':' .. op.binding))
-local bindings_set = op.bindings_key or (prefix .. 'bindings:' .. op.instance)
+local kind, plan_id, tenant = op_kind, op_plan_id, op_tenant
+local inst = op_instance_key or (prefix .. 'instance:' .. op_instance)
+local binding = op_binding_key or
+                (op_binding and (prefix .. 'binding:' .. op_instance .. ':' .. op_binding))
+local bindings_set = op_bindings_key or (prefix .. 'bindings:' .. op_instance)
 
 local event = ok and 'succeeded' or 'failed'
-if ARG.mode == 'abandon' then event = 'abandoned' end
-if ARG.mode == 'operator' then event = 'failed_by_operator' end
-local op_fields = {'state', ok and 'succeeded' or 'failed', 'description', ARG.description,
+if arg_mode == 'abandon' then event = 'abandoned' end
+if arg_mode == 'operator' then event = 'failed_by_operator' end
+local op_fields = {'state', ok and 'succeeded' or 'failed', 'description', arg_description,
                    'finished_ms', now}
 -- A worker's outcome of this release's operation is said by the fields just written
 -- (lib/history.lua); the recovery loop's and an operator's are events of their own, and the
 -- previous release's operations keep every event written.
-if ARG.mode ~= '' or previous_release then
-  table.insert(op_fields, 'history')
-  table.insert(op_fields, history_with(op.history, {ms = now, event = event, worker = op.worker,
-                                                    description = ARG.description}, op))
+if arg_mode ~= '' or previous_release then
+  op_fields[#op_fields + 1], op_fields[#op_fields + 2] = 'history',
+      history_with(op_history, {ms = now, event = event, worker = op_worker,
+                                description = arg_description},
+                   {started_ms = op_started_ms, worker = op_worker})
 end
 if not ok and (kind == 'update' or kind == 'deprovision') then
-  table.insert(op_fields, 'instance_usable')
-  table.insert(op_fields, ARG.instance_usable)
+  op_fields[#op_fields + 1], op_fields[#op_fields + 2] = 'instance_usable', arg_instance_usable
   if kind == 'update' then
-    table.insert(op_fields, 'update_repeatable')
-    table.insert(op_fields, ARG.update_repeatable)
+    op_fields[#op_fields + 1], op_fields[#op_fields + 2] =
+        'update_repeatable', arg_update_repeatable
   end
 end
-redis.call('HSET', op_key, unpack(op_fields))
+redis.call('HSET', key_op, unpack(op_fields))
 -- What only an unfinished operation needs goes (the job, its step's state, its lease).
-redis.call('HDEL', op_key, 'job', 'lease_until', 'resume', 'due_ms', 'tenant', 'waited',
+redis.call('HDEL', key_op, 'job', 'lease_until', 'resume', 'due_ms', 'tenant', 'waited',
            'quotas_held')
-redis.call('EXPIRE', op_key, retention)
+redis.call('EXPIRE', key_op, retention)
 -- The tenant's count of operations in progress (OSBQ_POLICY in_progress_per_tenant), where the
 -- begin script counted it; once: the state checked above is final from here on.
-if op.in_progress_key and tonumber(redis.call('DECR', op.in_progress_key)) <= 0 then
-  redis.call('DEL', op.in_progress_key)
+if op_in_progress_key and tonumber(redis.call('DECR', op_in_progress_key)) <= 0 then
+  redis.call('DEL', op_in_progress_key)
 end
-redis.call('ZREM', KEY.queue, op_id)
+redis.call('ZREM', key_queue, op_id)
 -- Ended while waiting (an operator, or the recovery loop giving up): out of its tenant's polls.
-if op.state == 'waiting' and tenant and tenant ~= '' then
+if op_state == 'waiting' and tenant and tenant ~= '' then
   redis.call('ZREM', prefix .. 'polls:' .. tenant, op_id)
 end
 
@@ -108,8 +110,8 @@ if binding then
     redis.call('HDEL', inst, 'lock_s')
   end
   if kind == 'bind' then
-    if ok and ARG.binding ~= '' then
-      redis.call('HSET', binding, 'state', 'bound', 'result', ARG.binding)
+    if ok and arg_binding ~= '' then
+      redis.call('HSET', binding, 'state', 'bound', 'result', arg_binding)
     else
       redis.call('HSET', binding, 'state', ok and 'bound' or 'failed')
     end
@@ -127,53 +129,47 @@ else
   -- holds in one delete.
   local set, del = {}, {'lock_x'}
   if ok then
-    if ARG.dashboard_url ~= '' then
-      table.insert(set, 'dashboard_url')
-      table.insert(set, ARG.dashboard_url)
+    if arg_dashboard_url ~= '' then
+      set[#set + 1], set[#set + 2] = 'dashboard_url', arg_dashboard_url
     end
-    if ARG.metadata ~= '' then
-      table.insert(set, 'metadata')
-      table.insert(set, ARG.metadata)
+    if arg_metadata ~= '' then
+      set[#set + 1], set[#set + 2] = 'metadata', arg_metadata
     end
   end
   if kind == 'provision' then
-    table.insert(set, 'state')
-    table.insert(set, ok and 'provisioned' or 'failed')
+    set[#set + 1], set[#set + 2] = 'state', ok and 'provisioned' or 'failed'
     if not ok then
       quota_release(redis.call('HGET', inst, 'quota_keys'), {})
-      table.insert(del, 'quota_keys')
+      del[#del + 1] = 'quota_keys'
     end
   elseif kind == 'update' and not ok then
-    quota_release(op.quota_taken, {})
+    quota_release(op_quota_taken, {})
   elseif kind == 'update' and ok then
-    if op.quota_keys then
+    if op_quota_keys then
       -- The plan changed: the instance now holds the new plan's quotas and no others.
       local keep = {}
-      for key in string.gmatch(op.quota_keys, '[^\n]+') do keep[key] = true end
+      for key in string.gmatch(op_quota_keys, '[^\n]+') do keep[key] = true end
       quota_release(redis.call('HGET', inst, 'quota_keys'), keep)
-      if op.quota_keys ~= '' then
-        table.insert(set, 'quota_keys')
-        table.insert(set, op.quota_keys)
+      if op_quota_keys ~= '' then
+        set[#set + 1], set[#set + 2] = 'quota_keys', op_quota_keys
       else
-        table.insert(del, 'quota_keys')
+        del[#del + 1] = 'quota_keys'
       end
     end
     for i, name in ipairs({'plan_id', 'parameters', 'context', 'maintenance_version'}) do
-      local value = ({plan_id, op.parameters, op.context, op.maintenance_version})[i]
+      local value = ({plan_id, op_parameters, op_context, op_maintenance_version})[i]
       if value then
-        table.insert(set, name)
-        table.insert(set, value)
+        set[#set + 1], set[#set + 2] = name, value
       end
     end
   elseif kind == 'deprovision' and ok then
     -- begin_instance.lua copied the instance's quotas to the operation (no field: it holds
     -- none); the previous release's operations did not.
-    local held = op.quotas_held
+    local held = op_quotas_held
     if previous_release then held = redis.call('HGET', inst, 'quota_keys') end
     quota_release(held, {})
-    table.insert(del, 'quota_keys')
-    table.insert(set, 'state')
-    table.insert(set, 'gone')
+    del[#del + 1] = 'quota_keys'
+    set[#set + 1], set[#set + 2] = 'state', 'gone'
     redis.call('EXPIRE', inst, retention)
     -- Bindings the platform did not delete first go with their instance (docs/decisions/0004);
     -- most platforms do, and an empty set is no key: nothing to delete then.
@@ -193,7 +189,7 @@ end
 -- sampled, one operation in eight (by its id's last byte), which is plenty for an average and
 -- saves its read and write on the others.
 if string.byte(op_id, -1) % 8 == 0 then
-  local took = now - tonumber(op.created_ms or now)
+  local took = now - tonumber(op_created_ms or now)
   local stats = prefix .. 'stats:' .. plan_id
   local avg = tonumber(redis.call('HGET', stats, kind) or '-1')
   if avg < 0 then avg = took else avg = math.floor(avg * 0.8 + took * 0.2) end
@@ -203,18 +199,18 @@ end
 -- Synchronous waiters: the gateway that waits ('waited', its id), or several in the waiters set
 -- ('waited' is '*'); an operation of the previous release keeps them in the set.
 local gateways = {}
-if op.waited == '*' or previous_release then
-  gateways = redis.call('SMEMBERS', KEY.waiters)
-  if #gateways > 0 then redis.call('DEL', KEY.waiters) end
-elseif op.waited then
-  gateways = {op.waited}
+if op_waited == '*' or previous_release then
+  gateways = redis.call('SMEMBERS', key_waiters)
+  if #gateways > 0 then redis.call('DEL', key_waiters) end
+elseif op_waited then
+  gateways = {op_waited}
 end
 if #gateways > 0 then
   local outcome = cjson.encode({operation = op_id, state = ok and 'succeeded' or 'failed',
-                                description = ARG.description, dashboard_url = ARG.dashboard_url,
-                                metadata = ARG.metadata,
-                                instance_usable = ARG.instance_usable == '1',
-                                update_repeatable = ARG.update_repeatable == '1'})
+                                description = arg_description, dashboard_url = arg_dashboard_url,
+                                metadata = arg_metadata,
+                                instance_usable = arg_instance_usable == '1',
+                                update_repeatable = arg_update_repeatable == '1'})
   for _, gw in ipairs(gateways) do
     redis.call('PUBLISH', prefix .. 'events:' .. gw, outcome)
   end

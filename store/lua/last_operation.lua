@@ -5,36 +5,33 @@
 -- update's previous plan), average ms or ""}.
 -- requires: fields (store/lua/lib/fields.lua: read_fields)
 -- requires: release (store/lua/lib/release.lua: begun_by_previous_release)
-local KEY = {
-  record = KEYS[1],  -- the instance or binding hash
-}
-local ARG = {
-  operation_id = ARGV[1],  -- operation id, or ""
-  prefix = ARGV[2],        -- the key prefix "<ns>:"
-  instance_id = ARGV[3],   -- instance id
-  binding_id = ARGV[4],    -- binding id, or ""
-  platform = ARGV[5],      -- the platform asking, or "" for any: another platform's record is
-                           -- not found
-}
-local record = read_fields(KEY.record, {'state', 'last_op', 'platform'})
+local key_record = KEYS[1]  -- the instance or binding hash
+local arg_operation_id = ARGV[1]  -- operation id, or ""
+local arg_prefix = ARGV[2]        -- the key prefix "<ns>:"
+local arg_instance_id = ARGV[3]   -- instance id
+local arg_binding_id = ARGV[4]    -- binding id, or ""
+local arg_platform = ARGV[5]      -- the platform asking, or "" for any: another
+                                  -- platform's record is not found
+local record = read_fields(key_record, {'state', 'last_op', 'platform'})
 if not record.state then return {'not_found'} end
 -- Records from before platforms were recorded belong to the default platform.
-if ARG.platform and ARG.platform ~= '' and (record.platform or 'default') ~= ARG.platform then
+if arg_platform and arg_platform ~= '' and (record.platform or 'default') ~= arg_platform then
   return {'not_found'}
 end
-local op_id = ARG.operation_id ~= '' and ARG.operation_id or record.last_op
+local op_id = arg_operation_id ~= '' and arg_operation_id or record.last_op
 if not op_id then return {'not_found'} end
-local op = read_fields(ARG.prefix .. 'op:' .. op_id,
+local op = read_fields(arg_prefix .. 'op:' .. op_id,
                        {'kind', 'instance', 'state', 'description', 'instance_usable',
                         'update_repeatable', 'created_ms', 'plan_id', 'prev_plan_id', 'binding',
                         'platform', 'service_id'})
 -- An operation is its platform's (an earlier owner's, when the id was deleted and taken by
 -- another platform since): the one it names, or the default one; one begun by the previous
 -- release names none, and its record decides.
-local op_platform = op.platform or (not begun_by_previous_release(op) and 'default') or nil
-local op_theirs = op_platform and ARG.platform and ARG.platform ~= '' and
-                  op_platform ~= ARG.platform
-if not op.kind or op.instance ~= ARG.instance_id or (op.binding or '') ~= ARG.binding_id or
+local op_platform = op.platform or
+                    (not begun_by_previous_release(op.service_id) and 'default') or nil
+local op_theirs = op_platform and arg_platform and arg_platform ~= '' and
+                  op_platform ~= arg_platform
+if not op.kind or op.instance ~= arg_instance_id or (op.binding or '') ~= arg_binding_id or
     op_theirs then
   return {'unknown_operation', record.last_op or ''}
 end
@@ -48,7 +45,7 @@ if op.kind == 'update' and op.prev_plan_id and op.prev_plan_id ~= '' then
 end
 local avg = ''
 if op.state ~= 'succeeded' and op.state ~= 'failed' then
-  avg = redis.call('HGET', ARG.prefix .. 'stats:' .. stats_plan, op.kind) or ''
+  avg = redis.call('HGET', arg_prefix .. 'stats:' .. stats_plan, op.kind) or ''
 end
 return {'ok', record.state, op.kind, op.state, op.description or '', op.instance_usable or '',
         op.update_repeatable or '', op.created_ms or '', stats_plan or '', avg}

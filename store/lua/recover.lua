@@ -13,22 +13,18 @@
 -- counted as resends or attempts.
 -- requires: history (store/lua/lib/history.lua: add_history)
 -- requires: fields (store/lua/lib/fields.lua: read_fields)
-local KEY = {
-  queue = KEYS[1],  -- the queue zset
-}
-local ARG = {
-  now = ARGV[1],            -- ms
-  limit = ARGV[2],          -- most operations to return
-  max_attempts = ARGV[3],   -- the attempt limit (claims)
-  claim_timeout = ARGV[4],  -- ms
-  prefix = ARGV[5],         -- the key prefix "<ns>:"
-  can_resend = ARGV[6],     -- "1" when the caller can resend (a worker has room), else "0":
-                            -- then only operations to abandon are taken
-}
-local queue, now, max_attempts = KEY.queue, tonumber(ARG.now), tonumber(ARG.max_attempts)
-local budget, prefix = tonumber(ARG.limit), ARG.prefix
-local can_resend = ARG.can_resend == '1'
-local next_due = now + tonumber(ARG.claim_timeout)
+local key_queue = KEYS[1]  -- the queue zset
+local arg_now = ARGV[1]            -- ms
+local arg_limit = ARGV[2]          -- most operations to return
+local arg_max_attempts = ARGV[3]   -- the attempt limit (claims)
+local arg_claim_timeout = ARGV[4]  -- ms
+local arg_prefix = ARGV[5]         -- the key prefix "<ns>:"
+local arg_can_resend = ARGV[6]     -- "1" when the caller can resend (a worker has room), else "0":
+                                   -- then only operations to abandon are taken
+local queue, now, max_attempts = key_queue, tonumber(arg_now), tonumber(arg_max_attempts)
+local budget, prefix = tonumber(arg_limit), arg_prefix
+local can_resend = arg_can_resend == '1'
+local next_due = now + tonumber(arg_claim_timeout)
 local poll_tenants = prefix .. 'poll_tenants'
 -- The fields each scan reads of an operation: listed once for the whole batch.
 local due_fields = {'state', 'lease_until', 'claims', 'job', 'worker', 'kind', 'tenant'}

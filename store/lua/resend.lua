@@ -7,31 +7,27 @@
 -- Returns 1, 0 when the operation is finished or unknown, 2 when its worker's lease is live.
 -- requires: history (store/lua/lib/history.lua: add_history)
 -- requires: fields (store/lua/lib/fields.lua: read_fields)
-local KEY = {
-  op = KEYS[1],     -- the operation hash
-  queue = KEYS[2],  -- the queue zset
-}
-local ARG = {
-  now = ARGV[1],           -- ms
-  operation_id = ARGV[2],  -- operation id
-  prefix = ARGV[3],        -- the key prefix "<ns>:"
-}
-local op = read_fields(KEY.op, {'state', 'worker', 'lease_until', 'tenant'})
+local key_op = KEYS[1]     -- the operation hash
+local key_queue = KEYS[2]  -- the queue zset
+local arg_now = ARGV[1]           -- ms
+local arg_operation_id = ARGV[2]  -- operation id
+local arg_prefix = ARGV[3]        -- the key prefix "<ns>:"
+local op = read_fields(key_op, {'state', 'worker', 'lease_until', 'tenant'})
 if op.state ~= 'queued' and op.state ~= 'running' and op.state ~= 'waiting' then return 0 end
-if op.state == 'running' and tonumber(op.lease_until or '0') >= tonumber(ARG.now) then return 2 end
+if op.state == 'running' and tonumber(op.lease_until or '0') >= tonumber(arg_now) then return 2 end
 -- Before the worker goes: it may have to be written out as the first claim's (lib/history.lua).
-add_history(KEY.op, {ms = tonumber(ARG.now), event = 'resent_by_operator',
+add_history(key_op, {ms = tonumber(arg_now), event = 'resent_by_operator',
                      worker = op.worker})
 if op.state == 'waiting' then
-  redis.call('HSET', KEY.op, 'claims', 0, 'due_ms', ARG.now)
+  redis.call('HSET', key_op, 'claims', 0, 'due_ms', arg_now)
   if op.tenant and op.tenant ~= '' then
     -- It waits in its tenant's polls (wait.lua): due there at once.
-    redis.call('ZADD', ARG.prefix .. 'polls:' .. op.tenant, 0, ARG.operation_id)
-    redis.call('ZADD', ARG.prefix .. 'poll_tenants', 'LT', 0, op.tenant)
+    redis.call('ZADD', arg_prefix .. 'polls:' .. op.tenant, 0, arg_operation_id)
+    redis.call('ZADD', arg_prefix .. 'poll_tenants', 'LT', 0, op.tenant)
   end
 else
-  redis.call('HSET', KEY.op, 'state', 'queued', 'claims', 0)
+  redis.call('HSET', key_op, 'state', 'queued', 'claims', 0)
 end
-redis.call('HDEL', KEY.op, 'worker', 'lease_until')
-redis.call('ZADD', KEY.queue, 0, ARG.operation_id)
+redis.call('HDEL', key_op, 'worker', 'lease_until')
+redis.call('ZADD', key_queue, 0, arg_operation_id)
 return 1

@@ -10,39 +10,35 @@
 -- Returns 1, or 0 when the operation is no longer this worker's.
 -- requires: history (store/lua/lib/history.lua: add_history)
 -- requires: fields (store/lua/lib/fields.lua: read_fields)
-local KEY = {
-  op = KEYS[1],     -- the operation hash
-  queue = KEYS[2],  -- the queue zset
-}
-local ARG = {
-  worker_id = ARGV[1],     -- worker id
-  description = ARGV[2],   -- the step's progress text
-  resume = ARGV[3],        -- JSON text, or "" for none
-  due = ARGV[4],           -- epoch ms the next step is due at
-  now = ARGV[5],           -- ms
-  operation_id = ARGV[6],  -- operation id
-  prefix = ARGV[7],        -- the key prefix "<ns>:"
-}
-local op = read_fields(KEY.op, {'state', 'worker', 'tenant'})
-if op.state ~= 'running' or op.worker ~= ARG.worker_id then return 0 end
-local steps = redis.call('HINCRBY', KEY.op, 'steps', 1)
+local key_op = KEYS[1]     -- the operation hash
+local key_queue = KEYS[2]  -- the queue zset
+local arg_worker_id = ARGV[1]     -- worker id
+local arg_description = ARGV[2]   -- the step's progress text
+local arg_resume = ARGV[3]        -- JSON text, or "" for none
+local arg_due = ARGV[4]           -- epoch ms the next step is due at
+local arg_now = ARGV[5]           -- ms
+local arg_operation_id = ARGV[6]  -- operation id
+local arg_prefix = ARGV[7]        -- the key prefix "<ns>:"
+local op = read_fields(key_op, {'state', 'worker', 'tenant'})
+if op.state ~= 'running' or op.worker ~= arg_worker_id then return 0 end
+local steps = redis.call('HINCRBY', key_op, 'steps', 1)
 -- Before the worker goes: it may have to be written out as the first claim's (lib/history.lua).
 if steps == 1 then
-  add_history(KEY.op, {ms = tonumber(ARG.now), event = 'waiting', worker = ARG.worker_id})
+  add_history(key_op, {ms = tonumber(arg_now), event = 'waiting', worker = arg_worker_id})
 end
-redis.call('HSET', KEY.op, 'state', 'waiting', 'description', ARG.description, 'due_ms', ARG.due)
-if ARG.resume ~= '' then
-  redis.call('HSET', KEY.op, 'resume', ARG.resume)
+redis.call('HSET', key_op, 'state', 'waiting', 'description', arg_description, 'due_ms', arg_due)
+if arg_resume ~= '' then
+  redis.call('HSET', key_op, 'resume', arg_resume)
 else
-  redis.call('HDEL', KEY.op, 'resume')
+  redis.call('HDEL', key_op, 'resume')
 end
-redis.call('HDEL', KEY.op, 'worker', 'lease_until')
-local due = tonumber(ARG.due)
+redis.call('HDEL', key_op, 'worker', 'lease_until')
+local due = tonumber(arg_due)
 if op.tenant and op.tenant ~= '' then
-  redis.call('ZADD', ARG.prefix .. 'polls:' .. op.tenant, due, ARG.operation_id)
-  redis.call('ZADD', ARG.prefix .. 'poll_tenants', 'LT', due, op.tenant)
-  redis.call('ZADD', KEY.queue, due + 60000, ARG.operation_id)
+  redis.call('ZADD', arg_prefix .. 'polls:' .. op.tenant, due, arg_operation_id)
+  redis.call('ZADD', arg_prefix .. 'poll_tenants', 'LT', due, op.tenant)
+  redis.call('ZADD', key_queue, due + 60000, arg_operation_id)
 else
-  redis.call('ZADD', KEY.queue, due, ARG.operation_id)
+  redis.call('ZADD', key_queue, due, arg_operation_id)
 end
 return 1

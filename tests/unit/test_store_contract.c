@@ -1,10 +1,10 @@
 /* The C <-> Lua contract of the store's scripts, without a server: every script (as embedded
- * from store/lua) declares its keys and arguments in two tables before its code, "local KEY = {"
- * with one "  op = KEYS[1]," a line, and "local ARG = {" the same with ARGV; in order, they name
- * the entries of the script's KEYS and ARGV enums in store/store_scripts.h. The rest of the script
- * reads them only by those names (KEY.op, ARG.now), never KEYS[n] or ARGV[n]. A swap, a missing
- * or an extra entry on either side, or a name the tables do not declare fails here, before a
- * script reads the wrong argument or nil. */
+ * from store/lua) declares its keys and arguments before its code, one a line:
+ * "local key_op = KEYS[1]" and "local arg_now = ARGV[3]", each optionally followed by a comment
+ * (decision 0046). In order, they name the entries of the script's KEYS and ARGV enums in
+ * store/store_scripts.h. The rest of the script reads them only by those names (key_op, arg_now),
+ * never KEYS[n] or ARGV[n]. A swap, a missing or an extra entry on either side, or a name the
+ * declarations do not declare fails here, before a script reads the wrong argument or nil. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -21,8 +21,8 @@
 
 enum { NAMES_MAX = 48, NAME_MAX_LEN = 64 };
 
-/* One side of a script's declaration: the names of KEYS or ARGV, 1-based positions in order,
- * and where in the text the table declaring them is (NULL when there is none). */
+/* One side of a script's declarations: the names of KEYS or ARGV, 1-based positions in order,
+ * and where in the text the first of them is (NULL when there is none). */
 struct name_list {
     char names[NAMES_MAX][NAME_MAX_LEN];
     size_t count;
@@ -62,51 +62,58 @@ static const char *position_parse(const char *p, const char *source, unsigned lo
 
 static const char *const NAME_CHARS = "abcdefghijklmnopqrstuvwxyz_";
 
-/* Reads the table that declares a script's keys (table "KEY", source "KEYS") or arguments
- * ("ARG", "ARGV") into *out: "local KEY = {" on a line of its own, then one entry a line,
- * "  op = KEYS[1],", each optionally followed by a comment, lines of comment only between them,
- * and "}" closing it. No table: an empty list. 0, or -1 (with why) when an entry is malformed
- * or out of order, or the table is declared twice. */
-static int table_parse(const char *text, const char *table, const char *source,
-                       struct name_list *out, char *why, size_t why_size)
+/* The length of the declaration at line ("local <prefix><name> = <source>[<n>]", then the
+ * line's end, or spaces and a comment), its name and position in *name, *name_len and *n; 0
+ * when line declares nothing of prefix; -1 when it starts as one but is malformed. */
+static int declaration_parse(const char *line, const char *prefix, const char *source,
+                             const char **name, size_t *name_len, unsigned long *n)
 {
-    char opener[32];
-    (void)snprintf(opener, sizeof opener, "\nlocal %s = {\n", table);
+    char opener[16];
+    (void)snprintf(opener, sizeof opener, "local %s", prefix);
+    if (strncmp(line, opener, strlen(opener)) != 0)
+        return 0;
+    *name = line + strlen(opener);
+    *name_len = strspn(*name, NAME_CHARS);
+    const char *p = *name + *name_len;
+    const char *after = strncmp(p, " = ", 3) == 0 ? position_parse(p + 3, source, n) : NULL;
+    if (after == NULL)
+        return -1;
+    after += strspn(after, " ");
+    if (*after != '\0' && *after != '\n' && strncmp(after, "--", 2) != 0)
+        return -1;
+    return (int)(strcspn(line, "\n"));
+}
+
+/* Reads the declarations of a script's keys (prefix "key_", source "KEYS") or arguments
+ * ("arg_", "ARGV") into *out: every line that starts "local key_", in the text's order. None:
+ * an empty list. 0, or -1 (with why) when one is malformed or out of order (declared twice
+ * included). */
+static int declarations_parse(const char *text, const char *prefix, const char *source,
+                              struct name_list *out, char *why, size_t why_size)
+{
     out->count = 0;
     out->begin = out->end = NULL;
-    const char *at = strstr(text, opener);
-    if (at == NULL)
-        return 0;
-    if (strstr(at + 1, opener) != NULL) {
-        (void)snprintf(why, why_size, "%s declared twice", table);
-        return -1;
-    }
-    out->begin = at + 1;
-    for (const char *line = at + strlen(opener); *line != '\0';) {
-        const char *p = line + strspn(line, " ");
-        const char *next = strchr(p, '\n');
-        next = next != NULL ? next + 1 : p + strlen(p);
-        if (*p == '}') {
-            out->end = p + 1;
-            return 0;
+    for (const char *line = text; *line != '\0';) {
+        const char *name = NULL;
+        size_t len = 0;
+        unsigned long n = 0;
+        int found = declaration_parse(line, prefix, source, &name, &len, &n);
+        if (found < 0) {
+            (void)snprintf(why, why_size, "%s entry %zu: not \"local %sname = %s[n]\"", source,
+                           out->count + 1, prefix, source);
+            return -1;
         }
-        if (strncmp(p, "--", 2) != 0) {
-            size_t len = strspn(p, NAME_CHARS);
-            unsigned long n = 0;
-            const char *after =
-                strncmp(p + len, " = ", 3) == 0 ? position_parse(p + len + 3, source, &n) : NULL;
-            if (after == NULL || *after != ',') {
-                (void)snprintf(why, why_size, "%s entry %zu: not \"name = %s[n],\"", table,
-                               out->count + 1, source);
+        if (found > 0) {
+            if (name_add(out, source, n, name, len, why, why_size) < 0)
                 return -1;
-            }
-            if (name_add(out, source, n, p, len, why, why_size) < 0)
-                return -1;
+            if (out->begin == NULL)
+                out->begin = line;
+            out->end = line + found;
         }
-        line = next;
+        const char *next = strchr(line, '\n');
+        line = next != NULL ? next + 1 : line + strlen(line);
     }
-    (void)snprintf(why, why_size, "%s: no closing }", table);
-    return -1;
+    return 0;
 }
 
 /* Compares one side: C names "<SCRIPT>_<KIND>_<NAME>" against the Lua names. 0, or -1 with
@@ -139,8 +146,8 @@ static int contract_agrees(const char *script, const char *text,
                            const struct store_script_contract *c, char *why, size_t why_size)
 {
     struct name_list keys, args;
-    if (table_parse(text, "KEY", "KEYS", &keys, why, why_size) < 0 ||
-        table_parse(text, "ARG", "ARGV", &args, why, why_size) < 0)
+    if (declarations_parse(text, "key_", "KEYS", &keys, why, why_size) < 0 ||
+        declarations_parse(text, "arg_", "ARGV", &args, why, why_size) < 0)
         return -1;
     if (side_agrees(script, "key", c->keys, c->key_count, &keys, why, why_size) < 0 ||
         side_agrees(script, "arg", c->args, c->arg_count, &args, why, why_size) < 0)
@@ -158,46 +165,52 @@ static const char *line_around(const char *text, const char *at, int *len)
     return start;
 }
 
-/* Whether word (KEY or ARG, at its place in text) is read as word.<name> with a name list
- * declares, after list's table; 0, or -1 with why. */
-static int use_declared(const char *text, const char *word, const struct name_list *list, char *why,
-                        size_t why_size)
+/* Whether word (key_<name> or arg_<name>, at its place in text, len long) names an entry
+ * list declares, after its declaration; 0, or -1 with why. */
+static int use_declared(const char *text, const char *word, size_t len,
+                        const struct name_list *list, char *why, size_t why_size)
 {
     int line_len;
     const char *line = line_around(text, word, &line_len);
-    const char *dot = word + 3;
-    size_t len = *dot == '.' ? strspn(dot + 1, NAME_CHARS) : 0;
-    if (list->begin == NULL || word < list->begin) {
-        (void)snprintf(why, why_size, "%.3s read before its table: \"%.*s\"", word, line_len, line);
-        return -1;
+    const char *name = word + 4;
+    size_t name_len = len - 4;
+    for (size_t i = 0; i < list->count; i++) {
+        if (strlen(list->names[i]) != name_len || strncmp(list->names[i], name, name_len) != 0)
+            continue;
+        if (list->begin == NULL || word < list->begin) {
+            (void)snprintf(why, why_size, "%.*s read before its declaration: \"%.*s\"", (int)len,
+                           word, line_len, line);
+            return -1;
+        }
+        return 0;
     }
-    for (size_t i = 0; len > 0 && i < list->count; i++)
-        if (strlen(list->names[i]) == len && strncmp(list->names[i], dot + 1, len) == 0)
-            return 0;
-    if (len == 0)
-        (void)snprintf(why, why_size, "%.3s read other than by name: \"%.*s\"", word, line_len,
-                       line);
-    else
-        (void)snprintf(why, why_size, "%.3s.%.*s is not declared: \"%.*s\"", word, (int)len,
-                       dot + 1, line_len, line);
+    (void)snprintf(why, why_size, "%.*s is not declared: \"%.*s\"", (int)len, word, line_len, line);
     return -1;
 }
 
 /* Whether the code of text reads its keys and arguments only by a declared name: KEYS and
- * ARGV only inside the tables, KEY and ARG only as KEY.<name> and ARG.<name>, after them and
- * with a name the table declares. Comments and quoted strings are skipped (the scripts use no
- * long brackets). 0, or -1 with why. */
+ * ARGV only in the declarations, key_<name> and arg_<name> only with a name they declare,
+ * after it. Comments and quoted strings are skipped (the scripts use no long brackets). 0, or
+ * -1 with why. */
 static int reads_declared(const char *text, char *why, size_t why_size)
 {
     struct name_list keys, args;
-    if (table_parse(text, "KEY", "KEYS", &keys, why, why_size) < 0 ||
-        table_parse(text, "ARG", "ARGV", &args, why, why_size) < 0)
+    if (declarations_parse(text, "key_", "KEYS", &keys, why, why_size) < 0 ||
+        declarations_parse(text, "arg_", "ARGV", &args, why, why_size) < 0)
         return -1;
     for (const char *p = text; *p != '\0';) {
-        if (keys.begin != NULL && p >= keys.begin && p < keys.end) {
-            p = keys.end;
-        } else if (args.begin != NULL && p >= args.begin && p < args.end) {
-            p = args.end;
+        const char *name = NULL;
+        size_t name_len = 0;
+        unsigned long n = 0;
+        bool line_start = p == text || p[-1] == '\n';
+        int declaration = 0;
+        if (line_start) {
+            declaration = declaration_parse(p, "key_", "KEYS", &name, &name_len, &n);
+            if (declaration == 0)
+                declaration = declaration_parse(p, "arg_", "ARGV", &name, &name_len, &n);
+        }
+        if (declaration > 0) {
+            p += declaration;
         } else if (strncmp(p, "--", 2) == 0) {
             p += strcspn(p, "\n");
         } else if (*p == '\'' || *p == '"') {
@@ -211,25 +224,101 @@ static int reads_declared(const char *text, char *why, size_t why_size)
             while (isalnum((unsigned char)*p) || *p == '_')
                 p++;
             size_t len = (size_t)(p - word);
-            if (word > text && word[-1] == '.') /* a field: x.KEY is not the table */
+            if (word > text && word[-1] == '.') /* a field: x.arg_now is not the argument */
                 continue;
             bool positional =
                 len == 4 && (strncmp(word, "KEYS", 4) == 0 || strncmp(word, "ARGV", 4) == 0);
             if (positional) {
                 int line_len;
                 const char *line = line_around(text, word, &line_len);
-                (void)snprintf(why, why_size, "%.4s read outside its table: \"%.*s\"", word,
+                (void)snprintf(why, why_size, "%.4s read outside its declarations: \"%.*s\"", word,
                                line_len, line);
                 return -1;
             }
-            if (len == 3 && strncmp(word, "KEY", 3) == 0 &&
-                use_declared(text, word, &keys, why, why_size) < 0)
+            if (len > 4 && strncmp(word, "key_", 4) == 0 &&
+                use_declared(text, word, len, &keys, why, why_size) < 0)
                 return -1;
-            if (len == 3 && strncmp(word, "ARG", 3) == 0 &&
-                use_declared(text, word, &args, why, why_size) < 0)
+            if (len > 4 && strncmp(word, "arg_", 4) == 0 &&
+                use_declared(text, word, len, &args, why, why_size) < 0)
                 return -1;
         } else {
             p++;
+        }
+    }
+    return 0;
+}
+
+/* Reads the names of a list ("a, b,\n c") from p up to stop (a character not in a name, a comma
+ * or white space) into out; returns where it stopped, or NULL when a list entry is empty or
+ * out is full. */
+static const char *names_parse(const char *p, char stop, struct name_list *out)
+{
+    out->count = 0;
+    for (;;) {
+        p += strspn(p, " \n");
+        size_t len = strspn(p, NAME_CHARS);
+        if (len == 0 || len >= NAME_MAX_LEN || out->count == NAMES_MAX)
+            return NULL;
+        memcpy(out->names[out->count], p, len);
+        out->names[out->count++][len] = '\0';
+        p += len;
+        p += strspn(p, " \n");
+        if (*p == stop)
+            return p;
+        if (*p != ',')
+            return NULL;
+        p++;
+    }
+}
+
+/* Whether every record read into locals, "local op_state, op_kind =\n  unpack(redis.call(
+ * 'HMGET', key, 'state', 'kind'))", names each local after the field at its place (a prefix
+ * and the field's name, the prefix the same for all): a reader finds a field by the local's
+ * name, so the two lists must not drift apart (decision 0046). 0, or -1 with why. */
+static int hmget_locals_agree(const char *text, char *why, size_t why_size)
+{
+    static const char call[] = "unpack(redis.call('HMGET', ";
+    for (const char *at = strstr(text, call); at != NULL; at = strstr(at + 1, call)) {
+        int line_len;
+        const char *line = line_around(text, at, &line_len);
+        const char *start = at; /* the line "local a, b," that begins the statement */
+        while (start > text && !(start[-1] == '\n' && strncmp(start, "local ", 6) == 0))
+            start--;
+        struct name_list locals, fields;
+        const char *eq =
+            strncmp(start, "local ", 6) == 0 ? names_parse(start + 6, '=', &locals) : NULL;
+        if (eq == NULL || eq[strspn(eq + 1, " \n") + 1] != 'u') {
+            (void)snprintf(why, why_size,
+                           "an HMGET into locals without \"local a, b =\" before it: \"%.*s\"",
+                           line_len, line);
+            return -1;
+        }
+        const char *p = strchr(at + sizeof call - 1, ',');
+        fields.count = 0;
+        while (p != NULL && *p == ',' && fields.count < NAMES_MAX) {
+            p += 1 + strspn(p + 1, " \n");
+            size_t len = *p == '\'' ? strcspn(p + 1, "'") : 0;
+            if (len == 0 || len >= NAME_MAX_LEN)
+                break;
+            memcpy(fields.names[fields.count], p + 1, len);
+            fields.names[fields.count++][len] = '\0';
+            p += len + 2;
+        }
+        const char *underscore = strchr(locals.names[0], '_');
+        size_t prefix_len = underscore != NULL ? (size_t)(underscore - locals.names[0]) + 1 : 0;
+        if (p == NULL || strncmp(p, "))", 2) != 0 || fields.count != locals.count ||
+            prefix_len == 0) {
+            (void)snprintf(why, why_size, "%zu locals for %zu fields: \"%.*s\"", locals.count,
+                           fields.count, line_len, line);
+            return -1;
+        }
+        for (size_t i = 0; i < locals.count; i++) {
+            if (strncmp(locals.names[i], locals.names[0], prefix_len) != 0 ||
+                strcmp(locals.names[i] + prefix_len, fields.names[i]) != 0) {
+                (void)snprintf(why, why_size, "local %s reads field '%s'", locals.names[i],
+                               fields.names[i]);
+                return -1;
+            }
         }
     }
     return 0;
@@ -246,7 +335,9 @@ static void test_every_script_agrees(void **state)
             fail_msg("%s.lua: %s", name, why);
         if (reads_declared(text, why, sizeof why) < 0)
             fail_msg("%s.lua: %s", name, why);
-        /* A script with no tables at all would agree with an empty contract. */
+        if (hmget_locals_agree(text, why, sizeof why) < 0)
+            fail_msg("%s.lua: %s", name, why);
+        /* A script with no declarations at all would agree with an empty contract. */
         assert_true(store_script_contracts[s].key_count > 0);
         assert_true(store_script_contracts[s].arg_count > 0);
     }
@@ -274,71 +365,90 @@ static void test_swapped_enum_fails(void **state)
         -1);
 }
 
-/* The tables: claim's declaration, then a body. */
-#define CLAIM_TABLES                                                                               \
+/* claim's declarations, then a body. */
+#define CLAIM_DECLARATIONS                                                                         \
     "-- claim\n"                                                                                   \
-    "local KEY = {\n"                                                                              \
-    "  op = KEYS[1],     -- the operation hash\n"                                                  \
-    "  queue = KEYS[2],\n"                                                                         \
-    "}\n"                                                                                          \
-    "local ARG = {\n"                                                                              \
-    "  worker_id = ARGV[1],\n"                                                                     \
-    "  attempt = ARGV[2],  -- a comment\n"                                                         \
-    "                      -- over two lines\n"                                                    \
-    "  now = ARGV[3],\n"                                                                           \
-    "  lease = ARGV[4],\n"                                                                         \
-    "  operation_id = ARGV[5],\n"                                                                  \
-    "  prefix = ARGV[6],\n"                                                                        \
-    "}\n"
+    "local key_op = KEYS[1]     -- the operation hash\n"                                           \
+    "local key_queue = KEYS[2]\n"                                                                  \
+    "local arg_worker_id = ARGV[1]\n"                                                              \
+    "local arg_attempt = ARGV[2]  -- a comment\n"                                                  \
+    "                             -- over two lines\n"                                             \
+    "local arg_now = ARGV[3]\n"                                                                    \
+    "local arg_lease = ARGV[4]\n"                                                                  \
+    "local arg_operation_id = ARGV[5]\n"                                                           \
+    "local arg_prefix = ARGV[6]\n"
 
-/* The check itself catches a swap on the Lua side, and a misnumbered, missing or unclosed table
- * or one declared twice. */
+/* The check itself catches a swap on the Lua side, and a misnumbered, missing or malformed
+ * declaration or one made twice. */
 static void test_swapped_script_table_fails(void **state)
 {
     (void)state;
     const struct store_script_contract *claim = &store_script_contracts[SCRIPT_CLAIM];
     char why[256] = "";
     const char *swapped = "-- claim\n"
-                          "local KEY = {\n  op = KEYS[1],\n  queue = KEYS[2],\n}\n"
-                          "local ARG = {\n  worker_id = ARGV[1],\n  now = ARGV[2],\n"
-                          "  attempt = ARGV[3],\n  lease = ARGV[4],\n  operation_id = ARGV[5],\n"
-                          "  prefix = ARGV[6],\n}\n";
-    const char *swapped_keys = "-- claim\nlocal KEY = {\n  queue = KEYS[1],\n  op = KEYS[2],\n}\n";
-    const char *misnumbered = "-- claim\nlocal KEY = {\n  op = KEYS[2],\n  queue = KEYS[1],\n}\n";
-    const char *short_keys = "-- claim\nlocal KEY = {\n  op = KEYS[1],\n}\n";
-    const char *unclosed = "-- claim\nlocal KEY = {\n  op = KEYS[1],\n";
-    const char *twice = CLAIM_TABLES "local KEY = {\n  op = KEYS[1],\n}\n";
-    assert_int_equal(contract_agrees("claim", CLAIM_TABLES, claim, why, sizeof why), 0);
+                          "local key_op = KEYS[1]\nlocal key_queue = KEYS[2]\n"
+                          "local arg_worker_id = ARGV[1]\nlocal arg_now = ARGV[2]\n"
+                          "local arg_attempt = ARGV[3]\nlocal arg_lease = ARGV[4]\n"
+                          "local arg_operation_id = ARGV[5]\nlocal arg_prefix = ARGV[6]\n";
+    const char *swapped_keys = "-- claim\nlocal key_queue = KEYS[1]\nlocal key_op = KEYS[2]\n";
+    const char *misnumbered = "-- claim\nlocal key_op = KEYS[2]\nlocal key_queue = KEYS[1]\n";
+    const char *short_keys = "-- claim\nlocal key_op = KEYS[1]\n";
+    const char *malformed = "-- claim\nlocal key_op = KEYS[1], 'x'\nlocal key_queue = KEYS[2]\n";
+    const char *twice = CLAIM_DECLARATIONS "local key_op = KEYS[1]\n";
+    assert_int_equal(contract_agrees("claim", CLAIM_DECLARATIONS, claim, why, sizeof why), 0);
     assert_int_equal(contract_agrees("claim", swapped, claim, why, sizeof why), -1);
     assert_non_null(strstr(why, "ARGV[2]"));
     assert_int_equal(contract_agrees("claim", swapped_keys, claim, why, sizeof why), -1);
     assert_non_null(strstr(why, "KEYS[1]"));
     assert_int_equal(contract_agrees("claim", misnumbered, claim, why, sizeof why), -1);
     assert_int_equal(contract_agrees("claim", short_keys, claim, why, sizeof why), -1);
-    assert_int_equal(contract_agrees("claim", unclosed, claim, why, sizeof why), -1);
+    assert_int_equal(contract_agrees("claim", malformed, claim, why, sizeof why), -1);
     assert_int_equal(contract_agrees("claim", twice, claim, why, sizeof why), -1);
 }
 
-/* A body reads its keys and arguments by the names its tables declare, and only so. */
+/* A body reads its keys and arguments by the names declared, and only so. */
 static void test_undeclared_name_fails(void **state)
 {
     (void)state;
     char why[256] = "";
-    const char *good = CLAIM_TABLES "local op = redis.call('HGET', KEY.op, 'KEYS') -- ARGV[1]\n"
-                                    "return ARG.now .. \"ARG.nope\" .. op.KEY\n";
-    const char *undeclared = CLAIM_TABLES "return ARG.nope\n";
-    const char *positional = CLAIM_TABLES "return ARGV[3]\n";
-    const char *whole = CLAIM_TABLES "return unpack(ARG)\n";
-    const char *before = "-- claim\nlocal early = KEY.op\n" CLAIM_TABLES;
-    const char *no_table = "-- claim\nreturn KEY.op\n";
+    const char *good =
+        CLAIM_DECLARATIONS "local op = redis.call('HGET', key_op, 'KEYS') -- ARGV[1]\n"
+                           "return arg_now .. \"arg_nope\" .. op.key_x\n";
+    const char *undeclared = CLAIM_DECLARATIONS "return arg_nope\n";
+    const char *positional = CLAIM_DECLARATIONS "return ARGV[3]\n";
+    const char *whole = CLAIM_DECLARATIONS "return unpack(ARGV)\n";
+    const char *before = "-- claim\nlocal early = key_op\n" CLAIM_DECLARATIONS;
+    const char *none = "-- claim\nreturn key_op\n";
     assert_int_equal(reads_declared(good, why, sizeof why), 0);
     assert_int_equal(reads_declared(undeclared, why, sizeof why), -1);
-    assert_non_null(strstr(why, "ARG.nope"));
+    assert_non_null(strstr(why, "arg_nope"));
     assert_int_equal(reads_declared(positional, why, sizeof why), -1);
     assert_non_null(strstr(why, "ARGV"));
     assert_int_equal(reads_declared(whole, why, sizeof why), -1);
     assert_int_equal(reads_declared(before, why, sizeof why), -1);
-    assert_int_equal(reads_declared(no_table, why, sizeof why), -1);
+    assert_non_null(strstr(why, "before"));
+    assert_int_equal(reads_declared(none, why, sizeof why), -1);
+}
+
+/* A record read into locals names each local after the field at its place. */
+static void test_hmget_locals_drift_fails(void **state)
+{
+    (void)state;
+    char why[256] = "";
+    const char *good = "local x = 1\nlocal op_state, op_kind,\n      op_worker =\n"
+                       "  unpack(redis.call('HMGET', key_op,\n"
+                       "                    'state', 'kind', 'worker'))\n";
+    const char *swapped = "local op_state, op_kind =\n"
+                          "  unpack(redis.call('HMGET', key_op, 'kind', 'state'))\n";
+    const char *short_list = "local op_state =\n"
+                             "  unpack(redis.call('HMGET', key_op, 'state', 'kind'))\n";
+    const char *mixed = "local op_state, inst_kind =\n"
+                        "  unpack(redis.call('HMGET', key_op, 'state', 'kind'))\n";
+    assert_int_equal(hmget_locals_agree(good, why, sizeof why), 0);
+    assert_int_equal(hmget_locals_agree(swapped, why, sizeof why), -1);
+    assert_non_null(strstr(why, "op_state"));
+    assert_int_equal(hmget_locals_agree(short_list, why, sizeof why), -1);
+    assert_int_equal(hmget_locals_agree(mixed, why, sizeof why), -1);
 }
 
 int main(void)
@@ -348,6 +458,7 @@ int main(void)
         cmocka_unit_test(test_swapped_enum_fails),
         cmocka_unit_test(test_swapped_script_table_fails),
         cmocka_unit_test(test_undeclared_name_fails),
+        cmocka_unit_test(test_hmget_locals_drift_fails),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -5,8 +5,8 @@
 -- platform is their record's. Such an operation always names a service_id, which this release
 -- never writes on an operation (decision 0041), finished or not: the one test of all of them.
 
--- True when op (read_fields of the operation, 'service_id' among the fields read) was begun by
--- the previous release.
-local function begun_by_previous_release(op)
-  return op.service_id ~= false and op.service_id ~= nil
+-- True when the operation whose service_id field reads service_id (false when the field is
+-- absent, as HMGET answers it) was begun by the previous release.
+local function begun_by_previous_release(service_id)
+  return service_id ~= false and service_id ~= nil
 end

@@ -14,12 +14,16 @@ first alone, to about 2%:
 2. replay: a fresh redis-server of its own (the same setting; pinned to the last core with
    taskset where there are two or more, this script on the others), the tree's scripts
    loaded, then --rounds rounds of FLUSHALL and the capture sent --batch commands per write
-   (each batch answered before the next is sent). Redis's own CPU (INFO cpu, user + sys) per
-   round over the round's commands; the median and the spread of the rounds are printed.
+   (each batch answered before the next is sent), grouped by step: every lifecycle's first
+   command, then every lifecycle's second, and so on (a lifecycle's commands keep their
+   order; lifecycles share only the queue and the sampled averages), then the commands of no
+   lifecycle. Redis's own CPU (INFO cpu, user + sys) is read around each step, so each
+   script is measured per operation kind: the median and the spread of the rounds.
 
 Printed per build: the commands sent per operation (by script name for EVALSHA), Redis CPU per
 command, per operation and per lifecycle (four operations), and of it the time inside the
-scripts' own commands (INFO commandstats, last round). With --reference, the same for another
+scripts' own commands (INFO commandstats, last round); then Redis CPU per call of each step
+(begin_instance provision, finish (provision), begin_binding bind, ...). With --reference, the same for another
 build side by side and the ratio. With --scripts TREE, the capture of BUILD_DIR is replayed a
 second time with TREE's store/lua scripts in place of the build's (matched by file name): a way
 to measure a script change before building it; the two replays' final data are compared
@@ -209,6 +213,52 @@ class Server:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
+INSTANCE_WORD = re.compile(rb":(?:instance|bindings):([^:]+)$|:binding:([^:]+):")
+OP_WORD = re.compile(rb":op:([0-9a-f]+)$")
+
+
+def lifecycle_steps(words_list, names):
+    """The capture in an order that groups each step of the lifecycles: every instance's first
+    command, then every instance's second, and so on (an instance's commands keep their order,
+    and lifecycles share nothing but the queue and the averages), then the commands of no
+    lifecycle (the recovery loop's, the registry's). Returns the commands' indices in that
+    order and, per index, a label: the script (and for a begin, the operation's kind; for a
+    finish, the kind of the begin before it) or the command."""
+    instance_of_op, step_count, last_kind = {}, {}, {}
+    keyed, other = [], []
+    for i, words in enumerate(words_list):
+        instance = None
+        for w in words[1:]:
+            m = INSTANCE_WORD.search(w)
+            if m:
+                instance = m.group(1) or m.group(2)
+                break
+        ops = [m.group(1) for m in (OP_WORD.search(w) for w in words[1:]) if m]
+        if instance is None and ops:
+            instance = instance_of_op.get(ops[0])
+        if instance is None:
+            other.append(i)
+            continue
+        for op in ops:
+            instance_of_op[op] = instance
+        label = words[0].upper().decode()
+        if label == "EVALSHA":
+            name = names.get(words[1].decode(), "?")
+            if name.startswith("begin_"):
+                last_kind[instance] = words[3 + int(words[2])].decode()
+                label = "%s %s" % (name, last_kind[instance])
+            else:
+                label = "%s (%s)" % (name, last_kind.get(instance, "?"))
+        step = step_count.get(instance, 0)
+        step_count[instance] = step + 1
+        keyed.append((step, i, label))
+    keyed.sort()
+    order = [i for _, i, _ in keyed] + other
+    labels = {i: label for _, i, label in keyed}
+    labels.update({i: "other" for i in other})
+    return order, labels
+
+
 class Variant:
     """A capture replayed with a set of scripts: its commands, ready to send."""
 
@@ -217,7 +267,14 @@ class Variant:
         self.texts = texts
         captured_names = redis_monitor.script_names(capture.tree)
         self.messages, self.per_name = [], {}
-        for words in capture.words:
+        order, labels = lifecycle_steps(capture.words, captured_names)
+        # Stretches of consecutive commands with one label, each measured on its own.
+        self.stretches = []
+        for i in order:
+            if not self.stretches or self.stretches[-1][0] != labels[i]:
+                self.stretches.append([labels[i], len(self.messages), len(self.messages)])
+            self.stretches[-1][2] += 1
+            words = capture.words[i]
             name = None
             if words[0].upper() == b"EVALSHA":
                 name = captured_names.get(words[1].decode(), "?")
@@ -227,21 +284,30 @@ class Variant:
             self.per_name[label] = self.per_name.get(label, 0) + 1
             self.messages.append(resp(words))
         self.per_round, self.errors, self.usec = [], set(), {}
+        self.per_label = {}  # label: [(Redis CPU s, commands) of each round]
         self.fingerprint = None
 
     def run(self, server, batch, last):
         server.command("FLUSHALL")
         if last:
             server.command("CONFIG", "RESETSTAT")
-        before = server.cpu_s()
-        for at in range(0, len(self.messages), batch):
-            chunk = self.messages[at:at + batch]
-            server.sock.sendall(b"".join(chunk))
-            for _ in chunk:
-                answer = server.reply()
-                if isinstance(answer, Exception):
-                    self.errors.add(str(answer)[:120])
-        self.per_round.append((server.cpu_s() - before) / len(self.messages) * 1e6)
+        total, by_label = 0.0, {}
+        for label, start, end in self.stretches:
+            before = server.cpu_s()
+            for at in range(start, end, batch):
+                chunk = self.messages[at:min(at + batch, end)]
+                server.sock.sendall(b"".join(chunk))
+                for _ in chunk:
+                    answer = server.reply()
+                    if isinstance(answer, Exception):
+                        self.errors.add(str(answer)[:120])
+            spent = server.cpu_s() - before
+            total += spent
+            cpu, count = by_label.get(label, (0.0, 0))
+            by_label[label] = (cpu + spent, count + end - start)
+        for label, figures in by_label.items():
+            self.per_label.setdefault(label, []).append(figures)
+        self.per_round.append(total / len(self.messages) * 1e6)
         if last:
             for key, value in server.info("commandstats").items():
                 fields = dict(kv.split("=") for kv in value.split(","))
@@ -267,6 +333,11 @@ class Variant:
             # (those the scripts ran included); the difference is Lua and its calls' plumbing.
             "in_scripts_us_per_op": round(self.usec.get("evalsha", 0) / ops, 1),
             "in_commands_us_per_op": round(commands_us / ops, 1),
+            # Per step of the lifecycles: Redis CPU per call, the median of the rounds.
+            "by_step_us_per_call": {
+                label: round(statistics.median(cpu / count * 1e6 for cpu, count in rounds), 1)
+                for label, rounds in self.per_label.items()},
+            "by_step_calls": {label: rounds[0][1] for label, rounds in self.per_label.items()},
             "errors": sorted(self.errors),
             "pinned": pinned,
             "fingerprint": self.fingerprint,
@@ -309,6 +380,10 @@ def show(label, result):
               result["in_scripts_us_per_op"], result["in_commands_us_per_op"],
               "  ERRORS: %s" % "; ".join(result["errors"]) if result["errors"] else ""))
     print("%-10s %s" % ("", ", ".join("%s %.2f" % kv for kv in result["by_command_per_op"].items())))
+    steps = result["by_step_us_per_call"]
+    print("%-10s per call: %s" % ("", ", ".join(
+        "%s %.1f us" % (label, steps[label]) for label in sorted(steps)
+        if result["by_step_calls"][label] * 20 >= result["operations"])))
 
 
 def main():

@@ -280,8 +280,8 @@ class Variant:
                 name = captured_names.get(words[1].decode(), "?")
                 if name in texts:
                     words = [words[0], hashlib.sha1(texts[name]).hexdigest().encode()] + words[2:]
-            label = "EVALSHA " + name if name else words[0].upper().decode()
-            self.per_name[label] = self.per_name.get(label, 0) + 1
+            command = "EVALSHA " + name if name else words[0].upper().decode()
+            self.per_name[command] = self.per_name.get(command, 0) + 1
             self.messages.append(resp(words))
         self.per_round, self.errors, self.usec = [], set(), {}
         self.per_label = {}  # label: [(Redis CPU s, commands) of each round]

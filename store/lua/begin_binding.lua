@@ -65,11 +65,9 @@ local binding_state, binding_digest, binding_lock_x, binding_last_op, binding_re
   unpack(redis.call('HMGET', binding_key,
                     'state', 'digest', 'lock_x', 'last_op', 'result', 'platform', 'service_id',
                     'plan_id'))
-local istate, ilock = inst_state, inst_lock_x
-local bstate, bdigest, block = binding_state, binding_digest, binding_lock_x
 -- Records from before platforms were recorded belong to the default platform.
-local instance_theirs = istate and (inst_platform or 'default') ~= platform
-local binding_theirs = bstate and (binding_platform or 'default') ~= platform
+local instance_theirs = inst_state and (inst_platform or 'default') ~= platform
+local binding_theirs = binding_state and (binding_platform or 'default') ~= platform
 
 -- The keys finish.lua needs are written only when they are not the plain "<prefix>instance:<id>",
 -- "<prefix>binding:<id>:<binding id>" and "<prefix>bindings:<id>" (an id store_keys.c had to
@@ -108,25 +106,25 @@ local function record(binding_fields)
 end
 
 if kind == 'bind' then
-  if not istate or istate == 'failed' or istate == 'gone' or instance_theirs then
+  if not inst_state or inst_state == 'failed' or inst_state == 'gone' or instance_theirs then
     return {'no_instance'}
   end
   -- A binding left by another platform under this id (of an earlier instance) stays its own.
-  if binding_theirs and bstate ~= 'gone' then return {'conflict'} end
-  if istate ~= 'provisioned' or ilock then return {'instance_busy'} end
+  if binding_theirs and binding_state ~= 'gone' then return {'conflict'} end
+  if inst_state ~= 'provisioned' or inst_lock_x then return {'instance_busy'} end
   if arg_service_id ~= inst_service_id or arg_plan_id ~= inst_plan_id then
     return {'mismatch'}
   end
-  if bstate and bstate ~= 'failed' and bstate ~= 'gone' then
-    if bdigest ~= digest then return {'conflict'} end
-    if bstate == 'bound' then
-      if block then return {'busy'} end
+  if binding_state and binding_state ~= 'failed' and binding_state ~= 'gone' then
+    if binding_digest ~= digest then return {'conflict'} end
+    if binding_state == 'bound' then
+      if binding_lock_x then return {'busy'} end
       return {'done', binding_last_op, '', '', binding_result or ''}
     end
-    if not block then return {'busy'} end
-    return join(prefix, block, gateway)
+    if not binding_lock_x then return {'busy'} end
+    return join(prefix, binding_lock_x, gateway)
   end
-  if block then return {'busy'} end
+  if binding_lock_x then return {'busy'} end
   if arg_predecessor_key ~= '' then
     local pred = read_fields(arg_predecessor_key, {'state', 'instance_id'})
     if pred.state ~= 'bound' or pred.instance_id ~= arg_instance_id then
@@ -136,7 +134,7 @@ if kind == 'bind' then
   local capped = cap and in_progress_refusal(prefix, inst_tenant or arg_tenant, cap)
   if capped then return capped end
   -- A failed or deleted binding's record is replaced whole.
-  if bstate then redis.call('DEL', binding_key) end
+  if binding_state then redis.call('DEL', binding_key) end
   local fields = {'binding_id', arg_binding_id, 'instance_id', arg_instance_id,
                   'service_id', arg_service_id, 'plan_id', arg_plan_id, 'state', 'binding',
                   'digest', digest, 'created_ms', now, 'platform', platform}
@@ -152,13 +150,13 @@ if kind == 'bind' then
 end
 
 if kind == 'unbind' then
-  if not bstate or bstate == 'gone' or binding_theirs then return {'gone'} end
-  if block then
-    local running = redis.call('HGET', prefix .. 'op:' .. block, 'kind')
-    if running == 'unbind' then return join(prefix, block, gateway) end
+  if not binding_state or binding_state == 'gone' or binding_theirs then return {'gone'} end
+  if binding_lock_x then
+    local running = redis.call('HGET', prefix .. 'op:' .. binding_lock_x, 'kind')
+    if running == 'unbind' then return join(prefix, binding_lock_x, gateway) end
     return {'busy'}
   end
-  if ilock then return {'instance_busy'} end
+  if inst_lock_x then return {'instance_busy'} end
   if arg_service_id ~= binding_service_id or arg_plan_id ~= binding_plan_id then
     return {'mismatch'}
   end

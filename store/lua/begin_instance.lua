@@ -66,11 +66,9 @@ local inst_state, inst_digest, inst_lock_x, inst_lock_s, inst_last_op, inst_plan
   unpack(redis.call('HMGET', inst,
                     'state', 'digest', 'lock_x', 'lock_s', 'last_op', 'plan_id', 'dashboard_url',
                     'metadata', 'platform', 'tenant', 'service_id', 'quota_keys'))
-local state, lock_x = inst_state, inst_lock_x
 local lock_s = tonumber(inst_lock_s or '0')
-local last_op, current_plan = inst_last_op, inst_plan_id
 -- Records from before platforms were recorded belong to the default platform.
-local theirs = state and (inst_platform or 'default') ~= platform
+local theirs = inst_state and (inst_platform or 'default') ~= platform
 
 -- Quotas: every counter counts the instances that hold it (their 'quota_keys' field); taking
 -- one checks all first, so a refusal writes nothing. finish.lua gives them back.
@@ -160,24 +158,24 @@ end
 if kind == 'provision' then
   -- Another platform's id stays its own until deleted (a failed one too: its platform may
   -- still deprovision it).
-  if theirs and state ~= 'gone' then return {'conflict'} end
-  if state and state ~= 'failed' and state ~= 'gone' then
+  if theirs and inst_state ~= 'gone' then return {'conflict'} end
+  if inst_state and inst_state ~= 'failed' and inst_state ~= 'gone' then
     if inst_digest ~= digest then return {'conflict'} end
-    if state == 'provisioned' then
-      if lock_x or lock_s > 0 then return {'busy'} end
-      return {'done', last_op, inst_dashboard_url or '', inst_metadata or ''}
+    if inst_state == 'provisioned' then
+      if inst_lock_x or lock_s > 0 then return {'busy'} end
+      return {'done', inst_last_op, inst_dashboard_url or '', inst_metadata or ''}
     end
     -- provisioning: the lock holder is the provision itself
-    if not lock_x then return {'busy'} end
-    return join(prefix, lock_x, gateway)
+    if not inst_lock_x then return {'busy'} end
+    return join(prefix, inst_lock_x, gateway)
   end
-  if lock_x or lock_s > 0 then return {'busy'} end
+  if inst_lock_x or lock_s > 0 then return {'busy'} end
   local quotas = parse_quotas(arg_quotas)
   local refused = quota_refusal(quotas, {})
   if not refused and cap then refused = in_progress_refusal(prefix, arg_tenant, cap) end
   if refused then return refused end
   -- A failed or deleted instance's record is replaced whole.
-  if state then redis.call('DEL', inst) end
+  if inst_state then redis.call('DEL', inst) end
   local fields = {'instance_id', arg_instance_id, 'service_id', arg_service_id,
                   'plan_id', arg_plan_id, 'state', 'provisioning', 'digest', digest,
                   'created_ms', now, 'platform', platform, 'tenant', arg_tenant}
@@ -196,20 +194,20 @@ if kind == 'provision' then
 end
 
 if kind == 'update' then
-  if state ~= 'provisioned' or theirs then return {'not_found'} end
-  if lock_x then
-    local running = read_fields(prefix .. 'op:' .. lock_x, {'kind', 'digest'})
+  if inst_state ~= 'provisioned' or theirs then return {'not_found'} end
+  if inst_lock_x then
+    local running = read_fields(prefix .. 'op:' .. inst_lock_x, {'kind', 'digest'})
     if running.kind == 'update' and running.digest == digest then
-      return join(prefix, lock_x, gateway)
+      return join(prefix, inst_lock_x, gateway)
     end
     return {'busy'}
   end
   if lock_s > 0 then return {'busy'} end
   local expected = arg_expected_plan_id
-  if expected ~= '' and expected ~= current_plan then return {'changed'} end
-  local target = arg_plan_id ~= '' and arg_plan_id or current_plan
+  if expected ~= '' and expected ~= inst_plan_id then return {'changed'} end
+  local target = arg_plan_id ~= '' and arg_plan_id or inst_plan_id
   local capped = cap and in_progress_refusal(prefix, inst_tenant or arg_tenant, cap)
-  if arg_quotas == '-' then return capped or record(target, current_plan, {}) end
+  if arg_quotas == '-' then return capped or record(target, inst_plan_id, {}) end
   -- A plan change counts against the new plan's quotas now; finish.lua gives back the old
   -- plan's on success, or what was taken here on failure.
   local held = {}
@@ -219,28 +217,28 @@ if kind == 'update' then
   local quotas = parse_quotas(arg_quotas)
   local refused = quota_refusal(quotas, held) or capped
   if refused then return refused end
-  local reply = record(target, current_plan, {})
+  local reply = record(target, inst_plan_id, {})
   redis.call('HSET', op_key, 'quota_taken', quota_take(quotas, held), 'quota_keys',
              quota_key_list(quotas))
   return reply
 end
 
 if kind == 'deprovision' then
-  if not state or state == 'gone' or theirs then return {'gone'} end
+  if not inst_state or inst_state == 'gone' or theirs then return {'gone'} end
   -- The job runs the backend of the plan it names: it must be the instance's.
-  if arg_plan_id ~= current_plan or arg_service_id ~= inst_service_id then
+  if arg_plan_id ~= inst_plan_id or arg_service_id ~= inst_service_id then
     return {'mismatch', '', '', ''}
   end
-  if lock_x then
-    local running = redis.call('HGET', prefix .. 'op:' .. lock_x, 'kind')
-    if running == 'deprovision' then return join(prefix, lock_x, gateway) end
+  if inst_lock_x then
+    local running = redis.call('HGET', prefix .. 'op:' .. inst_lock_x, 'kind')
+    if running == 'deprovision' then return join(prefix, inst_lock_x, gateway) end
     return {'busy'}
   end
   if lock_s > 0 then return {'busy'} end
   -- The quotas finish.lua gives back, as read here (the lock keeps them as they are): it need
   -- not read the instance for them.
   if inst_quota_keys then quotas_held = inst_quota_keys end
-  return record(current_plan, current_plan, {})
+  return record(inst_plan_id, inst_plan_id, {})
 end
 
 return redis.error_reply('unknown operation kind ' .. kind)

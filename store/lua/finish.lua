@@ -54,7 +54,6 @@ end
 local ok = arg_succeeded == '1'
 local op_id, prefix = arg_operation_id, arg_prefix
 -- The begin scripts record a key only when it is not the plain one built here.
-local kind, plan_id, tenant = op_kind, op_plan_id, op_tenant
 local inst = op_instance_key or (prefix .. 'instance:' .. op_instance)
 local binding = op_binding_key or
                 (op_binding and (prefix .. 'binding:' .. op_instance .. ':' .. op_binding))
@@ -74,9 +73,9 @@ if arg_mode ~= '' or previous_release then
                                 description = arg_description},
                    {started_ms = op_started_ms, worker = op_worker})
 end
-if not ok and (kind == 'update' or kind == 'deprovision') then
+if not ok and (op_kind == 'update' or op_kind == 'deprovision') then
   op_fields[#op_fields + 1], op_fields[#op_fields + 2] = 'instance_usable', arg_instance_usable
-  if kind == 'update' then
+  if op_kind == 'update' then
     op_fields[#op_fields + 1], op_fields[#op_fields + 2] =
         'update_repeatable', arg_update_repeatable
   end
@@ -93,8 +92,8 @@ if op_in_progress_key and tonumber(redis.call('DECR', op_in_progress_key)) <= 0 
 end
 redis.call('ZREM', key_queue, op_id)
 -- Ended while waiting (an operator, or the recovery loop giving up): out of its tenant's polls.
-if op_state == 'waiting' and tenant and tenant ~= '' then
-  redis.call('ZREM', prefix .. 'polls:' .. tenant, op_id)
+if op_state == 'waiting' and op_tenant and op_tenant ~= '' then
+  redis.call('ZREM', prefix .. 'polls:' .. op_tenant, op_id)
 end
 
 -- Gives back quota counters (begin_instance.lua took them), except those in keep.
@@ -109,14 +108,14 @@ if binding then
   if tonumber(redis.call('HINCRBY', inst, 'lock_s', -1)) <= 0 then
     redis.call('HDEL', inst, 'lock_s')
   end
-  if kind == 'bind' then
+  if op_kind == 'bind' then
     if ok and arg_binding ~= '' then
       redis.call('HSET', binding, 'state', 'bound', 'result', arg_binding)
     else
       redis.call('HSET', binding, 'state', ok and 'bound' or 'failed')
     end
     redis.call('HDEL', binding, 'lock_x')
-  elseif kind == 'unbind' and ok then
+  elseif op_kind == 'unbind' and ok then
     redis.call('HSET', binding, 'state', 'gone')
     redis.call('HDEL', binding, 'result', 'lock_x')
     redis.call('EXPIRE', binding, retention)
@@ -136,15 +135,15 @@ else
       set[#set + 1], set[#set + 2] = 'metadata', arg_metadata
     end
   end
-  if kind == 'provision' then
+  if op_kind == 'provision' then
     set[#set + 1], set[#set + 2] = 'state', ok and 'provisioned' or 'failed'
     if not ok then
       quota_release(redis.call('HGET', inst, 'quota_keys'), {})
       del[#del + 1] = 'quota_keys'
     end
-  elseif kind == 'update' and not ok then
+  elseif op_kind == 'update' and not ok then
     quota_release(op_quota_taken, {})
-  elseif kind == 'update' and ok then
+  elseif op_kind == 'update' and ok then
     if op_quota_keys then
       -- The plan changed: the instance now holds the new plan's quotas and no others.
       local keep = {}
@@ -157,12 +156,12 @@ else
       end
     end
     for i, name in ipairs({'plan_id', 'parameters', 'context', 'maintenance_version'}) do
-      local value = ({plan_id, op_parameters, op_context, op_maintenance_version})[i]
+      local value = ({op_plan_id, op_parameters, op_context, op_maintenance_version})[i]
       if value then
         set[#set + 1], set[#set + 2] = name, value
       end
     end
-  elseif kind == 'deprovision' and ok then
+  elseif op_kind == 'deprovision' and ok then
     -- begin_instance.lua copied the instance's quotas to the operation (no field: it holds
     -- none); the previous release's operations did not.
     local held = op_quotas_held
@@ -190,10 +189,10 @@ end
 -- saves its read and write on the others.
 if string.byte(op_id, -1) % 8 == 0 then
   local took = now - tonumber(op_created_ms or now)
-  local stats = prefix .. 'stats:' .. plan_id
-  local avg = tonumber(redis.call('HGET', stats, kind) or '-1')
+  local stats = prefix .. 'stats:' .. op_plan_id
+  local avg = tonumber(redis.call('HGET', stats, op_kind) or '-1')
   if avg < 0 then avg = took else avg = math.floor(avg * 0.8 + took * 0.2) end
-  redis.call('HSET', stats, kind, avg)
+  redis.call('HSET', stats, op_kind, avg)
 end
 
 -- Synchronous waiters: the gateway that waits ('waited', its id), or several in the waiters set

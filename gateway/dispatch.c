@@ -3,6 +3,7 @@
  * worker with the most room, the one sent to longest ago among equals. Jobs reach it through
  * its mailbox (common/mailbox.h). */
 #include "dispatch.h"
+#include "dispatch_running.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -63,23 +64,9 @@ static void free_value(void **item)
     *item = NULL;
 }
 
-/* A job a worker runs for this gateway: sent, and neither ended (a READY lists it) nor handed
- * back yet. */
-struct running_job {
-    char tenant[TENANT_KEY_MAX];               /* whose it is */
-    unsigned weight;                           /* its tenant's weight */
-    char platform[OSBQ_PLATFORM_NAME_MAX + 1]; /* its wait's platform label */
-    const void *worker; /* the struct worker_slot it went to (compared, not used) */
-};
-
 /* The wait histogram's series of one platform label, by lane. */
 struct wait_series {
     struct osbq_series *lane[DISPATCH_LANES];
-};
-
-/* How many jobs of one tenant the workers run for this gateway. */
-struct tenant_running {
-    unsigned count;
 };
 
 /* One worker as the dispatcher knows it. */
@@ -112,8 +99,7 @@ struct dispatch {
     zhashx_t *wait_series;     /* platform label -> struct wait_series *; thread-only */
     dispatch_due_fn on_due;    /* where READY's due times go; guarded by lock */
     void *on_due_ctx;
-    zhashx_t *running;        /* operation id -> struct running_job *; thread-only */
-    zhashx_t *tenant_running; /* tenant -> struct tenant_running *; thread-only */
+    struct dispatch_running *running; /* the jobs the workers run for us; thread-only */
     zlistx_t *slot_waits;     /* struct job_buf * of the requests waiting for a slot in the lanes,
                                * oldest first (their deadlines, dispatch_drain_slots); guarded by
                                * lock */
@@ -122,14 +108,6 @@ struct dispatch {
     struct osbq_mailbox_link wake; /* posted alone to wake the thread: a slot was given back */
     atomic_bool wake_posted;       /* wake is in the mailbox */
 };
-
-/* The jobs of tenant the workers run for this gateway (dispatch_lanes' load). */
-static unsigned tenant_load(void *ctx, const char *tenant)
-{
-    struct dispatch *d = ctx;
-    const struct tenant_running *t = zhashx_lookup(d->tenant_running, tenant);
-    return t != NULL ? t->count : 0;
-}
 
 /* The label the dispatcher counts an owner's wait under. */
 static const char *owner_platform(const char *platform)
@@ -158,61 +136,6 @@ static struct osbq_series *wait_series_of(struct dispatch *d, enum dispatch_lane
         }
     }
     return w->lane[lane];
-}
-
-static void running_add(struct dispatch *d, const char *operation_id, const char *tenant,
-                        unsigned weight, const char *platform, const void *worker)
-{
-    struct running_job *job = calloc(1, sizeof *job);
-    struct tenant_running *t = zhashx_lookup(d->tenant_running, tenant);
-    if (t == NULL && (t = calloc(1, sizeof *t)) != NULL &&
-        zhashx_insert(d->tenant_running, tenant, t) != 0) {
-        free(t);
-        t = NULL;
-    }
-    if (job == NULL || t == NULL || zhashx_insert(d->running, operation_id, job) != 0) {
-        /* Out of memory, or sent twice: not counted, it only costs its tenant its priority. */
-        free(job);
-        return;
-    }
-    (void)snprintf(job->tenant, sizeof job->tenant, "%s", tenant);
-    job->weight = weight;
-    (void)snprintf(job->platform, sizeof job->platform, "%s", platform);
-    job->worker = worker;
-    t->count++;
-}
-
-/* The job of operation_id ended or came back: no longer running for its tenant. */
-static void running_end(struct dispatch *d, const char *operation_id)
-{
-    struct running_job *job = zhashx_lookup(d->running, operation_id);
-    if (job == NULL)
-        return;
-    struct tenant_running *t = zhashx_lookup(d->tenant_running, job->tenant);
-    if (t != NULL && --t->count == 0)
-        zhashx_delete(d->tenant_running, job->tenant);
-    zhashx_delete(d->running, operation_id);
-}
-
-/* Ends every job a worker ran for us: it is gone, and its READYs with it. */
-static void running_drop_worker(struct dispatch *d, const void *worker)
-{
-    zlistx_t *ids = zhashx_keys(d->running);
-    for (const char *id = ids ? zlistx_first(ids) : NULL; id != NULL; id = zlistx_next(ids)) {
-        const struct running_job *job = zhashx_lookup(d->running, id);
-        if (job != NULL && job->worker == worker)
-            running_end(d, id);
-    }
-    zlistx_destroy(&ids);
-}
-
-/* The operation ids of a READY's ended frame, separated by spaces: no longer running. */
-static void running_end_all(struct dispatch *d, char *ended)
-{
-    char *save = NULL;
-    for (char *id = ended ? strtok_r(ended, " ", &save) : NULL; id != NULL;
-         id = strtok_r(NULL, " ", &save))
-        running_end(d, id);
 }
 
 static void worker_free(struct worker_slot **wp)
@@ -247,7 +170,7 @@ static void worker_remove(struct dispatch *d, struct worker_slot *gone)
     }
     pthread_mutex_unlock(&d->lock);
     if (found) {
-        running_drop_worker(d, gone);
+        dispatch_running_end_worker(d->running, gone);
         worker_free(&gone);
     }
 }
@@ -461,7 +384,7 @@ static void on_ready(struct dispatch *d, struct osbq_bus_msg *m)
         w->last_seen = osbq_clock_ms();
     }
     pthread_mutex_unlock(&d->lock);
-    running_end_all(d, m->ready.ended);
+    dispatch_running_end_listed(d->running, m->ready.ended);
     if (ready->due_ms > 0) {
         /* Called under the lock, so dispatch_on_due knows when it is no longer used. */
         pthread_mutex_lock(&d->lock);
@@ -489,14 +412,15 @@ static void on_reject(struct dispatch *d, const struct osbq_bus_msg *m)
     if (m->job != NULL && osbq_job_decode((const char *)zframe_data(m->job), zframe_size(m->job),
                                           &decoded, NULL, 0) == 0) {
         /* Its owner is known while it counts as running here. */
-        const struct running_job *sent = zhashx_lookup(d->running, decoded.operation_id);
+        const struct dispatch_running_job *sent =
+            dispatch_running_find(d->running, decoded.operation_id);
         char tenant[TENANT_KEY_MAX] = "", platform[OSBQ_PLATFORM_NAME_MAX + 1] = "";
         unsigned weight = sent != NULL ? sent->weight : 1;
         if (sent != NULL) {
             memcpy(tenant, sent->tenant, sizeof tenant);
             memcpy(platform, sent->platform, sizeof platform);
         }
-        running_end(d, decoded.operation_id);
+        dispatch_running_end(d->running, decoded.operation_id);
         const struct dispatch_owner owner = {tenant, weight, platform};
         requeue_front(d, decoded.operation_id, DISPATCH_LANE_NEW, &owner, zframe_data(m->job),
                       zframe_size(m->job));
@@ -624,7 +548,8 @@ static void send_handed(struct dispatch *d, struct job_buf *job)
         free(job);
         return;
     }
-    running_add(d, out.operation_id, out.tenant, out.weight, out.platform, w);
+    const struct dispatch_owner owner = {out.tenant, out.weight, out.platform};
+    dispatch_running_add(d->running, out.operation_id, &owner, w);
 }
 
 /* The turn of a request waiting for a slot, w the roomiest worker: a slot is taken for it, of w
@@ -644,7 +569,7 @@ static void slot_turn_locked(struct dispatch *d, struct job_buf *buf, struct wor
 static void send_queued(struct dispatch *d)
 {
     for (;;) {
-        const struct dispatch_load load = {tenant_load, d};
+        const struct dispatch_load load = {dispatch_running_load, d->running};
         pthread_mutex_lock(&d->lock);
         struct worker_slot *w = roomiest_worker(d, false);
         struct job_buf *job = w != NULL ? dispatch_lanes_pop(d->queue, NULL, &load) : NULL;
@@ -674,7 +599,8 @@ static void send_queued(struct dispatch *d)
             worker_remove(d, w);
             free(job);
         } else {
-            running_add(d, out.operation_id, out.tenant, out.weight, out.platform, w);
+            const struct dispatch_owner owner = {out.tenant, out.weight, out.platform};
+            dispatch_running_add(d->running, out.operation_id, &owner, w);
         }
     }
 }
@@ -792,8 +718,7 @@ static void dispatch_free(struct dispatch *d)
          w = zlistx_next(d->workers))
         worker_free(&w);
     zlistx_destroy(&d->workers);
-    zhashx_destroy(&d->running);
-    zhashx_destroy(&d->tenant_running);
+    dispatch_running_destroy(&d->running);
     zhashx_destroy(&d->wait_series);
     osbq_mailbox_clear(&d->mailbox);
     free(d);
@@ -811,22 +736,16 @@ struct dispatch *dispatch_start(zsock_t **routerp, unsigned max_queued, struct o
     d->queue = dispatch_lanes_new();
     d->queued = zhashx_new();
     d->workers = zlistx_new();
-    d->running = zhashx_new();
-    d->tenant_running = zhashx_new();
+    d->running = dispatch_running_new();
     d->wait_series = zhashx_new();
     d->slot_waits = zlistx_new();
     atomic_init(&d->slots_posted, 0);
     atomic_init(&d->wake_posted, false);
     if (d->wait_series != NULL)
         zhashx_set_destructor(d->wait_series, free_value);
-    if (d->running != NULL)
-        zhashx_set_destructor(d->running, free_value);
-    if (d->tenant_running != NULL)
-        zhashx_set_destructor(d->tenant_running, free_value);
     d->max_queued = max_queued;
     if (d->queue == NULL || d->queued == NULL || d->workers == NULL || d->running == NULL ||
-        d->tenant_running == NULL || d->wait_series == NULL || d->slot_waits == NULL ||
-        osbq_mailbox_init(&d->mailbox, NULL) < 0)
+        d->wait_series == NULL || d->slot_waits == NULL || osbq_mailbox_init(&d->mailbox, NULL) < 0)
         goto out_free;
     if (pthread_mutex_init(&d->lock, NULL) != 0)
         goto out_free;

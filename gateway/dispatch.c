@@ -4,6 +4,7 @@
  * its mailbox (common/mailbox.h). */
 #include "dispatch.h"
 #include "dispatch_running.h"
+#include "dispatch_workers.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -30,7 +31,7 @@
 
 /* A slot taken for a hand-over (dispatch_handover_take). */
 struct dispatch_handover {
-    struct dispatch *d; /* whose worker table counts it (worker_slot.reserved) */
+    struct dispatch *d; /* whose worker table counts it (dispatch_worker.reserved) */
     zframe_t *identity; /* the worker's ROUTER identity (a copy) */
     char *worker_id;    /* its own id (a copy) */
     int64_t until_ms;   /* the hand-over's lease end, epoch ms */
@@ -69,35 +70,22 @@ struct wait_series {
     struct osbq_series *lane[DISPATCH_LANES];
 };
 
-/* One worker as the dispatcher knows it. */
-struct worker_slot {
-    zframe_t *identity;         /* the worker's ROUTER identity */
-    char *id;                   /* the worker's own id (from READY) */
-    unsigned free;              /* free slots it announced, minus jobs sent since */
-    int64_t last_seen;          /* osbq_clock_ms of its last message */
-    uint64_t last_sent;         /* d->sent when it was last sent a job; 0: never */
-    uint64_t sent;              /* jobs sent to it (its READY says how many it received) */
-    unsigned handover_lease_ms; /* the hand-over lease its READY says; 0: hand it nothing */
-    unsigned reserved;          /* its slots taken for hand-overs whose job is not sent yet */
-};
-
 struct dispatch {
-    zsock_t *router;              /* owned by the thread */
-    struct osbq_mailbox mailbox;  /* jobs submitted, not in the lanes yet; closed: stop */
-    atomic_uint held;             /* jobs in the mailbox or the lanes: what max_queued bounds */
-    unsigned max_queued;          /* bound of held */
-    pthread_mutex_t lock;         /* guards queue (scrapes read it), stats and on_due */
-    struct dispatch_lanes *queue; /* struct job_buf *, by lane; written by the thread only */
-    zhashx_t *queued;             /* operation ids of the jobs in queue (values unused) */
-    struct dispatch_stats stats;  /* copy for dispatch_get_stats */
-    pthread_t thread;             /* the dispatcher thread */
-    zlistx_t *workers;         /* struct worker_slot *: changed by the thread only, walked and their
-                                * counts (free, reserved, last_sent) changed with lock held (hand-overs
-                                * are taken from other threads) */
-    uint64_t sent;             /* jobs sent so far; thread-only */
-    struct osbq_metric *waits; /* borrowed: time queued, by lane and platform; may be NULL */
-    zhashx_t *wait_series;     /* platform label -> struct wait_series *; thread-only */
-    dispatch_due_fn on_due;    /* where READY's due times go; guarded by lock */
+    zsock_t *router;                  /* owned by the thread */
+    struct osbq_mailbox mailbox;      /* jobs submitted, not in the lanes yet; closed: stop */
+    atomic_uint held;                 /* jobs in the mailbox or the lanes: what max_queued bounds */
+    unsigned max_queued;              /* bound of held */
+    pthread_mutex_t lock;             /* guards queue (scrapes read it), stats and on_due */
+    struct dispatch_lanes *queue;     /* struct job_buf *, by lane; written by the thread only */
+    zhashx_t *queued;                 /* operation ids of the jobs in queue (values unused) */
+    struct dispatch_stats stats;      /* copy for dispatch_get_stats */
+    pthread_t thread;                 /* the dispatcher thread */
+    struct dispatch_workers *workers; /* workers added and removed by the thread only, read and
+                                       * their counts changed with lock held (hand-overs are
+                                       * taken from other threads) */
+    struct osbq_metric *waits;        /* borrowed: time queued, by lane and platform; may be NULL */
+    zhashx_t *wait_series;            /* platform label -> struct wait_series *; thread-only */
+    dispatch_due_fn on_due;           /* where READY's due times go; guarded by lock */
     void *on_due_ctx;
     struct dispatch_running *running; /* the jobs the workers run for us; thread-only */
     zlistx_t *slot_waits;     /* struct job_buf * of the requests waiting for a slot in the lanes,
@@ -138,47 +126,15 @@ static struct osbq_series *wait_series_of(struct dispatch *d, enum dispatch_lane
     return w->lane[lane];
 }
 
-static void worker_free(struct worker_slot **wp)
+static void worker_remove(struct dispatch *d, struct dispatch_worker *gone)
 {
-    if (*wp == NULL)
-        return;
-    zframe_destroy(&(*wp)->identity);
-    free((*wp)->id);
-    free(*wp);
-    *wp = NULL;
-}
-
-/* The worker of identity, or NULL. With d->lock held. */
-static struct worker_slot *worker_find(struct dispatch *d, const zframe_t *identity)
-{
-    for (struct worker_slot *w = zlistx_first(d->workers); w != NULL; w = zlistx_next(d->workers))
-        if (zframe_eq(w->identity, (zframe_t *)identity))
-            return w;
-    return NULL;
-}
-
-static void worker_remove(struct dispatch *d, struct worker_slot *gone)
-{
-    bool found = false;
     pthread_mutex_lock(&d->lock);
-    for (struct worker_slot *w = zlistx_first(d->workers); w != NULL; w = zlistx_next(d->workers)) {
-        if (w == gone) {
-            zlistx_delete(d->workers, zlistx_cursor(d->workers));
-            found = true;
-            break;
-        }
-    }
+    bool found = dispatch_workers_unlink(d->workers, gone);
     pthread_mutex_unlock(&d->lock);
     if (found) {
         dispatch_running_end_worker(d->running, gone);
-        worker_free(&gone);
+        dispatch_worker_free(&gone);
     }
-}
-
-/* The slots w can take plain jobs in: those free less those taken for hand-overs. */
-static unsigned available(const struct worker_slot *w)
-{
-    return w->free > w->reserved ? w->free - w->reserved : 0;
 }
 
 static void handover_free(struct dispatch_handover **hp)
@@ -193,10 +149,10 @@ static void handover_free(struct dispatch_handover **hp)
 
 /* The slot h took is no longer taken for it: its job is being sent, or its operation was not
  * begun. Returns its worker, or NULL when that worker left. With d->lock held. */
-static struct worker_slot *handover_settle_locked(struct dispatch *d,
-                                                  const struct dispatch_handover *h)
+static struct dispatch_worker *handover_settle_locked(struct dispatch *d,
+                                                      const struct dispatch_handover *h)
 {
-    struct worker_slot *w = worker_find(d, h->identity);
+    struct dispatch_worker *w = dispatch_workers_find(d->workers, h->identity);
     if (w != NULL && w->reserved > 0)
         w->reserved--;
     return w;
@@ -204,7 +160,7 @@ static struct worker_slot *handover_settle_locked(struct dispatch *d,
 
 /* Takes one of w's free slots for a hand-over (w takes handed jobs and has room); NULL when
  * memory ran out. With d->lock held. */
-static struct dispatch_handover *handover_new_locked(struct dispatch *d, struct worker_slot *w)
+static struct dispatch_handover *handover_new_locked(struct dispatch *d, struct dispatch_worker *w)
 {
     struct dispatch_handover *h = calloc(1, sizeof *h);
     if (h == NULL)
@@ -361,28 +317,12 @@ static void on_ready(struct dispatch *d, struct osbq_bus_msg *m)
 {
     const struct osbq_bus_ready_received *ready = &m->ready;
     pthread_mutex_lock(&d->lock);
-    struct worker_slot *w = worker_find(d, m->identity);
-    if (w == NULL) {
-        w = calloc(1, sizeof *w);
-        if (w != NULL) {
-            w->identity = m->identity;
-            m->identity = NULL;
-            w->id = m->ready.worker_id;
-            m->ready.worker_id = NULL;
-            zlistx_add_end(d->workers, w);
-            log_info("worker %s connected (%u free slots)", w->id, ready->free_slots);
-        }
-    }
-    if (w != NULL) {
-        w->handover_lease_ms = ready->handover_lease_ms;
-        /* Jobs sent after the worker counted its free slots are still on their way: without
-         * taking them off, a fast stream of jobs over-fills it and it hands the excess back
-         * (REJECT) to be sent again. */
-        w->free = ready->counts_received
-                      ? osbq_bus_ready_credit(ready->free_slots, w->sent, ready->received)
-                      : ready->free_slots;
-        w->last_seen = osbq_clock_ms();
-    }
+    struct dispatch_worker *w = dispatch_workers_find(d->workers, m->identity);
+    if (w == NULL &&
+        (w = dispatch_workers_add(d->workers, &m->identity, &m->ready.worker_id)) != NULL)
+        log_info("worker %s connected (%u free slots)", w->id, ready->free_slots);
+    if (w != NULL)
+        dispatch_worker_heard(w, ready, osbq_clock_ms());
     pthread_mutex_unlock(&d->lock);
     dispatch_running_end_listed(d->running, m->ready.ended);
     if (ready->due_ms > 0) {
@@ -399,11 +339,9 @@ static void on_ready(struct dispatch *d, struct osbq_bus_msg *m)
 static void on_reject(struct dispatch *d, const struct osbq_bus_msg *m)
 {
     pthread_mutex_lock(&d->lock);
-    struct worker_slot *w = worker_find(d, m->identity);
-    if (w != NULL) {
-        w->free = 0;
-        w->last_seen = osbq_clock_ms();
-    }
+    struct dispatch_worker *w = dispatch_workers_find(d->workers, m->identity);
+    if (w != NULL)
+        dispatch_worker_full(w, osbq_clock_ms());
     pthread_mutex_unlock(&d->lock);
     /* The frame holds the job only: its operation id is inside, its lane is not. The head of
      * the new lane: it goes before the burst of new work it may belong to, and after at most
@@ -467,31 +405,12 @@ static void job_buf_release(void *data, void *owner)
     free(owner);
 }
 
-/* The live worker with the most slots available; among equals, the one sent a job longest
- * ago, so workers with equal room take turns (with sequential traffic every worker is idle
- * again before the next job, and the first in the list would otherwise take them all). Only
- * workers that take handed jobs when handover_only. NULL when none has room. With d->lock
- * held. */
-static struct worker_slot *roomiest_worker(struct dispatch *d, bool handover_only)
-{
-    struct worker_slot *best = NULL;
-    for (struct worker_slot *w = zlistx_first(d->workers); w != NULL; w = zlistx_next(d->workers))
-        if (available(w) > 0 && (!handover_only || w->handover_lease_ms > 0) &&
-            (best == NULL || available(w) > available(best) ||
-             (available(w) == available(best) && w->last_sent < best->last_sent)))
-            best = w;
-    return best;
-}
-
 /* A job about to be sent to w: one of its free slots is on its way, to be counted by its next
  * READY. Counted with the lock held since the slot was found (or its hand-over settled), before
  * the send: a hand-over taken from another thread in between would find the slot free. */
-static void count_sent_locked(struct dispatch *d, struct worker_slot *w)
+static void count_sent_locked(struct dispatch *d, struct dispatch_worker *w)
 {
-    if (w->free > 0)
-        w->free--;
-    w->sent++;
-    w->last_sent = ++d->sent;
+    dispatch_workers_count_sent(d->workers, w);
 }
 
 /* What counting a job as running needs of it, copied before it is sent: ZeroMQ may free it as
@@ -523,7 +442,7 @@ static void send_handed(struct dispatch *d, struct job_buf *job)
     /* The thread alone removes workers: w stays valid after the lock is let go. The slot goes
      * from taken for the hand-over to sent in one step. */
     pthread_mutex_lock(&d->lock);
-    struct worker_slot *w = handover_settle_locked(d, h);
+    struct dispatch_worker *w = handover_settle_locked(d, h);
     if (w != NULL)
         count_sent_locked(d, w);
     pthread_mutex_unlock(&d->lock);
@@ -555,13 +474,14 @@ static void send_handed(struct dispatch *d, struct job_buf *job)
 /* The turn of a request waiting for a slot, w the roomiest worker: a slot is taken for it, of w
  * or, when w takes no handed jobs, of the roomiest worker that does. Its wait counts as a job's
  * time queued. With d->lock held. */
-static void slot_turn_locked(struct dispatch *d, struct job_buf *buf, struct worker_slot *w)
+static void slot_turn_locked(struct dispatch *d, struct job_buf *buf, struct dispatch_worker *w)
 {
     if (buf->slot_ended)
         return;
     osbq_series_observe(wait_series_of(d, buf->lane, buf->platform),
                         osbq_clock_seconds() - buf->queued_at);
-    struct worker_slot *taker = w->handover_lease_ms > 0 ? w : roomiest_worker(d, true);
+    struct dispatch_worker *taker =
+        w->handover_lease_ms > 0 ? w : dispatch_workers_roomiest(d->workers, true);
     struct dispatch_handover *slot = taker != NULL ? handover_new_locked(d, taker) : NULL;
     slot_end_locked(d, buf, slot, slot != NULL ? DISPATCH_SLOT_TAKEN : DISPATCH_SLOT_NONE);
 }
@@ -571,7 +491,7 @@ static void send_queued(struct dispatch *d)
     for (;;) {
         const struct dispatch_load load = {dispatch_running_load, d->running};
         pthread_mutex_lock(&d->lock);
-        struct worker_slot *w = roomiest_worker(d, false);
+        struct dispatch_worker *w = dispatch_workers_roomiest(d->workers, false);
         struct job_buf *job = w != NULL ? dispatch_lanes_pop(d->queue, NULL, &load) : NULL;
         if (job != NULL && job->slot_fn != NULL) {
             slot_turn_locked(d, job, w);
@@ -609,14 +529,8 @@ static void expire_workers(struct dispatch *d)
 {
     int64_t limit = osbq_clock_ms() - OSBQ_BUS_WORKER_EXPIRY_MS;
     for (;;) {
-        struct worker_slot *silent = NULL;
         pthread_mutex_lock(&d->lock);
-        for (struct worker_slot *w = zlistx_first(d->workers); w != NULL;
-             w = zlistx_next(d->workers))
-            if (w->last_seen < limit) {
-                silent = w;
-                break;
-            }
+        struct dispatch_worker *silent = dispatch_workers_silent(d->workers, limit);
         pthread_mutex_unlock(&d->lock);
         if (silent == NULL)
             return;
@@ -649,10 +563,7 @@ static void publish_stats(struct dispatch *d)
 {
     struct dispatch_stats s = {0};
     pthread_mutex_lock(&d->lock);
-    for (struct worker_slot *w = zlistx_first(d->workers); w != NULL; w = zlistx_next(d->workers)) {
-        s.workers++;
-        s.free_slots += available(w);
-    }
+    dispatch_workers_totals(d->workers, &s.workers, &s.free_slots);
     s.queued = dispatch_lanes_total(d->queue);
     s.queued_due = dispatch_lanes_size(d->queue, DISPATCH_LANE_DUE);
     for (unsigned lane = 0; lane < DISPATCH_LANES; lane++)
@@ -714,10 +625,7 @@ static void dispatch_free(struct dispatch *d)
     zlistx_destroy(&d->slot_waits);
     dispatch_lanes_destroy(&d->queue);
     zhashx_destroy(&d->queued);
-    for (struct worker_slot *w = d->workers != NULL ? zlistx_first(d->workers) : NULL; w != NULL;
-         w = zlistx_next(d->workers))
-        worker_free(&w);
-    zlistx_destroy(&d->workers);
+    dispatch_workers_destroy(&d->workers);
     dispatch_running_destroy(&d->running);
     zhashx_destroy(&d->wait_series);
     osbq_mailbox_clear(&d->mailbox);
@@ -735,7 +643,7 @@ struct dispatch *dispatch_start(zsock_t **routerp, unsigned max_queued, struct o
     atomic_init(&d->held, 0);
     d->queue = dispatch_lanes_new();
     d->queued = zhashx_new();
-    d->workers = zlistx_new();
+    d->workers = dispatch_workers_new();
     d->running = dispatch_running_new();
     d->wait_series = zhashx_new();
     d->slot_waits = zlistx_new();
@@ -795,7 +703,7 @@ struct dispatch_handover *dispatch_handover_take(struct dispatch *d)
     if (d == NULL || atomic_load(&d->held) > 0)
         return NULL;
     pthread_mutex_lock(&d->lock);
-    struct worker_slot *w = roomiest_worker(d, true);
+    struct dispatch_worker *w = dispatch_workers_roomiest(d->workers, true);
     struct dispatch_handover *h = w != NULL ? handover_new_locked(d, w) : NULL;
     pthread_mutex_unlock(&d->lock);
     return h;

@@ -434,6 +434,14 @@ static void job_leaving(struct dispatch *d, const struct job_buf *job, struct le
     out->weight = job->weight;
 }
 
+/* The job out describes runs on w from now on, for its owner. */
+static void running_add(struct dispatch *d, const struct leaving_job *out,
+                        const struct dispatch_worker *w)
+{
+    const struct dispatch_owner owner = {out->tenant, out->weight, out->platform};
+    dispatch_running_add(d->running, out->operation_id, &owner, w);
+}
+
 /* Sends a handed job to the worker its operation was handed to, whose slot it took. */
 static void send_handed(struct dispatch *d, struct job_buf *job)
 {
@@ -467,8 +475,7 @@ static void send_handed(struct dispatch *d, struct job_buf *job)
         free(job);
         return;
     }
-    const struct dispatch_owner owner = {out.tenant, out.weight, out.platform};
-    dispatch_running_add(d->running, out.operation_id, &owner, w);
+    running_add(d, &out, w);
 }
 
 /* The turn of a request waiting for a slot, w the roomiest worker: a slot is taken for it, of w
@@ -519,8 +526,7 @@ static void send_queued(struct dispatch *d)
             worker_remove(d, w);
             free(job);
         } else {
-            const struct dispatch_owner owner = {out.tenant, out.weight, out.platform};
-            dispatch_running_add(d->running, out.operation_id, &owner, w);
+            running_add(d, &out, w);
         }
     }
 }

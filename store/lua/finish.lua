@@ -155,12 +155,14 @@ else
         del[#del + 1] = 'quota_keys'
       end
     end
-    for i, name in ipairs({'plan_id', 'parameters', 'context', 'maintenance_version'}) do
-      local value = ({op_plan_id, op_parameters, op_context, op_maintenance_version})[i]
-      if value then
-        set[#set + 1], set[#set + 2] = name, value
-      end
+    -- What the update changes (its operation records only what the request set).
+    local function apply(name, value)
+      if value then set[#set + 1], set[#set + 2] = name, value end
     end
+    apply('plan_id', op_plan_id)
+    apply('parameters', op_parameters)
+    apply('context', op_context)
+    apply('maintenance_version', op_maintenance_version)
   elseif op_kind == 'deprovision' and ok then
     -- begin_instance.lua copied the instance's quotas to the operation (no field: it holds
     -- none); the previous release's operations did not.

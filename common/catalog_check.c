@@ -479,6 +479,29 @@ static int check_dashboard_client(struct check *c, json_t *client)
     return 0;
 }
 
+/* A binding made asynchronously can be read only by fetching it (spec, Polling Last Operation
+ * for Service Bindings: "it can then immediately be fetched"), so a plan that binds only
+ * asynchronously needs its service's bindings_retrievable; elsewhere an asynchronous bind is
+ * answered synchronously (docs/conformance.md). 0, or -1 naming the plan's setting. */
+static int check_async_binds_retrievable(struct check *c, json_t *plans, json_t *retrievable)
+{
+    if (json_is_true(retrievable))
+        return 0;
+    size_t i;
+    json_t *plan;
+    json_array_foreach (plans, i, plan) {
+        json_t *osbq = json_object_get(plan, "osbq");
+        if (!json_is_true(json_object_get(osbq, "bind_async_required")))
+            continue;
+        path_index(&c->path, i);
+        path_key(&c->path, "osbq");
+        path_key(&c->path, "bind_async_required");
+        return fail(c, "needs the service's \"bindings_retrievable\": true: a platform reads "
+                       "an asynchronous binding's credentials only by fetching it");
+    }
+    return 0;
+}
+
 static int check_service(struct check *c, json_t *service)
 {
     static const char *const bools[] = {"instances_retrievable", "bindings_retrievable",
@@ -508,7 +531,8 @@ static int check_service(struct check *c, json_t *service)
     if (json_array_size(plans) == 0)
         return fail(c, "must contain at least one plan");
     json_object_clear(c->plan_names);
-    if (check_each(c, plans, check_plan) < 0)
+    if (check_each(c, plans, check_plan) < 0 ||
+        check_async_binds_retrievable(c, plans, json_object_get(service, "bindings_retrievable")))
         return -1;
     path_pop(&c->path, mark);
     return 0;

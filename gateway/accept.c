@@ -67,6 +67,11 @@ static const struct refusal refusals[][ACCEPT_RESOURCE_COUNT_] = {
                            {OSBQ_ERR_UNPROCESSABLE, CAPPED_TEXT}},
 };
 
+/* An unbind's mismatch: the query names the binding's service and plan, not the instance's. */
+#define UNBIND_MISMATCH_TEXT                                                                       \
+    "service_id and plan_id must be the service binding's: its service, and the plan it was "      \
+    "made with or its service instance's plan now."
+
 /* What the answer needs once the begin script has answered. */
 struct accept_pending {
     const struct accept_desc *desc; /* the resource's descriptor */
@@ -138,6 +143,19 @@ static bool async_allowed(const struct request *req, enum accept_resource resour
         return false;
     return req->api_version >= API_ASYNC && req->accepts_incomplete != NULL &&
            strcmp(req->accepts_incomplete, "true") == 0;
+}
+
+/* True when a's operation is answered asynchronously: the request allows it, and, for a bind,
+ * the platform can read the credentials afterwards: a binding made asynchronously is read only
+ * by fetching it (spec, Polling Last Operation for Service Bindings), so a service without
+ * bindings_retrievable binds synchronously whatever the request allows (the catalog check
+ * refuses a plan of it that binds only asynchronously). */
+static bool answered_async(const struct request *req, const struct accept_desc *desc,
+                           const struct accept *a)
+{
+    if (a->kind == OSBQ_JOB_BIND && a->plan != NULL && !a->plan->service->bindings_retrievable)
+        return false;
+    return async_allowed(req, desc->resource);
 }
 
 bool accept_async_check(const struct request *req, const struct accept_desc *desc,
@@ -217,9 +235,13 @@ static void reply_started(const struct gateway *gw, const struct request *req,
 {
     bool accepted = got->answer == OSBQ_BEGIN_ACCEPTED;
     const char *operation_id = accepted ? p->operation_id : got->operation_id;
+    /* An update's dashboard too, from 2.14 (spec, Updating a Service Instance, Body: "MUST
+     * return it with the initial response ... even if the Service Instance is being updated
+     * asynchronously"), as its synchronous 200 does. */
+    bool dashboard = p->kind == OSBQ_JOB_PROVISION ||
+                     (p->kind == OSBQ_JOB_UPDATE && req->api_version >= API_FETCH);
     if (p->async)
-        reply_accepted(out, req->api_version, operation_id,
-                       p->kind == OSBQ_JOB_PROVISION ? got->dashboard_url : NULL);
+        reply_accepted(out, req->api_version, operation_id, dashboard ? got->dashboard_url : NULL);
     else
         reply_wait_for(out, req, p, operation_id,
                        p->desc->resource == ACCEPT_INSTANCE ? got->dashboard_url : NULL);
@@ -267,6 +289,8 @@ static void reply_refused(const struct accept_pending *p, const struct osbq_begi
     }
     char why[OSBQ_ERROR_TEXT_MAX];
     const char *text = row->text;
+    if (got->answer == OSBQ_BEGIN_MISMATCH && p->kind == OSBQ_JOB_UNBIND)
+        text = UNBIND_MISMATCH_TEXT;
     if (got->answer == OSBQ_BEGIN_QUOTA && got->quota_index < p->quota_count) {
         osbq_policy_quota_description(&p->quotas[got->quota_index], got->quota_used, why,
                                       sizeof why);
@@ -382,7 +406,7 @@ static struct accept_pending *pending_new(const struct gateway *gw, const struct
     p->kind = a->kind;
     osbq_catalog_metric_labels(gw->catalog, a->service_id, a->plan_id, &p->metric_service,
                                &p->metric_plan);
-    p->async = async_allowed(req, desc->resource);
+    p->async = answered_async(req, desc, a);
     p->timeout_ms = a->plan ? a->plan->sync_timeout_ms : OSBQ_CATALOG_SYNC_TIMEOUT_MS_DEFAULT;
     unsigned char raw[16];
     randombytes_buf(raw, sizeof raw);

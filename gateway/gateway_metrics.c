@@ -66,7 +66,8 @@ static int add_operation_families(struct gateway_metrics *gm, struct osbq_metric
         "sent), joined (an identical request joined the running one), not_durable (recorded, too "
         "few replicas acknowledged it: answered 503), abandoned (failed after its attempts), "
         "capped "
-        "(refused with a 422: its tenant's operations in progress reached OSBQ_POLICY's cap).",
+        "(refused with a 422: its tenant's operations in progress reached OSBQ_POLICY's cap), "
+        "unchanged (an update that changed nothing, answered 200 without an operation).",
         operation_labels, 4, NULL, 0);
     gm->sync_waits =
         osbq_metrics_add_unlabelled(m, OSBQ_METRIC_GAUGE, "osbq_sync_waits_in_flight",

@@ -176,7 +176,9 @@ static bool check_predecessor(const struct request *req, const struct osbq_plan 
     if (req->api_version < API_ROTATION)
         *predecessor = NULL;
     if (*predecessor != NULL && !plan->binding_rotatable)
-        return reply_bad_request(out, "The plan \"%s\" does not support binding rotation.",
+        return reply_bad_request(out,
+                                 "The plan \"%s\" does not support binding rotation "
+                                 "(binding_rotatable): predecessor_binding_id cannot be used.",
                                  plan->name);
     if (*predecessor != NULL && strcmp(*predecessor, binding_id) == 0)
         return reply_bad_request(out, "A binding cannot be its own predecessor.");
@@ -192,26 +194,28 @@ struct bind_members {
     json_t *parameters, *context, *resource; /* borrowed from the body, or NULL */
 };
 
-/* Reads them into *m; false with a 400 when one is wrong or missing. */
+/* Reads them into *m; false with a 400 when one is wrong. service_id and plan_id may be absent
+ * here: a rotation takes them from its instance (rotating_bind). */
 static bool bind_members(json_t *body, struct bind_members *m, struct reply *out)
+{
+    m->bound_app = NULL;
+    return validate_optional_string(body, "service_id", &m->service_id, out) &&
+           validate_optional_string(body, "plan_id", &m->plan_id, out) &&
+           validate_optional_string(body, "app_guid", &m->app_guid, out) &&
+           validate_optional_string(body, "predecessor_binding_id", &m->predecessor, out) &&
+           validate_optional_object(body, "parameters", &m->parameters, out) &&
+           validate_optional_object(body, "context", &m->context, out) &&
+           validate_optional_object(body, "bind_resource", &m->resource, out);
+}
+
+/* Checks bind_resource's members and reads its app_guid into m->bound_app; false with a 400. */
+static bool bind_resource_members(struct bind_members *m, struct reply *out)
 {
     const char *route = NULL; /* checked only: backends read it in bind_resource */
     m->bound_app = NULL;
-    if (!validate_optional_string(body, "service_id", &m->service_id, out) ||
-        !validate_optional_string(body, "plan_id", &m->plan_id, out) ||
-        !validate_optional_string(body, "app_guid", &m->app_guid, out) ||
-        !validate_optional_string(body, "predecessor_binding_id", &m->predecessor, out) ||
-        !validate_optional_object(body, "parameters", &m->parameters, out) ||
-        !validate_optional_object(body, "context", &m->context, out) ||
-        !validate_optional_object(body, "bind_resource", &m->resource, out))
-        return false;
-    if (m->resource != NULL &&
-        (!validate_optional_string(m->resource, "app_guid", &m->bound_app, out) ||
-         !validate_optional_string(m->resource, "route", &route, out)))
-        return false;
-    if (m->service_id == NULL || m->plan_id == NULL)
-        return reply_bad_request(out, "\"service_id\" and \"plan_id\" are required.");
-    return true;
+    return m->resource == NULL ||
+           (validate_optional_string(m->resource, "app_guid", &m->bound_app, out) &&
+            validate_optional_string(m->resource, "route", &route, out));
 }
 
 /* The checks against the plan a bind names: the parameters against its bind schema, an
@@ -220,6 +224,8 @@ static bool bind_members(json_t *body, struct bind_members *m, struct reply *out
 static bool plan_allows_bind(const struct request *req, const struct osbq_plan *plan,
                              const char *binding_id, struct bind_members *m, struct reply *out)
 {
+    if (!check_predecessor(req, plan, binding_id, &m->predecessor, out))
+        return false;
     if (!osb_parameters_valid(plan->bind_schema, m->parameters, true, out))
         return false;
     if (!accept_async_check(req, &binding_accept, plan, out))
@@ -228,7 +234,168 @@ static bool plan_allows_bind(const struct request *req, const struct osbq_plan *
         reply_error(out, OSBQ_ERR_REQUIRES_APP, NULL);
         return false;
     }
-    return check_predecessor(req, plan, binding_id, &m->predecessor, out);
+    return true;
+}
+
+/* A bind whose members are read (and, for a rotation, completed): the checks against its plan
+ * and the broker's policy, then the operation. */
+static void bind_checked_members(const struct gateway *gw, const struct request *req,
+                                 struct bind_members *m, struct reply *out)
+{
+    const char *instance_id = req->params[0], *binding_id = req->params[1];
+    const struct osbq_plan *plan = NULL;
+    json_t *own_resource = NULL;
+    if (!bind_resource_members(m, out) ||
+        !bind_plan(gw, req, m->service_id, m->plan_id, &plan, out) ||
+        !plan_allows_bind(req, plan, binding_id, m, out) ||
+        !binding_allowed(gw, req, plan, instance_id, m->context, out))
+        return;
+    /* Platforms before 2.8 send only the top-level app_guid: backends read bind_resource. */
+    if (m->resource == NULL && m->app_guid != NULL)
+        m->resource = own_resource = json_pack("{s:s}", "app_guid", m->app_guid);
+    struct accept a = {
+        .kind = OSBQ_JOB_BIND,
+        .instance_id = instance_id,
+        .binding_id = binding_id,
+        .service_id = m->service_id,
+        .plan_id = m->plan_id,
+        .plan = plan,
+        .parameters = m->parameters,
+        .context = m->context,
+        .bind_resource = m->resource,
+        .app_guid = m->app_guid,
+        .predecessor = m->predecessor,
+    };
+    accept_operation(gw, req, &binding_accept, &a, out);
+    json_decref(own_resource);
+}
+
+/* A rotation (2.17, Request (Rotating a Service Binding)): its body may be
+ * predecessor_binding_id alone, since "Platforms do not necessarily store these parameter
+ * values". What it leaves out comes from its instance (service_id, plan_id: the plan it has now)
+ * and from the predecessor (parameters, context, bind_resource), read first, one call each;
+ * what it names stands (docs/decisions/0047-rotation-as-written.md). */
+struct rotation {
+    json_t *body;               /* the request's (owned) */
+    char *service_id, *plan_id; /* the instance's (owned), once read */
+    json_t *inherited[3];       /* the predecessor's parameters, context, bind_resource, or NULL
+                                 * (owned) */
+};
+
+static void rotation_free(void *state)
+{
+    struct rotation *r = state;
+    if (r == NULL)
+        return;
+    json_decref(r->body);
+    free(r->service_id);
+    free(r->plan_id);
+    for (size_t i = 0; i < 3; i++)
+        json_decref(r->inherited[i]);
+    free(r);
+}
+
+/* A new rotation state owning what r owned (r is left empty, for its call's state_free): the
+ * state moves on to the next call. NULL when out of memory (r keeps it all). */
+static struct rotation *rotation_move(struct rotation *r)
+{
+    struct rotation *next = malloc(sizeof *next);
+    if (next != NULL) {
+        *next = *r;
+        memset(r, 0, sizeof *r);
+    }
+    return next;
+}
+
+static const char bad_predecessor[] = "predecessor_binding_id must name a live binding of this "
+                                      "service instance.";
+
+/* The member a rotation's body left out, from the predecessor's stored JSON text (kept in
+ * *slot): the body's own when it has one. */
+static json_t *inherit(json_t *own, const char *stored, json_t **slot)
+{
+    if (own != NULL || stored == NULL)
+        return own;
+    *slot = json_loads(stored, 0, NULL);
+    if (!json_is_object(*slot)) {
+        json_decref(*slot);
+        *slot = NULL;
+    }
+    return *slot;
+}
+
+/* A rotation once its predecessor is read: the bind, completed from it. */
+static void rotation_after_predecessor(const struct gateway *gw, const struct request *req,
+                                       struct osbq_store_call *call, void *state, struct reply *out)
+{
+    struct rotation *r = state;
+    struct osbq_binding pred = {0};
+    struct osbq_error err = {0};
+    struct bind_members m;
+    int found = osbq_store_binding_get_result(call, &pred, &err);
+    if (found < 0) {
+        reply_store_unavailable(out, &err);
+        goto out;
+    }
+    if (found == 0 || !osb_platform_owns(req, pred.platform) || strcmp(pred.state, "bound") != 0) {
+        reply_bad_request(out, "%s", bad_predecessor);
+        goto out;
+    }
+    if (!bind_members(r->body, &m, out))
+        goto out;
+    if (m.service_id == NULL)
+        m.service_id = r->service_id;
+    if (m.plan_id == NULL)
+        m.plan_id = r->plan_id;
+    m.parameters = inherit(m.parameters, pred.parameters, &r->inherited[0]);
+    m.context = inherit(m.context, pred.context, &r->inherited[1]);
+    m.resource = inherit(m.resource, pred.bind_resource, &r->inherited[2]);
+    bind_checked_members(gw, req, &m, out);
+out:
+    osbq_binding_clear(&pred);
+}
+
+/* A rotation once its instance is read: its service and plan, then the predecessor's read. */
+static void rotation_after_instance(const struct gateway *gw, const struct request *req,
+                                    struct osbq_store_call *call, void *state, struct reply *out)
+{
+    struct rotation *r = state;
+    struct osbq_instance inst = {0};
+    struct osbq_error err = {0};
+    int found = osbq_store_instance_get_result(call, &inst, &err);
+    bool hidden =
+        found > 0 && (!osb_platform_owns(req, inst.platform) || strcmp(inst.state, "failed") == 0 ||
+                      strcmp(inst.state, "gone") == 0);
+    if (reply_read_missing(out, found, hidden, "service instance", &err))
+        goto out;
+    r->service_id = inst.service_id != NULL ? strdup(inst.service_id) : NULL;
+    r->plan_id = inst.plan_id != NULL ? strdup(inst.plan_id) : NULL;
+    const char *predecessor = json_string_value(json_object_get(r->body, "predecessor_binding_id"));
+    struct rotation *next = r->service_id && r->plan_id ? rotation_move(r) : NULL;
+    if (next == NULL) {
+        reply_error(out, OSBQ_ERR_INTERNAL, "Out of memory.");
+        goto out;
+    }
+    call = osbq_store_binding_get_call(gw->store, req->params[0], predecessor, &err);
+    reply_defer_call(out, call, &err, rotation_after_predecessor, next, rotation_free);
+out:
+    osbq_instance_clear(&inst);
+}
+
+/* Starts a rotation's reads; takes body. */
+static void rotating_bind(const struct gateway *gw, const struct request *req, json_t *body,
+                          struct reply *out)
+{
+    struct rotation *r = calloc(1, sizeof *r);
+    if (r == NULL) {
+        json_decref(body);
+        reply_error(out, OSBQ_ERR_INTERNAL, "Out of memory.");
+        return;
+    }
+    r->body = body;
+    struct osbq_error err = {0};
+    struct osbq_store_call *call = osbq_store_instance_get_call(gw->store, req->params[0], &err);
+    reply_defer_call(out, call, &err, rotation_after_instance, r, rotation_free);
 }
 
 void osb_binding_put(const struct gateway *gw, const struct request *req, struct reply *out)
@@ -241,31 +408,22 @@ void osb_binding_put(const struct gateway *gw, const struct request *req, struct
     if (body == NULL)
         return;
     struct bind_members m;
-    const struct osbq_plan *plan = NULL;
-    json_t *own_resource = NULL;
-    if (!bind_members(body, &m, out) || !bind_plan(gw, req, m.service_id, m.plan_id, &plan, out) ||
-        !plan_allows_bind(req, plan, binding_id, &m, out) ||
-        !binding_allowed(gw, req, plan, instance_id, m.context, out))
+    if (!bind_members(body, &m, out))
         goto out;
-    /* Platforms before 2.8 send only the top-level app_guid: backends read bind_resource. */
-    if (m.resource == NULL && m.app_guid != NULL)
-        m.resource = own_resource = json_pack("{s:s}", "app_guid", m.app_guid);
-    struct accept a = {
-        .kind = OSBQ_JOB_BIND,
-        .instance_id = instance_id,
-        .binding_id = binding_id,
-        .service_id = m.service_id,
-        .plan_id = m.plan_id,
-        .plan = plan,
-        .parameters = m.parameters,
-        .context = m.context,
-        .bind_resource = m.resource,
-        .app_guid = m.app_guid,
-        .predecessor = m.predecessor,
-    };
-    accept_operation(gw, req, &binding_accept, &a, out);
+    if (m.predecessor != NULL && req->api_version >= API_ROTATION) {
+        if (strcmp(m.predecessor, binding_id) == 0) {
+            reply_bad_request(out, "A binding cannot be its own predecessor.");
+            goto out;
+        }
+        rotating_bind(gw, req, body, out);
+        return;
+    }
+    if (m.service_id == NULL || m.plan_id == NULL) {
+        reply_bad_request(out, "\"service_id\" and \"plan_id\" are required.");
+        goto out;
+    }
+    bind_checked_members(gw, req, &m, out);
 out:
-    json_decref(own_resource);
     json_decref(body);
 }
 

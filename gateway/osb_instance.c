@@ -10,6 +10,7 @@
 #include "log.h"
 #include "osb_parameters.h"
 #include "osb_platform.h"
+#include "update_change.h"
 #include "validate.h"
 
 /* What OSBQ_POLICY counts an instance against: the quotas, for a refusal's text, and their
@@ -314,6 +315,29 @@ static bool plan_change_admitted(const struct gateway *gw, const struct request 
     return policy_admits(gw, OSBQ_JOB_UPDATE, target, &ctx, q, out);
 }
 
+/* An update that changes nothing (update_change.h) of an instance no operation holds: 200 at
+ * once, as a synchronous update that succeeded answers (the dashboard from 2.14), with no
+ * operation. False, answering nothing, when it changes something or an operation holds the
+ * instance (the begin script then answers as for any update). */
+static bool answered_unchanged(const struct gateway *gw, const struct request *req,
+                               const struct osbq_instance *inst, const struct osbq_plan *target,
+                               const struct update_change *change, struct reply *out)
+{
+    const struct update_instance in_force = {inst->plan_id, inst->parameters, inst->context,
+                                             inst->maintenance_version};
+    if (inst->lock_holder != NULL || inst->shared_holders > 0 ||
+        !update_changes_nothing(change, &in_force))
+        return false;
+    json_t *body = json_object();
+    if (req->api_version >= API_FETCH)
+        set_string(body, "dashboard_url", inst->dashboard_url);
+    reply_json(out, 200, body);
+    const char *service, *plan;
+    osbq_catalog_metric_labels(gw->catalog, target->service->id, target->id, &service, &plan);
+    gateway_metrics_operation(gw->metrics, "update", "unchanged", service, plan);
+    return true;
+}
+
 /* An update once the instance is read (its current plan decides what the request may do): the
  * checks that need it, then the operation. state is the request's body. */
 static void instance_patch_after_read(const struct gateway *gw, const struct request *req,
@@ -337,6 +361,10 @@ static void instance_patch_after_read(const struct gateway *gw, const struct req
     const struct osbq_plan *current = NULL, *target = NULL;
     if (!update_plans(gw, req, found, &inst, service_id, plan_id, &current, &target, out) ||
         !plan_allows(req, target, OSBQ_JOB_UPDATE, body, parameters, &mv, &info, out))
+        goto out;
+    const struct update_change change = {target->id, parameters, context, mv,
+                                         target->service->allow_context_updates};
+    if (answered_unchanged(gw, req, &inst, target, &change, out))
         goto out;
     /* Moving to another plan is provisioning it, as far as the policy goes. */
     if (current != target && !plan_change_admitted(gw, req, &inst, target, context, &quotas, out))

@@ -68,6 +68,42 @@ static void sync_reply_after_acks(const struct gateway *gw, const struct request
     answer_outcome(gw, a->wait, a->result, out);
 }
 
+/* Reads the operation once more after a timeout: sync_reply_after_read answers. */
+static void read_after_timeout(const struct gateway *gw, const struct reply_wait *wait,
+                               struct reply *out)
+{
+    struct osbq_error err = {0};
+    struct osbq_store_call *call = osbq_store_last_operation_call(
+        gw->store, wait->instance_id, wait->binding_id, wait->operation_id, NULL, &err);
+    reply_defer_call(out, call, &err, sync_reply_after_read, (void *)(uintptr_t)wait, NULL);
+}
+
+/* What a synchronous update that was stopped at its limit says. */
+#define UPDATE_STOPPED_TEXT                                                                        \
+    "The update did not finish within the plan's synchronous time limit; it was stopped and "      \
+    "nothing was changed. Retry with accepts_incomplete=true to let it run longer."
+
+/* After an update's timeout, once the gateway tried to stop it: 504 when it did (nothing was
+ * applied), else the outcome it reached meanwhile. state is the request's wait (borrowed). */
+static void sync_reply_after_halt(const struct gateway *gw, const struct request *req,
+                                  struct osbq_store_call *call, void *state, struct reply *out)
+{
+    (void)req;
+    const struct reply_wait *wait = state;
+    struct osbq_error err = {0};
+    int halted = osbq_store_sync_limit_result(call, &err);
+    if (halted < 0) {
+        /* Not known to be stopped: it may still apply, so no 5xx that says otherwise. */
+        reply_store_unavailable(out, &err);
+        return;
+    }
+    if (halted > 0) {
+        reply_error(out, OSBQ_ERR_TIMEOUT, UPDATE_STOPPED_TEXT);
+        return;
+    }
+    read_after_timeout(gw, wait, out);
+}
+
 void osb_sync_reply(const struct gateway *gw, const struct reply_wait *wait,
                     const struct waiter_result *result, struct reply *out)
 {
@@ -98,8 +134,15 @@ void osb_sync_reply(const struct gateway *gw, const struct reply_wait *wait,
     case WAITER_TIMEOUT:
         break;
     }
-    struct osbq_error err = {0};
-    struct osbq_store_call *call = osbq_store_last_operation_call(
-        gw->store, wait->instance_id, wait->binding_id, wait->operation_id, NULL, &err);
-    reply_defer_call(out, call, &err, sync_reply_after_read, (void *)(uintptr_t)wait, NULL);
+    if (wait->kind == OSBQ_JOB_UPDATE) {
+        /* Spec, Updating a Service Instance, Response: with a 4xx or 5xx the broker "MUST NOT
+         * apply any of the requested changes": the update is stopped before the 504
+         * (docs/decisions/0048-sync-limit-halts-the-operation.md). */
+        struct osbq_error err = {0};
+        struct osbq_store_call *call =
+            osbq_store_sync_limit_call(gw->store, wait->operation_id, UPDATE_STOPPED_TEXT, &err);
+        reply_defer_call(out, call, &err, sync_reply_after_halt, (void *)(uintptr_t)wait, NULL);
+        return;
+    }
+    read_after_timeout(gw, wait, out);
 }

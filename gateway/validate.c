@@ -161,7 +161,7 @@ bool validate_optional_string(json_t *body, const char *key, const char **value,
 {
     json_t *member = json_object_get(body, key);
     *value = NULL;
-    if (member == NULL)
+    if (member == NULL || json_is_null(member))
         return true;
     if (!json_is_string(member) || json_string_length(member) == 0)
         return reply_bad_request(out, "\"%s\" must be a non-empty string.", key);
@@ -173,7 +173,7 @@ bool validate_optional_object(json_t *body, const char *key, json_t **value, str
 {
     json_t *member = json_object_get(body, key);
     *value = NULL;
-    if (member == NULL)
+    if (member == NULL || json_is_null(member))
         return true;
     if (!json_is_object(member))
         return reply_bad_request(out, "\"%s\" must be a JSON object.", key);

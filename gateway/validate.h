@@ -39,8 +39,9 @@ json_t *validate_body(const struct request *req, struct reply *out);
 bool validate_id(const char *id, const char *what, struct reply *out);
 
 /* Reads body[key] when present: it must be a non-empty string (*value borrowed) or, for the
- * object variant, an object (*value borrowed). Absent: *value = NULL and true. Wrong: false with
- * a 400 in out. */
+ * object variant, an object (*value borrowed). Absent or JSON null: *value = NULL and true
+ * (clients generated from the OpenAPI document, Korifi's among them, send null for every unset
+ * optional field; docs/conformance.md). Wrong: false with a 400 in out. */
 bool validate_optional_string(json_t *body, const char *key, const char **value, struct reply *out);
 bool validate_optional_object(json_t *body, const char *key, json_t **value, struct reply *out);
 

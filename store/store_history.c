@@ -12,10 +12,10 @@
 
 #include "store.h"
 
-/* The events an outcome is written with when a script records it (finish.lua's abandon and
- * operator modes, and every outcome of the previous release). */
+/* The events an outcome is written with when a script records it (finish.lua's abandon,
+ * operator and sync_limit modes, and every outcome of the previous release). */
 static const char *const outcome_events[] = {"succeeded", "failed", "abandoned",
-                                             "failed_by_operator"};
+                                             "failed_by_operator", "failed_at_sync_limit"};
 
 /* Whether a history line is an outcome's. */
 static bool line_is_outcome(const char *line)

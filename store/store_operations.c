@@ -12,6 +12,7 @@
 #include "store_admin.h"
 #include "store_internal.h"
 #include "store_recovery.h"
+#include "store_requests.h"
 #include "store_scripts.h"
 
 /* Reads a script's integer 0/1 answer about one operation; frees reply (NULL: err is set). */
@@ -157,9 +158,14 @@ int osbq_store_progress(struct osbq_store *store, const char *operation_id, cons
     return rc;
 }
 
-/* How finish_op may take an operation: from its worker, from the recovery loop (abandon), or
- * from an operator. */
-enum finish_by { FINISH_BY_WORKER, FINISH_BY_RECOVERY, FINISH_BY_OPERATOR };
+/* How finish_op may take an operation: from its worker, from the recovery loop (abandon), from
+ * an operator, or from the gateway whose synchronous request's time ran out. */
+enum finish_by { FINISH_BY_WORKER, FINISH_BY_RECOVERY, FINISH_BY_OPERATOR, FINISH_BY_SYNC_LIMIT };
+
+static struct osbq_store_call *finish_call_new(struct osbq_store *store, const char *operation_id,
+                                               const char *worker_id,
+                                               const struct osbq_op_result *result,
+                                               enum finish_by by, struct osbq_error *err);
 
 static int finish_op(struct osbq_store *store, const char *operation_id, const char *worker_id,
                      const struct osbq_op_result *result, enum finish_by by,
@@ -171,23 +177,28 @@ int osbq_store_finish(struct osbq_store *store, const char *operation_id, const 
     return finish_op(store, operation_id, worker_id, result, FINISH_BY_WORKER, err);
 }
 
+/* The outcome of an operation failed by someone other than its worker (the recovery loop, an
+ * operator, a gateway at the synchronous limit): the instance stays usable and the update may
+ * be repeated, since nothing of it was applied. */
+static struct osbq_op_result failed_from_outside(const char *description)
+{
+    return (struct osbq_op_result){.succeeded = false,
+                                   .description = description,
+                                   .instance_usable = true,
+                                   .update_repeatable = true};
+}
+
 int osbq_store_abandon(struct osbq_store *store, const char *operation_id, const char *description,
                        struct osbq_error *err)
 {
-    struct osbq_op_result failed = {.succeeded = false,
-                                    .description = description,
-                                    .instance_usable = true,
-                                    .update_repeatable = true};
+    const struct osbq_op_result failed = failed_from_outside(description);
     return finish_op(store, operation_id, "", &failed, FINISH_BY_RECOVERY, err);
 }
 
 int osbq_store_operator_fail(struct osbq_store *store, const char *operation_id,
                              const char *description, struct osbq_error *err)
 {
-    struct osbq_op_result failed = {.succeeded = false,
-                                    .description = description,
-                                    .instance_usable = true,
-                                    .update_repeatable = true};
+    const struct osbq_op_result failed = failed_from_outside(description);
     return finish_op(store, operation_id, "", &failed, FINISH_BY_OPERATOR, err);
 }
 
@@ -218,17 +229,23 @@ static void wait_for_replicas(struct osbq_store *store)
     }
 }
 
-static int finish_op(struct osbq_store *store, const char *operation_id, const char *worker_id,
-                     const struct osbq_op_result *result, enum finish_by by, struct osbq_error *err)
+/* finish.lua's call for operation_id's outcome result, taken as by says. NULL with err. */
+static struct osbq_store_call *finish_call_new(struct osbq_store *store, const char *operation_id,
+                                               const char *worker_id,
+                                               const struct osbq_op_result *result,
+                                               enum finish_by by, struct osbq_error *err)
 {
     static const char *const modes[] = {[FINISH_BY_WORKER] = "",
                                         [FINISH_BY_RECOVERY] = "abandon",
-                                        [FINISH_BY_OPERATOR] = "operator"};
+                                        [FINISH_BY_OPERATOR] = "operator",
+                                        [FINISH_BY_SYNC_LIMIT] = "sync_limit"};
     char op[STORE_KEY_MAX], queue[STORE_KEY_MAX], waiters[STORE_KEY_MAX];
     char now[24], retention[16], prefix[96];
     if (op_keys(store, operation_id, op, queue, err) < 0 ||
-        store_id_key(store, waiters, sizeof waiters, "waiters", operation_id) < 0)
-        return osbq_error_set(err, OSBQ_ERR_BAD_REQUEST, "id too long");
+        store_id_key(store, waiters, sizeof waiters, "waiters", operation_id) < 0) {
+        osbq_error_set(err, OSBQ_ERR_BAD_REQUEST, "id too long");
+        return NULL;
+    }
     (void)snprintf(now, sizeof now, "%" PRId64, osbq_store_now_ms());
     (void)snprintf(retention, sizeof retention, "%u", store->cfg->retention_s);
     (void)store_key_prefix(store, prefix, sizeof prefix);
@@ -252,7 +269,26 @@ static int finish_op(struct osbq_store *store, const char *operation_id, const c
         [FINISH_ARG_BINDING] = result->binding ? result->binding : "",
         [FINISH_ARG_MODE] = modes[by],
     };
-    struct osbq_store_call *call = store_call_new(SCRIPT_FINISH, keys, args, NULL, err);
+    return store_call_new(SCRIPT_FINISH, keys, args, NULL, err);
+}
+
+struct osbq_store_call *osbq_store_sync_limit_call(struct osbq_store *store,
+                                                   const char *operation_id,
+                                                   const char *description, struct osbq_error *err)
+{
+    const struct osbq_op_result failed = failed_from_outside(description);
+    return finish_call_new(store, operation_id, "", &failed, FINISH_BY_SYNC_LIMIT, err);
+}
+
+int osbq_store_sync_limit_result(struct osbq_store_call *call, struct osbq_error *err)
+{
+    return int_answer(store_call_take_reply(call, err), SCRIPT_FINISH, err);
+}
+
+static int finish_op(struct osbq_store *store, const char *operation_id, const char *worker_id,
+                     const struct osbq_op_result *result, enum finish_by by, struct osbq_error *err)
+{
+    struct osbq_store_call *call = finish_call_new(store, operation_id, worker_id, result, by, err);
     if (call == NULL)
         return -1;
     call->durable = by == FINISH_BY_WORKER;

@@ -438,6 +438,7 @@ enum poll_field {
     POLL_PLAN_ID,
     POLL_PREV_PLAN_ID,
     POLL_SERVICE_ID,
+    POLL_RECORD_GONE,
     POLL_FIELD_COUNT
 };
 
@@ -464,6 +465,7 @@ struct osbq_store_call *osbq_store_poll_call(struct osbq_store *store, const cha
         [2 + POLL_PLAN_ID] = "plan_id",
         [2 + POLL_PREV_PLAN_ID] = "prev_plan_id",
         [2 + POLL_SERVICE_ID] = "service_id",
+        [2 + POLL_RECORD_GONE] = "record_gone",
     };
     return store_command_new(2 + POLL_FIELD_COUNT, argv, NULL, err);
 }
@@ -504,6 +506,7 @@ int osbq_store_poll_result(struct osbq_store_call *call, const char *instance_id
                poll_field_says(reply, POLL_INSTANCE, instance_id) &&
                poll_field_says(reply, POLL_BINDING, binding_id) &&
                poll_field_says(reply, POLL_SERVICE_ID, NULL) &&
+               poll_field_says(reply, POLL_RECORD_GONE, NULL) &&
                (platform == NULL || platform[0] == '\0' ||
                 poll_field_says(reply, POLL_PLATFORM, platform) ||
                 (strcmp(platform, STORE_PLATFORM_DEFAULT) == 0 &&
@@ -606,8 +609,9 @@ struct osbq_store_call *osbq_store_binding_get_call(struct osbq_store *store,
         osbq_error_set(err, OSBQ_ERR_BAD_REQUEST, "id too long");
         return NULL;
     }
-    const char *argv[] = {"HMGET",      key,      "state",  "service_id", "plan_id",
-                          "parameters", "result", "lock_x", "platform"};
+    const char *argv[] = {"HMGET",    key,          "state",        "service_id",
+                          "plan_id",  "parameters", "result",       "lock_x",
+                          "platform", "context",    "bind_resource"};
     return store_command_new((int)(sizeof argv / sizeof argv[0]), argv, NULL, err);
 }
 
@@ -618,7 +622,7 @@ int osbq_store_binding_get_result(struct osbq_store_call *call, struct osbq_bind
     if (reply == NULL)
         return -1;
     int rc = 0;
-    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 7) {
+    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 9) {
         rc = osbq_error_set(err, OSBQ_ERR_INTERNAL, "HMGET: unexpected reply");
     } else {
         struct osbq_binding got = {0};
@@ -630,6 +634,8 @@ int osbq_store_binding_get_result(struct osbq_store_call *call, struct osbq_bind
             got.result = store_element_dup(reply, 4);
             got.lock_holder = store_element_dup(reply, 5);
             got.platform = store_element_dup(reply, 6);
+            got.context = store_element_dup(reply, 7);
+            got.bind_resource = store_element_dup(reply, 8);
             *out = got;
             rc = 1;
         }
@@ -651,5 +657,7 @@ void osbq_binding_clear(struct osbq_binding *binding)
     }
     free(binding->lock_holder);
     free(binding->platform);
+    free(binding->context);
+    free(binding->bind_resource);
     memset(binding, 0, sizeof *binding);
 }

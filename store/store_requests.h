@@ -119,13 +119,15 @@ void osbq_begin_reply_clear(struct osbq_begin_reply *reply);
 
 /* A binding record. Strings owned (osbq_binding_clear); absent ones are NULL. */
 struct osbq_binding {
-    char *state;       /* binding, bound, failed, gone */
-    char *service_id;  /* service id */
-    char *plan_id;     /* plan id */
-    char *parameters;  /* JSON text of the bind parameters */
-    char *result;      /* JSON text: credentials, endpoints, syslog_drain_url, ... */
-    char *lock_holder; /* operation running on it, or NULL */
-    char *platform;    /* the platform that made it; NULL: recorded before platforms, "default" */
+    char *state;         /* binding, bound, failed, gone */
+    char *service_id;    /* service id */
+    char *plan_id;       /* plan id */
+    char *parameters;    /* JSON text of the bind parameters */
+    char *result;        /* JSON text: credentials, endpoints, syslog_drain_url, ... */
+    char *lock_holder;   /* operation running on it, or NULL */
+    char *platform;      /* the platform that made it; NULL: recorded before platforms, "default" */
+    char *context;       /* JSON text of the bind's context, or NULL */
+    char *bind_resource; /* JSON text of the bind's bind_resource, or NULL */
 };
 
 /* Reads a binding in two halves, for a pipeline: the call (NULL with err), then 1 with *out,
@@ -193,13 +195,26 @@ osbq_store_last_operation_call(struct osbq_store *store, const char *instance_id
 int osbq_store_last_operation_result(struct osbq_store_call *call, struct osbq_last_op *out,
                                      struct osbq_error *err);
 
+/* A synchronous request's time ran out while its operation was unfinished: the gateway fails
+ * it, as an operator's osbq-ctl fail does (lock freed, waiters woken, nothing applied, the
+ * instance usable; a worker still running it finds it no longer its own), with description.
+ * docs/decisions/0048-sync-limit-halts-the-operation.md. In two halves, for the gateway's
+ * pipeline (the call is finish.lua's, built in store_operations.c): the call (NULL with err), then
+ * 1 when it failed the operation, 0 when the operation had ended (its outcome stands), -1 with err.
+ */
+struct osbq_store_call *osbq_store_sync_limit_call(struct osbq_store *store,
+                                                   const char *operation_id,
+                                                   const char *description, struct osbq_error *err);
+int osbq_store_sync_limit_result(struct osbq_store_call *call, struct osbq_error *err);
+
 /* A poll that names its operation, answered from the operation alone: one HMGET, no script
  * (docs/decisions/0043). In two halves, for a pipeline: the call (NULL with err), then 1 with
  * *out (average_ms -1: the caller knows the average, or asks last_operation.lua) when the
  * operation is there, is instance_id's (binding_id's; NULL: the instance's own) and platform's
  * (NULL or "": any; an operation names its platform unless it is "default"); 0 when the
- * operation alone cannot answer (not there, another record's or platform's, or begun by the
- * previous release, whose operations name no platform but a service_id): ask
+ * operation alone cannot answer (not there, another record's or platform's, begun by the
+ * previous release, whose operations name no platform but a service_id, or a binding's whose
+ * record went with its instance, record_gone): ask
  * last_operation.lua, which tells those apart; -1 with err (the call's reply is consumed). */
 struct osbq_store_call *osbq_store_poll_call(struct osbq_store *store, const char *operation_id,
                                              struct osbq_error *err);

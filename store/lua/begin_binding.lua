@@ -157,7 +157,10 @@ if kind == 'unbind' then
     return {'busy'}
   end
   if inst_lock_x then return {'instance_busy'} end
-  if arg_service_id ~= binding_service_id or arg_plan_id ~= binding_plan_id then
+  -- The plan the binding was made with, or its instance's plan now: after a plan change,
+  -- platforms differ in which they send (Kubernetes' service catalog sends the current one).
+  if arg_service_id ~= binding_service_id or
+      (arg_plan_id ~= binding_plan_id and arg_plan_id ~= inst_plan_id) then
     return {'mismatch'}
   end
   return record({})

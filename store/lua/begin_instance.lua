@@ -155,6 +155,14 @@ local function record(plan_id, prev_plan, inst_fields)
   return {'accepted', op_id, inst_dashboard_url or '', inst_metadata or '', '', tenant}
 end
 
+-- The identical provision or update in progress: joined, its 202 carrying the dashboard as the
+-- first one did (spec: "MUST return it with the initial response").
+local function join_with_dashboard()
+  local joined = join(prefix, inst_lock_x, gateway)
+  joined[3] = inst_dashboard_url or ''
+  return joined
+end
+
 if kind == 'provision' then
   -- Another platform's id stays its own until deleted (a failed one too: its platform may
   -- still deprovision it).
@@ -167,7 +175,7 @@ if kind == 'provision' then
     end
     -- provisioning: the lock holder is the provision itself
     if not inst_lock_x then return {'busy'} end
-    return join(prefix, inst_lock_x, gateway)
+    return join_with_dashboard()
   end
   if inst_lock_x or lock_s > 0 then return {'busy'} end
   local quotas = parse_quotas(arg_quotas)
@@ -198,7 +206,7 @@ if kind == 'update' then
   if inst_lock_x then
     local running = read_fields(prefix .. 'op:' .. inst_lock_x, {'kind', 'digest'})
     if running.kind == 'update' and running.digest == digest then
-      return join(prefix, inst_lock_x, gateway)
+      return join_with_dashboard()
     end
     return {'busy'}
   end

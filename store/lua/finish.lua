@@ -26,7 +26,9 @@ local arg_binding = ARGV[12]           -- bind: JSON of the binding (credentials
 local arg_mode = ARGV[13]              -- "abandon": the recovery loop gives up on an operation
                                        -- whose lease ran out, or that waits (any worker);
                                        -- "operator": an operator fails an unfinished operation
-                                       -- (osbq-ctl fail); or ""
+                                       -- (osbq-ctl fail); "sync_limit": the gateway whose
+                                       -- synchronous request's time ran out fails it
+                                       -- (docs/decisions/0048); or ""
 -- The operation in one HMGET, each field into the local op_<field>: the names below in the
 -- order of the fields asked (tests/unit/test_store_contract.c checks it).
 local op_state, op_worker, op_kind, op_instance_key, op_plan_id, op_parameters, op_context,
@@ -46,7 +48,7 @@ if arg_mode == 'abandon' then
       not (op_state == 'running' and tonumber(op_lease_until or '0') < now) then
     return 0
   end
-elseif arg_mode == 'operator' then
+elseif arg_mode == 'operator' or arg_mode == 'sync_limit' then
   if op_state ~= 'queued' and op_state ~= 'running' and op_state ~= 'waiting' then return 0 end
 elseif op_state ~= 'running' or op_worker ~= arg_worker_id then
   return 0
@@ -62,6 +64,7 @@ local bindings_set = op_bindings_key or (prefix .. 'bindings:' .. op_instance)
 local event = ok and 'succeeded' or 'failed'
 if arg_mode == 'abandon' then event = 'abandoned' end
 if arg_mode == 'operator' then event = 'failed_by_operator' end
+if arg_mode == 'sync_limit' then event = 'failed_at_sync_limit' end
 local op_fields = {'state', ok and 'succeeded' or 'failed', 'description', arg_description,
                    'finished_ms', now}
 -- A worker's outcome of this release's operation is said by the fields just written
@@ -176,6 +179,12 @@ else
     -- most platforms do, and an empty set is no key: nothing to delete then.
     local left = redis.call('SMEMBERS', bindings_set)
     for _, bkey in ipairs(left) do
+      -- Its last operation, a poll of which reads the operation alone (docs/decisions/0043),
+      -- says the binding went: that poll asks last_operation.lua, which answers 404.
+      local bop = redis.call('HGET', bkey, 'last_op')
+      if bop and redis.call('EXISTS', prefix .. 'op:' .. bop) == 1 then
+        redis.call('HSET', prefix .. 'op:' .. bop, 'record_gone', '1')
+      end
       redis.call('HSET', bkey, 'state', 'gone')
       redis.call('HDEL', bkey, 'result', 'lock_x')
       redis.call('EXPIRE', bkey, retention)

@@ -31,6 +31,12 @@ local op_platform = op.platform or
                     (not begun_by_previous_release(op.service_id) and 'default') or nil
 local op_theirs = op_platform and arg_platform and arg_platform ~= '' and
                   op_platform ~= arg_platform
+-- A deleted binding exists only for its unbind's poll: one deleted with its instance (or whose
+-- operation is gone) does not exist (spec, Polling Last Operation for Service Bindings: 404
+-- "MUST be returned if the Service Binding being polled does not exist").
+if arg_binding_id ~= '' and record.state == 'gone' and op.kind ~= 'unbind' then
+  return {'not_found'}
+end
 if not op.kind or op.instance ~= arg_instance_id or (op.binding or '') ~= arg_binding_id or
     op_theirs then
   return {'unknown_operation', record.last_op or ''}

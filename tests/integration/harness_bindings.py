@@ -48,6 +48,7 @@ SLOW_PROVISION = _plan(11)     # provision 1.5 s
 SYNC_TIMEOUT = _plan(12)       # sync_timeout_ms 300, bind 1.5 s
 FAST_OTHER = _plan(13)         # a second instant plan of SERVICE
 UNBIND_SLOW = _plan(14)        # bind at once, unbind 1.5 s
+ROTATABLE_APP = _plan(15)      # binding_rotatable and requires_app
 SYSLOG = _plan(21)
 ROUTE = _plan(31)
 VOLUME = _plan(41)

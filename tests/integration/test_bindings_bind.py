@@ -476,6 +476,39 @@ class Binding(BindingTestCase):
                          fetched["credentials"])
 
 
+    def test_bind_null_members_are_absent(self):
+        """docs/conformance.md: a JSON null in an optional member is absent: Korifi sends
+        "parameters": null (and null context, bind_resource, app_guid) whenever the user gave
+        none, and the bind is made, sync and async; the identical request again is the same one."""
+        iid = self.provisioned(FAST)
+        for incomplete in (None, True):
+            bid = new_id()
+            body = bind_body(FAST)
+            body.update(parameters=None, context=None, app_guid=None)
+            r = self.bind(iid, bid, body, incomplete)
+            if incomplete:
+                self.wait_state(iid, bid, "succeeded", self.assertAccepted(r))
+            else:
+                self.assertBinding(r, 201, FAST)
+            self.assertBinding(self.bind(iid, bid, bind_body(FAST, context=None)), 200, FAST)
+        body = bind_body(FAST)
+        body["bind_resource"] = None
+        self.assertBinding(self.bind(iid, new_id(), body), 201, FAST, route=False)
+
+    def test_bind_async_on_a_service_without_bindings_retrievable_answers_synchronously(self):
+        """Binding: the credentials "MUST be returned at least once"; an asynchronous binding is
+        read only by fetching it (Polling Last Operation for Service Bindings: "it can then
+        immediately be fetched"), which such a service does not allow: its binds answer 201 with
+        the credentials even when the platform accepts 202 (and its bind_async_required plans are
+        refused by the catalog check)."""
+        iid = self.provisioned(HIDDEN)
+        bid = new_id()
+        body = self.assertBinding(self.bind(iid, bid, bind_body(HIDDEN), True), 201, HIDDEN)
+        self.assertIn("password", body["credentials"])
+        r = self.unbind(iid, bid, HIDDEN, True)
+        self.assertEqual(r.status, 202, r.body)
+
+
 # =====================================================================================
 class BindingFields(BindingTestCase):
     """0004, after the table: which fields a binding carries, by service and version."""
@@ -496,11 +529,14 @@ class BindingFields(BindingTestCase):
                     fetched = self.assertFetched(self.fetch(iid, bid, 0, version), plan,
                                                  version)
                     self.assertEqual(fetched, created)
-            # Asynchronous: nothing but the operation in the 202, every field in the fetch.
+            # Asynchronous: nothing but the operation in the 202, every field in the fetch;
+            # a binding that cannot be fetched is answered synchronously instead.
+            if plan == HIDDEN:
+                self.assertBinding(self.bind(iid, new_id(), bind_body(plan), True), 201, plan)
+                continue
             bid, op = self.bind_async(iid, plan)
             self.wait_state(iid, bid, "succeeded", op)
-            if plan != HIDDEN:
-                self.assertFetched(self.fetch(iid, bid), plan)
+            self.assertFetched(self.fetch(iid, bid), plan)
 
     def test_bind_route_service_url_from_2_8_volume_mounts_from_2_10(self):
         """0004: route_service_url (2.8+) and volume_mounts (2.10+) only for platforms that
@@ -523,8 +559,8 @@ class BindingFields(BindingTestCase):
     def test_bind_credentials_never_in_202(self):
         """Binding, 202: "Information regarding the Service Binding (i.e. credentials) MUST NOT
         be returned in this response", for the first 202 and every re-sent PUT, for every
-        kind of binding."""
-        for plan in (FAST, SYSLOG, ROUTE, VOLUME, HIDDEN, ROTATABLE):
+        kind of binding that can be fetched (the others are bound synchronously)."""
+        for plan in (FAST, SYSLOG, ROUTE, VOLUME, ROTATABLE):
             iid = self.provisioned(plan)
             bid, op = self.bind_async(iid, plan)      # assertAccepted: {"operation"} only
             self.wait_state(iid, bid, "succeeded", op)

@@ -165,5 +165,18 @@ class LastOperation(BindingTestCase):
         self.assertEndpointSince214(self.last_operation)
 
 
+    def test_binding_last_operation_404_once_its_instance_was_deprovisioned(self):
+        """Polling Last Operation for Service Bindings: 404 "MUST be returned if the Service
+        Binding being polled does not exist": a binding that went with its instance's
+        deprovision is polled 404, with or without its bind's operation, as its fetch is."""
+        iid = self.provisioned(FAST)
+        bid, op = self.bind_async(iid, FAST)
+        self.wait_state(iid, bid, "succeeded", op)
+        r = self.deprovision(iid, FAST)
+        self.assertEqual(r.status, 200, r.body)
+        for operation in (op, None):
+            self.assertError(self.last_operation(iid, bid, operation), 404)
+        self.assertError(self.fetch(iid, bid), 404)
+
 if __name__ == "__main__":
     unittest.main()

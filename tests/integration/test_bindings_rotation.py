@@ -1,11 +1,12 @@
 """Binding rotation (predecessor_binding_id) and the binding endpoints at API versions 2.12,
 2.14 and 2.17, end to end (harness_bindings.py)."""
 
+import json
 import time
 import unittest
 
 from harness_bindings import (
-    BindingTestCase, FAST, ROTATABLE, SHORT, bind_body, new_id)
+    APP_GUID, BindingTestCase, FAST, ROTATABLE, ROTATABLE_APP, SHORT, bind_body, new_id)
 
 
 class Rotation(BindingTestCase):
@@ -89,6 +90,76 @@ class Rotation(BindingTestCase):
 
 
 # =====================================================================================
+class RotationAsWritten(BindingTestCase):
+    """Request (Rotating a Service Binding): the body is predecessor_binding_id alone (decision
+    0047): the rest comes from the instance and the predecessor."""
+
+    def rotate(self, iid, bid, predecessor, incomplete=None):
+        return self.bind(iid, bid, {"predecessor_binding_id": predecessor}, incomplete)
+
+    def test_rotation_body_predecessor_alone_sync_and_async(self):
+        """Binding Rotation: "Platforms do not necessarily store these parameter values": a
+        body of predecessor_binding_id alone makes a successor with the predecessor's
+        parameters, context and bind_resource, the instance's service and plan; both valid in
+        parallel; the identical request again is the same one (200)."""
+        iid = self.provisioned(ROTATABLE)
+        old, old_body = self.bound(iid, ROTATABLE, parameters={"p": 1})
+        new = new_id()
+        body = self.assertBinding(self.rotate(iid, new, old), 201, ROTATABLE)
+        self.assertEqual(body["credentials"].get("rotated_from"), old)
+        self.assertNotEqual(body["credentials"]["password"], old_body["credentials"]["password"])
+        old_record, new_record = self.binding_record(iid, old), self.binding_record(iid, new)
+        for field in ("parameters", "context", "bind_resource", "service_id", "plan_id"):
+            self.assertEqual(new_record.get(field), old_record.get(field), field)
+        self.assertEqual(self.assertFetched(self.fetch(iid, new), ROTATABLE,
+                                            parameters={"p": 1})["credentials"],
+                         body["credentials"])
+        self.assertEqual(self.fetch(iid, old).status, 200)
+        again = self.rotate(iid, new, old)
+        self.assertEqual(self.assertBinding(again, 200, ROTATABLE)["credentials"],
+                         body["credentials"])
+        newest = new_id()
+        op = self.assertAccepted(self.rotate(iid, newest, new, True))
+        self.wait_state(iid, newest, "succeeded", op)
+        fetched = self.assertFetched(self.fetch(iid, newest), ROTATABLE, parameters={"p": 1})
+        self.assertEqual(fetched["credentials"].get("rotated_from"), new)
+        # What the request names stands: its own parameters replace the predecessor's.
+        own = new_id()
+        r = self.bind(iid, own, {"predecessor_binding_id": old, "parameters": {"p": 2}})
+        self.assertBinding(r, 201, ROTATABLE)
+        self.assertEqual(json.loads(self.binding_record(iid, own)["parameters"]), {"p": 2})
+
+    def test_rotation_refused_with_a_description_that_names_the_cause(self):
+        """Binding Rotation: a plan without binding_rotatable "MUST NOT" be rotated, and the
+        predecessor "MUST be the ID of non-expired Service Binding of the same Service
+        Instance": 400 naming rotation or the predecessor (not missing ids), nothing
+        written."""
+        iid = self.provisioned(FAST)
+        old, _ = self.bound(iid)
+        bid = new_id()
+        body = self.assertError(self.rotate(iid, bid, old), 400)
+        self.assertIn("rotation", body["description"])
+        other = self.provisioned(ROTATABLE)
+        elsewhere, _ = self.bound(other, ROTATABLE)
+        mine = self.provisioned(ROTATABLE)
+        for incomplete in (None, True):
+            body = self.assertError(self.rotate(mine, bid, elsewhere, incomplete), 400)
+            self.assertIn("predecessor_binding_id", body["description"])
+        self.assertError(self.rotate(new_id(), bid, elsewhere), 404)
+        for iid_ in (iid, mine):
+            self.assertError(self.last_operation(iid_, bid), 404)
+
+    def test_rotation_of_a_requires_app_plan_takes_the_predecessors_app(self):
+        """Binding Rotation with a plan that requires an app: the successor's app is the
+        predecessor's bind_resource.app_guid (no 422 RequiresApp)."""
+        iid = self.provisioned(ROTATABLE_APP)
+        old, _ = self.bound(iid, ROTATABLE_APP)
+        new = new_id()
+        self.assertBinding(self.rotate(iid, new, old), 201, ROTATABLE_APP)
+        resource = json.loads(self.binding_record(iid, new)["bind_resource"])
+        self.assertEqual(resource.get("app_guid"), APP_GUID)
+
+
 class ApiVersions(BindingTestCase):
     """0004 by version: async bindings and fetch 2.14, endpoints 2.15, metadata 2.16,
     rotation 2.17."""

@@ -6,8 +6,8 @@ import unittest
 
 import harness
 from harness_bindings import (
-    ASYNC_ONLY, BindingTestCase, FAIL_BIND, FAIL_UNBIND, FAST, NAMESPACE, ROTATABLE, SERVICE, SLOW,
-    SLOW_CHANGE, UNBIND_SLOW, VERSIONS, bind_body, new_id)
+    ASYNC_ONLY, BindingTestCase, FAIL_BIND, FAIL_UNBIND, FAST, FAST_OTHER, NAMESPACE, ROTATABLE,
+    SERVICE, SLOW, SLOW_CHANGE, UNBIND_SLOW, VERSIONS, bind_body, new_id)
 
 
 class Unbinding(BindingTestCase):
@@ -178,6 +178,22 @@ class Unbinding(BindingTestCase):
         self.assertEqual(self.assertBinding(r, 200, FAIL_UNBIND)["credentials"],
                          body["credentials"])
 
+
+    def test_unbind_after_a_plan_change_takes_either_plan(self):
+        """Unbinding, Parameters: plan_id is "ID of the Service Plan from the catalog"; after the
+        instance changed plans, platforms differ (Kubernetes' service catalog sends the current
+        plan): either the plan the binding was made with or the instance's plan now is
+        accepted; another plan gets 400 that says which are."""
+        iid = self.provisioned(FAST)
+        old_plan, now_plan = new_id(), new_id()
+        for bid in (old_plan, now_plan):
+            self.bound(iid, FAST, bid=bid)
+        r = self.patch(iid, {"service_id": SERVICE, "plan_id": FAST_OTHER})
+        self.assertEqual(r.status, 200, r.body)
+        body = self.assertError(self.unbind(iid, old_plan, SLOW), 400)
+        self.assertIn("plan it was made with", body["description"])
+        self.assertEqual(self.unbind(iid, old_plan, FAST).status, 200)
+        self.assertEqual(self.unbind(iid, now_plan, FAST_OTHER).status, 200)
 
 # =====================================================================================
 class InstancesWithBindings(BindingTestCase):

@@ -178,6 +178,27 @@ class RequestValidation(InstanceTestCase):
 class Provisioning(InstanceTestCase):
     """0003, Provision: the status table in its order."""
 
+    def test_provision_null_members_are_absent(self):
+        """docs/conformance.md: a JSON null in an optional member is absent, as Korifi sends
+        "parameters": null whenever the user gave none: the provision is made (sync and async),
+        the identical request is the same one (200), and a null context needs the guids as an
+        absent one does."""
+        for incomplete in (None, True):
+            iid = new_id()
+            body = body_for(MAINTAINED)
+            body.update(parameters=None, maintenance_info=None)
+            r = self.put(iid, body, incomplete)
+            self.assertEqual(r.status, 202 if incomplete else 201, r.body)
+            if incomplete:
+                self.wait_state(iid, "succeeded", r.json()["operation"])
+            self.assertEqual(self.put(iid, body_for(MAINTAINED)).status, 200)
+            self.assertNotIn("parameters", self.fetch(iid).json())
+        body = body_for(FAST, context=None)
+        body["context"] = None
+        self.assertEqual(self.put(new_id(), body).status, 201)
+        body.update(organization_guid=None)
+        self.assertError(self.put(new_id(), body), 400)
+
     def test_provision_422_async_required(self):
         """Provisioning, Parameters / Asynchronous Operations: a plan that can only be
         provisioned asynchronously MUST reject a request without accepts_incomplete=true with

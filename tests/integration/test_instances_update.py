@@ -2,12 +2,15 @@
 (harness_instances.py)."""
 
 import json
+import os
+import subprocess
+import time
 import unittest
 
 import harness
 from harness_instances import (
     ASYNC_ONLY, FAST, FAST_OTHER, FIXED, InstanceTestCase, MAINTAINED, NAMESPACE, SERVICE, SLOW,
-    SLOW_CHANGE, body_for, new_id)
+    SLOW_CHANGE, SYNC_TIMEOUT, TEMPLATED, body_for, new_id)
 
 
 class Updating(InstanceTestCase):
@@ -170,6 +173,113 @@ class Updating(InstanceTestCase):
         self.assertNotIn("instance_usable", body)
         self.assertNotIn("update_repeatable", body)
         self.assertEqual(self.fetch(iid).json()["parameters"], {"v": 1})
+
+
+class NoChangeAndLimits(InstanceTestCase):
+    """Updates as platforms' clients send them (issue 41): nulls, updates that change nothing,
+    the synchronous limit, the dashboard of an asynchronous update."""
+
+    def ctl_operations(self, iid):
+        """The kinds of the instance's operations as `osbq-ctl --json instance` shows them."""
+        env = {k: v for k, v in os.environ.items() if not k.startswith("OSBQ_")}
+        env.update(OSBQ_REDIS_URL=self.stack.redis.url, OSBQ_NAMESPACE=NAMESPACE)
+        out = subprocess.run([os.path.join(harness.BUILD_DIR, "bin", "osbq-ctl"), "--json",
+                              "instance", iid], env=env, stdout=subprocess.PIPE, check=True,
+                             stdin=subprocess.DEVNULL, timeout=60).stdout
+        return sorted(o.get("kind") for o in json.loads(out)["operations"])
+
+    def test_update_null_members_are_absent(self):
+        """docs/conformance.md: a JSON null in an optional member is absent (Korifi sends
+        "parameters": null, and null context, maintenance_info and previous_values, whenever
+        the user gave none): nothing to change, 200; with a change beside them it runs."""
+        iid = self.provisioned(MAINTAINED, maintenance_info={"version": "1.2.0"},
+                               parameters={"v": 1})
+        nulls = {"service_id": SERVICE, "parameters": None, "context": None,
+                 "maintenance_info": None, "previous_values": None, "plan_id": None}
+        for incomplete in (None, True):
+            r = self.patch(iid, nulls, incomplete)
+            self.assertEqual((r.status, r.json()), (200, {}), r.body)
+        changed = dict(nulls, parameters={"v": 2})
+        r = self.patch(iid, changed)
+        self.assertEqual(r.status, 200, r.body)
+        fetched = self.fetch(iid).json()
+        self.assertEqual((fetched["parameters"], fetched["maintenance_info"]),
+                         ({"v": 2}, {"version": "1.2.0"}))
+
+    def test_update_that_changes_nothing_200_without_an_operation(self):
+        """Updating a Service Instance, 200: "MUST be returned if the request's changes have
+        been applied or have had no effect": a PATCH that names no other plan, the parameters
+        and maintenance version in force and (service without allow_context_updates) any
+        context is answered 200 at once, sync or async, without an operation (osbq-ctl shows
+        none); a PATCH that changes one thing still runs."""
+        iid = self.provisioned(FAST, parameters={"v": 1})
+        before = len(self.ops_of(iid))
+        same = ({"service_id": SERVICE},
+                {"service_id": SERVICE, "plan_id": FAST, "parameters": {"v": 1}},
+                {"service_id": SERVICE, "context": {"platform": "osbq-tests", "other": 1}})
+        for body in same:
+            for incomplete in (None, True):
+                r = self.patch(iid, body, incomplete)
+                self.assertEqual((r.status, r.json()), (200, {}), (body, r.body))
+        self.assertEqual(len(self.ops_of(iid)), before, "a PATCH that changes nothing ran")
+        self.assertEqual(self.ctl_operations(iid), ["provision"])
+        op = self.assertAccepted(self.patch(iid, {"service_id": SERVICE,
+                                                  "parameters": {"v": 2}}, True))
+        self.wait_state(iid, "succeeded", op)
+        self.assertEqual(len(self.ops_of(iid)), before + 1)
+        # {} replaces parameters in force ({"v": 2}): a change.
+        r = self.patch(iid, {"service_id": SERVICE, "parameters": {}})
+        self.assertEqual(r.status, 200, r.body)
+        self.assertEqual(len(self.ops_of(iid)), before + 2)
+        self.assertEqual(self.fetch(iid).json().get("parameters", {}), {})
+
+    def test_update_sync_past_its_limit_applies_nothing(self):
+        """Updating a Service Instance, Response: "When the response includes a 4xx or 5xx
+        status code, the Service Broker MUST NOT apply any of the requested changes"
+        (decision 0048): a synchronous update past its plan's limit is stopped before its 504;
+        once its backend would have finished, the instance's parameters are as they were, the
+        operation failed, and the instance takes the next update."""
+        iid, op = self.provision_async(SYNC_TIMEOUT, parameters={"v": 1})
+        self.wait_state(iid, "succeeded", op)
+        started = time.monotonic()
+        body = self.assertError(self.patch(iid, {"service_id": SERVICE, "parameters": {"v": 2}}),
+                                504)
+        self.assertLess(time.monotonic() - started, 2.5, "the 504 came long after 500 ms")
+        self.assertIn("nothing was changed", body["description"])
+        last = self.last_operation(iid).json()
+        self.assertEqual(last["state"], "failed", last)
+        self.assertIn("synchronous time limit", last.get("description", ""))
+        self.assertIs(last.get("update_repeatable"), True, last)
+        time.sleep(3.5)  # past the 3 s the stopped update's backend would have taken
+        self.assertEqual(self.fetch(iid).json()["parameters"], {"v": 1})
+        self.assertEqual(self.last_operation(iid).json()["state"], "failed")
+        update = [o for o in self.ops_of(iid) if o.get("kind") == "update"]
+        self.assertEqual(len(update), 1)
+        self.assertIn("failed_at_sync_limit", update[0].get("history", ""))
+        op = self.assertAccepted(self.patch(iid, {"service_id": SERVICE,
+                                                  "parameters": {"v": 3}}, True))
+        self.wait_state(iid, "succeeded", op)
+        self.assertEqual(self.fetch(iid).json()["parameters"], {"v": 3})
+
+    def test_update_async_202_carries_the_dashboard_url(self):
+        """Updating a Service Instance, Body: dashboard_url "MUST return it with the initial
+        response ... even if the Service Instance is being updated asynchronously" (2.14+), in
+        the 202 of a re-sent identical update too; not before 2.14."""
+        iid = self.provisioned(TEMPLATED)
+        dashboard = "https://dash.example.test/instances/%s/home" % iid
+        body = {"service_id": SERVICE, "parameters": {"v": 1}}
+        r = self.patch(iid, body, True)
+        self.assertEqual(r.status, 202, r.body)
+        self.assertEqual(r.json().get("dashboard_url"), dashboard)
+        again = self.patch(iid, body, True)
+        if again.status == 202:
+            self.assertEqual(again.json().get("dashboard_url"), dashboard)
+        self.wait_state(iid, "succeeded", r.json()["operation"])
+        r = self.patch(iid, {"service_id": SERVICE, "parameters": {"v": 2}}, True,
+                       version="2.13")
+        self.assertEqual(r.status, 202, r.body)
+        self.assertNotIn("dashboard_url", r.json())
+        self.wait_state(iid, "succeeded", r.json()["operation"])
 
 
 if __name__ == "__main__":

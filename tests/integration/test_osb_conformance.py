@@ -79,6 +79,22 @@ class Checker(unittest.TestCase):
         found = problems("GET", "/v2/catalog", 200, {"services": []}, headers={})
         self.assertTrue(any("X-Broker-API-Version missing" in p for p in found), found)
 
+    def test_rotation_bodies_and_nulls_beyond_the_document(self):
+        binding = INSTANCE + "/service_bindings/b"
+        # Request (Rotating a Service Binding): predecessor_binding_id alone (decision 0047).
+        self.assertEqual(problems("PUT", binding, 201, {"credentials": {}},
+                                  {"predecessor_binding_id": "a"}), [])
+        found = problems("PUT", binding, 201, {"credentials": {}}, {"parameters": {}})
+        self.assertTrue(any("'service_id' is a required property" in p for p in found), found)
+        # A null optional member is absent (docs/conformance.md); a null elsewhere is not.
+        self.assertEqual(problems("PUT", INSTANCE, 201, {}, {
+            "service_id": "s", "plan_id": "p", "parameters": None, "context": None}), [])
+        found = problems("PUT", INSTANCE, 201, {}, {"service_id": "s", "plan_id": "p",
+                                                    "parameters": {"a": None}, "dummy": None})
+        self.assertEqual(found, [])
+        found = problems("PUT", INSTANCE, 201, {}, {"service_id": None, "plan_id": "p"})
+        self.assertTrue(any("service_id" in p for p in found), found)
+
     def test_fields_newer_than_the_request_version(self):
         old = {"X-Broker-API-Version": "2.15"}
         found = problems("PUT", INSTANCE + "/service_bindings/b", 201,

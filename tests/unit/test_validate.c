@@ -1,5 +1,5 @@
-/* Unit tests for gateway/validate.c: the API version header, basic-auth checks and ETag matching.
- */
+/* Unit tests for gateway/validate.c: the API version header, basic-auth checks, ETag matching
+ * and the optional body members. */
 /* cmocka.h uses these without including them, so they come first and in this order. */
 /* clang-format off */
 #include <stdarg.h>
@@ -195,6 +195,45 @@ static void test_json_content_type(void **state)
                        "refused as not JSON");
 }
 
+/* Optional members: absent and JSON null read as absent (docs/conformance.md); a value of the
+ * right type is borrowed; anything else is a 400 naming the member. */
+static void test_optional_members(void **state)
+{
+    (void)state;
+    json_t *body = json_loads("{\"p\": null, \"o\": {\"a\": 1}, \"s\": \"x\", \"n\": 3, "
+                              "\"e\": \"\", \"sn\": null}",
+                              0, NULL);
+    assert_non_null(body);
+    json_t *object = (json_t *)0x1;
+    const char *text = "untouched";
+    struct reply out = {0};
+    assert_true(validate_optional_object(body, "p", &object, &out));
+    assert_null(object);
+    assert_true(validate_optional_object(body, "absent", &object, &out));
+    assert_null(object);
+    assert_true(validate_optional_object(body, "o", &object, &out));
+    assert_ptr_equal(object, json_object_get(body, "o"));
+    assert_int_equal(out.status, 0);
+    assert_true(validate_optional_string(body, "sn", &text, &out));
+    assert_null(text);
+    assert_true(validate_optional_string(body, "s", &text, &out));
+    assert_string_equal(text, "x");
+    assert_int_equal(out.status, 0);
+    static const char *const wrong_objects[] = {"s", "n"};
+    for (size_t i = 0; i < COUNT(wrong_objects); i++) {
+        assert_false(validate_optional_object(body, wrong_objects[i], &object, &out));
+        assert_int_equal(out.status, 400);
+        reply_clear(&out);
+    }
+    static const char *const wrong_strings[] = {"o", "n", "e"};
+    for (size_t i = 0; i < COUNT(wrong_strings); i++) {
+        assert_false(validate_optional_string(body, wrong_strings[i], &text, &out));
+        assert_int_equal(out.status, 400);
+        reply_clear(&out);
+    }
+    json_decref(body);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -206,6 +245,7 @@ int main(void)
         cmocka_unit_test(test_auth_instances_are_independent),
         cmocka_unit_test(test_etag_matches),
         cmocka_unit_test(test_json_content_type),
+        cmocka_unit_test(test_optional_members),
     };
     return cmocka_run_group_tests_name("validate", tests, NULL, NULL);
 }

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, builds the Debug (sanitized) configuration, runs
-# every unit, component and integration test with CTest (its summary, then the exchanges checked
-# against the spec's OpenAPI document per endpoint), a short fuzz run of every fuzz target
+# every unit, component and integration test with CTest against redis-server, and those of the
+# store's features a second time against valkey-server (label valkey, about 1.5 minutes more:
+# docs/reliability.md#the-valkey-pass) (its summary, then the exchanges checked against the
+# spec's OpenAPI document per endpoint), a short fuzz run of every fuzz target
 # (scripts/fuzz.sh; "N passed, N failed"), then the compose check (scripts/compose-check.sh:
 # builds the images and runs the stack; "compose-check: PASSED", or SKIPPED with the reason when
 # no Docker engine can run here), then the swarm check (scripts/swarm-check.sh: the same images as

@@ -78,6 +78,13 @@ def info(redis, section):
     return dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
 
 
+def server_of(fields):
+    """"valkey 8.0.1" or "redis 7.0.15" from INFO server's fields: server_name and its own
+    <name>_version where the server names itself (Valkey), else redis and redis_version."""
+    name = fields.get("server_name") or "redis"
+    return "%s %s" % (name, fields.get(name + "_version") or fields.get("redis_version"))
+
+
 def commandstats(redis):
     """({command: calls}, {command: microseconds spent in it}) of INFO commandstats. A
     script's microseconds include those of the commands it runs."""
@@ -330,7 +337,10 @@ def main():
                 c.conn.close()
         report = {"count": n, "settings": extra, "phases": results, "memory": memory,
                   "monitor": monitor,
-                  "redis_version": info(redis, "server")["redis_version"]}
+                  "redis_version": info(redis, "server")["redis_version"],
+                  # Which server ran (OSBQ_TEST_REDIS_SERVER) and its own version: Valkey
+                  # answers redis_version 7.2.4 whatever its own.
+                  "server": server_of(info(redis, "server"))}
     finally:
         stack.stop()
         shutil.rmtree(workdir, ignore_errors=True)

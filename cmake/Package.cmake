@@ -24,8 +24,8 @@ set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 # scripts run.
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_DEPENDS "adduser")
-# Redis may run on another host; a local one is the common start.
-set(CPACK_DEBIAN_PACKAGE_SUGGESTS "redis-server")
+# Redis (7.0 or later) or Valkey (8) may run on another host; a local one is the common start.
+set(CPACK_DEBIAN_PACKAGE_SUGGESTS "redis-server | valkey-server")
 
 # Every file under /etc is the operator's to edit: dpkg keeps their edits on upgrade.
 set(OSBQ_DEBIAN_CONTROL ${CMAKE_BINARY_DIR}/debian-control)

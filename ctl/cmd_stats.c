@@ -387,10 +387,12 @@ static int print_text(const json_t *stats)
                    integer_text(json_object_get(workers, "running"), running, sizeof running),
                    json_is_true(json_object_get(workers, "needed_exact")) ? "" : "at least ",
                    json_integer_value(json_object_get(workers, "needed")));
+    const json_t *server = json_object_get(redis, "server");
     const json_t *version = json_object_get(redis, "version");
     const json_t *used = json_object_get(redis, "used_memory");
-    (void)snprintf(redis_text, sizeof redis_text, "version %s, %s used",
-                   json_is_string(version) ? json_string_value(version) : "-",
+    (void)snprintf(redis_text, sizeof redis_text, "%s %s, %s used",
+                   json_is_string(server) ? json_string_value(server) : "server",
+                   json_is_string(version) ? json_string_value(version) : "unknown",
                    format_bytes(json_is_integer(used) ? (int64_t)json_integer_value(used) : -1,
                                 memory, sizeof memory));
     replicas_text(redis, replicas, sizeof replicas);
@@ -436,10 +438,13 @@ int cmd_stats(struct ctl *ctl)
         return rc;
     }
     json_t *stats = json_pack(
-        "{s:o, s:o, s:{s:I, s:I}, s:o, s:o, s:{s:o, s:o, s:o, s:o}, s:o}", "instances", instances,
-        "bindings", bindings, "operations", "unfinished", (json_int_t)queue.unfinished, "overdue",
-        (json_int_t)queue.overdue, "gateways", gateways, "workers", workers, "redis", "version",
-        queue.redis_version[0] != '\0' ? format_json_string(queue.redis_version) : json_null(),
+        "{s:o, s:o, s:{s:I, s:I}, s:o, s:o, s:{s:o, s:o, s:o, s:o, s:o}, s:o}", "instances",
+        instances, "bindings", bindings, "operations", "unfinished", (json_int_t)queue.unfinished,
+        "overdue", (json_int_t)queue.overdue, "gateways", gateways, "workers", workers, "redis",
+        "server",
+        queue.server.name[0] != '\0' ? format_json_string(queue.server.name) : json_null(),
+        "version",
+        queue.server.version[0] != '\0' ? format_json_string(queue.server.version) : json_null(),
         "used_memory", queue.used_memory >= 0 ? json_integer(queue.used_memory) : json_null(),
         "role", format_json_string(replication.role), "replicas", replicas_json(&replication),
         "tenants", tenants);

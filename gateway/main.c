@@ -254,11 +254,11 @@ static void describe_gateway(struct gateway_process *p)
     int replicas_enough =
         osbq_store_replication_check(gw->store, replication, sizeof replication, &err);
     if (replicas_enough == 0)
-        log_warnx("Redis replication: %s; OSBQ_REDIS_MIN_ACKS=%u is not met: acceptances get 503 "
+        log_warnx("Redis: %s; OSBQ_REDIS_MIN_ACKS=%u is not met: acceptances get 503 "
                   "and /readyz fails until it is",
                   replication, p->cfg.redis_min_acks);
     else if (replicas_enough > 0)
-        log_info("Redis replication: %s", replication);
+        log_info("Redis: %s", replication);
 }
 
 /* Starts the threads, each before those that hand it work: the Redis pipeline, the dispatcher,

@@ -2,7 +2,8 @@
 # The compose deployment, built and run for real (docs/deploy.md, "The compose check"):
 #   1. a Docker engine: the one that answers, else dockerd started here (as root), stopped again
 #      at the end (scripts/docker-checks.sh); none can start: SKIPPED (exit 77) with the reason
-#   2. the base images (scripts/local-images.sh: pulled, or built from Debian's packages)
+#   2. the base images (scripts/local-images.sh: pulled, or built from Debian's packages); Redis's
+#      is OSBQ_REDIS_IMAGE's, redis:7-bookworm unless set (valkey/valkey:8-bookworm: Valkey)
 #   3. `docker-compose build` of compose/docker-compose.yml, then compose/init-secrets.sh into a
 #      temporary directory (an operator's compose/secrets/ and compose/.env are never read)
 #   4. `up` with 2 gateways and 2 workers; waits until every container is healthy
@@ -64,10 +65,12 @@ say "base images ready after $(elapsed)"
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 url=http://127.0.0.1:$port
 secrets=$tmp/secrets
-# Replaces compose/.env: the load balancer on a free loopback port, the check's image tag.
+# Replaces compose/.env: the load balancer on a free loopback port, the check's image tag, and
+# the Redis image the caller's OSBQ_REDIS_IMAGE names (valkey/valkey:8-bookworm checks Valkey).
 cat >"$tmp/env" <<EOF
 OSBQ_HTTP_PORT=127.0.0.1:$port
 OSBQ_IMAGE_TAG=compose-check
+OSBQ_REDIS_IMAGE=${OSBQ_REDIS_IMAGE:-redis:7-bookworm}
 EOF
 # The check's own secrets in place of compose/secrets/; builds on the host network, which works
 # whether or not the engine's bridge reaches the Debian mirror.

@@ -8,6 +8,7 @@ packages=(
   libmicrohttpd-dev libjansson-dev libhiredis-dev libczmq-dev libmsgpack-dev
   libsodium-dev libcurl4-gnutls-dev libcmocka-dev
   redis-server curl python3 clang-format git jq postgresql docker-compose haproxy
+  valkey-server  # the test command's Valkey pass (docs/reliability.md#the-valkey-pass)
   docker.io debootstrap  # scripts/compose-check.sh: the engine, and base images made locally
   libgnutls28-dev openssl  # the gateway's HTTPS (GnuTLS); test certificates (openssl)
   libpcre2-dev json-schema-test-suite # plan schemas: regexes, and the suite their tests run
@@ -32,6 +33,31 @@ sudo=()
 if [ "$(id -u)" -ne 0 ]; then
   command -v sudo >/dev/null || { echo "install-deps: run as root to install: ${missing[*]}" >&2; exit 1; }
   sudo=(sudo)
+fi
+# Debian 12 has Valkey only in bookworm-backports (8.0.1; Debian 13 has it in main). The
+# archive is added with a pin that takes valkey-server and valkey-tools from it and nothing else:
+# every other package keeps coming from bookworm.
+if [[ " ${missing[*]} " == *" valkey-server "* ]] &&
+  [ "$(. /etc/os-release && echo "${VERSION_CODENAME:-}")" = bookworm ]; then
+  echo "install-deps: adding bookworm-backports for valkey-server alone" >&2
+  "${sudo[@]}" tee /etc/apt/sources.list.d/osbq-bookworm-backports.sources >/dev/null <<'EOF'
+Types: deb
+URIs: http://deb.debian.org/debian
+Suites: bookworm-backports
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+EOF
+  "${sudo[@]}" tee /etc/apt/preferences.d/osbq-valkey >/dev/null <<'EOF'
+# Written by osbq's scripts/install-deps.sh: from bookworm-backports, valkey-server and
+# valkey-tools only.
+Package: *
+Pin: release n=bookworm-backports
+Pin-Priority: -1
+
+Package: valkey-server valkey-tools
+Pin: release n=bookworm-backports
+Pin-Priority: 500
+EOF
 fi
 echo "install-deps: installing ${missing[*]}" >&2
 "${sudo[@]}" apt-get update -qq

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Makes sure the Docker engine has the base images compose/Dockerfile and
-# compose/docker-compose.yml name: debian:bookworm, debian:bookworm-slim, redis:7-bookworm,
+# compose/docker-compose.yml name: debian:bookworm, debian:bookworm-slim, the Redis image
+# (OSBQ_REDIS_IMAGE: redis:7-bookworm unless valkey/valkey:8-bookworm is set, as in compose/.env),
 # haproxy:2.8-bookworm. An image already there is used as it is; a missing one is pulled from the
 # registry, and when the registry cannot be reached it is built here from Debian's packages:
-# debian:* from a debootstrap of bookworm (root and debootstrap needed), redis and haproxy on top
-# of it with apt-get (compose/local-images/). docs/deploy.md, "Without a container registry".
+# debian:* from a debootstrap of bookworm (root and debootstrap needed), Redis or Valkey and
+# haproxy on top of it with apt-get (compose/local-images/). docs/deploy.md, "Without a container
+# registry".
 #
 #   scripts/local-images.sh            OSBQ_DEBIAN_MIRROR: the Debian mirror (deb.debian.org)
 # Exit status 77 when a Debian base is missing and can be neither pulled nor made here.
@@ -64,12 +66,20 @@ if ! have "debian:$suite" || ! have "debian:$suite-slim"; then
     have "$tag" || pulled "$tag" || { debian_base || exit 77; break; }
   done
 fi
-for name in redis:7-bookworm haproxy:2.8-bookworm; do
+for name in "${OSBQ_REDIS_IMAGE:-redis:7-bookworm}" haproxy:2.8-bookworm; do
   have "$name" && continue
   pulled "$name" && continue
-  file=compose/local-images/${name%%:*}.Dockerfile
+  # The stand-ins this script can make: redis:7-bookworm, valkey/valkey:8-bookworm,
+  # haproxy:2.8-bookworm (compose/local-images/<name>.Dockerfile).
+  case "$name" in
+    redis:7-bookworm | valkey/valkey:8-bookworm | haproxy:2.8-bookworm) ;;
+    *) say "$name: no registry answered and no stand-in is made here"; exit 1 ;;
+  esac
+  base=${name%%:*}
+  file=compose/local-images/${base##*/}.Dockerfile
   log=$(mktemp /tmp/osbq-local-image.XXXXXX)
-  docker build --network host -t "$name" -f "$file" compose/local-images >"$log" 2>&1 ||
+  docker build --network host --build-arg "DEBIAN_MIRROR=$mirror" -t "$name" -f "$file" \
+    compose/local-images >"$log" 2>&1 ||
     { tail -30 "$log" >&2; rm -f "$log"; say "building $name failed"; exit 1; }
   rm -f "$log"
   say "built $name from $file"

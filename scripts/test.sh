@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
-# The test command: installs what is missing, builds the Debug (sanitized) configuration, runs
-# every unit, component and integration test with CTest (its summary, then the exchanges checked
-# against the spec's OpenAPI document per endpoint), a short fuzz run of every fuzz target
-# (scripts/fuzz.sh; "N passed, N failed"), then the compose check (scripts/compose-check.sh:
-# builds the images and runs the stack; "compose-check: PASSED", or SKIPPED with the reason when
-# no Docker engine can run here), then the swarm check (scripts/swarm-check.sh: the same images as
-# a swarm stack on a single-node swarm; "swarm-check: PASSED", or SKIPPED with the reason). Fails
-# when any of them fails; a skip does not fail it. OSBQ_COMPOSE_CHECK=0 and OSBQ_SWARM_CHECK=0
-# leave those checks out (said so at the end). The last line counts the four stages (ctest, fuzz,
-# compose-check, swarm-check).
+# The test command: installs what is missing, builds the Debug (sanitized) configuration, runs every
+# unit, component and integration test with CTest (its summary, then the exchanges checked against
+# the spec's OpenAPI document per endpoint; the tests of the store's features run twice, on
+# redis-server and on valkey-server, label valkey: docs/reliability.md#the-valkey-pass), a short
+# fuzz run of every fuzz target (scripts/fuzz.sh; "N passed, N failed"), then the compose check
+# (scripts/compose-check.sh: builds the images and runs the stack; "compose-check: PASSED", or
+# SKIPPED with the reason when no Docker engine can run here), then the swarm check
+# (scripts/swarm-check.sh: the same images as a swarm stack on a single-node swarm; "swarm-check:
+# PASSED", or SKIPPED with the reason). Fails when any of them fails; a skip does not fail it.
+# OSBQ_COMPOSE_CHECK=0 and OSBQ_SWARM_CHECK=0 leave those checks out (said so at the end). The last
+# line counts the four stages (ctest, fuzz, compose-check, swarm-check).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh

@@ -33,6 +33,24 @@ int osbq_store_ping(struct osbq_store *store, struct osbq_error *err);
 struct osbq_store_call *osbq_store_ping_call(struct osbq_error *err);
 int osbq_store_ping_result(struct osbq_store_call *call, struct osbq_error *err);
 
+/* ---- The server (INFO server) ---- */
+
+/* Which server holds osbq's data and its own version. Valkey answers redis_version 7.2.4 to
+ * every client (what it is compatible with) and names itself in server_name and
+ * valkey_version: reading redis_version alone would call Valkey 8.0.1 "Redis 7.2.4". */
+struct osbq_store_server {
+    char name[16];    /* INFO server_name ("valkey"); "redis" without one; empty: unknown */
+    char version[32]; /* "<name>_version", else redis_version; empty: unknown */
+};
+
+/* Reads INFO's text (borrowed; the server section, or the whole INFO) into *out; fields cut
+ * to their buffers. */
+void osbq_store_server_parse(const char *info, struct osbq_store_server *out);
+
+/* INFO server at once, on a pooled connection. 0, or -1 with err. */
+int osbq_store_server_get(struct osbq_store *store, struct osbq_store_server *out,
+                          struct osbq_error *err);
+
 /* ---- Replication (INFO replication) ---- */
 
 /* Most replicas osbq_store_replication_parse lists. */
@@ -73,9 +91,10 @@ int osbq_store_replication(struct osbq_store *store, struct osbq_store_replicati
 size_t osbq_store_replication_describe(const struct osbq_store_replication *r, char *buf,
                                        size_t size);
 
-/* Reads the replication state at once and describes it in line (osbq_store_replication_describe).
- * Returns 1 when at least OSBQ_REDIS_MIN_ACKS replicas are online, 0 when fewer are (acceptances
- * would get 503), -1 with err when Redis failed. */
+/* Reads the server and the replication state at once and describes them in line, for the
+ * daemons' start-up lines: "valkey 8.0.1, " then osbq_store_replication_describe's. Returns 1 when
+ * at least OSBQ_REDIS_MIN_ACKS replicas are online, 0 when fewer are (acceptances would get 503),
+ * -1 with err when Redis failed. */
 int osbq_store_replication_check(struct osbq_store *store, char *line, size_t size,
                                  struct osbq_error *err);
 

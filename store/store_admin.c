@@ -276,14 +276,7 @@ int osbq_store_stats_get(struct osbq_store *store, struct osbq_store_stats *out,
     if (replies[2]->type == REDIS_REPLY_STRING) {
         const char *info = replies[2]->str;
         out->used_memory = info_int(info, "\r\nused_memory");
-        const char *version = strstr(info, "redis_version:");
-        if (version != NULL) {
-            version += strlen("redis_version:");
-            size_t len = strcspn(version, "\r\n");
-            if (len >= sizeof out->redis_version)
-                len = sizeof out->redis_version - 1;
-            memcpy(out->redis_version, version, len);
-        }
+        osbq_store_server_parse(info, &out->server);
     }
     for (size_t i = 0; i < 3; i++)
         freeReplyObject(replies[i]);

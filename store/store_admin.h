@@ -56,10 +56,10 @@ int osbq_store_operator_resend(struct osbq_store *store, const char *operation_i
 
 /* Figures of the operation queue and of Redis itself, for osbq-ctl stats. */
 struct osbq_store_stats {
-    int64_t unfinished;     /* operations queued or running (ns:queue) */
-    int64_t overdue;        /* of those, whose claim or lease has run out (recovery's) */
-    int64_t used_memory;    /* Redis INFO memory used_memory, bytes; -1 unknown */
-    char redis_version[32]; /* Redis INFO server redis_version, or empty */
+    int64_t unfinished;              /* operations queued or running (ns:queue) */
+    int64_t overdue;                 /* of those, whose claim or lease has run out (recovery's) */
+    int64_t used_memory;             /* Redis INFO memory used_memory, bytes; -1 unknown */
+    struct osbq_store_server server; /* which server and its version (INFO server) */
 };
 int osbq_store_stats_get(struct osbq_store *store, struct osbq_store_stats *out,
                          struct osbq_error *err);

@@ -133,9 +133,14 @@ size_t osbq_store_replication_describe(const struct osbq_store_replication *r, c
 int osbq_store_replication_check(struct osbq_store *store, char *line, size_t size,
                                  struct osbq_error *err)
 {
+    struct osbq_store_server server;
     struct osbq_store_replication r;
-    if (osbq_store_replication(store, &r, err) < 0)
+    if (osbq_store_server_get(store, &server, err) < 0 ||
+        osbq_store_replication(store, &r, err) < 0)
         return -1;
-    (void)osbq_store_replication_describe(&r, line, size);
+    int n = snprintf(line, size, "%s %s, ", server.name[0] != '\0' ? server.name : "server",
+                     server.version[0] != '\0' ? server.version : "unknown");
+    size_t at = n > 0 && (size_t)n < size ? (size_t)n : 0;
+    (void)osbq_store_replication_describe(&r, line + at, size - at);
     return r.online >= store->cfg->redis_min_acks ? 1 : 0;
 }

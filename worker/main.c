@@ -140,11 +140,11 @@ static void refresh_registry(struct worker *w, int64_t now)
         int enough = osbq_store_replication_check(w->store, replication, sizeof replication, &err);
         log_info("Redis reachable: %zu gateways registered", count);
         if (enough == 0)
-            log_warnx("Redis replication: %s; OSBQ_REDIS_MIN_ACKS is not met: outcomes wait "
+            log_warnx("Redis: %s; OSBQ_REDIS_MIN_ACKS is not met: outcomes wait "
                       "for replicas",
                       replication);
         else if (enough > 0)
-            log_info("Redis replication: %s", replication);
+            log_info("Redis: %s", replication);
     }
     w->registry_state = 1;
     w->registry_backoff = BACKOFF_MIN_MS;

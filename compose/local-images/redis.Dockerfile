@@ -1,7 +1,7 @@
 # redis:7-bookworm made from Debian's redis-server, for hosts that reach no container registry
 # (scripts/local-images.sh builds it only when the tag is missing; docs/deploy.md). It behaves
-# like the official image where compose/docker-compose.yml relies on it: `redis-server ...` as
-# the command, `redis-cli` for the health check, data in /data, a non-root user.
+# like the official image where compose/docker-compose.yml relies on it: `redis-server ...` or
+# options alone as the command, `redis-cli` for the health check, data in /data, a non-root user.
 FROM debian:bookworm
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends redis-server redis-tools \

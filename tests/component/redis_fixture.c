@@ -1,6 +1,7 @@
 /* A throw-away redis-server for tests of the store's scripts. */
 #include "redis_fixture.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <hiredis/hiredis.h>
 #include <netinet/in.h>
@@ -13,6 +14,12 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+const char *redis_fixture_server(void)
+{
+    const char *server = getenv("OSBQ_TEST_REDIS_SERVER");
+    return server != NULL && server[0] != '\0' ? server : "redis-server";
+}
 
 int redis_fixture_free_port(void)
 {
@@ -76,8 +83,10 @@ static int start_once(struct redis_fixture *fx)
         int devnull = open("/dev/null", O_WRONLY);
         if (devnull >= 0)
             (void)dup2(devnull, STDOUT_FILENO);
-        execlp("redis-server", "redis-server", "--port", port, "--bind", "127.0.0.1", "--save", "",
-               "--appendonly", "no", "--dir", fx->dir, "--loglevel", "warning", (char *)NULL);
+        const char *server = redis_fixture_server();
+        execlp(server, server, "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly",
+               "no", "--dir", fx->dir, "--loglevel", "warning", (char *)NULL);
+        fprintf(stderr, "redis_fixture: cannot run %s: %s\n", server, strerror(errno));
         _exit(127);
     }
     for (int i = 0; i < 200; i++) {
@@ -96,9 +105,12 @@ static int start_once(struct redis_fixture *fx)
         } else if (c != NULL) {
             redisFree(c);
         }
-        if (waitpid(fx->pid, NULL, WNOHANG) == fx->pid) {
-            fx->pid = 0; /* it exited: the port was taken */
-            return 0;
+        int status = 0;
+        if (waitpid(fx->pid, &status, WNOHANG) == fx->pid) {
+            fx->pid = 0;
+            /* 127: the program could not run (said so above), which no other port mends; any
+             * other exit: the port was taken. */
+            return WIFEXITED(status) && WEXITSTATUS(status) == 127 ? -1 : 0;
         }
         struct timespec pause = {0, 20000000};
         nanosleep(&pause, NULL);

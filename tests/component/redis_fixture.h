@@ -11,10 +11,14 @@ struct redis_fixture {
     char dir[64]; /* its working directory */
 };
 
+/* The server program the fixture runs: $OSBQ_TEST_REDIS_SERVER (the test command's Valkey
+ * pass sets valkey-server), else redis-server. Borrowed from the environment. */
+const char *redis_fixture_server(void);
+
 /* A TCP port on 127.0.0.1 that nothing listens on right now, or -1. */
 int redis_fixture_free_port(void);
 
-/* Starts redis-server and waits until it answers; returns 0 or -1. */
+/* Starts redis_fixture_server() and waits until it answers; returns 0 or -1. */
 int redis_fixture_start(struct redis_fixture *fx);
 
 /* Stops it (SIGTERM, then waits) and removes its directory. */

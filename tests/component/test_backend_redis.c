@@ -284,7 +284,7 @@ static int setup(void **state)
     if (catalog == NULL)
         return -1;
     if (redis_fixture_start(&target) < 0) {
-        print_error("cannot start redis-server\n");
+        print_error("cannot start %s\n", redis_fixture_server());
         return -1;
     }
     /* The target as an operator would set it up: an administrator with a password, and no

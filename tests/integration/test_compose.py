@@ -304,14 +304,15 @@ class ComposeTest(unittest.TestCase):
         shutil.rmtree(cls.tmp, ignore_errors=True)
 
     @classmethod
-    def config(cls, *overrides):
-        """`docker-compose config` of the copy (with the override files named, in compose/),
-        parsed; raises with its stderr on failure."""
+    def config(cls, *overrides, env=None):
+        """`docker-compose config` of the copy (with the override files named, in compose/, and
+        the variables of env set), parsed; raises with its stderr on failure."""
         files = []
         for name in ("docker-compose.yml",) + overrides:
             files += ["-f", os.path.join(cls.copy, name)]
-        r = subprocess.run([cls.compose_bin] + files + ["config"], cwd=cls.tmp, env=cls.env,
-                           capture_output=True, text=True, timeout=60)
+        r = subprocess.run([cls.compose_bin] + files + ["config"], cwd=cls.tmp,
+                           env=dict(cls.env, **(env or {})), capture_output=True, text=True,
+                           timeout=60)
         if r.returncode != 0:
             raise AssertionError("docker-compose config failed (%d):\n%s" % (r.returncode,
                                                                            r.stderr))
@@ -411,7 +412,27 @@ class ComposeTest(unittest.TestCase):
         self.assertEqual(command[command.index("--appendfsync") + 1], "everysec")
         self.assertTrue(any(str(v).split(":")[0] in self.resolved["volumes"]
                             for v in redis["volumes"]), "redis data is not on a named volume")
-        self.assertIn("ping", redis["healthcheck"]["test"])
+        self.assertIn("ping", " ".join(redis["healthcheck"]["test"]))
+        # Options alone: the image's entrypoint runs its own server with them.
+        self.assertTrue(command[0].startswith("--"), command)
+        self.assertEqual(redis["image"], "redis:7-bookworm")
+
+    def test_valkey_by_one_setting(self):
+        """OSBQ_REDIS_IMAGE runs Valkey instead of Redis (docs/deploy.md, "Redis or Valkey"): in
+        the main file and in every node of the high-availability one, nothing else changed."""
+        valkey = {"OSBQ_REDIS_IMAGE": "valkey/valkey:8-bookworm"}
+        resolved = self.config(env=valkey)
+        self.assertEqual(resolved["services"]["redis"]["image"], "valkey/valkey:8-bookworm")
+        self.assertEqual(resolved["services"]["redis"]["command"],
+                         self.service("redis")["command"])
+        ha = self.config("docker-compose.ha.yml", env=valkey)["services"]
+        nodes = [n for n in ha if n.startswith(("redis", "sentinel"))]
+        self.assertEqual(len(nodes), 5, nodes)
+        for node in nodes:
+            with self.subTest(node=node):
+                self.assertEqual(ha[node]["image"], "valkey/valkey:8-bookworm")
+                self.assertIn("command -v valkey-server", " ".join(ha[node]["command"]))
+                self.assertIn("valkey-cli", " ".join(ha[node]["healthcheck"]["test"]))
 
     # (3) the load balancer balances over the gateway service's replicas, checking /healthz
     def test_haproxy_config(self):

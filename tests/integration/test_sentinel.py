@@ -18,7 +18,8 @@ MASTER = "osbq-primary"
 
 
 class RedisNode(harness.Process):
-    """A redis-server (replica or Sentinel) on a free loopback port, with a config file."""
+    """A harness.REDIS_SERVER (replica or Sentinel) on a free loopback port, with a config
+    file."""
 
     def __init__(self, workdir, name, lines, sentinel=False):
         self.port = harness.free_port()
@@ -27,7 +28,7 @@ class RedisNode(harness.Process):
             f.write("port %d\nbind 127.0.0.1\ndir %s\nsave \"\"\nappendonly no\n"
                     % (self.port, workdir))
             f.write("".join(line + "\n" for line in lines))
-        argv = ["redis-server", conf] + (["--sentinel"] if sentinel else [])
+        argv = [harness.REDIS_SERVER, conf] + (["--sentinel"] if sentinel else [])
         super().__init__(name, argv, dict(os.environ), workdir)
         harness.wait_until(self.ping, harness.START_TIMEOUT_S, name + " to answer PING")
 

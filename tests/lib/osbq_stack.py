@@ -164,10 +164,15 @@ class Process:
 
 NO_PERSISTENCE = ("--save", "", "--appendonly", "no")
 
+# The server program every Redis of a stack runs (Sentinels too, with --sentinel): redis-server,
+# or what OSBQ_TEST_REDIS_SERVER names, the same options understood (the test command's second
+# pass runs valkey-server, docs/reliability.md#the-valkey-pass).
+REDIS_SERVER = os.environ.get("OSBQ_TEST_REDIS_SERVER") or "redis-server"
+
 
 class Redis(Process):
-    """A throw-away redis-server on loopback (a free port unless given), its data in workdir,
-    without persistence unless persistence names other redis-server options."""
+    """A throw-away REDIS_SERVER on loopback (a free port unless given), its data in workdir,
+    without persistence unless persistence names other options of it."""
 
     # Free ports tried before giving up: another test's server may take the one chosen first.
     PORT_ATTEMPTS = 5
@@ -176,7 +181,7 @@ class Redis(Process):
         self.workdir = workdir
         for attempt in range(1 if port else self.PORT_ATTEMPTS):
             self.port = port or free_port()
-            super().__init__(name, ["redis-server", "--port", str(self.port), "--bind",
+            super().__init__(name, [REDIS_SERVER, "--port", str(self.port), "--bind",
                                     "127.0.0.1"] + list(persistence) + ["--dir", workdir],
                              dict(os.environ), workdir)
             try:

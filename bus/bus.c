@@ -210,10 +210,30 @@ static bool decode_handed(zmsg_t *msg, struct osbq_bus_handed *out)
     return ok;
 }
 
+/* Decodes a HALT's operation id frame into out. */
+static void decode_halt(zmsg_t *msg, struct osbq_bus_msg *out)
+{
+    out->kind = OSBQ_BUS_MSG_MALFORMED;
+    if (out->frames != 2)
+        return;
+    zframe_t *id = zmsg_pop(msg);
+    size_t len = id != NULL ? zframe_size(id) : 0;
+    if (len > 0 && len <= OSBQ_BUS_OPERATION_ID_MAX && !frame_has_nul(id)) {
+        out->operation_id = zframe_strdup(id);
+        if (out->operation_id != NULL)
+            out->kind = OSBQ_BUS_MSG_HALT;
+    }
+    zframe_destroy(&id);
+}
+
 /* Decodes what follows the command frame, out->command, of a message from a gateway: a JOB's
- * job frame, and a handed one's two frames after it. */
+ * job frame, and a handed one's two frames after it; a HALT's operation id. */
 static void decode_from_gateway(zmsg_t *msg, struct osbq_bus_msg *out)
 {
+    if (zframe_streq(out->command, OSBQ_BUS_HALT)) {
+        decode_halt(msg, out);
+        return;
+    }
     if (!zframe_streq(out->command, OSBQ_BUS_JOB))
         return;
     bool handed = out->frames == 4;
@@ -264,6 +284,7 @@ void osbq_bus_msg_clear(struct osbq_bus_msg *m)
     free(m->ready.worker_id);
     free(m->ready.ended);
     free(m->handed.tenant);
+    free(m->operation_id);
     *m = (struct osbq_bus_msg){.kind = OSBQ_BUS_MSG_UNKNOWN};
 }
 
@@ -317,6 +338,17 @@ static int send_job_message(zsock_t *router, zframe_t *identity, void *job, size
         (void)zmq_send(sock, tenant, strlen(tenant), 0);
     }
     return 0;
+}
+
+int osbq_bus_send_halt(zsock_t *router, zframe_t *identity, const char *operation_id)
+{
+    void *sock = zsock_resolve(router);
+    /* With ROUTER_MANDATORY an unreachable worker fails the identity frame: nothing queued. */
+    if (zmq_send(sock, zframe_data(identity), zframe_size(identity), ZMQ_SNDMORE) < 0)
+        return -1;
+    if (zmq_send(sock, OSBQ_BUS_HALT, strlen(OSBQ_BUS_HALT), ZMQ_SNDMORE) < 0)
+        return -1;
+    return zmq_send(sock, operation_id, strlen(operation_id), 0) < 0 ? -1 : 0;
 }
 
 int osbq_bus_send_job(zsock_t *router, zframe_t *identity, void *job, size_t len,

@@ -54,11 +54,19 @@ zsock_t *osbq_bus_gateway_bind(const char *endpoint, const struct osbq_bus_curve
  *                            the operation's tenant as the begin recorded it ("" when none).
  *                            Sent only to a worker whose READY said a hand-over lease: an older
  *                            worker takes a JOB of other than one frame as MALFORMED
+ *   gateway -> worker  HALT   <operation id>
+ *                            a delete halted this operation (docs/decisions/0051): the worker
+ *                            stops the step it runs for it now rather than at its next lease
+ *                            renewal, and records its end; an operation it does not run is
+ *                            ignored. An older worker logs the command as unknown and ignores it
  *   worker -> gateway  REJECT <encoded job>    no free slot after all: the gateway sends it on
  * A gateway forgets a worker silent for OSBQ_BUS_WORKER_EXPIRY_MS. */
-#define OSBQ_BUS_READY            "READY"
-#define OSBQ_BUS_JOB              "JOB"
-#define OSBQ_BUS_REJECT           "REJECT"
+#define OSBQ_BUS_READY  "READY"
+#define OSBQ_BUS_JOB    "JOB"
+#define OSBQ_BUS_REJECT "REJECT"
+#define OSBQ_BUS_HALT   "HALT"
+/* The longest operation id a HALT carries (the gateways make 32 hex digits). */
+#define OSBQ_BUS_OPERATION_ID_MAX 64
 #define OSBQ_BUS_HEARTBEAT_MS     1000
 #define OSBQ_BUS_WORKER_EXPIRY_MS 3500
 /* The longest hand-over lease a READY may say: the longest OSBQ_LEASE_MS. */
@@ -125,7 +133,7 @@ int osbq_bus_send_reject(zsock_t *dealer, const void *job, size_t len);
  * other side's commands only. */
 enum osbq_bus_side {
     OSBQ_BUS_AT_GATEWAY, /* READY and REJECT, after the sender's identity */
-    OSBQ_BUS_AT_WORKER,  /* JOB */
+    OSBQ_BUS_AT_WORKER,  /* JOB, HALT */
 };
 
 /* What a received message is. */
@@ -133,6 +141,7 @@ enum osbq_bus_kind {
     OSBQ_BUS_MSG_READY,     /* a worker's free slots: osbq_bus_msg.ready */
     OSBQ_BUS_MSG_REJECT,    /* a job a worker handed back: osbq_bus_msg.job */
     OSBQ_BUS_MSG_JOB,       /* a job to run: osbq_bus_msg.job */
+    OSBQ_BUS_MSG_HALT,      /* an operation a delete halted: osbq_bus_msg.operation_id */
     OSBQ_BUS_MSG_MALFORMED, /* a command this side takes, with frames it cannot read */
     OSBQ_BUS_MSG_UNKNOWN,   /* a command this side does not take, or no command at all */
 };
@@ -171,6 +180,8 @@ struct osbq_bus_msg {
                                            * same) */
     struct osbq_bus_handed handed;        /* JOB: the hand-over, when the gateway handed it
                                            * (present) */
+    char *operation_id;                   /* HALT: the operation (1..OSBQ_BUS_OPERATION_ID_MAX
+                                           * bytes, no NUL); owned */
 };
 
 /* Receives one message from sock, waiting as long as its receive timeout says (the gateway's
@@ -183,8 +194,9 @@ int osbq_bus_recv(zsock_t *sock, enum osbq_bus_side side, struct osbq_bus_msg *o
  * decimal numbers, that announces over a million free slots, or whose hand-over lease is not
  * 1..OSBQ_BUS_HANDOVER_LEASE_MAX_MS is MALFORMED, as is a JOB with other than one or three
  * frames after its command, or a handed one whose until is no positive decimal number that
- * fits int64_t or whose tenant holds a NUL byte; frames after those a READY or a REJECT has are
- * ignored. */
+ * fits int64_t or whose tenant holds a NUL byte, as is a HALT with other than one frame after its
+ * command or an operation id that is empty, longer than OSBQ_BUS_OPERATION_ID_MAX or holds a
+ * NUL byte; frames after those a READY or a REJECT has are ignored. */
 void osbq_bus_decode(zmsg_t **msgp, enum osbq_bus_side side, struct osbq_bus_msg *out);
 
 /* Frees what *m owns and empties it; accepts a message already cleared. */
@@ -193,6 +205,10 @@ void osbq_bus_msg_clear(struct osbq_bus_msg *m);
 /* m's command word for a log line: at most size - 1 bytes, each control or non-ASCII byte
  * replaced by '?' (it comes from the network); "" when it had none. */
 void osbq_bus_msg_command(const struct osbq_bus_msg *m, char *out, size_t size);
+
+/* Gateway side: sends HALT operation_id to the worker whose ROUTER identity is given. 0, or -1
+ * when the worker is unreachable. */
+int osbq_bus_send_halt(zsock_t *router, zframe_t *identity, const char *operation_id);
 
 /* Gateway side: sends a JOB to the worker whose ROUTER identity is given, without copying the
  * job: on success ZeroMQ owns owner and calls release(data, owner) once the bytes are written,

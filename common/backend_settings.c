@@ -14,6 +14,7 @@ const struct osbq_setting osbq_settings[] = {
     {.key = "dashboard_url_template", .type = OSBQ_SETTING_STRING},
     {.key = "bind_async_required", .type = OSBQ_SETTING_BOOL},
     {.key = "requires_app", .type = OSBQ_SETTING_BOOL},
+    {.key = "halt_on_delete", .type = OSBQ_SETTING_BOOL},
     {.key = "binding_ttl_s", .type = OSBQ_SETTING_INT, .min = 60, .max = 315360000},
     {.key = "provision_deadline_s", .type = OSBQ_SETTING_INT, .min = 1, .max = 604800},
     {.key = "update_deadline_s", .type = OSBQ_SETTING_INT, .min = 1, .max = 604800},

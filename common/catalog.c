@@ -60,6 +60,7 @@ static void fill_plan(struct osbq_plan *p, json_t *plan, const struct osbq_servi
         timeout != NULL ? json_integer_value(timeout) : OSBQ_CATALOG_SYNC_TIMEOUT_MS_DEFAULT;
     p->bind_async_required = json_is_true(json_object_get(osbq, "bind_async_required"));
     p->requires_app = json_is_true(json_object_get(osbq, "requires_app"));
+    p->halt_on_delete = !json_is_false(json_object_get(osbq, "halt_on_delete"));
     p->binding_ttl_s = json_integer_value(json_object_get(osbq, "binding_ttl_s"));
     p->settings = osbq;
     p->json = plan;

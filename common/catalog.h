@@ -33,9 +33,12 @@ struct osbq_plan {
     int64_t sync_timeout_ms;            /* osbq.sync_timeout_ms, else the default above */
     bool bind_async_required;           /* osbq.bind_async_required: binds need async (2.14) */
     bool requires_app;                  /* osbq.requires_app: binds need an app_guid */
-    int64_t binding_ttl_s;              /* osbq.binding_ttl_s: credential lifetime, 0 = none */
-    const json_t *settings;             /* the plan's whole "osbq" object (backend options) */
-    const json_t *json;                 /* the plan object as in the file, "osbq" included */
+    bool halt_on_delete;    /* osbq.halt_on_delete, else true: a delete of an instance being
+                             * provisioned (a binding being bound) halts that operation
+                             * (docs/decisions/0051-delete-halts-a-creation.md) */
+    int64_t binding_ttl_s;  /* osbq.binding_ttl_s: credential lifetime, 0 = none */
+    const json_t *settings; /* the plan's whole "osbq" object (backend options) */
+    const json_t *json;     /* the plan object as in the file, "osbq" included */
     /* schemas.*.parameters compiled (schema.h), NULL when the plan declares none */
     const struct osbq_schema *provision_schema; /* service_instance.create */
     const struct osbq_schema *update_schema;    /* service_instance.update */

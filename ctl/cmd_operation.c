@@ -19,7 +19,8 @@ static const char *const shown_fields[] = {
     "created_ms",   "started_ms",      "finished_ms",
     "lease_until",  "instance_usable", "update_repeatable",
     "instance_key", "binding_key",     "bindings_key",
-    "steps",        "due_ms",
+    "steps",        "due_ms",          "halted_by",
+    "after",
 };
 
 static bool field_shown(const char *name)
@@ -248,6 +249,11 @@ static int print_text(struct ctl *ctl, const struct osbq_fields *op, char **hist
     detail_add(&d, "resends", osbq_fields_get(op, "resends"));
     detail_add(&d, "steps", osbq_fields_get(op, "steps"));
     detail_add(&d, "description", osbq_fields_get(op, "description"));
+    /* A creation a delete halted, and the delete that waits for it (docs/decisions/0051). */
+    if (osbq_fields_get(op, "halted_by") != NULL)
+        detail_add(&d, "halted by", osbq_fields_get(op, "halted_by"));
+    if (osbq_fields_get(op, "after") != NULL)
+        detail_add(&d, "after", osbq_fields_get(op, "after"));
     detail_times(&d, op);
     const char *flags[] = {"instance_usable", "update_repeatable"};
     for (size_t i = 0; i < 2; i++) {

@@ -234,7 +234,10 @@ static void reply_started(const struct gateway *gw, const struct request *req,
                           struct reply *out)
 {
     bool accepted = got->answer == OSBQ_BEGIN_ACCEPTED;
-    const char *operation_id = accepted ? p->operation_id : got->operation_id;
+    /* Recorded, but waiting for the creation it halted: the recovery loop sends its job once
+     * that stopped; the slot taken for it is given back (pending_free). */
+    bool halting = got->answer == OSBQ_BEGIN_HALTING;
+    const char *operation_id = accepted || halting ? p->operation_id : got->operation_id;
     /* An update's dashboard too, from 2.14 (spec, Updating a Service Instance, Body: "MUST
      * return it with the initial response ... even if the Service Instance is being updated
      * asynchronously"), as its synchronous 200 does. */
@@ -245,9 +248,9 @@ static void reply_started(const struct gateway *gw, const struct request *req,
     else
         reply_wait_for(out, req, p, operation_id,
                        p->desc->resource == ACCEPT_INSTANCE ? got->dashboard_url : NULL);
-    if (!accepted && gw->cfg->redis_min_acks > 0 && operation_id != NULL)
+    if (!accepted && !halting && gw->cfg->redis_min_acks > 0 && operation_id != NULL)
         job_for_operation(p, operation_id);
-    if (accepted || gw->cfg->redis_min_acks > 0) {
+    if (!halting && (accepted || gw->cfg->redis_min_acks > 0)) {
         out->job = p->job;
         out->job_len = p->job_len;
         p->job = NULL;
@@ -263,12 +266,19 @@ static void reply_started(const struct gateway *gw, const struct request *req,
         /* The tenant's platform is the request's: an instance is its platform's alone. */
         (void)snprintf(out->platform, sizeof out->platform, "%s", osb_platform_name(req));
     }
+    /* The worker running the halted creation's step is told with the job's turn (http.c). */
+    if (halting && got->halted_worker != NULL && got->halted_operation != NULL &&
+        strlen(got->halted_operation) < sizeof out->halt_operation) {
+        out->halt_worker = strdup(got->halted_worker);
+        memcpy(out->halt_operation, got->halted_operation, strlen(got->halted_operation) + 1);
+    }
     /* Kept in the reply (which outlives the pending state) for the access log, the job and
      * the lines still written about the request. */
     (void)snprintf(out->operation_id, sizeof out->operation_id, "%s", operation_id);
     osbq_log_context_set_operation(out->operation_id);
     gateway_metrics_operation(gw->metrics, osbq_job_kind_name(p->kind),
-                              accepted ? "accepted" : "joined", p->metric_service, p->metric_plan);
+                              accepted || halting ? "accepted" : "joined", p->metric_service,
+                              p->metric_plan);
 }
 
 enum osbq_err policy_refusal(enum osbq_job_kind kind)
@@ -304,6 +314,20 @@ static void reply_refused(const struct accept_pending *p, const struct osbq_begi
     reply_error(out, got->answer == OSBQ_BEGIN_QUOTA ? policy_refusal(p->kind) : row->code, text);
 }
 
+/* A delete that halted the creation holding its record (docs/decisions/0051): said once, at the
+ * gateway that accepted it. */
+static void log_halt(const struct accept_pending *p, const struct osbq_begin_reply *got)
+{
+    const char *creation = p->kind == OSBQ_JOB_UNBIND ? "bind" : "provision";
+    if (got->halted_worker != NULL)
+        log_info("%s %s halts %s %s, whose step runs on worker %s", osbq_job_kind_name(p->kind),
+                 p->operation_id, creation, got->halted_operation ? got->halted_operation : "?",
+                 got->halted_worker);
+    else
+        log_info("%s %s halts %s %s, which no worker runs now", osbq_job_kind_name(p->kind),
+                 p->operation_id, creation, got->halted_operation ? got->halted_operation : "?");
+}
+
 /* The answer once the begin script has answered: 202, a wait, the finished request's answer,
  * or why not. */
 static void accept_operation_after_begin(const struct gateway *gw, const struct request *req,
@@ -329,7 +353,10 @@ static void accept_operation_after_begin(const struct gateway *gw, const struct 
     }
     if (got.tenant != NULL && got.answer != OSBQ_BEGIN_CAPPED)
         instance_tenants_put(gw->instance_tenants, req->params[0], got.tenant);
-    if (got.answer == OSBQ_BEGIN_ACCEPTED || got.answer == OSBQ_BEGIN_IN_PROGRESS)
+    if (got.answer == OSBQ_BEGIN_HALTING)
+        log_halt(p, &got);
+    if (got.answer == OSBQ_BEGIN_ACCEPTED || got.answer == OSBQ_BEGIN_IN_PROGRESS ||
+        got.answer == OSBQ_BEGIN_HALTING)
         reply_started(gw, req, p, &got, out);
     else if (got.answer == OSBQ_BEGIN_DONE)
         p->desc->done(gw, req, p->service_id, &got, out);
@@ -385,6 +412,7 @@ static struct osbq_begin_request begin_request_of(const struct gateway *gw,
         .expected_plan_id = a->expected_plan_id,
         .quotas = a->quota_spec,
         .binding = {a->binding_id, t->bind_resource, a->predecessor},
+        .halt = a->halt,
     };
 }
 
@@ -571,6 +599,8 @@ void accept_delete(const struct gateway *gw, const struct request *req,
         .service_id = req->query_service_id,
         .plan_id = req->query_plan_id,
         .plan = plan,
+        /* A plan no longer offered halts as the default does. */
+        .halt = plan == NULL || plan->halt_on_delete,
     };
     accept_operation(gw, req, desc, &a, out);
 }

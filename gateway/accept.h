@@ -46,6 +46,8 @@ struct accept {
     const char *quota_spec;        /* those quotas for the store (begin_request.quotas), or NULL */
     const char *organization_guid; /* provision: the top-level one, or NULL (the tenant) */
     const char *space_guid;        /* provision: the top-level one, or NULL (the tenant) */
+    bool halt; /* deprovision, unbind: halts a provision (bind) that holds the record instead of
+                * answering 422 (the plan's halt_on_delete; docs/decisions/0051) */
 };
 
 /* Whose operation it is: the column of the store answers' table. */

@@ -3,6 +3,7 @@
  * worker with the most room, the one sent to longest ago among equals. Jobs reach it through
  * its mailbox (common/mailbox.h). */
 #include "dispatch.h"
+#include "dispatch_halts.h"
 #include "dispatch_running.h"
 #include "dispatch_workers.h"
 
@@ -95,6 +96,7 @@ struct dispatch {
     atomic_uint slots_posted; /* slot waits in the mailbox, not taken by the thread yet */
     struct osbq_mailbox_link wake; /* posted alone to wake the thread: a slot was given back */
     atomic_bool wake_posted;       /* wake is in the mailbox */
+    struct dispatch_halts halts;   /* HALTs to send (dispatch_halt) */
 };
 
 /* The label the dispatcher counts an owner's wait under. */
@@ -385,7 +387,8 @@ static bool handle_message(struct dispatch *d)
         osbq_bus_msg_command(&m, command, sizeof command);
         log_warnx("ignoring a malformed %s message", command);
         break;
-    case OSBQ_BUS_MSG_JOB: /* a gateway's command: unknown coming from a worker */
+    case OSBQ_BUS_MSG_JOB: /* gateways' commands: unknown coming from a worker */
+    case OSBQ_BUS_MSG_HALT:
     case OSBQ_BUS_MSG_UNKNOWN:
         /* A message without even a command word has nothing to say. */
         if (m.command == NULL)
@@ -581,22 +584,25 @@ static void publish_stats(struct dispatch *d)
 static void *dispatch_thread(void *arg)
 {
     struct dispatch *d = arg;
-    zmq_pollitem_t items[2] = {
+    zmq_pollitem_t items[3] = {
         {.socket = zsock_resolve(d->router), .events = ZMQ_POLLIN},
         {.fd = osbq_mailbox_fd(&d->mailbox), .events = ZMQ_POLLIN},
+        {.fd = dispatch_halts_fd(&d->halts), .events = ZMQ_POLLIN},
     };
     int64_t next_expiry = osbq_clock_ms() + 500;
     int64_t next_slot_check = osbq_clock_ms() + DISPATCH_TICK_MS;
     /* Closed: this turn is the last. */
     bool closed = false;
     while (!closed) {
-        int rc = zmq_poll(items, 2, DISPATCH_TICK_MS);
+        int rc = zmq_poll(items, 3, DISPATCH_TICK_MS);
         if (rc < 0 && zmq_errno() != EINTR) {
             log_warnx("zmq_poll: %s", zmq_strerror(zmq_errno()));
             continue;
         }
         if (items[1].revents & ZMQ_POLLIN)
             closed = take_submitted(d);
+        if (items[2].revents & ZMQ_POLLIN)
+            dispatch_halts_send(&d->halts, d->router, d->workers);
         /* Read everything pending so the credits are current before sending. Non-blocking
          * receives until none is left: asking ZMQ_EVENTS before each one costs a poll(2)
          * and a getpid(2) per message. Bounded so sending is never starved. */
@@ -635,6 +641,7 @@ static void dispatch_free(struct dispatch *d)
     dispatch_running_destroy(&d->running);
     zhashx_destroy(&d->wait_series);
     osbq_mailbox_clear(&d->mailbox);
+    dispatch_halts_clear(&d->halts);
     free(d);
 }
 
@@ -646,6 +653,7 @@ struct dispatch *dispatch_start(zsock_t **routerp, unsigned max_queued, struct o
         goto out_fail;
     d->waits = waits;
     d->mailbox.fd = -1;
+    d->halts.mailbox.fd = -1;
     atomic_init(&d->held, 0);
     d->queue = dispatch_lanes_new();
     d->queued = zhashx_new();
@@ -659,7 +667,8 @@ struct dispatch *dispatch_start(zsock_t **routerp, unsigned max_queued, struct o
         zhashx_set_destructor(d->wait_series, free_value);
     d->max_queued = max_queued;
     if (d->queue == NULL || d->queued == NULL || d->workers == NULL || d->running == NULL ||
-        d->wait_series == NULL || d->slot_waits == NULL || osbq_mailbox_init(&d->mailbox, NULL) < 0)
+        d->wait_series == NULL || d->slot_waits == NULL ||
+        osbq_mailbox_init(&d->mailbox, NULL) < 0 || dispatch_halts_init(&d->halts) < 0)
         goto out_free;
     if (pthread_mutex_init(&d->lock, NULL) != 0)
         goto out_free;
@@ -835,6 +844,11 @@ double dispatch_longest_wait(struct dispatch *d, enum dispatch_lane lane)
     double seconds = oldest != NULL ? osbq_clock_seconds() - oldest->queued_at : 0;
     pthread_mutex_unlock(&d->lock);
     return seconds;
+}
+
+int dispatch_halt(struct dispatch *d, const char *worker_id, const char *operation_id)
+{
+    return dispatch_halts_post(&d->halts, worker_id, operation_id);
 }
 
 void dispatch_get_stats(struct dispatch *d, struct dispatch_stats *out)

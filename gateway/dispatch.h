@@ -42,6 +42,11 @@ struct dispatch_owner {
 int dispatch_submit(struct dispatch *d, const char *operation_id, enum dispatch_lane lane,
                     const struct dispatch_owner *owner, const void *job, size_t len);
 
+/* Tells worker_id that a delete halted operation_id, whose step it runs (HALT,
+ * gateway/dispatch_halts.h); safe from any thread. 0, or -1 when it cannot be posted (the
+ * worker then hears at its next lease renewal). */
+int dispatch_halt(struct dispatch *d, const char *worker_id, const char *operation_id);
+
 /* A free slot of one worker, taken before an operation's begin script runs so that the script
  * claims the operation for that worker: the job then needs no claim call of its own (a
  * hand-over, docs/decisions/0042-handover.md). */

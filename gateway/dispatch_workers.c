@@ -52,6 +52,14 @@ struct dispatch_worker *dispatch_workers_find(struct dispatch_workers *t, const 
     return NULL;
 }
 
+struct dispatch_worker *dispatch_workers_find_id(struct dispatch_workers *t, const char *id)
+{
+    for (struct dispatch_worker *w = zlistx_first(t->list); w != NULL; w = zlistx_next(t->list))
+        if (strcmp(w->id, id) == 0)
+            return w;
+    return NULL;
+}
+
 struct dispatch_worker *dispatch_workers_add(struct dispatch_workers *t, zframe_t **identity,
                                              char **id)
 {

@@ -36,6 +36,9 @@ void dispatch_workers_destroy(struct dispatch_workers **tp);
 /* The worker of identity, or NULL. */
 struct dispatch_worker *dispatch_workers_find(struct dispatch_workers *t, const zframe_t *identity);
 
+/* The worker whose own id (its READY's) is id, or NULL. */
+struct dispatch_worker *dispatch_workers_find_id(struct dispatch_workers *t, const char *id);
+
 /* A worker first heard from: added with no free slot (dispatch_worker_heard gives it its
  * READY's); takes *identity and *id (set to NULL) when it returns the worker, NULL when memory
  * ran out. */

@@ -441,10 +441,15 @@ static enum MHD_Result respond(const struct gateway *gw, struct MHD_Connection *
     memcpy(tenant, r->tenant, sizeof tenant);
     memcpy(platform, r->platform, sizeof platform);
     unsigned weight = r->weight;
-    /* The job's part of the reply, moved out of it. */
-    struct reply job = {.job = r->job, .job_len = r->job_len, .handover = r->handover};
+    /* The job's part of the reply, moved out of it, with a halt the request's delete caused. */
+    struct reply job = {.job = r->job,
+                        .job_len = r->job_len,
+                        .handover = r->handover,
+                        .halt_worker = r->halt_worker};
+    memcpy(job.halt_operation, r->halt_operation, sizeof job.halt_operation);
     r->job = NULL;
     r->handover = NULL;
+    r->halt_worker = NULL;
     enum MHD_Result rc = MHD_NO;
     bool waiting = r->kind == REPLY_WAIT;
     const struct dispatch_owner owner = {tenant, weight, platform};
@@ -463,6 +468,12 @@ static enum MHD_Result respond(const struct gateway *gw, struct MHD_Connection *
         break;
     }
     send_job(gw, operation_id, &owner, waiting, &job);
+    if (job.halt_worker != NULL && gw->dispatch != NULL &&
+        dispatch_halt(gw->dispatch, job.halt_worker, job.halt_operation) < 0)
+        log_info("operation %s halted: worker %s not told now; it stops at its next lease "
+                 "renewal",
+                 job.halt_operation, job.halt_worker);
+    free(job.halt_worker);
     return rc;
 }
 

@@ -90,6 +90,7 @@ static void resend(struct recovery *r, const struct osbq_platforms *set,
 static void abandon(struct recovery *r, const struct osbq_recovery_item *item)
 {
     char description[256];
+    /* A halted operation's description is finish.lua's, which names the delete. */
     (void)snprintf(description, sizeof description,
                    "The operation failed: its worker stopped responding %u times (the backend "
                    "crashed or hung), so the broker gave up.",
@@ -99,7 +100,9 @@ static void abandon(struct recovery *r, const struct osbq_recovery_item *item)
     if (rc < 0)
         log_warnx("operation %s: cannot mark it failed (%s), retrying", item->operation_id,
                   err.text);
-    else if (rc == 1) {
+    else if (rc > 0 && item->halted) {
+        log_info("operation %s: halted by a delete, no step of it running", item->operation_id);
+    } else if (rc > 0) {
         log_warnx("operation %s: failed after %u attempts", item->operation_id, item->claims);
         /* The operation's plan is not among what the scan reads. */
         gateway_metrics_operation(r->metrics, item->kind ? item->kind : "unknown", "abandoned",

@@ -232,6 +232,7 @@ void reply_clear(struct reply *out)
 {
     free(out->body);
     free(out->job);
+    free(out->halt_worker);
     dispatch_handover_cancel(&out->handover);
     reply_wait_clear(&out->wait);
     reply_defer_clear(&out->defer);

@@ -141,6 +141,9 @@ struct reply {
     char platform[OSBQ_PLATFORM_NAME_MAX + 1]; /* its platform's name (the dispatcher's wait
                                                 * metric), or empty */
     const char *reason;       /* an error's name for the access log (static), or NULL */
+    char *halt_worker;        /* owned: the worker running the step of a creation this request's
+                               * delete halted (HALT goes to it with the job's turn), or NULL */
+    char halt_operation[33];  /* with halt_worker: that creation's operation */
     struct reply_wait wait;   /* REPLY_WAIT: what the request waits for */
     struct reply_defer defer; /* REPLY_DEFERRED: the handler's Redis call */
     struct reply_slot slot;   /* REPLY_SLOT: what goes on once a slot is taken */

@@ -34,7 +34,8 @@ static const char *const begin_instance_args[] = {NAMED(BEGIN_INSTANCE_ARG_KIND)
                                                   NAMED(BEGIN_INSTANCE_ARG_TENANT),
                                                   NAMED(BEGIN_INSTANCE_ARG_IN_PROGRESS_CAP),
                                                   NAMED(BEGIN_INSTANCE_ARG_HANDED_WORKER),
-                                                  NAMED(BEGIN_INSTANCE_ARG_HANDED_UNTIL)};
+                                                  NAMED(BEGIN_INSTANCE_ARG_HANDED_UNTIL),
+                                                  NAMED(BEGIN_INSTANCE_ARG_HALT)};
 
 static const char *const begin_binding_keys[] = {
     NAMED(BEGIN_BINDING_KEY_INSTANCE), NAMED(BEGIN_BINDING_KEY_BINDING),
@@ -63,7 +64,8 @@ static const char *const begin_binding_args[] = {NAMED(BEGIN_BINDING_ARG_KIND),
                                                  NAMED(BEGIN_BINDING_ARG_TENANT),
                                                  NAMED(BEGIN_BINDING_ARG_IN_PROGRESS_CAP),
                                                  NAMED(BEGIN_BINDING_ARG_HANDED_WORKER),
-                                                 NAMED(BEGIN_BINDING_ARG_HANDED_UNTIL)};
+                                                 NAMED(BEGIN_BINDING_ARG_HANDED_UNTIL),
+                                                 NAMED(BEGIN_BINDING_ARG_HALT)};
 
 static const char *const claim_keys[] = {NAMED(CLAIM_KEY_OP), NAMED(CLAIM_KEY_QUEUE)};
 

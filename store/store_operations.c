@@ -20,15 +20,17 @@ static int int_answer(redisReply *reply, enum store_script script, struct osbq_e
 {
     if (reply == NULL)
         return -1;
+    /* 2: the operation is one a delete halted (progress, wait and finish say so, decision
+     * 0051). */
     int rc = reply->type == REDIS_REPLY_INTEGER
-                 ? (reply->integer == 1 ? 1 : 0)
+                 ? (reply->integer == 1 || reply->integer == 2 ? (int)reply->integer : 0)
                  : osbq_error_set(err, OSBQ_ERR_INTERNAL, "%s: unexpected reply",
                                   store_script_texts[script].name);
     freeReplyObject(reply);
     return rc;
 }
 
-/* Runs a script that answers an integer 0/1 about one operation (wait, release). */
+/* Runs a script that answers an integer 0/1 (2) about one operation (wait, release). */
 static int op_script(struct osbq_store *store, enum store_script script, const char *const *keys,
                      const char *const *args, struct osbq_error *err)
 {
@@ -160,7 +162,13 @@ int osbq_store_progress(struct osbq_store *store, const char *operation_id, cons
 
 /* How finish_op may take an operation: from its worker, from the recovery loop (abandon), from
  * an operator, or from the gateway whose synchronous request's time ran out. */
-enum finish_by { FINISH_BY_WORKER, FINISH_BY_RECOVERY, FINISH_BY_OPERATOR, FINISH_BY_SYNC_LIMIT };
+enum finish_by {
+    FINISH_BY_WORKER,
+    FINISH_BY_RECOVERY,
+    FINISH_BY_OPERATOR,
+    FINISH_BY_SYNC_LIMIT,
+    FINISH_BY_HALTED, /* the worker whose step a delete halted, once the step stopped */
+};
 
 static struct osbq_store_call *finish_call_new(struct osbq_store *store, const char *operation_id,
                                                const char *worker_id,
@@ -193,6 +201,13 @@ int osbq_store_abandon(struct osbq_store *store, const char *operation_id, const
 {
     const struct osbq_op_result failed = failed_from_outside(description);
     return finish_op(store, operation_id, "", &failed, FINISH_BY_RECOVERY, err);
+}
+
+int osbq_store_halted_end(struct osbq_store *store, const char *operation_id, const char *worker_id,
+                          struct osbq_error *err)
+{
+    const struct osbq_op_result stopped = failed_from_outside("Halted.");
+    return finish_op(store, operation_id, worker_id, &stopped, FINISH_BY_HALTED, err);
 }
 
 int osbq_store_operator_fail(struct osbq_store *store, const char *operation_id,
@@ -238,7 +253,8 @@ static struct osbq_store_call *finish_call_new(struct osbq_store *store, const c
     static const char *const modes[] = {[FINISH_BY_WORKER] = "",
                                         [FINISH_BY_RECOVERY] = "abandon",
                                         [FINISH_BY_OPERATOR] = "operator",
-                                        [FINISH_BY_SYNC_LIMIT] = "sync_limit"};
+                                        [FINISH_BY_SYNC_LIMIT] = "sync_limit",
+                                        [FINISH_BY_HALTED] = "halted"};
     char op[STORE_KEY_MAX], queue[STORE_KEY_MAX], waiters[STORE_KEY_MAX];
     char now[24], retention[16], prefix[96];
     if (op_keys(store, operation_id, op, queue, err) < 0 ||
@@ -310,7 +326,8 @@ static size_t recovery_item_read(const redisReply *e, struct osbq_recovery_item 
     if (e->type != REDIS_REPLY_ARRAY || e->elements != 7)
         return 0;
     item->operation_id = store_element_dup(e, 0);
-    item->abandon = store_element_is(e, 1, "abandon");
+    item->halted = store_element_is(e, 1, "halted");
+    item->abandon = item->halted || store_element_is(e, 1, "abandon");
     item->poll = store_element_is(e, 1, "poll");
     item->claims = (uint32_t)store_element_int(e, 2, 0);
     item->lease_expired = store_element_is(e, 4, "lease");

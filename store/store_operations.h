@@ -29,9 +29,17 @@ int osbq_store_claim(struct osbq_store *store, const char *operation_id, const c
                      uint32_t attempt, int64_t lease_ms, struct osbq_claim *out,
                      struct osbq_error *err);
 
+/* Records the end of a step a delete halted (docs/decisions/0051), once the step stopped: the
+ * operation ends failed (finish.lua names the delete) and the delete becomes due. Only while
+ * the operation is halting and this worker's. Returns 2 when it did, 0 when the operation is not
+ * halting or not this worker's (nothing written), -1 with err. */
+int osbq_store_halted_end(struct osbq_store *store, const char *operation_id, const char *worker_id,
+                          struct osbq_error *err);
+
 /* Records progress (a user-facing description, e.g. "Provisioning (40%)", or NULL to keep the
- * current one) and renews the lease. Returns 1, 0 when the operation is no longer this
- * worker's (stop working on it), -1 with err. */
+ * current one) and renews the lease. Returns 1, 2 when a delete halted the operation (stop
+ * working on it, then record its end: docs/decisions/0051), 0 when the operation is no longer
+ * this worker's (stop working on it, record nothing), -1 with err. */
 int osbq_store_progress(struct osbq_store *store, const char *operation_id, const char *worker_id,
                         const char *description, int64_t lease_ms, struct osbq_error *err);
 
@@ -66,14 +74,17 @@ struct osbq_op_result {
 
 /* Records the outcome atomically: the operation's state and description, the instance's new
  * state and attributes (applied on success), the lock freed, synchronous waiters woken, the
- * operation kept for OSBQ_RETENTION_S. Returns 1, 0 when the operation is no longer this
+ * operation kept for OSBQ_RETENTION_S. Returns 1, 2 when a delete had halted the operation (it
+ * is recorded failed whatever result says, docs/decisions/0051), 0 when the operation is no
+ * longer this
  * worker's (the result is dropped: another attempt owns it), -1 with err. */
 int osbq_store_finish(struct osbq_store *store, const char *operation_id, const char *worker_id,
                       const struct osbq_op_result *result, struct osbq_error *err);
 
 /* Records that a step ended in progress (result->in_progress; its description and resume):
  * the operation waits, held by nobody, until due_ms (epoch ms), when the recovery loop sends
- * it to a worker for its next step. Wakes no synchronous waiter. Returns 1, 0 when the
+ * it to a worker for its next step. Wakes no synchronous waiter. Returns 1, 2 when a delete
+ * halted the operation (nothing written: record its end with osbq_store_finish), 0 when the
  * operation is no longer this worker's (dropped), -1 with err. */
 int osbq_store_wait(struct osbq_store *store, const char *operation_id, const char *worker_id,
                     const struct osbq_op_result *in_progress, int64_t due_ms,

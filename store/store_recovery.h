@@ -10,6 +10,8 @@
 struct osbq_recovery_item {
     char *operation_id; /* the operation */
     bool abandon;       /* true: it used up its attempts, fail it; false: send its job again */
+    bool halted;        /* with abandon: a delete halted it and no step of it runs (any more):
+                         * it ends failed now (docs/decisions/0051), no attempt used up */
     bool poll;          /* it waits and its next step is due: send its job for that step (not
                          * a resend: no attempt used) */
     uint32_t claims;    /* how many times a worker claimed it */

@@ -106,6 +106,7 @@ static struct osbq_store_call *begin_instance_call(const struct osbq_begin_reque
         [BEGIN_INSTANCE_ARG_IN_PROGRESS_CAP] = d->in_progress_cap,
         [BEGIN_INSTANCE_ARG_HANDED_WORKER] = or_empty(req->handed_worker),
         [BEGIN_INSTANCE_ARG_HANDED_UNTIL] = d->handed_until,
+        [BEGIN_INSTANCE_ARG_HALT] = req->halt ? "1" : "",
     };
     size_t lens[BEGIN_INSTANCE_ARG_COUNT] = {[BEGIN_INSTANCE_ARG_JOB] = req->job_len};
     return store_call_new(SCRIPT_BEGIN_INSTANCE, keys, args, lens, err);
@@ -149,6 +150,7 @@ static struct osbq_store_call *begin_binding_call(const struct osbq_begin_reques
         [BEGIN_BINDING_ARG_IN_PROGRESS_CAP] = d->in_progress_cap,
         [BEGIN_BINDING_ARG_HANDED_WORKER] = or_empty(req->handed_worker),
         [BEGIN_BINDING_ARG_HANDED_UNTIL] = d->handed_until,
+        [BEGIN_BINDING_ARG_HALT] = req->halt ? "1" : "",
     };
     size_t lens[BEGIN_BINDING_ARG_COUNT] = {[BEGIN_BINDING_ARG_JOB] = req->job_len};
     return store_call_new(SCRIPT_BEGIN_BINDING, keys, args, lens, err);
@@ -268,6 +270,7 @@ static int begin_answer(redisReply *reply, struct osbq_begin_reply *out, struct 
         enum osbq_begin_answer answer;
     } answers[] = {
         {"accepted", OSBQ_BEGIN_ACCEPTED},
+        {"halting", OSBQ_BEGIN_HALTING},
         {"in_progress", OSBQ_BEGIN_IN_PROGRESS},
         {"done", OSBQ_BEGIN_DONE},
         {"conflict", OSBQ_BEGIN_CONFLICT},
@@ -306,6 +309,10 @@ static int begin_answer(redisReply *reply, struct osbq_begin_reply *out, struct 
         out->metadata = store_element_dup(reply, 3);
         out->binding_result = store_element_dup(reply, 4);
         out->tenant = store_element_dup(reply, 5);
+        if (out->answer == OSBQ_BEGIN_HALTING) {
+            out->halted_operation = store_element_dup(reply, 6);
+            out->halted_worker = store_element_dup(reply, 7);
+        }
         rc = 0;
         break;
     }
@@ -320,6 +327,8 @@ void osbq_begin_reply_clear(struct osbq_begin_reply *reply)
     free(reply->dashboard_url);
     free(reply->metadata);
     free(reply->tenant);
+    free(reply->halted_operation);
+    free(reply->halted_worker);
     memset(reply, 0, sizeof *reply);
 }
 

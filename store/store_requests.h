@@ -44,6 +44,8 @@ struct osbq_begin_request {
     const char *handed_worker;      /* the worker id the operation is handed to (claimed for it at
                                      * begin), or NULL: queued for any worker's claim */
     int64_t handed_until;           /* with handed_worker: the hand-over's lease end, epoch ms */
+    bool halt; /* deprovision, unbind: halt a provision (bind) that holds the record instead of
+                * refusing (the plan's halt_on_delete); the new operation then waits for it */
     /* Instance operations only. */
     const char *maintenance_version; /* maintenance_info.version, or NULL */
     const char *dashboard_url;       /* provision: decided at accept time, or NULL */
@@ -73,6 +75,10 @@ char *osbq_store_quota_spec(const struct osbq_store *store, const struct osbq_po
 /* What a begin call found (osbq_store_begin_result). */
 enum osbq_begin_answer {
     OSBQ_BEGIN_ACCEPTED,        /* recorded: send the job */
+    OSBQ_BEGIN_HALTING,         /* a delete recorded after halting the creation that held the
+                                 * record (req.halt): its job is sent once that operation stopped
+                                 * (by the recovery loop); halted_worker names the worker that runs
+                                 * its step, if any */
     OSBQ_BEGIN_IN_PROGRESS,     /* the identical operation runs: operation_id is its id */
     OSBQ_BEGIN_DONE,            /* provision: identical instance already provisioned */
     OSBQ_BEGIN_CONFLICT,        /* provision: same id, different attributes */
@@ -95,8 +101,10 @@ struct osbq_begin_reply {
     char *dashboard_url;           /* the instance's dashboard URL, or NULL; owned */
     char *metadata;                /* the instance's metadata JSON, or NULL; owned */
     char *binding_result;          /* bind DONE: the binding's JSON (credentials...); owned */
-    char *tenant;                  /* ACCEPTED, CAPPED: the operation's tenant (its instance's),
-                                    * or NULL */
+    char *tenant;                  /* ACCEPTED, HALTING, CAPPED: the operation's tenant (its
+                                    * instance's), or NULL */
+    char *halted_operation;        /* HALTING: the creation it halted; owned */
+    char *halted_worker;           /* HALTING: the worker running its step, or NULL; owned */
     size_t quota_index;            /* QUOTA: the full quota's place in the request's list */
     int64_t quota_used;            /* QUOTA: instances it counted */
     int64_t in_progress;           /* CAPPED: the tenant's operations in progress */

@@ -280,15 +280,17 @@ size_t bus_link_count(const struct bus_link *b)
 }
 
 /* Takes one message from gw's socket, if it holds one. Returns whether it did. */
-static bool receive_one(struct gateway *gw, bus_link_job_fn on_job, void *ctx)
+static bool receive_one(struct gateway *gw, const struct bus_link_handlers *handlers, void *ctx)
 {
     struct osbq_bus_msg m;
     if (osbq_bus_recv(gw->dealer, OSBQ_BUS_AT_WORKER, &m) < 0)
         return false;
     if (m.kind == OSBQ_BUS_MSG_JOB) {
         gw->received++;
-        on_job(ctx, gw->dealer, gw->endpoint, gw->origin, zframe_data(m.job), zframe_size(m.job),
-               &m.handed);
+        handlers->on_job(ctx, gw->dealer, gw->endpoint, gw->origin, zframe_data(m.job),
+                         zframe_size(m.job), &m.handed);
+    } else if (m.kind == OSBQ_BUS_MSG_HALT && handlers->on_halt != NULL) {
+        handlers->on_halt(ctx, gw->endpoint, m.operation_id);
     } else {
         char quoted[COMMAND_QUOTE_MAX + 1];
         osbq_bus_msg_command(&m, quoted, sizeof quoted);
@@ -304,7 +306,7 @@ static bool receive_one(struct gateway *gw, bus_link_job_fn on_job, void *ctx)
  * at once, each gets its share of the slots (reading one gateway's socket to the end first
  * gave the gateway first in the list nearly every slot, and jobs waiting in the others waited
  * for it: docs/reliability.md, several gateways). */
-static void receive_in_turn(struct bus_link *b, bus_link_job_fn on_job, void *ctx)
+static void receive_in_turn(struct bus_link *b, const struct bus_link_handlers *handlers, void *ctx)
 {
     if (b->count == 0)
         return;
@@ -314,7 +316,7 @@ static void receive_in_turn(struct bus_link *b, bus_link_job_fn on_job, void *ct
         for (size_t j = 0; j < b->count; j++) {
             struct gateway *gw = &b->gateways[(first + j) % b->count];
             if (gw->readable && gw->dealer != NULL)
-                gw->readable = receive_one(gw, on_job, ctx);
+                gw->readable = receive_one(gw, handlers, ctx);
             any = any || gw->readable;
         }
         if (!any)
@@ -406,7 +408,7 @@ static void watch(struct bus_link *b, struct gateway *gw)
 }
 
 int bus_link_poll(struct bus_link *b, zmq_pollitem_t *extra, size_t nextra, long timeout_ms,
-                  bus_link_job_fn on_job, void *ctx)
+                  const struct bus_link_handlers *handlers, void *ctx)
 {
     int64_t now = osbq_clock_ms();
     for (size_t i = 0; i < b->count; i++) {
@@ -463,6 +465,6 @@ int bus_link_poll(struct bus_link *b, zmq_pollitem_t *extra, size_t nextra, long
             send_ready(b, gw);
         gw->readable = (revents & ZMQ_POLLIN) != 0;
     }
-    receive_in_turn(b, on_job, ctx);
+    receive_in_turn(b, handlers, ctx);
     return 0;
 }

@@ -18,6 +18,17 @@ struct bus_link;
 typedef void (*bus_link_job_fn)(void *ctx, zsock_t *dealer, const char *endpoint, unsigned origin,
                                 const void *job, size_t len, const struct osbq_bus_handed *handed);
 
+/* Called for each HALT message: a gateway's word that a delete halted operation_id (borrowed
+ * for the call only), docs/decisions/0051. */
+typedef void (*bus_link_halt_fn)(void *ctx, const char *endpoint, const char *operation_id);
+
+/* What bus_link_poll calls for the messages it receives; on_halt may be NULL (then a HALT is
+ * logged and ignored). */
+struct bus_link_handlers {
+    bus_link_job_fn on_job;
+    bus_link_halt_fn on_halt;
+};
+
 /* A link with no gateway yet. worker_id and curve (the keys every gateway socket uses; plain
  * when it holds none) are borrowed and must outlive the link; handover_lease_ms is what every
  * READY says a hand-over to this worker lasts (its OSBQ_LEASE_MS: it takes handed jobs, and
@@ -59,9 +70,10 @@ size_t bus_link_count(const struct bus_link *b);
 
 /* Waits up to timeout_ms for a message on any gateway socket or an event on one of the
  * nextra items of extra (file descriptors, whose revents it sets), then receives every waiting
- * message, calling on_job for each JOB and logging and ignoring anything else. Returns 0, or
- * -1 when polling itself failed (errno set; EINTR counts as 0). */
+ * message, calling handlers->on_job for each JOB and on_halt for each HALT, and logging and
+ * ignoring anything else. Returns 0, or -1 when polling itself failed (errno set; EINTR counts
+ * as 0). */
 int bus_link_poll(struct bus_link *b, zmq_pollitem_t *extra, size_t nextra, long timeout_ms,
-                  bus_link_job_fn on_job, void *ctx);
+                  const struct bus_link_handlers *handlers, void *ctx);
 
 #endif

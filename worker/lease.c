@@ -46,6 +46,12 @@ bool lease_text_due(const struct lease *lease, int64_t now)
 static enum lease_verdict verdict_of(struct lease *lease, int rc, const struct osbq_error *err,
                                      int64_t sent_ms, int64_t now)
 {
+    if (rc == 2) {
+        log_info("operation %s: halted by a delete of its instance or binding, stopping",
+                 lease->operation_id);
+        lease->failing = false;
+        return LEASE_HALTED;
+    }
     if (rc > 0) {
         if (lease->failing)
             log_info("operation %s: lease renewed again", lease->operation_id);
@@ -119,8 +125,11 @@ static enum lease_verdict start(struct lease *lease, const char *description, in
 
 enum lease_verdict lease_renew(struct lease *lease, const char *description, int64_t now)
 {
-    if (lease->renewal != NULL && lease_settle(lease) == LEASE_LOST)
-        return LEASE_LOST;
+    if (lease->renewal != NULL) {
+        enum lease_verdict settled = lease_settle(lease);
+        if (settled == LEASE_LOST || settled == LEASE_HALTED)
+            return settled;
+    }
     struct osbq_error err = {0};
     int rc = osbq_store_progress(lease->store, lease->operation_id, lease->worker_id, description,
                                  lease->lease_ms, &err);
@@ -133,7 +142,7 @@ enum lease_verdict lease_renew(struct lease *lease, const char *description, int
 enum lease_verdict lease_renew_start(struct lease *lease, const char *description, int64_t now)
 {
     enum lease_verdict verdict = lease_poll(lease, now);
-    if (verdict == LEASE_LOST)
+    if (verdict == LEASE_LOST || verdict == LEASE_HALTED)
         return verdict;
     enum lease_verdict sent = start(lease, description, now);
     return sent != LEASE_HELD ? sent : verdict;

@@ -19,6 +19,8 @@ enum lease_verdict {
     LEASE_HELD,    /* renewed, or no answer came yet: the operation is still this worker's */
     LEASE_FAILING, /* Redis did not renew it (logged once): tried again soon */
     LEASE_LOST,    /* the operation ended or another worker took it over: stop, record nothing */
+    LEASE_HALTED,  /* a delete halted the operation (docs/decisions/0051): stop, then record
+                    * the end (the store fails it, whatever the step reports) */
 };
 
 /* One operation's lease. Used by one thread at a time (the step's, then the exec watch's for a

@@ -156,6 +156,19 @@ static void refresh_registry(struct worker *w, int64_t now)
     publish_status(w);
 }
 
+/* A HALT from a gateway: a delete halted the operation; its step here, if any, stops now
+ * rather than at its next lease renewal (docs/decisions/0051). */
+static void on_halt(void *ctx, const char *endpoint, const char *operation_id)
+{
+    struct worker *w = ctx;
+    if (runner_halt(w->runner, operation_id))
+        log_info("gateway %s: operation %s halted by a delete, stopping its step", endpoint,
+                 operation_id);
+    else
+        log_debug("gateway %s: halt of operation %s, which no step here runs", endpoint,
+                  operation_id);
+}
+
 /* A JOB from a gateway: to the runner when a slot is free, else back to that gateway. A handed
  * one with no slot (two gateways handed this worker its last slot at once, or it is stopping)
  * is given back in Redis first, so that the worker it goes to next can claim it: waiting for
@@ -291,7 +304,8 @@ static void run(struct worker *w)
             {.fd = runner_event_fd(w->runner), .events = ZMQ_POLLIN},
         };
         long timeout = next > now ? (long)(next - now) : 0;
-        if (bus_link_poll(w->link, extra, 2, timeout, on_job, w) < 0) {
+        static const struct bus_link_handlers handlers = {.on_job = on_job, .on_halt = on_halt};
+        if (bus_link_poll(w->link, extra, 2, timeout, &handlers, w) < 0) {
             log_errorx("polling the bus failed (%s), stopping", zmq_strerror(zmq_errno()));
             return;
         }

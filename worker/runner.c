@@ -522,6 +522,21 @@ int runner_submit_handed(struct runner *r, struct osbq_job *job, unsigned origin
     return submit(r, job, origin, handed);
 }
 
+bool runner_halt(struct runner *r, const char *operation_id)
+{
+    struct step_pool *pool = &r->pool;
+    bool halted = false;
+    pthread_mutex_lock(&pool->lock);
+    for (unsigned i = 0; i < r->concurrency && !halted; i++)
+        halted = r->slots[i].running != NULL && step_halt_locked(r->slots[i].running, operation_id);
+    if (!halted)
+        halted = step_list_halt_locked(&pool->going_on, operation_id);
+    pthread_mutex_unlock(&pool->lock);
+    if (halted)
+        pool->gave_up(pool);
+    return halted;
+}
+
 unsigned runner_free_slots(struct runner *r)
 {
     pthread_mutex_lock(&r->pool.lock);

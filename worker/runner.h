@@ -60,6 +60,11 @@ int runner_submit_handed(struct runner *r, struct osbq_job *job, unsigned origin
  * (not: logged; the recovery loop resends it once the hand-over's lease runs out). */
 bool runner_give_back(struct runner *r, const struct osbq_job *job);
 
+/* A gateway's word that a delete halted operation_id (docs/decisions/0051): the step running
+ * it here, on a thread or detached, stops as its next lease renewal would have told it, and
+ * records its end once its backend returned. Returns whether a step here ran it. */
+bool runner_halt(struct runner *r, const char *operation_id);
+
 /* Slots free for new jobs: concurrency minus the jobs queued or running on threads (detached
  * steps hold no slot); 0 once closed. */
 unsigned runner_free_slots(struct runner *r);

@@ -24,6 +24,7 @@
 #define GAVE_UP_DEADLINE   "past_deadline" /* the backend ran past the plan's deadline */
 #define GAVE_UP_SHUTDOWN   "released"      /* the worker stopped (or the backend did) first */
 #define GAVE_UP_LEASE_LOST "lease_lost"    /* the operation is no longer this worker's */
+#define GAVE_UP_HALTED     "halted" /* a delete halted it: its end is recorded, not its outcome */
 
 /* One job from its claim to its recording. On the heap: a detached step (BACKEND_DETACHED)
  * outlives the runner thread that started it, and is recorded by whichever runner thread takes
@@ -121,19 +122,37 @@ static void release_op(struct step_pool *pool, const struct osbq_job *job, const
     osbq_log_line_end(&line);
 }
 
-/* Gives the operation up when verdict says the lease is lost, and counts it lost. */
+bool step_halt_locked(struct step *st, const char *operation_id)
+{
+    if (strcmp(st->job.operation_id, operation_id) != 0 || !give_up_locked(st, GAVE_UP_HALTED))
+        return false;
+    worker_metrics_operation(st->pool->metrics, &st->job, WORKER_OP_HALTED);
+    return true;
+}
+
+bool step_list_halt_locked(struct step_list *list, const char *operation_id)
+{
+    for (struct step *st = list->first; st != NULL; st = st->next)
+        if (step_halt_locked(st, operation_id))
+            return true;
+    return false;
+}
+
+/* Gives the operation up when verdict says the lease is lost, or that a delete halted it
+ * (end_step then records its end), and counts it so. */
 static void heed(struct step *st, enum lease_verdict verdict)
 {
-    if (verdict != LEASE_LOST)
+    if (verdict != LEASE_LOST && verdict != LEASE_HALTED)
         return;
     struct step_pool *pool = st->pool;
+    bool halted = verdict == LEASE_HALTED;
     pthread_mutex_lock(&pool->lock);
-    bool lost = give_up_locked(st, GAVE_UP_LEASE_LOST);
+    bool lost = give_up_locked(st, halted ? GAVE_UP_HALTED : GAVE_UP_LEASE_LOST);
     pthread_mutex_unlock(&pool->lock);
     if (!lost)
         return;
     pool->gave_up(pool);
-    worker_metrics_operation(pool->metrics, &st->job, WORKER_OP_LOST);
+    worker_metrics_operation(pool->metrics, &st->job, halted ? WORKER_OP_HALTED : WORKER_OP_LOST);
 }
 
 /* Whether the backend must stop: the lease was lost, the deadline passed, or the pool was
@@ -220,7 +239,7 @@ static bool call_keep_alive(struct backend_call *call, const char *description)
     enum lease_verdict verdict = lease_renew_start(&st->lease, description, now);
     heed(st, verdict);
     if (description != NULL)
-        return verdict != LEASE_LOST;
+        return verdict != LEASE_LOST && verdict != LEASE_HALTED;
     /* Looks once more, as a wait of 0 ms does after renewing. */
     return !must_stop(st, osbq_clock_ms());
 }
@@ -334,6 +353,30 @@ static int run_claimed(struct step *st)
     return run_backend(st);
 }
 
+/* A step a delete halted has stopped (its backend returned): its end is recorded now, so that
+ * finish.lua fails the operation and makes the delete that halted it due, rather than when
+ * its lease runs out (docs/decisions/0051). The line says how long the step ran. */
+static void record_halted_end(struct step *st)
+{
+    struct step_pool *pool = st->pool;
+    struct osbq_error err = {0};
+    int rc = osbq_store_halted_end(pool->store, st->job.operation_id, pool->worker_id, &err);
+    int64_t age_ms = osbq_clock_ms() - st->started_ms;
+    if (rc < 0)
+        log_warnx("operation %s: halted after %" PRId64 " ms, its end not recorded (%s): the "
+                  "recovery loop records it once its lease runs out",
+                  st->job.operation_id, age_ms, err.text);
+    else if (rc == 0)
+        log_warnx("operation %s: told to halt after %" PRId64 " ms, but it is not halting here "
+                  "(ended meanwhile, or not this worker's): its step stopped, nothing recorded",
+                  st->job.operation_id, age_ms);
+    else
+        log_info("operation %s (%s of instance %s): halted by a delete, its step stopped after "
+                 "%" PRId64 " ms",
+                 st->job.operation_id, osbq_job_kind_name(st->job.kind), st->job.instance_id,
+                 age_ms);
+}
+
 /* Ends the step with what the backend answered (rc: 0 a result, -1 none): records it, or
  * gives the operation back, and writes the job's end line. Returns true when its operation was
  * given up (counted in pool->given_up until the pool takes it off). */
@@ -357,6 +400,8 @@ static bool end_step(struct step *st, int rc)
         pool->gave_up(pool);
         release_op(pool, job, release_why, st->deadline_s);
     }
+    if (gave_up != NULL && strcmp(gave_up, GAVE_UP_HALTED) == 0)
+        record_halted_end(st);
 
     const char *outcome = gave_up;
     int64_t due_in_ms = -1;

@@ -60,6 +60,15 @@ struct step_pool {
     void (*detached_ended)(struct step_pool *pool);
 };
 
+/* Under pool->lock: when st runs operation_id, gives it up as halted by a delete (a gateway's
+ * HALT, docs/decisions/0051): its backend is told to stop, and the step records the operation's
+ * end once it returned. True when it did; the caller then calls pool->gave_up once it let go
+ * of the lock. */
+bool step_halt_locked(struct step *st, const char *operation_id);
+
+/* step_halt_locked for the first step of list that runs operation_id. */
+bool step_list_halt_locked(struct step_list *list, const char *operation_id);
+
 /* What step_run did with its step. */
 enum step_fate {
     STEP_RECORDED, /* ended and recorded (or dropped before its claim): free it */

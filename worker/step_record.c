@@ -68,6 +68,24 @@ static int record(struct step_pool *pool, const char *op, const struct osbq_op_r
     }
 }
 
+/* A step that ended in progress while a delete halted its operation (wait.lua answered 2):
+ * its end is recorded now, failed (finish.lua), so that the delete runs. Returns the job's end
+ * result. */
+static const char *record_halted(struct step_pool *pool, const struct osbq_job *job)
+{
+    struct osbq_error err = {0};
+    int recorded = osbq_store_halted_end(pool->store, job->operation_id, pool->worker_id, &err);
+    if (recorded < 0)
+        log_warnx("operation %s: halted, its end not recorded (%s): the recovery loop records it "
+                  "once its lease runs out",
+                  job->operation_id, err.text);
+    worker_metrics_operation(pool->metrics, job,
+                             recorded > 0    ? WORKER_OP_HALTED
+                             : recorded == 0 ? WORKER_OP_LOST
+                                             : WORKER_OP_RELEASED);
+    return recorded > 0 ? "halted" : recorded == 0 ? "dropped" : "not_recorded";
+}
+
 const char *step_record(struct step_pool *pool, struct backend_call *call, unsigned origin,
                         int64_t end_ms, double backend_seconds, int64_t *due_in_ms)
 {
@@ -77,6 +95,8 @@ const char *step_record(struct step_pool *pool, struct backend_call *call, unsig
         int64_t now = osbq_store_now_ms();
         int64_t due = step_due_ms(now, call->result.poll_after_ms, end_ms);
         int recorded = record(pool, job->operation_id, &call->result, due);
+        if (recorded == 2)
+            return record_halted(pool, job);
         if (recorded > 0) {
             /* A step, not an outcome: the operation goes on, held by nobody. */
             worker_metrics_step(pool->metrics);
@@ -100,6 +120,11 @@ const char *step_record(struct step_pool *pool, struct backend_call *call, unsig
     }
     /* Not recorded (the worker stopping while Redis is away) counts as released: another
      * worker runs it once its lease expires. */
+    if (recorded == 2) {
+        /* A delete halted it: finish.lua recorded it failed, whatever the step reported. */
+        worker_metrics_operation(pool->metrics, job, WORKER_OP_HALTED);
+        return "halted";
+    }
     worker_metrics_operation(pool->metrics, job,
                              recorded > 0
                                  ? (call->result.succeeded ? WORKER_OP_SUCCEEDED : WORKER_OP_FAILED)

@@ -8,8 +8,8 @@ static const char *const kind_label[] = {"kind"};
 static const char *const result_label[] = {"result"};
 
 /* Label values, in enum order. */
-static const char *const state_names[WORKER_OP_STATES] = {"succeeded", "failed", "released",
-                                                          "lost"};
+static const char *const state_names[WORKER_OP_STATES] = {"succeeded", "failed", "released", "lost",
+                                                          "halted"};
 static const char *const claim_names[WORKER_CLAIM_RESULTS] = {"claimed", "skipped", "error"};
 
 /* The index of kind in the per-kind arrays, or -1 when it is not one of the five. */

@@ -24,6 +24,7 @@ enum worker_op_state {
     WORKER_OP_RELEASED,  /* given back without an outcome: past its deadline, or the worker
                           * stopped first */
     WORKER_OP_LOST,      /* no longer this worker's: its lease was lost, or the outcome refused */
+    WORKER_OP_HALTED,    /* a delete of its instance or binding halted it (its step stopped) */
     WORKER_OP_STATES,
 };
 

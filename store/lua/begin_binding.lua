@@ -3,9 +3,12 @@
 -- nothing is written unless the answer is "accepted" (or a waiter joins a running operation).
 -- Returns {answer, operation id?, "", "", binding result JSON?, tenant?}; answers: accepted,
 -- in_progress, done, conflict, busy, no_instance, instance_busy, gone, mismatch,
--- bad_predecessor; or {'capped', in progress, tenant} when the tenant's cap is reached.
+-- bad_predecessor; or {'capped', in progress, tenant} when the tenant's cap is reached; or
+-- {'halting', operation id, "", "", "", tenant, halted operation, its step's worker or ""}
+-- when an unbind halted the bind (arg_halt).
 -- requires: in_progress (store/lua/lib/in_progress.lua: in_progress_refusal, in_progress_take)
 -- requires: join (store/lua/lib/join.lua: join)
+-- requires: halt (store/lua/lib/halt.lua: halt, queue_after_halt)
 -- requires: fields (store/lua/lib/fields.lua: read_fields)
 -- requires: handover (store/lua/lib/handover.lua: handover_claim)
 local key_instance = KEYS[1]  -- the instance hash
@@ -46,6 +49,9 @@ local arg_handed_worker = ARGV[22]    -- the worker a new operation is handed to
                                       -- for it here, docs/decisions/0042), or "": queued for
                                       -- any worker's claim
 local arg_handed_until = ARGV[23]     -- with handed_worker: the hand-over's lease end, ms; or ""
+local arg_halt = ARGV[24]             -- "1": an unbind halts a bind that holds the binding (the
+                                      -- plan's halt_on_delete, lib/halt.lua) instead of
+                                      -- answering busy; or ""
 local inst, binding_key, op_key, queue, set = key_instance, key_binding, key_op, key_queue,
                                               key_bindings
 local kind, op_id, digest, now = arg_kind, arg_operation_id, arg_digest, arg_now
@@ -77,10 +83,15 @@ local binding_theirs = binding_state and (binding_platform or 'default') ~= plat
 -- default one, so that a poll naming the operation reads it alone (docs/decisions/0043). One
 -- write of the operation and one of the binding: binding_fields (a bind's new binding) go with
 -- its lock.
+-- An unbind that halted the bind (lib/halt.lua) waits for it, not handed to anyone: 'after'
+-- names it, and finish.lua makes the unbind due once it ended.
+local after, after_due
 local function record(binding_fields)
   local tenant = inst_tenant or arg_tenant
+  if after then handed = false end
   local fields = {'kind', kind, 'instance', arg_instance_id, 'binding', arg_binding_id,
-                  'plan_id', arg_plan_id, 'state', handed and 'running' or 'queued',
+                  'plan_id', arg_plan_id,
+                  'state', (after and 'waiting') or (handed and 'running') or 'queued',
                   'created_ms', now, 'api', arg_api_version, 'job', arg_job, 'tenant', tenant}
   local function add(name, value)
     fields[#fields + 1], fields[#fields + 2] = name, value
@@ -95,8 +106,16 @@ local function record(binding_fields)
   if cap then add('in_progress_key', in_progress_take(prefix, tenant)) end
   local due = arg_claim_deadline
   if handed then due = handover_claim(add, arg_handed_worker, arg_handed_until, now) end
+  if after then
+    add('after', after)
+    add('due_ms', after_due)
+  end
   redis.call('HSET', op_key, unpack(fields))
-  redis.call('ZADD', queue, due, op_id)
+  if after then
+    queue_after_halt(prefix, queue, op_id, tenant, after_due)
+  else
+    redis.call('ZADD', queue, due, op_id)
+  end
   local n = #binding_fields
   binding_fields[n + 1], binding_fields[n + 2], binding_fields[n + 3], binding_fields[n + 4] =
       'lock_x', op_id, 'last_op', op_id
@@ -151,10 +170,12 @@ end
 
 if kind == 'unbind' then
   if not binding_state or binding_state == 'gone' or binding_theirs then return {'gone'} end
+  local halted_worker
   if binding_lock_x then
     local running = redis.call('HGET', prefix .. 'op:' .. binding_lock_x, 'kind')
     if running == 'unbind' then return join(prefix, binding_lock_x, gateway) end
-    return {'busy'}
+    -- Spec, Unbinding: as a deprovision during a provision, it halts the bind.
+    if running ~= 'bind' or arg_halt ~= '1' or inst_lock_x then return {'busy'} end
   end
   if inst_lock_x then return {'instance_busy'} end
   -- The plan the binding was made with, or its instance's plan now: after a plan change,
@@ -163,7 +184,13 @@ if kind == 'unbind' then
       (arg_plan_id ~= binding_plan_id and arg_plan_id ~= inst_plan_id) then
     return {'mismatch'}
   end
-  return record({})
+  if binding_lock_x then
+    after = binding_lock_x
+    halted_worker, after_due = halt(prefix, queue, after, op_id, now, arg_claim_deadline)
+  end
+  local reply = record({})
+  if not after then return reply end
+  return {'halting', op_id, '', '', '', reply[6], after, halted_worker or ''}
 end
 
 return redis.error_reply('unknown operation kind ' .. kind)

@@ -4,9 +4,11 @@
 -- Returns {answer, operation id?, dashboard url?, metadata?, "", tenant?}; answers: accepted,
 -- in_progress, done, conflict, busy, not_found, gone, changed, mismatch; or {'quota', line,
 -- used} when the quota on that line (1-based) is full; or {'capped', in progress, tenant} when
--- the tenant's cap is reached.
+-- the tenant's cap is reached; or {'halting', operation id, "", "", "", tenant, halted
+-- operation, its step's worker or ""} when a deprovision halted the provision (arg_halt).
 -- requires: in_progress (store/lua/lib/in_progress.lua: in_progress_refusal, in_progress_take)
 -- requires: join (store/lua/lib/join.lua: join)
+-- requires: halt (store/lua/lib/halt.lua: halt, queue_after_halt)
 -- requires: fields (store/lua/lib/fields.lua: read_fields)
 -- requires: handover (store/lua/lib/handover.lua: handover_claim)
 local key_instance = KEYS[1]  -- the instance hash
@@ -50,6 +52,9 @@ local arg_handed_worker = ARGV[22]        -- the worker a new operation is hande
                                           -- worker's claim
 local arg_handed_until = ARGV[23]         -- with handed_worker: the hand-over's lease
                                           -- end, ms; or ""
+local arg_halt = ARGV[24]                 -- "1": a deprovision halts a provision that holds
+                                          -- the instance (the plan's halt_on_delete,
+                                          -- lib/halt.lua) instead of answering busy; or ""
 local inst, op_key, queue = key_instance, key_op, key_queue
 local kind, op_id, digest, now = arg_kind, arg_operation_id, arg_digest, arg_now
 local gateway, prefix, platform = arg_waiting_gateway, arg_prefix, arg_platform
@@ -121,10 +126,15 @@ end
 -- One write of the operation and one of the instance: inst_fields (a provision's new
 -- instance) go with the lock.
 local quotas_held -- a deprovision's: the instance's quota counters, or nil when it holds none
+-- A deprovision that halted the provision (lib/halt.lua) waits for it, not handed to anyone:
+-- 'after' names it, and finish.lua makes the deprovision due once it ended.
+local after, after_due
 local function record(plan_id, prev_plan, inst_fields)
   local tenant = inst_tenant or arg_tenant
+  if after then handed = false end
   local fields = {'kind', kind, 'instance', arg_instance_id, 'plan_id', plan_id,
-                  'state', handed and 'running' or 'queued', 'created_ms', now,
+                  'state', (after and 'waiting') or (handed and 'running') or 'queued',
+                  'created_ms', now,
                   'api', arg_api_version, 'job', arg_job, 'tenant', tenant}
   local function add(name, value)
     fields[#fields + 1], fields[#fields + 2] = name, value
@@ -146,8 +156,16 @@ local function record(plan_id, prev_plan, inst_fields)
   if cap then add('in_progress_key', in_progress_take(prefix, tenant)) end
   local due = arg_claim_deadline
   if handed then due = handover_claim(add, arg_handed_worker, arg_handed_until, now) end
+  if after then
+    add('after', after)
+    add('due_ms', after_due)
+  end
   redis.call('HSET', op_key, unpack(fields))
-  redis.call('ZADD', queue, due, op_id)
+  if after then
+    queue_after_halt(prefix, queue, op_id, tenant, after_due)
+  else
+    redis.call('ZADD', queue, due, op_id)
+  end
   local n = #inst_fields
   inst_fields[n + 1], inst_fields[n + 2], inst_fields[n + 3], inst_fields[n + 4] =
       'lock_x', op_id, 'last_op', op_id
@@ -237,16 +255,23 @@ if kind == 'deprovision' then
   if arg_plan_id ~= inst_plan_id or arg_service_id ~= inst_service_id then
     return {'mismatch', '', '', ''}
   end
+  local halted_worker
   if inst_lock_x then
     local running = redis.call('HGET', prefix .. 'op:' .. inst_lock_x, 'kind')
     if running == 'deprovision' then return join(prefix, inst_lock_x, gateway) end
-    return {'busy'}
+    -- Spec, Deprovisioning: a delete accepted during the provision "MUST have the net effect of
+    -- halting the current creation process and beginning the deletion".
+    if running ~= 'provision' or arg_halt ~= '1' or lock_s > 0 then return {'busy'} end
+    after = inst_lock_x
+    halted_worker, after_due = halt(prefix, queue, after, op_id, now, arg_claim_deadline)
   end
   if lock_s > 0 then return {'busy'} end
   -- The quotas finish.lua gives back, as read here (the lock keeps them as they are): it need
   -- not read the instance for them.
   if inst_quota_keys then quotas_held = inst_quota_keys end
-  return record(inst_plan_id, inst_plan_id, {})
+  local reply = record(inst_plan_id, inst_plan_id, {})
+  if not after then return reply end
+  return {'halting', op_id, '', '', '', reply[6], after, halted_worker or ''}
 end
 
 return redis.error_reply('unknown operation kind ' .. kind)

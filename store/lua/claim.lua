@@ -20,7 +20,7 @@ local arg_operation_id = ARGV[5]  -- operation id
 local arg_prefix = ARGV[6]        -- the key prefix "<ns>:"
 local op = read_fields(key_op, {'state', 'lease_until', 'due_ms', 'tenant', 'claims',
                                 'started_ms', 'history', 'resume', 'steps', 'created_ms',
-                                'worker', 'service_id'})
+                                'worker', 'service_id', 'after'})
 local previous_release = begun_by_previous_release(op.service_id)
 local state = op.state
 local now = tonumber(arg_now)
@@ -30,6 +30,10 @@ elseif state == 'waiting' then
   -- A copy of the job delivered before the step is due (a late duplicate): not a poll yet. The
   -- second of slack absorbs the clocks of the worker that set the due time and this one.
   if tonumber(op.due_ms or '0') > now + 1000 then return 0 end
+  -- A delete waits for the creation it halted to stop (lib/halt.lua).
+  if op.after and redis.call('HGET', arg_prefix .. 'op:' .. op.after, 'state') == 'halting' then
+    return 0
+  end
 elseif state ~= 'queued' then
   return 0
 end

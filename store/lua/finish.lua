@@ -4,9 +4,11 @@
 -- (its history included) in one HMGET, one HSET, one HDEL; the lock freed without reading it
 -- (the operation holds its instance's or binding's lock_x until this script runs: only the
 -- begin scripts take it, only this one frees it).
--- Returns 1, or 0 when the operation is no longer this worker's.
+-- Returns 1, 2 when it ended a creation a delete halted (lib/halt.lua), or 0 when the operation
+-- is no longer this worker's.
 -- requires: history (store/lua/lib/history.lua: history_with)
 -- requires: release (store/lua/lib/release.lua: begun_by_previous_release)
+-- requires: fields (store/lua/lib/fields.lua: read_fields)
 local key_op = KEYS[1]       -- the operation hash
 local key_queue = KEYS[2]    -- the queue zset
 local key_waiters = KEYS[3]  -- the operation's waiters set
@@ -28,32 +30,48 @@ local arg_mode = ARGV[13]              -- "abandon": the recovery loop gives up 
                                        -- "operator": an operator fails an unfinished operation
                                        -- (osbq-ctl fail); "sync_limit": the gateway whose
                                        -- synchronous request's time ran out fails it
-                                       -- (docs/decisions/0048); or ""
+                                       -- (docs/decisions/0048); "halted": the worker whose
+                                       -- step a delete halted, once it stopped (a halting
+                                       -- operation only, docs/decisions/0051); or ""
 -- The operation in one HMGET, each field into the local op_<field>: the names below in the
 -- order of the fields asked (tests/unit/test_store_contract.c checks it).
 local op_state, op_worker, op_kind, op_instance_key, op_plan_id, op_parameters, op_context,
       op_maintenance_version, op_created_ms, op_binding_key, op_bindings_key, op_quota_taken,
       op_quota_keys, op_instance, op_binding, op_tenant, op_lease_until, op_history, op_waited,
-      op_in_progress_key, op_started_ms, op_quotas_held, op_service_id =
+      op_in_progress_key, op_started_ms, op_quotas_held, op_service_id, op_halted_by =
   unpack(redis.call('HMGET', key_op,
                     'state', 'worker', 'kind', 'instance_key', 'plan_id', 'parameters', 'context',
                     'maintenance_version', 'created_ms', 'binding_key', 'bindings_key',
                     'quota_taken', 'quota_keys', 'instance', 'binding', 'tenant', 'lease_until',
                     'history', 'waited', 'in_progress_key', 'started_ms', 'quotas_held',
-                    'service_id'))
+                    'service_id', 'halted_by'))
 local previous_release = begun_by_previous_release(op_service_id)
 local now, retention = tonumber(arg_now), tonumber(arg_retention)
+-- A creation halted by a delete (lib/halt.lua) ends failed whatever its step reports, once its
+-- worker stopped it, its lease ran out, or nobody ran it.
+local halted = op_state == 'halting'
 if arg_mode == 'abandon' then
-  if op_state ~= 'queued' and op_state ~= 'waiting' and
+  if op_state ~= 'queued' and op_state ~= 'waiting' and not halted and
       not (op_state == 'running' and tonumber(op_lease_until or '0') < now) then
     return 0
   end
-elseif arg_mode == 'operator' or arg_mode == 'sync_limit' then
+elseif arg_mode == 'operator' then
+  if op_state ~= 'queued' and op_state ~= 'running' and op_state ~= 'waiting' and not halted then
+    return 0
+  end
+elseif arg_mode == 'sync_limit' then
   if op_state ~= 'queued' and op_state ~= 'running' and op_state ~= 'waiting' then return 0 end
-elseif op_state ~= 'running' or op_worker ~= arg_worker_id then
+elseif arg_mode == 'halted' then
+  if not halted or op_worker ~= arg_worker_id then return 0 end
+elseif (op_state ~= 'running' and not halted) or op_worker ~= arg_worker_id then
   return 0
 end
-local ok = arg_succeeded == '1'
+local ok = arg_succeeded == '1' and not halted
+local description = arg_description
+if halted then
+  description = 'Halted: ' .. (op_binding and 'an unbind' or 'a deprovision') ..
+                ' of it was accepted while it ran (operation ' .. (op_halted_by or '?') .. ').'
+end
 local op_id, prefix = arg_operation_id, arg_prefix
 -- The begin scripts record a key only when it is not the plain one built here.
 local inst = op_instance_key or (prefix .. 'instance:' .. op_instance)
@@ -65,15 +83,16 @@ local event = ok and 'succeeded' or 'failed'
 if arg_mode == 'abandon' then event = 'abandoned' end
 if arg_mode == 'operator' then event = 'failed_by_operator' end
 if arg_mode == 'sync_limit' then event = 'failed_at_sync_limit' end
-local op_fields = {'state', ok and 'succeeded' or 'failed', 'description', arg_description,
+if halted then event = 'halted' end
+local op_fields = {'state', ok and 'succeeded' or 'failed', 'description', description,
                    'finished_ms', now}
 -- A worker's outcome of this release's operation is said by the fields just written
 -- (lib/history.lua); the recovery loop's and an operator's are events of their own, and the
 -- previous release's operations keep every event written.
-if arg_mode ~= '' or previous_release then
+if arg_mode ~= '' or previous_release or halted then
   op_fields[#op_fields + 1], op_fields[#op_fields + 2] = 'history',
       history_with(op_history, {ms = now, event = event, worker = op_worker,
-                                description = arg_description},
+                                description = description, by = op_halted_by},
                    {started_ms = op_started_ms, worker = op_worker})
 end
 if not ok and (op_kind == 'update' or op_kind == 'deprovision') then
@@ -111,7 +130,10 @@ if binding then
   if tonumber(redis.call('HINCRBY', inst, 'lock_s', -1)) <= 0 then
     redis.call('HDEL', inst, 'lock_s')
   end
-  if op_kind == 'bind' then
+  if halted then
+    -- The unbind that halted it holds the binding now: no credentials, its lock stays.
+    redis.call('HSET', binding, 'state', 'failed')
+  elseif op_kind == 'bind' then
     if ok and arg_binding ~= '' then
       redis.call('HSET', binding, 'state', 'bound', 'result', arg_binding)
     else
@@ -130,6 +152,8 @@ else
   -- The instance: its new state and attributes in one write, its lock and what it no longer
   -- holds in one delete.
   local set, del = {}, {'lock_x'}
+  -- The deprovision that halted it holds the instance, and gives its quotas back.
+  if halted then set, del = {'state', 'failed'}, {} end
   if ok then
     if arg_dashboard_url ~= '' then
       set[#set + 1], set[#set + 2] = 'dashboard_url', arg_dashboard_url
@@ -138,7 +162,9 @@ else
       set[#set + 1], set[#set + 2] = 'metadata', arg_metadata
     end
   end
-  if op_kind == 'provision' then
+  if halted then
+    -- Its state only (above): the deprovision finishes the rest.
+  elseif op_kind == 'provision' then
     set[#set + 1], set[#set + 2] = 'state', ok and 'provisioned' or 'failed'
     if not ok then
       quota_release(redis.call('HGET', inst, 'quota_keys'), {})
@@ -192,13 +218,28 @@ else
     if #left > 0 then redis.call('DEL', bindings_set) end
   end
   if #set > 0 then redis.call('HSET', inst, unpack(set)) end
-  redis.call('HDEL', inst, unpack(del))
+  if #del > 0 then redis.call('HDEL', inst, unpack(del)) end
+end
+
+-- The delete that halted it (lib/halt.lua) waits for this end: due now.
+if halted and op_halted_by then
+  local deleting_key = prefix .. 'op:' .. op_halted_by
+  local deleting = read_fields(deleting_key, {'state', 'after', 'tenant'})
+  if deleting.state == 'waiting' and deleting.after == op_id then
+    redis.call('HSET', deleting_key, 'due_ms', now)
+    if deleting.tenant and deleting.tenant ~= '' then
+      redis.call('ZADD', prefix .. 'polls:' .. deleting.tenant, now, op_halted_by)
+      redis.call('ZADD', prefix .. 'poll_tenants', 'LT', now, deleting.tenant)
+    else
+      redis.call('ZADD', key_queue, now, op_halted_by)
+    end
+  end
 end
 
 -- Average duration per plan and kind (exponentially weighted), for adaptive Retry-After:
 -- sampled, one operation in eight (by its id's last byte), which is plenty for an average and
 -- saves its read and write on the others.
-if string.byte(op_id, -1) % 8 == 0 then
+if not halted and string.byte(op_id, -1) % 8 == 0 then
   local took = now - tonumber(op_created_ms or now)
   local stats = prefix .. 'stats:' .. op_plan_id
   local avg = tonumber(redis.call('HGET', stats, op_kind) or '-1')
@@ -217,7 +258,7 @@ elseif op_waited then
 end
 if #gateways > 0 then
   local outcome = cjson.encode({operation = op_id, state = ok and 'succeeded' or 'failed',
-                                description = arg_description, dashboard_url = arg_dashboard_url,
+                                description = description, dashboard_url = arg_dashboard_url,
                                 metadata = arg_metadata,
                                 instance_usable = arg_instance_usable == '1',
                                 update_repeatable = arg_update_repeatable == '1'})
@@ -225,4 +266,4 @@ if #gateways > 0 then
     redis.call('PUBLISH', prefix .. 'events:' .. gw, outcome)
   end
 end
-return 1
+return halted and 2 or 1

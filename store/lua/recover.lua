@@ -53,6 +53,13 @@ for _, op_id in ipairs(due) do
       redis.call('ZADD', queue, next_due, op_id)
       table.insert(out, {op_id, 'poll', claims, op.job or '', '', op.kind or '', ''})
     end
+  elseif state == 'halting' and op.worker and tonumber(op.lease_until or '0') >= now then
+    -- Halted by a delete while its step runs (lib/halt.lua): its worker records the end.
+    redis.call('ZADD', queue, op.lease_until, op_id)
+  elseif state == 'halting' then
+    -- Nobody runs it (any more): it ends now, failed, and its delete becomes due.
+    redis.call('ZADD', queue, next_due, op_id)
+    table.insert(out, {op_id, 'halted', claims, '', '', op.kind or '', op.tenant or ''})
   elseif claims >= max_attempts then
     -- Used up: its lease ran out, or it was given back (deadline, shutdown), that many times.
     redis.call('ZADD', queue, next_due, op_id)

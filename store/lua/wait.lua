@@ -7,7 +7,8 @@
 -- recovery scan takes every tenant's due steps in turn (docs/decisions/0038); its queue entry
 -- stays, a minute later, for the gateways of the previous release, which read only the queue.
 -- One without a tenant (begun by a gateway of the previous release) waits in the queue alone.
--- Returns 1, or 0 when the operation is no longer this worker's.
+-- Returns 1, 0 when the operation is no longer this worker's, or 2 when a delete halted it
+-- (lib/halt.lua): the worker then records its end with finish.lua.
 -- requires: history (store/lua/lib/history.lua: add_history)
 -- requires: fields (store/lua/lib/fields.lua: read_fields)
 local key_op = KEYS[1]     -- the operation hash
@@ -20,6 +21,7 @@ local arg_now = ARGV[5]           -- ms
 local arg_operation_id = ARGV[6]  -- operation id
 local arg_prefix = ARGV[7]        -- the key prefix "<ns>:"
 local op = read_fields(key_op, {'state', 'worker', 'tenant'})
+if op.state == 'halting' and op.worker == arg_worker_id then return 2 end
 if op.state ~= 'running' or op.worker ~= arg_worker_id then return 0 end
 local steps = redis.call('HINCRBY', key_op, 'steps', 1)
 -- Before the worker goes: it may have to be written out as the first claim's (lib/history.lua).

@@ -1,12 +1,13 @@
 /* Fuzz target: the bus decoder (bus/bus.c, osbq_bus_decode), which reads the messages that
  * reach a gateway's ROUTER and a worker's DEALER: with CURVE off, any process that reaches the
  * bus port can send them. Every input is decoded twice, as a gateway reads it (the first frame
- * is the sender's ROUTER identity; READY and REJECT) and as a worker reads it (JOB). Besides "no
- * crash, no leak": the identity, the command and the frame count are the message's; the kind is
+ * is the sender's ROUTER identity; READY and REJECT) and as a worker reads it (JOB, HALT). Besides
+ * "no crash, no leak": the identity, the command and the frame count are the message's; the kind is
  * the one bus.h promises for these frames; a READY's fields are its frames' values (worker id,
  * free slots of at most a million, decimal counts, a hand-over lease of 1..3600000 ms) and a
  * MALFORMED one fills none; a JOB's or a REJECT's job is the frame after the command, byte for
- * byte, and a handed JOB's lease end and tenant are its next two frames' values; the command
+ * byte, and a handed JOB's lease end and tenant are its next two frames' values; a HALT's
+ * operation id is its one frame's (1..64 bytes, no NUL), or it is MALFORMED; the command
  * quoted for a log line is printable ASCII; clearing empties the message.
  *
  * Input: the frames one after another, each a length byte then that many bytes. A length byte
@@ -202,15 +203,31 @@ static void check_handed(const struct osbq_bus_msg *m, zmsg_t *sent)
                string_of_frame(m->handed.tenant, tenant));
 }
 
-/* sent decoded by a worker: JOB with one frame after it (plain) or three (handed); anything
- * else is UNKNOWN. */
+/* A HALT as sent: HALT with its operation id when it is the one frame after the command, 1 to
+ * OSBQ_BUS_OPERATION_ID_MAX bytes without a NUL byte; MALFORMED otherwise. */
+static void check_halt(const struct osbq_bus_msg *m, zmsg_t *sent)
+{
+    zframe_t *id = frame_at(sent, 1);
+    if (zmsg_size(sent) != 2 || zframe_size(id) == 0 ||
+        zframe_size(id) > OSBQ_BUS_OPERATION_ID_MAX || !no_nul(id)) {
+        FUZZ_CHECK(m->kind == OSBQ_BUS_MSG_MALFORMED && m->operation_id == NULL);
+        return;
+    }
+    FUZZ_CHECK(m->kind == OSBQ_BUS_MSG_HALT && m->operation_id != NULL &&
+               strlen(m->operation_id) == zframe_size(id) && string_of_frame(m->operation_id, id));
+}
+
+/* sent decoded by a worker: JOB with one frame after it (plain) or three (handed), HALT with
+ * one; anything else is UNKNOWN. */
 static void check_at_worker(const struct osbq_bus_msg *m, zmsg_t *sent)
 {
     zframe_t *command = frame_at(sent, 0);
     FUZZ_CHECK(m->identity == NULL);
     FUZZ_CHECK(m->frames == zmsg_size(sent));
     FUZZ_CHECK(same_frame(m->command, command));
-    if (command == NULL || !zframe_streq(command, OSBQ_BUS_JOB)) {
+    if (command != NULL && zframe_streq(command, OSBQ_BUS_HALT)) {
+        check_halt(m, sent);
+    } else if (command == NULL || !zframe_streq(command, OSBQ_BUS_JOB)) {
         FUZZ_CHECK(m->kind == OSBQ_BUS_MSG_UNKNOWN);
     } else if (zmsg_size(sent) == 4) {
         check_handed(m, sent);

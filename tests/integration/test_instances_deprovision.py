@@ -78,17 +78,21 @@ class Deprovisioning(InstanceTestCase):
         self.wait_gone(iid, op, gw=1)
         self.assertError(self.fetch(iid), 404)
 
-    def test_orphan_mitigation_delete_while_provisioning_422_concurrency_error(self):
-        """Deprovisioning / Orphan Mitigation; 0003: halting the current creation is not
-        offered, a DELETE while the provision runs gets 422 ConcurrencyError, and works once
-        it has ended."""
+    def test_orphan_mitigation_delete_while_provisioning_halts_it(self):
+        """Deprovisioning: a delete accepted during the provision "MUST have the net effect of
+        halting the current creation process and beginning the deletion" (decision 0051): 202,
+        the provision ends failed (halted) unless it ended first, and the deprovision
+        succeeds either way; a re-sent DELETE is the same operation."""
         iid, op = self.provision_async(SLOW)
-        for incomplete in (None, True):
-            self.assertError(self.delete(iid, SLOW, incomplete), 422, "ConcurrencyError")
-        self.assertEqual(self.last_operation(iid, op).json()["state"], "in progress")
-        self.wait_state(iid, "succeeded", op)
-        dop = self.assertAccepted(self.delete(iid, SLOW, True, 1))
+        dop = self.assertAccepted(self.delete(iid, SLOW, True))
+        self.assertEqual(self.assertAccepted(self.delete(iid, SLOW, True, 1)), dop)
+        ended = self.wait_done(iid, op).json()
+        if ended["state"] == "failed":
+            self.assertIn("Halted", ended.get("description", ""))
+        else:  # the provision's last step ended before the DELETE reached Redis
+            self.assertEqual(ended["state"], "succeeded", ended)
         self.wait_gone(iid, dop)
+        self.assertError(self.fetch(iid), 404)
 
     def test_orphan_mitigation_delete_after_failed_provision_succeeds(self):
         """Orphan Mitigation: a failed synchronous provision or a last_operation "failed" for a
@@ -111,14 +115,17 @@ class Deprovisioning(InstanceTestCase):
         self.assertEqual(kinds, ["deprovision", "provision"])
 
     def test_orphan_mitigation_delete_after_sync_timeout(self):
-        """Orphan Mitigation (the broker does not answer in time; platforms delete); 0003: the
-        DELETE gets 422 ConcurrencyError while the provision still runs, and works after."""
+        """Orphan Mitigation (the broker does not answer in time; platforms delete): the DELETE
+        halts the provision still running (decision 0051): it ends failed, and the deprovision
+        runs."""
         iid = new_id()
         self.assertError(self.put(iid, body_for(SYNC_TIMEOUT)), 504)
-        self.assertError(self.delete(iid, SYNC_TIMEOUT), 422, "ConcurrencyError")
-        self.wait_state(iid, "succeeded")
-        r = self.delete(iid, SYNC_TIMEOUT, gw=1)
-        self.assertEqual(r.status, 200, r.body)
+        dop = self.assertAccepted(self.delete(iid, SYNC_TIMEOUT, True))
+        self.wait_gone(iid, dop)
+        provision = [o for o in self.ops_of(iid) if o.get("kind") == "provision"]
+        self.assertEqual(provision[0].get("state"), "failed", provision)
+        self.assertEqual(provision[0].get("halted_by"), dop)
+        self.assertError(self.delete(iid, SYNC_TIMEOUT, gw=1), 410)
 
 
 if __name__ == "__main__":

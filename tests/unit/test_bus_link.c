@@ -80,8 +80,9 @@ static void test_gateways_served_in_turn(void **state)
     }
     sleep_ms(100);
     struct taken taken = {0};
+    const struct bus_link_handlers handlers = {.on_job = on_job};
     for (int round = 0; round < 50 && taken.count < GATEWAYS * JOBS_EACH; round++)
-        assert_int_equal(bus_link_poll(link, NULL, 0, 100, on_job, &taken), 0);
+        assert_int_equal(bus_link_poll(link, NULL, 0, 100, &handlers, &taken), 0);
     assert_int_equal(taken.count, GATEWAYS * JOBS_EACH);
     /* One from each in turn: the first slots go half to each gateway. */
     for (size_t i = 0; i + 1 < GATEWAYS * JOBS_EACH; i += 2)

@@ -376,6 +376,43 @@ static void test_job_handed_malformed(void **state)
     osbq_bus_msg_clear(&m);
 }
 
+/* HALT: a gateway's word that a delete halted an operation; its one frame is the operation
+ * id, read as sent, at a worker only; anything else of it is MALFORMED. */
+static void test_halt(void **state)
+{
+    (void)state;
+    struct osbq_bus_msg m;
+    const char *const ok[] = {OSBQ_BUS_HALT, "0f3c9a1b2d4e5f60718293a4b5c6d7e8"};
+    decode(ok, 2, OSBQ_BUS_AT_WORKER, &m);
+    assert_int_equal(m.kind, OSBQ_BUS_MSG_HALT);
+    assert_string_equal(m.operation_id, "0f3c9a1b2d4e5f60718293a4b5c6d7e8");
+    assert_null(m.job);
+    osbq_bus_msg_clear(&m);
+
+    char long_id[OSBQ_BUS_OPERATION_ID_MAX + 2];
+    memset(long_id, 'a', sizeof long_id - 1);
+    long_id[sizeof long_id - 1] = '\0';
+    const char *const empty[] = {OSBQ_BUS_HALT, ""};
+    const char *const too_long[] = {OSBQ_BUS_HALT, long_id};
+    const char *const lone[] = {OSBQ_BUS_HALT};
+    const char *const extra[] = {OSBQ_BUS_HALT, "op", "more"};
+    const struct {
+        const char *const *frames;
+        size_t count;
+    } malformed[] = {{empty, 2}, {too_long, 2}, {lone, 1}, {extra, 3}};
+    for (size_t i = 0; i < sizeof malformed / sizeof malformed[0]; i++) {
+        decode(malformed[i].frames, malformed[i].count, OSBQ_BUS_AT_WORKER, &m);
+        assert_int_equal(m.kind, OSBQ_BUS_MSG_MALFORMED);
+        assert_null(m.operation_id);
+        osbq_bus_msg_clear(&m);
+    }
+    /* A worker's HALT is no command a gateway takes. */
+    const char *const at_gateway[] = {"worker-socket", OSBQ_BUS_HALT, "op"};
+    decode(at_gateway, 3, OSBQ_BUS_AT_GATEWAY, &m);
+    assert_int_equal(m.kind, OSBQ_BUS_MSG_UNKNOWN);
+    osbq_bus_msg_clear(&m);
+}
+
 /* Each side takes the other side's commands only; anything else is UNKNOWN, its command kept
  * for the log line, quoted without control or non-ASCII bytes. A message with no command at
  * all is UNKNOWN with none. */
@@ -518,6 +555,13 @@ static void test_send_and_receive_handed(void **state)
         assert_int_equal(released, 1);
     }
 
+    /* A HALT to the same worker, as the dispatcher sends it. */
+    assert_int_equal(osbq_bus_send_halt(gateway, identity, "op-halted"), 0);
+    assert_int_equal(osbq_bus_recv(worker, OSBQ_BUS_AT_WORKER, &m), 0);
+    assert_int_equal(m.kind, OSBQ_BUS_MSG_HALT);
+    assert_string_equal(m.operation_id, "op-halted");
+    osbq_bus_msg_clear(&m);
+
     zframe_destroy(&identity);
     zsock_destroy(&worker);
     zsock_destroy(&gateway);
@@ -536,6 +580,7 @@ int main(void)
         cmocka_unit_test(test_job),
         cmocka_unit_test(test_job_handed),
         cmocka_unit_test(test_job_handed_malformed),
+        cmocka_unit_test(test_halt),
         cmocka_unit_test(test_unknown),
         cmocka_unit_test(test_send_and_receive),
         cmocka_unit_test(test_send_and_receive_handed),

@@ -44,6 +44,11 @@
 #                --noisy-count, --noisy-window, --noisy-variant, --noisy-gateways,
 #                --noisy-workers, --noisy-reference). Not in the default selection: each run
 #                takes about ten minutes.
+#   halt         how soon a DELETE halts the creation it meets (issue 42, bench/halt.py): 200
+#                provisions of one 30-s step (sim blocking, then exec), each deleted 1 to 10 s
+#                after its 202: from the DELETE's 202 to the halted end and to the deprovision's,
+#                and the slots still held afterwards (--halt-count N). Not in the default
+#                selection.
 #   scale_out    capacity as the fleet grows (issue 29, bench/scale_out.py): sync lifecycles
 #                with 1x1, 2x2, 4x4 and 8x8 gateways x workers, and 20-ms CPU steps (sim's
 #                cpu_ms) with 1, 2, 4 and 8 one-slot workers; lifecycles per second of Redis
@@ -84,6 +89,7 @@ source bench/cases/long_ops_exec.sh
 source bench/cases/due.sh
 source bench/cases/noisy_neighbor.sh
 source bench/cases/scale_out.sh
+source bench/cases/halt.sh
 
 runs=5
 duration=10
@@ -105,10 +111,11 @@ noisy_window=120
 noisy_variant=sim
 noisy_gateways=1
 noisy_workers=1
+halt_count=200
 all_cases="catalog,accept,redis,accept_alone,last_op,lifecycle,sync_cycle,scale,memory,round_trips,durable"
 cases=$all_cases
 # Every case, the long one included, for --cases.
-known_cases="$all_cases,long_ops,long_ops_exec,due,noisy_neighbor,scale_out"
+known_cases="$all_cases,long_ops,long_ops_exec,due,noisy_neighbor,scale_out,halt"
 build_dir="$top/build-bench"
 
 usage() {
@@ -124,7 +131,7 @@ usage: bench/run.sh [options]
   --cases LIST      comma-separated subset of (default all but long_ops and long_ops_exec):
                     catalog,accept,redis,accept_alone,last_op,lifecycle,sync_cycle,scale,
                     memory,round_trips,long_ops,long_ops_exec,durable,due,noisy_neighbor,
-                    scale_out
+                    scale_out,halt
   --long-ops-scale F  multiplies long_ops' and long_ops_exec's counts (default 1; 0.1 for a
                     quick run)
   --long-ops-phases LIST  comma-separated phases of long_ops to run (default all:
@@ -144,6 +151,7 @@ usage: bench/run.sh [options]
   --noisy-reference DIR  the noisy_neighbor case also runs this build directory's binaries
   --scale-out-reference DIR  the scale_out case also runs this build directory's binaries,
                     after each run of this one
+  --halt-count N    provisions the halt case deletes while they run (default 200)
   --exec-poll-limit N  OSBQ_WORKER_EXEC_CONCURRENCY in long_ops_exec's poll phase (default:
                     the worker's, 256)
   --build-dir DIR   where to build the Release binaries (default build-bench/)
@@ -177,6 +185,7 @@ while [ $# -gt 0 ]; do
     --noisy-variant) noisy_variant="${2:-}"; shift 2 ;;
     --noisy-gateways) noisy_gateways="${2:-}"; shift 2 ;;
     --noisy-workers) noisy_workers="${2:-}"; shift 2 ;;
+    --halt-count) halt_count="${2:-}"; shift 2 ;;
     --quick) runs=1 duration=2 instances=2000 scale_instances=50000 suspended=1000; shift ;;
     -h | --help) usage; exit 0 ;;
     *) usage >&2; die "unknown option $1" ;;
@@ -186,6 +195,7 @@ positive_int "$runs" --runs
 positive_int "$noisy_count" --noisy-count
 positive_int "$noisy_gateways" --noisy-gateways
 positive_int "$noisy_workers" --noisy-workers
+positive_int "$halt_count" --halt-count
 [[ $noisy_window =~ ^[0-9]+$ ]] ||
   die "--noisy-window must be a whole number of seconds, not '$noisy_window'"
 [[ ",sim,exec,both," == *",$noisy_variant,"* ]] ||
@@ -237,7 +247,7 @@ main() {
   if want_case accept || want_case redis; then case_accept; fi
   local name
   for name in accept_alone last_op lifecycle sync_cycle scale memory round_trips long_ops durable \
-    long_ops_exec due noisy_neighbor scale_out; do
+    long_ops_exec due noisy_neighbor scale_out halt; do
     if want_case "$name"; then "case_$name"; fi
   done
   local status=0

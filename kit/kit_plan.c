@@ -33,6 +33,7 @@ struct plan_run {
     struct kit_outcome instance;           /* the last provision or update that succeeded */
     struct kit_outcome binding;            /* the last bind that succeeded */
     struct kit_tally tally;
+    char last_operation[ID_MAX]; /* the operation id run_op used last */
 };
 
 /* A new id: prefix and 16 random hex digits. */
@@ -72,6 +73,7 @@ static enum kit_verdict run_op(struct plan_run *pr, enum osbq_job_kind kind, con
 {
     char operation_id[ID_MAX];
     new_id("kit-op-", operation_id, sizeof operation_id);
+    memcpy(pr->last_operation, operation_id, sizeof pr->last_operation);
     const struct kit_inputs *in = pr->in;
     struct kit_job job = {
         .kind = kind,
@@ -85,6 +87,7 @@ static enum kit_verdict run_op(struct plan_run *pr, enum osbq_job_kind kind, con
                                                  : NULL,
         .context = in->context,
         .bind_resource = kind == OSBQ_JOB_BIND ? in->bind_resource : NULL,
+        .halted_operation = mode->halted_operation,
     };
     struct kit_outcome outcome;
     kit_operation(pr->kit, &job, mode, &outcome);
@@ -194,7 +197,8 @@ static void clean_up(struct plan_run *pr)
 }
 
 /* --check: the deprovision of an instance whose provision never finished (stopped part-way, or
- * never polled to its end) and of an instance never provisioned must both succeed. */
+ * never polled to its end: a provision a delete halted, whose deprovision names it, decision
+ * 0051) and of an instance never provisioned must both succeed. */
 static void error_paths(struct plan_run *pr)
 {
     char unfinished[ID_MAX], never[ID_MAX];
@@ -203,11 +207,14 @@ static void error_paths(struct plan_run *pr)
     const struct kit_mode stop = {.stop_at_progress = true,
                                   .label = "[check: a provision that never finishes]"};
     enum kit_verdict verdict = run_op(pr, OSBQ_JOB_PROVISION, unfinished, NULL, &stop, NULL);
+    char halted[ID_MAX];
+    memcpy(halted, pr->last_operation, sizeof halted);
     if (verdict == KIT_SUCCEEDED || verdict == KIT_FAILED || verdict == KIT_REFUSED)
         fprintf(pr->kit->out,
                 "  (the provision ended before it could be stopped: it reports no progress "
                 "before its work, or ends within 100 ms)\n\n");
-    const struct kit_mode after = {.label = "[check: an instance that never finished]"};
+    const struct kit_mode after = {.label = "[check: an instance that never finished]",
+                                   .halted_operation = halted};
     if (run_op(pr, OSBQ_JOB_DEPROVISION, unfinished, NULL, &after, NULL) != KIT_SUCCEEDED)
         kit_violation(pr->kit, "a deprovision of an instance whose provision never finished "
                                "must succeed");

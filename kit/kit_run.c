@@ -380,6 +380,7 @@ static void run_step(struct kit *kit, const struct kit_job *job, const struct ki
         .parameters = parameters,
         .resume = resume,
         .step = step,
+        .halted_operation = job->halted_operation,
         .progress = call_progress,
         .cancelled = call_cancelled,
         .wait = call_wait,

@@ -81,10 +81,11 @@ struct kit_job {
     const struct osbq_plan *plan; /* the job's plan (an update's target plan) */
     const char *operation_id;
     const char *instance_id;
-    const char *binding_id;    /* bind, unbind; else NULL */
-    const char *parameters;    /* JSON object text, or NULL */
-    const char *context;       /* JSON object text, or NULL */
-    const char *bind_resource; /* JSON object text, or NULL */
+    const char *binding_id;       /* bind, unbind; else NULL */
+    const char *parameters;       /* JSON object text, or NULL */
+    const char *context;          /* JSON object text, or NULL */
+    const char *bind_resource;    /* JSON object text, or NULL */
+    const char *halted_operation; /* deprovision, unbind: the creation it halted, or NULL */
 };
 
 /* How an operation is run. */
@@ -95,6 +96,8 @@ struct kit_mode {
                             * program at its deadline), and poll no further when it answers in
                             * progress: an operation that never finishes */
     const char *label;     /* printed before the kind, or NULL */
+    const char *halted_operation; /* a deprovision's or unbind's job names it as the creation
+                                   * it halted (docs/decisions/0051), or NULL */
 };
 
 /* Runs job's steps until the operation ends (or the mode stops it), waiting between steps as

@@ -54,11 +54,12 @@ void osbq_claim_clear(struct osbq_claim *claim)
         return;
     free(claim->resume);
     free(claim->tenant);
+    free(claim->halted_operation);
     memset(claim, 0, sizeof *claim);
 }
 
-/* Fills *out from claim.lua's {1, resume, started_ms, steps, created_ms, due_ms, tenant}. 0, or
- * -1 with err when out of memory. */
+/* Fills *out from claim.lua's {1, resume, started_ms, steps, created_ms, due_ms, tenant, after}.
+ * 0, or -1 with err when out of memory. */
 static int claim_read(const redisReply *reply, struct osbq_claim *out, struct osbq_error *err)
 {
     memset(out, 0, sizeof *out);
@@ -77,6 +78,14 @@ static int claim_read(const redisReply *reply, struct osbq_claim *out, struct os
         reply->element[6]->len > 0) {
         out->tenant = store_element_dup(reply, 6);
         if (out->tenant == NULL) {
+            osbq_claim_clear(out);
+            return osbq_error_set(err, OSBQ_ERR_INTERNAL, "out of memory");
+        }
+    }
+    if (reply->elements >= 8 && reply->element[7]->type == REDIS_REPLY_STRING &&
+        reply->element[7]->len > 0) {
+        out->halted_operation = store_element_dup(reply, 7);
+        if (out->halted_operation == NULL) {
             osbq_claim_clear(out);
             return osbq_error_set(err, OSBQ_ERR_INTERNAL, "out of memory");
         }

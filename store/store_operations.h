@@ -8,12 +8,14 @@
 /* What a claim tells the worker about the operation it now holds: where an operation that
  * goes through steps stands. */
 struct osbq_claim {
-    char *resume;        /* owned JSON text the previous step saved, or NULL on a first step */
-    int64_t started_ms;  /* epoch ms of the operation's first claim (its first step) */
-    int64_t accepted_ms; /* epoch ms the gateway accepted the operation, or 0 when unknown */
-    uint32_t steps;      /* steps that ended in progress so far: 0 on a first step */
-    int64_t due_ms;      /* epoch ms the step was due at (a poll), or 0 */
-    char *tenant;        /* owned: whose operation it is, or NULL when none was recorded */
+    char *resume;           /* owned JSON text the previous step saved, or NULL on a first step */
+    int64_t started_ms;     /* epoch ms of the operation's first claim (its first step) */
+    int64_t accepted_ms;    /* epoch ms the gateway accepted the operation, or 0 when unknown */
+    uint32_t steps;         /* steps that ended in progress so far: 0 on a first step */
+    int64_t due_ms;         /* epoch ms the step was due at (a poll), or 0 */
+    char *tenant;           /* owned: whose operation it is, or NULL when none was recorded */
+    char *halted_operation; /* owned: a delete's, the creation it halted (docs/decisions/0051),
+                             * or NULL */
 };
 
 /* Frees the claim's resume text and zeroes it; accepts a zeroed claim. */

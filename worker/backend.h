@@ -36,6 +36,10 @@ struct backend_call {
                                    * progress */
     const char *tenant;           /* whose operation it is (the claim's), or NULL: shares the
                                    * exec places fairly; borrowed */
+    const char *halted_operation; /* a deprovision or unbind that halted the provision (bind)
+                                   * still running when it was accepted: that operation's id
+                                   * (its resource may be half-made, docs/decisions/0051); NULL
+                                   * otherwise; borrowed */
 
     /* Reports progress: description is user-facing text for last_operation ("Provisioning
      * (40%)"), borrowed for the call only. Also renews the operation's lease; when the lease

@@ -114,6 +114,12 @@ static int build_input(struct exec_run *x)
         goto out;
     }
     params = NULL;
+    /* A delete names the creation it halted (docs/decisions/0051): what it deletes may be
+     * half-made. */
+    bool deleting = job->kind == OSBQ_JOB_DEPROVISION || job->kind == OSBQ_JOB_UNBIND;
+    if (deleting &&
+        json_object_set_new(in, "halted_operation_id", string_or_null(call->halted_operation)) < 0)
+        goto out;
     /* Exact size, not json_dumps: its realloc growth would leave copies of the parameters
      * (possibly secrets) in freed memory. One more byte for the newline. */
     size_t len = json_dumpb(in, NULL, 0, JSON_COMPACT);

@@ -503,6 +503,7 @@ static void prepare(struct step *st, int64_t now)
     st->call = (struct backend_call){
         .job = job,
         .tenant = st->claim.tenant,
+        .halted_operation = st->claim.halted_operation,
         .progress = call_progress,
         .cancelled = call_cancelled,
         .wait = call_wait,

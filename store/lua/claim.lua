@@ -4,9 +4,10 @@
 -- step still runs is refused by the live lease.
 -- One read and one write of the operation (its history included), and its queue entry scored
 -- by the lease.
--- Returns {1, resume JSON or "", started_ms, steps, created_ms, due_ms or 0, tenant or ""} when
--- claimed (due_ms: when the step of a waiting operation was due, so the worker can tell how
--- late it runs; tenant: whose operation it is, for the worker's exec places), 0 otherwise.
+-- Returns {1, resume JSON or "", started_ms, steps, created_ms, due_ms or 0, tenant or "",
+-- after or ""} when claimed (due_ms: when the step of a waiting operation was due, so the worker
+-- can tell how late it runs; tenant: whose operation it is, for the worker's exec places; after:
+-- the creation a delete halted, lib/halt.lua, which its backend is told), 0 otherwise.
 -- requires: history (store/lua/lib/history.lua: history_with)
 -- requires: fields (store/lua/lib/fields.lua: read_fields)
 -- requires: release (store/lua/lib/release.lua: begun_by_previous_release)
@@ -78,4 +79,4 @@ if state == 'waiting' and op.tenant and op.tenant ~= '' then
 end
 local due = state == 'waiting' and tonumber(op.due_ms or '0') or 0
 return {1, op.resume or '', tonumber(started), tonumber(op.steps or '0'),
-        tonumber(op.created_ms or '0'), due, op.tenant or ''}
+        tonumber(op.created_ms or '0'), due, op.tenant or '', op.after or ''}

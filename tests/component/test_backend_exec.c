@@ -340,6 +340,44 @@ static void test_stdin_fields(void **state)
     fake_call_clear(&f);
 }
 
+/* A deprovision or an unbind also names the creation it halted (docs/decisions/0051), null
+ * when it halted none; other kinds do not have the key. */
+static void test_stdin_halted_operation(void **state)
+{
+    (void)state;
+    const struct {
+        enum osbq_job_kind kind;
+        const char *halted;
+        bool has_key;
+    } cases[] = {
+        {OSBQ_JOB_DEPROVISION, "op-halted", true},
+        {OSBQ_JOB_UNBIND, "op-halted", true},
+        {OSBQ_JOB_DEPROVISION, NULL, true},
+        {OSBQ_JOB_BIND, "op-halted", false},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct trace_record t = {0};
+        const struct exec_trace trace = {trace_input, trace_output, trace_ended, &t};
+        struct fake_call f;
+        fake_init(&f, cases[i].kind, "echo");
+        f.call.halted_operation = cases[i].halted;
+        f.call.exec_trace = &trace;
+        assert_int_equal(run_exec(&f), 0);
+        assert_true(f.call.result.succeeded);
+        json_t *in = json_loads(t.input, 0, NULL);
+        assert_non_null(in);
+        json_t *named = json_object_get(in, "halted_operation_id");
+        if (!cases[i].has_key)
+            assert_null(named);
+        else if (cases[i].halted == NULL)
+            assert_true(json_is_null(named));
+        else
+            assert_string_equal(json_string_value(named), cases[i].halted);
+        json_decref(in);
+        fake_call_clear(&f);
+    }
+}
+
 static void test_fail_stderr(void **state)
 {
     (void)state;
@@ -695,6 +733,7 @@ int main(void)
         cmocka_unit_test(test_provision_success),
         cmocka_unit_test(test_trace),
         cmocka_unit_test(test_stdin_fields),
+        cmocka_unit_test(test_stdin_halted_operation),
         cmocka_unit_test(test_fail_stderr),
         cmocka_unit_test(test_fail_silent),
         cmocka_unit_test(test_signal),

@@ -3,11 +3,14 @@
 creation it meets. A stack of its own (a redis-server, one gateway and two workers of BUILD_DIR,
 on loopback, started and stopped by PID with the integration tests' launcher) gets COUNT
 asynchronous provisions on a plan whose one step works 30 s (VARIANT sim: sim's blocking step,
-holding a runner thread; exec: a program that sleeps 30 s), each deleted (asynchronously)
+holding a runner thread; exec: bench/exec/provision_sleeps.sh, whose provision sleeps 30 s and
+whose deprovision ends at once), each deleted (asynchronously)
 between 1 and 10 s after its 202, the delays spread evenly. Printed as NAME=VALUE lines:
 
   halt_ms_p50/p99/max         per provision: from its DELETE's 202 to its halted end in Redis
-                              (its finished_ms, written once its step stopped)
+                              (its finished_ms, written once its step stopped; the end may come
+                              before the 202 is read: counted as 0)
+  halt_from_request_ms_...    the same from the moment the DELETE was sent
   deprovision_ms_p50/p99/max  per deprovision: from its 202 to its end (finished_ms)
   halted, not_halted          provisions that ended halted, and those that did not
   slots_held_after            the workers' osbq_jobs_running once every operation ended (a
@@ -51,7 +54,8 @@ def catalog(variant, path):
     settings = {"backend": "sim", "blocking": True, "provision_ms": WORK_S * 1000}
     if variant == "exec":
         settings = {"backend": "exec", "env": {"SLEEP_S": str(WORK_S)},
-                    "command": ["/bin/sh", os.path.join(BENCH_DIR, "exec", "sleep.sh")]}
+                    "command": ["/bin/sh",
+                                os.path.join(BENCH_DIR, "exec", "provision_sleeps.sh")]}
     doc["services"][0]["plans"].append({
         "id": HALTING_PLAN, "name": "halting-%s" % variant,
         "description": "One step of %d s, deleted while it runs." % WORK_S, "osbq": settings})
@@ -60,13 +64,15 @@ def catalog(variant, path):
 
 
 def delete(broker, iid):
-    """An asynchronous DELETE of iid; (status, operation, epoch ms of the answer)."""
+    """An asynchronous DELETE of iid; (status, operation, epoch ms it was sent, epoch ms of the
+    answer)."""
+    sent = time.time() * 1000
     broker.conn.request("DELETE", "/v2/service_instances/%s?accepts_incomplete=true&service_id=%s"
                         "&plan_id=%s" % (iid, SERVICE, HALTING_PLAN), headers=broker.headers)
     r = broker.conn.getresponse()
     body = r.read()
     at = time.time() * 1000
-    return r.status, json.loads(body).get("operation") if r.status == 202 else None, at
+    return r.status, json.loads(body).get("operation") if r.status == 202 else None, sent, at
 
 
 def running_jobs(port):
@@ -109,28 +115,31 @@ def main():
             pause = when - time.monotonic()
             if pause > 0:
                 time.sleep(pause)
-            status, operation, at = delete(broker, iid)
+            status, operation, sent, at = delete(broker, iid)
             if status != 202:
                 raise SystemExit("the DELETE of %s answered %d" % (iid, status))
-            deleted[operation] = at
+            deleted[operation] = (sent, at)
         osbq_stack.wait_until(lambda: stack.redis.command("ZCARD", NAMESPACE + ":queue") == 0,
                               END_TIMEOUT_S, "every operation to end")
         ops = json.loads(stack.redis.command("EVAL", OPS_SCRIPT, 0, NAMESPACE + ":op:*",
                                              HALTING_PLAN))
-        halts, deprovisions, not_halted = [], [], 0
+        halts, halts_sent, deprovisions, not_halted = [], [], [], 0
         for _, kind, state, halted_by, finished in ops:
             if kind == "provision" and halted_by in deleted and state == "failed":
-                halts.append(int(finished) - deleted[halted_by])
+                halts.append(max(0, int(finished) - deleted[halted_by][1]))
+                halts_sent.append(int(finished) - deleted[halted_by][0])
             elif kind == "provision":
                 not_halted += 1
         for op_id, kind, state, _, finished in ops:
             if kind == "deprovision" and op_id in deleted and state == "succeeded":
-                deprovisions.append(int(finished) - deleted[op_id])
+                deprovisions.append(int(finished) - deleted[op_id][1])
         time.sleep(1)
         held = sum(running_jobs(port) for port in ports)
         print("variant=%s count=%d work_s=%d" % (variant, count, WORK_S))
         if halts:
             print("halt_ms_p50=%d halt_ms_p99=%d halt_ms_max=%d" % quantiles(halts))
+            print("halt_from_request_ms_p50=%d halt_from_request_ms_p99=%d "
+                  "halt_from_request_ms_max=%d" % quantiles(halts_sent))
         if deprovisions:
             print("deprovision_ms_p50=%d deprovision_ms_p99=%d deprovision_ms_max=%d"
                   % quantiles(deprovisions))

@@ -370,11 +370,15 @@ static void record_halted_end(struct step *st)
         log_warnx("operation %s: told to halt after %" PRId64 " ms, but it is not halting here "
                   "(ended meanwhile, or not this worker's): its step stopped, nothing recorded",
                   st->job.operation_id, age_ms);
-    else
+    else {
         log_info("operation %s (%s of instance %s): halted by a delete, its step stopped after "
                  "%" PRId64 " ms",
                  st->job.operation_id, osbq_job_kind_name(st->job.kind), st->job.instance_id,
                  age_ms);
+        /* The delete that waited for it is due now: the gateway's recovery loop hears it with
+         * the next READY (as of a wait's due time) rather than at its next scan. */
+        pool->waiting(pool, st->origin, osbq_store_now_ms());
+    }
 }
 
 /* Ends the step with what the backend answered (rc: 0 a result, -1 none): records it, or

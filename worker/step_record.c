@@ -71,7 +71,8 @@ static int record(struct step_pool *pool, const char *op, const struct osbq_op_r
 /* A step that ended in progress while a delete halted its operation (wait.lua answered 2):
  * its end is recorded now, failed (finish.lua), so that the delete runs. Returns the job's end
  * result. */
-static const char *record_halted(struct step_pool *pool, const struct osbq_job *job)
+static const char *record_halted(struct step_pool *pool, const struct osbq_job *job,
+                                 unsigned origin)
 {
     struct osbq_error err = {0};
     int recorded = osbq_store_halted_end(pool->store, job->operation_id, pool->worker_id, &err);
@@ -83,6 +84,9 @@ static const char *record_halted(struct step_pool *pool, const struct osbq_job *
                              recorded > 0    ? WORKER_OP_HALTED
                              : recorded == 0 ? WORKER_OP_LOST
                                              : WORKER_OP_RELEASED);
+    /* The delete that waited for it is due now (as in step.c's record_halted_end). */
+    if (recorded > 0)
+        pool->waiting(pool, origin, osbq_store_now_ms());
     return recorded > 0 ? "halted" : recorded == 0 ? "dropped" : "not_recorded";
 }
 
@@ -96,7 +100,7 @@ const char *step_record(struct step_pool *pool, struct backend_call *call, unsig
         int64_t due = step_due_ms(now, call->result.poll_after_ms, end_ms);
         int recorded = record(pool, job->operation_id, &call->result, due);
         if (recorded == 2)
-            return record_halted(pool, job);
+            return record_halted(pool, job, origin);
         if (recorded > 0) {
             /* A step, not an outcome: the operation goes on, held by nobody. */
             worker_metrics_step(pool->metrics);

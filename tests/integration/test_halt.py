@@ -11,7 +11,7 @@ import harness
 
 CATALOG = os.path.join(harness.SOURCE_DIR, "tests", "data", "catalog-halt.json")
 SERVICE = "7a1e0c3d-5b2f-4e6a-8d9c-0f1e2d3c4b01"
-RUNNING = "7a1e0c3d-5b2f-4e6a-8d9c-0f1e2d3c4f01"  # blocking sim: 30 s in one step
+RUNNING = "7a1e0c3d-5b2f-4e6a-8d9c-0f1e2d3c4f01"  # blocking sim: 30 s in one step; deprovision 2 s
 WAITING = "7a1e0c3d-5b2f-4e6a-8d9c-0f1e2d3c4f02"  # sim: waits 30 s in Redis
 NO_HALT = "7a1e0c3d-5b2f-4e6a-8d9c-0f1e2d3c4f03"  # halt_on_delete false, 3 s
 BIND_RUNNING = "7a1e0c3d-5b2f-4e6a-8d9c-0f1e2d3c4f04"  # binds in 30 s in one step

@@ -2,8 +2,10 @@
 while the instance is being provisioned, an unbind while the binding is being bound. Real
 redis-server, two gateways and two workers on loopback, the sim backend; every wait bounded."""
 
+import json
 import os
 import signal
+import tempfile
 import time
 import unittest
 
@@ -207,6 +209,59 @@ class HaltMessage(HaltTestCase):
                 if "operation %s halted by a delete" % creation in w.log()]
         self.assertEqual(len(told), 1, "no worker logged the HALT of %s" % creation)
 
+
+
+class HaltPolicy(HaltTestCase):
+    """With OSBQ_POLICY: the halted provision's quota and the tenant's operations in progress
+    are given back once (the deprovision carries the instance's quotas, decision 0044)."""
+
+    POLICY = {"quotas": [{"name": "halting", "plans": [RUNNING], "max_instances": 1}],
+              "in_progress_per_tenant": 5}
+
+    @classmethod
+    def setUpClass(cls):
+        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+            json.dump(cls.POLICY, f)
+        cls.policy_path = f.name
+        cls.EXTRA_ENV = dict(HaltTestCase.EXTRA_ENV, OSBQ_POLICY=cls.policy_path)
+        super().setUpClass()
+
+    @classmethod
+    def tearDownClass(cls):
+        try:
+            super().tearDownClass()
+        finally:
+            os.unlink(cls.policy_path)
+
+    def counters(self):
+        """The quota's counter and the tenants' in-progress counters, as Redis holds them."""
+        redis = self.stack.redis
+        quota = redis.command("GET", NAMESPACE + ":quota:halting")
+        in_progress = [redis.command("GET", k)
+                       for k in redis.keys(NAMESPACE + ":inprogress:*")]
+        return quota, in_progress
+
+    def test_quota_and_operations_in_progress_are_given_back_once(self):
+        """Deprovisioning during the provision: the quota counter and the tenant's in-progress
+        counter the provision took are freed once (the next instance counts 1 again), and the
+        quota holds while the halted instance lives."""
+        iid = harness.new_id()
+        creation = self.accepted(self.put(iid, RUNNING))
+        self.running(creation)
+        self.assertEqual(self.counters(), ("1", ["1"]))
+        # The quota is full: a second instance of the plan is refused.
+        self.assertError(self.put(harness.new_id(), RUNNING), 403)
+        deletion = self.accepted(self.delete(iid, RUNNING))
+        self.assertHalted(iid, creation, deletion)
+        self.assertEqual(self.counters(), (None, []))
+        # Given back exactly once: the next instance counts 1 again, and goes as the first did.
+        again = harness.new_id()
+        creation = self.accepted(self.put(again, RUNNING))
+        self.running(creation)
+        self.assertEqual(self.counters(), ("1", ["1"]))
+        deletion = self.accepted(self.delete(again, RUNNING))
+        self.assertHalted(again, creation, deletion)
+        self.assertEqual(self.counters(), (None, []))
 
 
 class HaltFaults(unittest.TestCase):

@@ -21,17 +21,5 @@ case_due() {
     due_once current "$build_dir"
     if [ -n "$due_reference" ]; then due_once reference "$due_reference"; fi
   done
-  python3 - "$workdir/due.txt" <<'PY'
-import re, statistics, sys
-figures = {}
-for line in open(sys.argv[1]):
-    label, rest = line.split(" ", 1)
-    for name, value in re.findall(r"(\w+)=([0-9.]+)", rest):
-        figures.setdefault((label, name), []).append(float(value))
-for label in ("current", "reference"):
-    names = [n for (l, n) in figures if l == label and ("late" in n or "per_op" in n)]
-    if names:
-        print("  %s medians: %s" % (label, " ".join(
-            "%s=%g" % (n, statistics.median(figures[(label, n)])) for n in names)))
-PY
+  python3 "$top/bench/lib/medians.py" "$workdir/due.txt" 'late|per_op' current reference
 }

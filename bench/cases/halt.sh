@@ -17,17 +17,5 @@ case_halt() {
         problem "halt: the $variant run failed"
     done
   done
-  python3 - "$workdir/halt.txt" <<'PY'
-import re, statistics, sys
-figures = {}
-for line in open(sys.argv[1]):
-    label, rest = line.split(" ", 1)
-    for name, value in re.findall(r"(\w+)=([0-9.]+)", rest):
-        figures.setdefault((label, name), []).append(float(value))
-for label in ("sim", "exec"):
-    names = [n for (l, n) in figures if l == label and n not in ("count", "work_s")]
-    if names:
-        print("  %s medians: %s" % (label, " ".join(
-            "%s=%g" % (n, statistics.median(figures[(label, n)])) for n in names)))
-PY
+  python3 "$top/bench/lib/medians.py" "$workdir/halt.txt" '^(?!count$|work_s$)' sim exec
 }

@@ -58,37 +58,33 @@ void osbq_claim_clear(struct osbq_claim *claim)
     memset(claim, 0, sizeof *claim);
 }
 
+/* *out: a copy of reply's element i when it is a non-empty string, else NULL. False when out
+ * of memory. */
+static bool dup_present(const redisReply *reply, size_t i, char **out)
+{
+    *out = NULL;
+    if (reply->elements <= i || reply->element[i]->type != REDIS_REPLY_STRING ||
+        reply->element[i]->len == 0)
+        return true;
+    *out = store_element_dup(reply, i);
+    return *out != NULL;
+}
+
 /* Fills *out from claim.lua's {1, resume, started_ms, steps, created_ms, due_ms, tenant, after}.
  * 0, or -1 with err when out of memory. */
 static int claim_read(const redisReply *reply, struct osbq_claim *out, struct osbq_error *err)
 {
     memset(out, 0, sizeof *out);
-    if (reply->elements >= 2 && reply->element[1]->type == REDIS_REPLY_STRING &&
-        reply->element[1]->len > 0) {
-        out->resume = store_element_dup(reply, 1);
-        if (out->resume == NULL)
-            return osbq_error_set(err, OSBQ_ERR_INTERNAL, "out of memory");
-    }
+    if (!dup_present(reply, 1, &out->resume))
+        return osbq_error_set(err, OSBQ_ERR_INTERNAL, "out of memory");
     out->started_ms = reply->elements >= 3 ? store_element_int(reply, 2, 0) : 0;
     int64_t steps = reply->elements >= 4 ? store_element_int(reply, 3, 0) : 0;
     out->steps = steps > 0 && steps <= UINT32_MAX ? (uint32_t)steps : 0;
     out->accepted_ms = reply->elements >= 5 ? store_element_int(reply, 4, 0) : 0;
     out->due_ms = reply->elements >= 6 ? store_element_int(reply, 5, 0) : 0;
-    if (reply->elements >= 7 && reply->element[6]->type == REDIS_REPLY_STRING &&
-        reply->element[6]->len > 0) {
-        out->tenant = store_element_dup(reply, 6);
-        if (out->tenant == NULL) {
-            osbq_claim_clear(out);
-            return osbq_error_set(err, OSBQ_ERR_INTERNAL, "out of memory");
-        }
-    }
-    if (reply->elements >= 8 && reply->element[7]->type == REDIS_REPLY_STRING &&
-        reply->element[7]->len > 0) {
-        out->halted_operation = store_element_dup(reply, 7);
-        if (out->halted_operation == NULL) {
-            osbq_claim_clear(out);
-            return osbq_error_set(err, OSBQ_ERR_INTERNAL, "out of memory");
-        }
+    if (!dup_present(reply, 6, &out->tenant) || !dup_present(reply, 7, &out->halted_operation)) {
+        osbq_claim_clear(out);
+        return osbq_error_set(err, OSBQ_ERR_INTERNAL, "out of memory");
     }
     return 0;
 }

@@ -358,27 +358,17 @@ static int run_claimed(struct step *st)
  * its lease runs out (docs/decisions/0051). The line says how long the step ran. */
 static void record_halted_end(struct step *st)
 {
-    struct step_pool *pool = st->pool;
-    struct osbq_error err = {0};
-    int rc = osbq_store_halted_end(pool->store, st->job.operation_id, pool->worker_id, &err);
+    int rc = step_record_halted_end(st->pool, &st->job, st->origin);
     int64_t age_ms = osbq_clock_ms() - st->started_ms;
-    if (rc < 0)
-        log_warnx("operation %s: halted after %" PRId64 " ms, its end not recorded (%s): the "
-                  "recovery loop records it once its lease runs out",
-                  st->job.operation_id, age_ms, err.text);
-    else if (rc == 0)
+    if (rc == 0)
         log_warnx("operation %s: told to halt after %" PRId64 " ms, but it is not halting here "
                   "(ended meanwhile, or not this worker's): its step stopped, nothing recorded",
                   st->job.operation_id, age_ms);
-    else {
+    else if (rc > 0)
         log_info("operation %s (%s of instance %s): halted by a delete, its step stopped after "
                  "%" PRId64 " ms",
                  st->job.operation_id, osbq_job_kind_name(st->job.kind), st->job.instance_id,
                  age_ms);
-        /* The delete that waited for it is due now: the gateway's recovery loop hears it with
-         * the next READY (as of a wait's due time) rather than at its next scan. */
-        pool->waiting(pool, st->origin, osbq_store_now_ms());
-    }
 }
 
 /* Ends the step with what the backend answered (rc: 0 a result, -1 none): records it, or

@@ -68,25 +68,32 @@ static int record(struct step_pool *pool, const char *op, const struct osbq_op_r
     }
 }
 
+int step_record_halted_end(struct step_pool *pool, const struct osbq_job *job, unsigned origin)
+{
+    struct osbq_error err = {0};
+    int rc = osbq_store_halted_end(pool->store, job->operation_id, pool->worker_id, &err);
+    if (rc < 0)
+        log_warnx("operation %s: halted, its end not recorded (%s): the recovery loop records it "
+                  "once its lease runs out",
+                  job->operation_id, err.text);
+    else if (rc > 0)
+        /* The delete that waited for it is due now: the gateway's recovery loop hears it with
+         * the next READY (as of a wait's due time) rather than at its next scan. */
+        pool->waiting(pool, origin, osbq_store_now_ms());
+    return rc;
+}
+
 /* A step that ended in progress while a delete halted its operation (wait.lua answered 2):
  * its end is recorded now, failed (finish.lua), so that the delete runs. Returns the job's end
  * result. */
 static const char *record_halted(struct step_pool *pool, const struct osbq_job *job,
                                  unsigned origin)
 {
-    struct osbq_error err = {0};
-    int recorded = osbq_store_halted_end(pool->store, job->operation_id, pool->worker_id, &err);
-    if (recorded < 0)
-        log_warnx("operation %s: halted, its end not recorded (%s): the recovery loop records it "
-                  "once its lease runs out",
-                  job->operation_id, err.text);
+    int recorded = step_record_halted_end(pool, job, origin);
     worker_metrics_operation(pool->metrics, job,
                              recorded > 0    ? WORKER_OP_HALTED
                              : recorded == 0 ? WORKER_OP_LOST
                                              : WORKER_OP_RELEASED);
-    /* The delete that waited for it is due now (as in step.c's record_halted_end). */
-    if (recorded > 0)
-        pool->waiting(pool, origin, osbq_store_now_ms());
     return recorded > 0 ? "halted" : recorded == 0 ? "dropped" : "not_recorded";
 }
 

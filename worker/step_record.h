@@ -9,6 +9,12 @@
 #include "job.h"
 #include "step.h"
 
+/* Records the end of job's step that a delete halted, once it stopped (osbq_store_halted_end,
+ * docs/decisions/0051), and tells the pool (its waiting hook) that the delete which waited for
+ * it is due now, so origin's gateway sends it at once. Returns what osbq_store_halted_end
+ * returned (-1 logged). */
+int step_record_halted_end(struct step_pool *pool, const struct osbq_job *job, unsigned origin);
+
 /* Records what the backend's step reported (call->result, for call->job, which came through
  * origin): the outcome, or in progress the wait for its next step, due by step_due_ms but never
  * after end_ms (epoch), told to the pool (its waiting hook). Retries with backoff while Redis
@@ -17,8 +23,8 @@
  * may still have been recorded; the retry is then refused, never recorded twice. A successful
  * bind gets its plan's credential lifetime and is sealed first (bind_result.h). Counts it
  * (backend_seconds: how long the backend ran) and returns the job_end result ("waiting",
- * "succeeded", "failed", "dropped" or "not_recorded"); *due_in_ms is set for a wait recorded,
- * else -1. */
+ * "succeeded", "failed", "halted", "dropped" or "not_recorded"); *due_in_ms is set for a wait
+ * recorded, else -1. */
 const char *step_record(struct step_pool *pool, struct backend_call *call, unsigned origin,
                         int64_t end_ms, double backend_seconds, int64_t *due_in_ms);
 

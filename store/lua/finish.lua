@@ -8,6 +8,7 @@
 -- is no longer this worker's.
 -- requires: history (store/lua/lib/history.lua: history_with)
 -- requires: release (store/lua/lib/release.lua: begun_by_previous_release)
+-- requires: halt (store/lua/lib/halt.lua: queue_after_halt)
 -- requires: fields (store/lua/lib/fields.lua: read_fields)
 local key_op = KEYS[1]       -- the operation hash
 local key_queue = KEYS[2]    -- the queue zset
@@ -227,12 +228,7 @@ if halted and op_halted_by then
   local deleting = read_fields(deleting_key, {'state', 'after', 'tenant'})
   if deleting.state == 'waiting' and deleting.after == op_id then
     redis.call('HSET', deleting_key, 'due_ms', now)
-    if deleting.tenant and deleting.tenant ~= '' then
-      redis.call('ZADD', prefix .. 'polls:' .. deleting.tenant, now, op_halted_by)
-      redis.call('ZADD', prefix .. 'poll_tenants', 'LT', now, deleting.tenant)
-    else
-      redis.call('ZADD', key_queue, now, op_halted_by)
-    end
+    queue_after_halt(prefix, key_queue, op_halted_by, deleting.tenant or '', now)
   end
 end
 

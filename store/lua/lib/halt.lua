@@ -25,8 +25,9 @@ local function halt(prefix, queue, running, by, now, fallback_due)
   return false, fallback_due
 end
 
--- Queues a delete that begin recorded waiting after the creation it halted, due at due: in its
--- tenant's polls, as a step due later waits (wait.lua), or in the queue alone without a tenant.
+-- Queues a delete waiting after the creation it halted, due at due (the begin script's first
+-- guess; now, once finish.lua ended the creation): in its tenant's polls, as a step due later
+-- waits (wait.lua), or in the queue alone without a tenant.
 local function queue_after_halt(prefix, queue, op_id, tenant, due)
   if tenant ~= '' then
     redis.call('ZADD', prefix .. 'polls:' .. tenant, due, op_id)

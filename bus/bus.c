@@ -253,7 +253,7 @@ void osbq_bus_decode(zmsg_t **msgp, enum osbq_bus_side side, struct osbq_bus_msg
 {
     zmsg_t *msg = *msgp;
     *msgp = NULL;
-    *out = (struct osbq_bus_msg){.kind = OSBQ_BUS_MSG_UNKNOWN};
+    *out = (struct osbq_bus_msg){.kind = OSBQ_BUS_MSG_UNKNOWN, .source_fd = -1};
     if (side == OSBQ_BUS_AT_GATEWAY)
         out->identity = zmsg_pop(msg);
     out->frames = zmsg_size(msg);
@@ -267,12 +267,44 @@ void osbq_bus_decode(zmsg_t **msgp, enum osbq_bus_side side, struct osbq_bus_msg
     zmsg_destroy(&msg);
 }
 
+/* A gateway's message, read frame by frame as raw ZeroMQ messages, the ones czmq does not hide,
+ * for the descriptor of the connection it came on (ZMQ_SRCFD; the identity frame the ROUTER
+ * makes up may lack it, the frames received carry it). NULL when none came; *fd -1 when ZeroMQ
+ * does not say. */
+static zmsg_t *recv_with_source(zsock_t *sock, int *fd)
+{
+    void *handle = zsock_resolve(sock);
+    zmsg_t *msg = NULL;
+    bool more = true;
+    *fd = -1;
+    while (more) {
+        zmq_msg_t frame;
+        zmq_msg_init(&frame);
+        /* The rest of a multipart message has arrived with its first frame. */
+        if (zmq_msg_recv(&frame, handle, 0) < 0) {
+            zmq_msg_close(&frame);
+            break;
+        }
+        more = zmq_msg_more(&frame) != 0;
+        if (*fd < 0)
+            *fd = zmq_msg_get(&frame, ZMQ_SRCFD);
+        if (msg == NULL)
+            msg = zmsg_new();
+        if (msg != NULL && zmsg_addmem(msg, zmq_msg_data(&frame), zmq_msg_size(&frame)) != 0)
+            zmsg_destroy(&msg);
+        zmq_msg_close(&frame);
+    }
+    return msg;
+}
+
 int osbq_bus_recv(zsock_t *sock, enum osbq_bus_side side, struct osbq_bus_msg *out)
 {
-    zmsg_t *msg = zmsg_recv(sock);
+    int fd = -1;
+    zmsg_t *msg = side == OSBQ_BUS_AT_GATEWAY ? recv_with_source(sock, &fd) : zmsg_recv(sock);
     if (msg == NULL)
         return -1;
     osbq_bus_decode(&msg, side, out);
+    out->source_fd = fd < 0 ? -1 : fd;
     return 0;
 }
 
@@ -285,7 +317,7 @@ void osbq_bus_msg_clear(struct osbq_bus_msg *m)
     free(m->ready.ended);
     free(m->handed.tenant);
     free(m->operation_id);
-    *m = (struct osbq_bus_msg){.kind = OSBQ_BUS_MSG_UNKNOWN};
+    *m = (struct osbq_bus_msg){.kind = OSBQ_BUS_MSG_UNKNOWN, .source_fd = -1};
 }
 
 void osbq_bus_msg_command(const struct osbq_bus_msg *m, char *out, size_t size)

@@ -182,11 +182,15 @@ struct osbq_bus_msg {
                                            * (present) */
     char *operation_id;                   /* HALT: the operation (1..OSBQ_BUS_OPERATION_ID_MAX
                                            * bytes, no NUL); owned */
+    int source_fd;                        /* at a gateway: the descriptor of the connection it
+                                           * came on (ZeroMQ's ZMQ_SRCFD), which the ROUTER's
+                                           * socket monitor names when it ends; -1: unknown */
 };
 
 /* Receives one message from sock, waiting as long as its receive timeout says (the gateway's
  * ROUTER and the workers' DEALERs: not at all), and decodes it for side into *out, which the
- * caller clears (osbq_bus_msg_clear). 0, or -1 when no message came. */
+ * caller clears (osbq_bus_msg_clear); at a gateway with the descriptor of its connection. 0, or
+ * -1 when no message came. */
 int osbq_bus_recv(zsock_t *sock, enum osbq_bus_side side, struct osbq_bus_msg *out);
 
 /* Decodes a message received on side's socket into *out (every field set); takes *msgp and sets

@@ -4,6 +4,7 @@
  * its mailbox (common/mailbox.h). */
 #include "dispatch.h"
 #include "dispatch_halts.h"
+#include "dispatch_monitor.h"
 #include "dispatch_running.h"
 #include "dispatch_workers.h"
 
@@ -76,7 +77,7 @@ struct dispatch {
     struct osbq_mailbox mailbox;      /* jobs submitted, not in the lanes yet; closed: stop */
     atomic_uint held;                 /* jobs in the mailbox or the lanes: what max_queued bounds */
     unsigned max_queued;              /* bound of held */
-    pthread_mutex_t lock;             /* guards queue (scrapes read it), stats and on_due */
+    pthread_mutex_t lock;             /* guards queue (scrapes read it), stats and listener */
     struct dispatch_lanes *queue;     /* struct job_buf *, by lane; written by the thread only */
     zhashx_t *queued;                 /* operation ids of the jobs in queue (values unused) */
     struct dispatch_stats stats;      /* copy for dispatch_get_stats */
@@ -86,9 +87,11 @@ struct dispatch {
                                        * taken from other threads) */
     struct osbq_metric *waits;        /* borrowed: time queued, by lane and platform; may be NULL */
     zhashx_t *wait_series;            /* platform label -> struct wait_series *; thread-only */
-    dispatch_due_fn on_due;           /* where READY's due times go; guarded by lock */
-    void *on_due_ctx;
-    struct dispatch_running *running; /* the jobs the workers run for us; thread-only */
+    struct dispatch_listener listener; /* who hears due times and workers gone; guarded by
+                                        * lock */
+    struct dispatch_monitor *monitor;  /* the ends of the workers' connections; NULL: not
+                                        * watched (silence only); thread-only */
+    struct dispatch_running *running;  /* the jobs the workers run for us; thread-only */
     zlistx_t *slot_waits;     /* struct job_buf * of the requests waiting for a slot in the lanes,
                                * oldest first (their deadlines, dispatch_drain_slots); guarded by
                                * lock */
@@ -128,15 +131,34 @@ static struct osbq_series *wait_series_of(struct dispatch *d, enum dispatch_lane
     return w->lane[lane];
 }
 
-static void worker_remove(struct dispatch *d, struct dispatch_worker *gone)
+/* The worker gone went (why: dispatch_listener.gone's): forgotten, and the jobs sent to it that
+ * it did not end, with handed (a handed job's operation that was not sent: NULL when none), go
+ * to the listener, which takes them from it in Redis at once rather than when their leases run
+ * out (docs/decisions/0052). */
+static void worker_gone(struct dispatch *d, struct dispatch_worker *gone, const char *why,
+                        const char *handed)
 {
+    char *ids = dispatch_running_end_worker(d->running, gone);
+    if (handed != NULL) {
+        size_t len = ids != NULL ? strlen(ids) : 0, size = len + strlen(handed) + 2;
+        char *more = realloc(ids, size);
+        if (more != NULL) {
+            (void)snprintf(more + len, size - len, "%s%s", len > 0 ? " " : "", handed);
+            ids = more;
+        }
+    }
     pthread_mutex_lock(&d->lock);
     bool found = dispatch_workers_unlink(d->workers, gone);
+    /* Called under the lock, so dispatch_listen knows when it is no longer used. */
+    if (found && d->listener.gone != NULL)
+        d->listener.gone(d->listener.ctx, gone->id, ids, why);
     pthread_mutex_unlock(&d->lock);
     if (found) {
-        dispatch_running_end_worker(d->running, gone);
+        log_info("worker %s %s, forgetting it%s", gone->id, why,
+                 ids != NULL ? "; its steps run elsewhere now" : "");
         dispatch_worker_free(&gone);
     }
+    free(ids);
 }
 
 static void handover_free(struct dispatch_handover **hp)
@@ -323,15 +345,18 @@ static void on_ready(struct dispatch *d, struct osbq_bus_msg *m)
     if (w == NULL &&
         (w = dispatch_workers_add(d->workers, &m->identity, &m->ready.worker_id)) != NULL)
         log_info("worker %s connected (%u free slots)", w->id, ready->free_slots);
-    if (w != NULL)
+    if (w != NULL) {
         dispatch_worker_heard(w, ready, osbq_clock_ms());
+        if (m->source_fd >= 0)
+            w->fd = m->source_fd;
+    }
     pthread_mutex_unlock(&d->lock);
     dispatch_running_end_listed(d->running, m->ready.ended);
     if (ready->due_ms > 0) {
-        /* Called under the lock, so dispatch_on_due knows when it is no longer used. */
+        /* Called under the lock, so dispatch_listen knows when it is no longer used. */
         pthread_mutex_lock(&d->lock);
-        if (d->on_due != NULL)
-            d->on_due(d->on_due_ctx, ready->due_ms);
+        if (d->listener.due != NULL)
+            d->listener.due(d->listener.ctx, ready->due_ms);
         pthread_mutex_unlock(&d->lock);
     }
 }
@@ -342,8 +367,11 @@ static void on_reject(struct dispatch *d, const struct osbq_bus_msg *m)
 {
     pthread_mutex_lock(&d->lock);
     struct dispatch_worker *w = dispatch_workers_find(d->workers, m->identity);
-    if (w != NULL)
+    if (w != NULL) {
         dispatch_worker_full(w, osbq_clock_ms());
+        if (m->source_fd >= 0)
+            w->fd = m->source_fd;
+    }
     pthread_mutex_unlock(&d->lock);
     /* The frame holds the job only: its operation id is inside, its lane is not. The head of
      * the new lane: it goes before the burst of new work it may belong to, and after at most
@@ -460,9 +488,12 @@ static void send_handed(struct dispatch *d, struct job_buf *job)
     struct leaving_job out;
     job_leaving(d, job, &out);
     if (w == NULL) {
-        log_info("operation %s: worker %s left before its handed job was sent; the recovery "
-                 "loop resends it once the hand-over's lease runs out",
+        log_info("operation %s: worker %s left before its handed job was sent; taken from it",
                  out.operation_id, h->worker_id);
+        pthread_mutex_lock(&d->lock);
+        if (d->listener.gone != NULL)
+            d->listener.gone(d->listener.ctx, h->worker_id, out.operation_id, NULL);
+        pthread_mutex_unlock(&d->lock);
         handover_free(&h);
         free(job);
         return;
@@ -471,10 +502,7 @@ static void send_handed(struct dispatch *d, struct job_buf *job)
     handover_free(&h);
     if (osbq_bus_send_handed_job(d->router, w->identity, job->data, job->len, job_buf_release, job,
                                  until_ms, out.tenant) < 0) {
-        log_info("worker %s unreachable, forgetting it; operation %s handed to it is resent "
-                 "by the recovery loop once the hand-over's lease runs out",
-                 w->id, out.operation_id);
-        worker_remove(d, w);
+        worker_gone(d, w, "unreachable", out.operation_id);
         free(job);
         return;
     }
@@ -523,14 +551,29 @@ static void send_queued(struct dispatch *d)
         if (osbq_bus_send_job(d->router, w->identity, job->data, job->len, job_buf_release, job) <
             0) {
             /* ROUTER_MANDATORY: the worker is gone. Keep the job for another one. */
-            log_info("worker %s unreachable, forgetting it", w->id);
             const struct dispatch_owner owner = {job->tenant, job->weight, job->platform};
             requeue_front(d, job->operation_id, job->lane, &owner, job->data, job->len);
-            worker_remove(d, w);
+            worker_gone(d, w, "unreachable", NULL);
             free(job);
         } else {
             running_add(d, &out, w);
         }
+    }
+}
+
+/* The workers whose connections ended (dispatch_monitor.h) are gone. */
+static void forget_ended(struct dispatch *d)
+{
+    if (d->monitor == NULL)
+        return;
+    int fd;
+    while ((fd = dispatch_monitor_next_end(d->monitor)) >= 0) {
+        pthread_mutex_lock(&d->lock);
+        struct dispatch_worker *ended = dispatch_workers_on_fd(d->workers, fd);
+        pthread_mutex_unlock(&d->lock);
+        /* Not a worker's: a connection that never said READY (a failed handshake). */
+        if (ended != NULL)
+            worker_gone(d, ended, "disconnected", NULL);
     }
 }
 
@@ -543,8 +586,7 @@ static void expire_workers(struct dispatch *d)
         pthread_mutex_unlock(&d->lock);
         if (silent == NULL)
             return;
-        log_info("worker %s silent, forgetting it", silent->id);
-        worker_remove(d, silent);
+        worker_gone(d, silent, "silent", NULL);
     }
 }
 
@@ -584,17 +626,20 @@ static void publish_stats(struct dispatch *d)
 static void *dispatch_thread(void *arg)
 {
     struct dispatch *d = arg;
-    zmq_pollitem_t items[3] = {
+    zmq_pollitem_t items[4] = {
         {.socket = zsock_resolve(d->router), .events = ZMQ_POLLIN},
         {.fd = osbq_mailbox_fd(&d->mailbox), .events = ZMQ_POLLIN},
         {.fd = dispatch_halts_fd(&d->halts), .events = ZMQ_POLLIN},
+        {.socket = d->monitor != NULL ? dispatch_monitor_socket(d->monitor) : NULL,
+         .events = ZMQ_POLLIN},
     };
+    int polled = d->monitor != NULL ? 4 : 3;
     int64_t next_expiry = osbq_clock_ms() + 500;
     int64_t next_slot_check = osbq_clock_ms() + DISPATCH_TICK_MS;
     /* Closed: this turn is the last. */
     bool closed = false;
     while (!closed) {
-        int rc = zmq_poll(items, 3, DISPATCH_TICK_MS);
+        int rc = zmq_poll(items, polled, DISPATCH_TICK_MS);
         if (rc < 0 && zmq_errno() != EINTR) {
             log_warnx("zmq_poll: %s", zmq_strerror(zmq_errno()));
             continue;
@@ -606,9 +651,12 @@ static void *dispatch_thread(void *arg)
         /* Read everything pending so the credits are current before sending. Non-blocking
          * receives until none is left: asking ZMQ_EVENTS before each one costs a poll(2)
          * and a getpid(2) per message. Bounded so sending is never starved. */
-        if (items[0].revents & ZMQ_POLLIN)
+        if (items[0].revents & ZMQ_POLLIN || items[3].revents & ZMQ_POLLIN) {
+            /* Ends first: a message on a descriptor reused after an end came after it. */
+            forget_ended(d);
             for (int i = 0; i < DISPATCH_READ_BATCH && handle_message(d); i++)
                 ;
+        }
         if (osbq_clock_ms() >= next_expiry) {
             expire_workers(d);
             next_expiry = osbq_clock_ms() + 500;
@@ -677,7 +725,9 @@ struct dispatch *dispatch_start(zsock_t **routerp, unsigned max_queued, struct o
     zsock_set_router_mandatory(d->router, 1);
     /* Receives never block: the thread waits in zmq_poll only. */
     zsock_set_rcvtimeo(d->router, 0);
+    d->monitor = dispatch_monitor_start(d->router);
     if (pthread_create(&d->thread, NULL, dispatch_thread, d) != 0) {
+        dispatch_monitor_stop(&d->monitor, d->router);
         pthread_mutex_destroy(&d->lock);
         goto out_free;
     }
@@ -824,11 +874,10 @@ void dispatch_drain_slots(struct dispatch *d)
     pthread_mutex_unlock(&d->lock);
 }
 
-void dispatch_on_due(struct dispatch *d, dispatch_due_fn fn, void *ctx)
+void dispatch_listen(struct dispatch *d, const struct dispatch_listener *listener)
 {
     pthread_mutex_lock(&d->lock);
-    d->on_due = fn;
-    d->on_due_ctx = ctx;
+    d->listener = listener != NULL ? *listener : (struct dispatch_listener){0};
     pthread_mutex_unlock(&d->lock);
 }
 
@@ -865,6 +914,7 @@ void dispatch_stop(struct dispatch **dp)
         return;
     osbq_mailbox_close(&d->mailbox);
     pthread_join(d->thread, NULL);
+    dispatch_monitor_stop(&d->monitor, d->router);
     zsock_destroy(&d->router);
     pthread_mutex_destroy(&d->lock);
     /* The thread's last turn took what the mailbox held: every job left is in the lanes (and

@@ -109,14 +109,23 @@ int dispatch_wait_slot(struct dispatch *d, const char *operation_id, enum dispat
  * thread. */
 void dispatch_drain_slots(struct dispatch *d);
 
-/* Called on the dispatcher's thread with the due time (epoch ms) a worker's READY carries: the
- * earliest next step of the waits it recorded for jobs this gateway sent it. */
-typedef void (*dispatch_due_fn)(void *ctx, int64_t due_ms);
+/* Who hears what the dispatcher learns from the workers (the recovery loop). Both are called on
+ * the dispatcher's thread and must not call the dispatcher. */
+struct dispatch_listener {
+    /* The due time (epoch ms) a worker's READY carries: the earliest next step of the waits it
+     * recorded for jobs this gateway sent it. */
+    void (*due)(void *ctx, int64_t due_ms);
+    /* The worker worker_id went (why: "disconnected", "silent" or "unreachable"; NULL: a job
+     * handed to a worker already said gone, which was not sent); the jobs this gateway sent it
+     * and it did not end were those of operation_ids (separated by spaces; NULL: none). All
+     * borrowed for the call. */
+    void (*gone)(void *ctx, const char *worker_id, const char *operation_ids, const char *why);
+    void *ctx;
+};
 
-/* Sets where those due times go (fn NULL: nowhere). Once it returns, the previous fn is not
- * being called and will not be: it may be freed. Safe from any thread; fn must not call the
- * dispatcher. */
-void dispatch_on_due(struct dispatch *d, dispatch_due_fn fn, void *ctx);
+/* Sets who hears them (NULL: nobody). Once it returns, the previous listener is not being called
+ * and will not be: it may be freed. Safe from any thread. */
+void dispatch_listen(struct dispatch *d, const struct dispatch_listener *listener);
 
 /* Figures for logs and /metrics: jobs waiting, workers known, their free slots. */
 struct dispatch_stats {

@@ -103,16 +103,29 @@ void dispatch_running_end_listed(struct dispatch_running *r, char *ended)
         dispatch_running_end(r, id);
 }
 
-void dispatch_running_end_worker(struct dispatch_running *r, const void *worker)
+char *dispatch_running_end_worker(struct dispatch_running *r, const void *worker)
 {
     /* The keys are copied first: ending a job deletes from the table being walked. */
     zlistx_t *ids = zhashx_keys(r->jobs);
+    char *list = NULL;
+    size_t len = 0;
     for (const char *id = ids ? zlistx_first(ids) : NULL; id != NULL; id = zlistx_next(ids)) {
         const struct dispatch_running_job *job = zhashx_lookup(r->jobs, id);
-        if (job != NULL && job->worker == worker)
-            dispatch_running_end(r, id);
+        if (job == NULL || job->worker != worker)
+            continue;
+        size_t id_len = strlen(id);
+        char *grown = realloc(list, len + id_len + 2);
+        if (grown != NULL) {
+            list = grown;
+            if (len > 0)
+                list[len++] = ' ';
+            memcpy(list + len, id, id_len + 1);
+            len += id_len;
+        }
+        dispatch_running_end(r, id);
     }
     zlistx_destroy(&ids);
+    return list;
 }
 
 unsigned dispatch_running_load(void *ctx, const char *tenant)

@@ -43,8 +43,10 @@ void dispatch_running_end(struct dispatch_running *r, const char *operation_id);
  * written into, as strtok_r does); accepts NULL. */
 void dispatch_running_end_listed(struct dispatch_running *r, char *ended);
 
-/* Ends every job that went to worker: it is gone, and its READYs with it. */
-void dispatch_running_end_worker(struct dispatch_running *r, const void *worker);
+/* Ends every job that went to worker: it is gone, and its READYs with it. Returns their
+ * operation ids separated by spaces (free it), NULL when there were none (or memory ran out:
+ * those left out wait for their leases). */
+char *dispatch_running_end_worker(struct dispatch_running *r, const void *worker);
 
 /* How many jobs of tenant (its key) are running: struct dispatch_load's running, ctx the table. */
 unsigned dispatch_running_load(void *ctx, const char *tenant);

@@ -74,6 +74,7 @@ struct dispatch_worker *dispatch_workers_add(struct dispatch_workers *t, zframe_
     *identity = NULL;
     w->id = *id;
     *id = NULL;
+    w->fd = -1;
     return w;
 }
 
@@ -131,6 +132,15 @@ void dispatch_workers_count_sent(struct dispatch_workers *t, struct dispatch_wor
         w->free--;
     w->sent++;
     w->last_sent = ++t->sent;
+}
+
+struct dispatch_worker *dispatch_workers_on_fd(struct dispatch_workers *t, int fd)
+{
+    struct dispatch_worker *found = NULL;
+    for (struct dispatch_worker *w = zlistx_first(t->list); w != NULL; w = zlistx_next(t->list))
+        if (w->fd == fd && (found == NULL || w->last_seen < found->last_seen))
+            found = w;
+    return found;
 }
 
 struct dispatch_worker *dispatch_workers_silent(struct dispatch_workers *t, int64_t seen_before_ms)

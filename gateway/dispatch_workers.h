@@ -23,6 +23,8 @@ struct dispatch_worker {
     uint64_t sent;              /* jobs sent to it (its READY says how many it received) */
     unsigned handover_lease_ms; /* the hand-over lease its READY says; 0: hand it nothing */
     unsigned reserved;          /* its slots taken for hand-overs whose job is not sent yet */
+    int fd;                     /* the descriptor of its connection, as its last message said
+                                 * (osbq_bus_msg.source_fd); -1: unknown */
 };
 
 struct dispatch_workers;
@@ -39,9 +41,9 @@ struct dispatch_worker *dispatch_workers_find(struct dispatch_workers *t, const 
 /* The worker whose own id (its READY's) is id, or NULL. */
 struct dispatch_worker *dispatch_workers_find_id(struct dispatch_workers *t, const char *id);
 
-/* A worker first heard from: added with no free slot (dispatch_worker_heard gives it its
- * READY's); takes *identity and *id (set to NULL) when it returns the worker, NULL when memory
- * ran out. */
+/* A worker first heard from: added with no free slot and no known connection (dispatch_worker_heard
+ * gives it its READY's); takes *identity and *id (set to NULL) when it returns the worker, NULL
+ * when memory ran out. */
 struct dispatch_worker *dispatch_workers_add(struct dispatch_workers *t, zframe_t **identity,
                                              char **id);
 
@@ -74,6 +76,11 @@ struct dispatch_worker *dispatch_workers_roomiest(struct dispatch_workers *t, bo
 /* A job is about to be sent to w: one of its free slots is on its way, to be counted by its
  * next READY, and w becomes the worker sent a job last. */
 void dispatch_workers_count_sent(struct dispatch_workers *t, struct dispatch_worker *w);
+
+/* The worker whose connection had descriptor fd (dispatch_monitor.h: it ended), or NULL. Of two
+ * (the descriptor of an ended connection was reused by a new one before the end was read), the
+ * one heard from longest ago: the one that ended first. */
+struct dispatch_worker *dispatch_workers_on_fd(struct dispatch_workers *t, int fd);
 
 /* A worker last heard from before seen_before_ms (the first such one), or NULL. */
 struct dispatch_worker *dispatch_workers_silent(struct dispatch_workers *t, int64_t seen_before_ms);

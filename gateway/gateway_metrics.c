@@ -129,7 +129,9 @@ static int add_dispatch_families(struct gateway_metrics *gm, struct osbq_metrics
                : -1;
 }
 
-/* The recovery loop: jobs sent again, leases that ran out, polls. */
+const char *const gateway_metrics_gone_reasons[3] = {"disconnected", "silent", "unreachable"};
+
+/* The recovery loop: jobs sent again, leases that ran out, steps revoked, polls; workers gone. */
 static int add_recovery_families(struct gateway_metrics *gm, struct osbq_metrics *m)
 {
     gm->retries = osbq_metrics_add_unlabelled(
@@ -144,7 +146,21 @@ static int add_recovery_families(struct gateway_metrics *gm, struct osbq_metrics
         m, OSBQ_METRIC_COUNTER, "osbq_polls_total",
         "Jobs this gateway's recovery loop sent for the next step of a waiting "
         "operation (a poll): not retries.");
-    return gm->retries && gm->lease_expiries && gm->polls ? 0 : -1;
+    gm->revoked = osbq_metrics_add_unlabelled(
+        m, OSBQ_METRIC_COUNTER, "osbq_steps_revoked_total",
+        "Of the jobs sent again, the running steps taken from a worker this gateway saw go, at "
+        "once rather than when their lease ran out.");
+    static const char *const gone_labels[] = {"reason"};
+    struct osbq_metric *gone = osbq_metrics_add(
+        m, OSBQ_METRIC_COUNTER, "osbq_workers_gone_total",
+        "Workers this gateway saw go, by how: their connection ended (disconnected), their "
+        "READYs stopped (silent), or a send to them failed (unreachable).",
+        gone_labels, 1, NULL, 0);
+    for (size_t i = 0; i < sizeof gm->workers_gone / sizeof gm->workers_gone[0]; i++)
+        if (gone == NULL || (gm->workers_gone[i] = osbq_metric_series(
+                                 gone, OSBQ_LABELS(gateway_metrics_gone_reasons[i]))) == NULL)
+            return -1;
+    return gm->retries && gm->lease_expiries && gm->polls && gm->revoked ? 0 : -1;
 }
 
 int gateway_metrics_init(struct gateway_metrics *gm, struct osbq_store *store, const char *version)

@@ -17,6 +17,10 @@ enum gateway_last_op_read {
     GATEWAY_LAST_OP_READS
 };
 
+/* osbq_workers_gone_total's reasons: dispatch_listener.gone's why, in the order of
+ * gateway_metrics.workers_gone. */
+extern const char *const gateway_metrics_gone_reasons[3];
+
 /* Made in main.c before any thread that updates it starts; freed after they all stopped. */
 struct gateway_metrics {
     struct osbq_metrics *registry;         /* owned: the process's registry */
@@ -29,10 +33,13 @@ struct gateway_metrics {
     struct osbq_series *retries;        /* osbq_job_retries_total */
     struct osbq_series *lease_expiries; /* osbq_lease_expiries_total */
     struct osbq_series *polls;          /* osbq_polls_total */
-    struct osbq_series *jobs_queued;    /* osbq_jobs_queued (read at scrape) */
-    struct osbq_series *workers;        /* osbq_workers_live (read at scrape) */
-    struct osbq_series *free_slots;     /* osbq_worker_free_slots (read at scrape) */
-    struct osbq_series *sync_waits;     /* osbq_sync_waits_in_flight (read at scrape) */
+    struct osbq_series *revoked;        /* osbq_steps_revoked_total */
+    struct osbq_series *workers_gone[3]; /* osbq_workers_gone_total{reason}, by
+                                          * gateway_metrics_gone_reasons */
+    struct osbq_series *jobs_queued;     /* osbq_jobs_queued (read at scrape) */
+    struct osbq_series *workers;         /* osbq_workers_live (read at scrape) */
+    struct osbq_series *free_slots;      /* osbq_worker_free_slots (read at scrape) */
+    struct osbq_series *sync_waits;      /* osbq_sync_waits_in_flight (read at scrape) */
     struct osbq_series *last_op_reads[GATEWAY_LAST_OP_READS]; /* osbq_last_operation_reads_total */
     struct osbq_metric *dispatch_waits;  /* osbq_dispatch_wait_seconds{lane,platform} */
     struct osbq_series *tenants_waiting; /* osbq_dispatch_tenants_waiting (read at scrape) */

@@ -1,13 +1,17 @@
 /* The recovery loop: every OSBQ_RECOVERY_INTERVAL_MS, and as soon as the earliest entry of the
  * queue falls due, takes the operations Redis says are due (store/lua/recover.lua) and resends,
  * polls or abandons them. It learns of entries due sooner from its last scan and from the
- * workers (a READY's due time, recovery_due): it sleeps until the earliest of them. */
+ * workers (a READY's due time, recovery_due): it sleeps until the earliest of them. When the
+ * dispatcher sees a worker go, the loop takes the jobs sent to it from it at once
+ * (store/lua/revoke.lua, docs/decisions/0052) and sends them the same way. */
 #include "recovery.h"
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "job.h"
@@ -29,6 +33,13 @@
  * more was due than one pass takes). */
 #define RECOVERY_TICK_MS 50
 
+/* A worker the dispatcher saw go, whose jobs the loop's thread has yet to take from it. */
+struct gone_worker {
+    struct gone_worker *next;
+    char *worker_id;
+    char *operation_ids; /* separated by spaces */
+};
+
 struct recovery {
     const struct osbq_config *cfg;           /* borrowed */
     struct osbq_store *store;                /* borrowed */
@@ -40,6 +51,8 @@ struct recovery {
                                               * last; only the loop's thread uses these two */
     int64_t next_due_ms;                     /* epoch ms the earliest entry known is due at, or 0 */
     struct osbq_periodic *loop;              /* the thread, running turn */
+    pthread_mutex_t gone_lock;               /* guards gone */
+    struct gone_worker *gone;                /* told by the dispatcher, not taken yet */
 };
 
 bool recovery_has_room(const struct dispatch_stats *stats, size_t batch)
@@ -78,10 +91,14 @@ static void resend(struct recovery *r, const struct osbq_platforms *set,
         osbq_series_add(r->metrics->polls, 1);
     } else {
         log_info("operation %s: resent (attempt %u%s)", item->operation_id, job.attempt,
-                 item->lease_expired ? ", its worker's lease ran out" : "");
+                 item->lease_expired ? ", its worker's lease ran out"
+                 : item->revoked     ? ", its worker went"
+                                     : "");
         osbq_series_add(r->metrics->retries, 1);
         if (item->lease_expired)
             osbq_series_add(r->metrics->lease_expiries, 1);
+        if (item->revoked)
+            osbq_series_add(r->metrics->revoked, 1);
     }
     free(bytes);
     osbq_job_clear(&job);
@@ -110,6 +127,23 @@ static void abandon(struct recovery *r, const struct osbq_recovery_item *item)
     }
 }
 
+/* Resends, polls or abandons each of items (count of them), then frees them. */
+static void act_on(struct recovery *r, struct osbq_recovery_item *items, size_t count)
+{
+    struct osbq_platforms *set = r->platforms ? osbq_platforms_acquire(r->platforms) : NULL;
+    for (size_t i = 0; i < count; i++) {
+        struct osbq_log_context context = {.operation_id = items[i].operation_id};
+        osbq_log_context_set(&context);
+        if (items[i].abandon)
+            abandon(r, &items[i]);
+        else
+            resend(r, set, &items[i]);
+        osbq_log_context_set(NULL);
+    }
+    osbq_platforms_release(set);
+    osbq_recovery_free(items, count);
+}
+
 /* Takes one batch of due work and acts on it. Returns how many items it took, or -1 when the
  * scan failed. */
 static long scan_batch(struct recovery *r, bool can_resend)
@@ -125,18 +159,7 @@ static long scan_batch(struct recovery *r, bool can_resend)
         return -1;
     }
     r->warned = false;
-    struct osbq_platforms *set = r->platforms ? osbq_platforms_acquire(r->platforms) : NULL;
-    for (size_t i = 0; i < count; i++) {
-        struct osbq_log_context context = {.operation_id = items[i].operation_id};
-        osbq_log_context_set(&context);
-        if (items[i].abandon)
-            abandon(r, &items[i]);
-        else
-            resend(r, set, &items[i]);
-        osbq_log_context_set(NULL);
-    }
-    osbq_platforms_release(set);
-    osbq_recovery_free(items, count);
+    act_on(r, items, count);
     return (long)count;
 }
 
@@ -204,11 +227,76 @@ static int64_t tick(struct recovery *r)
     return recovery_wake_ms(now, r->next_scan_ms, r->next_due_ms);
 }
 
+static void gone_worker_free(struct gone_worker *g)
+{
+    free(g->worker_id);
+    free(g->operation_ids);
+    free(g);
+}
+
+/* Takes from the workers the dispatcher saw go the jobs it had sent them, and sends them again.
+ * One that Redis refuses now waits for its leases, as before (logged). */
+static void take_from_gone(struct recovery *r)
+{
+    pthread_mutex_lock(&r->gone_lock);
+    struct gone_worker *gone = r->gone;
+    r->gone = NULL;
+    pthread_mutex_unlock(&r->gone_lock);
+    while (gone != NULL) {
+        struct gone_worker *g = gone;
+        gone = g->next;
+        struct osbq_recovery_item *items = NULL;
+        size_t count = 0;
+        struct osbq_error err = {0};
+        if (osbq_store_revoke(r->store, g->worker_id, g->operation_ids, r->cfg->max_attempts,
+                              r->cfg->claim_timeout_ms, &items, &count, &err) < 0) {
+            log_warnx("worker %s went: cannot take its steps from it (%s); they run again when "
+                      "their leases run out",
+                      g->worker_id, err.text);
+        } else {
+            if (count > 0)
+                log_info("worker %s went: %zu of its operations taken from it", g->worker_id,
+                         count);
+            act_on(r, items, count);
+        }
+        gone_worker_free(g);
+    }
+}
+
+/* dispatch_listener.gone: counted, and queued for the loop's thread, woken now. */
+static void recovery_worker_gone(void *ctx, const char *worker_id, const char *operation_ids,
+                                 const char *why)
+{
+    struct recovery *r = ctx;
+    for (size_t i = 0;
+         why != NULL && i < sizeof r->metrics->workers_gone / sizeof r->metrics->workers_gone[0];
+         i++)
+        if (strcmp(why, gateway_metrics_gone_reasons[i]) == 0)
+            osbq_series_add(r->metrics->workers_gone[i], 1);
+    if (operation_ids == NULL || operation_ids[0] == '\0')
+        return;
+    struct gone_worker *g = calloc(1, sizeof *g);
+    if (g == NULL || (g->worker_id = strdup(worker_id)) == NULL ||
+        (g->operation_ids = strdup(operation_ids)) == NULL) {
+        if (g != NULL)
+            gone_worker_free(g);
+        log_warnx("out of memory: the steps of worker %s run again when their leases run out",
+                  worker_id);
+        return;
+    }
+    pthread_mutex_lock(&r->gone_lock);
+    g->next = r->gone;
+    r->gone = g;
+    pthread_mutex_unlock(&r->gone_lock);
+    osbq_periodic_sooner(r->loop, osbq_store_now_ms());
+}
+
 /* One turn of the loop: told_ms is the earliest due time recovery_due gave since the last (0:
  * none). Returns the epoch ms of the next turn. */
 static int64_t turn(void *arg, int64_t told_ms)
 {
     struct recovery *r = arg;
+    take_from_gone(r);
     if (told_ms > 0 && (r->next_due_ms == 0 || told_ms < r->next_due_ms))
         r->next_due_ms = told_ms;
     return tick(r);
@@ -234,13 +322,21 @@ struct recovery *recovery_start(const struct osbq_config *cfg, struct osbq_store
     r->dispatch = dispatch;
     r->metrics = metrics;
     r->platforms = platforms;
-    r->loop = osbq_periodic_start_at(turn, r, err);
-    if (r->loop == NULL) {
+    if (pthread_mutex_init(&r->gone_lock, NULL) != 0) {
         free(r);
         osbq_error_set(err, OSBQ_ERR_INTERNAL, "cannot start the recovery thread");
         return NULL;
     }
-    dispatch_on_due(dispatch, recovery_due, r);
+    r->loop = osbq_periodic_start_at(turn, r, err);
+    if (r->loop == NULL) {
+        pthread_mutex_destroy(&r->gone_lock);
+        free(r);
+        osbq_error_set(err, OSBQ_ERR_INTERNAL, "cannot start the recovery thread");
+        return NULL;
+    }
+    const struct dispatch_listener listener = {
+        .due = recovery_due, .gone = recovery_worker_gone, .ctx = r};
+    dispatch_listen(dispatch, &listener);
     return r;
 }
 
@@ -249,9 +345,15 @@ void recovery_stop(struct recovery **rp)
     struct recovery *r = rp ? *rp : NULL;
     if (r == NULL)
         return;
-    /* Once this returns, the dispatcher calls recovery_due no more. */
-    dispatch_on_due(r->dispatch, NULL, NULL);
+    /* Once this returns, the dispatcher calls recovery_due and recovery_worker_gone no more. */
+    dispatch_listen(r->dispatch, NULL);
     osbq_periodic_stop(&r->loop);
+    while (r->gone != NULL) {
+        struct gone_worker *g = r->gone;
+        r->gone = g->next;
+        gone_worker_free(g);
+    }
+    pthread_mutex_destroy(&r->gone_lock);
     free(r);
     *rp = NULL;
 }

@@ -124,6 +124,12 @@ static const char *const reseal_keys[] = {NAMED(RESEAL_KEY_BINDING)};
 static const char *const reseal_args[] = {NAMED(RESEAL_ARG_EXPECTED),
                                           NAMED(RESEAL_ARG_REPLACEMENT)};
 
+static const char *const revoke_keys[] = {NAMED(REVOKE_KEY_QUEUE)};
+
+static const char *const revoke_args[] = {
+    NAMED(REVOKE_ARG_WORKER_ID),    NAMED(REVOKE_ARG_OPERATION_IDS), NAMED(REVOKE_ARG_NOW),
+    NAMED(REVOKE_ARG_MAX_ATTEMPTS), NAMED(REVOKE_ARG_CLAIM_TIMEOUT), NAMED(REVOKE_ARG_PREFIX)};
+
 static const char *const wait_keys[] = {NAMED(WAIT_KEY_OP), NAMED(WAIT_KEY_QUEUE)};
 
 static const char *const wait_args[] = {NAMED(WAIT_ARG_WORKER_ID), NAMED(WAIT_ARG_DESCRIPTION),
@@ -145,5 +151,6 @@ const struct store_script_contract store_script_contracts[SCRIPT_COUNT] = {
     [SCRIPT_RELEASE] = {release_keys, RELEASE_KEY_COUNT, release_args, RELEASE_ARG_COUNT},
     [SCRIPT_RESEND] = {resend_keys, RESEND_KEY_COUNT, resend_args, RESEND_ARG_COUNT},
     [SCRIPT_RESEAL] = {reseal_keys, RESEAL_KEY_COUNT, reseal_args, RESEAL_ARG_COUNT},
+    [SCRIPT_REVOKE] = {revoke_keys, REVOKE_KEY_COUNT, revoke_args, REVOKE_ARG_COUNT},
     [SCRIPT_WAIT] = {wait_keys, WAIT_KEY_COUNT, wait_args, WAIT_ARG_COUNT},
 };

@@ -336,6 +336,7 @@ static size_t recovery_item_read(const redisReply *e, struct osbq_recovery_item 
     item->poll = store_element_is(e, 1, "poll");
     item->claims = (uint32_t)store_element_int(e, 2, 0);
     item->lease_expired = store_element_is(e, 4, "lease");
+    item->revoked = store_element_is(e, 4, "revoked");
     item->kind = store_element_dup(e, 5);
     if (e->element[6]->type == REDIS_REPLY_STRING && e->element[6]->len > 0)
         item->tenant = store_element_dup(e, 6);
@@ -354,6 +355,43 @@ static size_t recovery_item_read(const redisReply *e, struct osbq_recovery_item 
         return 0;
     }
     return 1;
+}
+
+/* Reads recover.lua's or revoke.lua's answer (what: its name, for an error) into *items and
+ * *count, and the trailing due time into *next_due_ms when it is not NULL; frees reply. 0, or -1
+ * with err. */
+static int recovery_items_take(redisReply *reply, const char *what,
+                               struct osbq_recovery_item **items, size_t *count,
+                               int64_t *next_due_ms, struct osbq_error *err)
+{
+    int rc = -1;
+    struct osbq_recovery_item *list = NULL;
+    size_t n = 0;
+    if (reply->type != REDIS_REPLY_ARRAY) {
+        osbq_error_set(err, OSBQ_ERR_INTERNAL, "%s: unexpected reply", what);
+        goto out;
+    }
+    list = calloc(reply->elements + 1, sizeof *list);
+    if (list == NULL) {
+        osbq_error_set(err, OSBQ_ERR_INTERNAL, "out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < reply->elements; i++) {
+        const redisReply *e = reply->element[i];
+        /* The trailing score of the earliest entry left (a string; not an item). */
+        if (e->type == REDIS_REPLY_STRING && next_due_ms != NULL)
+            *next_due_ms = (int64_t)strtod(e->str, NULL);
+        else
+            n += recovery_item_read(e, &list[n]);
+    }
+    *items = list;
+    *count = n;
+    list = NULL;
+    rc = 0;
+out:
+    osbq_recovery_free(list, n);
+    freeReplyObject(reply);
+    return rc;
 }
 
 int osbq_store_recover(struct osbq_store *store, unsigned limit, unsigned max_attempts,
@@ -380,36 +418,32 @@ int osbq_store_recover(struct osbq_store *store, unsigned limit, unsigned max_at
         [RECOVER_ARG_CAN_RESEND] = can_resend ? "1" : "0",
     };
     redisReply *reply = store_eval(store, SCRIPT_RECOVER, keys, args, err);
-    if (reply == NULL)
-        return -1;
-    int rc = -1;
-    struct osbq_recovery_item *list = NULL;
-    size_t n = 0;
-    if (reply->type != REDIS_REPLY_ARRAY) {
-        osbq_error_set(err, OSBQ_ERR_INTERNAL, "recover: unexpected reply");
-        goto out;
-    }
-    list = calloc(reply->elements + 1, sizeof *list);
-    if (list == NULL) {
-        osbq_error_set(err, OSBQ_ERR_INTERNAL, "out of memory");
-        goto out;
-    }
-    for (size_t i = 0; i < reply->elements; i++) {
-        const redisReply *e = reply->element[i];
-        /* The trailing score of the earliest entry left (a string; not an item). */
-        if (e->type == REDIS_REPLY_STRING && next_due_ms != NULL)
-            *next_due_ms = (int64_t)strtod(e->str, NULL);
-        else
-            n += recovery_item_read(e, &list[n]);
-    }
-    *items = list;
-    *count = n;
-    list = NULL;
-    rc = 0;
-out:
-    osbq_recovery_free(list, n);
-    freeReplyObject(reply);
-    return rc;
+    return reply != NULL ? recovery_items_take(reply, "recover", items, count, next_due_ms, err)
+                         : -1;
+}
+
+int osbq_store_revoke(struct osbq_store *store, const char *worker_id, const char *operation_ids,
+                      unsigned max_attempts, int64_t claim_timeout_ms,
+                      struct osbq_recovery_item **items, size_t *count, struct osbq_error *err)
+{
+    char queue[STORE_KEY_MAX], now[24], attempts[12], timeout[24], prefix[96];
+    if (store_key(store, queue, sizeof queue, "queue") < 0)
+        return osbq_error_set(err, OSBQ_ERR_INTERNAL, "key too long");
+    (void)snprintf(now, sizeof now, "%" PRId64, osbq_store_now_ms());
+    (void)snprintf(attempts, sizeof attempts, "%u", max_attempts);
+    (void)snprintf(timeout, sizeof timeout, "%" PRId64, claim_timeout_ms);
+    (void)store_key_prefix(store, prefix, sizeof prefix);
+    const char *keys[REVOKE_KEY_COUNT] = {[REVOKE_KEY_QUEUE] = queue};
+    const char *args[REVOKE_ARG_COUNT] = {
+        [REVOKE_ARG_WORKER_ID] = worker_id,
+        [REVOKE_ARG_OPERATION_IDS] = operation_ids,
+        [REVOKE_ARG_NOW] = now,
+        [REVOKE_ARG_MAX_ATTEMPTS] = attempts,
+        [REVOKE_ARG_CLAIM_TIMEOUT] = timeout,
+        [REVOKE_ARG_PREFIX] = prefix,
+    };
+    redisReply *reply = store_eval(store, SCRIPT_REVOKE, keys, args, err);
+    return reply != NULL ? recovery_items_take(reply, "revoke", items, count, NULL, err) : -1;
 }
 
 void osbq_recovery_free(struct osbq_recovery_item *items, size_t count)

@@ -16,6 +16,8 @@ struct osbq_recovery_item {
                          * a resend: no attempt used) */
     uint32_t claims;    /* how many times a worker claimed it */
     bool lease_expired; /* resend: it was running and its worker's lease ran out */
+    bool revoked;       /* resend: it was running and was taken from a worker seen to go
+                         * (osbq_store_revoke) */
     char *kind;         /* the operation's kind, or NULL when unknown */
     char *job;          /* resend: the encoded job as accepted */
     size_t job_len;     /* bytes in job */
@@ -33,6 +35,15 @@ int osbq_store_recover(struct osbq_store *store, unsigned limit, unsigned max_at
                        int64_t claim_timeout_ms, bool can_resend, struct osbq_recovery_item **items,
                        size_t *count, int64_t *next_due_ms, struct osbq_error *err);
 void osbq_recovery_free(struct osbq_recovery_item *items, size_t count);
+
+/* The worker worker_id was seen to go: of the operations operation_ids names (separated by
+ * spaces: the jobs this gateway sent it that it did not end), takes those still its own, or
+ * still waiting for the claim of the job sent to it, as a lease expiry would take them, at once
+ * (store/lua/revoke.lua, docs/decisions/0052). Returns 0 with *items (count *count; free with
+ * osbq_recovery_free) to resend, poll or abandon as osbq_store_recover's, or -1 with err. */
+int osbq_store_revoke(struct osbq_store *store, const char *worker_id, const char *operation_ids,
+                      unsigned max_attempts, int64_t claim_timeout_ms,
+                      struct osbq_recovery_item **items, size_t *count, struct osbq_error *err);
 
 /* Fails an operation whose attempts are used up, as osbq_store_finish would, whoever held it.
  * Returns 1, 0 when it ended or was claimed again meanwhile, -1 with err. */

@@ -21,6 +21,7 @@ enum store_script {
     SCRIPT_RELEASE,
     SCRIPT_RESEND,
     SCRIPT_RESEAL,
+    SCRIPT_REVOKE,
     SCRIPT_WAIT,
     SCRIPT_COUNT
 };
@@ -212,5 +213,17 @@ enum wait_arg {
 /* reseal.lua */
 enum reseal_key { RESEAL_KEY_BINDING, RESEAL_KEY_COUNT };
 enum reseal_arg { RESEAL_ARG_EXPECTED, RESEAL_ARG_REPLACEMENT, RESEAL_ARG_COUNT };
+
+/* revoke.lua */
+enum revoke_key { REVOKE_KEY_QUEUE, REVOKE_KEY_COUNT };
+enum revoke_arg {
+    REVOKE_ARG_WORKER_ID,
+    REVOKE_ARG_OPERATION_IDS,
+    REVOKE_ARG_NOW,
+    REVOKE_ARG_MAX_ATTEMPTS,
+    REVOKE_ARG_CLAIM_TIMEOUT,
+    REVOKE_ARG_PREFIX,
+    REVOKE_ARG_COUNT
+};
 
 #endif

@@ -46,8 +46,8 @@ static int record(struct step_pool *pool, const char *op, const struct osbq_op_r
             log_info("operation %s: result recorded after %u failed attempts", op, failures);
         if (rc == 0)
             log_warnx("operation %s: no longer this worker's (recorded by an earlier report that "
-                      "timed out, ended otherwise, or taken over after its lease ran out); "
-                      "result dropped",
+                      "timed out, ended otherwise, or taken over after its lease ran out or a "
+                      "gateway saw this worker go); result dropped",
                       op);
         if (rc >= 0)
             return rc;

@@ -11,6 +11,7 @@
 -- earliest due time left (a string, ms) when anything is left. Resends are written to the
 -- operation's history; polls are not (one per step would grow every waiting operation), nor
 -- counted as resends or attempts.
+-- requires: retake (store/lua/lib/retake.lua: retake)
 -- requires: history (store/lua/lib/history.lua: add_history)
 -- requires: fields (store/lua/lib/fields.lua: read_fields)
 local key_queue = KEYS[1]  -- the queue zset
@@ -56,30 +57,9 @@ for _, op_id in ipairs(due) do
   elseif state == 'halting' and op.worker and tonumber(op.lease_until or '0') >= now then
     -- Halted by a delete while its step runs (lib/halt.lua): its worker records the end.
     redis.call('ZADD', queue, op.lease_until, op_id)
-  elseif state == 'halting' then
-    -- Nobody runs it (any more): it ends now, failed, and its delete becomes due.
-    redis.call('ZADD', queue, next_due, op_id)
-    table.insert(out, {op_id, 'halted', claims, '', '', op.kind or '', op.tenant or ''})
-  elseif claims >= max_attempts then
-    -- Used up: its lease ran out, or it was given back (deadline, shutdown), that many times.
-    redis.call('ZADD', queue, next_due, op_id)
-    table.insert(out, {op_id, 'abandon', claims, '', '', op.kind or '', op.tenant or ''})
-  elseif can_resend then
-    -- Written before the worker goes: it may have to be written out as the first claim's
-    -- (lib/history.lua).
-    if state == 'running' then
-      add_history(op_key, {ms = now, event = 'lease_expired', attempt = claims,
-                           worker = op.worker})
-      -- The lease ran out: the worker died or hangs. Its late outcome will be refused.
-      redis.call('HSET', op_key, 'state', 'queued')
-      redis.call('HDEL', op_key, 'worker', 'lease_until')
-    else
-      add_history(op_key, {ms = now, event = 'resent', attempt = claims})
-    end
-    redis.call('HINCRBY', op_key, 'resends', 1)
-    redis.call('ZADD', queue, next_due, op_id)
-    table.insert(out, {op_id, 'resend', claims, op.job or '', state == 'running' and 'lease' or '',
-                       op.kind or '', op.tenant or ''})
+  else
+    -- Nobody runs it: its lease ran out, its claim never came, or it was given back.
+    retake(prefix, queue, op_id, op, now, next_due, max_attempts, can_resend, 'lease_expired', out)
   end
 end
 budget = budget - #out

@@ -91,6 +91,7 @@ class GatewayMetricsTest(unittest.TestCase):
                      "osbq_gateway_operations_total", "osbq_jobs_queued", "osbq_workers_live",
                      "osbq_worker_free_slots", "osbq_sync_waits_in_flight",
                      "osbq_job_retries_total", "osbq_lease_expiries_total",
+                     "osbq_steps_revoked_total", "osbq_workers_gone_total",
                      "osbq_redis_errors_total", "osbq_dispatch_wait_seconds"):
             self.assertIn("# TYPE %s " % name, text)
             self.assertIn("# HELP %s " % name, text)
@@ -227,7 +228,10 @@ class GatewayMetricsTest(unittest.TestCase):
                                              self.gateway.log()) is not None,
                            5, "the access-log line of the provision")
 
-    def test_lease_expiry_and_retry_are_counted(self):
+    def test_a_killed_workers_step_taken_from_it_is_counted(self):
+        """The worker dies mid-step: the gateway sees its connection end (a worker gone,
+        disconnected) and takes the step from it (revoked, resent), no lease running out
+        (decision 0052)."""
         before = self.scraper.samples()
         instance = str(uuid.uuid4())
         r = self.provision(instance, plan=SLOW_PROVISION)
@@ -239,10 +243,13 @@ class GatewayMetricsTest(unittest.TestCase):
         state, _ = self.wait_done(instance, operation)
         self.assertEqual(state, "succeeded")
         after = self.scraper.samples()
-        self.assertEqual(value(after, "osbq_lease_expiries_total")
-                         - value(before, "osbq_lease_expiries_total"), 1)
-        self.assertGreaterEqual(value(after, "osbq_job_retries_total")
-                                - value(before, "osbq_job_retries_total"), 1)
+
+        def delta(name, **labels):
+            return value(after, name, **labels) - value(before, name, **labels)
+        self.assertEqual(delta("osbq_workers_gone_total", reason="disconnected"), 1)
+        self.assertEqual(delta("osbq_steps_revoked_total"), 1)
+        self.assertEqual(delta("osbq_lease_expiries_total"), 0)
+        self.assertGreaterEqual(delta("osbq_job_retries_total"), 1)
 
     def test_redis_errors_are_counted(self):
         before = value(self.scraper.samples(), "osbq_redis_errors_total")

@@ -11,7 +11,9 @@
 
 #include <cmocka.h>
 
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "dispatch_running.h"
@@ -75,7 +77,24 @@ static void test_end_listed(void **state)
     dispatch_running_destroy(&r);
 }
 
-/* A worker that left takes its jobs with it, and only its own. */
+/* Counts the space-separated words of list, checking each is "op<n>" with n a multiple of 3
+ * (worker_b's) when of_b, else not one. */
+static size_t count_listed(const char *list, bool of_b)
+{
+    size_t n = 0;
+    for (const char *p = list; p != NULL && *p != '\0';) {
+        const char *end = strchr(p, ' ');
+        size_t len = end != NULL ? (size_t)(end - p) : strlen(p);
+        assert_true(len > 2 && strncmp(p, "op", 2) == 0);
+        assert_int_equal(strtol(p + 2, NULL, 10) % 3 == 0, of_b);
+        n++;
+        p = end != NULL ? end + 1 : p + len;
+    }
+    return n;
+}
+
+/* A worker that left takes its jobs with it, and only its own, and says which they were: the
+ * operations the recovery loop revokes. */
 static void test_end_worker(void **state)
 {
     (void)state;
@@ -85,12 +104,17 @@ static void test_end_worker(void **state)
         (void)snprintf(id, sizeof id, "op%d", i);
         add(r, id, i % 2 ? "t1" : "t2", i % 3 ? &worker_a : &worker_b);
     }
-    dispatch_running_end_worker(r, &worker_a);
+    char *of_a = dispatch_running_end_worker(r, &worker_a);
+    assert_int_equal(count_listed(of_a, false), 66);
+    free(of_a);
     /* Of 0..99, the multiples of 3 went to worker_b: 34 of them, 17 odd (t1) and 17 even. */
     assert_int_equal(dispatch_running_count(r), 34);
     assert_int_equal(dispatch_running_load(r, "t1"), 17);
     assert_int_equal(dispatch_running_load(r, "t2"), 17);
-    dispatch_running_end_worker(r, &worker_b);
+    assert_null(dispatch_running_end_worker(r, &worker_a));
+    char *of_b = dispatch_running_end_worker(r, &worker_b);
+    assert_int_equal(count_listed(of_b, true), 34);
+    free(of_b);
     assert_int_equal(dispatch_running_count(r), 0);
     assert_int_equal(dispatch_running_load(r, "t1"), 0);
     dispatch_running_destroy(&r);

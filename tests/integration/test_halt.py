@@ -1,15 +1,19 @@
 """A delete halts the creation it meets (issue 42, docs/decisions/0051): a deprovision accepted
-while the instance is being provisioned, an unbind while the binding is being bound. Real
-redis-server, two gateways and two workers on loopback, the sim backend; every wait bounded."""
+while the instance is being provisioned, an unbind while the binding is being bound; the race
+with the creation's last step, two gateways accepting one delete, faults, and what the exec and
+redis backends see. Real redis-server, gateways and workers on loopback; every wait bounded."""
 
+import hashlib
 import json
 import os
+import shutil
 import signal
 import tempfile
 import time
 import unittest
 
 import harness
+import osbq_stack
 
 CATALOG = os.path.join(harness.SOURCE_DIR, "tests", "data", "catalog-halt.json")
 SERVICE = "7a1e0c3d-5b2f-4e6a-8d9c-0f1e2d3c4b01"
@@ -18,6 +22,10 @@ WAITING = "7a1e0c3d-5b2f-4e6a-8d9c-0f1e2d3c4f02"  # sim: waits 30 s in Redis
 NO_HALT = "7a1e0c3d-5b2f-4e6a-8d9c-0f1e2d3c4f03"  # halt_on_delete false, 3 s
 BIND_RUNNING = "7a1e0c3d-5b2f-4e6a-8d9c-0f1e2d3c4f04"  # binds in 30 s in one step
 BIND_WAITING = "7a1e0c3d-5b2f-4e6a-8d9c-0f1e2d3c4f05"  # binds in 30 s, waiting in Redis
+RACE = "7a1e0c3d-5b2f-4e6a-8d9c-0f1e2d3c4f06"  # blocking sim: 300 ms in one step
+EXEC_PLAN = "7a1e0c3d-5b2f-4e6a-8d9c-0f1e2d3c4f07"  # HaltBackends' exec probe
+REDIS_PLAN = "7a1e0c3d-5b2f-4e6a-8d9c-0f1e2d3c4f08"  # HaltBackends' redis backend
+EXEC_DIR = os.path.join(harness.SOURCE_DIR, "tests", "data", "exec")
 NAMESPACE = harness.ClusterTestCase.NAMESPACE
 # A short lease: a halted step hears of it at its next renewal, a third of this (the halt
 # message of issue 42 is still to come).
@@ -157,6 +165,57 @@ class Halting(HaltTestCase):
         self.assertEqual(r.json()["state"], "succeeded", r.body)
         deletion = self.accepted(self.delete(iid, NO_HALT))
         self.assertError(self.ended(iid, deletion), 410)
+
+    def assertConsistent(self, iid, creation, deletion):
+        """Whichever came first, exactly one story: the provision succeeded and the deprovision
+        then deleted a whole instance, or it was halted by that deprovision. Returns which."""
+        r = self.ended(iid, deletion)
+        self.assertError(r, 410)
+        record = self.op(creation)
+        if record.get("state") == "succeeded":
+            self.assertNotIn("halted_by", record)
+            self.assertNotIn("after", self.op(deletion))
+            outcome = "succeeded"
+        else:
+            self.assertEqual((record.get("state"), record.get("halted_by")),
+                             ("failed", deletion), record)
+            self.assertEqual(self.op(deletion).get("after"), creation)
+            outcome = "halted"
+        self.assertEqual(self.op(deletion).get("state"), "succeeded")
+        instance = harness.redis_hash(self.stack.redis, "%s:instance:%s" % (NAMESPACE, iid))
+        self.assertEqual(instance.get("state"), "gone")
+        self.assertNotIn("lock_x", instance)
+        return outcome
+
+    def test_delete_as_the_last_step_ends_either_halts_it_or_follows_it(self):
+        """The race of decision 0051's Atomicity: DELETEs sent from before the provision's one
+        300-ms step starts until after it ended. Each is either a halt or an ordinary delete of
+        a whole instance, never both, never neither; both are seen."""
+        outcomes = []
+        delays = [0.05 * i for i in range(24)]  # 0 to 1.15 s after the 202
+        for n, delay in enumerate(delays):
+            iid = harness.new_id()
+            creation = self.accepted(self.put(iid, RACE, gw=n % 2))
+            time.sleep(delay)
+            deletion = self.accepted(self.delete(iid, RACE, gw=(n + 1) % 2))
+            outcomes.append(self.assertConsistent(iid, creation, deletion))
+        self.assertIn("halted", outcomes)
+        self.assertIn("succeeded", outcomes)
+
+    def test_two_deletes_through_two_gateways_at_once(self):
+        """Both gateways accept the same delete, as one operation: one halt, one deprovision."""
+        iid = harness.new_id()
+        creation = self.accepted(self.put(iid, RUNNING))
+        self.running(creation)
+        answers = self.race([lambda: self.delete(iid, RUNNING, gw=0),
+                             lambda: self.delete(iid, RUNNING, gw=1)])
+        deletions = {self.accepted(r) for r in answers}
+        self.assertEqual(len(deletions), 1, deletions)
+        deletion = deletions.pop()
+        self.assertHalted(iid, creation, deletion)
+        self.assertEqual(self.assertConsistent(iid, creation, deletion), "halted")
+        history = [json.loads(line)["event"] for line in self.op(creation)["history"].splitlines()]
+        self.assertEqual(history.count("halted"), 1, history)
 
     # ---- bindings ----
 
@@ -341,6 +400,174 @@ class HaltFaults(unittest.TestCase):
         deletion = self.delete(gateways[0], iid)
         self.assertEqual(harness.kill(gateways[0]), -signal.SIGKILL)
         self.assertHaltedThenGone(gateways[1], iid, creation, deletion)
+
+
+class HaltBackends(unittest.TestCase):
+    """What a backend sees of a halt (docs/backends.md, "A delete that halts a creation"): an
+    exec program mid-step gets SIGTERM, one waiting between its polls is not run again, and the
+    delete's job names the halted creation; the redis backend's delete removes what a halted
+    creation left (an ACL user, keys). One stack: a gateway, a worker, and a second
+    redis-server that the redis plans provision on."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="osbq-halt-backends-")
+        with open(CATALOG) as f:
+            doc = json.load(f)
+        service = doc["services"][0]
+        service["plans"] = [
+            {"id": EXEC_PLAN, "name": "exec", "description": "exec halt probe",
+             "osbq": {"backend": "exec",
+                      "command": ["python3", os.path.join(EXEC_DIR, "halt_probe.py")],
+                      "env": {"RECORD_DIR": cls.dir}}},
+            {"id": REDIS_PLAN, "name": "redis", "description": "redis", "osbq": {"backend": "redis"}},
+        ]
+        path = os.path.join(cls.dir, "catalog.json")
+        with open(path, "w") as f:
+            json.dump(doc, f)
+        cls.stack = harness.Stack(catalog=path, extra_env={"OSBQ_RECOVERY_INTERVAL_MS": "200"})
+        try:
+            cls.target = osbq_stack.Redis(cls.stack.workdir, name="redis-target")
+            cls.stack.processes.append(cls.target)
+            cls.gateway, _ = harness.start_connected(
+                cls.stack, 1, OSBQ_REDIS_TARGET_URL="redis://127.0.0.1:%d/0" % cls.target.port)
+        except BaseException:
+            cls.stack.stop()
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        try:
+            cls.stack.stop()
+        finally:
+            shutil.rmtree(cls.dir, ignore_errors=True)
+
+    def request(self, method, path, body=None):
+        c = self.stack.client(self.gateway)
+        try:
+            return c.request(method, path, body)
+        finally:
+            c.close()
+
+    def accepted(self, r):
+        self.assertEqual(r.status, 202, r.body)
+        return r.json()["operation"]
+
+    def op(self, operation):
+        return harness.redis_hash(self.stack.redis, "%s:op:%s" % (NAMESPACE, operation))
+
+    def wait_state(self, operation, states, timeout_s=HALT_TIMEOUT_S):
+        harness.wait_until(lambda: self.op(operation).get("state") in states, timeout_s,
+                           "operation %s %s" % (operation, "/".join(states)))
+        return self.op(operation)["state"]
+
+    def jobs(self):
+        try:
+            with open(os.path.join(self.dir, "jobs.jsonl")) as f:
+                return [json.loads(line) for line in f]
+        except FileNotFoundError:
+            return []
+
+    def provision(self, iid, plan, parameters=None):
+        body = harness.provision_body(SERVICE, plan)
+        if parameters is not None:
+            body["parameters"] = parameters
+        return self.accepted(self.request("PUT", harness.ipath(iid, incomplete=True), body))
+
+    def deprovision(self, iid, plan):
+        return self.accepted(self.request("DELETE", harness.instance_path(
+            iid, accepts_incomplete="true", service_id=SERVICE, plan_id=plan)))
+
+    def assertHaltedBy(self, creation, deletion):
+        self.assertEqual(self.wait_state(deletion, ("succeeded", "failed")), "succeeded",
+                         self.op(deletion))
+        record = self.op(creation)
+        self.assertEqual((record.get("state"), record.get("halted_by")), ("failed", deletion))
+
+    def test_exec_program_mid_step_gets_sigterm_and_its_delete_names_it(self):
+        iid = harness.new_id()
+        creation = self.provision(iid, EXEC_PLAN, {"mode": "run"})
+        harness.wait_until(lambda: any(j.get("operation_id") == creation for j in self.jobs()),
+                           10, "the program to start")
+        started = time.monotonic()
+        deletion = self.deprovision(iid, EXEC_PLAN)
+        self.assertHaltedBy(creation, deletion)
+        # Far below the 30 s the program would work: the halt stopped it.
+        self.assertLess(time.monotonic() - started, HALT_TIMEOUT_S)
+        jobs = self.jobs()
+        self.assertIn({"signal": "TERM", "operation_id": creation}, jobs)
+        self.assertIn({"kind": "deprovision", "operation_id": deletion,
+                       "halted_operation_id": creation}, jobs)
+
+    def test_exec_program_between_its_polls_is_not_run_again(self):
+        iid = harness.new_id()
+        creation = self.provision(iid, EXEC_PLAN, {"mode": "wait"})
+        self.wait_state(creation, ("waiting",))
+        deletion = self.deprovision(iid, EXEC_PLAN)
+        self.assertHaltedBy(creation, deletion)
+        runs = [j for j in self.jobs() if j.get("operation_id") == creation]
+        self.assertEqual([j["kind"] for j in runs], ["provision"], runs)
+        self.assertIn({"kind": "deprovision", "operation_id": deletion,
+                       "halted_operation_id": creation}, self.jobs())
+
+    def target_users(self, iid):
+        prefix = "osbq-%s-" % hashlib.blake2b(iid.encode(), digest_size=16).hexdigest()
+        return [u for u in self.target.command("ACL", "USERS") if u.startswith(prefix)]
+
+    def test_redis_bind_halted_mid_command_leaves_no_user(self):
+        """The bind's ACL SETUSER waits on a stopped target; the unbind halts the bind, the
+        target resumes and runs the SETUSER (a half-made binding: its user exists), and the
+        unbind then removes that user. No credentials are ever served."""
+        iid = harness.new_id()
+        r = self.request("PUT", harness.ipath(iid), harness.provision_body(SERVICE, REDIS_PLAN))
+        self.assertEqual(r.status, 201, r.body)
+        bid = harness.new_id()
+        path = harness.instance_path(iid, "/service_bindings/" + bid)
+        self.target.send_signal(signal.SIGSTOP)
+        try:
+            bind = self.accepted(self.request(
+                "PUT", path + "?accepts_incomplete=true",
+                {"service_id": SERVICE, "plan_id": REDIS_PLAN}))
+            self.wait_state(bind, ("running",))
+            unbind = self.accepted(self.request("DELETE", harness.instance_path(
+                iid, "/service_bindings/" + bid, accepts_incomplete="true",
+                service_id=SERVICE, plan_id=REDIS_PLAN)))
+            harness.wait_until(lambda: self.op(bind).get("state") == "halting", 5,
+                               "the bind halting")
+        finally:
+            self.target.send_signal(signal.SIGCONT)
+        self.assertHaltedBy(bind, unbind)
+        self.assertEqual(self.target_users(iid), [])
+        self.assertEqual(self.request("GET", path).status, 404)
+        self.assertIsNone(self.stack.redis.command(
+            "HGET", "%s:binding:%s:%s" % (NAMESPACE, iid, bid), "result"))
+
+    def test_redis_provision_halted_its_deprovision_removes_what_was_left(self):
+        """A provision halted while the target is stopped; what the instance left on the target
+        (an ACL user of it and keys under its prefix, as a half-made instance or its apps may
+        have) is gone once its deprovision succeeded."""
+        iid = harness.new_id()
+        digest = hashlib.blake2b(iid.encode(), digest_size=16).hexdigest()
+        user = "osbq-%s-%s" % (digest, hashlib.blake2b(
+            (iid + "/left").encode(), digest_size=16).hexdigest())
+        self.assertEqual(self.target.command("ACL", "SETUSER", user, "on", "nopass"), "OK")
+        for n in range(3):
+            self.target.command("SET", "osbq:%s:key-%d" % (digest, n), "left")
+        other = "osbq:%s:kept" % hashlib.blake2b(b"another", digest_size=16).hexdigest()
+        self.target.command("SET", other, "kept")
+        self.target.send_signal(signal.SIGSTOP)
+        try:
+            creation = self.provision(iid, REDIS_PLAN)
+            self.wait_state(creation, ("running",))
+            deletion = self.deprovision(iid, REDIS_PLAN)
+            harness.wait_until(lambda: self.op(creation).get("state") == "halting", 5,
+                               "the provision halting")
+        finally:
+            self.target.send_signal(signal.SIGCONT)
+        self.assertHaltedBy(creation, deletion)
+        self.assertEqual(self.target_users(iid), [])
+        self.assertEqual(self.target.command("KEYS", "osbq:%s:*" % digest), [])
+        self.assertEqual(self.target.command("GET", other), "kept")
 
 
 if __name__ == "__main__":

@@ -20,13 +20,17 @@ enum ctl_exit {
     CTL_EXIT_USAGE = 2,     /* bad command line, or a destructive command without --yes */
     CTL_EXIT_NOT_FOUND = 3, /* no such operation, or fail/resend found nothing to do */
     CTL_EXIT_REFUSED = 4,   /* resend: the operation runs under a live lease (its worker is
-                             * alive); nothing changed */
+                             * alive); purge: an operation of it runs (without --force);
+                             * nothing changed */
 };
 
 /* The command line, checked. Strings are borrowed from argv. */
 struct ctl_options {
     bool json;                /* --json: one JSON document on stdout */
     bool yes;                 /* --yes: destructive commands may act */
+    bool force;               /* --force: purge fails the operation that runs first */
+    const char *record_kind;  /* purge: "instance" or "binding" */
+    const char *record_id;    /* purge: its ID */
     const char *state;        /* --state: only records in this state, or NULL */
     const char *instance;     /* --instance: only bindings of this instance, or NULL */
     const char *description;  /* --description (fail), or NULL for the default */
@@ -80,6 +84,7 @@ int cmd_stats(struct ctl *ctl);      /* cmd_stats.c */
 int cmd_quotas(struct ctl *ctl);     /* cmd_quotas.c */
 int cmd_secret_key(struct ctl *ctl); /* cmd_secret_key.c; needs no configuration or Redis */
 int cmd_reencrypt(struct ctl *ctl);  /* cmd_reencrypt.c */
+int cmd_purge(struct ctl *ctl);      /* cmd_purge.c */
 int cmd_bus_cert(struct ctl *ctl);   /* cmd_bus_cert.c: offline */
 
 /* Called by records_walk for each record found; may take the record over (move it and zero

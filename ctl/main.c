@@ -20,6 +20,7 @@ enum option_flag {
     OPT_DESCRIPTION = 1 << 3,
     OPT_YES = 1 << 4,
     OPT_TOP = 1 << 5,
+    OPT_FORCE = 1 << 6,
 };
 
 static const struct {
@@ -30,6 +31,7 @@ static const struct {
     {"--state", OPT_STATE, true},       {"--limit", OPT_LIMIT, true},
     {"--instance", OPT_INSTANCE, true}, {"--description", OPT_DESCRIPTION, true},
     {"--yes", OPT_YES, false},          {"--top", OPT_TOP, true},
+    {"--force", OPT_FORCE, false},
 };
 
 static const char *const instance_states[] = {"provisioning", "provisioned", "failed", "gone",
@@ -51,6 +53,7 @@ struct command {
     bool takes_operation;        /* needs OPERATION_ID */
     bool takes_instance;         /* needs INSTANCE_ID */
     bool takes_path;             /* needs PATH */
+    bool takes_record;           /* needs "instance ID" or "binding ID" */
     bool offline;                /* runs without the configuration and Redis */
     const char *const *states;   /* what --state may be, NULL-terminated */
     const char *would[2];        /* destructive: what it would do, before and after the id */
@@ -111,6 +114,13 @@ static const struct command commands[] = {
                                   "send it to a worker again"},
      .args = "OPERATION_ID --yes",
      .about = "send a stuck operation to a worker again"},
+    {.name = "purge",
+     .run = cmd_purge,
+     .options = OPT_YES | OPT_FORCE | OPT_INSTANCE,
+     .takes_record = true,
+     .would = {"forget the records of ", " without calling any backend"},
+     .args = "instance|binding ID [--instance ID] [--force] --yes",
+     .about = "forget an instance (with its bindings) or a binding"},
     {.name = "reencrypt",
      .run = cmd_reencrypt,
      .options = OPT_YES,
@@ -181,12 +191,15 @@ static void usage(FILE *out)
             "  --limit N       most records listed (default %u; 0 lists all)\n"
             "  --top N         stats: tenants listed, most operations in progress first\n"
             "                  (default %u; 0 lists all)\n"
-            "  --yes           let fail, resend and reencrypt act (they refuse without it)\n"
+            "  --yes           let fail, resend, purge and reencrypt act (they refuse without\n"
+            "                  it)\n"
+            "  --force         purge: fail the operation that runs first\n"
             "  -h, --help      print this help\n"
             "  --version       print the version\n"
             "\nExit status: 0 done; 1 bad configuration, Redis unreachable or another failure;\n"
-            "2 bad command line, or fail/resend without --yes; 3 no such operation or\n"
-            "instance, or fail/resend found it already finished. Reference: docs/ctl.md.\n\n",
+            "2 bad command line, or fail/resend/purge without --yes; 3 no such operation,\n"
+            "instance or binding, or fail/resend found it already finished; 4 resend or purge\n"
+            "refused (an operation of it runs). Reference: docs/ctl.md.\n\n",
             LIMIT_DEFAULT, TOP_DEFAULT);
     osbq_config_print_help(out, OSBQ_ROLE_CTL);
 }
@@ -339,11 +352,26 @@ static int check_command_line(const struct command_line *line, struct ctl_option
         return usage_error("%s needs a PATH", cmd->name);
     if (cmd->takes_instance && (line->nargs == 0 || line->args[0][0] == '\0'))
         return usage_error("%s needs an INSTANCE_ID", cmd->name);
-    size_t operands = cmd->takes_operation || cmd->takes_path || cmd->takes_instance ? 1 : 0;
+    if (cmd->takes_record &&
+        (line->nargs < 2 || line->args[1][0] == '\0' ||
+         (strcmp(line->args[0], "instance") != 0 && strcmp(line->args[0], "binding") != 0)))
+        return usage_error("%s needs \"instance ID\" or \"binding ID\"", cmd->name);
+    size_t operands = cmd->takes_record                                                ? 2
+                      : cmd->takes_operation || cmd->takes_path || cmd->takes_instance ? 1
+                                                                                       : 0;
     if (line->nargs > operands)
         return usage_error("unexpected argument \"%s\"", line->args[operands]);
     opt->json = line->json;
     opt->yes = (line->seen & OPT_YES) != 0;
+    opt->force = (line->seen & OPT_FORCE) != 0;
+    if (cmd->takes_record) {
+        opt->record_kind = line->args[0];
+        opt->record_id = line->args[1];
+        if (strlen(opt->record_id) > OPERATION_ID_MAX)
+            return usage_error("ID must be 1 to %d bytes", OPERATION_ID_MAX);
+        if (strcmp(opt->record_kind, "instance") == 0 && (line->seen & OPT_INSTANCE))
+            return usage_error("--instance applies to purge binding only");
+    }
     opt->limit = LIMIT_DEFAULT;
     opt->top = TOP_DEFAULT;
     if (cmd->takes_path)
@@ -395,8 +423,12 @@ static int check_command_line(const struct command_line *line, struct ctl_option
                                DESCRIPTION_MAX);
     }
     if (cmd->would[0] != NULL && !opt->yes) {
+        char subject[OPERATION_ID_MAX + 16] = "";
+        if (opt->record_kind != NULL)
+            (void)snprintf(subject, sizeof subject, "%s %s", opt->record_kind, opt->record_id);
         ctl_say("%s changes the broker's state: it would %s%s%s. Add --yes to do it.", cmd->name,
-                cmd->would[0], opt->operation_id != NULL ? opt->operation_id : "", cmd->would[1]);
+                cmd->would[0], opt->operation_id != NULL ? opt->operation_id : subject,
+                cmd->would[1]);
         return CTL_EXIT_USAGE;
     }
     return 0;

@@ -54,6 +54,21 @@ int osbq_store_operator_fail(struct osbq_store *store, const char *operation_id,
 int osbq_store_operator_resend(struct osbq_store *store, const char *operation_id,
                                struct osbq_error *err);
 
+/* What osbq_store_purge found. */
+struct osbq_purge {
+    size_t bindings;         /* 1: the bindings purged with the instance */
+    char *running_operation; /* 2: the operation that runs (free it) */
+};
+
+/* Operator: forgets the instance instance_id with its bindings (binding_id NULL), or its
+ * binding binding_id, without calling any backend (store/lua/purge.lua): quotas given back, each
+ * record left gone (purged_ms, purged_by = by) until OSBQ_RETENTION_S, so a platform's DELETE
+ * gets 410 and its GET 404. Returns 1 (*out's bindings), 0 when there is no such record or it is
+ * gone already, 2 when an operation of it runs (*out's running_operation: fail it first, or
+ * wait), -1 with err. */
+int osbq_store_purge(struct osbq_store *store, const char *instance_id, const char *binding_id,
+                     const char *by, struct osbq_purge *out, struct osbq_error *err);
+
 /* Figures of the operation queue and of Redis itself, for osbq-ctl stats. */
 struct osbq_store_stats {
     int64_t unfinished;              /* operations queued or running (ns:queue) */

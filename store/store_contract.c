@@ -103,6 +103,12 @@ static const char *const last_operation_args[] = {
     NAMED(LAST_OPERATION_ARG_INSTANCE_ID), NAMED(LAST_OPERATION_ARG_BINDING_ID),
     NAMED(LAST_OPERATION_ARG_PLATFORM)};
 
+static const char *const purge_keys[] = {NAMED(PURGE_KEY_RECORD), NAMED(PURGE_KEY_BINDINGS)};
+
+static const char *const purge_args[] = {NAMED(PURGE_ARG_PREFIX), NAMED(PURGE_ARG_BINDING),
+                                         NAMED(PURGE_ARG_NOW), NAMED(PURGE_ARG_RETENTION),
+                                         NAMED(PURGE_ARG_BY)};
+
 static const char *const recover_keys[] = {NAMED(RECOVER_KEY_QUEUE)};
 
 static const char *const recover_args[] = {
@@ -147,6 +153,7 @@ const struct store_script_contract store_script_contracts[SCRIPT_COUNT] = {
     [SCRIPT_FINISH] = {finish_keys, FINISH_KEY_COUNT, finish_args, FINISH_ARG_COUNT},
     [SCRIPT_LAST_OPERATION] = {last_operation_keys, LAST_OPERATION_KEY_COUNT, last_operation_args,
                                LAST_OPERATION_ARG_COUNT},
+    [SCRIPT_PURGE] = {purge_keys, PURGE_KEY_COUNT, purge_args, PURGE_ARG_COUNT},
     [SCRIPT_RECOVER] = {recover_keys, RECOVER_KEY_COUNT, recover_args, RECOVER_ARG_COUNT},
     [SCRIPT_RELEASE] = {release_keys, RELEASE_KEY_COUNT, release_args, RELEASE_ARG_COUNT},
     [SCRIPT_RESEND] = {resend_keys, RESEND_KEY_COUNT, resend_args, RESEND_ARG_COUNT},

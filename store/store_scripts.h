@@ -17,6 +17,7 @@ enum store_script {
     SCRIPT_PROGRESS,
     SCRIPT_FINISH,
     SCRIPT_LAST_OPERATION,
+    SCRIPT_PURGE,
     SCRIPT_RECOVER,
     SCRIPT_RELEASE,
     SCRIPT_RESEND,
@@ -170,6 +171,17 @@ enum last_operation_arg {
     LAST_OPERATION_ARG_BINDING_ID,
     LAST_OPERATION_ARG_PLATFORM,
     LAST_OPERATION_ARG_COUNT
+};
+
+/* purge.lua */
+enum purge_key { PURGE_KEY_RECORD, PURGE_KEY_BINDINGS, PURGE_KEY_COUNT };
+enum purge_arg {
+    PURGE_ARG_PREFIX,
+    PURGE_ARG_BINDING,
+    PURGE_ARG_NOW,
+    PURGE_ARG_RETENTION,
+    PURGE_ARG_BY,
+    PURGE_ARG_COUNT
 };
 
 /* recover.lua */

@@ -3,7 +3,8 @@ and each SIGTERM it receives, as a JSON line to $RECORD_DIR/jobs.jsonl, then:
 - a provision with parameters {"mode": "run"} works 30 s in one step (SIGTERM ends it);
 - a provision with {"mode": "wait"} answers in progress, its next poll due in 30 s, and so does
   each poll;
-- a deprovision ends at once."""
+- any other job (a provision with {"mode": "done"}, a deprovision, a bind, an unbind) ends at
+  once."""
 import json
 import os
 import signal
@@ -37,6 +38,6 @@ if job["kind"] == "provision" and mode == "run":
     signal.signal(signal.SIGTERM, terminated)
     print("progress 10 Working", flush=True)
     time.sleep(30)
-elif job["kind"] in ("provision", "poll"):
+elif job["kind"] in ("provision", "poll") and mode == "wait":
     print(json.dumps({"state": "in progress", "description": "Waiting", "poll_after_s": 30,
                       "resume": {"n": 1}}))

@@ -60,10 +60,18 @@ struct deny {
     struct id_list values[OSBQ_POLICY_FIELD_COUNT_]; /* refused context values per field */
 };
 
-/* in_progress_per_tenant: a platform's cap on each of its tenants' operations in progress. */
+/* in_progress_per_tenant, deletes_per_minute_per_tenant: a platform's cap on each of its
+ * tenants' operations in progress, or deletes a minute. */
 struct cap {
     const char *platform; /* a platform's name */
     int64_t limit;
+};
+
+/* One such setting: its caps by platform, and the other platforms'. */
+struct caps {
+    struct cap *by_platform;
+    size_t count;
+    int64_t other; /* "*", or the number form; -1: none */
 };
 
 struct osbq_policy {
@@ -72,12 +80,12 @@ struct osbq_policy {
     size_t quota_count;
     struct deny *denies;
     size_t deny_count;
-    struct cap *caps; /* by platform */
-    size_t cap_count;
-    int64_t cap_other; /* the other platforms' cap ("*", or the number form), or -1: none */
+    struct caps in_progress; /* in_progress_per_tenant */
+    struct caps deletes;     /* deletes_per_minute_per_tenant */
 };
 
-#define CAP_MEMBER "in_progress_per_tenant"
+#define CAP_MEMBER        "in_progress_per_tenant"
+#define DELETE_CAP_MEMBER "deletes_per_minute_per_tenant"
 
 const char *osbq_policy_field_name(int field)
 {
@@ -296,7 +304,8 @@ void osbq_policy_destroy(struct osbq_policy **pp)
     }
     free(p->quotas);
     free(p->denies);
-    free(p->caps);
+    free(p->in_progress.by_platform);
+    free(p->deletes.by_platform);
     json_decref(p->root);
     free(p);
     *pp = NULL;
@@ -321,45 +330,49 @@ static bool cap_limit(const json_t *v, int64_t *out)
     return true;
 }
 
-/* in_progress_per_tenant: a number (every platform's tenants), or an object of numbers by
- * platform name, "*" for the platforms it does not name. */
-static int parse_caps(struct osbq_policy *p, struct osbq_error *err)
+/* member (in_progress_per_tenant, deletes_per_minute_per_tenant): a number (every platform's
+ * tenants), or an object of numbers by platform name, "*" for the platforms it does not name;
+ * each at least min. */
+static int parse_caps(struct osbq_policy *p, const char *member, int64_t min, struct caps *out,
+                      struct osbq_error *err)
 {
-    p->cap_other = -1;
-    const json_t *caps = json_object_get(p->root, CAP_MEMBER);
+    out->other = -1;
+    const json_t *caps = json_object_get(p->root, member);
     if (caps == NULL)
         return 0;
+    char range[64];
+    (void)snprintf(range, sizeof range, "must be an integer from %" PRId64 " to 1000000000", min);
     if (json_is_integer(caps)) {
-        if (!cap_limit(caps, &p->cap_other))
-            return fail(err, CAP_MEMBER, "must be an integer from 0 to 1000000000");
+        if (!cap_limit(caps, &out->other) || out->other < min)
+            return fail(err, member, "%s", range);
         return 0;
     }
     if (!json_is_object(caps) || json_object_size(caps) == 0)
-        return fail(err, CAP_MEMBER,
+        return fail(err, member,
                     "must be an integer, or a non-empty object of integers by platform name "
                     "(\"*\": the other platforms)");
-    p->caps = calloc(json_object_size(caps), sizeof *p->caps);
-    if (p->caps == NULL)
+    out->by_platform = calloc(json_object_size(caps), sizeof *out->by_platform);
+    if (out->by_platform == NULL)
         return osbq_error_set(err, OSBQ_ERR_INTERNAL, "out of memory");
     const char *platform;
     json_t *value;
     json_object_foreach ((json_t *)caps, platform, value) {
         char where[160];
-        (void)snprintf(where, sizeof where, "%s.%s", CAP_MEMBER, platform);
+        (void)snprintf(where, sizeof where, "%s.%s", member, platform);
         bool other = strcmp(platform, "*") == 0;
         size_t len = strlen(platform);
         if (!other && (len == 0 || len > NAME_MAX_LEN || !name_chars(platform)))
-            return fail(err, CAP_MEMBER,
+            return fail(err, member,
                         "\"%s\" is not a platform name (1 to 64 letters, digits, '-', '_' and "
                         "'.') nor \"*\"",
                         platform);
         int64_t limit;
-        if (!cap_limit(value, &limit))
-            return fail(err, where, "must be an integer from 0 to 1000000000");
+        if (!cap_limit(value, &limit) || limit < min)
+            return fail(err, where, "%s", range);
         if (other)
-            p->cap_other = limit;
+            out->other = limit;
         else
-            p->caps[p->cap_count++] = (struct cap){platform, limit};
+            out->by_platform[out->count++] = (struct cap){platform, limit};
     }
     return 0;
 }
@@ -367,7 +380,7 @@ static int parse_caps(struct osbq_policy *p, struct osbq_error *err)
 int osbq_policy_load_text(const char *text, size_t len, const struct osbq_catalog *catalog,
                           struct osbq_policy **out, struct osbq_error *err)
 {
-    static const char *const keys[] = {"quotas", "deny", CAP_MEMBER, NULL};
+    static const char *const keys[] = {"quotas", "deny", CAP_MEMBER, DELETE_CAP_MEMBER, NULL};
     json_error_t jerr;
     struct osbq_policy *p = calloc(1, sizeof *p);
     if (p == NULL)
@@ -386,7 +399,9 @@ int osbq_policy_load_text(const char *text, size_t len, const struct osbq_catalo
     }
     if (check_keys(p->root, "policy", keys, err) < 0 ||
         member_array(p->root, "quotas", &quotas, err) < 0 ||
-        member_array(p->root, "deny", &denies, err) < 0 || parse_caps(p, err) < 0)
+        member_array(p->root, "deny", &denies, err) < 0 ||
+        parse_caps(p, CAP_MEMBER, 0, &p->in_progress, err) < 0 ||
+        parse_caps(p, DELETE_CAP_MEMBER, 1, &p->deletes, err) < 0)
         goto out;
     size_t nq = json_array_size(quotas), nd = json_array_size(denies);
     if (nq > OSBQ_POLICY_QUOTAS_MAX) {
@@ -535,14 +550,34 @@ void osbq_policy_quota_description(const struct osbq_policy_use *use, int64_t us
                        use->name, used, use->limit);
 }
 
+/* The cap of platform in caps, or -1 when it has none. */
+static int64_t cap_of(const struct caps *caps, const char *platform)
+{
+    for (size_t i = 0; platform != NULL && i < caps->count; i++)
+        if (strcmp(caps->by_platform[i].platform, platform) == 0)
+            return caps->by_platform[i].limit;
+    return caps->other;
+}
+
 int64_t osbq_policy_in_progress_cap(const struct osbq_policy *policy, const char *platform)
 {
-    if (policy == NULL)
-        return -1;
-    for (size_t i = 0; platform != NULL && i < policy->cap_count; i++)
-        if (strcmp(policy->caps[i].platform, platform) == 0)
-            return policy->caps[i].limit;
-    return policy->cap_other;
+    return policy != NULL ? cap_of(&policy->in_progress, platform) : -1;
+}
+
+int64_t osbq_policy_delete_cap(const struct osbq_policy *policy, const char *platform)
+{
+    return policy != NULL ? cap_of(&policy->deletes, platform) : -1;
+}
+
+void osbq_policy_delete_cap_description(const char *tenant, int64_t deleted, int64_t limit,
+                                        char *description, size_t size)
+{
+    (void)snprintf(description, size,
+                   "The tenant \"%s\" deleted %" PRId64 " service instance%s or binding%s in the "
+                   "last minute, and this broker's policy allows at most %" PRId64
+                   " a minute per tenant (OSBQ_POLICY deletes_per_minute_per_tenant); retry in a "
+                   "minute.",
+                   tenant, deleted, deleted == 1 ? "" : "s", deleted == 1 ? "" : "s", limit);
 }
 
 void osbq_policy_cap_description(const char *tenant, int64_t in_progress, int64_t limit,

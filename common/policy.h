@@ -99,6 +99,14 @@ void osbq_policy_quota_at(const struct osbq_policy *policy, size_t i, struct osb
  * have, or -1 when its platform has none (no cap for it and no "*" one). */
 int64_t osbq_policy_in_progress_cap(const struct osbq_policy *policy, const char *platform);
 
+/* deletes_per_minute_per_tenant: the most deprovisions and unbinds of usable records a tenant of
+ * platform may make a minute, or -1 when its platform has none. */
+int64_t osbq_policy_delete_cap(const struct osbq_policy *policy, const char *platform);
+
+/* The refusal when a tenant's deletes this minute reached that cap, naming the setting. */
+void osbq_policy_delete_cap_description(const char *tenant, int64_t deleted, int64_t limit,
+                                        char *description, size_t size);
+
 /* The refusal when a tenant's operations in progress reached its cap: "The tenant \"<tenant>\"
  * already has <in_progress> operations in progress, ..." naming the limit and the setting. */
 void osbq_policy_cap_description(const char *tenant, int64_t in_progress, int64_t limit,

@@ -23,6 +23,17 @@ struct refusal {
     "The tenant has as many operations in progress as the broker's policy allows; retry when "     \
     "some have ended."
 
+/* A deprovision of an instance that asks not to be deleted. */
+#define PROTECTED_TEXT                                                                             \
+    "The service instance is protected from deletion: its parameters or context set "              \
+    "\"osbq_deletion_protection\": true. Update it with \"osbq_deletion_protection\": false "      \
+    "first."
+
+/* A refusal by the deletion cap when its tenant is unknown (never, but for a bug). */
+#define DELETE_CAPPED_TEXT                                                                         \
+    "The tenant deleted as many service instances and bindings this minute as the broker's "       \
+    "policy allows (OSBQ_POLICY deletes_per_minute_per_tenant); retry in a minute."
+
 /* The store's refusals, for an instance operation and for a binding one (enum
  * accept_resource). Accepted, in-progress and done answers are not refusals. */
 static const struct refusal refusals[][ACCEPT_RESOURCE_COUNT_] = {
@@ -65,6 +76,11 @@ static const struct refusal refusals[][ACCEPT_RESOURCE_COUNT_] = {
      * how many when it can (osbq_policy_cap_description). */
     [OSBQ_BEGIN_CAPPED] = {{OSBQ_ERR_UNPROCESSABLE, CAPPED_TEXT},
                            {OSBQ_ERR_UNPROCESSABLE, CAPPED_TEXT}},
+    /* The deletion guard (docs/policies.md): a protected instance, and the tenant's deletes a
+     * minute; the latter's text says whose and how many when it can. */
+    [OSBQ_BEGIN_PROTECTED] = {{OSBQ_ERR_UNPROCESSABLE, PROTECTED_TEXT}, {OSBQ_OK, NULL}},
+    [OSBQ_BEGIN_DELETE_CAPPED] = {{OSBQ_ERR_UNPROCESSABLE, DELETE_CAPPED_TEXT},
+                                  {OSBQ_ERR_UNPROCESSABLE, DELETE_CAPPED_TEXT}},
 };
 
 /* An unbind's mismatch: the query names the binding's service and plan, not the instance's. */
@@ -90,6 +106,8 @@ struct accept_pending {
                                          * instance's instead) */
     unsigned weight;                    /* its platform's weight */
     int64_t in_progress_cap;            /* its platform's cap (OSBQ_POLICY in_progress_per_tenant),
+                                         * or -1: none */
+    int64_t delete_cap;                 /* its platform's OSBQ_POLICY deletes_per_minute_per_tenant,
                                          * or -1: none */
     size_t quota_count;                 /* quotas it counted against, for a refusal's text */
     struct osbq_policy_use *quotas;     /* their copies, or NULL */
@@ -311,6 +329,11 @@ static void reply_refused(const struct accept_pending *p, const struct osbq_begi
                                     sizeof why);
         text = why;
     }
+    if (got->answer == OSBQ_BEGIN_DELETE_CAPPED && got->tenant != NULL) {
+        osbq_policy_delete_cap_description(got->tenant, got->in_progress, p->delete_cap, why,
+                                           sizeof why);
+        text = why;
+    }
     reply_error(out, got->answer == OSBQ_BEGIN_QUOTA ? policy_refusal(p->kind) : row->code, text);
 }
 
@@ -351,7 +374,8 @@ static void accept_operation_after_begin(const struct gateway *gw, const struct 
         reply_store_unavailable(out, &err);
         return;
     }
-    if (got.tenant != NULL && got.answer != OSBQ_BEGIN_CAPPED)
+    if (got.tenant != NULL && got.answer != OSBQ_BEGIN_CAPPED &&
+        got.answer != OSBQ_BEGIN_DELETE_CAPPED)
         instance_tenants_put(gw->instance_tenants, req->params[0], got.tenant);
     if (got.answer == OSBQ_BEGIN_HALTING)
         log_halt(p, &got);
@@ -362,8 +386,12 @@ static void accept_operation_after_begin(const struct gateway *gw, const struct 
         p->desc->done(gw, req, p->service_id, &got, out);
     else
         reply_refused(p, &got, out);
-    if (got.answer == OSBQ_BEGIN_CAPPED)
-        gateway_metrics_operation(gw->metrics, osbq_job_kind_name(p->kind), "capped",
+    if (got.answer == OSBQ_BEGIN_CAPPED || got.answer == OSBQ_BEGIN_DELETE_CAPPED ||
+        got.answer == OSBQ_BEGIN_PROTECTED)
+        gateway_metrics_operation(gw->metrics, osbq_job_kind_name(p->kind),
+                                  got.answer == OSBQ_BEGIN_CAPPED          ? "capped"
+                                  : got.answer == OSBQ_BEGIN_DELETE_CAPPED ? "delete_capped"
+                                                                           : "protected",
                                   p->metric_service, p->metric_plan);
     osbq_begin_reply_clear(&got);
 }
@@ -413,6 +441,8 @@ static struct osbq_begin_request begin_request_of(const struct gateway *gw,
         .quotas = a->quota_spec,
         .binding = {a->binding_id, t->bind_resource, a->predecessor},
         .halt = a->halt,
+        .delete_cap = p->delete_cap > 0 ? p->delete_cap : 0,
+        .deletion_protection = a->deletion_protection,
     };
 }
 
@@ -467,6 +497,7 @@ static struct accept_pending *pending_new(const struct gateway *gw, const struct
                a->space_guid, p->tenant);
     p->weight = req->platform != NULL ? req->platform->weight : 1;
     p->in_progress_cap = osbq_policy_in_progress_cap(gw->policy, osb_platform_name(req));
+    p->delete_cap = osbq_policy_delete_cap(gw->policy, osb_platform_name(req));
     /* A worker with a slot free now: the begin script claims the operation for it, and the job
      * needs no claim of its own. Given back unless the operation is begun. */
     p->handover = dispatch_handover_take(gw->dispatch);

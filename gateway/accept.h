@@ -48,6 +48,8 @@ struct accept {
     const char *space_guid;        /* provision: the top-level one, or NULL (the tenant) */
     bool halt; /* deprovision, unbind: halts a provision (bind) that holds the record instead of
                 * answering 422 (the plan's halt_on_delete; docs/decisions/0051) */
+    enum osbq_deletion_protection deletion_protection; /* provision, update: the deletion guard's
+                                                        * flag after it (deletion_protection.h) */
 };
 
 /* Whose operation it is: the column of the store answers' table. */

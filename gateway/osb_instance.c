@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "accept.h"
+#include "deletion_protection.h"
 #include "digest.h"
 #include "handlers.h"
 #include "log.h"
@@ -238,6 +239,7 @@ void osb_instance_put(const struct gateway *gw, const struct request *req, struc
         .quota_spec = quotas.spec,
         .organization_guid = m.organization_guid,
         .space_guid = m.space_guid,
+        .deletion_protection = deletion_protection_of(m.parameters, m.context),
     };
     accept_operation(gw, req, &instance_accept, &a, out);
     free(dashboard);
@@ -386,6 +388,8 @@ static void instance_patch_after_read(const struct gateway *gw, const struct req
          * instance's counters stay as they are. */
         .quota_spec = current == target ? OSBQ_STORE_QUOTAS_UNCHANGED
                                         : (quotas.spec != NULL ? quotas.spec : ""),
+        .deletion_protection =
+            deletion_protection_after_update(parameters, context, inst.parameters, inst.context),
     };
     accept_operation(gw, req, &instance_accept, &a, out);
 out:

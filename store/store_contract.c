@@ -35,7 +35,9 @@ static const char *const begin_instance_args[] = {NAMED(BEGIN_INSTANCE_ARG_KIND)
                                                   NAMED(BEGIN_INSTANCE_ARG_IN_PROGRESS_CAP),
                                                   NAMED(BEGIN_INSTANCE_ARG_HANDED_WORKER),
                                                   NAMED(BEGIN_INSTANCE_ARG_HANDED_UNTIL),
-                                                  NAMED(BEGIN_INSTANCE_ARG_HALT)};
+                                                  NAMED(BEGIN_INSTANCE_ARG_HALT),
+                                                  NAMED(BEGIN_INSTANCE_ARG_DELETION_PROTECTION),
+                                                  NAMED(BEGIN_INSTANCE_ARG_DELETE_CAP)};
 
 static const char *const begin_binding_keys[] = {
     NAMED(BEGIN_BINDING_KEY_INSTANCE), NAMED(BEGIN_BINDING_KEY_BINDING),
@@ -65,7 +67,8 @@ static const char *const begin_binding_args[] = {NAMED(BEGIN_BINDING_ARG_KIND),
                                                  NAMED(BEGIN_BINDING_ARG_IN_PROGRESS_CAP),
                                                  NAMED(BEGIN_BINDING_ARG_HANDED_WORKER),
                                                  NAMED(BEGIN_BINDING_ARG_HANDED_UNTIL),
-                                                 NAMED(BEGIN_BINDING_ARG_HALT)};
+                                                 NAMED(BEGIN_BINDING_ARG_HALT),
+                                                 NAMED(BEGIN_BINDING_ARG_DELETE_CAP)};
 
 static const char *const claim_keys[] = {NAMED(CLAIM_KEY_OP), NAMED(CLAIM_KEY_QUEUE)};
 

@@ -32,6 +32,7 @@ struct begin_derived {
     char binding[STORE_KEY_MAX], predecessor[STORE_KEY_MAX]; /* "" when it has none */
     char prefix[96], now[24], claim_deadline[24], api_version[12];
     char in_progress_cap[24]; /* the limit in decimal, or "" for none */
+    char delete_cap[24];      /* the deletion guard's limit in decimal, or "" for none */
     char handed_until[24];    /* a hand-over's lease end in decimal, or "" for none */
 };
 
@@ -41,6 +42,7 @@ static bool derive_begin(struct osbq_store *store, const struct osbq_begin_reque
 {
     const struct osbq_begin_binding *b = &req->binding;
     d->binding[0] = d->predecessor[0] = d->in_progress_cap[0] = d->handed_until[0] = '\0';
+    d->delete_cap[0] = '\0';
     if (store_id_key(store, d->instance, sizeof d->instance, "instance", req->instance_id) < 0 ||
         store_id_key(store, d->bindings, sizeof d->bindings, "bindings", req->instance_id) < 0 ||
         store_id_key(store, d->op, sizeof d->op, "op", req->operation_id) < 0 ||
@@ -61,6 +63,8 @@ static bool derive_begin(struct osbq_store *store, const struct osbq_begin_reque
     if (req->in_progress_cap != NULL)
         (void)snprintf(d->in_progress_cap, sizeof d->in_progress_cap, "%" PRId64,
                        *req->in_progress_cap);
+    if (req->delete_cap > 0)
+        (void)snprintf(d->delete_cap, sizeof d->delete_cap, "%" PRId64, req->delete_cap);
     if (req->handed_worker != NULL)
         (void)snprintf(d->handed_until, sizeof d->handed_until, "%" PRId64, req->handed_until);
     return true;
@@ -77,6 +81,9 @@ static struct osbq_store_call *begin_instance_call(const struct osbq_begin_reque
                                                    const struct begin_derived *d,
                                                    struct osbq_error *err)
 {
+    static const char *const protection[] = {[OSBQ_DELETION_PROTECTION_UNSAID] = "",
+                                             [OSBQ_DELETION_PROTECTION_OFF] = "0",
+                                             [OSBQ_DELETION_PROTECTION_ON] = "1"};
     const char *keys[BEGIN_INSTANCE_KEY_COUNT] = {
         [BEGIN_INSTANCE_KEY_INSTANCE] = d->instance, [BEGIN_INSTANCE_KEY_OP] = d->op,
         [BEGIN_INSTANCE_KEY_QUEUE] = d->queue,       [BEGIN_INSTANCE_KEY_WAITERS] = d->waiters,
@@ -107,6 +114,8 @@ static struct osbq_store_call *begin_instance_call(const struct osbq_begin_reque
         [BEGIN_INSTANCE_ARG_HANDED_WORKER] = or_empty(req->handed_worker),
         [BEGIN_INSTANCE_ARG_HANDED_UNTIL] = d->handed_until,
         [BEGIN_INSTANCE_ARG_HALT] = req->halt ? "1" : "",
+        [BEGIN_INSTANCE_ARG_DELETION_PROTECTION] = protection[req->deletion_protection],
+        [BEGIN_INSTANCE_ARG_DELETE_CAP] = d->delete_cap,
     };
     size_t lens[BEGIN_INSTANCE_ARG_COUNT] = {[BEGIN_INSTANCE_ARG_JOB] = req->job_len};
     return store_call_new(SCRIPT_BEGIN_INSTANCE, keys, args, lens, err);
@@ -151,6 +160,7 @@ static struct osbq_store_call *begin_binding_call(const struct osbq_begin_reques
         [BEGIN_BINDING_ARG_HANDED_WORKER] = or_empty(req->handed_worker),
         [BEGIN_BINDING_ARG_HANDED_UNTIL] = d->handed_until,
         [BEGIN_BINDING_ARG_HALT] = req->halt ? "1" : "",
+        [BEGIN_BINDING_ARG_DELETE_CAP] = d->delete_cap,
     };
     size_t lens[BEGIN_BINDING_ARG_COUNT] = {[BEGIN_BINDING_ARG_JOB] = req->job_len};
     return store_call_new(SCRIPT_BEGIN_BINDING, keys, args, lens, err);
@@ -284,6 +294,8 @@ static int begin_answer(redisReply *reply, struct osbq_begin_reply *out, struct 
         {"bad_predecessor", OSBQ_BEGIN_BAD_PREDECESSOR},
         {"quota", OSBQ_BEGIN_QUOTA},
         {"capped", OSBQ_BEGIN_CAPPED},
+        {"protected", OSBQ_BEGIN_PROTECTED},
+        {"delete_capped", OSBQ_BEGIN_DELETE_CAPPED},
     };
     int rc = osbq_error_set(err, OSBQ_ERR_INTERNAL, "begin: unexpected reply");
     for (size_t i = 0; i < sizeof answers / sizeof answers[0]; i++) {
@@ -298,7 +310,7 @@ static int begin_answer(redisReply *reply, struct osbq_begin_reply *out, struct 
             rc = 0;
             break;
         }
-        if (out->answer == OSBQ_BEGIN_CAPPED) {
+        if (out->answer == OSBQ_BEGIN_CAPPED || out->answer == OSBQ_BEGIN_DELETE_CAPPED) {
             out->in_progress = store_element_int(reply, 1, 0);
             out->tenant = store_element_dup(reply, 2);
             rc = 0;

@@ -17,6 +17,15 @@ struct osbq_begin_binding {
         *predecessor_binding_id; /* bind, rotation: a live binding of the instance, or NULL */
 };
 
+/* Whether an instance may be deleted (OSBQ_POLICY's deletion guard, docs/policies.md): what a
+ * provision or an update says of the parameters and context in force after it. */
+enum osbq_deletion_protection {
+    OSBQ_DELETION_PROTECTION_UNSAID, /* not said (a delete; an update keeps what the instance has)
+                                      */
+    OSBQ_DELETION_PROTECTION_OFF,    /* deletes are allowed */
+    OSBQ_DELETION_PROTECTION_ON,     /* "osbq_deletion_protection": true: deletes are refused */
+};
+
 /* What the gateway asks for when it accepts a provision, update, deprovision, bind or unbind.
  * Borrowed. The members an operation does not have are NULL. */
 struct osbq_begin_request {
@@ -46,13 +55,16 @@ struct osbq_begin_request {
     int64_t handed_until;           /* with handed_worker: the hand-over's lease end, epoch ms */
     bool halt; /* deprovision, unbind: halt a provision (bind) that holds the record instead of
                 * refusing (the plan's halt_on_delete); the new operation then waits for it */
+    int64_t delete_cap; /* deprovision, unbind: the most deletes of usable records its tenant may
+                         * make a minute (OSBQ_POLICY deletes_per_minute_per_tenant), or 0: none */
     /* Instance operations only. */
     const char *maintenance_version; /* maintenance_info.version, or NULL */
     const char *dashboard_url;       /* provision: decided at accept time, or NULL */
     const char *expected_plan_id;    /* update: the plan the gateway validated against, or NULL */
     const char *quotas; /* from osbq_store_quota_spec: counters the instance must hold; NULL:
                          * none; OSBQ_STORE_QUOTAS_UNCHANGED: an update keeping its plan */
-    struct osbq_begin_binding binding; /* bind, unbind: the binding */
+    enum osbq_deletion_protection deletion_protection; /* provision, update */
+    struct osbq_begin_binding binding;                 /* bind, unbind: the binding */
 };
 
 /* A copy of req that owns its strings, its job and its cap, for a request that begins later
@@ -93,6 +105,9 @@ enum osbq_begin_answer {
     OSBQ_BEGIN_QUOTA,           /* a quota is full: quota_index says which, quota_used how full */
     OSBQ_BEGIN_CAPPED,          /* the tenant has in_progress_cap operations in progress, or more:
                                  * tenant says whose, in_progress how many */
+    OSBQ_BEGIN_PROTECTED,       /* deprovision: the instance's parameters or context protect it */
+    OSBQ_BEGIN_DELETE_CAPPED,   /* deprovision, unbind: the tenant deleted delete_cap usable
+                                 * records this minute: tenant says whose, in_progress how many */
 };
 
 struct osbq_begin_reply {
@@ -101,13 +116,14 @@ struct osbq_begin_reply {
     char *dashboard_url;           /* the instance's dashboard URL, or NULL; owned */
     char *metadata;                /* the instance's metadata JSON, or NULL; owned */
     char *binding_result;          /* bind DONE: the binding's JSON (credentials...); owned */
-    char *tenant;                  /* ACCEPTED, HALTING, CAPPED: the operation's tenant (its
-                                    * instance's), or NULL */
+    char *tenant;                  /* ACCEPTED, HALTING, CAPPED, DELETE_CAPPED: the operation's
+                                    * tenant (its instance's), or NULL */
     char *halted_operation;        /* HALTING: the creation it halted; owned */
     char *halted_worker;           /* HALTING: the worker running its step, or NULL; owned */
     size_t quota_index;            /* QUOTA: the full quota's place in the request's list */
     int64_t quota_used;            /* QUOTA: instances it counted */
-    int64_t in_progress;           /* CAPPED: the tenant's operations in progress */
+    int64_t in_progress;           /* CAPPED: the tenant's operations in progress; DELETE_CAPPED:
+                                    * its deletes this minute */
 };
 
 /* Records the operation in one round trip, holding what it works on: an instance operation

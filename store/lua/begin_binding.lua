@@ -5,7 +5,9 @@
 -- in_progress, done, conflict, busy, no_instance, instance_busy, gone, mismatch,
 -- bad_predecessor; or {'capped', in progress, tenant} when the tenant's cap is reached; or
 -- {'halting', operation id, "", "", "", tenant, halted operation, its step's worker or ""}
--- when an unbind halted the bind (arg_halt).
+-- when an unbind halted the bind (arg_halt); or {'delete_capped', deletes this minute, tenant}
+-- past the tenant's deletion cap (lib/delete_guard.lua).
+-- requires: delete_guard (store/lua/lib/delete_guard.lua: delete_guard_take)
 -- requires: in_progress (store/lua/lib/in_progress.lua: in_progress_refusal, in_progress_take)
 -- requires: join (store/lua/lib/join.lua: join)
 -- requires: halt (store/lua/lib/halt.lua: halt, queue_after_halt)
@@ -52,6 +54,9 @@ local arg_handed_until = ARGV[23]     -- with handed_worker: the hand-over's lea
 local arg_halt = ARGV[24]             -- "1": an unbind halts a bind that holds the binding (the
                                       -- plan's halt_on_delete, lib/halt.lua) instead of
                                       -- answering busy; or ""
+local arg_delete_cap = ARGV[25]       -- unbind: the most deletes of usable records its tenant
+                                      -- may make a minute (OSBQ_POLICY
+                                      -- deletes_per_minute_per_tenant), or "" for none
 local inst, binding_key, op_key, queue, set = key_instance, key_binding, key_op, key_queue,
                                               key_bindings
 local kind, op_id, digest, now = arg_kind, arg_operation_id, arg_digest, arg_now
@@ -184,6 +189,12 @@ if kind == 'unbind' then
       (arg_plan_id ~= binding_plan_id and arg_plan_id ~= inst_plan_id) then
     return {'mismatch'}
   end
+  -- The deletion guard spares the unbind of a binding never usable (a bind failed or halted:
+  -- the platform's orphan mitigation).
+  local delete_cap = binding_state == 'bound' and tonumber(arg_delete_cap)
+  local capped = delete_cap and delete_guard_take(prefix, inst_tenant or arg_tenant, delete_cap,
+                                                  now)
+  if capped then return capped end
   if binding_lock_x then
     after = binding_lock_x
     halted_worker, after_due = halt(prefix, queue, after, op_id, now, arg_claim_deadline)

@@ -5,7 +5,10 @@
 -- in_progress, done, conflict, busy, not_found, gone, changed, mismatch; or {'quota', line,
 -- used} when the quota on that line (1-based) is full; or {'capped', in progress, tenant} when
 -- the tenant's cap is reached; or {'halting', operation id, "", "", "", tenant, halted
--- operation, its step's worker or ""} when a deprovision halted the provision (arg_halt).
+-- operation, its step's worker or ""} when a deprovision halted the provision (arg_halt); or
+-- {'protected'} when a deprovision meets an instance its parameters or context protect, or
+-- {'delete_capped', deletes this minute, tenant} past the tenant's cap (lib/delete_guard.lua).
+-- requires: delete_guard (store/lua/lib/delete_guard.lua: delete_guard_take)
 -- requires: in_progress (store/lua/lib/in_progress.lua: in_progress_refusal, in_progress_take)
 -- requires: join (store/lua/lib/join.lua: join)
 -- requires: halt (store/lua/lib/halt.lua: halt, queue_after_halt)
@@ -55,6 +58,13 @@ local arg_handed_until = ARGV[23]         -- with handed_worker: the hand-over's
 local arg_halt = ARGV[24]                 -- "1": a deprovision halts a provision that holds
                                           -- the instance (the plan's halt_on_delete,
                                           -- lib/halt.lua) instead of answering busy; or ""
+local arg_deletion_protection = ARGV[25]  -- provision, update: "1" when the parameters and
+                                          -- context in force after it ask that the instance be
+                                          -- not deleted, "0" when not, "" not said (an older
+                                          -- gateway: an update keeps what the instance has)
+local arg_delete_cap = ARGV[26]           -- deprovision: the most deletes of usable records its
+                                          -- tenant may make a minute (OSBQ_POLICY
+                                          -- deletes_per_minute_per_tenant), or "" for none
 local inst, op_key, queue = key_instance, key_op, key_queue
 local kind, op_id, digest, now = arg_kind, arg_operation_id, arg_digest, arg_now
 local gateway, prefix, platform = arg_waiting_gateway, arg_prefix, arg_platform
@@ -67,10 +77,11 @@ local handed = arg_handed_worker ~= ''
 -- rest, one read of the record).
 local inst_state, inst_digest, inst_lock_x, inst_lock_s, inst_last_op, inst_plan_id,
       inst_dashboard_url, inst_metadata, inst_platform, inst_tenant, inst_service_id,
-      inst_quota_keys =
+      inst_quota_keys, inst_deletion_protection =
   unpack(redis.call('HMGET', inst,
                     'state', 'digest', 'lock_x', 'lock_s', 'last_op', 'plan_id', 'dashboard_url',
-                    'metadata', 'platform', 'tenant', 'service_id', 'quota_keys'))
+                    'metadata', 'platform', 'tenant', 'service_id', 'quota_keys',
+                    'deletion_protection'))
 local lock_s = tonumber(inst_lock_s or '0')
 -- Records from before platforms were recorded belong to the default platform.
 local theirs = inst_state and (inst_platform or 'default') ~= platform
@@ -149,6 +160,7 @@ local function record(plan_id, prev_plan, inst_fields)
     if arg_parameters ~= '' then add('parameters', arg_parameters) end
     if arg_context ~= '' then add('context', arg_context) end
     if arg_maintenance_version ~= '' then add('maintenance_version', arg_maintenance_version) end
+    if arg_deletion_protection ~= '' then add('deletion_protection', arg_deletion_protection) end
   end
   if platform ~= 'default' then add('platform', platform) end
   if gateway ~= '' then add('waited', gateway) end
@@ -214,6 +226,7 @@ if kind == 'provision' then
   add_unless_empty('context', arg_context)
   add_unless_empty('maintenance_version', arg_maintenance_version)
   add_unless_empty('dashboard_url', arg_dashboard_url)
+  if arg_deletion_protection == '1' then add_unless_empty('deletion_protection', '1') end
   inst_dashboard_url = arg_dashboard_url
   inst_tenant = arg_tenant
   return record(arg_plan_id, '', fields)
@@ -266,6 +279,15 @@ if kind == 'deprovision' then
     halted_worker, after_due = halt(prefix, queue, after, op_id, now, arg_claim_deadline)
   end
   if lock_s > 0 then return {'busy'} end
+  -- The deletion guard spares a delete of an instance never usable (a provision failed or
+  -- halted: the platform's orphan mitigation).
+  if inst_state == 'provisioned' then
+    if inst_deletion_protection == '1' then return {'protected'} end
+    local delete_cap = tonumber(arg_delete_cap)
+    local capped = delete_cap and delete_guard_take(prefix, inst_tenant or arg_tenant, delete_cap,
+                                                    now)
+    if capped then return capped end
+  end
   -- The quotas finish.lua gives back, as read here (the lock keeps them as they are): it need
   -- not read the instance for them.
   if inst_quota_keys then quotas_held = inst_quota_keys end

@@ -39,13 +39,14 @@ local arg_mode = ARGV[13]              -- "abandon": the recovery loop gives up 
 local op_state, op_worker, op_kind, op_instance_key, op_plan_id, op_parameters, op_context,
       op_maintenance_version, op_created_ms, op_binding_key, op_bindings_key, op_quota_taken,
       op_quota_keys, op_instance, op_binding, op_tenant, op_lease_until, op_history, op_waited,
-      op_in_progress_key, op_started_ms, op_quotas_held, op_service_id, op_halted_by =
+      op_in_progress_key, op_started_ms, op_quotas_held, op_service_id, op_halted_by,
+      op_deletion_protection =
   unpack(redis.call('HMGET', key_op,
                     'state', 'worker', 'kind', 'instance_key', 'plan_id', 'parameters', 'context',
                     'maintenance_version', 'created_ms', 'binding_key', 'bindings_key',
                     'quota_taken', 'quota_keys', 'instance', 'binding', 'tenant', 'lease_until',
                     'history', 'waited', 'in_progress_key', 'started_ms', 'quotas_held',
-                    'service_id', 'halted_by'))
+                    'service_id', 'halted_by', 'deletion_protection'))
 local previous_release = begun_by_previous_release(op_service_id)
 local now, retention = tonumber(arg_now), tonumber(arg_retention)
 -- A creation halted by a delete (lib/halt.lua) ends failed whatever its step reports, once its
@@ -193,6 +194,7 @@ else
     apply('parameters', op_parameters)
     apply('context', op_context)
     apply('maintenance_version', op_maintenance_version)
+    apply('deletion_protection', op_deletion_protection)
   elseif op_kind == 'deprovision' and ok then
     -- begin_instance.lua copied the instance's quotas to the operation (no field: it holds
     -- none); the previous release's operations did not.

@@ -367,6 +367,56 @@ static void test_cap_description(void **state)
     assert_string_equal(small, "The tenant \"k8s");
 }
 
+/* deletes_per_minute_per_tenant: the same shape as in_progress_per_tenant, beside it and
+ * independent of it, from 1 up (0 would forbid every delete: a deny rule's job). */
+static void test_delete_cap(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *text;
+        const char *platform;
+        int64_t cap, in_progress;
+    } cases[] = {
+        {"{}", "cf", -1, -1},
+        {"{\"deletes_per_minute_per_tenant\": 20}", "cf", 20, -1},
+        {"{\"deletes_per_minute_per_tenant\": {\"cf\": 20, \"*\": 100}}", "cf", 20, -1},
+        {"{\"deletes_per_minute_per_tenant\": {\"cf\": 20, \"*\": 100}}", "k8s", 100, -1},
+        {"{\"deletes_per_minute_per_tenant\": {\"cf\": 20}}", "k8s", -1, -1},
+        {"{\"deletes_per_minute_per_tenant\": 5, \"in_progress_per_tenant\": 7}", "cf", 5, 7},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct osbq_policy *p = NULL;
+        struct osbq_error err = {0};
+        if (osbq_policy_load_text(cases[i].text, strlen(cases[i].text), NULL, &p, &err) < 0)
+            fail_msg("case %zu: %s", i, err.text);
+        assert_int_equal(osbq_policy_delete_cap(p, cases[i].platform), cases[i].cap);
+        assert_int_equal(osbq_policy_in_progress_cap(p, cases[i].platform), cases[i].in_progress);
+        osbq_policy_destroy(&p);
+    }
+    assert_int_equal(osbq_policy_delete_cap(NULL, "cf"), -1);
+    static const char *const bad[] = {
+        "{\"deletes_per_minute_per_tenant\": 0}",
+        "{\"deletes_per_minute_per_tenant\": {\"cf\": 0}}",
+        "{\"deletes_per_minute_per_tenant\": -1}",
+        "{\"deletes_per_minute_per_tenant\": \"20\"}",
+        "{\"deletes_per_minute_per_tenant\": {}}",
+        "{\"deletes_per_minute_per_tenant\": {\"bad name\": 3}}",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        struct osbq_policy *p = NULL;
+        struct osbq_error err = {0};
+        if (osbq_policy_load_text(bad[i], strlen(bad[i]), NULL, &p, &err) == 0)
+            fail_msg("bad case %zu accepted", i);
+        assert_non_null(strstr(err.text, "deletes_per_minute_per_tenant"));
+    }
+    char why[512];
+    osbq_policy_delete_cap_description("cf/org-123", 20, 20, why, sizeof why);
+    assert_string_equal(why, "The tenant \"cf/org-123\" deleted 20 service instances or bindings "
+                             "in the last minute, and this broker's policy allows at most 20 a "
+                             "minute per tenant (OSBQ_POLICY deletes_per_minute_per_tenant); retry "
+                             "in a minute.");
+}
+
 static void test_file_errors_name_the_path(void **state)
 {
     (void)state;
@@ -393,6 +443,7 @@ int main(void)
         cmocka_unit_test(test_without_catalog_ids_are_not_checked),
         cmocka_unit_test_setup_teardown(test_per_platform, setup, teardown),
         cmocka_unit_test(test_in_progress_cap),
+        cmocka_unit_test(test_delete_cap),
         cmocka_unit_test(test_cap_description),
         cmocka_unit_test(test_file_errors_name_the_path),
     };

@@ -1,0 +1,81 @@
+/* Unit tests of the deletion guard's protection flag (gateway/deletion_protection.c): a
+ * provision's from its parameters or context; an update's from what it sends, else what is in
+ * force; only a JSON true protects. */
+/* clang-format off: cmocka needs these before cmocka.h, in this order */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+/* clang-format on */
+
+#include <cmocka.h>
+
+#include "deletion_protection.h"
+
+static json_t *object(const char *text)
+{
+    json_t *o = json_loads(text, 0, NULL);
+    assert_non_null(o);
+    return o;
+}
+
+static void test_provision(void **state)
+{
+    (void)state;
+    json_t *on = object("{\"osbq_deletion_protection\": true}");
+    json_t *off = object("{\"osbq_deletion_protection\": false}");
+    json_t *text = object("{\"osbq_deletion_protection\": \"true\"}");
+    json_t *other = object("{\"size\": 1}");
+    assert_int_equal(deletion_protection_of(NULL, NULL), OSBQ_DELETION_PROTECTION_OFF);
+    assert_int_equal(deletion_protection_of(on, NULL), OSBQ_DELETION_PROTECTION_ON);
+    assert_int_equal(deletion_protection_of(NULL, on), OSBQ_DELETION_PROTECTION_ON);
+    assert_int_equal(deletion_protection_of(other, on), OSBQ_DELETION_PROTECTION_ON);
+    assert_int_equal(deletion_protection_of(off, other), OSBQ_DELETION_PROTECTION_OFF);
+    /* Only a JSON true: a string is no flag. */
+    assert_int_equal(deletion_protection_of(text, NULL), OSBQ_DELETION_PROTECTION_OFF);
+    json_decref(on);
+    json_decref(off);
+    json_decref(text);
+    json_decref(other);
+}
+
+static void test_update(void **state)
+{
+    (void)state;
+    const char *protected_text = "{\"osbq_deletion_protection\":true,\"size\":1}";
+    json_t *off = object("{\"osbq_deletion_protection\": false}");
+    json_t *other = object("{\"size\": 2}");
+    json_t *on = object("{\"osbq_deletion_protection\": true}");
+    /* Sends nothing: what is in force stays. */
+    assert_int_equal(deletion_protection_after_update(NULL, NULL, protected_text, NULL),
+                     OSBQ_DELETION_PROTECTION_ON);
+    assert_int_equal(deletion_protection_after_update(NULL, NULL, NULL, protected_text),
+                     OSBQ_DELETION_PROTECTION_ON);
+    assert_int_equal(deletion_protection_after_update(NULL, NULL, NULL, NULL),
+                     OSBQ_DELETION_PROTECTION_OFF);
+    /* Its parameters replace those in force: cleared, explicitly or by leaving the flag out. */
+    assert_int_equal(deletion_protection_after_update(off, NULL, protected_text, NULL),
+                     OSBQ_DELETION_PROTECTION_OFF);
+    assert_int_equal(deletion_protection_after_update(other, NULL, protected_text, NULL),
+                     OSBQ_DELETION_PROTECTION_OFF);
+    /* The context in force still protects when the update sends only parameters. */
+    assert_int_equal(deletion_protection_after_update(other, NULL, NULL, protected_text),
+                     OSBQ_DELETION_PROTECTION_ON);
+    assert_int_equal(deletion_protection_after_update(NULL, on, NULL, NULL),
+                     OSBQ_DELETION_PROTECTION_ON);
+    /* Stored text that does not parse protects nothing. */
+    assert_int_equal(deletion_protection_after_update(NULL, NULL, "{not json", NULL),
+                     OSBQ_DELETION_PROTECTION_OFF);
+    json_decref(off);
+    json_decref(other);
+    json_decref(on);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_provision),
+        cmocka_unit_test(test_update),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -77,3 +77,86 @@ bool osbq_semver_valid(const char *s)
     }
     return *p == '\0';
 }
+
+/* Compares the numbers a and b of lengths la and lb (digits, no leading zero): by length, then
+ * digit by digit, so no width limits them. */
+static int compare_numbers(const char *a, size_t la, const char *b, size_t lb)
+{
+    if (la != lb)
+        return la < lb ? -1 : 1;
+    for (size_t i = 0; i < la; i++)
+        if (a[i] != b[i])
+            return a[i] < b[i] ? -1 : 1;
+    return 0;
+}
+
+/* The length of the identifier at p (up to '.', '-' in the core, '+' or the end). */
+static size_t span(const char *p, const char *stops)
+{
+    size_t n = 0;
+    while (p[n] != '\0') {
+        for (const char *s = stops; *s != '\0'; s++)
+            if (p[n] == *s)
+                return n;
+        n++;
+    }
+    return n;
+}
+
+static bool all_digits(const char *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!is_digit(p[i]))
+            return false;
+    return true;
+}
+
+/* Pre-release identifiers, semver.org rule 11: numeric ones numerically and below alphanumeric
+ * ones, these in ASCII order; a shorter set that is a prefix of the other comes first. */
+static int compare_prerelease(const char *a, const char *b)
+{
+    for (;;) {
+        size_t la = span(a, ".+"), lb = span(b, ".+");
+        bool na = all_digits(a, la), nb = all_digits(b, lb);
+        int order;
+        if (na && nb) {
+            order = compare_numbers(a, la, b, lb);
+        } else if (na != nb) {
+            order = na ? -1 : 1;
+        } else {
+            size_t n = la < lb ? la : lb;
+            order = 0;
+            for (size_t i = 0; i < n && order == 0; i++)
+                if (a[i] != b[i])
+                    order = (unsigned char)a[i] < (unsigned char)b[i] ? -1 : 1;
+            if (order == 0 && la != lb)
+                order = la < lb ? -1 : 1;
+        }
+        if (order != 0)
+            return order;
+        a += la;
+        b += lb;
+        bool more_a = *a == '.', more_b = *b == '.';
+        if (!more_a || !more_b)
+            return more_a == more_b ? 0 : (more_a ? 1 : -1);
+        a++;
+        b++;
+    }
+}
+
+int osbq_semver_compare(const char *a, const char *b)
+{
+    for (int part = 0; part < 3; part++) {
+        size_t la = span(a, ".-+"), lb = span(b, ".-+");
+        int order = compare_numbers(a, la, b, lb);
+        if (order != 0)
+            return order;
+        a += la + (part < 2 ? 1 : 0);
+        b += lb + (part < 2 ? 1 : 0);
+    }
+    bool pre_a = *a == '-', pre_b = *b == '-';
+    /* A pre-release comes before its release; build metadata does not count. */
+    if (pre_a != pre_b)
+        return pre_a ? -1 : 1;
+    return pre_a ? compare_prerelease(a + 1, b + 1) : 0;
+}

@@ -33,6 +33,7 @@ int records_walk(struct ctl *ctl, enum osbq_record_kind kind, records_visit_fn v
 
 /* The records a listing keeps. */
 struct listing {
+    const struct ctl *ctl;         /* the catalog (--outdated) */
     const struct ctl_options *opt; /* the filters and the limit */
     const char *instance_field;    /* the field --instance filters on */
     struct osbq_fields *records;   /* kept, owned */
@@ -53,7 +54,8 @@ static bool keep_record(struct osbq_fields *record, void *ctx)
     struct listing *listing = ctx;
     const struct ctl_options *opt = listing->opt;
     if ((opt->state != NULL && !field_is(record, "state", opt->state)) ||
-        (opt->instance != NULL && !field_is(record, listing->instance_field, opt->instance)))
+        (opt->instance != NULL && !field_is(record, listing->instance_field, opt->instance)) ||
+        (opt->outdated && !ctl_instance_outdated(listing->ctl, record)))
         return true;
     if (opt->limit != 0 && listing->count == opt->limit) {
         listing->more = true;
@@ -99,6 +101,7 @@ static int list_records(struct ctl *ctl, enum osbq_record_kind kind, const char 
                         struct listing *listing)
 {
     struct osbq_error err = {0};
+    listing->ctl = ctl;
     listing->opt = &ctl->opt;
     /* An operation names its instance in "instance"; the records in "instance_id". */
     listing->instance_field = kind == OSBQ_RECORD_OPERATION ? "instance" : "instance_id";
@@ -226,6 +229,9 @@ int cmd_instances(struct ctl *ctl)
                                          "offering",    "lock",  "last_op",    "created_ms"};
     static const struct record_view view = {OSBQ_RECORD_INSTANCE, "instances", columns,
                                             sizeof columns / sizeof columns[0], fields};
+    if (ctl->opt.outdated && ctl->catalog == NULL)
+        return ctl_fail("--outdated compares each instance with its plan in OSBQ_CATALOG, which "
+                        "cannot be read");
     return list_command(ctl, &view);
 }
 

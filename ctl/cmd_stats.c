@@ -19,9 +19,11 @@
 
 /* Records of one kind counted by state. */
 struct state_counts {
-    json_t *by_state;   /* {"state": count}, owned */
-    json_int_t total;   /* records seen */
-    bool out_of_memory; /* the walk stopped for want of memory */
+    const struct ctl *ctl; /* the catalog: instances outdated */
+    json_t *by_state;      /* {"state": count}, owned */
+    json_int_t total;      /* records seen */
+    json_int_t outdated;   /* instances: behind their plan's maintenance_info */
+    bool out_of_memory;    /* the walk stopped for want of memory */
 };
 
 static bool count_record(struct osbq_fields *record, void *ctx)
@@ -38,6 +40,8 @@ static bool count_record(struct osbq_fields *record, void *ctx)
         return false;
     }
     counts->total++;
+    if (counts->ctl != NULL && ctl_instance_outdated(counts->ctl, record))
+        counts->outdated++;
     return true;
 }
 
@@ -45,7 +49,8 @@ static bool count_record(struct osbq_fields *record, void *ctx)
 static int count_records(struct ctl *ctl, enum osbq_record_kind kind, json_t **out)
 {
     const char *plural = kind == OSBQ_RECORD_INSTANCE ? "instances" : "bindings";
-    struct state_counts counts = {.by_state = json_object()};
+    struct state_counts counts = {.by_state = json_object(),
+                                  .ctl = kind == OSBQ_RECORD_INSTANCE ? ctl : NULL};
     struct osbq_error err = {0};
     if (counts.by_state == NULL)
         return ctl_fail("out of memory");
@@ -55,7 +60,15 @@ static int count_records(struct ctl *ctl, enum osbq_record_kind kind, json_t **o
         (void)snprintf(what, sizeof what, "counting %s", plural);
         return ctl_fail_store(what, &err);
     }
+    /* Outdated: counted only with a catalog to compare with (null otherwise). */
     *out = json_pack("{s:I, s:o}", "total", counts.total, "by_state", counts.by_state);
+    if (*out != NULL && kind == OSBQ_RECORD_INSTANCE &&
+        json_object_set_new(*out, "outdated",
+                            ctl->catalog != NULL ? json_integer(counts.outdated) : json_null()) <
+            0) {
+        json_decref(*out);
+        *out = NULL;
+    }
     if (counts.out_of_memory || *out == NULL) {
         json_decref(*out);
         return ctl_fail("counting %s: out of memory", plural);
@@ -257,7 +270,11 @@ static void counts_text(const json_t *counts, char *buf, size_t size)
         len += (size_t)snprintf(buf + len, size - len, "%s%s %" JSON_INTEGER_FORMAT,
                                 i == 0 ? " (" : ", ", states[i].state, states[i].count);
     if (n > 0 && len < size)
-        (void)snprintf(buf + len, size - len, ")");
+        len += (size_t)snprintf(buf + len, size - len, ")");
+    const json_t *outdated = json_object_get(counts, "outdated");
+    if (json_is_integer(outdated) && json_integer_value(outdated) > 0 && len < size)
+        (void)snprintf(buf + len, size - len, ", %" JSON_INTEGER_FORMAT " outdated",
+                       json_integer_value(outdated));
 }
 
 static const char *integer_text(const json_t *value, char *buf, size_t size)

@@ -29,6 +29,7 @@ struct ctl_options {
     bool json;                /* --json: one JSON document on stdout */
     bool yes;                 /* --yes: destructive commands may act */
     bool force;               /* --force: purge fails the operation that runs first */
+    bool outdated;            /* --outdated: instances behind their plan's maintenance_info */
     const char *record_kind;  /* purge: "instance" or "binding" */
     const char *record_id;    /* purge: its ID */
     const char *state;        /* --state: only records in this state, or NULL */
@@ -52,6 +53,11 @@ struct ctl {
 
 /* The catalog's name of service_id or plan_id (the first found), or NULL. */
 const char *ctl_catalog_name(const struct ctl *ctl, const char *id);
+
+/* Whether the instance record is outdated: not gone, its plan in the catalog has a
+ * maintenance_info version, and the instance's comes before it (semver precedence), or it has
+ * none. False without a catalog. */
+bool ctl_instance_outdated(const struct ctl *ctl, const struct osbq_fields *record);
 
 /* "service/plan" names of a record's service_id and plan_id for a table cell, in buf; NULL
  * (shown "-") when the catalog knows neither. */

@@ -10,6 +10,7 @@
 #include "config.h"
 #include "ctl.h"
 #include "log.h"
+#include "semver.h"
 #include "store.h"
 
 /* Options of commands; --json, --namespace, --help and --version are global. */
@@ -21,6 +22,7 @@ enum option_flag {
     OPT_YES = 1 << 4,
     OPT_TOP = 1 << 5,
     OPT_FORCE = 1 << 6,
+    OPT_OUTDATED = 1 << 7,
 };
 
 static const struct {
@@ -31,7 +33,7 @@ static const struct {
     {"--state", OPT_STATE, true},       {"--limit", OPT_LIMIT, true},
     {"--instance", OPT_INSTANCE, true}, {"--description", OPT_DESCRIPTION, true},
     {"--yes", OPT_YES, false},          {"--top", OPT_TOP, true},
-    {"--force", OPT_FORCE, false},
+    {"--force", OPT_FORCE, false},      {"--outdated", OPT_OUTDATED, false},
 };
 
 static const char *const instance_states[] = {"provisioning", "provisioned", "failed", "gone",
@@ -64,9 +66,9 @@ struct command {
 static const struct command commands[] = {
     {.name = "instances",
      .run = cmd_instances,
-     .options = OPT_STATE | OPT_LIMIT,
+     .options = OPT_STATE | OPT_LIMIT | OPT_OUTDATED,
      .states = instance_states,
-     .args = "[--state STATE] [--limit N]",
+     .args = "[--state STATE] [--outdated] [--limit N]",
      .about = "list service instances"},
     {.name = "instance",
      .run = cmd_instance,
@@ -194,6 +196,8 @@ static void usage(FILE *out)
             "  --yes           let fail, resend, purge and reencrypt act (they refuse without\n"
             "                  it)\n"
             "  --force         purge: fail the operation that runs first\n"
+            "  --outdated      instances: only those whose maintenance_info version is behind\n"
+            "                  their plan's in OSBQ_CATALOG\n"
             "  -h, --help      print this help\n"
             "  --version       print the version\n"
             "\nExit status: 0 done; 1 bad configuration, Redis unreachable or another failure;\n"
@@ -364,6 +368,7 @@ static int check_command_line(const struct command_line *line, struct ctl_option
     opt->json = line->json;
     opt->yes = (line->seen & OPT_YES) != 0;
     opt->force = (line->seen & OPT_FORCE) != 0;
+    opt->outdated = (line->seen & OPT_OUTDATED) != 0;
     if (cmd->takes_record) {
         opt->record_kind = line->args[0];
         opt->record_id = line->args[1];
@@ -465,6 +470,20 @@ const char *ctl_catalog_name(const struct ctl *ctl, const char *id)
         return plan->name;
     const struct osbq_service *service = osbq_catalog_service(ctl->catalog, id);
     return service != NULL ? service->name : NULL;
+}
+
+bool ctl_instance_outdated(const struct ctl *ctl, const struct osbq_fields *record)
+{
+    const char *state = osbq_fields_get(record, "state");
+    if (state == NULL || strcmp(state, "gone") == 0)
+        return false;
+    const struct osbq_plan *plan =
+        osbq_catalog_plan(ctl->catalog, osbq_fields_get(record, "plan_id"));
+    if (plan == NULL || plan->maintenance_version == NULL)
+        return false;
+    const char *version = osbq_fields_get(record, "maintenance_version");
+    return version == NULL || !osbq_semver_valid(version) ||
+           osbq_semver_compare(version, plan->maintenance_version) < 0;
 }
 
 const char *ctl_offering_cell(const struct ctl *ctl, const struct osbq_fields *record, char *buf,

@@ -349,7 +349,8 @@ class TestCtlReads(CtlTestCase, harness.StackTestCase):
 
     def test_stats(self):
         stats = self.ctl_json("stats")
-        self.assertEqual(stats["instances"], {"total": 3, "by_state": {"provisioned": 3}})
+        self.assertEqual(stats["instances"], {"total": 3, "by_state": {"provisioned": 3},
+                                              "outdated": 0})
         self.assertEqual(stats["bindings"], {"total": 2, "by_state": {"bound": 2}})
         self.assertEqual(stats["operations"], {"unfinished": 0, "overdue": 0})
         # Every operation ended: no tenant has work in progress.
@@ -642,6 +643,75 @@ class TestCtlTenants(CtlTestCase):
         out = self.ctl_ok("--namespace", "ctl-many", "stats")
         self.assertRegex(out, r"(?m)^tenants +0 with operations in progress \(partial: counting "
                          r"stopped after 100000 entries\)$")
+
+
+class TestCtlOutdated(CtlTestCase):
+    """instances --outdated and stats' count (issue 43): once a plan's maintenance_info moved on
+    in the catalog, exactly the instances behind it are listed (and one made without a version);
+    those upgraded, gone, or of a plan without maintenance_info are not."""
+
+    PLAN_V1 = "0b5e3f1a-7c2d-4e8f-9a10-3d4c5b6a7f05"  # catalog-tests.json's "maintained", 1.2.0
+    SERVICE = "0b5e3f1a-7c2d-4e8f-9a10-3d4c5b6a7e01"
+    PLAIN = "0b5e3f1a-7c2d-4e8f-9a10-3d4c5b6a7f01"  # "fast": no maintenance_info
+
+    def setUp(self):
+        tests_catalog = os.path.join(harness.SOURCE_DIR, "tests", "data", "catalog-tests.json")
+        self.dir = tempfile.mkdtemp(prefix="osbq-outdated-")
+        self.addCleanup(shutil.rmtree, self.dir, True)
+        with open(tests_catalog) as f:
+            doc = json.load(f)
+        for plan in doc["services"][0]["plans"]:
+            if plan["id"] == self.PLAN_V1:
+                plan["maintenance_info"] = {"version": "2.0.0", "description": "moved on"}
+        self.moved_on = os.path.join(self.dir, "catalog.json")
+        with open(self.moved_on, "w") as f:
+            json.dump(doc, f)
+        self.stack = harness.Stack(catalog=tests_catalog, extra_env=ENV)
+        self.addCleanup(self.stack.stop)
+        self.gateway, _ = harness.start_connected(self.stack, 1)
+
+    def provision(self, plan, version=None):
+        iid = new_id()
+        body = harness.provision_body(self.SERVICE, plan)
+        if version:
+            body["maintenance_info"] = {"version": version}
+        c = self.stack.client(self.gateway)
+        self.addCleanup(c.close)
+        r = c.request("PUT", ipath(iid), body)
+        self.assertEqual(r.status, 201, r.body)
+        return iid
+
+    def test_outdated_instances_once_the_plan_moved_on(self):
+        behind = [self.provision(self.PLAN_V1, "1.2.0"), self.provision(self.PLAN_V1)]
+        upgraded = self.provision(self.PLAN_V1, "1.2.0")
+        plain = self.provision(self.PLAIN)
+        gone = self.provision(self.PLAN_V1, "1.2.0")
+        self.assertEqual(self.ctl_ok("purge", "instance", gone, "--yes").count("purged"), 1)
+        # As if upgraded under the moved-on catalog (the version its update would record).
+        self.stack.redis.command("HSET", "%s:instance:%s" % (NAMESPACE, upgraded),
+                                 "maintenance_version", "2.0.0")
+        # Against the catalog the gateway serves, only the instance made without a version is
+        # behind (as platforms' upgrade tools count one).
+        env = self.ctl_env(OSBQ_CATALOG=self.stack.catalog)
+        status, out, err = self.ctl("--json", "instances", "--outdated", env=env)
+        self.assertEqual((status, [r["instance_id"] for r in json.loads(out)]), (0, behind[1:]),
+                         err)
+        status, out, err = self.ctl("--json", "stats", env=env)
+        self.assertEqual((status, json.loads(out)["instances"]["outdated"]), (0, 1), err)
+        env = self.ctl_env(OSBQ_CATALOG=self.moved_on)
+        status, out, err = self.ctl("--json", "instances", "--outdated", env=env)
+        self.assertEqual(status, 0, err)
+        self.assertEqual(sorted(r["instance_id"] for r in json.loads(out)), sorted(behind))
+        status, out, err = self.ctl("--json", "stats", env=env)
+        self.assertEqual((status, json.loads(out)["instances"]["outdated"]), (0, 2), err)
+        status, out, err = self.ctl("stats", env=env)
+        self.assertIn("2 outdated", out)
+        self.assertNotIn(plain, json.dumps(behind))
+        # Without a catalog to compare with, --outdated says so.
+        status, _, err = self.ctl("instances", "--outdated",
+                                  env=self.ctl_env(OSBQ_CATALOG=os.path.join(self.dir, "none")))
+        self.assertEqual(status, 1, err)
+        self.assertIn("OSBQ_CATALOG", err)
 
 
 class TestCtlRedisDown(CtlTestCase):

@@ -511,6 +511,39 @@ static void test_destroy_null(void **state)
     assert_null(cat);
 }
 
+/* Precedence, semver.org rule 11's own example chain, and what the digits' width and build
+ * metadata do not change. */
+static void test_semver_compare(void **state)
+{
+    (void)state;
+    static const char *const chain[] = {
+        "1.0.0-alpha",
+        "1.0.0-alpha.1",
+        "1.0.0-alpha.beta",
+        "1.0.0-beta",
+        "1.0.0-beta.2",
+        "1.0.0-beta.11",
+        "1.0.0-rc.1",
+        "1.0.0",
+        "1.0.1",
+        "1.2.0",
+        "1.10.0",
+        "2.0.0",
+        "10.0.0",
+        "100000000000000000000.0.0",
+    };
+    size_t n = sizeof chain / sizeof chain[0];
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < n; j++) {
+            int order = osbq_semver_compare(chain[i], chain[j]);
+            int want = i < j ? -1 : i > j ? 1 : 0;
+            if ((order < 0 ? -1 : order > 0 ? 1 : 0) != want)
+                fail_msg("%s vs %s: %d", chain[i], chain[j], order);
+        }
+    assert_int_equal(osbq_semver_compare("1.2.3+build.5", "1.2.3"), 0);
+    assert_int_equal(osbq_semver_compare("1.2.3-rc.1+a", "1.2.3-rc.1+b"), 0);
+}
+
 static void test_semver(void **state)
 {
     (void)state;
@@ -618,6 +651,7 @@ int main(void)
         cmocka_unit_test(test_requires_list),     cmocka_unit_test(test_unreadable_path),
         cmocka_unit_test(test_schema_size_limit), cmocka_unit_test(test_load_text_parse_error),
         cmocka_unit_test(test_destroy_null),      cmocka_unit_test(test_semver),
+        cmocka_unit_test(test_semver_compare),
     };
     struct test_list list = {0};
     for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)

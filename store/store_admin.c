@@ -170,6 +170,148 @@ int osbq_store_instance_record(struct osbq_store *store, const char *instance_id
     return rc;
 }
 
+/* HGETALLs each key of keys (count of them, as strings) in one pipeline into out[] (records
+ * with no hash are left empty); operations (op_ids: their ids) get their id as the field
+ * "operation_id". 0, or -1 with err. */
+static int fetch_records(redisContext *c, char *const *keys, char *const *op_ids, size_t count,
+                         struct osbq_fields *out, struct osbq_error *err)
+{
+    for (size_t i = 0; i < count; i++)
+        redisAppendCommand(c, "HGETALL %s", keys[i]);
+    int rc = 0;
+    for (size_t i = 0; i < count; i++) {
+        redisReply *got = NULL;
+        if (redisGetReply(c, (void **)&got) != REDIS_OK)
+            return store_io_error(c, "HGETALL", err);
+        if (rc == 0 && got->type == REDIS_REPLY_ARRAY && got->elements > 0)
+            rc = fields_from_reply(got, op_ids != NULL ? "operation_id" : NULL,
+                                   op_ids != NULL ? op_ids[i] : NULL,
+                                   op_ids != NULL ? strlen(op_ids[i]) : 0, &out[i], err);
+        freeReplyObject(got);
+    }
+    return rc;
+}
+
+/* Appends a copy of s to the list *v (*n entries, room for *cap); false when out of memory. */
+static bool strings_push(char ***v, size_t *n, size_t *cap, const char *s)
+{
+    if (*n + 1 >= *cap) {
+        size_t grown = *cap == 0 ? 16 : *cap * 2;
+        char **more = realloc(*v, grown * sizeof *more);
+        if (more == NULL)
+            return false;
+        *v = more;
+        *cap = grown;
+    }
+    if (((*v)[*n] = strdup(s)) == NULL)
+        return false;
+    (*v)[++*n] = NULL;
+    return true;
+}
+
+int osbq_store_instance_related(struct osbq_store *store, const char *instance_id,
+                                const char *last_op, struct osbq_fields **bindings,
+                                size_t *binding_count, struct osbq_fields **ops, size_t *op_count,
+                                struct osbq_error *err)
+{
+    *bindings = *ops = NULL;
+    *binding_count = *op_count = 0;
+    char set[STORE_KEY_MAX], key[STORE_KEY_MAX];
+    if (store_id_key(store, set, sizeof set, "bindings", instance_id) < 0)
+        return osbq_error_set(err, OSBQ_ERR_BAD_REQUEST, "instance id too long");
+    redisContext *c = store_acquire(store, err);
+    if (c == NULL)
+        return -1;
+    char **keys = NULL, **ids = NULL, **seen = NULL;
+    size_t nkeys = 0, capkeys = 0, nids = 0, capids = 0, nseen = 0, capseen = 0;
+    int rc = -1;
+    redisReply *members = redisCommand(c, "SMEMBERS %s", set);
+    if (store_reply_failed(c, members, "SMEMBERS", err) < 0)
+        goto out;
+    for (size_t i = 0; members->type == REDIS_REPLY_ARRAY && i < members->elements; i++)
+        if (members->element[i]->type == REDIS_REPLY_STRING &&
+            !strings_push(&keys, &nkeys, &capkeys, members->element[i]->str))
+            goto oom;
+    if (nkeys > 0) {
+        if ((*bindings = calloc(nkeys, sizeof **bindings)) == NULL)
+            goto oom;
+        *binding_count = nkeys;
+        if (fetch_records(c, keys, NULL, nkeys, *bindings, err) < 0)
+            goto out;
+    }
+    /* The operations: the instance's and each binding's last, then each one's predecessor
+     * (prev_op, written by the begin scripts), level by level, each level one pipeline. Bounded:
+     * a cycle cannot happen, but a record written by hand could make one. */
+    if (last_op != NULL && !strings_push(&ids, &nids, &capids, last_op))
+        goto oom;
+    for (size_t i = 0; i < *binding_count; i++) {
+        const char *op = osbq_fields_get(&(*bindings)[i], "last_op");
+        if (op != NULL && !strings_push(&ids, &nids, &capids, op))
+            goto oom;
+    }
+    size_t capops = 0;
+    while (nids > 0 && *op_count < OSBQ_STORE_RELATED_OPS_MAX) {
+        char **op_keys = NULL, **next = NULL;
+        size_t nop_keys = 0, capop_keys = 0, nnext = 0, capnext = 0;
+        struct osbq_fields *level = calloc(nids, sizeof *level);
+        bool ok = level != NULL;
+        for (size_t i = 0; ok && i < nids; i++)
+            ok = store_id_key(store, key, sizeof key, "op", ids[i]) == 0 &&
+                 strings_push(&op_keys, &nop_keys, &capop_keys, key);
+        if (ok && *op_count + nids > capops) {
+            size_t grown = (*op_count + nids) * 2;
+            struct osbq_fields *more = realloc(*ops, grown * sizeof *more);
+            ok = more != NULL;
+            if (ok) {
+                *ops = more;
+                capops = grown;
+            }
+        }
+        int fetched = ok ? fetch_records(c, op_keys, ids, nids, level, err) : -1;
+        osbq_store_strings_free(op_keys);
+        for (size_t i = 0; fetched == 0 && i < nids; i++) {
+            if (level[i].count == 0)
+                continue;
+            const char *prev = osbq_fields_get(&level[i], "prev_op");
+            bool known = false;
+            for (size_t k = 0; prev != NULL && k < nseen; k++)
+                known = known || strcmp(seen[k], prev) == 0;
+            if (prev != NULL && !known && !strings_push(&next, &nnext, &capnext, prev))
+                ok = false;
+            (*ops)[(*op_count)++] = level[i];
+            memset(&level[i], 0, sizeof level[i]);
+        }
+        for (size_t i = 0; fetched == 0 && ok && i < nids; i++)
+            ok = strings_push(&seen, &nseen, &capseen, ids[i]);
+        osbq_fields_array_free(level, nids);
+        osbq_store_strings_free(ids);
+        ids = next;
+        nids = nnext;
+        capids = capnext;
+        if (fetched < 0 && ok)
+            goto out;
+        if (!ok)
+            goto oom;
+    }
+    rc = 0;
+    goto out;
+oom:
+    osbq_error_set(err, OSBQ_ERR_INTERNAL, "out of memory");
+out:
+    if (rc < 0) {
+        osbq_fields_array_free(*bindings, *binding_count);
+        osbq_fields_array_free(*ops, *op_count);
+        *bindings = *ops = NULL;
+        *binding_count = *op_count = 0;
+    }
+    freeReplyObject(members);
+    store_release(store, c);
+    osbq_store_strings_free(keys);
+    osbq_store_strings_free(ids);
+    osbq_store_strings_free(seen);
+    return rc;
+}
+
 /* Operations begun by this release do not copy their instance's service_id nor keep an attempt
  * beside their claims, which counts the same (docs/decisions/0041): an operator still sees both,
  * the attempt from the claims and the service from the instance. */

@@ -29,6 +29,20 @@ int osbq_store_scan_records(struct osbq_store *store, enum osbq_record_kind kind
 int osbq_store_instance_record(struct osbq_store *store, const char *instance_id,
                                struct osbq_fields *record, struct osbq_error *err);
 
+/* The most operations osbq_store_instance_related reads. */
+#define OSBQ_STORE_RELATED_OPS_MAX 1000
+
+/* Reads what belongs to the instance instance_id, by id, whatever the number of records: its
+ * live bindings (its bindings set) and the operations of it and of them still kept, from
+ * last_op (the instance's, or NULL) and each binding's last one back along their prev_op links
+ * (operations begun by an earlier release have none: the chain stops there), at most
+ * OSBQ_STORE_RELATED_OPS_MAX. Fields as osbq_store_scan_records gives them. Returns 0 with
+ * *bindings and *ops (free with osbq_fields_array_free; NULL when none), or -1 with err. */
+int osbq_store_instance_related(struct osbq_store *store, const char *instance_id,
+                                const char *last_op, struct osbq_fields **bindings,
+                                size_t *binding_count, struct osbq_fields **ops, size_t *op_count,
+                                struct osbq_error *err);
+
 /* Reads an operation (every field but its encoded job and its digest) and its history: what
  * happened to it, oldest first, one JSON object text per event ({"ms", "event", and
  * "worker", "attempt", "description" where they apply}; events: claimed, released,

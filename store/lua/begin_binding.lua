@@ -106,6 +106,8 @@ local function record(binding_fields)
     add('binding_key', binding_key)
   end
   if set ~= prefix .. 'bindings:' .. arg_instance_id then add('bindings_key', set) end
+  -- The binding's operations chained newest first (osbq-ctl instance reads them by id).
+  if binding_last_op then add('prev_op', binding_last_op) end
   if platform ~= 'default' then add('platform', platform) end
   if gateway ~= '' then add('waited', gateway) end
   if cap then add('in_progress_key', in_progress_take(prefix, tenant)) end

@@ -155,6 +155,8 @@ local function record(plan_id, prev_plan, inst_fields)
     add('bindings_key', key_bindings)
   end
   if prev_plan ~= '' and prev_plan ~= plan_id then add('prev_plan_id', prev_plan) end
+  -- The instance's operations chained newest first (osbq-ctl instance reads them by id).
+  if inst_last_op then add('prev_op', inst_last_op) end
   if kind == 'update' then
     add('digest', digest)
     if arg_parameters ~= '' then add('parameters', arg_parameters) end

@@ -229,7 +229,10 @@ class TestCtlReads(CtlTestCase, harness.StackTestCase):
         for bid in self.bindings:
             self.assertIn(bid, out)
 
+        # Read by id: no SCAN, whatever the number of records (issue 43).
+        scans = self.scan_calls()
         record = self.ctl_json("instance", iid)
+        self.assertEqual(self.scan_calls(), scans)
         self.assertEqual(record["instance"]["instance_id"], iid)
         self.assertNotIn("digest", record["instance"])
         self.assertEqual(sorted(b["binding_id"] for b in record["bindings"]), self.bindings)
@@ -246,6 +249,14 @@ class TestCtlReads(CtlTestCase, harness.StackTestCase):
         other = self.ctl_json("instance", self.instances[1])
         self.assertEqual(other["bindings"], [])
         self.assertEqual([o["kind"] for o in other["operations"]], ["provision"])
+
+    def scan_calls(self):
+        """How many SCANs Redis has run (INFO commandstats)."""
+        info = self.stack.redis.command("INFO", "commandstats")
+        for line in info.splitlines():
+            if line.startswith("cmdstat_scan:"):
+                return int(line.split("calls=")[1].split(",")[0])
+        return 0
 
     def test_instance_unknown(self):
         status, out, err = self.ctl("instance", "no-such-instance")

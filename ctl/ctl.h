@@ -21,7 +21,9 @@ enum ctl_exit {
     CTL_EXIT_NOT_FOUND = 3, /* no such operation, or fail/resend found nothing to do */
     CTL_EXIT_REFUSED = 4,   /* resend: the operation runs under a live lease (its worker is
                              * alive); purge: an operation of it runs (without --force);
-                             * nothing changed */
+                             * nothing changed; export: instances skipped, an operation of each
+                             * runs (the file is partial); import: instance ids taken in the
+                             * target (nothing of them written) */
 };
 
 /* The command line, checked. Strings are borrowed from argv. */
@@ -38,7 +40,9 @@ struct ctl_options {
     unsigned limit;           /* --limit: most records listed; 0 for all */
     unsigned top;             /* --top: stats' tenants listed, the busiest first; 0 for all */
     const char *operation_id; /* OPERATION_ID of operation, fail and resend */
-    const char *path;         /* PATH of bus-cert */
+    const char *path;         /* PATH of bus-cert, FILE of import */
+    const char *tenant;       /* --tenant: export only this tenant's instances, or NULL */
+    const char *output;       /* --output: the file export writes, or NULL for stdout */
 };
 
 /* What a command runs with. */
@@ -92,6 +96,13 @@ int cmd_secret_key(struct ctl *ctl); /* cmd_secret_key.c; needs no configuration
 int cmd_reencrypt(struct ctl *ctl);  /* cmd_reencrypt.c */
 int cmd_purge(struct ctl *ctl);      /* cmd_purge.c */
 int cmd_bus_cert(struct ctl *ctl);   /* cmd_bus_cert.c: offline */
+int cmd_export(struct ctl *ctl);     /* cmd_export.c */
+int cmd_import(struct ctl *ctl);     /* cmd_import.c */
+
+/* The version of the export file's format osbq-ctl writes and reads (docs/ctl.md, "export and
+ * import"): its header's "osbq_export". A change a reader of this version would misread bumps
+ * it. */
+#define CTL_EXPORT_VERSION 1
 
 /* Called by records_walk for each record found; may take the record over (move it and zero
  * *record). Returns true to go on, false to stop the walk. */

@@ -23,6 +23,8 @@ enum option_flag {
     OPT_TOP = 1 << 5,
     OPT_FORCE = 1 << 6,
     OPT_OUTDATED = 1 << 7,
+    OPT_TENANT = 1 << 8,
+    OPT_OUTPUT = 1 << 9,
 };
 
 static const struct {
@@ -34,6 +36,7 @@ static const struct {
     {"--instance", OPT_INSTANCE, true}, {"--description", OPT_DESCRIPTION, true},
     {"--yes", OPT_YES, false},          {"--top", OPT_TOP, true},
     {"--force", OPT_FORCE, false},      {"--outdated", OPT_OUTDATED, false},
+    {"--tenant", OPT_TENANT, true},     {"--output", OPT_OUTPUT, true},
 };
 
 static const char *const instance_states[] = {"provisioning", "provisioned", "failed", "gone",
@@ -54,7 +57,8 @@ struct command {
     unsigned options;            /* the enum option_flag it takes */
     bool takes_operation;        /* needs OPERATION_ID */
     bool takes_instance;         /* needs INSTANCE_ID */
-    bool takes_path;             /* needs PATH */
+    bool takes_path;             /* needs PATH (or what path_name says) */
+    const char *path_name;       /* the word for it in messages; NULL for "PATH" */
     bool takes_record;           /* needs "instance ID" or "binding ID" */
     bool offline;                /* runs without the configuration and Redis */
     const char *const *states;   /* what --state may be, NULL-terminated */
@@ -142,6 +146,18 @@ static const struct command commands[] = {
      .offline = true,
      .args = "PATH",
      .about = "new bus key pair: PATH (public), PATH_secret"},
+    {.name = "export",
+     .run = cmd_export,
+     .options = OPT_TENANT | OPT_INSTANCE | OPT_OUTPUT,
+     .args = "[--tenant T | --instance ID] [--output FILE]",
+     .about = "write instances, bindings, operations as JSON Lines"},
+    {.name = "import",
+     .run = cmd_import,
+     .options = OPT_YES,
+     .takes_path = true,
+     .path_name = "FILE",
+     .args = "FILE [--yes]",
+     .about = "check an export file; with --yes write its instances"},
     {.name = "help", .args = "", .about = "print this help"},
 };
 
@@ -193,17 +209,21 @@ static void usage(FILE *out)
             "  --limit N       most records listed (default %u; 0 lists all)\n"
             "  --top N         stats: tenants listed, most operations in progress first\n"
             "                  (default %u; 0 lists all)\n"
-            "  --yes           let fail, resend, purge and reencrypt act (they refuse without\n"
-            "                  it)\n"
+            "  --yes           let fail, resend, purge, reencrypt and import act (they refuse\n"
+            "                  without it; import then only checks FILE)\n"
             "  --force         purge: fail the operation that runs first\n"
             "  --outdated      instances: only those whose maintenance_info version is behind\n"
             "                  their plan's in OSBQ_CATALOG\n"
+            "  --tenant T      export: only the instances of tenant T\n"
+            "  --output FILE   export: write FILE (mode 0600) instead of stdout\n"
             "  -h, --help      print this help\n"
             "  --version       print the version\n"
-            "\nExit status: 0 done; 1 bad configuration, Redis unreachable or another failure;\n"
-            "2 bad command line, or fail/resend/purge without --yes; 3 no such operation,\n"
-            "instance or binding, or fail/resend found it already finished; 4 resend or purge\n"
-            "refused (an operation of it runs). Reference: docs/ctl.md.\n\n",
+            "\nExit status: 0 done; 1 bad configuration, Redis unreachable, a bad export file or\n"
+            "another failure; 2 bad command line, or fail/resend/purge/import without --yes;\n"
+            "3 no such operation, instance or binding, or fail/resend found it already\n"
+            "finished; 4 resend or purge refused (an operation of it runs), export partial\n"
+            "(instances skipped: an operation of each runs), import refused ids taken.\n"
+            "Reference: docs/ctl.md.\n\n",
             LIMIT_DEFAULT, TOP_DEFAULT);
     osbq_config_print_help(out, OSBQ_ROLE_CTL);
 }
@@ -353,7 +373,8 @@ static int check_command_line(const struct command_line *line, struct ctl_option
     if (cmd->takes_operation && line->nargs == 0)
         return usage_error("%s needs an OPERATION_ID", cmd->name);
     if (cmd->takes_path && (line->nargs == 0 || line->args[0][0] == '\0'))
-        return usage_error("%s needs a PATH", cmd->name);
+        return usage_error("%s needs a %s", cmd->name,
+                           cmd->path_name != NULL ? cmd->path_name : "PATH");
     if (cmd->takes_instance && (line->nargs == 0 || line->args[0][0] == '\0'))
         return usage_error("%s needs an INSTANCE_ID", cmd->name);
     if (cmd->takes_record &&
@@ -369,6 +390,12 @@ static int check_command_line(const struct command_line *line, struct ctl_option
     opt->yes = (line->seen & OPT_YES) != 0;
     opt->force = (line->seen & OPT_FORCE) != 0;
     opt->outdated = (line->seen & OPT_OUTDATED) != 0;
+    opt->tenant = value_of(line, OPT_TENANT);
+    opt->output = value_of(line, OPT_OUTPUT);
+    if (opt->tenant != NULL && (line->seen & OPT_INSTANCE))
+        return usage_error("--tenant and --instance do not go together");
+    if (opt->json && cmd->run == cmd_export && opt->output == NULL)
+        return usage_error("export --json needs --output FILE: stdout holds the export itself");
     if (cmd->takes_record) {
         opt->record_kind = line->args[0];
         opt->record_id = line->args[1];

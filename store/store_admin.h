@@ -1,5 +1,6 @@
 /* The store as osbq-ctl uses it: walks over records, an operation and its history, the
- * operator's repairs, figures of the queue, binding results at rest, quota counters. */
+ * operator's repairs, figures of the queue, binding results at rest, quota counters, an
+ * instance exported and imported. */
 #ifndef OSBQ_STORE_ADMIN_H
 #define OSBQ_STORE_ADMIN_H
 
@@ -177,5 +178,53 @@ typedef int (*osbq_store_quota_visit_fn)(const char *value, int64_t used, void *
  * stopped). For osbq-ctl. */
 int osbq_store_quota_walk(struct osbq_store *store, const char *name,
                           osbq_store_quota_visit_fn visit, void *ctx, struct osbq_error *err);
+
+/* ---- Export and import (osbq-ctl export, import; store_export.c, docs/decisions/0055) ---- */
+
+/* One binding or operation of an exported instance. Owned (osbq_export_instance_clear). */
+struct osbq_export_record {
+    char *id;                  /* the binding's id, or the operation's */
+    struct osbq_fields fields; /* every field as stored (a binding's result as stored: sealed,
+                                * or plaintext from before the keys) */
+};
+
+/* One instance as export reads it and import writes it: every field of its records as stored
+ * but the instance's locks (lock_x, lock_s); the fields that name Redis keys (the instance's
+ * quota_keys; an operation's instance_key, binding_key, bindings_key, quota_keys, quota_taken,
+ * quotas_held, in_progress_key) hold them without the "<ns>:" prefix, so the records fit any
+ * namespace. Owned (osbq_export_instance_clear). */
+struct osbq_export_instance {
+    struct osbq_fields record;             /* the instance hash */
+    struct osbq_export_record *bindings;   /* its live bindings (its bindings set) */
+    size_t binding_count;                  /* entries in bindings */
+    struct osbq_export_record *operations; /* its and its bindings' finished operations still
+                                            * kept, newest first along each record's chain */
+    size_t operation_count;                /* entries in operations */
+};
+
+/* Frees what *instance holds (a binding's result zeroed first) and zeroes it; accepts an empty
+ * one. */
+void osbq_export_instance_clear(struct osbq_export_instance *instance);
+
+/* Reads the instance instance_id with its live bindings and its finished operations (from its
+ * and each binding's last_op back along prev_op, at most OSBQ_STORE_RELATED_OPS_MAX) in one
+ * step (store/lua/export.lua), so the records are one instant of it. Returns 1 with *out, 0 when
+ * there is no such instance or it is gone, 2 when an operation of it or of a binding runs (its
+ * lock is held: *running_operation names it, "" when no record does; free it), -1 with err
+ * (OSBQ_ERR_INVALID: a binding record without its binding_id). */
+int osbq_store_export_instance(struct osbq_store *store, const char *instance_id,
+                               struct osbq_export_instance *out, char **running_operation,
+                               struct osbq_error *err);
+
+/* Writes the instance instance_id as in describes it (bindings and operations by their ids, the
+ * keys of the fields that name keys put in this store's namespace) in one step
+ * (store/lua/import.lua): its hash, its bindings and their set, its operations (expiring after
+ * OSBQ_RETENTION_S, as finished ones do), one more instance on each of its quota counters.
+ * Returns 1 written; 2 the same instance record is there already (nothing written); 0 the id is
+ * taken (nothing written; *existing_state says the state of the record there, free it); -1 with
+ * err (OSBQ_ERR_INVALID: an id too long or a value that is not UTF-8). */
+int osbq_store_import_instance(struct osbq_store *store, const char *instance_id,
+                               const struct osbq_export_instance *in, char **existing_state,
+                               struct osbq_error *err);
 
 #endif

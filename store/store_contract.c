@@ -146,6 +146,14 @@ static const char *const wait_args[] = {NAMED(WAIT_ARG_WORKER_ID), NAMED(WAIT_AR
                                         NAMED(WAIT_ARG_NOW),       NAMED(WAIT_ARG_OPERATION_ID),
                                         NAMED(WAIT_ARG_PREFIX)};
 
+static const char *const export_keys[] = {NAMED(EXPORT_KEY_INSTANCE), NAMED(EXPORT_KEY_BINDINGS)};
+
+static const char *const export_args[] = {NAMED(EXPORT_ARG_PREFIX), NAMED(EXPORT_ARG_OPS_MAX)};
+
+static const char *const import_keys[] = {NAMED(IMPORT_KEY_INSTANCE), NAMED(IMPORT_KEY_BINDINGS)};
+
+static const char *const import_args[] = {NAMED(IMPORT_ARG_RECORDS), NAMED(IMPORT_ARG_RETENTION)};
+
 const struct store_script_contract store_script_contracts[SCRIPT_COUNT] = {
     [SCRIPT_BEGIN_INSTANCE] = {begin_instance_keys, BEGIN_INSTANCE_KEY_COUNT, begin_instance_args,
                                BEGIN_INSTANCE_ARG_COUNT},
@@ -163,4 +171,6 @@ const struct store_script_contract store_script_contracts[SCRIPT_COUNT] = {
     [SCRIPT_RESEAL] = {reseal_keys, RESEAL_KEY_COUNT, reseal_args, RESEAL_ARG_COUNT},
     [SCRIPT_REVOKE] = {revoke_keys, REVOKE_KEY_COUNT, revoke_args, REVOKE_ARG_COUNT},
     [SCRIPT_WAIT] = {wait_keys, WAIT_KEY_COUNT, wait_args, WAIT_ARG_COUNT},
+    [SCRIPT_EXPORT] = {export_keys, EXPORT_KEY_COUNT, export_args, EXPORT_ARG_COUNT},
+    [SCRIPT_IMPORT] = {import_keys, IMPORT_KEY_COUNT, import_args, IMPORT_ARG_COUNT},
 };

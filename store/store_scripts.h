@@ -24,6 +24,8 @@ enum store_script {
     SCRIPT_RESEAL,
     SCRIPT_REVOKE,
     SCRIPT_WAIT,
+    SCRIPT_EXPORT,
+    SCRIPT_IMPORT,
     SCRIPT_COUNT
 };
 
@@ -240,5 +242,13 @@ enum revoke_arg {
     REVOKE_ARG_PREFIX,
     REVOKE_ARG_COUNT
 };
+
+/* export.lua */
+enum export_key { EXPORT_KEY_INSTANCE, EXPORT_KEY_BINDINGS, EXPORT_KEY_COUNT };
+enum export_arg { EXPORT_ARG_PREFIX, EXPORT_ARG_OPS_MAX, EXPORT_ARG_COUNT };
+
+/* import.lua */
+enum import_key { IMPORT_KEY_INSTANCE, IMPORT_KEY_BINDINGS, IMPORT_KEY_COUNT };
+enum import_arg { IMPORT_ARG_RECORDS, IMPORT_ARG_RETENTION, IMPORT_ARG_COUNT };
 
 #endif

@@ -1,0 +1,63 @@
+-- osbq-ctl import writes one instance of an export file in one step, so that an instance is in
+-- the target whole or not at all (docs/ctl.md, "export and import"; docs/decisions/0055): its
+-- hash, its bindings' hashes and its bindings set, its finished operations (expiring after the
+-- retention, as finished ones do), and one more instance on each quota counter it holds (the
+-- target's limits are not checked: the instance exists already, it only moves).
+-- An instance id the target holds already is refused, nothing written; the same record as the
+-- one it would write (the same file imported again, or SCAN's rare second sight of an instance
+-- during the export) is reported as such, not as a clash. A gone record (a tombstone) is
+-- replaced, as a provision replaces it.
+-- Returns {1} written, {2} the same record is there already, {0, its state} the id is taken.
+local key_instance = KEYS[1]  -- the instance hash
+local key_bindings = KEYS[2]  -- the instance's set of live bindings
+local arg_records = ARGV[1]    -- JSON {"instance": [field, value, ...], "bindings": [[key,
+                               -- [field, value, ...]], ...], "operations": [[key, [...]], ...]};
+                               -- keys in full and the instance's quota_keys in the target's
+                               -- namespace (the store built them)
+local arg_retention = ARGV[2]  -- s: how long a finished operation is kept
+local records, retention = cjson.decode(arg_records), tonumber(arg_retention)
+
+-- A flat list of fields and values as a table, locks left out (they are never exported).
+local function as_table(list)
+  local t, n = {}, 0
+  for i = 1, #list, 2 do
+    if list[i] ~= 'lock_x' and list[i] ~= 'lock_s' then
+      t[list[i]] = list[i + 1]
+      n = n + 1
+    end
+  end
+  return t, n
+end
+
+local existing = redis.call('HGETALL', key_instance)
+if #existing > 0 then
+  local old, old_count = as_table(existing)
+  if old.state ~= 'gone' then
+    local new, new_count = as_table(records.instance)
+    local same = old_count == new_count
+    for name, value in pairs(new) do
+      if old[name] ~= value then same = false end
+    end
+    if same then return {2} end
+    return {0, old.state or ''}
+  end
+  redis.call('DEL', key_instance)
+end
+
+redis.call('HSET', key_instance, unpack(records.instance))
+redis.call('DEL', key_bindings)
+for _, binding in ipairs(records.bindings) do
+  redis.call('DEL', binding[1])
+  redis.call('HSET', binding[1], unpack(binding[2]))
+  redis.call('SADD', key_bindings, binding[1])
+end
+for _, op in ipairs(records.operations) do
+  redis.call('DEL', op[1])
+  redis.call('HSET', op[1], unpack(op[2]))
+  redis.call('EXPIRE', op[1], retention)
+end
+local instance = as_table(records.instance)
+for key in string.gmatch(instance.quota_keys or '', '[^\n]+') do
+  redis.call('INCR', key)
+end
+return {1}

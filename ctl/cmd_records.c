@@ -205,8 +205,105 @@ static struct table *listing_table(const struct ctl *ctl, const struct record_vi
     return table;
 }
 
+/* Rows of a streamed table printed at a time: each chunk is aligned on its own widest cells. */
+#define STREAM_CHUNK 1000
+
+/* A listing without a limit, printed as it is walked (streamed, in the walk's order). */
+struct stream {
+    struct ctl *ctl;
+    const struct record_view *view;
+    struct listing filter; /* its filters only: records, count and cap stay unused */
+    struct listing chunk;  /* the table's rows not printed yet */
+    size_t shown;          /* records printed */
+    bool failed;           /* output or memory failed: the walk stopped */
+};
+
+/* Prints the chunk's rows as a table (the header with the first one) and empties it. */
+static bool stream_flush(struct stream *st)
+{
+    if (st->chunk.count == 0)
+        return true;
+    struct table_column headless[TABLE_COLUMNS_MAX];
+    struct record_view view = *st->view;
+    if (st->shown > st->chunk.count) {
+        for (size_t c = 0; c < view.ncols && c < TABLE_COLUMNS_MAX; c++) {
+            headless[c] = view.columns[c];
+            headless[c].header = NULL;
+        }
+        view.columns = headless;
+    }
+    struct table *table = listing_table(st->ctl, &view, &st->chunk);
+    bool ok = table != NULL;
+    if (ok)
+        table_print(table, stdout);
+    table_destroy(&table);
+    osbq_fields_array_free(st->chunk.records, st->chunk.count);
+    st->chunk.records = NULL;
+    st->chunk.count = st->chunk.cap = 0;
+    return ok;
+}
+
+static bool stream_record(struct osbq_fields *record, void *ctx)
+{
+    struct stream *st = ctx;
+    const struct ctl_options *opt = st->filter.opt;
+    if ((opt->state != NULL && !field_is(record, "state", opt->state)) ||
+        (opt->instance != NULL && !field_is(record, st->filter.instance_field, opt->instance)) ||
+        (opt->outdated && !ctl_instance_outdated(st->ctl, record)))
+        return true;
+    if (st->ctl->opt.json) {
+        json_t *object = format_fields_json(record);
+        ctl_add_names(st->ctl, record, object);
+        bool ok = object != NULL && fputs(st->shown == 0 ? "[\n" : ",\n", stdout) != EOF &&
+                  json_dumpf(object, stdout, JSON_INDENT(2)) == 0;
+        json_decref(object);
+        st->failed = !ok;
+    } else {
+        if (!keep_record(record, &st->chunk) || st->chunk.out_of_memory)
+            st->failed = true;
+        else if (st->chunk.count == STREAM_CHUNK)
+            st->failed = !stream_flush(st);
+    }
+    st->shown++;
+    return !st->failed;
+}
+
+/* --limit 0: every record, printed as the walk finds it rather than sorted, so that osbq-ctl's
+ * memory stays the same whatever the number of records (a chunk of rows at most). */
+static int stream_command(struct ctl *ctl, const struct record_view *view)
+{
+    struct stream st = {.ctl = ctl, .view = view};
+    st.filter.ctl = st.chunk.ctl = ctl;
+    st.filter.opt = st.chunk.opt = &ctl->opt;
+    st.filter.instance_field = st.chunk.instance_field = "instance_id";
+    struct ctl_options unlimited = ctl->opt;
+    unlimited.state = NULL;
+    unlimited.instance = NULL;
+    unlimited.outdated = false;
+    unlimited.limit = 0;
+    st.chunk.opt = &unlimited; /* the stream filters already */
+    struct osbq_error err = {0};
+    int rc = CTL_EXIT_OK;
+    if (records_walk(ctl, view->kind, stream_record, &st, NULL, &err) < 0)
+        rc = ctl_fail_store(
+            view->kind == OSBQ_RECORD_INSTANCE ? "reading instances" : "reading bindings", &err);
+    if (rc == CTL_EXIT_OK && !st.failed && !ctl->opt.json && !stream_flush(&st))
+        st.failed = true;
+    osbq_fields_array_free(st.chunk.records, st.chunk.count);
+    if (rc == CTL_EXIT_OK && st.failed)
+        rc = ctl_fail("cannot write the %s", view->plural);
+    if (rc == CTL_EXIT_OK && ctl->opt.json &&
+        fputs(st.shown == 0 ? "[]\n" : "\n]\n", stdout) == EOF)
+        rc = ctl_fail("cannot write the %s as JSON", view->plural);
+    if (rc == CTL_EXIT_OK && !ctl->opt.json && st.shown == 0)
+        ctl_say("no %s found", view->plural);
+    return rc;
+}
+
 static int list_command(struct ctl *ctl, const struct record_view *view)
 {
+    if (ctl->opt.limit == 0)
+        return stream_command(ctl, view);
     struct listing listing = {0};
     int rc = list_records(ctl, view->kind, view->plural, &listing);
     struct table *table = NULL;

@@ -725,6 +725,34 @@ class TestCtlOutdated(CtlTestCase):
         self.assertIn("OSBQ_CATALOG", err)
 
 
+class TestCtlStreaming(CtlTestCase):
+    """instances --limit 0 streams (issue 43): every record, as the walk finds it, in memory a
+    chunk of rows at a time whatever the count; a valid JSON array, a table with one header."""
+
+    COUNT = 2500
+
+    def setUp(self):
+        self.start_gateway_alone()
+        # Records as a provision leaves them, written in one script call.
+        self.stack.redis.command(
+            "EVAL", "for i = 1, tonumber(ARGV[1]) do "
+            "redis.call('HSET', KEYS[1] .. i, 'instance_id', 'i-' .. i, 'state', "
+            "i % 5 == 0 and 'failed' or 'provisioned', 'service_id', 's', 'plan_id', 'p', "
+            "'created_ms', tostring(1700000000000 + i)) end", 1, NAMESPACE + ":instance:i-",
+            self.COUNT)
+
+    def test_every_record_streamed(self):
+        ids = [r["instance_id"] for r in self.ctl_json("instances", "--limit", "0")]
+        self.assertEqual(sorted(ids), sorted("i-%d" % i for i in range(1, self.COUNT + 1)))
+        failed = self.ctl_json("instances", "--limit", "0", "--state", "failed")
+        self.assertEqual(len(failed), self.COUNT // 5)
+        self.assertEqual(self.ctl_json("instances", "--limit", "0", "--state", "gone"), [])
+        lines = self.ctl_ok("instances", "--limit", "0").splitlines()
+        self.assertEqual(len(lines), self.COUNT + 1)
+        self.assertTrue(lines[0].startswith("ID "))
+        self.assertEqual(sum(1 for line in lines if line.startswith("ID ")), 1)
+
+
 class TestCtlRedisDown(CtlTestCase):
     """No Redis: exit 1 at once, naming the cause."""
 

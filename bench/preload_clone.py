@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Prints the Redis protocol that clones one finished instance COUNT times, for
-`redis-cli --pipe` (bench/run.sh's scale case). The template is a real instance the gateway and
-worker wrote (a synchronous provision), so the clones have exactly the shape they write: every
-key that names the instance id or its last operation id (today the instance hash and the
-operation hash), with every field, and the same remaining time to live, with the two ids
-replaced. Clone n is instance PREFIX<n>; its operation id is the template's with the last 12
+`redis-cli --pipe` (bench/run.sh's scale and repair cases). The template is a real instance the
+gateway and worker wrote (a synchronous provision, maybe a bind), so the clones have exactly the
+shape they write: every key that names the instance id or its last operation id (the instance
+hash and the operation hash; a bound one's binding hash and bindings set), with every field or
+member, and the same remaining time to live, with the two ids replaced. Clone n is instance PREFIX<n>; its operation id is the template's with the last 12
 hex digits replaced by n.
 
 usage: preload_clone.py REDIS_PORT TEMPLATE_INSTANCE_ID COUNT PREFIX [FIRST]"""
@@ -40,11 +40,11 @@ def main():
     templates = []
     for key in sorted(keys):
         kind = command(f, sock, "TYPE", key)
-        if kind != b"hash":
-            sys.exit("preload_clone: %s is a %s; only hashes are cloned" % (key, kind))
-        flat = command(f, sock, "HGETALL", key)
+        if kind not in (b"hash", b"set"):
+            sys.exit("preload_clone: %s is a %s; only hashes and sets are cloned" % (key, kind))
+        flat = command(f, sock, "HGETALL" if kind == b"hash" else "SMEMBERS", key)
         ttl = command(f, sock, "PTTL", key)
-        templates.append((key, flat, ttl))
+        templates.append((key, b"HSET" if kind == b"hash" else b"SADD", flat, ttl))
     sock.close()
     out = sys.stdout.buffer
     op_stem = last_op[:-12]
@@ -52,10 +52,10 @@ def main():
         instance = prefix + str(n).encode()
         op = op_stem + b"%012x" % n
         chunk = []
-        for key, flat, ttl in templates:
+        for key, write, flat, ttl in templates:
             def swap(v):
                 return v.replace(last_op, op).replace(template, instance)
-            chunk.append(encode_command([b"HSET", swap(key)] + [swap(v) for v in flat]))
+            chunk.append(encode_command([write, swap(key)] + [swap(v) for v in flat]))
             if ttl > 0:
                 chunk.append(encode_command([b"PEXPIRE", swap(key), str(ttl).encode()]))
         out.write(b"".join(chunk))

@@ -56,6 +56,10 @@
 #                kill to its steps' next claim, the lifecycles' rate and p99 in both windows,
 #                sync 504s, operations lost; with --takeover-reference DIR the same against
 #                another build, side by side. Not in the default selection.
+#   repair       osbq-ctl at a large broker's size (issue 43, bench/repair.py): --repair-count
+#                instances (default 100,000, a fifth bound) cloned from real ones; instance by
+#                id, stats, listings, export, import, 1,000 purges: time and peak memory of
+#                each; Redis bytes per instance. Not in the default selection.
 #   scale_out    capacity as the fleet grows (issue 29, bench/scale_out.py): sync lifecycles
 #                with 1x1, 2x2, 4x4 and 8x8 gateways x workers, and 20-ms CPU steps (sim's
 #                cpu_ms) with 1, 2, 4 and 8 one-slot workers; lifecycles per second of Redis
@@ -98,6 +102,7 @@ source bench/cases/noisy_neighbor.sh
 source bench/cases/scale_out.sh
 source bench/cases/halt.sh
 source bench/cases/takeover.sh
+source bench/cases/repair.sh
 
 runs=5
 duration=10
@@ -121,11 +126,12 @@ noisy_gateways=1
 noisy_workers=1
 halt_count=200
 takeover_duration=60
+repair_count=100000
 takeover_reference=
 all_cases="catalog,accept,redis,accept_alone,last_op,lifecycle,sync_cycle,scale,memory,round_trips,durable"
 cases=$all_cases
 # Every case, the long one included, for --cases.
-known_cases="$all_cases,long_ops,long_ops_exec,due,noisy_neighbor,scale_out,halt,takeover"
+known_cases="$all_cases,long_ops,long_ops_exec,due,noisy_neighbor,scale_out,halt,takeover,repair"
 build_dir="$top/build-bench"
 
 usage() {
@@ -141,7 +147,7 @@ usage: bench/run.sh [options]
   --cases LIST      comma-separated subset of (default all but long_ops and long_ops_exec):
                     catalog,accept,redis,accept_alone,last_op,lifecycle,sync_cycle,scale,
                     memory,round_trips,long_ops,long_ops_exec,durable,due,noisy_neighbor,
-                    scale_out,halt,takeover
+                    scale_out,halt,takeover,repair
   --long-ops-scale F  multiplies long_ops' and long_ops_exec's counts (default 1; 0.1 for a
                     quick run)
   --long-ops-phases LIST  comma-separated phases of long_ops to run (default all:
@@ -162,6 +168,7 @@ usage: bench/run.sh [options]
   --scale-out-reference DIR  the scale_out case also runs this build directory's binaries,
                     after each run of this one
   --halt-count N    provisions the halt case deletes while they run (default 200)
+  --repair-count N  instances the repair case makes (default 100000)
   --takeover-duration S  seconds of the takeover case's kills window, one kill every 5 s, after
                     a window of S / 2 without kills (default 60, at least 10)
   --takeover-reference DIR  the takeover case also runs this build directory's binaries, after
@@ -200,6 +207,7 @@ while [ $# -gt 0 ]; do
     --noisy-gateways) noisy_gateways="${2:-}"; shift 2 ;;
     --noisy-workers) noisy_workers="${2:-}"; shift 2 ;;
     --halt-count) halt_count="${2:-}"; shift 2 ;;
+    --repair-count) repair_count="${2:-}"; shift 2 ;;
     --takeover-duration) takeover_duration="${2:-}"; shift 2 ;;
     --takeover-reference) takeover_reference="${2:-}"; shift 2 ;;
     --quick) runs=1 duration=2 instances=2000 scale_instances=50000 suspended=1000; shift ;;
@@ -212,6 +220,7 @@ positive_int "$noisy_count" --noisy-count
 positive_int "$noisy_gateways" --noisy-gateways
 positive_int "$noisy_workers" --noisy-workers
 positive_int "$halt_count" --halt-count
+positive_int "$repair_count" --repair-count
 positive_int "$takeover_duration" --takeover-duration
 [ "$takeover_duration" -ge 10 ] || die "--takeover-duration must be at least 10 (two kills)"
 [[ $noisy_window =~ ^[0-9]+$ ]] ||
@@ -265,7 +274,7 @@ main() {
   if want_case accept || want_case redis; then case_accept; fi
   local name
   for name in accept_alone last_op lifecycle sync_cycle scale memory round_trips long_ops durable \
-    long_ops_exec due noisy_neighbor scale_out halt takeover; do
+    long_ops_exec due noisy_neighbor scale_out halt takeover repair; do
     if want_case "$name"; then "case_$name"; fi
   done
   local status=0

@@ -19,8 +19,10 @@ peak resident memory read (GNU time's %M):
   purge_s_per_1000                   1,000 runs of osbq-ctl purge instance ID --yes, in all
   redis_bytes_per_instance           INFO memory used_memory over COUNT, before the import
 
-The clocks are this machine's; each command runs once.
-usage: repair.py BUILD_DIR [COUNT]   (default 100000)"""
+The clocks are this machine's; each command runs once. With "reads" after COUNT only the reads an
+older release has too run (instance, stats, --state, every instance listed; not --outdated):
+the same figures for a reference build, side by side.
+usage: repair.py BUILD_DIR [COUNT [reads]]   (default 100000)"""
 
 import json
 import os
@@ -71,6 +73,7 @@ def main():
         sys.exit(__doc__)
     build_dir = os.path.abspath(sys.argv[1])
     count = int(sys.argv[2]) if len(sys.argv) > 2 else 100000
+    reads_only = len(sys.argv) > 3 and sys.argv[3] == "reads"
     with own_stack(build_dir, "osbq-bench-repair-") as (stack, password):
         stack.redis.command("CONFIG", "SET", "hash-max-listpack-value", "1024")
         gateway = stack.start_gateway(name="gateway-0", ready_path="/readyz")
@@ -101,8 +104,12 @@ def main():
             ("list_all", ["--json", "instances", "--limit", "0"]),
         ]
         for name, args in figures:
+            if reads_only and name == "outdated":
+                continue
             took, rss, _ = ctl(build_dir, stack, args)
             print("%s_s=%.3f %s_rss_kb=%d" % (name, took, name, rss))
+        if reads_only:
+            return
         with tempfile.TemporaryDirectory(prefix="osbq-bench-repair-") as tmp:
             path = os.path.join(tmp, "export.jsonl")
             took, rss, _ = ctl(build_dir, stack, ["export", "--output", path])

@@ -5,18 +5,23 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "ctl.h"
 #include "format.h"
 #include "table.h"
 
 /* Keys asked for per SCAN step. */
 #define SCAN_STEP 500
+/* A walk that takes this long (ms) says how long on stderr. */
+#define WALK_SAID_MS 1000
 
 int records_walk(struct ctl *ctl, enum osbq_record_kind kind, records_visit_fn visit, void *ctx,
                  bool *stopped, struct osbq_error *err)
 {
     uint64_t cursor = 0;
     bool go_on = true;
+    size_t seen = 0;
+    int64_t started_ms = osbq_clock_ms();
     do {
         struct osbq_fields *batch = NULL;
         size_t n = 0;
@@ -24,10 +29,15 @@ int records_walk(struct ctl *ctl, enum osbq_record_kind kind, records_visit_fn v
             return -1;
         for (size_t i = 0; i < n && go_on; i++)
             go_on = visit(&batch[i], ctx);
+        seen += n;
         osbq_fields_array_free(batch, n);
     } while (go_on && cursor != 0);
     if (stopped != NULL)
         *stopped = !go_on;
+    /* A walk grows with the records: one that takes long says so, for the operator to expect. */
+    int64_t took_ms = osbq_clock_ms() - started_ms;
+    if (took_ms >= WALK_SAID_MS)
+        ctl_say("walked %zu records in %.1f s", seen, (double)took_ms / 1000.0);
     return 0;
 }
 

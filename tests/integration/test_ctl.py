@@ -370,6 +370,10 @@ class TestCtlReads(CtlTestCase, harness.StackTestCase):
         self.assertEqual(stats["gateways"]["live"], len(self.ctl_json("gateways")))
         self.assertEqual(stats["workers"]["live"], len(self.ctl_json("workers")))
         self.assertGreater(stats["redis"]["used_memory"], 0)
+        # It says how long its walks took (they grow with the records).
+        self.assertIsInstance(stats["took_ms"], int)
+        self.assertGreaterEqual(stats["took_ms"], 0)
+        self.assertRegex(self.ctl_ok("stats"), r"(?m)^read in +[0-9]+\.[0-9]{2} s ")
 
         out = self.ctl_ok("stats")
         self.assertRegex(out, r"(?m)^instances +3 \(provisioned 3\)$")

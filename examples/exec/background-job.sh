@@ -86,6 +86,13 @@ provision | update)
     in_progress "Working on the $kind ($(($(date +%s) - $(cat "$marker.started"))) s)"
     ;;
 deprovision)
+    # What the instance's operations started and left running goes first: a provision or
+    # update that this delete halted (its job names it: halted_operation_id) leaves its job
+    # working, half-made. Each job is the leader of a session of its own (setsid above).
+    for pidfile in "$dir"/*.pid; do
+        [ -e "$pidfile" ] || continue
+        kill -TERM "-$(cat "$pidfile")" 2>/dev/null || true
+    done
     rm -rf "$dir"
     echo "progress 100 Deleted"
     ;;

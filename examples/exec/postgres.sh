@@ -106,6 +106,8 @@ SQL
 }
 
 deprovision() {
+    # Every statement tolerates what is missing: a provision this delete halted (its job names
+    # it, halted_operation_id) may have made the owner role and not the database, or neither.
     echo "progress 20 Dropping the database"
     psql_admin -v db="$db" <<'SQL'
 DROP DATABASE IF EXISTS :"db" WITH (FORCE);

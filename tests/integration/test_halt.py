@@ -26,6 +26,8 @@ RACE = "7a1e0c3d-5b2f-4e6a-8d9c-0f1e2d3c4f06"  # blocking sim: 300 ms in one ste
 EXEC_PLAN = "7a1e0c3d-5b2f-4e6a-8d9c-0f1e2d3c4f07"  # HaltBackends' exec probe
 REDIS_PLAN = "7a1e0c3d-5b2f-4e6a-8d9c-0f1e2d3c4f08"  # HaltBackends' redis backend
 EXEC_DIR = os.path.join(harness.SOURCE_DIR, "tests", "data", "exec")
+EXAMPLE_DIR = os.path.join(harness.SOURCE_DIR, "examples", "exec")
+JOB_PLAN = "7a1e0c3d-5b2f-4e6a-8d9c-0f1e2d3c4f09"  # HaltBackends' examples/exec/background-job.sh
 NAMESPACE = harness.ClusterTestCase.NAMESPACE
 # A short lease: a halted step hears of it at its next renewal, a third of this (the halt
 # message of issue 42 is still to come).
@@ -421,6 +423,10 @@ class HaltBackends(unittest.TestCase):
                       "command": ["python3", os.path.join(EXEC_DIR, "halt_probe.py")],
                       "env": {"RECORD_DIR": cls.dir}}},
             {"id": REDIS_PLAN, "name": "redis", "description": "redis", "osbq": {"backend": "redis"}},
+            {"id": JOB_PLAN, "name": "background-job", "description": "the poll example",
+             "osbq": {"backend": "exec",
+                      "command": ["/bin/sh", os.path.join(EXAMPLE_DIR, "background-job.sh")],
+                      "env": {"WORK_SECONDS": "30", "STATE_DIR": os.path.join(cls.dir, "jobs")}}},
         ]
         path = os.path.join(cls.dir, "catalog.json")
         with open(path, "w") as f:
@@ -509,6 +515,33 @@ class HaltBackends(unittest.TestCase):
         self.assertEqual([j["kind"] for j in runs], ["provision"], runs)
         self.assertIn({"kind": "deprovision", "operation_id": deletion,
                        "halted_operation_id": creation}, self.jobs())
+
+    def test_example_background_job_halted_its_job_is_stopped(self):
+        """examples/exec/background-job.sh: a provision halted while its background job works
+        (the provision waits between polls); the deprovision stops that job, not only its
+        files."""
+        iid = harness.new_id()
+        creation = self.provision(iid, JOB_PLAN)
+        name = lambda s: hashlib.sha256(s.encode()).hexdigest()[:32]
+        pidfile = os.path.join(self.dir, "jobs", name(iid), name(creation) + ".pid")
+        harness.wait_until(lambda: os.path.exists(pidfile) and open(pidfile).read().strip(), 10,
+                           "the background job to start")
+        with open(pidfile) as f:
+            pid = int(f.read().strip())
+        os.kill(pid, 0)  # it works
+        deletion = self.deprovision(iid, JOB_PLAN)
+        self.assertHaltedBy(creation, deletion)
+
+        def stopped():
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                return True
+            # Ended but not reaped by its parent (init adopts it): a zombie is stopped too.
+            with open("/proc/%d/stat" % pid) as f:
+                return f.read().split(") ", 1)[1].startswith("Z")
+        harness.wait_until(stopped, 5, "the halted provision's job to be stopped")
+        self.assertFalse(os.path.exists(os.path.dirname(pidfile)))
 
     def target_users(self, iid):
         prefix = "osbq-%s-" % hashlib.blake2b(iid.encode(), digest_size=16).hexdigest()

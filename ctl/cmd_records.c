@@ -59,13 +59,20 @@ static bool field_is(const struct osbq_fields *record, const char *name, const c
     return found != NULL && strcmp(found, value) == 0;
 }
 
+/* Whether record passes the listing's filters (--state, --instance, --outdated). */
+static bool record_matches(const struct listing *listing, const struct osbq_fields *record)
+{
+    const struct ctl_options *opt = listing->opt;
+    return (opt->state == NULL || field_is(record, "state", opt->state)) &&
+           (opt->instance == NULL || field_is(record, listing->instance_field, opt->instance)) &&
+           (!opt->outdated || ctl_instance_outdated(listing->ctl, record));
+}
+
 static bool keep_record(struct osbq_fields *record, void *ctx)
 {
     struct listing *listing = ctx;
     const struct ctl_options *opt = listing->opt;
-    if ((opt->state != NULL && !field_is(record, "state", opt->state)) ||
-        (opt->instance != NULL && !field_is(record, listing->instance_field, opt->instance)) ||
-        (opt->outdated && !ctl_instance_outdated(listing->ctl, record)))
+    if (!record_matches(listing, record))
         return true;
     if (opt->limit != 0 && listing->count == opt->limit) {
         listing->more = true;
@@ -256,10 +263,7 @@ static bool stream_flush(struct stream *st)
 static bool stream_record(struct osbq_fields *record, void *ctx)
 {
     struct stream *st = ctx;
-    const struct ctl_options *opt = st->filter.opt;
-    if ((opt->state != NULL && !field_is(record, "state", opt->state)) ||
-        (opt->instance != NULL && !field_is(record, st->filter.instance_field, opt->instance)) ||
-        (opt->outdated && !ctl_instance_outdated(st->ctl, record)))
+    if (!record_matches(&st->filter, record))
         return true;
     if (st->ctl->opt.json) {
         json_t *object = format_fields_json(record);

@@ -9,6 +9,7 @@
 -- requires: history (store/lua/lib/history.lua: history_with)
 -- requires: release (store/lua/lib/release.lua: begun_by_previous_release)
 -- requires: halt (store/lua/lib/halt.lua: queue_after_halt)
+-- requires: records_gone (store/lua/lib/records_gone.lua: quota_release, binding_gone)
 -- requires: fields (store/lua/lib/fields.lua: read_fields)
 local key_op = KEYS[1]       -- the operation hash
 local key_queue = KEYS[2]    -- the queue zset
@@ -120,13 +121,6 @@ if op_state == 'waiting' and op_tenant and op_tenant ~= '' then
   redis.call('ZREM', prefix .. 'polls:' .. op_tenant, op_id)
 end
 
--- Gives back quota counters (begin_instance.lua took them), except those in keep.
-local function quota_release(keys_text, keep)
-  for key in string.gmatch(keys_text or '', '[^\n]+') do
-    if not keep[key] and tonumber(redis.call('DECR', key)) <= 0 then redis.call('DEL', key) end
-  end
-end
-
 if binding then
   -- Binding operations hold the instance shared and their binding exclusively.
   if tonumber(redis.call('HINCRBY', inst, 'lock_s', -1)) <= 0 then
@@ -207,17 +201,7 @@ else
     -- Bindings the platform did not delete first go with their instance (docs/decisions/0004);
     -- most platforms do, and an empty set is no key: nothing to delete then.
     local left = redis.call('SMEMBERS', bindings_set)
-    for _, bkey in ipairs(left) do
-      -- Its last operation, a poll of which reads the operation alone (docs/decisions/0043),
-      -- says the binding went: that poll asks last_operation.lua, which answers 404.
-      local bop = redis.call('HGET', bkey, 'last_op')
-      if bop and redis.call('EXISTS', prefix .. 'op:' .. bop) == 1 then
-        redis.call('HSET', prefix .. 'op:' .. bop, 'record_gone', '1')
-      end
-      redis.call('HSET', bkey, 'state', 'gone')
-      redis.call('HDEL', bkey, 'result', 'lock_x')
-      redis.call('EXPIRE', bkey, retention)
-    end
+    for _, bkey in ipairs(left) do binding_gone(prefix, bkey, retention, {'state', 'gone'}) end
     if #left > 0 then redis.call('DEL', bindings_set) end
   end
   if #set > 0 then redis.call('HSET', inst, unpack(set)) end

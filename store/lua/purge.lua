@@ -7,6 +7,7 @@
 -- Returns {1, bindings purged with it}, {0} when there is no such record or it is gone already,
 -- or {2, operation id} when an operation of it runs (its lock: osbq-ctl purge --force fails it
 -- first, then asks again).
+-- requires: records_gone (store/lua/lib/records_gone.lua: quota_release, binding_gone)
 -- requires: fields (store/lua/lib/fields.lua: read_fields)
 local key_record = KEYS[1]    -- the instance's or the binding's hash
 local key_bindings = KEYS[2]  -- the instance's set of live bindings
@@ -18,24 +19,12 @@ local arg_by = ARGV[5]         -- who purged it (osbq-ctl: the OS user)
 local prefix, retention, bindings_set = arg_prefix, tonumber(arg_retention), key_bindings
 local tombstone = {'state', 'gone', 'purged_ms', arg_now, 'purged_by', arg_by}
 
--- A binding record becomes a tombstone; the poll of its last operation answers 404 (as after
--- its instance's deprovision: last_operation.lua).
-local function bury_binding(bkey)
-  local bop = redis.call('HGET', bkey, 'last_op')
-  if bop and redis.call('EXISTS', prefix .. 'op:' .. bop) == 1 then
-    redis.call('HSET', prefix .. 'op:' .. bop, 'record_gone', '1')
-  end
-  redis.call('HSET', bkey, unpack(tombstone))
-  redis.call('HDEL', bkey, 'result', 'lock_x')
-  redis.call('EXPIRE', bkey, retention)
-end
-
 local record = read_fields(key_record, {'state', 'lock_x', 'lock_s', 'quota_keys'})
 if not record.state or record.state == 'gone' then return {0} end
 if record.lock_x then return {2, record.lock_x} end
 
 if arg_binding == '1' then
-  bury_binding(key_record)
+  binding_gone(prefix, key_record, retention, tombstone)
   redis.call('SREM', bindings_set, key_record)
   return {1, 0}
 end
@@ -48,12 +37,10 @@ if tonumber(record.lock_s or '0') > 0 then
     if holder then return {2, holder} end
   end
 end
-for _, bkey in ipairs(bindings) do bury_binding(bkey) end
+for _, bkey in ipairs(bindings) do binding_gone(prefix, bkey, retention, tombstone) end
 if #bindings > 0 then redis.call('DEL', bindings_set) end
 -- Its quota counters, as a deprovision's finish gives them back.
-for key in string.gmatch(record.quota_keys or '', '[^\n]+') do
-  if tonumber(redis.call('DECR', key)) <= 0 then redis.call('DEL', key) end
-end
+quota_release(record.quota_keys, {})
 redis.call('HSET', key_record, unpack(tombstone))
 redis.call('HDEL', key_record, 'quota_keys', 'lock_s')
 redis.call('EXPIRE', key_record, retention)

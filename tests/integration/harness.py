@@ -168,6 +168,15 @@ CODE_DESCRIPTIONS = {
 }
 
 
+def request_once(stack, gateway, method, path, body=None):
+    """One request to gateway on a connection of its own, closed after the answer."""
+    c = stack.client(gateway)
+    try:
+        return c.request(method, path, body)
+    finally:
+        c.close()
+
+
 def new_id():
     """A fresh id for an instance, a binding or an operation."""
     return str(uuid.uuid4())

@@ -52,11 +52,7 @@ class DeletionGuard(unittest.TestCase):
             shutil.rmtree(cls.dir, ignore_errors=True)
 
     def request(self, method, path, body=None):
-        c = self.stack.client(self.gateway)
-        try:
-            return c.request(method, path, body)
-        finally:
-            c.close()
+        return harness.request_once(self.stack, self.gateway, method, path, body)
 
     def provision(self, org, parameters=None, context=None):
         iid = harness.new_id()

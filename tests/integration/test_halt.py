@@ -449,11 +449,7 @@ class HaltBackends(unittest.TestCase):
             shutil.rmtree(cls.dir, ignore_errors=True)
 
     def request(self, method, path, body=None):
-        c = self.stack.client(self.gateway)
-        try:
-            return c.request(method, path, body)
-        finally:
-            c.close()
+        return harness.request_once(self.stack, self.gateway, method, path, body)
 
     def accepted(self, r):
         self.assertEqual(r.status, 202, r.body)

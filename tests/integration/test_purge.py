@@ -63,11 +63,7 @@ class Purge(CtlTestCase):
     # ---- platform calls ----
 
     def request(self, method, path, body=None):
-        c = self.stack.client(self.gateway)
-        try:
-            return c.request(method, path, body)
-        finally:
-            c.close()
+        return harness.request_once(self.stack, self.gateway, method, path, body)
 
     def wait_last_operation(self, iid, operation):
         last = []

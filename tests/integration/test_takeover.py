@@ -61,11 +61,7 @@ class Takeover(unittest.TestCase):
         self.addCleanup(self.stack.stop)
 
     def request(self, method, path, body=None):
-        c = self.stack.client(self.gateway)
-        try:
-            return c.request(method, path, body)
-        finally:
-            c.close()
+        return harness.request_once(self.stack, self.gateway, method, path, body)
 
     def provision(self, iid, plan):
         r = self.request("PUT", harness.ipath(iid, incomplete=True),

@@ -1,14 +1,13 @@
 -- Prepended by cmake/EmbedScripts.cmake to every script with a "-- requires: delete_guard" line.
 -- The deletion guard of OSBQ_POLICY (docs/policies.md, docs/decisions/0054): a tenant's
 -- deprovisions and unbinds of usable records counted per minute, "<prefix>deletes:<tenant>:
--- <minute>" (the tenant encoded as lib/in_progress.lua encodes it), kept two minutes. Used only
--- when the tenant's platform has a cap, so a broker without one runs no command for it.
+-- <minute>" (the tenant encoded by lib/in_progress.lua's tenant_encoded: a script lists
+-- "requires: delete_guard" before "requires: in_progress", so that one comes first), kept two
+-- minutes. Used only when the tenant's platform has a cap, so a broker without one runs no
+-- command for it.
 
 local function deletes_key(prefix, tenant, now)
-  local encoded = string.gsub(tenant, '[^A-Za-z0-9%-%._~]', function(c)
-    return string.format('%%%02X', string.byte(c))
-  end)
-  return prefix .. 'deletes:' .. encoded .. ':' .. math.floor(tonumber(now) / 60000)
+  return prefix .. 'deletes:' .. tenant_encoded(tenant) .. ':' .. math.floor(tonumber(now) / 60000)
 end
 
 -- The refusal {'delete_capped', deletes this minute, tenant} when tenant has deleted cap (a

@@ -4,11 +4,16 @@
 -- store/store_keys.c encodes ids. Used only when the tenant's platform has a cap, so a broker
 -- without one runs no command for it. An operation that counts records the key it counts in
 -- (its 'in_progress_key'), and finish.lua gives it back there, whatever the policy says by then.
-local function in_progress_key(prefix, tenant)
-  local encoded = string.gsub(tenant, '[^A-Za-z0-9%-%._~]', function(c)
+-- The tenant as a key's part, encoded as store/store_keys.c encodes ids (lib/delete_guard.lua's
+-- counters use it too).
+local function tenant_encoded(tenant)
+  return (string.gsub(tenant, '[^A-Za-z0-9%-%._~]', function(c)
     return string.format('%%%02X', string.byte(c))
-  end)
-  return prefix .. 'inprogress:' .. encoded
+  end))
+end
+
+local function in_progress_key(prefix, tenant)
+  return prefix .. 'inprogress:' .. tenant_encoded(tenant)
 end
 
 -- The refusal {'capped', operations in progress, tenant} when tenant has cap (a number) or more

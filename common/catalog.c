@@ -13,6 +13,7 @@
 #include "catalog_body.h"
 #include "catalog_check.h"
 #include "schema.h"
+#include "semver.h"
 
 struct osbq_catalog {
     json_t *root;                      /* the parsed file; everything borrowed points into it */
@@ -279,6 +280,14 @@ const struct osbq_service *osbq_catalog_service(const struct osbq_catalog *catal
         return NULL;
     json_t *i = json_object_get(catalog->service_index, service_id);
     return i != NULL ? &catalog->services[json_integer_value(i)] : NULL;
+}
+
+bool osbq_plan_outdated(const struct osbq_plan *plan, const char *version)
+{
+    if (plan == NULL || plan->maintenance_version == NULL)
+        return false;
+    return version == NULL || !osbq_semver_valid(version) ||
+           osbq_semver_compare(version, plan->maintenance_version) < 0;
 }
 
 const struct osbq_plan *osbq_catalog_plan(const struct osbq_catalog *catalog, const char *plan_id)

@@ -94,6 +94,12 @@ const struct osbq_service *osbq_catalog_service(const struct osbq_catalog *catal
                                                 const char *service_id);
 const struct osbq_plan *osbq_catalog_plan(const struct osbq_catalog *catalog, const char *plan_id);
 
+/* Whether an instance of plan whose maintenance_info version is version (NULL or "" when it
+ * has none) is behind the plan's: the plan has a version and the instance's is missing, not a
+ * semantic version, or older (osbq-ctl instances --outdated, the osbq_instances_outdated
+ * gauge). */
+bool osbq_plan_outdated(const struct osbq_plan *plan, const char *version);
+
 /* The value of the service and plan labels of a metric for anything not in the catalog. */
 #define OSBQ_CATALOG_UNKNOWN_LABEL "unknown"
 

@@ -72,6 +72,7 @@ struct osbq_config {
     unsigned claim_timeout_ms;     /* OSBQ_CLAIM_TIMEOUT_MS (gateway): resend an unclaimed job */
     unsigned max_attempts;         /* OSBQ_MAX_ATTEMPTS (gateway): claims before giving up */
     unsigned recovery_interval_ms; /* OSBQ_RECOVERY_INTERVAL_MS (gateway) */
+    unsigned counts_refresh_s;     /* OSBQ_COUNTS_REFRESH_S (gateway): the count's gauges */
     enum osbq_tenant_scope tenant_scope; /* OSBQ_TENANT_KEY (gateway): what a tenant is */
     unsigned shutdown_grace_ms;          /* OSBQ_SHUTDOWN_GRACE_MS: time to finish on SIGTERM */
     char *metrics_username; /* OSBQ_METRICS_USERNAME[_FILE]: /metrics basic auth, or NULL

@@ -50,6 +50,7 @@ UINT_SETTING(parse_max_queued_jobs, max_queued_jobs, 1, 10000000)
 UINT_SETTING(parse_claim_timeout, claim_timeout_ms, 100, 3600000)
 UINT_SETTING(parse_max_attempts, max_attempts, 1, 100)
 UINT_SETTING(parse_recovery_interval, recovery_interval_ms, 50, 60000)
+UINT_SETTING(parse_counts_refresh, counts_refresh_s, 1, 3600)
 UINT_SETTING(parse_shutdown_grace, shutdown_grace_ms, 0, 3600000)
 UINT_SETTING(parse_max_connections, max_connections, 16, 1000000)
 UINT_SETTING(parse_max_connections_per_ip, max_connections_per_ip, 0, 1000000)
@@ -408,6 +409,9 @@ const struct osbq_config_var osbq_config_vars[] = {
      "organization (platform + Cloud Foundry organization or Kubernetes namespace) or space"},
     {"OSBQ_RECOVERY_INTERVAL_MS", OSBQ_ROLE_GATEWAY, "1000", NULL, false, parse_recovery_interval,
      "how often each gateway looks for operations to resend"},
+    {"OSBQ_COUNTS_REFRESH_S", OSBQ_ROLE_GATEWAY, "60", NULL, false, parse_counts_refresh,
+     "how often each gateway reads the count of live instances for its osbq_instances gauges, "
+     "in s"},
     {"OSBQ_SHUTDOWN_GRACE_MS", OSBQ_ROLE_BOTH, "10000", NULL, false, parse_shutdown_grace,
      "on SIGTERM, how long running requests and jobs get to finish"},
     {"OSBQ_METRICS_USERNAME", OSBQ_ROLE_BOTH, NULL, "none (/metrics needs no auth)", true,

@@ -1,4 +1,5 @@
-/* stats: records by state (a full walk), the operation queue, live processes, their slots and
+/* stats: records by state (the count the scripts keep, or a full walk), the operation queue,
+ * live processes, their slots and
  * the workers their load needs, Redis itself, and the tenants with the most operations in
  * progress (a walk of the queue and of the tenants' polls). */
 #include <stdio.h>
@@ -9,6 +10,7 @@
 #include "clock.h"
 #include "ctl.h"
 #include "format.h"
+#include "store_counts.h"
 #include "table.h"
 #include "tenant_work.h"
 
@@ -75,6 +77,67 @@ static int count_records(struct ctl *ctl, enum osbq_record_kind kind, json_t **o
         return ctl_fail("counting %s: out of memory", plural);
     }
     return CTL_EXIT_OK;
+}
+
+/* Records of one kind counted by state from the live records' count the scripts keep
+ * (store_counts.h): {"total": n, "by_state": {...}, "outdated": n} as count_records makes it,
+ * without the gone records (tombstones) a walk counts. A new reference in *out. */
+static int counts_from_count(const struct ctl *ctl, const struct osbq_record_counts *counts,
+                             enum osbq_record_kind kind, json_t **out)
+{
+    json_t *by_state = json_object();
+    json_int_t total = 0, outdated = 0;
+    bool binding = kind == OSBQ_RECORD_BINDING, failed = by_state == NULL;
+    for (size_t i = 0; !failed && i < counts->count; i++) {
+        const struct osbq_record_count *line = &counts->list[i];
+        if (line->binding != binding)
+            continue;
+        json_t *n = json_object_get(by_state, line->state);
+        failed =
+            (n != NULL ? json_integer_set(n, json_integer_value(n) + line->count)
+                       : json_object_set_new(by_state, line->state, json_integer(line->count))) < 0;
+        total += line->count;
+        if (!binding && ctl->catalog != NULL &&
+            osbq_plan_outdated(osbq_catalog_plan(ctl->catalog, line->plan_id),
+                               line->maintenance_version[0] != '\0' ? line->maintenance_version
+                                                                    : NULL))
+            outdated += line->count;
+    }
+    *out = failed ? NULL : json_pack("{s:I, s:O}", "total", total, "by_state", by_state);
+    json_decref(by_state);
+    if (*out != NULL && !binding &&
+        json_object_set_new(*out, "outdated",
+                            ctl->catalog != NULL ? json_integer(outdated) : json_null()) < 0) {
+        json_decref(*out);
+        *out = NULL;
+    }
+    return *out != NULL ? CTL_EXIT_OK : ctl_fail("counting records: out of memory");
+}
+
+/* Instances and bindings by state into *instances and *bindings (new references): from the
+ * count the scripts keep when it is built and --walk is not given (*walked false), else by a
+ * walk of every record. */
+static int count_instances_and_bindings(struct ctl *ctl, json_t **instances, json_t **bindings,
+                                        bool *walked)
+{
+    struct osbq_record_counts counts = {0};
+    struct osbq_error err = {0};
+    *walked = true;
+    if (!ctl->opt.walk && osbq_store_record_counts(ctl->store, &counts, &err) < 0)
+        return ctl_fail_store("reading the count of live records", &err);
+    int rc;
+    if (counts.built) {
+        *walked = false;
+        rc = counts_from_count(ctl, &counts, OSBQ_RECORD_INSTANCE, instances);
+        if (rc == CTL_EXIT_OK)
+            rc = counts_from_count(ctl, &counts, OSBQ_RECORD_BINDING, bindings);
+    } else {
+        rc = count_records(ctl, OSBQ_RECORD_INSTANCE, instances);
+        if (rc == CTL_EXIT_OK)
+            rc = count_records(ctl, OSBQ_RECORD_BINDING, bindings);
+    }
+    osbq_record_counts_clear(&counts);
+    return rc;
 }
 
 /* The sum of one figure over the statuses, null when none publishes it. */
@@ -384,8 +447,10 @@ static int print_text(const json_t *stats)
     char slots[24], running[24], redis_text[96], memory[FORMAT_TEXT_MAX], replicas[512];
     char tenants[128], took[32];
     const json_t *tenant_counts = json_object_get(stats, "tenants");
-    (void)snprintf(took, sizeof took, "%.2f s (every record walked)",
-                   (double)json_integer_value(json_object_get(stats, "took_ms")) / 1000.0);
+    bool walked = strcmp(json_string_value(json_object_get(stats, "records_from")), "walk") == 0;
+    (void)snprintf(took, sizeof took, "%.2f s (%s)",
+                   (double)json_integer_value(json_object_get(stats, "took_ms")) / 1000.0,
+                   walked ? "every record walked" : "live records from their count");
     tenants_text(tenant_counts, tenants, sizeof tenants);
     counts_text(json_object_get(stats, "instances"), instances, sizeof instances);
     counts_text(json_object_get(stats, "bindings"), bindings, sizeof bindings);
@@ -440,9 +505,8 @@ int cmd_stats(struct ctl *ctl)
     json_t *instances = NULL, *bindings = NULL, *gateways = NULL, *workers = NULL, *tenants = NULL;
     /* Said with the figures: the walks grow with the records (docs/ctl.md). */
     int64_t started_ms = osbq_clock_ms();
-    int rc = count_records(ctl, OSBQ_RECORD_INSTANCE, &instances);
-    if (rc == CTL_EXIT_OK)
-        rc = count_records(ctl, OSBQ_RECORD_BINDING, &bindings);
+    bool walked = true;
+    int rc = count_instances_and_bindings(ctl, &instances, &bindings, &walked);
     if (rc == CTL_EXIT_OK)
         rc = count_processes(ctl, &gateways, &workers);
     if (rc == CTL_EXIT_OK && osbq_store_stats_get(ctl->store, &queue, &err) < 0)
@@ -471,7 +535,8 @@ int cmd_stats(struct ctl *ctl)
         "role", format_json_string(replication.role), "replicas", replicas_json(&replication),
         "tenants", tenants);
     if (stats == NULL ||
-        json_object_set_new(stats, "took_ms", json_integer(osbq_clock_ms() - started_ms)) < 0) {
+        json_object_set_new(stats, "took_ms", json_integer(osbq_clock_ms() - started_ms)) < 0 ||
+        json_object_set_new(stats, "records_from", json_string(walked ? "walk" : "count")) < 0) {
         json_decref(stats);
         return ctl_fail("out of memory");
     }
@@ -481,4 +546,18 @@ int cmd_stats(struct ctl *ctl)
     rc = print_text(stats);
     json_decref(stats);
     return rc;
+}
+
+int cmd_recount(struct ctl *ctl)
+{
+    struct osbq_error err = {0};
+    if (osbq_store_record_counts_drop(ctl->store, &err) < 0)
+        return ctl_fail_store("dropping the count of live records", &err);
+    if (ctl->opt.json)
+        return format_print_json(json_pack("{s:b}", "dropped", 1)) < 0
+                   ? ctl_fail("cannot write the answer as JSON")
+                   : CTL_EXIT_OK;
+    printf("dropped the count of live records: the gateways count every record again "
+           "(osbq_record_counts_built is 0 until they are done)\n");
+    return CTL_EXIT_OK;
 }

@@ -32,6 +32,7 @@ struct ctl_options {
     bool yes;                 /* --yes: destructive commands may act */
     bool force;               /* --force: purge fails the operation that runs first */
     bool outdated;            /* --outdated: instances behind their plan's maintenance_info */
+    bool walk;                /* --walk: stats counts records by a walk, not from their count */
     const char *record_kind;  /* purge: "instance" or "binding" */
     const char *record_id;    /* purge: its ID */
     const char *state;        /* --state: only records in this state, or NULL */
@@ -91,6 +92,7 @@ int cmd_resend(struct ctl *ctl);     /* cmd_operation.c */
 int cmd_gateways(struct ctl *ctl);   /* cmd_processes.c */
 int cmd_workers(struct ctl *ctl);    /* cmd_processes.c */
 int cmd_stats(struct ctl *ctl);      /* cmd_stats.c */
+int cmd_recount(struct ctl *ctl);    /* cmd_stats.c */
 int cmd_quotas(struct ctl *ctl);     /* cmd_quotas.c */
 int cmd_secret_key(struct ctl *ctl); /* cmd_secret_key.c; needs no configuration or Redis */
 int cmd_reencrypt(struct ctl *ctl);  /* cmd_reencrypt.c */

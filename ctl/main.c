@@ -10,7 +10,6 @@
 #include "config.h"
 #include "ctl.h"
 #include "log.h"
-#include "semver.h"
 #include "store.h"
 
 /* Options of commands; --json, --namespace, --help and --version are global. */
@@ -25,6 +24,7 @@ enum option_flag {
     OPT_OUTDATED = 1 << 7,
     OPT_TENANT = 1 << 8,
     OPT_OUTPUT = 1 << 9,
+    OPT_WALK = 1 << 10,
 };
 
 static const struct {
@@ -37,6 +37,7 @@ static const struct {
     {"--yes", OPT_YES, false},          {"--top", OPT_TOP, true},
     {"--force", OPT_FORCE, false},      {"--outdated", OPT_OUTDATED, false},
     {"--tenant", OPT_TENANT, true},     {"--output", OPT_OUTPUT, true},
+    {"--walk", OPT_WALK, false},
 };
 
 static const char *const instance_states[] = {"provisioning", "provisioned", "failed", "gone",
@@ -97,8 +98,8 @@ static const struct command commands[] = {
     {.name = "workers", .run = cmd_workers, .args = "", .about = "list live workers, their load"},
     {.name = "stats",
      .run = cmd_stats,
-     .options = OPT_TOP,
-     .args = "[--top N]",
+     .options = OPT_TOP | OPT_WALK,
+     .args = "[--top N] [--walk]",
      .about = "count records, operations, processes, workers needed; Redis; busiest tenants"},
     {.name = "quotas",
      .run = cmd_quotas,
@@ -127,6 +128,14 @@ static const struct command commands[] = {
      .would = {"forget the records of ", " without calling any backend"},
      .args = "instance|binding ID [--instance ID] [--force] --yes",
      .about = "forget an instance (with its bindings) or a binding"},
+    {.name = "recount",
+     .run = cmd_recount,
+     .options = OPT_YES,
+     .would = {"drop the count of live records, which the gateways then build again by a walk "
+               "of every record",
+               ""},
+     .args = "--yes",
+     .about = "count every live record again (after a release without the count ran)"},
     {.name = "reencrypt",
      .run = cmd_reencrypt,
      .options = OPT_YES,
@@ -209,13 +218,15 @@ static void usage(FILE *out)
             "  --limit N       most records listed (default %u; 0 lists all)\n"
             "  --top N         stats: tenants listed, most operations in progress first\n"
             "                  (default %u; 0 lists all)\n"
-            "  --yes           let fail, resend, purge, reencrypt and import act (they refuse\n"
-            "                  without it; import then only checks FILE)\n"
+            "  --yes           let fail, resend, purge, recount, reencrypt and import act (they\n"
+            "                  refuse without it; import then only checks FILE)\n"
             "  --force         purge: fail the operation that runs first\n"
             "  --outdated      instances: only those whose maintenance_info version is behind\n"
             "                  their plan's in OSBQ_CATALOG\n"
             "  --tenant T      export: only the instances of tenant T\n"
             "  --output FILE   export: write FILE (mode 0600) instead of stdout\n"
+            "  --walk          stats: count instances and bindings by a walk of every record\n"
+            "                  (gone ones too) instead of reading the count the scripts keep\n"
             "  -h, --help      print this help\n"
             "  --version       print the version\n"
             "\nExit status: 0 done; 1 bad configuration, Redis unreachable, a bad export file or\n"
@@ -390,6 +401,7 @@ static int check_command_line(const struct command_line *line, struct ctl_option
     opt->yes = (line->seen & OPT_YES) != 0;
     opt->force = (line->seen & OPT_FORCE) != 0;
     opt->outdated = (line->seen & OPT_OUTDATED) != 0;
+    opt->walk = (line->seen & OPT_WALK) != 0;
     opt->tenant = value_of(line, OPT_TENANT);
     opt->output = value_of(line, OPT_OUTPUT);
     if (opt->tenant != NULL && (line->seen & OPT_INSTANCE))
@@ -504,13 +516,8 @@ bool ctl_instance_outdated(const struct ctl *ctl, const struct osbq_fields *reco
     const char *state = osbq_fields_get(record, "state");
     if (state == NULL || strcmp(state, "gone") == 0)
         return false;
-    const struct osbq_plan *plan =
-        osbq_catalog_plan(ctl->catalog, osbq_fields_get(record, "plan_id"));
-    if (plan == NULL || plan->maintenance_version == NULL)
-        return false;
-    const char *version = osbq_fields_get(record, "maintenance_version");
-    return version == NULL || !osbq_semver_valid(version) ||
-           osbq_semver_compare(version, plan->maintenance_version) < 0;
+    return osbq_plan_outdated(osbq_catalog_plan(ctl->catalog, osbq_fields_get(record, "plan_id")),
+                              osbq_fields_get(record, "maintenance_version"));
 }
 
 const char *ctl_offering_cell(const struct ctl *ctl, const struct osbq_fields *record, char *buf,

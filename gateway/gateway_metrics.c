@@ -17,10 +17,48 @@ static const char *const read_label[] = {"read"};
 /* osbq_last_operation_reads_total's read label, by enum gateway_last_op_read. */
 static const char *const last_op_read_names[GATEWAY_LAST_OP_READS] = {"operation", "record"};
 
+/* Renders the live records' count last read: every series made anew (a plan whose records
+ * all went has none), osbq_instances_outdated with a 0 for each plan of the catalog that has a
+ * maintenance_info version. Before the count is built, none but osbq_record_counts_built. */
+static void render_record_counts(struct gateway_metrics *gm)
+{
+    pthread_mutex_lock(&gm->counts_lock);
+    osbq_metric_clear(gm->instances);
+    osbq_metric_clear(gm->instances_outdated);
+    osbq_metric_clear(gm->bindings);
+    osbq_series_set(gm->counts_built, gm->counts.built ? 1 : 0);
+    size_t services = gm->counts.built ? osbq_catalog_service_count(gm->catalog) : 0;
+    for (size_t i = 0; i < services; i++) {
+        const struct osbq_service *service = osbq_catalog_service_at(gm->catalog, i);
+        for (size_t p = 0; p < service->plan_count; p++)
+            if (service->plans[p].maintenance_version != NULL)
+                osbq_series_set(osbq_metric_series(gm->instances_outdated,
+                                                   OSBQ_LABELS(service->id, service->plans[p].id)),
+                                0);
+    }
+    for (size_t i = 0; gm->counts.built && i < gm->counts.count; i++) {
+        const struct osbq_record_count *line = &gm->counts.list[i];
+        const struct osbq_plan *plan = osbq_catalog_plan(gm->catalog, line->plan_id);
+        const char *service_label = plan != NULL ? plan->service->id : OSBQ_CATALOG_UNKNOWN_LABEL;
+        const char *plan_label = plan != NULL ? plan->id : OSBQ_CATALOG_UNKNOWN_LABEL;
+        osbq_series_add(osbq_metric_series(line->binding ? gm->bindings : gm->instances,
+                                           OSBQ_LABELS(service_label, plan_label, line->state)),
+                        (double)line->count);
+        if (!line->binding && osbq_plan_outdated(plan, line->maintenance_version[0] != '\0'
+                                                           ? line->maintenance_version
+                                                           : NULL))
+            osbq_series_add(
+                osbq_metric_series(gm->instances_outdated, OSBQ_LABELS(service_label, plan_label)),
+                (double)line->count);
+    }
+    pthread_mutex_unlock(&gm->counts_lock);
+}
+
 /* Sets the gauges that are read rather than tracked. */
 static void refresh_gauges(void *ctx)
 {
     struct gateway_metrics *gm = ctx;
+    render_record_counts(gm);
     if (gm->dispatch != NULL) {
         struct dispatch_stats stats;
         dispatch_get_stats(gm->dispatch, &stats);
@@ -163,19 +201,49 @@ static int add_recovery_families(struct gateway_metrics *gm, struct osbq_metrics
     return gm->retries && gm->lease_expiries && gm->polls && gm->revoked ? 0 : -1;
 }
 
+/* The live records' count (record_gauges.c reads it, render_record_counts renders it). */
+static int add_record_families(struct gateway_metrics *gm, struct osbq_metrics *m)
+{
+    static const char *const plan_state_labels[] = {"service", "plan", "state"};
+    static const char *const plan_labels[] = {"service", "plan"};
+    gm->instances = osbq_metrics_add(
+        m, OSBQ_METRIC_GAUGE, "osbq_instances",
+        "Live service instances (not deleted) by service, plan and state, from the count the "
+        "scripts keep in Redis, read every OSBQ_COUNTS_REFRESH_S (the same in every gateway).",
+        plan_state_labels, 3, NULL, 0);
+    gm->instances_outdated = osbq_metrics_add(
+        m, OSBQ_METRIC_GAUGE, "osbq_instances_outdated",
+        "Of those, the instances whose maintenance_info version is behind their plan's in this "
+        "gateway's catalog (osbq-ctl instances --outdated lists them).",
+        plan_labels, 2, NULL, 0);
+    gm->bindings = osbq_metrics_add(m, OSBQ_METRIC_GAUGE, "osbq_bindings",
+                                    "Live service bindings by service, plan and state, from the "
+                                    "same count.",
+                                    plan_state_labels, 3, NULL, 0);
+    gm->counts_built = osbq_metrics_add_unlabelled(
+        m, OSBQ_METRIC_GAUGE, "osbq_record_counts_built",
+        "1 once the count of live records is built (the three gauges above hold every record); 0 "
+        "while the gateways' walk builds it (after an upgrade, or osbq-ctl recount).");
+    return gm->instances && gm->instances_outdated && gm->bindings && gm->counts_built ? 0 : -1;
+}
+
 int gateway_metrics_init(struct gateway_metrics *gm, struct osbq_store *store, const char *version)
 {
     memset(gm, 0, sizeof *gm);
-    struct osbq_metrics *m = osbq_metrics_new();
-    if (m == NULL)
+    if (pthread_mutex_init(&gm->counts_lock, NULL) != 0)
         return -1;
+    struct osbq_metrics *m = osbq_metrics_new();
+    if (m == NULL) {
+        pthread_mutex_destroy(&gm->counts_lock);
+        return -1;
+    }
     gm->registry = m;
     if (osbq_process_metrics_add(&gm->process, m, "gateway", version, store,
                                  osbq_store_error_count) < 0 ||
         osbq_process_metrics_add_ack_timeouts(&gm->process, m, osbq_store_ack_timeout_count) < 0 ||
         add_request_families(gm, m) < 0 || add_operation_families(gm, m) < 0 ||
         add_dispatch_families(gm, m) < 0 || add_recovery_families(gm, m) < 0 ||
-        osbq_metrics_on_render(m, refresh_gauges, gm) < 0) {
+        add_record_families(gm, m) < 0 || osbq_metrics_on_render(m, refresh_gauges, gm) < 0) {
         gateway_metrics_clear(gm);
         return -1;
     }
@@ -198,9 +266,26 @@ void gateway_metrics_platforms(struct gateway_metrics *gm, const struct osbq_pla
                 OSBQ_LABELS(dispatch_lane_name((enum dispatch_lane)i), set->list[p].name));
 }
 
+void gateway_metrics_record_counts(struct gateway_metrics *gm, const struct osbq_catalog *catalog,
+                                   struct osbq_record_counts *counts)
+{
+    struct osbq_record_counts old;
+    pthread_mutex_lock(&gm->counts_lock);
+    old = gm->counts;
+    gm->counts = *counts;
+    gm->catalog = catalog;
+    pthread_mutex_unlock(&gm->counts_lock);
+    memset(counts, 0, sizeof *counts);
+    osbq_record_counts_clear(&old);
+}
+
 void gateway_metrics_clear(struct gateway_metrics *gm)
 {
+    if (gm->registry == NULL)
+        return;
     osbq_metrics_destroy(&gm->registry);
+    osbq_record_counts_clear(&gm->counts);
+    pthread_mutex_destroy(&gm->counts_lock);
     memset(gm, 0, sizeof *gm);
 }
 

@@ -3,11 +3,15 @@
 #ifndef OSBQ_GATEWAY_GATEWAY_METRICS_H
 #define OSBQ_GATEWAY_GATEWAY_METRICS_H
 
+#include <pthread.h>
+
+#include "catalog.h"
 #include "dispatch.h"
 #include "metrics.h"
 #include "platforms.h"
 #include "process_metrics.h"
 #include "store.h"
+#include "store_counts.h"
 #include "waiter.h"
 
 /* What a last_operation poll read in Redis (osbq_last_operation_reads_total's read label). */
@@ -44,8 +48,16 @@ struct gateway_metrics {
     struct osbq_metric *dispatch_waits;  /* osbq_dispatch_wait_seconds{lane,platform} */
     struct osbq_series *tenants_waiting; /* osbq_dispatch_tenants_waiting (read at scrape) */
     struct osbq_series *longest_waits[DISPATCH_LANES]; /* osbq_dispatch_longest_wait_seconds */
-    struct dispatch *dispatch;    /* borrowed, read at scrape; NULL until attached */
-    struct waiter_table *waiters; /* borrowed, read at scrape; NULL until attached */
+    struct osbq_metric *instances;                     /* osbq_instances{service,plan,state} */
+    struct osbq_metric *instances_outdated;            /* osbq_instances_outdated{service,plan} */
+    struct osbq_metric *bindings;                      /* osbq_bindings{service,plan,state} */
+    struct osbq_series *counts_built;                  /* osbq_record_counts_built */
+    pthread_mutex_t counts_lock;                       /* guards counts and catalog */
+    struct osbq_record_counts counts;   /* the live records' count last read, rendered at
+                                         * scrape into the four above (owned) */
+    const struct osbq_catalog *catalog; /* borrowed: the counts' plans as labels */
+    struct dispatch *dispatch;          /* borrowed, read at scrape; NULL until attached */
+    struct waiter_table *waiters;       /* borrowed, read at scrape; NULL until attached */
 };
 
 /* Creates the registry and every family; version labels osbq_build_info. Returns 0, or -1 when out
@@ -61,6 +73,12 @@ void gateway_metrics_attach(struct gateway_metrics *gm, struct dispatch *dispatc
  * are served from the first scrape (the dispatcher makes the others, "default" and "unknown",
  * when a job of theirs first leaves). Call at start and after each reload of the platforms. */
 void gateway_metrics_platforms(struct gateway_metrics *gm, const struct osbq_platforms *set);
+
+/* Hands the live records' count just read (record_gauges.c) to the scrapes, which render it
+ * into osbq_instances, osbq_instances_outdated and osbq_bindings by catalog's plans; takes
+ * *counts (zeroed). From any thread. */
+void gateway_metrics_record_counts(struct gateway_metrics *gm, const struct osbq_catalog *catalog,
+                                   struct osbq_record_counts *counts);
 
 /* Frees the registry; gm is zeroed. */
 void gateway_metrics_clear(struct gateway_metrics *gm);

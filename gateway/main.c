@@ -17,6 +17,7 @@
 #include "http.h"
 #include "log.h"
 #include "platforms.h"
+#include "record_gauges.h"
 #include "recovery.h"
 #include "registry.h"
 #include "startup.h"
@@ -172,6 +173,7 @@ struct gateway_process {
     struct http_server *server;             /* owned */
     struct registry *registry;              /* owned */
     struct recovery *recovery;              /* owned */
+    struct record_gauges *record_gauges;    /* owned */
 };
 
 /* Reads the configuration, the catalog, the policy, the platforms, the TLS certificate and the
@@ -262,7 +264,7 @@ static void describe_gateway(struct gateway_process *p)
 }
 
 /* Starts the threads, each before those that hand it work: the Redis pipeline, the dispatcher,
- * the event thread, the HTTP server, the registry, the recovery loop. */
+ * the event thread, the live records' count, the HTTP server, the registry, the recovery loop. */
 static void start_threads(struct gateway_process *p)
 {
     struct gateway *gw = &p->gw;
@@ -281,6 +283,9 @@ static void start_threads(struct gateway_process *p)
     if (gw->averages == NULL || gw->instance_tenants == NULL)
         fatalx("out of memory");
     gateway_metrics_attach(&p->metrics, gw->dispatch, gw->waiters);
+    p->record_gauges = record_gauges_start(gw, &err);
+    if (p->record_gauges == NULL)
+        fatalx("%s", err.text);
     p->server = http_start(gw, p->listen_fd, p->tls, &err);
     p->listen_fd = -1;
     if (p->server == NULL)
@@ -339,6 +344,7 @@ static void stop(struct gateway_process *p)
 {
     struct gateway *gw = &p->gw;
     stop_serving(&p->cfg, gw, &p->registry, &p->recovery, &p->server);
+    record_gauges_stop(&p->record_gauges);
     waiter_table_stop(&gw->waiters);
     dispatch_stop(&gw->dispatch);
     osbq_store_pipeline_free(&gw->pipeline);

@@ -14,7 +14,7 @@
 /* Fields an operator never sees: secrets and internal bytes. */
 static bool field_hidden(const char *name, size_t len)
 {
-    static const char *const hidden[] = {"result", "digest", "job", "history"};
+    static const char *const hidden[] = {"result", "digest", "job", "history", "counted"};
     for (size_t i = 0; i < sizeof hidden / sizeof hidden[0]; i++)
         if (len == strlen(hidden[i]) && memcmp(name, hidden[i], len) == 0)
             return true;

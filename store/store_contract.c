@@ -150,9 +150,15 @@ static const char *const export_keys[] = {NAMED(EXPORT_KEY_INSTANCE), NAMED(EXPO
 
 static const char *const export_args[] = {NAMED(EXPORT_ARG_PREFIX), NAMED(EXPORT_ARG_OPS_MAX)};
 
-static const char *const import_keys[] = {NAMED(IMPORT_KEY_INSTANCE), NAMED(IMPORT_KEY_BINDINGS)};
+static const char *const import_keys[] = {NAMED(IMPORT_KEY_INSTANCE), NAMED(IMPORT_KEY_BINDINGS),
+                                          NAMED(IMPORT_KEY_COUNTS)};
 
 static const char *const import_args[] = {NAMED(IMPORT_ARG_RECORDS), NAMED(IMPORT_ARG_RETENTION)};
+
+static const char *const count_records_keys[] = {NAMED(COUNT_RECORDS_KEY_COUNTS)};
+
+static const char *const count_records_args[] = {NAMED(COUNT_RECORDS_ARG_PREFIX),
+                                                 NAMED(COUNT_RECORDS_ARG_BATCH)};
 
 const struct store_script_contract store_script_contracts[SCRIPT_COUNT] = {
     [SCRIPT_BEGIN_INSTANCE] = {begin_instance_keys, BEGIN_INSTANCE_KEY_COUNT, begin_instance_args,
@@ -173,4 +179,6 @@ const struct store_script_contract store_script_contracts[SCRIPT_COUNT] = {
     [SCRIPT_WAIT] = {wait_keys, WAIT_KEY_COUNT, wait_args, WAIT_ARG_COUNT},
     [SCRIPT_EXPORT] = {export_keys, EXPORT_KEY_COUNT, export_args, EXPORT_ARG_COUNT},
     [SCRIPT_IMPORT] = {import_keys, IMPORT_KEY_COUNT, import_args, IMPORT_ARG_COUNT},
+    [SCRIPT_COUNT_RECORDS] = {count_records_keys, COUNT_RECORDS_KEY_COUNT, count_records_args,
+                              COUNT_RECORDS_ARG_COUNT},
 };

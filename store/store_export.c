@@ -83,8 +83,17 @@ void osbq_export_instance_clear(struct osbq_export_instance *instance)
     memset(instance, 0, sizeof *instance);
 }
 
-/* An HGETALL list into *out, without the locks when skip_locks, the keys' prefix taken off.
- * 0, or -1 with err. */
+/* A field of an instance's or binding's hash that belongs to its stack, not to the record:
+ * its locks, and the generation of the stack's record counts it is counted in
+ * (store/lua/lib/record_counts.lua). An export leaves them out. */
+static bool stack_own_field(const char *name)
+{
+    return strcmp(name, "lock_x") == 0 || strcmp(name, "lock_s") == 0 ||
+           strcmp(name, "counted") == 0;
+}
+
+/* An HGETALL list into *out, without the stack's own fields when skip_locks, the keys' prefix
+ * taken off. 0, or -1 with err. */
 static int fields_from_list(const redisReply *list, const char *prefix, bool skip_locks,
                             struct osbq_fields *out, struct osbq_error *err)
 {
@@ -102,7 +111,7 @@ static int fields_from_list(const redisReply *list, const char *prefix, bool ski
             osbq_fields_clear(out);
             return osbq_error_set(err, OSBQ_ERR_INTERNAL, "export: unexpected reply");
         }
-        if (skip_locks && (strcmp(name->str, "lock_x") == 0 || strcmp(name->str, "lock_s") == 0))
+        if (skip_locks && stack_own_field(name->str))
             continue;
         out->names[out->count] = strndup(name->str, name->len);
         out->values[out->count] = names_keys(name->str)
@@ -257,17 +266,20 @@ int osbq_store_import_instance(struct osbq_store *store, const char *instance_id
                                struct osbq_error *err)
 {
     *existing_state = NULL;
-    char record[STORE_KEY_MAX], bindings[STORE_KEY_MAX], prefix[96], retention[16];
+    char record[STORE_KEY_MAX], bindings[STORE_KEY_MAX], counts[STORE_KEY_MAX], prefix[96],
+        retention[16];
     if (store_id_key(store, record, sizeof record, "instance", instance_id) < 0 ||
-        store_id_key(store, bindings, sizeof bindings, "bindings", instance_id) < 0)
+        store_id_key(store, bindings, sizeof bindings, "bindings", instance_id) < 0 ||
+        store_key(store, counts, sizeof counts, "record_counts") < 0)
         return osbq_error_set(err, OSBQ_ERR_BAD_REQUEST, "instance id too long");
     (void)store_key_prefix(store, prefix, sizeof prefix);
     (void)snprintf(retention, sizeof retention, "%u", store->cfg->retention_s);
     char *records = import_records(store, instance_id, in, prefix, err);
     if (records == NULL)
         return -1;
-    const char *keys[IMPORT_KEY_COUNT] = {
-        [IMPORT_KEY_INSTANCE] = record, [IMPORT_KEY_BINDINGS] = bindings};
+    const char *keys[IMPORT_KEY_COUNT] = {[IMPORT_KEY_INSTANCE] = record,
+                                          [IMPORT_KEY_BINDINGS] = bindings,
+                                          [IMPORT_KEY_COUNTS] = counts};
     const char *args[IMPORT_ARG_COUNT] = {
         [IMPORT_ARG_RECORDS] = records, [IMPORT_ARG_RETENTION] = retention};
     redisReply *reply = store_eval(store, SCRIPT_IMPORT, keys, args, err);

@@ -13,6 +13,7 @@
 -- requires: halt (store/lua/lib/halt.lua: halt, queue_after_halt)
 -- requires: fields (store/lua/lib/fields.lua: read_fields)
 -- requires: handover (store/lua/lib/handover.lua: handover_claim)
+-- requires: record_counts (store/lua/lib/record_counts.lua: record_counts_move)
 local key_instance = KEYS[1]  -- the instance hash
 local key_binding = KEYS[2]   -- the binding hash
 local key_op = KEYS[3]        -- the new operation hash
@@ -159,7 +160,9 @@ if kind == 'bind' then
   end
   local capped = cap and in_progress_refusal(prefix, inst_tenant or arg_tenant, cap)
   if capped then return capped end
-  -- A failed or deleted binding's record is replaced whole.
+  -- A failed or deleted binding's record is replaced whole, and counted anew.
+  local _, counted = record_counts_move(prefix .. 'record_counts', binding_key, 'b',
+                                        not binding_state, 'binding', arg_plan_id, '')
   if binding_state then redis.call('DEL', binding_key) end
   local fields = {'binding_id', arg_binding_id, 'instance_id', arg_instance_id,
                   'service_id', arg_service_id, 'plan_id', arg_plan_id, 'state', 'binding',
@@ -171,6 +174,7 @@ if kind == 'bind' then
   add_unless_empty('context', arg_context)
   add_unless_empty('bind_resource', arg_bind_resource)
   add_unless_empty('predecessor', arg_predecessor_id)
+  add_unless_empty('counted', counted or '')
   redis.call('SADD', set, binding_key)
   return record(fields)
 end

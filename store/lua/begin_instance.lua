@@ -14,6 +14,7 @@
 -- requires: halt (store/lua/lib/halt.lua: halt, queue_after_halt)
 -- requires: fields (store/lua/lib/fields.lua: read_fields)
 -- requires: handover (store/lua/lib/handover.lua: handover_claim)
+-- requires: record_counts (store/lua/lib/record_counts.lua: record_counts_move)
 local key_instance = KEYS[1]  -- the instance hash
 local key_op = KEYS[2]        -- the new operation hash
 local key_queue = KEYS[3]     -- the queue zset
@@ -214,7 +215,9 @@ if kind == 'provision' then
   local refused = quota_refusal(quotas, {})
   if not refused and cap then refused = in_progress_refusal(prefix, arg_tenant, cap) end
   if refused then return refused end
-  -- A failed or deleted instance's record is replaced whole.
+  -- A failed or deleted instance's record is replaced whole, and counted anew.
+  local _, counted = record_counts_move(prefix .. 'record_counts', inst, 'i', not inst_state,
+                                        'provisioning', arg_plan_id, arg_maintenance_version)
   if inst_state then redis.call('DEL', inst) end
   local fields = {'instance_id', arg_instance_id, 'service_id', arg_service_id,
                   'plan_id', arg_plan_id, 'state', 'provisioning', 'digest', digest,
@@ -229,6 +232,7 @@ if kind == 'provision' then
   add_unless_empty('maintenance_version', arg_maintenance_version)
   add_unless_empty('dashboard_url', arg_dashboard_url)
   if arg_deletion_protection == '1' then add_unless_empty('deletion_protection', '1') end
+  add_unless_empty('counted', counted or '')
   inst_dashboard_url = arg_dashboard_url
   inst_tenant = arg_tenant
   return record(arg_plan_id, '', fields)

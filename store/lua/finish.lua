@@ -10,6 +10,7 @@
 -- requires: release (store/lua/lib/release.lua: begun_by_previous_release)
 -- requires: halt (store/lua/lib/halt.lua: queue_after_halt)
 -- requires: records_gone (store/lua/lib/records_gone.lua: quota_release, binding_gone)
+-- requires: record_counts (store/lua/lib/record_counts.lua: record_counts_move, _mark)
 -- requires: fields (store/lua/lib/fields.lua: read_fields)
 local key_op = KEYS[1]       -- the operation hash
 local key_queue = KEYS[2]    -- the queue zset
@@ -121,6 +122,35 @@ if op_state == 'waiting' and op_tenant and op_tenant ~= '' then
   redis.call('ZREM', prefix .. 'polls:' .. op_tenant, op_id)
 end
 
+-- What its record becomes in the live records' count (lib/record_counts.lua), where it moves:
+-- its state, or an update's plan and version (nil: unchanged). A failed delete or update
+-- changes nothing there.
+local count_state, count_plan, count_version, count_moves = nil, nil, nil, true
+if halted then
+  count_state = 'failed'
+elseif binding then
+  if op_kind == 'bind' then
+    count_state = ok and 'bound' or 'failed'
+  elseif op_kind == 'unbind' and ok then
+    count_state = 'gone'
+  else
+    count_moves = false
+  end
+elseif op_kind == 'provision' then
+  count_state = ok and 'provisioned' or 'failed'
+elseif op_kind == 'update' and ok then
+  count_plan, count_version = op_plan_id, op_maintenance_version
+elseif op_kind == 'deprovision' and ok then
+  count_state = 'gone'
+else
+  count_moves = false
+end
+local record_key = binding or inst
+local count_mark = nil
+if count_moves then
+  count_mark = record_counts_move(prefix .. 'record_counts', record_key, binding and 'b' or 'i',
+                                  false, count_state, count_plan, count_version)
+end
 if binding then
   -- Binding operations hold the instance shared and their binding exclusively.
   if tonumber(redis.call('HINCRBY', inst, 'lock_s', -1)) <= 0 then
@@ -207,6 +237,7 @@ else
   if #set > 0 then redis.call('HSET', inst, unpack(set)) end
   if #del > 0 then redis.call('HDEL', inst, unpack(del)) end
 end
+record_counts_mark(record_key, count_mark)
 
 -- The delete that halted it (lib/halt.lua) waits for this end: due now.
 if halted and op_halted_by then

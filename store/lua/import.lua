@@ -8,8 +8,10 @@
 -- during the export) is reported as such, not as a clash. A gone record (a tombstone) is
 -- replaced, as a provision replaces it.
 -- Returns {1} written, {2} the same record is there already, {0, its state} the id is taken.
+-- requires: record_counts (store/lua/lib/record_counts.lua: record_counts_move)
 local key_instance = KEYS[1]  -- the instance hash
 local key_bindings = KEYS[2]  -- the instance's set of live bindings
+local key_counts = KEYS[3]    -- the live records' count (lib/record_counts.lua)
 local arg_records = ARGV[1]    -- JSON {"instance": [field, value, ...], "bindings": [[key,
                                -- [field, value, ...]], ...], "operations": [[key, [...]], ...]};
                                -- keys in full and the instance's quota_keys in the target's
@@ -17,11 +19,12 @@ local arg_records = ARGV[1]    -- JSON {"instance": [field, value, ...], "bindin
 local arg_retention = ARGV[2]  -- s: how long a finished operation is kept
 local records, retention = cjson.decode(arg_records), tonumber(arg_retention)
 
--- A flat list of fields and values as a table, locks left out (they are never exported).
+-- A flat list of fields and values as a table, locks and the count's mark left out (they are
+-- never exported).
 local function as_table(list)
   local t, n = {}, 0
   for i = 1, #list, 2 do
-    if list[i] ~= 'lock_x' and list[i] ~= 'lock_s' then
+    if list[i] ~= 'lock_x' and list[i] ~= 'lock_s' and list[i] ~= 'counted' then
       t[list[i]] = list[i + 1]
       n = n + 1
     end
@@ -41,14 +44,27 @@ if #existing > 0 then
     if same then return {2} end
     return {0, old.state or ''}
   end
-  redis.call('DEL', key_instance)
 end
 
-redis.call('HSET', key_instance, unpack(records.instance))
+-- A record written whole, counted in the live records' count (lib/record_counts.lua) as what
+-- it holds; a 'counted' mark of the stack it came from is not written.
+local function write_record(key, list, kind, absent)
+  local record = as_table(list)
+  local _, gen = record_counts_move(key_counts, key, kind, absent, record.state or 'gone',
+                                    record.plan_id or '', record.maintenance_version or '')
+  local fields = {}
+  for name, value in pairs(record) do
+    fields[#fields + 1], fields[#fields + 2] = name, value
+  end
+  if gen then fields[#fields + 1], fields[#fields + 2] = 'counted', gen end
+  if not absent then redis.call('DEL', key) end
+  redis.call('HSET', key, unpack(fields))
+end
+
+write_record(key_instance, records.instance, 'i', #existing == 0)
 redis.call('DEL', key_bindings)
 for _, binding in ipairs(records.bindings) do
-  redis.call('DEL', binding[1])
-  redis.call('HSET', binding[1], unpack(binding[2]))
+  write_record(binding[1], binding[2], 'b', false)
   redis.call('SADD', key_bindings, binding[1])
 end
 for _, op in ipairs(records.operations) do

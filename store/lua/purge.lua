@@ -8,6 +8,7 @@
 -- or {2, operation id} when an operation of it runs (its lock: osbq-ctl purge --force fails it
 -- first, then asks again).
 -- requires: records_gone (store/lua/lib/records_gone.lua: quota_release, binding_gone)
+-- requires: record_counts (store/lua/lib/record_counts.lua: record_counts_move)
 -- requires: fields (store/lua/lib/fields.lua: read_fields)
 local key_record = KEYS[1]    -- the instance's or the binding's hash
 local key_bindings = KEYS[2]  -- the instance's set of live bindings
@@ -41,6 +42,7 @@ for _, bkey in ipairs(bindings) do binding_gone(prefix, bkey, retention, tombsto
 if #bindings > 0 then redis.call('DEL', bindings_set) end
 -- Its quota counters, as a deprovision's finish gives them back.
 quota_release(record.quota_keys, {})
+record_counts_move(prefix .. 'record_counts', key_record, 'i', false, 'gone')
 redis.call('HSET', key_record, unpack(tombstone))
 redis.call('HDEL', key_record, 'quota_keys', 'lock_s')
 redis.call('EXPIRE', key_record, retention)

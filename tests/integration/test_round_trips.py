@@ -68,14 +68,17 @@ REDIS_COMMANDS_PER_OPERATION = {
     # 0042): no claim call. An operation begun while every slot was taken (the asynchronous
     # phases outrun the worker, more so on a loaded machine) is claimed once a slot frees; those
     # claims are guarded apart (CLAIM_COMMANDS), so these limits hold whatever their share.
-    "async_provision": 14,  # begin_instance, finish: 13.25 on average
+    # The live records' count (decision 0056) added 6 to a provision and a bind (the count's
+    # gen and one HINCRBY at begin; the gen, the record's line and two HINCRBY at finish), 3 to
+    # an unbind and a deprovision (the gen, the line, one HINCRBY at finish).
+    "async_provision": 20,  # begin_instance, finish: 19.25 on average
     "poll": 3,              # last_operation
-    "bind": 19,             # begin_binding, finish: 18.25
+    "bind": 25,             # begin_binding, finish: 24.25
     "binding_poll": 3,      # last_operation
     "named_poll": 1,        # HMGET of the operation alone (decision 0043)
     "binding_named_poll": 1,
-    "unbind": 20,           # begin_binding, finish: 19.25
-    "deprovision": 16,      # begin_instance, finish: 15.25 (its quotas read at begin, an
+    "unbind": 23,           # begin_binding, finish: 22.25
+    "deprovision": 19,      # begin_instance, finish: 18.25 (its quotas read at begin, an
                             # empty bindings set not deleted: decision 0044)
 }
 # The claim of an operation that was not handed over: the call and what it runs (claim.lua).

@@ -1,0 +1,28 @@
+/* The gateway's thread for the live records' count (docs/decisions/0056): it builds the count
+ * by a walk in small steps where it is missing (an upgrade, osbq-ctl recount), then reads it
+ * every OSBQ_COUNTS_REFRESH_S for the osbq_instances, osbq_instances_outdated and
+ * osbq_bindings gauges (gateway_metrics.c renders them). */
+#ifndef OSBQ_GATEWAY_RECORD_GAUGES_H
+#define OSBQ_GATEWAY_RECORD_GAUGES_H
+
+#include "error.h"
+#include "gateway.h"
+
+struct record_gauges;
+
+/* Keys of the namespace (of every kind) the walk looks at per step (SCAN's COUNT), and the
+ * pause after a step: RECORD_GAUGES_WALK_PAUSE_FACTOR times as long as the step took, at least
+ * RECORD_GAUGES_WALK_PAUSE_MS, so that one gateway's walk takes at most a tenth of Redis's time
+ * (the gateways share one walk: each step moves it on). */
+#define RECORD_GAUGES_WALK_BATCH        1000
+#define RECORD_GAUGES_WALK_PAUSE_MS     10
+#define RECORD_GAUGES_WALK_PAUSE_FACTOR 9
+
+/* Starts the thread (its first read or step at once; failures are logged, not fatal: Redis may
+ * come later). gw is borrowed. NULL with err on failure. */
+struct record_gauges *record_gauges_start(const struct gateway *gw, struct osbq_error *err);
+
+/* Stops the thread (a step in progress finishes first); frees. Accepts NULL. */
+void record_gauges_stop(struct record_gauges **rp);
+
+#endif

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "capacity.h"
 #include "clock.h"
@@ -548,16 +549,48 @@ int cmd_stats(struct ctl *ctl)
     return rc;
 }
 
+/* Sleeps ms (a signal may cut it short: the walk only goes on sooner). */
+static void pause_ms(int64_t ms)
+{
+    struct timespec delay = {.tv_sec = (time_t)(ms / 1000), .tv_nsec = (long)(ms % 1000) * 1000000};
+    (void)nanosleep(&delay, NULL);
+}
+
+/* Every RECOUNT_PROGRESS_MS of its walk, recount says how far it got on stderr. */
+#define RECOUNT_PROGRESS_MS 5000
+
 int cmd_recount(struct ctl *ctl)
 {
     struct osbq_error err = {0};
     if (osbq_store_record_counts_drop(ctl->store, &err) < 0)
         return ctl_fail_store("dropping the count of live records", &err);
+    /* The walk in the foreground, paced as the gateways pace theirs; they join it once they
+     * read the count again (OSBQ_COUNTS_REFRESH_S), and each step moves the one walk on. */
+    int64_t started_ms = osbq_clock_ms(), said_ms = started_ms, counted = 0;
+    for (int built = 0; built == 0;) {
+        int64_t step_ms = osbq_clock_ms(), step_counted = 0;
+        built =
+            osbq_store_count_records_step(ctl->store, OSBQ_COUNT_WALK_BATCH, &step_counted, &err);
+        if (built < 0)
+            return ctl_fail_store("counting the live records (the gateways go on with it)", &err);
+        counted += step_counted;
+        int64_t now_ms = osbq_clock_ms();
+        if (now_ms - said_ms >= RECOUNT_PROGRESS_MS) {
+            ctl_say("counted %lld records so far in %.0f s", (long long)counted,
+                    (double)(now_ms - started_ms) / 1000.0);
+            said_ms = now_ms;
+        }
+        if (built == 0)
+            pause_ms(osbq_count_walk_pause_ms(now_ms - step_ms));
+    }
+    int64_t took_ms = osbq_clock_ms() - started_ms;
     if (ctl->opt.json)
-        return format_print_json(json_pack("{s:b}", "dropped", 1)) < 0
+        return format_print_json(json_pack("{s:b, s:I, s:I}", "built", 1, "counted",
+                                           (json_int_t)counted, "took_ms", (json_int_t)took_ms)) < 0
                    ? ctl_fail("cannot write the answer as JSON")
                    : CTL_EXIT_OK;
-    printf("dropped the count of live records: the gateways count every record again "
-           "(osbq_record_counts_built is 0 until they are done)\n");
+    printf("counted the live records again in %.1f s (%lld by this command; gateways may have "
+           "counted others)\n",
+           (double)took_ms / 1000.0, (long long)counted);
     return CTL_EXIT_OK;
 }

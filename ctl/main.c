@@ -131,8 +131,8 @@ static const struct command commands[] = {
     {.name = "recount",
      .run = cmd_recount,
      .options = OPT_YES,
-     .would = {"drop the count of live records, which the gateways then build again by a walk "
-               "of every record",
+     .would = {"drop the count of live records and count every record again (a walk of the "
+               "namespace, paced as the gateways pace theirs)",
                ""},
      .args = "--yes",
      .about = "count every live record again (after a release without the count ran)"},

@@ -28,13 +28,6 @@ static void failed(struct record_gauges *rg, const char *what, const struct osbq
     rg->failing = true;
 }
 
-/* The pause after a step of the walk that took took_ms. */
-static int64_t walk_pause_ms(int64_t took_ms)
-{
-    int64_t pause = took_ms * RECORD_GAUGES_WALK_PAUSE_FACTOR;
-    return pause > RECORD_GAUGES_WALK_PAUSE_MS ? pause : RECORD_GAUGES_WALK_PAUSE_MS;
-}
-
 /* One turn: a step of the walk while the count is not built, else a read for the gauges.
  * Returns when the next turn is due (epoch ms). */
 static int64_t turn(void *arg, int64_t told_ms)
@@ -45,8 +38,7 @@ static int64_t turn(void *arg, int64_t told_ms)
     struct osbq_error err = {0};
     if (rg->walking) {
         int64_t counted = 0, started_ms = osbq_clock_ms();
-        int built =
-            osbq_store_count_records_step(gw->store, RECORD_GAUGES_WALK_BATCH, &counted, &err);
+        int built = osbq_store_count_records_step(gw->store, OSBQ_COUNT_WALK_BATCH, &counted, &err);
         int64_t took_ms = osbq_clock_ms() - started_ms;
         if (built < 0) {
             failed(rg, "build", &err);
@@ -55,7 +47,7 @@ static int64_t turn(void *arg, int64_t told_ms)
         rg->failing = false;
         rg->walked += counted;
         if (built == 0)
-            return osbq_store_now_ms() + walk_pause_ms(took_ms);
+            return osbq_store_now_ms() + osbq_count_walk_pause_ms(took_ms);
         log_info("the count of live records is built (this gateway counted %lld of them)",
                  (long long)rg->walked);
         rg->walking = false;
@@ -71,12 +63,12 @@ static int64_t turn(void *arg, int64_t told_ms)
         /* Never built, or dropped by osbq-ctl recount: walk (with the other gateways). */
         if (!rg->walking)
             log_info("counting the live records: a walk of the namespace, %d keys a step",
-                     RECORD_GAUGES_WALK_BATCH);
+                     OSBQ_COUNT_WALK_BATCH);
         rg->walking = true;
     }
     gateway_metrics_record_counts(gw->metrics, gw->catalog, &counts);
     return osbq_store_now_ms() +
-           (rg->walking ? RECORD_GAUGES_WALK_PAUSE_MS : (int64_t)gw->cfg->counts_refresh_s * 1000);
+           (rg->walking ? OSBQ_COUNT_WALK_PAUSE_MS : (int64_t)gw->cfg->counts_refresh_s * 1000);
 }
 
 struct record_gauges *record_gauges_start(const struct gateway *gw, struct osbq_error *err)

@@ -10,14 +10,6 @@
 
 struct record_gauges;
 
-/* Keys of the namespace (of every kind) the walk looks at per step (SCAN's COUNT), and the
- * pause after a step: RECORD_GAUGES_WALK_PAUSE_FACTOR times as long as the step took, at least
- * RECORD_GAUGES_WALK_PAUSE_MS, so that one gateway's walk takes at most a tenth of Redis's time
- * (the gateways share one walk: each step moves it on). */
-#define RECORD_GAUGES_WALK_BATCH        1000
-#define RECORD_GAUGES_WALK_PAUSE_MS     10
-#define RECORD_GAUGES_WALK_PAUSE_FACTOR 9
-
 /* Starts the thread (its first read or step at once; failures are logged, not fatal: Redis may
  * come later). gw is borrowed. NULL with err on failure. */
 struct record_gauges *record_gauges_start(const struct gateway *gw, struct osbq_error *err);

@@ -102,6 +102,12 @@ int osbq_store_record_counts(struct osbq_store *store, struct osbq_record_counts
     return 0;
 }
 
+int64_t osbq_count_walk_pause_ms(int64_t took_ms)
+{
+    int64_t pause = took_ms * OSBQ_COUNT_WALK_PAUSE_FACTOR;
+    return pause > OSBQ_COUNT_WALK_PAUSE_MS ? pause : OSBQ_COUNT_WALK_PAUSE_MS;
+}
+
 int osbq_store_count_records_step(struct osbq_store *store, unsigned batch, int64_t *counted,
                                   struct osbq_error *err)
 {

@@ -34,6 +34,17 @@ int osbq_store_record_counts(struct osbq_store *store, struct osbq_record_counts
 
 void osbq_record_counts_clear(struct osbq_record_counts *counts);
 
+/* Keys of the namespace (of every kind) the walk looks at per step (SCAN's COUNT), and the
+ * pause after a step: OSBQ_COUNT_WALK_PAUSE_FACTOR times as long as the step took, at least
+ * OSBQ_COUNT_WALK_PAUSE_MS, so that one walker (a gateway, osbq-ctl recount) takes at most a
+ * tenth of Redis's time; the walkers share one walk: each step moves it on. */
+#define OSBQ_COUNT_WALK_BATCH        1000
+#define OSBQ_COUNT_WALK_PAUSE_MS     10
+#define OSBQ_COUNT_WALK_PAUSE_FACTOR 9
+
+/* The pause after a step of the walk that took took_ms. */
+int64_t osbq_count_walk_pause_ms(int64_t took_ms);
+
 /* One step of the walk that builds the count (store/lua/count_records.lua: SCAN with a COUNT
  * of batch); starts a new count where none exists. Returns 1 when the count is built, 0 when
  * the walk goes on (*counted: the records this step added), -1 with err. */

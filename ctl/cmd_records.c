@@ -18,6 +18,13 @@
 int records_walk(struct ctl *ctl, enum osbq_record_kind kind, records_visit_fn visit, void *ctx,
                  bool *stopped, struct osbq_error *err)
 {
+    return records_walk_where(ctl, kind, NULL, visit, ctx, stopped, err);
+}
+
+int records_walk_where(struct ctl *ctl, enum osbq_record_kind kind,
+                       const struct osbq_scan_filter *filter, records_visit_fn visit, void *ctx,
+                       bool *stopped, struct osbq_error *err)
+{
     uint64_t cursor = 0;
     bool go_on = true;
     size_t seen = 0;
@@ -25,7 +32,8 @@ int records_walk(struct ctl *ctl, enum osbq_record_kind kind, records_visit_fn v
     do {
         struct osbq_fields *batch = NULL;
         size_t n = 0;
-        if (osbq_store_scan_records(ctl->store, kind, &cursor, SCAN_STEP, &batch, &n, err) < 0)
+        if (osbq_store_scan_records_where(ctl->store, kind, &cursor, SCAN_STEP, filter, &batch, &n,
+                                          err) < 0)
             return -1;
         for (size_t i = 0; i < n && go_on; i++)
             go_on = visit(&batch[i], ctx);
@@ -66,6 +74,35 @@ static bool record_matches(const struct listing *listing, const struct osbq_fiel
     return (opt->state == NULL || field_is(record, "state", opt->state)) &&
            (opt->instance == NULL || field_is(record, listing->instance_field, opt->instance)) &&
            (!opt->outdated || ctl_instance_outdated(listing->ctl, record));
+}
+
+/* The fields record_matches reads: a listing with a filter reads them of every record and
+ * the whole record only of those that pass (osbq_store_scan_records_where). */
+static const char *const filter_fields[] = {"state", "plan_id", "maintenance_version",
+                                            "instance_id"};
+
+static bool few_match(const struct osbq_fields *few, void *ctx)
+{
+    return record_matches(ctx, few);
+}
+
+/* The walk's filter for listing's options in *filter; NULL when it has none (the records are
+ * read whole at once) or filters on a field not in filter_fields. */
+static const struct osbq_scan_filter *listing_filter(const struct listing *listing,
+                                                     struct osbq_scan_filter *filter)
+{
+    const struct ctl_options *opt = listing->opt;
+    if (opt->state == NULL && opt->instance == NULL && !opt->outdated)
+        return NULL;
+    if (strcmp(listing->instance_field, "instance_id") != 0)
+        return NULL;
+    *filter = (struct osbq_scan_filter){
+        .fields = filter_fields,
+        .count = sizeof filter_fields / sizeof filter_fields[0],
+        .keep = few_match,
+        .ctx = (void *)listing,
+    };
+    return filter;
 }
 
 static bool keep_record(struct osbq_fields *record, void *ctx)
@@ -122,7 +159,9 @@ static int list_records(struct ctl *ctl, enum osbq_record_kind kind, const char 
     listing->opt = &ctl->opt;
     /* An operation names its instance in "instance"; the records in "instance_id". */
     listing->instance_field = kind == OSBQ_RECORD_OPERATION ? "instance" : "instance_id";
-    if (records_walk(ctl, kind, keep_record, listing, NULL, &err) < 0) {
+    struct osbq_scan_filter filter;
+    if (records_walk_where(ctl, kind, listing_filter(listing, &filter), keep_record, listing, NULL,
+                           &err) < 0) {
         char what[64];
         (void)snprintf(what, sizeof what, "reading %s", plural);
         return ctl_fail_store(what, &err);
@@ -298,7 +337,9 @@ static int stream_command(struct ctl *ctl, const struct record_view *view)
     st.chunk.opt = &unlimited; /* the stream filters already */
     struct osbq_error err = {0};
     int rc = CTL_EXIT_OK;
-    if (records_walk(ctl, view->kind, stream_record, &st, NULL, &err) < 0)
+    struct osbq_scan_filter filter;
+    if (records_walk_where(ctl, view->kind, listing_filter(&st.filter, &filter), stream_record, &st,
+                           NULL, &err) < 0)
         rc = ctl_fail_store(
             view->kind == OSBQ_RECORD_INSTANCE ? "reading instances" : "reading bindings", &err);
     if (rc == CTL_EXIT_OK && !st.failed && !ctl->opt.json && !stream_flush(&st))

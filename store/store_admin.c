@@ -151,6 +151,86 @@ int osbq_store_scan_records(struct osbq_store *store, enum osbq_record_kind kind
     return 0;
 }
 
+/* The keys of one filtered scan step that the filter keeps. */
+struct kept_keys {
+    const struct osbq_scan_filter *filter;
+    char **keys; /* kept, NULL-terminated (strings_push) */
+    size_t count;
+    size_t cap;
+};
+
+static bool strings_push(char ***v, size_t *n, size_t *cap, const char *s);
+
+static int take_few(void *ctx, const redisReply *key, const redisReply *values, size_t i,
+                    size_t count, struct osbq_error *err)
+{
+    (void)i;
+    (void)count;
+    struct kept_keys *kept = ctx;
+    const struct osbq_scan_filter *filter = kept->filter;
+    if (values->type != REDIS_REPLY_ARRAY || values->elements != filter->count)
+        return 0; /* not a hash: skipped */
+    char *names[OSBQ_SCAN_FILTER_FIELDS], *texts[OSBQ_SCAN_FILTER_FIELDS];
+    struct osbq_fields few = {.names = names, .values = texts};
+    for (size_t f = 0; f < filter->count; f++) {
+        if (values->element[f]->type != REDIS_REPLY_STRING)
+            continue;
+        names[few.count] = (char *)filter->fields[f];
+        texts[few.count++] = values->element[f]->str;
+    }
+    if (few.count == 0 || !filter->keep(&few, filter->ctx))
+        return 0;
+    if (!strings_push(&kept->keys, &kept->count, &kept->cap, key->str))
+        return osbq_error_set(err, OSBQ_ERR_INTERNAL, "out of memory");
+    return 0;
+}
+
+static int fetch_records(redisContext *c, char *const *keys, char *const *op_ids, size_t count,
+                         struct osbq_fields *out, struct osbq_error *err);
+
+int osbq_store_scan_records_where(struct osbq_store *store, enum osbq_record_kind kind,
+                                  uint64_t *cursor, unsigned count,
+                                  const struct osbq_scan_filter *filter,
+                                  struct osbq_fields **records, size_t *n, struct osbq_error *err)
+{
+    if (filter == NULL || kind == OSBQ_RECORD_OPERATION)
+        return osbq_store_scan_records(store, kind, cursor, count, records, n, err);
+    if (filter->count == 0 || filter->count > OSBQ_SCAN_FILTER_FIELDS)
+        return osbq_error_set(err, OSBQ_ERR_INTERNAL, "scan filter: 1 to %d fields",
+                              OSBQ_SCAN_FILTER_FIELDS);
+    char pattern[STORE_KEY_MAX], command[256] = "HMGET %b";
+    if (store_key(store, pattern, sizeof pattern,
+                  kind == OSBQ_RECORD_INSTANCE ? "instance:*" : "binding:*") < 0)
+        return osbq_error_set(err, OSBQ_ERR_INTERNAL, "key too long");
+    for (size_t f = 0; f < filter->count; f++) {
+        size_t used = strlen(command);
+        (void)snprintf(command + used, sizeof command - used, " %s", filter->fields[f]);
+    }
+    redisContext *c = store_acquire(store, err);
+    if (c == NULL)
+        return -1;
+    struct kept_keys kept = {.filter = filter};
+    int rc = store_scan_fetch(c, pattern, cursor, count, command, take_few, &kept, err);
+    *records = NULL;
+    *n = 0;
+    if (rc == 0 && kept.count > 0) {
+        *records = calloc(kept.count, sizeof **records);
+        rc = *records != NULL ? fetch_records(c, kept.keys, NULL, kept.count, *records, err)
+                              : osbq_error_set(err, OSBQ_ERR_INTERNAL, "out of memory");
+        if (rc == 0) {
+            *n = kept.count;
+        } else {
+            osbq_fields_array_free(*records, kept.count);
+            *records = NULL;
+        }
+    }
+    store_release(store, c);
+    for (size_t i = 0; i < kept.count; i++)
+        free(kept.keys[i]);
+    free(kept.keys);
+    return rc;
+}
+
 int osbq_store_instance_record(struct osbq_store *store, const char *instance_id,
                                struct osbq_fields *record, struct osbq_error *err)
 {

@@ -73,6 +73,8 @@ struct osbq_config {
     unsigned max_attempts;         /* OSBQ_MAX_ATTEMPTS (gateway): claims before giving up */
     unsigned recovery_interval_ms; /* OSBQ_RECOVERY_INTERVAL_MS (gateway) */
     unsigned counts_refresh_s;     /* OSBQ_COUNTS_REFRESH_S (gateway): the count's gauges */
+    unsigned events_max;           /* OSBQ_EVENTS_MAX: the audit trail's entries; 0: none */
+    unsigned events_max_age_s;     /* OSBQ_EVENTS_MAX_AGE_S (gateway): its age; 0: no bound */
     enum osbq_tenant_scope tenant_scope; /* OSBQ_TENANT_KEY (gateway): what a tenant is */
     unsigned shutdown_grace_ms;          /* OSBQ_SHUTDOWN_GRACE_MS: time to finish on SIGTERM */
     char *metrics_username; /* OSBQ_METRICS_USERNAME[_FILE]: /metrics basic auth, or NULL

@@ -51,6 +51,8 @@ UINT_SETTING(parse_claim_timeout, claim_timeout_ms, 100, 3600000)
 UINT_SETTING(parse_max_attempts, max_attempts, 1, 100)
 UINT_SETTING(parse_recovery_interval, recovery_interval_ms, 50, 60000)
 UINT_SETTING(parse_counts_refresh, counts_refresh_s, 1, 3600)
+UINT_SETTING(parse_events_max, events_max, 0, 100000000)
+UINT_SETTING(parse_events_max_age, events_max_age_s, 0, 315360000)
 UINT_SETTING(parse_shutdown_grace, shutdown_grace_ms, 0, 3600000)
 UINT_SETTING(parse_max_connections, max_connections, 16, 1000000)
 UINT_SETTING(parse_max_connections_per_ip, max_connections_per_ip, 0, 1000000)
@@ -388,6 +390,10 @@ const struct osbq_config_var osbq_config_vars[] = {
      "jobs one worker runs at once"},
     {"OSBQ_WORKER_EXEC_CONCURRENCY", OSBQ_ROLE_WORKER, "256", NULL, false, parse_exec_concurrency,
      "exec programs one worker runs at once; more wait their turn"},
+    {"OSBQ_EVENTS_MAX", OSBQ_ROLE_ALL, "1000000", NULL, false, parse_events_max,
+     "events the audit trail keeps in Redis (about: whole blocks are trimmed); 0 writes none"},
+    {"OSBQ_EVENTS_MAX_AGE_S", OSBQ_ROLE_GATEWAY, "7776000", "7776000 (90 days)", false,
+     parse_events_max_age, "how long events stay in the audit trail, in s; 0 for no bound"},
     {"OSBQ_RETENTION_S", OSBQ_ROLE_ALL, "604800", "604800 (7 days)", false, parse_retention,
      "how long finished operations and deleted records stay answerable, in s"},
     {"OSBQ_LEASE_MS", OSBQ_ROLE_WORKER, "15000", NULL, false, parse_lease,

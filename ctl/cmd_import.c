@@ -45,6 +45,7 @@ struct import_run {
     unsigned long written;            /* second pass: instances written */
     unsigned long same;               /* second pass: the same instance was there already */
     unsigned long bindings_written;   /* second pass: bindings of the instances written */
+    char by[256];                     /* the OS user, for the audit trail */
     unsigned long operations_written; /* second pass: operations of the instances written */
     json_t *refused;                  /* second pass: [{"instance_id", "state"}], ids taken */
 };
@@ -462,7 +463,8 @@ static int import_instance(struct import_run *run, const json_t *line, char *why
         rc = results_reseal(run, iid, &inst, why, size);
     if (rc == 0) {
         struct osbq_error err = {0};
-        int done = osbq_store_import_instance(run->ctl->store, iid, &inst, &existing, &err);
+        int done =
+            osbq_store_import_instance(run->ctl->store, iid, &inst, run->by, &existing, &err);
         if (done < 0) {
             (void)snprintf(why, size, "instance %s: %s", iid, err.text);
             rc = -1;
@@ -553,6 +555,7 @@ int cmd_import(struct ctl *ctl)
 {
     const char *path = ctl->opt.path;
     struct import_run run = {.ctl = ctl, .refused = json_array()};
+    ctl_operator_name(run.by, sizeof run.by);
     struct osbq_error err = {0};
     char why[WHY_MAX] = "";
     int rc = CTL_EXIT_FAILURE;

@@ -375,7 +375,9 @@ int cmd_fail(struct ctl *ctl)
     if (rc != CTL_EXIT_OK)
         return rc;
     const char *description = ctl->opt.description ? ctl->opt.description : FAIL_DESCRIPTION;
-    int done = osbq_store_operator_fail(ctl->store, ctl->opt.operation_id, description, &err);
+    char by[256];
+    ctl_operator_name(by, sizeof by);
+    int done = osbq_store_operator_fail(ctl->store, ctl->opt.operation_id, description, by, &err);
     if (done < 1) {
         rc = not_repaired(ctl, done, "failing the operation", &err);
     } else {
@@ -397,7 +399,9 @@ int cmd_resend(struct ctl *ctl)
     int rc = read_unfinished(ctl, &op);
     if (rc != CTL_EXIT_OK)
         return rc;
-    int done = osbq_store_operator_resend(ctl->store, ctl->opt.operation_id, &err);
+    char by[256];
+    ctl_operator_name(by, sizeof by);
+    int done = osbq_store_operator_resend(ctl->store, ctl->opt.operation_id, by, &err);
     if (done < 1) {
         rc = not_repaired(ctl, done, "resending the operation", &err);
     } else if (done == 2) {

@@ -1,10 +1,8 @@
 /* osbq-ctl purge: the broker forgets an instance (with its bindings) or a binding without
  * calling any backend (docs/ctl.md, docs/decisions/0053). */
-#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "ctl.h"
 #include "format.h"
@@ -17,16 +15,6 @@
 #define PURGE_DESCRIPTION                                                                          \
     "Failed: an operator purged the records (osbq-ctl purge --force); the backend was not "        \
     "called."
-
-/* Who runs the command, for the tombstone (and issue 44's events): the OS user, else the uid. */
-static void operator_name(char *buf, size_t size)
-{
-    const struct passwd *pw = getpwuid(geteuid());
-    if (pw != NULL && pw->pw_name != NULL)
-        (void)snprintf(buf, size, "%s", pw->pw_name);
-    else
-        (void)snprintf(buf, size, "uid %u", (unsigned)geteuid());
-}
 
 struct binding_search {
     const char *binding_id;
@@ -85,9 +73,9 @@ static int report(struct ctl *ctl, int rc, const char *result, const char *iid, 
     return rc;
 }
 
-/* --force: fails operation (and the creation it waits for, a halted one) as an operator, adding
+/* --force: fails operation (and the creation it waits for, a halted one) as operator by, adding
  * their ids to failed. 0, or -1 (said). */
-static int fail_running(struct ctl *ctl, const char *operation, json_t *failed)
+static int fail_running(struct ctl *ctl, const char *operation, const char *by, json_t *failed)
 {
     struct osbq_fields op = {0};
     char **history = NULL;
@@ -103,7 +91,7 @@ static int fail_running(struct ctl *ctl, const char *operation, json_t *failed)
     for (size_t i = 0; i < 2 && rc == 0; i++) {
         if (ids[i] == NULL)
             continue;
-        int done = osbq_store_operator_fail(ctl->store, ids[i], PURGE_DESCRIPTION, &err);
+        int done = osbq_store_operator_fail(ctl->store, ids[i], PURGE_DESCRIPTION, by, &err);
         if (done < 0) {
             (void)ctl_fail_store("failing the operation that runs", &err);
             rc = -1;
@@ -128,7 +116,7 @@ int cmd_purge(struct ctl *ctl)
     }
     json_t *failed = json_array();
     char by[256], text[3000];
-    operator_name(by, sizeof by);
+    ctl_operator_name(by, sizeof by);
     struct osbq_purge purge = {0};
     struct osbq_error err = {0};
     int found = iid != NULL ? 2 : 0;
@@ -136,7 +124,8 @@ int cmd_purge(struct ctl *ctl)
         free(purge.running_operation);
         found = osbq_store_purge(ctl->store, iid, binding ? ctl->opt.record_id : NULL, by, &purge,
                                  &err);
-        if (found != 2 || !ctl->opt.force || fail_running(ctl, purge.running_operation, failed) < 0)
+        if (found != 2 || !ctl->opt.force ||
+            fail_running(ctl, purge.running_operation, by, failed) < 0)
             break;
     }
     int rc;

@@ -9,6 +9,7 @@
 
 #include "ctl.h"
 #include "secrets.h"
+#include "store_events.h"
 
 /* Keys asked for per SCAN step, and most steps (a bound far above any real keyspace). */
 #define SCAN_COUNT 100U
@@ -110,6 +111,15 @@ int cmd_reencrypt(struct ctl *ctl)
     }
     if (rc == CTL_EXIT_OK)
         rc = report(ctl, secrets, &t);
+    if (t.resealed > 0 || rc == CTL_EXIT_OK) {
+        /* In the audit trail: who resealed how many (a partial run too: it changed records). */
+        char by[256], resealed[24];
+        ctl_operator_name(by, sizeof by);
+        (void)snprintf(resealed, sizeof resealed, "%lu", t.resealed);
+        const char *fields[] = {"action", "reencrypt", "by", by, "resealed", resealed};
+        if (osbq_store_event_add(ctl->store, "operator", fields, 3, &err) < 0)
+            ctl_say("the audit trail did not take the reencrypt's event: %s", err.text);
+    }
     osbq_secrets_destroy(&secrets);
     return rc;
 }

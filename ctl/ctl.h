@@ -33,6 +33,9 @@ struct ctl_options {
     bool force;               /* --force: purge fails the operation that runs first */
     bool outdated;            /* --outdated: instances behind their plan's maintenance_info */
     bool walk;                /* --walk: stats counts records by a walk, not from their count */
+    bool follow;              /* --follow: events waits for new ones */
+    const char *since;        /* --since: events from this time (as given), or NULL */
+    const char *until;        /* --until: events up to this time (as given), or NULL */
     const char *record_kind;  /* purge: "instance" or "binding" */
     const char *record_id;    /* purge: its ID */
     const char *state;        /* --state: only records in this state, or NULL */
@@ -58,6 +61,10 @@ struct ctl {
 
 /* The catalog's name of service_id or plan_id (the first found), or NULL. */
 const char *ctl_catalog_name(const struct ctl *ctl, const char *id);
+
+/* Who runs the command, for the records and the audit trail it writes (purge's tombstone, the
+ * events of fail, resend, purge, import and reencrypt): the OS user, else "uid N". */
+void ctl_operator_name(char *buf, size_t size);
 
 /* Whether the instance record is outdated: not gone, its plan in the catalog has a
  * maintenance_info version, and the instance's comes before it (semver precedence), or it has
@@ -93,6 +100,7 @@ int cmd_gateways(struct ctl *ctl);   /* cmd_processes.c */
 int cmd_workers(struct ctl *ctl);    /* cmd_processes.c */
 int cmd_stats(struct ctl *ctl);      /* cmd_stats.c */
 int cmd_recount(struct ctl *ctl);    /* cmd_stats.c */
+int cmd_events(struct ctl *ctl);     /* cmd_events.c */
 int cmd_quotas(struct ctl *ctl);     /* cmd_quotas.c */
 int cmd_secret_key(struct ctl *ctl); /* cmd_secret_key.c; needs no configuration or Redis */
 int cmd_reencrypt(struct ctl *ctl);  /* cmd_reencrypt.c */

@@ -2,10 +2,12 @@
  * reaching Redis needs, nothing more), and runs one command through the store. docs/ctl.md is
  * its reference. */
 #include <jansson.h>
+#include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "config.h"
 #include "ctl.h"
@@ -25,6 +27,9 @@ enum option_flag {
     OPT_TENANT = 1 << 8,
     OPT_OUTPUT = 1 << 9,
     OPT_WALK = 1 << 10,
+    OPT_SINCE = 1 << 11,
+    OPT_UNTIL = 1 << 12,
+    OPT_FOLLOW = 1 << 13,
 };
 
 static const struct {
@@ -37,7 +42,8 @@ static const struct {
     {"--yes", OPT_YES, false},          {"--top", OPT_TOP, true},
     {"--force", OPT_FORCE, false},      {"--outdated", OPT_OUTDATED, false},
     {"--tenant", OPT_TENANT, true},     {"--output", OPT_OUTPUT, true},
-    {"--walk", OPT_WALK, false},
+    {"--walk", OPT_WALK, false},        {"--since", OPT_SINCE, true},
+    {"--until", OPT_UNTIL, true},       {"--follow", OPT_FOLLOW, false},
 };
 
 static const char *const instance_states[] = {"provisioning", "provisioned", "failed", "gone",
@@ -101,6 +107,11 @@ static const struct command commands[] = {
      .options = OPT_TOP | OPT_WALK,
      .args = "[--top N] [--walk]",
      .about = "count records, operations, processes, workers needed; Redis; busiest tenants"},
+    {.name = "events",
+     .run = cmd_events,
+     .options = OPT_SINCE | OPT_UNTIL | OPT_TENANT | OPT_INSTANCE | OPT_FOLLOW,
+     .args = "[--since T] [--until T] [--tenant T] [--instance ID] [--follow]",
+     .about = "read the audit trail: requests accepted, operations ended, operator actions"},
     {.name = "quotas",
      .run = cmd_quotas,
      .args = "",
@@ -225,6 +236,9 @@ static void usage(FILE *out)
             "                  their plan's in OSBQ_CATALOG\n"
             "  --tenant T      export: only the instances of tenant T\n"
             "  --output FILE   export: write FILE (mode 0600) instead of stdout\n"
+            "  --since T, --until T  events: from, up to time T: RFC 3339 (2026-12-01T10:00:00Z),\n"
+            "                  epoch ms, or an age ago (90s, 30m, 24h, 7d)\n"
+            "  --follow        events: print new events as they come, until interrupted\n"
             "  --walk          stats: count instances and bindings by a walk of every record\n"
             "                  (gone ones too) instead of reading the count the scripts keep\n"
             "  -h, --help      print this help\n"
@@ -404,8 +418,13 @@ static int check_command_line(const struct command_line *line, struct ctl_option
     opt->walk = (line->seen & OPT_WALK) != 0;
     opt->tenant = value_of(line, OPT_TENANT);
     opt->output = value_of(line, OPT_OUTPUT);
-    if (opt->tenant != NULL && (line->seen & OPT_INSTANCE))
+    opt->since = value_of(line, OPT_SINCE);
+    opt->until = value_of(line, OPT_UNTIL);
+    opt->follow = (line->seen & OPT_FOLLOW) != 0;
+    if (opt->tenant != NULL && (line->seen & OPT_INSTANCE) && cmd->run == cmd_export)
         return usage_error("--tenant and --instance do not go together");
+    if (opt->follow && opt->until != NULL)
+        return usage_error("--follow reads on past now: --until does not go with it");
     if (opt->json && cmd->run == cmd_export && opt->output == NULL)
         return usage_error("export --json needs --output FILE: stdout holds the export itself");
     if (cmd->takes_record) {
@@ -509,6 +528,15 @@ const char *ctl_catalog_name(const struct ctl *ctl, const char *id)
         return plan->name;
     const struct osbq_service *service = osbq_catalog_service(ctl->catalog, id);
     return service != NULL ? service->name : NULL;
+}
+
+void ctl_operator_name(char *buf, size_t size)
+{
+    const struct passwd *pw = getpwuid(geteuid());
+    if (pw != NULL && pw->pw_name != NULL)
+        (void)snprintf(buf, size, "%s", pw->pw_name);
+    else
+        (void)snprintf(buf, size, "uid %u", (unsigned)geteuid());
 }
 
 bool ctl_instance_outdated(const struct ctl *ctl, const struct osbq_fields *record)

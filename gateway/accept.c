@@ -9,6 +9,7 @@
 #include "clock.h"
 #include "digest.h"
 #include "log.h"
+#include "originating_identity.h"
 #include "osb_platform.h"
 
 /* What a refusal answers. code OSBQ_OK: that resource's script never gives the answer, so it
@@ -115,6 +116,7 @@ struct accept_pending {
     struct osbq_begin_request *begin; /* a synchronous request waiting for a worker's slot: its
                                        * begin call's request, kept until it is made; else NULL */
     int64_t slot_wait_started;        /* when that wait began (osbq_clock_ms) */
+    char *user; /* who asked, for the audit trail: the decoded originating identity, or NULL */
 };
 
 static void pending_free(void *state)
@@ -127,6 +129,7 @@ static void pending_free(void *state)
         free(p->quota_values[i]);
     free(p->quotas);
     osbq_begin_request_free(&p->begin);
+    free(p->user);
     free(p);
 }
 
@@ -443,6 +446,8 @@ static struct osbq_begin_request begin_request_of(const struct gateway *gw,
         .halt = a->halt,
         .delete_cap = p->delete_cap > 0 ? p->delete_cap : 0,
         .deletion_protection = a->deletion_protection,
+        .user = p->user,
+        .request_id = req->request_identity,
     };
 }
 
@@ -454,7 +459,9 @@ static struct accept_pending *pending_new(const struct gateway *gw, const struct
 {
     struct accept_pending *p = calloc(1, sizeof *p);
     if (p == NULL || (p->service_id = strdup(a->service_id)) == NULL ||
-        !keep_quotas(p, a->quotas, a->quota_count)) {
+        !keep_quotas(p, a->quotas, a->quota_count) ||
+        (req->originating_identity != NULL && req->originating_identity[0] != '\0' &&
+         (p->user = originating_identity_decode(req->originating_identity)) == NULL)) {
         if (p != NULL)
             pending_free(p);
         reply_error(out, OSBQ_ERR_INTERNAL, NULL);

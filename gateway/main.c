@@ -13,6 +13,7 @@
 #include "catalog.h"
 #include "clock.h"
 #include "config.h"
+#include "events_trim.h"
 #include "gateway.h"
 #include "http.h"
 #include "log.h"
@@ -174,6 +175,7 @@ struct gateway_process {
     struct registry *registry;              /* owned */
     struct recovery *recovery;              /* owned */
     struct record_gauges *record_gauges;    /* owned */
+    struct events_trim *events_trim;        /* owned; NULL: no age bound or no events */
 };
 
 /* Reads the configuration, the catalog, the policy, the platforms, the TLS certificate and the
@@ -286,6 +288,9 @@ static void start_threads(struct gateway_process *p)
     p->record_gauges = record_gauges_start(gw, &err);
     if (p->record_gauges == NULL)
         fatalx("%s", err.text);
+    p->events_trim = events_trim_start(gw, &err);
+    if (p->events_trim == NULL && err.code != OSBQ_OK)
+        fatalx("%s", err.text);
     p->server = http_start(gw, p->listen_fd, p->tls, &err);
     p->listen_fd = -1;
     if (p->server == NULL)
@@ -345,6 +350,7 @@ static void stop(struct gateway_process *p)
     struct gateway *gw = &p->gw;
     stop_serving(&p->cfg, gw, &p->registry, &p->recovery, &p->server);
     record_gauges_stop(&p->record_gauges);
+    events_trim_stop(&p->events_trim);
     waiter_table_stop(&gw->waiters);
     dispatch_stop(&gw->dispatch);
     osbq_store_pipeline_free(&gw->pipeline);

@@ -76,17 +76,18 @@ int osbq_store_operation_get(struct osbq_store *store, const char *operation_id,
                              struct osbq_error *err);
 
 /* Operator: fails an unfinished operation whoever holds it, exactly as a worker's failed
- * outcome would (lock freed, waiters woken, instance usable), with description. A worker still
- * running it finds it no longer its own. Returns 1, 0 when it is finished or unknown, -1. */
+ * outcome would (lock freed, waiters woken, instance usable), with description; its end in the
+ * audit trail names by (the OS user). A worker still running it finds it no longer its own.
+ * Returns 1, 0 when it is finished or unknown, -1. */
 int osbq_store_operator_fail(struct osbq_store *store, const char *operation_id,
-                             const char *description, struct osbq_error *err);
+                             const char *description, const char *by, struct osbq_error *err);
 
 /* Operator: sends an unfinished operation again: a queued one, or a running one whose worker's
  * lease ran out (that worker's late outcome will be refused), gets its claims count restarted
  * at 0 and is due at once, so the next recovery pass of any gateway sends its job to a worker.
  * Returns 1, 0 when it is finished or unknown, 2 when it runs under a live lease (its worker is
  * alive: resending would run it twice at once; it is left alone), -1. */
-int osbq_store_operator_resend(struct osbq_store *store, const char *operation_id,
+int osbq_store_operator_resend(struct osbq_store *store, const char *operation_id, const char *by,
                                struct osbq_error *err);
 
 /* What osbq_store_purge found. */
@@ -242,9 +243,10 @@ int osbq_store_export_instance(struct osbq_store *store, const char *instance_id
  * OSBQ_RETENTION_S, as finished ones do), one more instance on each of its quota counters.
  * Returns 1 written; 2 the same instance record is there already (nothing written); 0 the id is
  * taken (nothing written; *existing_state says the state of the record there, free it); -1 with
- * err (OSBQ_ERR_INVALID: an id too long or a value that is not UTF-8). */
+ * err (OSBQ_ERR_INVALID: an id too long or a value that is not UTF-8). The audit trail names
+ * by (the OS user). */
 int osbq_store_import_instance(struct osbq_store *store, const char *instance_id,
-                               const struct osbq_export_instance *in, char **existing_state,
-                               struct osbq_error *err);
+                               const struct osbq_export_instance *in, const char *by,
+                               char **existing_state, struct osbq_error *err);
 
 #endif

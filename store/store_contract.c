@@ -37,7 +37,10 @@ static const char *const begin_instance_args[] = {NAMED(BEGIN_INSTANCE_ARG_KIND)
                                                   NAMED(BEGIN_INSTANCE_ARG_HANDED_UNTIL),
                                                   NAMED(BEGIN_INSTANCE_ARG_HALT),
                                                   NAMED(BEGIN_INSTANCE_ARG_DELETION_PROTECTION),
-                                                  NAMED(BEGIN_INSTANCE_ARG_DELETE_CAP)};
+                                                  NAMED(BEGIN_INSTANCE_ARG_DELETE_CAP),
+                                                  NAMED(BEGIN_INSTANCE_ARG_EVENTS_MAX),
+                                                  NAMED(BEGIN_INSTANCE_ARG_USER),
+                                                  NAMED(BEGIN_INSTANCE_ARG_REQUEST_ID)};
 
 static const char *const begin_binding_keys[] = {
     NAMED(BEGIN_BINDING_KEY_INSTANCE), NAMED(BEGIN_BINDING_KEY_BINDING),
@@ -68,7 +71,10 @@ static const char *const begin_binding_args[] = {NAMED(BEGIN_BINDING_ARG_KIND),
                                                  NAMED(BEGIN_BINDING_ARG_HANDED_WORKER),
                                                  NAMED(BEGIN_BINDING_ARG_HANDED_UNTIL),
                                                  NAMED(BEGIN_BINDING_ARG_HALT),
-                                                 NAMED(BEGIN_BINDING_ARG_DELETE_CAP)};
+                                                 NAMED(BEGIN_BINDING_ARG_DELETE_CAP),
+                                                 NAMED(BEGIN_BINDING_ARG_EVENTS_MAX),
+                                                 NAMED(BEGIN_BINDING_ARG_USER),
+                                                 NAMED(BEGIN_BINDING_ARG_REQUEST_ID)};
 
 static const char *const claim_keys[] = {NAMED(CLAIM_KEY_OP), NAMED(CLAIM_KEY_QUEUE)};
 
@@ -97,7 +103,9 @@ static const char *const finish_args[] = {NAMED(FINISH_ARG_WORKER_ID),
                                           NAMED(FINISH_ARG_PREFIX),
                                           NAMED(FINISH_ARG_OPERATION_ID),
                                           NAMED(FINISH_ARG_BINDING),
-                                          NAMED(FINISH_ARG_MODE)};
+                                          NAMED(FINISH_ARG_MODE),
+                                          NAMED(FINISH_ARG_EVENTS_MAX),
+                                          NAMED(FINISH_ARG_BY)};
 
 static const char *const last_operation_keys[] = {NAMED(LAST_OPERATION_KEY_RECORD)};
 
@@ -109,8 +117,8 @@ static const char *const last_operation_args[] = {
 static const char *const purge_keys[] = {NAMED(PURGE_KEY_RECORD), NAMED(PURGE_KEY_BINDINGS)};
 
 static const char *const purge_args[] = {NAMED(PURGE_ARG_PREFIX), NAMED(PURGE_ARG_BINDING),
-                                         NAMED(PURGE_ARG_NOW), NAMED(PURGE_ARG_RETENTION),
-                                         NAMED(PURGE_ARG_BY)};
+                                         NAMED(PURGE_ARG_NOW),    NAMED(PURGE_ARG_RETENTION),
+                                         NAMED(PURGE_ARG_BY),     NAMED(PURGE_ARG_EVENTS_MAX)};
 
 static const char *const recover_keys[] = {NAMED(RECOVER_KEY_QUEUE)};
 
@@ -126,7 +134,8 @@ static const char *const release_args[] = {NAMED(RELEASE_ARG_WORKER_ID), NAMED(R
 static const char *const resend_keys[] = {NAMED(RESEND_KEY_OP), NAMED(RESEND_KEY_QUEUE)};
 
 static const char *const resend_args[] = {NAMED(RESEND_ARG_NOW), NAMED(RESEND_ARG_OPERATION_ID),
-                                          NAMED(RESEND_ARG_PREFIX)};
+                                          NAMED(RESEND_ARG_PREFIX), NAMED(RESEND_ARG_BY),
+                                          NAMED(RESEND_ARG_EVENTS_MAX)};
 
 static const char *const reseal_keys[] = {NAMED(RESEAL_KEY_BINDING)};
 
@@ -153,7 +162,9 @@ static const char *const export_args[] = {NAMED(EXPORT_ARG_PREFIX), NAMED(EXPORT
 static const char *const import_keys[] = {NAMED(IMPORT_KEY_INSTANCE), NAMED(IMPORT_KEY_BINDINGS),
                                           NAMED(IMPORT_KEY_COUNTS)};
 
-static const char *const import_args[] = {NAMED(IMPORT_ARG_RECORDS), NAMED(IMPORT_ARG_RETENTION)};
+static const char *const import_args[] = {NAMED(IMPORT_ARG_RECORDS), NAMED(IMPORT_ARG_RETENTION),
+                                          NAMED(IMPORT_ARG_PREFIX), NAMED(IMPORT_ARG_BY),
+                                          NAMED(IMPORT_ARG_EVENTS_MAX)};
 
 static const char *const count_records_keys[] = {NAMED(COUNT_RECORDS_KEY_COUNTS)};
 

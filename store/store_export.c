@@ -262,26 +262,30 @@ static char *import_records(struct osbq_store *store, const char *instance_id,
 }
 
 int osbq_store_import_instance(struct osbq_store *store, const char *instance_id,
-                               const struct osbq_export_instance *in, char **existing_state,
-                               struct osbq_error *err)
+                               const struct osbq_export_instance *in, const char *by,
+                               char **existing_state, struct osbq_error *err)
 {
     *existing_state = NULL;
     char record[STORE_KEY_MAX], bindings[STORE_KEY_MAX], counts[STORE_KEY_MAX], prefix[96],
-        retention[16];
+        retention[16], events_max[16];
     if (store_id_key(store, record, sizeof record, "instance", instance_id) < 0 ||
         store_id_key(store, bindings, sizeof bindings, "bindings", instance_id) < 0 ||
         store_key(store, counts, sizeof counts, "record_counts") < 0)
         return osbq_error_set(err, OSBQ_ERR_BAD_REQUEST, "instance id too long");
     (void)store_key_prefix(store, prefix, sizeof prefix);
     (void)snprintf(retention, sizeof retention, "%u", store->cfg->retention_s);
+    (void)snprintf(events_max, sizeof events_max, "%u", store->cfg->events_max);
     char *records = import_records(store, instance_id, in, prefix, err);
     if (records == NULL)
         return -1;
     const char *keys[IMPORT_KEY_COUNT] = {[IMPORT_KEY_INSTANCE] = record,
                                           [IMPORT_KEY_BINDINGS] = bindings,
                                           [IMPORT_KEY_COUNTS] = counts};
-    const char *args[IMPORT_ARG_COUNT] = {
-        [IMPORT_ARG_RECORDS] = records, [IMPORT_ARG_RETENTION] = retention};
+    const char *args[IMPORT_ARG_COUNT] = {[IMPORT_ARG_RECORDS] = records,
+                                          [IMPORT_ARG_RETENTION] = retention,
+                                          [IMPORT_ARG_PREFIX] = prefix,
+                                          [IMPORT_ARG_BY] = by,
+                                          [IMPORT_ARG_EVENTS_MAX] = events_max};
     redisReply *reply = store_eval(store, SCRIPT_IMPORT, keys, args, err);
     value_wipe(records);
     free(records);

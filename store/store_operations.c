@@ -175,6 +175,8 @@ enum finish_by {
     FINISH_BY_HALTED, /* the worker whose step a delete halted, once the step stopped */
 };
 
+/* finish.lua's call: worker_id is who ends it, the worker (worker, halted), or for an operator
+ * (FINISH_BY_OPERATOR) the OS user the audit trail names; "" for the others. */
 static struct osbq_store_call *finish_call_new(struct osbq_store *store, const char *operation_id,
                                                const char *worker_id,
                                                const struct osbq_op_result *result,
@@ -216,10 +218,10 @@ int osbq_store_halted_end(struct osbq_store *store, const char *operation_id, co
 }
 
 int osbq_store_operator_fail(struct osbq_store *store, const char *operation_id,
-                             const char *description, struct osbq_error *err)
+                             const char *description, const char *by, struct osbq_error *err)
 {
     const struct osbq_op_result failed = failed_from_outside(description);
-    return finish_op(store, operation_id, "", &failed, FINISH_BY_OPERATOR, err);
+    return finish_op(store, operation_id, by, &failed, FINISH_BY_OPERATOR, err);
 }
 
 /* A worker's outcome counts once replicas hold it. When the WAIT behind it ended short, WAIT
@@ -261,7 +263,7 @@ static struct osbq_store_call *finish_call_new(struct osbq_store *store, const c
                                         [FINISH_BY_SYNC_LIMIT] = "sync_limit",
                                         [FINISH_BY_HALTED] = "halted"};
     char op[STORE_KEY_MAX], queue[STORE_KEY_MAX], waiters[STORE_KEY_MAX];
-    char now[24], retention[16], prefix[96];
+    char now[24], retention[16], prefix[96], events_max[16];
     if (op_keys(store, operation_id, op, queue, err) < 0 ||
         store_id_key(store, waiters, sizeof waiters, "waiters", operation_id) < 0) {
         osbq_error_set(err, OSBQ_ERR_BAD_REQUEST, "id too long");
@@ -269,6 +271,7 @@ static struct osbq_store_call *finish_call_new(struct osbq_store *store, const c
     }
     (void)snprintf(now, sizeof now, "%" PRId64, osbq_store_now_ms());
     (void)snprintf(retention, sizeof retention, "%u", store->cfg->retention_s);
+    (void)snprintf(events_max, sizeof events_max, "%u", store->cfg->events_max);
     (void)store_key_prefix(store, prefix, sizeof prefix);
     const char *description = result->description;
     if (description == NULL || description[0] == '\0')
@@ -276,7 +279,7 @@ static struct osbq_store_call *finish_call_new(struct osbq_store *store, const c
     const char *keys[FINISH_KEY_COUNT] = {
         [FINISH_KEY_OP] = op, [FINISH_KEY_QUEUE] = queue, [FINISH_KEY_WAITERS] = waiters};
     const char *args[FINISH_ARG_COUNT] = {
-        [FINISH_ARG_WORKER_ID] = worker_id,
+        [FINISH_ARG_WORKER_ID] = by == FINISH_BY_OPERATOR ? "" : worker_id,
         [FINISH_ARG_SUCCEEDED] = result->succeeded ? "1" : "0",
         [FINISH_ARG_DESCRIPTION] = description,
         [FINISH_ARG_DASHBOARD_URL] = result->dashboard_url ? result->dashboard_url : "",
@@ -289,6 +292,8 @@ static struct osbq_store_call *finish_call_new(struct osbq_store *store, const c
         [FINISH_ARG_OPERATION_ID] = operation_id,
         [FINISH_ARG_BINDING] = result->binding ? result->binding : "",
         [FINISH_ARG_MODE] = modes[by],
+        [FINISH_ARG_EVENTS_MAX] = events_max,
+        [FINISH_ARG_BY] = by == FINISH_BY_OPERATOR ? worker_id : "",
     };
     return store_call_new(SCRIPT_FINISH, keys, args, NULL, err);
 }
@@ -500,18 +505,21 @@ int osbq_store_release(struct osbq_store *store, const char *operation_id, const
     return op_script(store, SCRIPT_RELEASE, keys, args, err);
 }
 
-int osbq_store_operator_resend(struct osbq_store *store, const char *operation_id,
+int osbq_store_operator_resend(struct osbq_store *store, const char *operation_id, const char *by,
                                struct osbq_error *err)
 {
-    char op[STORE_KEY_MAX], queue[STORE_KEY_MAX], now[24], prefix[96];
+    char op[STORE_KEY_MAX], queue[STORE_KEY_MAX], now[24], prefix[96], events_max[16];
     if (op_keys(store, operation_id, op, queue, err) < 0)
         return osbq_error_set(err, OSBQ_ERR_BAD_REQUEST, "operation id too long");
     (void)snprintf(now, sizeof now, "%" PRId64, osbq_store_now_ms());
     (void)store_key_prefix(store, prefix, sizeof prefix);
     const char *keys[RESEND_KEY_COUNT] = {[RESEND_KEY_OP] = op, [RESEND_KEY_QUEUE] = queue};
+    (void)snprintf(events_max, sizeof events_max, "%u", store->cfg->events_max);
     const char *args[RESEND_ARG_COUNT] = {[RESEND_ARG_NOW] = now,
                                           [RESEND_ARG_OPERATION_ID] = operation_id,
-                                          [RESEND_ARG_PREFIX] = prefix};
+                                          [RESEND_ARG_PREFIX] = prefix,
+                                          [RESEND_ARG_BY] = by,
+                                          [RESEND_ARG_EVENTS_MAX] = events_max};
     redisReply *reply = store_eval(store, SCRIPT_RESEND, keys, args, err);
     if (reply == NULL)
         return -1;

@@ -13,7 +13,8 @@ int osbq_store_purge(struct osbq_store *store, const char *instance_id, const ch
                      const char *by, struct osbq_purge *out, struct osbq_error *err)
 {
     *out = (struct osbq_purge){0};
-    char record[STORE_KEY_MAX], bindings[STORE_KEY_MAX], prefix[96], now[24], retention[16];
+    char record[STORE_KEY_MAX], bindings[STORE_KEY_MAX], prefix[96], now[24], retention[16],
+        events_max[16];
     int bad = binding_id != NULL
                   ? store_binding_key(store, record, sizeof record, instance_id, binding_id)
                   : store_id_key(store, record, sizeof record, "instance", instance_id);
@@ -22,12 +23,13 @@ int osbq_store_purge(struct osbq_store *store, const char *instance_id, const ch
     (void)store_key_prefix(store, prefix, sizeof prefix);
     (void)snprintf(now, sizeof now, "%" PRId64, osbq_store_now_ms());
     (void)snprintf(retention, sizeof retention, "%u", store->cfg->retention_s);
+    (void)snprintf(events_max, sizeof events_max, "%u", store->cfg->events_max);
     const char *keys[PURGE_KEY_COUNT] = {
         [PURGE_KEY_RECORD] = record, [PURGE_KEY_BINDINGS] = bindings};
     const char *args[PURGE_ARG_COUNT] = {
         [PURGE_ARG_PREFIX] = prefix, [PURGE_ARG_BINDING] = binding_id != NULL ? "1" : "0",
         [PURGE_ARG_NOW] = now,       [PURGE_ARG_RETENTION] = retention,
-        [PURGE_ARG_BY] = by,
+        [PURGE_ARG_BY] = by,         [PURGE_ARG_EVENTS_MAX] = events_max,
     };
     redisReply *reply = store_eval(store, SCRIPT_PURGE, keys, args, err);
     if (reply == NULL)

@@ -34,6 +34,7 @@ struct begin_derived {
     char in_progress_cap[24]; /* the limit in decimal, or "" for none */
     char delete_cap[24];      /* the deletion guard's limit in decimal, or "" for none */
     char handed_until[24];    /* a hand-over's lease end in decimal, or "" for none */
+    char events_max[16];      /* OSBQ_EVENTS_MAX in decimal */
 };
 
 /* Fills *d for req; false when an id makes a key too long. */
@@ -67,6 +68,7 @@ static bool derive_begin(struct osbq_store *store, const struct osbq_begin_reque
         (void)snprintf(d->delete_cap, sizeof d->delete_cap, "%" PRId64, req->delete_cap);
     if (req->handed_worker != NULL)
         (void)snprintf(d->handed_until, sizeof d->handed_until, "%" PRId64, req->handed_until);
+    (void)snprintf(d->events_max, sizeof d->events_max, "%u", store->cfg->events_max);
     return true;
 }
 
@@ -116,6 +118,9 @@ static struct osbq_store_call *begin_instance_call(const struct osbq_begin_reque
         [BEGIN_INSTANCE_ARG_HALT] = req->halt ? "1" : "",
         [BEGIN_INSTANCE_ARG_DELETION_PROTECTION] = protection[req->deletion_protection],
         [BEGIN_INSTANCE_ARG_DELETE_CAP] = d->delete_cap,
+        [BEGIN_INSTANCE_ARG_EVENTS_MAX] = d->events_max,
+        [BEGIN_INSTANCE_ARG_USER] = or_empty(req->user),
+        [BEGIN_INSTANCE_ARG_REQUEST_ID] = or_empty(req->request_id),
     };
     size_t lens[BEGIN_INSTANCE_ARG_COUNT] = {[BEGIN_INSTANCE_ARG_JOB] = req->job_len};
     return store_call_new(SCRIPT_BEGIN_INSTANCE, keys, args, lens, err);
@@ -161,6 +166,9 @@ static struct osbq_store_call *begin_binding_call(const struct osbq_begin_reques
         [BEGIN_BINDING_ARG_HANDED_UNTIL] = d->handed_until,
         [BEGIN_BINDING_ARG_HALT] = req->halt ? "1" : "",
         [BEGIN_BINDING_ARG_DELETE_CAP] = d->delete_cap,
+        [BEGIN_BINDING_ARG_EVENTS_MAX] = d->events_max,
+        [BEGIN_BINDING_ARG_USER] = or_empty(req->user),
+        [BEGIN_BINDING_ARG_REQUEST_ID] = or_empty(req->request_id),
     };
     size_t lens[BEGIN_BINDING_ARG_COUNT] = {[BEGIN_BINDING_ARG_JOB] = req->job_len};
     return store_call_new(SCRIPT_BEGIN_BINDING, keys, args, lens, err);
@@ -187,7 +195,7 @@ struct begin_request_copy {
 };
 
 /* req's string members, to copy or free them all; returns how many. */
-#define BEGIN_STRINGS_MAX 20
+#define BEGIN_STRINGS_MAX 22
 static size_t begin_strings(struct osbq_begin_request *req, const char **out[BEGIN_STRINGS_MAX])
 {
     const char **strings[] = {
@@ -210,6 +218,8 @@ static size_t begin_strings(struct osbq_begin_request *req, const char **out[BEG
         &req->binding.binding_id,
         &req->binding.bind_resource,
         &req->binding.predecessor_binding_id,
+        &req->user,
+        &req->request_id,
     };
     _Static_assert(sizeof strings / sizeof strings[0] <= BEGIN_STRINGS_MAX, "BEGIN_STRINGS_MAX");
     memcpy(out, strings, sizeof strings);

@@ -57,6 +57,9 @@ struct osbq_begin_request {
                 * refusing (the plan's halt_on_delete); the new operation then waits for it */
     int64_t delete_cap; /* deprovision, unbind: the most deletes of usable records its tenant may
                          * make a minute (OSBQ_POLICY deletes_per_minute_per_tenant), or 0: none */
+    const char *user;   /* who asked, for the audit trail: the decoded
+                         * X-Broker-API-Originating-Identity, or NULL */
+    const char *request_id; /* X-Broker-API-Request-Identity, or NULL */
     /* Instance operations only. */
     const char *maintenance_version; /* maintenance_info.version, or NULL */
     const char *dashboard_url;       /* provision: decided at accept time, or NULL */

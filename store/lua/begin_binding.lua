@@ -14,6 +14,7 @@
 -- requires: fields (store/lua/lib/fields.lua: read_fields)
 -- requires: handover (store/lua/lib/handover.lua: handover_claim)
 -- requires: record_counts (store/lua/lib/record_counts.lua: record_counts_move)
+-- requires: events (store/lua/lib/events.lua: event_add)
 local key_instance = KEYS[1]  -- the instance hash
 local key_binding = KEYS[2]   -- the binding hash
 local key_op = KEYS[3]        -- the new operation hash
@@ -58,6 +59,11 @@ local arg_halt = ARGV[24]             -- "1": an unbind halts a bind that holds 
 local arg_delete_cap = ARGV[25]       -- unbind: the most deletes of usable records its tenant
                                       -- may make a minute (OSBQ_POLICY
                                       -- deletes_per_minute_per_tenant), or "" for none
+local arg_events_max = ARGV[26]       -- the events the audit trail keeps (OSBQ_EVENTS_MAX,
+                                      -- lib/events.lua), "0" for none
+local arg_user = ARGV[27]             -- who asked (X-Broker-API-Originating-Identity,
+                                      -- decoded), or ""
+local arg_request_id = ARGV[28]       -- X-Broker-API-Request-Identity, or ""
 local inst, binding_key, op_key, queue, set = key_instance, key_binding, key_op, key_queue,
                                               key_bindings
 local kind, op_id, digest, now = arg_kind, arg_operation_id, arg_digest, arg_now
@@ -129,6 +135,10 @@ local function record(binding_fields)
       'lock_x', op_id, 'last_op', op_id
   redis.call('HSET', binding_key, unpack(binding_fields))
   redis.call('HINCRBY', inst, 'lock_s', 1)
+  event_add(prefix, arg_events_max, 'accepted', 'kind', kind, 'operation', op_id,
+            'instance', arg_instance_id, 'binding', arg_binding_id, 'plan', arg_plan_id,
+            'platform', platform, 'tenant', tenant, 'user', arg_user, 'request', arg_request_id,
+            'halts', after)
   return {'accepted', op_id, '', '', '', tenant}
 end
 

@@ -15,6 +15,7 @@
 -- requires: fields (store/lua/lib/fields.lua: read_fields)
 -- requires: handover (store/lua/lib/handover.lua: handover_claim)
 -- requires: record_counts (store/lua/lib/record_counts.lua: record_counts_move)
+-- requires: events (store/lua/lib/events.lua: event_add)
 local key_instance = KEYS[1]  -- the instance hash
 local key_op = KEYS[2]        -- the new operation hash
 local key_queue = KEYS[3]     -- the queue zset
@@ -66,6 +67,11 @@ local arg_deletion_protection = ARGV[25]  -- provision, update: "1" when the par
 local arg_delete_cap = ARGV[26]           -- deprovision: the most deletes of usable records its
                                           -- tenant may make a minute (OSBQ_POLICY
                                           -- deletes_per_minute_per_tenant), or "" for none
+local arg_events_max = ARGV[27]           -- the events the audit trail keeps (OSBQ_EVENTS_MAX,
+                                          -- lib/events.lua), "0" for none
+local arg_user = ARGV[28]                 -- who asked (X-Broker-API-Originating-Identity,
+                                          -- decoded), or ""
+local arg_request_id = ARGV[29]           -- X-Broker-API-Request-Identity, or ""
 local inst, op_key, queue = key_instance, key_op, key_queue
 local kind, op_id, digest, now = arg_kind, arg_operation_id, arg_digest, arg_now
 local gateway, prefix, platform = arg_waiting_gateway, arg_prefix, arg_platform
@@ -185,6 +191,9 @@ local function record(plan_id, prev_plan, inst_fields)
   inst_fields[n + 1], inst_fields[n + 2], inst_fields[n + 3], inst_fields[n + 4] =
       'lock_x', op_id, 'last_op', op_id
   redis.call('HSET', inst, unpack(inst_fields))
+  event_add(prefix, arg_events_max, 'accepted', 'kind', kind, 'operation', op_id,
+            'instance', arg_instance_id, 'plan', plan_id, 'platform', platform, 'tenant', tenant,
+            'user', arg_user, 'request', arg_request_id, 'halts', after)
   return {'accepted', op_id, inst_dashboard_url or '', inst_metadata or '', '', tenant}
 end
 

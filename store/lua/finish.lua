@@ -11,6 +11,7 @@
 -- requires: halt (store/lua/lib/halt.lua: queue_after_halt)
 -- requires: records_gone (store/lua/lib/records_gone.lua: quota_release, binding_gone)
 -- requires: record_counts (store/lua/lib/record_counts.lua: record_counts_move, _mark)
+-- requires: events (store/lua/lib/events.lua: event_add)
 -- requires: fields (store/lua/lib/fields.lua: read_fields)
 local key_op = KEYS[1]       -- the operation hash
 local key_queue = KEYS[2]    -- the queue zset
@@ -36,19 +37,23 @@ local arg_mode = ARGV[13]              -- "abandon": the recovery loop gives up 
                                        -- (docs/decisions/0048); "halted": the worker whose
                                        -- step a delete halted, once it stopped (a halting
                                        -- operation only, docs/decisions/0051); or ""
+local arg_events_max = ARGV[14]        -- the events the audit trail keeps (OSBQ_EVENTS_MAX,
+                                       -- lib/events.lua), "0" for none
+local arg_by = ARGV[15]                -- "operator": who failed it (osbq-ctl's OS user); or ""
 -- The operation in one HMGET, each field into the local op_<field>: the names below in the
 -- order of the fields asked (tests/unit/test_store_contract.c checks it).
 local op_state, op_worker, op_kind, op_instance_key, op_plan_id, op_parameters, op_context,
       op_maintenance_version, op_created_ms, op_binding_key, op_bindings_key, op_quota_taken,
       op_quota_keys, op_instance, op_binding, op_tenant, op_lease_until, op_history, op_waited,
       op_in_progress_key, op_started_ms, op_quotas_held, op_service_id, op_halted_by,
-      op_deletion_protection =
+      op_deletion_protection, op_claims, op_steps, op_platform =
   unpack(redis.call('HMGET', key_op,
                     'state', 'worker', 'kind', 'instance_key', 'plan_id', 'parameters', 'context',
                     'maintenance_version', 'created_ms', 'binding_key', 'bindings_key',
                     'quota_taken', 'quota_keys', 'instance', 'binding', 'tenant', 'lease_until',
                     'history', 'waited', 'in_progress_key', 'started_ms', 'quotas_held',
-                    'service_id', 'halted_by', 'deletion_protection'))
+                    'service_id', 'halted_by', 'deletion_protection', 'claims', 'steps',
+                    'platform'))
 local previous_release = begun_by_previous_release(op_service_id)
 local now, retention = tonumber(arg_now), tonumber(arg_retention)
 -- A creation halted by a delete (lib/halt.lua) ends failed whatever its step reports, once its
@@ -107,6 +112,14 @@ if not ok and (op_kind == 'update' or op_kind == 'deprovision') then
   end
 end
 redis.call('HSET', key_op, unpack(op_fields))
+-- Its end in the audit trail, once: a step run twice ends the operation once (the state checked
+-- above).
+event_add(prefix, arg_events_max, 'ended', 'kind', op_kind, 'operation', op_id,
+          'instance', op_instance, 'binding', op_binding, 'plan', op_plan_id,
+          'platform', op_platform or 'default', 'tenant', op_tenant, 'outcome', event,
+          'description', description, 'duration_ms', tostring(now - tonumber(op_created_ms or now)),
+          'claims', op_claims, 'steps', op_steps, 'worker', op_worker,
+          'by', arg_mode == 'operator' and arg_by or nil)
 -- What only an unfinished operation needs goes (the job, its step's state, its lease).
 redis.call('HDEL', key_op, 'job', 'lease_until', 'resume', 'due_ms', 'tenant', 'waited',
            'quotas_held')

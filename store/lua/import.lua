@@ -9,6 +9,7 @@
 -- replaced, as a provision replaces it.
 -- Returns {1} written, {2} the same record is there already, {0, its state} the id is taken.
 -- requires: record_counts (store/lua/lib/record_counts.lua: record_counts_move)
+-- requires: events (store/lua/lib/events.lua: event_add)
 local key_instance = KEYS[1]  -- the instance hash
 local key_bindings = KEYS[2]  -- the instance's set of live bindings
 local key_counts = KEYS[3]    -- the live records' count (lib/record_counts.lua)
@@ -17,6 +18,9 @@ local arg_records = ARGV[1]    -- JSON {"instance": [field, value, ...], "bindin
                                -- keys in full and the instance's quota_keys in the target's
                                -- namespace (the store built them)
 local arg_retention = ARGV[2]  -- s: how long a finished operation is kept
+local arg_prefix = ARGV[3]     -- the key prefix "<ns>:"
+local arg_by = ARGV[4]         -- who imported it (osbq-ctl: the OS user)
+local arg_events_max = ARGV[5] -- the events the audit trail keeps (OSBQ_EVENTS_MAX), "0": none
 local records, retention = cjson.decode(arg_records), tonumber(arg_retention)
 
 -- A flat list of fields and values as a table, locks and the count's mark left out (they are
@@ -76,4 +80,8 @@ local instance = as_table(records.instance)
 for key in string.gmatch(instance.quota_keys or '', '[^\n]+') do
   redis.call('INCR', key)
 end
+event_add(arg_prefix, arg_events_max, 'operator', 'action', 'import',
+          'instance', instance.instance_id, 'plan', instance.plan_id,
+          'platform', instance.platform or 'default', 'tenant', instance.tenant, 'by', arg_by,
+          'bindings', tostring(#records.bindings))
 return {1}

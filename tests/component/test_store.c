@@ -479,12 +479,12 @@ static void test_operation_history_and_repairs(void **state)
     assert_int_equal(claim(f, "oph", "w2", 10000), 1);
     assert_int_equal(osbq_store_progress(f->store, "oph", "w2", NULL, 10000, &err), 1);
     /* w2 renews its lease: resending would run the operation twice at once. */
-    assert_int_equal(osbq_store_operator_resend(f->store, "oph", &err), 2);
+    assert_int_equal(osbq_store_operator_resend(f->store, "oph", "ops", &err), 2);
     assert_int_equal(osbq_store_progress(f->store, "oph", "w2", NULL, 1, &err), 1);
     struct timespec pause = {0, 20000000};
     nanosleep(&pause, NULL);
     /* Its lease ran out: taken from w2, claims start again, due at once. */
-    assert_int_equal(osbq_store_operator_resend(f->store, "oph", &err), 1);
+    assert_int_equal(osbq_store_operator_resend(f->store, "oph", "ops", &err), 1);
     assert_string_equal(store_field(f, "t:op:oph", "state"), "queued");
     assert_string_equal(store_field(f, "t:op:oph", "claims"), "0");
     assert_int_equal(osbq_store_progress(f->store, "oph", "w2", NULL, 10000, &err), 0);
@@ -494,7 +494,8 @@ static void test_operation_history_and_repairs(void **state)
     freeReplyObject(score);
     assert_int_equal(claim(f, "oph", "w3", 10000), 1);
     /* Failed by an operator while w3 runs it: the lock is free, w3's outcome is refused. */
-    assert_int_equal(osbq_store_operator_fail(f->store, "oph", "Stuck; failed by ops.", &err), 1);
+    assert_int_equal(
+        osbq_store_operator_fail(f->store, "oph", "Stuck; failed by ops.", "ops", &err), 1);
     assert_int_equal(finish(f, "oph", "w3", true), 0);
     assert_string_equal(store_field(f, "t:op:oph", "state"), "failed");
     assert_string_equal(store_field(f, "t:op:oph", "description"), "Stuck; failed by ops.");
@@ -508,8 +509,8 @@ static void test_operation_history_and_repairs(void **state)
     assert_int_equal(exists->integer, 0);
     freeReplyObject(exists);
     /* Nothing to repair once finished; unknown operations are not found. */
-    assert_int_equal(osbq_store_operator_fail(f->store, "oph", "again", &err), 0);
-    assert_int_equal(osbq_store_operator_resend(f->store, "oph", &err), 0);
+    assert_int_equal(osbq_store_operator_fail(f->store, "oph", "again", "ops", &err), 0);
+    assert_int_equal(osbq_store_operator_resend(f->store, "oph", "ops", &err), 0);
     struct osbq_fields fields = {0};
     char **history = NULL;
     size_t count = 0;
@@ -764,7 +765,7 @@ static void test_steps_repairs(void **state)
     int64_t later = osbq_store_now_ms() + 60000;
     assert_int_equal(osbq_store_wait(f->store, "s2", "w1", &step, later, &err), 1);
     assert_string_equal(store_field(f, "t:op:s2", "description"), "In progress.");
-    assert_int_equal(osbq_store_operator_resend(f->store, "s2", &err), 1);
+    assert_int_equal(osbq_store_operator_resend(f->store, "s2", "ops", &err), 1);
     assert_string_equal(store_field(f, "t:op:s2", "state"), "waiting");
     assert_string_equal(store_field(f, "t:op:s2", "claims"), "0");
     assert_int_equal(claim(f, "s2", "w2", 1), 1);
@@ -796,7 +797,7 @@ static void test_steps_repairs(void **state)
                      OSBQ_BEGIN_ACCEPTED);
     assert_int_equal(claim(f, "s3", "w1", 10000), 1);
     assert_int_equal(osbq_store_wait(f->store, "s3", "w1", &step, later, &err), 1);
-    assert_int_equal(osbq_store_operator_fail(f->store, "s3", "Failed by ops.", &err), 1);
+    assert_int_equal(osbq_store_operator_fail(f->store, "s3", "Failed by ops.", "ops", &err), 1);
     assert_string_equal(store_field(f, "t:op:s3", "state"), "failed");
     assert_string_equal(store_field(f, "t:instance:is3", "lock_x"), "");
 }
@@ -877,7 +878,7 @@ static void test_polls_leave_fairly(void **state)
     /* A claim takes it out of its tenant's polls; so do an operator's failure and a finish. */
     assert_int_equal(claim(f, "pb0", "w2", 10000), 1);
     assert_int_equal(zcard(f, "t:polls:cf/org-b"), 0);
-    assert_int_equal(osbq_store_operator_fail(f->store, "pa29", "Failed by ops.", &err), 1);
+    assert_int_equal(osbq_store_operator_fail(f->store, "pa29", "Failed by ops.", "ops", &err), 1);
     assert_int_equal(zcard(f, "t:polls:cf/org-a"), 29);
     assert_int_equal(finish(f, "pb0", "w2", true), 1);
     /* org-b has nothing waiting: once its listing falls due (at pb0's next poll, made now), a
@@ -892,7 +893,7 @@ static void test_polls_leave_fairly(void **state)
     freeReplyObject(r);
     assert_true(next_due > osbq_store_now_ms());
     /* An operator's resend makes a waiting step due at once in its tenant's polls. */
-    assert_int_equal(osbq_store_operator_resend(f->store, "pa28", &err), 1);
+    assert_int_equal(osbq_store_operator_resend(f->store, "pa28", "ops", &err), 1);
     assert_int_equal(
         osbq_store_recover(f->store, 10, 5, 10000, true, &items, &count, &next_due, &err), 0);
     assert_int_equal(count, 1);

@@ -265,12 +265,12 @@ static void test_cap_every_end_and_policy_changes(void **state)
     assert_int_equal(osbq_store_abandon(f->store, "q1", "Again.", &err), 0);
     assert_int_equal(counter(f, COUNTER_A), 3);
     /* Queued, failed by an operator. */
-    assert_int_equal(osbq_store_operator_fail(f->store, "q2", "Ops.", &err), 1);
+    assert_int_equal(osbq_store_operator_fail(f->store, "q2", "Ops.", "ops", &err), 1);
     assert_int_equal(counter(f, COUNTER_A), 2);
-    assert_int_equal(osbq_store_operator_fail(f->store, "q2", "Ops.", &err), 0);
+    assert_int_equal(osbq_store_operator_fail(f->store, "q2", "Ops.", "ops", &err), 0);
     /* Running, failed by an operator: its worker's late outcome changes nothing. */
     assert_int_equal(osbq_store_claim(f->store, "q3", "w1", 1, 10000, NULL, &err), 1);
-    assert_int_equal(osbq_store_operator_fail(f->store, "q3", "Ops.", &err), 1);
+    assert_int_equal(osbq_store_operator_fail(f->store, "q3", "Ops.", "ops", &err), 1);
     const struct osbq_op_result late = {.succeeded = true, .description = "Late."};
     assert_int_equal(osbq_store_finish(f->store, "q3", "w1", &late, &err), 0);
     assert_int_equal(counter(f, COUNTER_A), 1);
@@ -281,7 +281,7 @@ static void test_cap_every_end_and_policy_changes(void **state)
         osbq_store_wait(f->store, "q4", "w1", &step, osbq_store_now_ms() + 60000, &err), 1);
     assert_string_equal(store_field(f, "t:op:q4", "state"), "waiting");
     assert_int_equal(counter(f, COUNTER_A), 1);
-    assert_int_equal(osbq_store_operator_fail(f->store, "q4", "Ops.", &err), 1);
+    assert_int_equal(osbq_store_operator_fail(f->store, "q4", "Ops.", "ops", &err), 1);
     assert_int_equal(integer(f, "EXISTS", COUNTER_A), 0);
     run_to_end(f, "q5", true);
     assert_int_equal(integer(f, "EXISTS", COUNTER_A), 0);

@@ -71,14 +71,15 @@ REDIS_COMMANDS_PER_OPERATION = {
     # The live records' count (decision 0056) added 6 to a provision and a bind (the count's
     # gen and one HINCRBY at begin; the gen, the record's line and two HINCRBY at finish), 3 to
     # an unbind and a deprovision (the gen, the line, one HINCRBY at finish).
-    "async_provision": 20,  # begin_instance, finish: 19.25 on average
+    # The audit trail (decision 0057) added one XADD to each begin and each finish.
+    "async_provision": 22,  # begin_instance, finish: 21.25 on average
     "poll": 3,              # last_operation
-    "bind": 25,             # begin_binding, finish: 24.25
+    "bind": 27,             # begin_binding, finish: 26.25
     "binding_poll": 3,      # last_operation
     "named_poll": 1,        # HMGET of the operation alone (decision 0043)
     "binding_named_poll": 1,
-    "unbind": 23,           # begin_binding, finish: 22.25
-    "deprovision": 19,      # begin_instance, finish: 18.25 (its quotas read at begin, an
+    "unbind": 25,           # begin_binding, finish: 24.25
+    "deprovision": 21,      # begin_instance, finish: 20.25 (its quotas read at begin, an
                             # empty bindings set not deleted: decision 0044)
 }
 # The claim of an operation that was not handed over: the call and what it runs (claim.lua).

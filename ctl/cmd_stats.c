@@ -446,7 +446,7 @@ static int print_text(const json_t *stats)
     const json_t *redis = json_object_get(stats, "redis");
     char instances[512], bindings[512], operations[96], gateways[80], worker_text[192];
     char slots[24], running[24], redis_text[96], memory[FORMAT_TEXT_MAX], replicas[512];
-    char tenants[128], took[32];
+    char tenants[128], took[80];
     const json_t *tenant_counts = json_object_get(stats, "tenants");
     bool walked = strcmp(json_string_value(json_object_get(stats, "records_from")), "walk") == 0;
     (void)snprintf(took, sizeof took, "%.2f s (%s)",

@@ -2,6 +2,7 @@
 #ifndef OSBQ_GATEWAY_GATEWAY_H
 #define OSBQ_GATEWAY_GATEWAY_H
 
+#include "audit.h"
 #include "auth.h"
 #include "averages.h"
 #include "catalog.h"
@@ -33,6 +34,7 @@ struct gateway {
     struct averages *averages;                 /* the plans' average durations polls read */
     struct instance_tenants *instance_tenants; /* instances' tenants, learned from begins */
     struct gateway_metrics *metrics;           /* its series are updated from any thread */
+    struct audit *audit;                       /* the rate of refusals in the audit trail */
     struct osbq_auth metrics_auth;             /* OSBQ_METRICS_USERNAME/PASSWORD, hashed */
     bool metrics_auth_on;                      /* /metrics asks for them */
     char gateway_id[33];                       /* random id: this gateway's event channel */

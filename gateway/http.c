@@ -97,26 +97,6 @@ static enum http_method parse_method(const char *method)
     return HTTP_OTHER;
 }
 
-/* The method as a metrics label: a fixed set, whatever a client sends. */
-static const char *method_label(enum http_method method)
-{
-    switch (method) {
-    case HTTP_GET:
-        return "GET";
-    case HTTP_PUT:
-        return "PUT";
-    case HTTP_PATCH:
-        return "PATCH";
-    case HTTP_DELETE:
-        return "DELETE";
-    case HTTP_POST:
-        return "POST";
-    case HTTP_OTHER:
-        break;
-    }
-    return "OTHER";
-}
-
 static const char *header(struct MHD_Connection *conn, const char *name)
 {
     return MHD_lookup_connection_value(conn, MHD_HEADER_KIND, name);
@@ -238,8 +218,16 @@ static void dispatch(const struct gateway *gw, struct MHD_Connection *conn, stru
 
     if (broker) {
         ex->platform = platform;
-        if (!admission_check_broker(ex->platforms, platform, conn, req, out))
+        if (!admission_check_broker(ex->platforms, platform, conn, req, out)) {
+            if (out->status == 401)
+                audit_refusal(gw->audit, gw->store, req, ex->client,
+                              &(struct audit_refusal){
+                                  .status = 401,
+                                  .reason = "unauthenticated",
+                                  .platform = platform != NULL ? platform->name : NULL,
+                                  .description = "The credentials are not the platform's."});
             return;
+        }
     } else if (matched == ROUTE_FOUND && route->handler == metrics_get &&
                !admission_check_metrics(gw, conn, out)) {
         return;
@@ -694,8 +682,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     osbq_series_add(metrics->in_flight, -1);
     int64_t micros = (int64_t)((osbq_clock_seconds() - ex->started) * 1e6);
     /* A request cut off before any answer (status 0) is counted as code "0". */
-    gateway_metrics_request(metrics, ex->route ? ex->route : "unmatched", method_label(ex->method),
-                            ex->status, (double)micros / 1e6);
+    gateway_metrics_request(metrics, ex->route ? ex->route : "unmatched",
+                            route_method_label(ex->method), ex->status, (double)micros / 1e6);
     if (ex->platform != NULL)
         gateway_metrics_platform_request(metrics, ex->platform->name, ex->status);
     const struct access_entry entry = {

@@ -168,6 +168,7 @@ struct gateway_process {
     zactor_t *bus_auth;                     /* owned: the ZAP handler; NULL without CurveZMQ */
     zsock_t *bus;                           /* the ROUTER, until the dispatcher takes it over */
     struct gateway_metrics metrics;         /* the gateway's series */
+    struct audit audit;                     /* the refusals' rate in the audit trail */
     struct gateway gw;                      /* what the handlers share: owns the store, the
                                              * pipeline, the dispatcher and the waiters; borrows
                                              * the rest from above */
@@ -247,6 +248,9 @@ static void describe_gateway(struct gateway_process *p)
         gateway_metrics_init(&p->metrics, gw->store, OSBQ_VERSION) < 0)
         fatalx("cannot initialise: out of memory or no random source");
     gw->metrics = &p->metrics;
+    if (audit_init(&p->audit) < 0)
+        fatalx("cannot initialise: out of memory");
+    gw->audit = &p->audit;
     struct osbq_platforms *set = osbq_platforms_acquire(&p->platforms);
     gateway_metrics_platforms(&p->metrics, set);
     osbq_platforms_release(set);
@@ -357,6 +361,7 @@ static void stop(struct gateway_process *p)
     averages_free(&gw->averages);
     instance_tenants_free(&gw->instance_tenants);
     gateway_metrics_clear(&p->metrics);
+    audit_clear(&p->audit);
     sodium_memzero(&gw->metrics_auth, sizeof gw->metrics_auth);
     zactor_destroy(&p->bus_auth);
     osbq_store_destroy(&gw->store);

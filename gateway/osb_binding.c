@@ -148,8 +148,17 @@ static bool binding_allowed(const struct gateway *gw, const struct request *req,
     osbq_policy_context_from(&ctx, context ? context : stored, NULL, NULL, osb_platform_name(req));
     char why[OSBQ_ERROR_TEXT_MAX];
     bool denied = osbq_policy_denied(gw->policy, OSBQ_POLICY_BIND, plan, &ctx, why, sizeof why);
-    if (denied)
+    if (denied) {
         reply_error(out, OSBQ_ERR_FORBIDDEN, why);
+        audit_refusal(gw->audit, gw->store, req, NULL,
+                      &(struct audit_refusal){.status = out->status,
+                                              .reason = "denied",
+                                              .platform = osb_platform_name(req),
+                                              .kind = "bind",
+                                              .instance_id = instance_id,
+                                              .binding_id = req->params[1],
+                                              .description = why});
+    }
     json_decref(stored);
     osbq_instance_clear(&inst);
     return !denied;

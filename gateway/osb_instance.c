@@ -33,13 +33,21 @@ static void instance_quotas_clear(struct instance_quotas *q)
 /* What OSBQ_POLICY says of a new instance of plan (or a move to it, kind update) from ctx: false
  * with policy_refusal(kind) when a deny rule refuses it; otherwise the quotas it counts against,
  * in q. */
-static bool policy_admits(const struct gateway *gw, enum osbq_job_kind kind,
-                          const struct osbq_plan *plan, const struct osbq_policy_context *ctx,
-                          struct instance_quotas *q, struct reply *out)
+static bool policy_admits(const struct gateway *gw, const struct request *req,
+                          enum osbq_job_kind kind, const struct osbq_plan *plan,
+                          const struct osbq_policy_context *ctx, struct instance_quotas *q,
+                          struct reply *out)
 {
     char why[OSBQ_ERROR_TEXT_MAX];
     if (osbq_policy_denied(gw->policy, OSBQ_POLICY_PROVISION, plan, ctx, why, sizeof why)) {
         reply_error(out, policy_refusal(kind), why);
+        audit_refusal(gw->audit, gw->store, req, NULL,
+                      &(struct audit_refusal){.status = out->status,
+                                              .reason = "denied",
+                                              .platform = osb_platform_name(req),
+                                              .kind = osbq_job_kind_name(kind),
+                                              .instance_id = req->params[0],
+                                              .description = why});
         return false;
     }
     q->count = osbq_policy_quotas(gw->policy, plan, ctx, q->uses);
@@ -220,7 +228,7 @@ void osb_instance_put(const struct gateway *gw, const struct request *req, struc
         goto out;
     osbq_policy_context_from(&ctx, m.context, m.organization_guid, m.space_guid,
                              osb_platform_name(req));
-    if (!policy_admits(gw, OSBQ_JOB_PROVISION, plan, &ctx, &quotas, out))
+    if (!policy_admits(gw, req, OSBQ_JOB_PROVISION, plan, &ctx, &quotas, out))
         goto out;
     char *dashboard = osbq_plan_dashboard_url(plan, req->params[0]);
     struct accept a = {
@@ -314,7 +322,7 @@ static bool plan_change_admitted(const struct gateway *gw, const struct request 
         context = q->stored_context = json_loads(inst->context, 0, NULL);
     struct osbq_policy_context ctx;
     osbq_policy_context_from(&ctx, context, NULL, NULL, osb_platform_name(req));
-    return policy_admits(gw, OSBQ_JOB_UPDATE, target, &ctx, q, out);
+    return policy_admits(gw, req, OSBQ_JOB_UPDATE, target, &ctx, q, out);
 }
 
 /* An update that changes nothing (update_change.h) of an instance no operation holds: 200 at

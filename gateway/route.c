@@ -110,3 +110,22 @@ void route_allow_header(unsigned bits, char *buf, size_t size)
         used += (size_t)n;
     }
 }
+
+const char *route_method_label(enum http_method method)
+{
+    switch (method) {
+    case HTTP_GET:
+        return "GET";
+    case HTTP_PUT:
+        return "PUT";
+    case HTTP_PATCH:
+        return "PATCH";
+    case HTTP_DELETE:
+        return "DELETE";
+    case HTTP_POST:
+        return "POST";
+    case HTTP_OTHER:
+        break;
+    }
+    return "OTHER";
+}

@@ -32,8 +32,13 @@ struct route_params {
     size_t count;                         /* captured parameters */
 };
 
+/* The method as a label of metrics and of the audit trail: a fixed set ("GET", ..., "OTHER"),
+ * whatever a client sends. */
+const char *route_method_label(enum http_method method);
+
 /* Finds the route for method and raw path (query string excluded). ROUTE_FOUND sets *route
  * and params; ROUTE_METHOD_NOT_ALLOWED sets *allowed to the HTTP_* bits the path accepts. */
+
 enum route_result route_match(const char *path, enum http_method method, const struct route **route,
                               struct route_params *params, unsigned *allowed);
 

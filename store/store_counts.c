@@ -39,6 +39,29 @@ static int line_parse(const char *field, size_t len, const char *value,
                                                                                              : -1;
 }
 
+/* Runs command ("HGETALL", "DEL") on the count's hash: its reply (caller frees), or NULL with
+ * err. */
+static redisReply *on_counts(struct osbq_store *store, const char *command, struct osbq_error *err)
+{
+    char key[STORE_KEY_MAX];
+    if (store_key(store, key, sizeof key, "record_counts") < 0) {
+        osbq_error_set(err, OSBQ_ERR_INTERNAL, "key too long");
+        return NULL;
+    }
+    redisContext *c = store_acquire(store, err);
+    if (c == NULL)
+        return NULL;
+    const char *argv[] = {command, key};
+    redisReply *reply = redisCommandArgv(c, 2, argv, NULL);
+    int rc = store_reply_failed(c, reply, command, err);
+    store_release(store, c);
+    if (rc < 0) {
+        freeReplyObject(reply);
+        return NULL;
+    }
+    return reply;
+}
+
 void osbq_record_counts_clear(struct osbq_record_counts *counts)
 {
     for (size_t i = 0; i < counts->count; i++) {
@@ -54,19 +77,10 @@ int osbq_store_record_counts(struct osbq_store *store, struct osbq_record_counts
                              struct osbq_error *err)
 {
     memset(out, 0, sizeof *out);
-    char key[STORE_KEY_MAX];
-    if (store_key(store, key, sizeof key, "record_counts") < 0)
-        return osbq_error_set(err, OSBQ_ERR_INTERNAL, "key too long");
-    redisContext *c = store_acquire(store, err);
-    if (c == NULL)
+    redisReply *reply = on_counts(store, "HGETALL", err);
+    if (reply == NULL)
         return -1;
-    redisReply *reply = redisCommand(c, "HGETALL %s", key);
-    int rc = store_reply_failed(c, reply, "HGETALL", err);
-    store_release(store, c);
-    if (rc < 0) {
-        freeReplyObject(reply);
-        return -1;
-    }
+    int rc = 0;
     if (reply->type != REDIS_REPLY_ARRAY || reply->elements % 2 != 0) {
         freeReplyObject(reply);
         return osbq_error_set(err, OSBQ_ERR_INTERNAL, "record counts: unexpected reply");
@@ -132,15 +146,7 @@ int osbq_store_count_records_step(struct osbq_store *store, unsigned batch, int6
 
 int osbq_store_record_counts_drop(struct osbq_store *store, struct osbq_error *err)
 {
-    char key[STORE_KEY_MAX];
-    if (store_key(store, key, sizeof key, "record_counts") < 0)
-        return osbq_error_set(err, OSBQ_ERR_INTERNAL, "key too long");
-    redisContext *c = store_acquire(store, err);
-    if (c == NULL)
-        return -1;
-    redisReply *reply = redisCommand(c, "DEL %s", key);
-    int rc = store_reply_failed(c, reply, "DEL", err);
-    store_release(store, c);
+    redisReply *reply = on_counts(store, "DEL", err);
     freeReplyObject(reply);
-    return rc < 0 ? -1 : 0;
+    return reply != NULL ? 0 : -1;
 }

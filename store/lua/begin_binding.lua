@@ -142,6 +142,16 @@ local function record(binding_fields)
   return {'accepted', op_id, '', '', '', tenant}
 end
 
+-- A refusal an auditor asks about in the audit trail (lib/events.lua), then the answer: the
+-- in-progress cap (the policy's), the deletion guard, an unbind's 422 ConcurrencyError.
+local function audit_refusal(reply)
+  event_add(prefix, arg_events_max, 'refused', 'kind', kind, 'reason', reply[1],
+            'instance', arg_instance_id, 'binding', arg_binding_id, 'plan', arg_plan_id,
+            'platform', platform, 'tenant', inst_tenant or arg_tenant, 'user', arg_user,
+            'request', arg_request_id)
+  return reply
+end
+
 if kind == 'bind' then
   if not inst_state or inst_state == 'failed' or inst_state == 'gone' or instance_theirs then
     return {'no_instance'}
@@ -169,7 +179,7 @@ if kind == 'bind' then
     end
   end
   local capped = cap and in_progress_refusal(prefix, inst_tenant or arg_tenant, cap)
-  if capped then return capped end
+  if capped then return audit_refusal(capped) end
   -- A failed or deleted binding's record is replaced whole, and counted anew.
   local _, counted = record_counts_move(prefix .. 'record_counts', binding_key, 'b',
                                         not binding_state, 'binding', arg_plan_id, '')
@@ -196,9 +206,11 @@ if kind == 'unbind' then
     local running = redis.call('HGET', prefix .. 'op:' .. binding_lock_x, 'kind')
     if running == 'unbind' then return join(prefix, binding_lock_x, gateway) end
     -- Spec, Unbinding: as a deprovision during a provision, it halts the bind.
-    if running ~= 'bind' or arg_halt ~= '1' or inst_lock_x then return {'busy'} end
+    if running ~= 'bind' or arg_halt ~= '1' or inst_lock_x then
+      return audit_refusal({'busy'})
+    end
   end
-  if inst_lock_x then return {'instance_busy'} end
+  if inst_lock_x then return audit_refusal({'instance_busy'}) end
   -- The plan the binding was made with, or its instance's plan now: after a plan change,
   -- platforms differ in which they send (Kubernetes' service catalog sends the current one).
   if arg_service_id ~= binding_service_id or
@@ -210,7 +222,7 @@ if kind == 'unbind' then
   local delete_cap = binding_state == 'bound' and tonumber(arg_delete_cap)
   local capped = delete_cap and delete_guard_take(prefix, inst_tenant or arg_tenant, delete_cap,
                                                   now)
-  if capped then return capped end
+  if capped then return audit_refusal(capped) end
   if binding_lock_x then
     after = binding_lock_x
     halted_worker, after_due = halt(prefix, queue, after, op_id, now, arg_claim_deadline)

@@ -197,6 +197,17 @@ local function record(plan_id, prev_plan, inst_fields)
   return {'accepted', op_id, inst_dashboard_url or '', inst_metadata or '', '', tenant}
 end
 
+-- A refusal an auditor asks about in the audit trail (lib/events.lua), then the answer: a
+-- quota or the in-progress cap (the policy's), the deletion guard, a delete's 422
+-- ConcurrencyError ('busy').
+local function audit_refusal(reply)
+  event_add(prefix, arg_events_max, 'refused', 'kind', kind, 'reason', reply[1],
+            'instance', arg_instance_id, 'plan', arg_plan_id ~= '' and arg_plan_id or inst_plan_id,
+            'platform', platform, 'tenant', inst_tenant or arg_tenant, 'user', arg_user,
+            'request', arg_request_id)
+  return reply
+end
+
 -- The identical provision or update in progress: joined, its 202 carrying the dashboard as the
 -- first one did (spec: "MUST return it with the initial response").
 local function join_with_dashboard()
@@ -223,7 +234,7 @@ if kind == 'provision' then
   local quotas = parse_quotas(arg_quotas)
   local refused = quota_refusal(quotas, {})
   if not refused and cap then refused = in_progress_refusal(prefix, arg_tenant, cap) end
-  if refused then return refused end
+  if refused then return audit_refusal(refused) end
   -- A failed or deleted instance's record is replaced whole, and counted anew.
   local _, counted = record_counts_move(prefix .. 'record_counts', inst, 'i', not inst_state,
                                         'provisioning', arg_plan_id, arg_maintenance_version)
@@ -261,7 +272,10 @@ if kind == 'update' then
   if expected ~= '' and expected ~= inst_plan_id then return {'changed'} end
   local target = arg_plan_id ~= '' and arg_plan_id or inst_plan_id
   local capped = cap and in_progress_refusal(prefix, inst_tenant or arg_tenant, cap)
-  if arg_quotas == '-' then return capped or record(target, inst_plan_id, {}) end
+  if arg_quotas == '-' then
+    if capped then return audit_refusal(capped) end
+    return record(target, inst_plan_id, {})
+  end
   -- A plan change counts against the new plan's quotas now; finish.lua gives back the old
   -- plan's on success, or what was taken here on failure.
   local held = {}
@@ -270,7 +284,7 @@ if kind == 'update' then
   end
   local quotas = parse_quotas(arg_quotas)
   local refused = quota_refusal(quotas, held) or capped
-  if refused then return refused end
+  if refused then return audit_refusal(refused) end
   local reply = record(target, inst_plan_id, {})
   redis.call('HSET', op_key, 'quota_taken', quota_take(quotas, held), 'quota_keys',
              quota_key_list(quotas))
@@ -289,19 +303,21 @@ if kind == 'deprovision' then
     if running == 'deprovision' then return join(prefix, inst_lock_x, gateway) end
     -- Spec, Deprovisioning: a delete accepted during the provision "MUST have the net effect of
     -- halting the current creation process and beginning the deletion".
-    if running ~= 'provision' or arg_halt ~= '1' or lock_s > 0 then return {'busy'} end
+    if running ~= 'provision' or arg_halt ~= '1' or lock_s > 0 then
+      return audit_refusal({'busy'})
+    end
     after = inst_lock_x
     halted_worker, after_due = halt(prefix, queue, after, op_id, now, arg_claim_deadline)
   end
-  if lock_s > 0 then return {'busy'} end
+  if lock_s > 0 then return audit_refusal({'busy'}) end
   -- The deletion guard spares a delete of an instance never usable (a provision failed or
   -- halted: the platform's orphan mitigation).
   if inst_state == 'provisioned' then
-    if inst_deletion_protection == '1' then return {'protected'} end
+    if inst_deletion_protection == '1' then return audit_refusal({'protected'}) end
     local delete_cap = tonumber(arg_delete_cap)
     local capped = delete_cap and delete_guard_take(prefix, inst_tenant or arg_tenant, delete_cap,
                                                     now)
-    if capped then return capped end
+    if capped then return audit_refusal(capped) end
   end
   -- The quotas finish.lua gives back, as read here (the lock keeps them as they are): it need
   -- not read the instance for them.

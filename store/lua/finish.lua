@@ -46,14 +46,14 @@ local op_state, op_worker, op_kind, op_instance_key, op_plan_id, op_parameters, 
       op_maintenance_version, op_created_ms, op_binding_key, op_bindings_key, op_quota_taken,
       op_quota_keys, op_instance, op_binding, op_tenant, op_lease_until, op_history, op_waited,
       op_in_progress_key, op_started_ms, op_quotas_held, op_service_id, op_halted_by,
-      op_deletion_protection, op_claims, op_steps, op_platform =
+      op_deletion_protection, op_claims, op_steps, op_platform, op_prev_plan_id =
   unpack(redis.call('HMGET', key_op,
                     'state', 'worker', 'kind', 'instance_key', 'plan_id', 'parameters', 'context',
                     'maintenance_version', 'created_ms', 'binding_key', 'bindings_key',
                     'quota_taken', 'quota_keys', 'instance', 'binding', 'tenant', 'lease_until',
                     'history', 'waited', 'in_progress_key', 'started_ms', 'quotas_held',
                     'service_id', 'halted_by', 'deletion_protection', 'claims', 'steps',
-                    'platform'))
+                    'platform', 'prev_plan_id'))
 local previous_release = begun_by_previous_release(op_service_id)
 local now, retention = tonumber(arg_now), tonumber(arg_retention)
 -- A creation halted by a delete (lib/halt.lua) ends failed whatever its step reports, once its
@@ -116,6 +116,7 @@ redis.call('HSET', key_op, unpack(op_fields))
 -- above).
 event_add(prefix, arg_events_max, 'ended', 'kind', op_kind, 'operation', op_id,
           'instance', op_instance, 'binding', op_binding, 'plan', op_plan_id,
+          'prev_plan', op_prev_plan_id,
           'platform', op_platform or 'default', 'tenant', op_tenant, 'outcome', event,
           'description', description, 'duration_ms', tostring(now - tonumber(op_created_ms or now)),
           'claims', op_claims, 'steps', op_steps, 'worker', op_worker,

@@ -22,6 +22,7 @@ from test_ctl import CtlTestCase
 SERVICE = "6e1d2c3b-4a5f-4e6d-8c7b-9a0b1c2d3e00"
 FAST = "6e1d2c3b-4a5f-4e6d-8c7b-9a0b1c2d3e01"      # every operation at once
 BLOCKING = "6e1d2c3b-4a5f-4e6d-8c7b-9a0b1c2d3e02"  # a provision of one 3-s step in a runner
+SLOW_UPDATE = "6e1d2c3b-4a5f-4e6d-8c7b-9a0b1c2d3e03"  # an update of 3 s
 NAMESPACE = "events-test"
 TIMEOUT_S = 15.0
 IDENTITY = {"user_id": "alice-guid", "user_name": "alice"}
@@ -35,7 +36,8 @@ def catalog():
         "instances_retrievable": True, "plan_updateable": True,
         "plans": [plan(FAST, "fast", {"backend": "sim"}),
                   plan(BLOCKING, "blocking", {"backend": "sim", "blocking": True,
-                                              "provision_ms": 3000})]}]}
+                                              "provision_ms": 3000}),
+                  plan(SLOW_UPDATE, "slow-update", {"backend": "sim", "update_ms": 3000})]}]}
 
 
 def identity_header():
@@ -243,6 +245,94 @@ class Operator(Events):
         last = self.events()[-1]
         self.assertEqual((last["event"], last["action"], last["by"], last["resealed"]),
                          ("operator", "reencrypt", getpass.getuser(), "0"))
+
+
+class Refusals(Events):
+    """The refusals an auditor asks about: bad credentials (401) and a deny rule (403), written
+    by the gateway; a full quota, the deletion guard and a delete's ConcurrencyError (422),
+    written by the begin script that refuses."""
+
+    def setUp(self):
+        super().setUp()
+        policy = os.path.join(self.dir, "policy.json")
+        with open(policy, "w") as f:
+            json.dump({"quotas": [{"name": "fast", "plans": [FAST], "max_instances": 2}],
+                       "deny": [{"name": "no-blocking-in-dev", "plans": [BLOCKING],
+                                 "operations": ["provision"], "organization_guids": ["dev"]}]},
+                      f)
+        self.gateway = self.stack.start_gateway(OSBQ_POLICY=policy)
+        self.stack.start_worker()
+        harness.wait_workers_connected([self.gateway], 1)
+
+    def provision(self, plan, org="org-1", expect=201, incomplete=False):
+        iid = harness.new_id()
+        body = harness.provision_body(SERVICE, plan, extra={"organization_guid": org})
+        body["context"]["organization_guid"] = org
+        r = self.request(self.gateway, "PUT", harness.ipath(iid, incomplete=incomplete), body,
+                         headers={"X-Broker-API-Originating-Identity": identity_header()})
+        self.assertEqual(r.status, expect, r.body)
+        return iid, r
+
+    def refused(self):
+        return [e for e in self.events() if e["event"] == "refused"]
+
+    def test_refusals_are_in_the_trail(self):
+        # 401: credentials that are not the platform's.
+        c = harness.Client(self.gateway.port, username="broker", password="wrong")
+        try:
+            r = c.request("GET", "/v2/catalog")
+        finally:
+            c.close()
+        self.assertEqual(r.status, 401)
+        # 403: the deny rule.
+        denied, _ = self.provision(BLOCKING, org="dev", expect=403)
+        # 403: the quota of two FAST instances is full at the third (the begin script).
+        self.provision(FAST)
+        self.provision(FAST)
+        full, _ = self.provision(FAST, expect=403)
+        # 422 ConcurrencyError: a delete while an update runs (a provision would be halted).
+        updating, _ = self.provision(SLOW_UPDATE)
+        r = self.request(self.gateway, "PATCH", harness.ipath(updating, incomplete=True),
+                         {"service_id": SERVICE, "parameters": {"size": 2}})
+        self.assertEqual(r.status, 202, r.body)
+        r = self.request(self.gateway, "DELETE", harness.instance_path(
+            updating, service_id=SERVICE, plan_id=SLOW_UPDATE))
+        self.assertEqual(r.status, 422, r.body)
+        events = self.refused()
+        reasons = [(e["reason"], e.get("status")) for e in events]
+        self.assertEqual(reasons, [("unauthenticated", "401"), ("denied", "403"),
+                                   ("quota", None), ("busy", None)])
+        first = events[0]
+        self.assertEqual((first["path"], first["method"], first["platform"]),
+                         ("/v2/catalog", "GET", "default"))
+        self.assertIn("client", first)
+        self.assertEqual((events[1]["instance"], events[1]["kind"]), (denied, "provision"))
+        self.assertEqual(events[1]["user"], "cloudfoundry " + json.dumps(
+            IDENTITY, sort_keys=True, separators=(",", ":")))
+        self.assertIn("no-blocking-in-dev", events[1]["description"])
+        self.assertEqual((events[2]["instance"], events[2]["kind"]), (full, "provision"))
+        self.assertEqual((events[3]["instance"], events[3]["kind"]), (updating, "deprovision"))
+
+    def test_a_flood_of_bad_credentials_is_bounded(self):
+        """More than AUDIT_REFUSALS_PER_S (50) refusals in a second: the rest are counted, and
+        the next one written says how many were left out."""
+        c = harness.Client(self.gateway.port, username="broker", password="wrong")
+        try:
+            started = time.monotonic()
+            sent = 0
+            while sent < 120 and time.monotonic() - started < 0.9:
+                self.assertEqual(c.request("GET", "/v2/catalog").status, 401)
+                sent += 1
+            time.sleep(1.1)
+            self.assertEqual(c.request("GET", "/v2/catalog").status, 401)
+        finally:
+            c.close()
+        events = self.refused()
+        if sent <= 50:
+            self.skipTest("only %d requests in the second on this machine" % sent)
+        self.assertLessEqual(len(events), 50 * 3)
+        self.assertEqual(sum(int(e.get("unrecorded", "0")) for e in events) + len(events),
+                         sent + 1)
 
 
 class SizeBound(Events):

@@ -1,4 +1,3 @@
-#define _XOPEN_SOURCE 700 /* strptime */
 /* events: the audit trail (docs/events.md), oldest first, filtered by time, tenant and
  * instance; --follow waits for new ones. A line each: the time, the event and its fields as
  * name=value, or with --json one JSON object a line (for a log pipeline). */
@@ -27,44 +26,6 @@ static void stop_following(int signo)
     follow_stopped = 1;
 }
 
-/* Parses T of --since or --until into epoch ms: RFC 3339 UTC ("2026-12-01T10:00:00Z", seconds
- * optional fraction), digits (epoch ms), or an age ago ("90s", "30m", "24h", "7d"). 0, or -1. */
-static int time_parse(const char *text, int64_t now_ms, int64_t *out)
-{
-    char *end = NULL;
-    long long n = strtoll(text, &end, 10);
-    if (end != text && n >= 0 && end[0] != '\0' && end[1] == '\0' && text[0] != '-') {
-        static const struct {
-            char unit;
-            int64_t ms;
-        } units[] = {{'s', 1000}, {'m', 60000}, {'h', 3600000}, {'d', 86400000}};
-        for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
-            if (end[0] == units[i].unit) {
-                *out = now_ms - (int64_t)n * units[i].ms;
-                return 0;
-            }
-        return -1;
-    }
-    if (end != text && *end == '\0' && n >= 0) {
-        *out = (int64_t)n;
-        return 0;
-    }
-    struct tm tm = {0};
-    const char *rest = strptime(text, "%Y-%m-%dT%H:%M:%S", &tm);
-    if (rest == NULL)
-        return -1;
-    int64_t ms = 0;
-    if (*rest == '.') {
-        int64_t scale = 100;
-        for (rest++; *rest >= '0' && *rest <= '9'; rest++, scale /= 10)
-            ms += (*rest - '0') * scale;
-    }
-    if (strcmp(rest, "Z") != 0)
-        return -1;
-    *out = (int64_t)timegm(&tm) * 1000 + ms;
-    return 0;
-}
-
 /* Whether event e passes --tenant and --instance. */
 static bool event_matches(const struct ctl *ctl, const struct osbq_event *e)
 {
@@ -75,22 +36,12 @@ static bool event_matches(const struct ctl *ctl, const struct osbq_event *e)
             (instance != NULL && strcmp(instance, ctl->opt.instance) == 0));
 }
 
-/* The event's time as RFC 3339 UTC with milliseconds. */
-static void time_text(int64_t ms, char *buf, size_t size)
-{
-    time_t s = (time_t)(ms / 1000);
-    struct tm tm;
-    char whole[32];
-    (void)strftime(whole, sizeof whole, "%Y-%m-%dT%H:%M:%S", gmtime_r(&s, &tm));
-    (void)snprintf(buf, size, "%s.%03dZ", whole, (int)(ms % 1000));
-}
-
 /* Prints e: a JSON object on one line, or the time, the event and name=value pairs (values
  * with a space or a quote written as JSON strings). false when stdout failed. */
 static bool event_print(const struct ctl *ctl, const struct osbq_event *e)
 {
-    char when[48];
-    time_text(e->ms, when, sizeof when);
+    char when[FORMAT_TEXT_MAX];
+    (void)format_time(e->ms, true, when, sizeof when);
     if (ctl->opt.json) {
         json_t *o = json_pack("{s:s, s:s}", "id", e->id, "time", when);
         for (size_t i = 0; o != NULL && i < e->fields.count; i++)
@@ -128,9 +79,9 @@ int cmd_events(struct ctl *ctl)
 {
     int64_t now_ms = osbq_store_now_ms(), since_ms = 0, until_ms = 0;
     const char *bad = NULL;
-    if (ctl->opt.since != NULL && time_parse(ctl->opt.since, now_ms, &since_ms) < 0)
+    if (ctl->opt.since != NULL && format_parse_time(ctl->opt.since, now_ms, &since_ms) < 0)
         bad = "--since";
-    if (ctl->opt.until != NULL && time_parse(ctl->opt.until, now_ms, &until_ms) < 0)
+    if (ctl->opt.until != NULL && format_parse_time(ctl->opt.until, now_ms, &until_ms) < 0)
         bad = "--until";
     if (bad != NULL) {
         ctl_say("%s: \"%s\" is not a time (2026-12-01T10:00:00Z, epoch ms, or an age such as "

@@ -34,8 +34,8 @@ struct ctl_options {
     bool outdated;            /* --outdated: instances behind their plan's maintenance_info */
     bool walk;                /* --walk: stats counts records by a walk, not from their count */
     bool follow;              /* --follow: events waits for new ones */
-    const char *since;        /* --since: events from this time (as given), or NULL */
-    const char *until;        /* --until: events up to this time (as given), or NULL */
+    const char *since;        /* --since (events), --from (usage): from this time, or NULL */
+    const char *until;        /* --until (events), --to (usage): up to this time, or NULL */
     const char *record_kind;  /* purge: "instance" or "binding" */
     const char *record_id;    /* purge: its ID */
     const char *state;        /* --state: only records in this state, or NULL */
@@ -101,6 +101,7 @@ int cmd_workers(struct ctl *ctl);    /* cmd_processes.c */
 int cmd_stats(struct ctl *ctl);      /* cmd_stats.c */
 int cmd_recount(struct ctl *ctl);    /* cmd_stats.c */
 int cmd_events(struct ctl *ctl);     /* cmd_events.c */
+int cmd_usage(struct ctl *ctl);      /* cmd_usage.c */
 int cmd_quotas(struct ctl *ctl);     /* cmd_quotas.c */
 int cmd_secret_key(struct ctl *ctl); /* cmd_secret_key.c; needs no configuration or Redis */
 int cmd_reencrypt(struct ctl *ctl);  /* cmd_reencrypt.c */

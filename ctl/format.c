@@ -1,4 +1,6 @@
-/* How osbq-ctl writes values: times, durations, sizes and JSON. */
+/* How osbq-ctl writes values: times, durations, sizes and JSON; and reads the times operators
+ * give. */
+#define _XOPEN_SOURCE 700 /* strptime */
 #include "format.h"
 
 #include <errno.h>
@@ -209,5 +211,41 @@ int format_print_json(json_t *root)
     json_decref(root);
     if (rc < 0 || fputc('\n', stdout) == EOF)
         return -1;
+    return 0;
+}
+
+int format_parse_time(const char *text, int64_t now_ms, int64_t *out)
+{
+    char *end = NULL;
+    long long n = strtoll(text, &end, 10);
+    if (end != text && n >= 0 && end[0] != '\0' && end[1] == '\0' && text[0] != '-') {
+        static const struct {
+            char unit;
+            int64_t ms;
+        } units[] = {{'s', 1000}, {'m', 60000}, {'h', 3600000}, {'d', 86400000}};
+        for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+            if (end[0] == units[i].unit) {
+                *out = now_ms - (int64_t)n * units[i].ms;
+                return 0;
+            }
+        return -1;
+    }
+    if (end != text && *end == '\0' && n >= 0) {
+        *out = (int64_t)n;
+        return 0;
+    }
+    struct tm tm = {0};
+    const char *rest = strptime(text, "%Y-%m-%dT%H:%M:%S", &tm);
+    if (rest == NULL)
+        return -1;
+    int64_t ms = 0;
+    if (*rest == '.') {
+        int64_t scale = 100;
+        for (rest++; *rest >= '0' && *rest <= '9'; rest++, scale /= 10)
+            ms += (*rest - '0') * scale;
+    }
+    if (strcmp(rest, "Z") != 0)
+        return -1;
+    *out = (int64_t)timegm(&tm) * 1000 + ms;
     return 0;
 }

@@ -17,6 +17,11 @@
  * text is NULL or not a whole number. */
 bool format_parse_int(const char *text, int64_t *out);
 
+/* A time an operator gives (events --since, usage --from) into epoch ms: RFC 3339 UTC
+ * ("2026-12-01T10:00:00Z", with an optional fraction of a second), digits (epoch ms), or an age
+ * before now_ms ("90s", "30m", "24h", "7d"). 0, or -1 when it is none of these. */
+int format_parse_time(const char *text, int64_t now_ms, int64_t *out);
+
 /* ms since the epoch as ISO-8601 UTC, "2024-05-01T12:34:56Z", or with milliseconds
  * "2024-05-01T12:34:56.789Z"; "-" when ms is negative. Writes into buf and returns it. */
 const char *format_time(int64_t ms, bool with_ms, char *buf, size_t size);

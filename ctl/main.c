@@ -30,6 +30,8 @@ enum option_flag {
     OPT_SINCE = 1 << 11,
     OPT_UNTIL = 1 << 12,
     OPT_FOLLOW = 1 << 13,
+    OPT_FROM = 1 << 14,
+    OPT_TO = 1 << 15,
 };
 
 static const struct {
@@ -44,6 +46,7 @@ static const struct {
     {"--tenant", OPT_TENANT, true},     {"--output", OPT_OUTPUT, true},
     {"--walk", OPT_WALK, false},        {"--since", OPT_SINCE, true},
     {"--until", OPT_UNTIL, true},       {"--follow", OPT_FOLLOW, false},
+    {"--from", OPT_FROM, true},         {"--to", OPT_TO, true},
 };
 
 static const char *const instance_states[] = {"provisioning", "provisioned", "failed", "gone",
@@ -112,6 +115,11 @@ static const struct command commands[] = {
      .options = OPT_SINCE | OPT_UNTIL | OPT_TENANT | OPT_INSTANCE | OPT_FOLLOW,
      .args = "[--since T] [--until T] [--tenant T] [--instance ID] [--follow]",
      .about = "read the audit trail: requests accepted, operations ended, operator actions"},
+    {.name = "usage",
+     .run = cmd_usage,
+     .options = OPT_FROM | OPT_TO,
+     .args = "--from T [--to T]",
+     .about = "instance-hours and bindings per platform, tenant and plan, from the audit trail"},
     {.name = "quotas",
      .run = cmd_quotas,
      .args = "",
@@ -239,6 +247,7 @@ static void usage(FILE *out)
             "  --since T, --until T  events: from, up to time T: RFC 3339 (2026-12-01T10:00:00Z),\n"
             "                  epoch ms, or an age ago (90s, 30m, 24h, 7d)\n"
             "  --follow        events: print new events as they come, until interrupted\n"
+            "  --from T, --to T  usage: the window counted (--to: now by default)\n"
             "  --walk          stats: count instances and bindings by a walk of every record\n"
             "                  (gone ones too) instead of reading the count the scripts keep\n"
             "  -h, --help      print this help\n"
@@ -418,8 +427,10 @@ static int check_command_line(const struct command_line *line, struct ctl_option
     opt->walk = (line->seen & OPT_WALK) != 0;
     opt->tenant = value_of(line, OPT_TENANT);
     opt->output = value_of(line, OPT_OUTPUT);
-    opt->since = value_of(line, OPT_SINCE);
-    opt->until = value_of(line, OPT_UNTIL);
+    opt->since =
+        value_of(line, OPT_SINCE) != NULL ? value_of(line, OPT_SINCE) : value_of(line, OPT_FROM);
+    opt->until =
+        value_of(line, OPT_UNTIL) != NULL ? value_of(line, OPT_UNTIL) : value_of(line, OPT_TO);
     opt->follow = (line->seen & OPT_FOLLOW) != 0;
     if (opt->tenant != NULL && (line->seen & OPT_INSTANCE) && cmd->run == cmd_export)
         return usage_error("--tenant and --instance do not go together");

@@ -335,6 +335,73 @@ class Refusals(Events):
                          sent + 1)
 
 
+class Usage(Events):
+    """osbq-ctl usage sums instance-hours per platform, tenant and plan from the trail: a
+    lifecycle with a plan change and a deletion, one still live, one made before the trail
+    (its events dropped: its record says since when), clipped to --from and --to."""
+
+    def test_usage_sums_known_lifecycles(self):
+        gateway, _ = harness.start_connected(self.stack, 1)
+        body = lambda plan: harness.provision_body(SERVICE, plan)
+        old = harness.new_id()
+        self.assertEqual(self.request(gateway, "PUT", harness.instance_path(old),
+                                      body(FAST)).status, 201)
+        # As if made before the trail: its events dropped.
+        self.stack.redis.command("DEL", NAMESPACE + ":events")
+        time.sleep(0.2)
+        a, b = harness.new_id(), harness.new_id()
+        for iid in (a, b):
+            self.assertEqual(self.request(gateway, "PUT", harness.instance_path(iid),
+                                          body(FAST)).status, 201)
+        time.sleep(0.2)
+        r = self.request(gateway, "PATCH", harness.instance_path(a),
+                         {"service_id": SERVICE, "plan_id": SLOW_UPDATE})
+        self.assertEqual(r.status, 200, r.body)
+        bid = harness.new_id()
+        r = self.request(gateway, "PUT", harness.instance_path(b, "/service_bindings/" + bid),
+                         {"service_id": SERVICE, "plan_id": FAST})
+        self.assertEqual(r.status, 201, r.body)
+        time.sleep(0.2)
+        r = self.request(gateway, "DELETE", harness.instance_path(
+            a, service_id=SERVICE, plan_id=SLOW_UPDATE))
+        self.assertEqual(r.status, 200, r.body)
+        time.sleep(0.2)
+        trail = self.events()
+        ms = lambda e: int(e["id"].split("-")[0])
+        ended = {(e["instance"], e["kind"]): ms(e) for e in trail
+                 if e["event"] == "ended" and "binding" not in e}
+        created_old = int(harness.redis_hash(self.stack.redis, "%s:instance:%s" % (
+            NAMESPACE, old))["created_ms"])
+        start, end = created_old - 1000, ms(trail[-1]) + 100
+        status, out, err = self.ctl("--json", "usage", "--from", str(start), "--to", str(end))
+        self.assertEqual(status, 0, err)
+        self.assertIn("audit trail begins", err)  # the trail lost old's beginning
+        rows = {r["plan"]: r for r in json.loads(out)["rows"]}
+        hour = 3600000.0
+        fast = (end - created_old) + (end - ended[(b, "provision")]) + \
+            (ended[(a, "update")] - ended[(a, "provision")])
+        slow = ended[(a, "deprovision")] - ended[(a, "update")]
+        self.assertAlmostEqual(rows[FAST]["instance_hours"], fast / hour, places=9)
+        self.assertAlmostEqual(rows[SLOW_UPDATE]["instance_hours"], slow / hour, places=9)
+        self.assertEqual((rows[FAST]["instances"], rows[SLOW_UPDATE]["instances"]), (3, 1))
+        self.assertEqual((rows[FAST]["bindings_created"], rows[FAST]["bindings_deleted"]), (1, 0))
+        self.assertEqual(rows[FAST]["platform"], "default")
+        # Clipped: a window after a's deletion counts b and old only, whole.
+        later = ended[(a, "deprovision")] + 1
+        status, out, err = self.ctl("--json", "usage", "--from", str(later), "--to", str(end))
+        self.assertEqual(status, 0, err)
+        rows = {r["plan"]: r for r in json.loads(out)["rows"]}
+        self.assertEqual(list(rows), [FAST])
+        self.assertAlmostEqual(rows[FAST]["instance_hours"], 2 * (end - later) / hour, places=9)
+        self.assertEqual(rows[FAST]["bindings_created"], 0)
+        # The table, with the plan's name.
+        out = self.ctl_ok("usage", "--from", str(start), "--to", str(end))
+        self.assertRegex(out, r"(?m)^PLATFORM +TENANT +PLAN +INSTANCE-HOURS")
+        self.assertRegex(out, r"(?m)^default .* fast +\d+\.\d\d +3 +1 +0$")
+        status, _, err = self.ctl("usage", "--to", "1h")
+        self.assertEqual(status, 2, err)
+
+
 class SizeBound(Events):
     ENV = {"OSBQ_EVENTS_MAX": "20", "OSBQ_EVENTS_MAX_AGE_S": "0"}
 

@@ -396,8 +396,8 @@ static const char *value_of(const struct command_line *line, unsigned flag)
     return NULL;
 }
 
-/* Checks the options and arguments against the command, filling *opt. */
-static int check_command_line(const struct command_line *line, struct ctl_options *opt)
+/* Whether the options given apply to the command and its operands are there, no more. */
+static int check_operands(const struct command_line *line)
 {
     const struct command *cmd = line->command;
     for (size_t k = 0; k < sizeof command_options / sizeof command_options[0]; k++)
@@ -420,24 +420,41 @@ static int check_command_line(const struct command_line *line, struct ctl_option
                                                                                        : 0;
     if (line->nargs > operands)
         return usage_error("unexpected argument \"%s\"", line->args[operands]);
+    return 0;
+}
+
+/* The flags and the plain values into *opt, and the combinations refused. */
+static int read_flags(const struct command_line *line, struct ctl_options *opt)
+{
+    const struct command *cmd = line->command;
     opt->json = line->json;
     opt->yes = (line->seen & OPT_YES) != 0;
     opt->force = (line->seen & OPT_FORCE) != 0;
     opt->outdated = (line->seen & OPT_OUTDATED) != 0;
     opt->walk = (line->seen & OPT_WALK) != 0;
+    opt->follow = (line->seen & OPT_FOLLOW) != 0;
     opt->tenant = value_of(line, OPT_TENANT);
     opt->output = value_of(line, OPT_OUTPUT);
     opt->since =
         value_of(line, OPT_SINCE) != NULL ? value_of(line, OPT_SINCE) : value_of(line, OPT_FROM);
     opt->until =
         value_of(line, OPT_UNTIL) != NULL ? value_of(line, OPT_UNTIL) : value_of(line, OPT_TO);
-    opt->follow = (line->seen & OPT_FOLLOW) != 0;
+    opt->instance = cmd->takes_instance ? line->args[0] : value_of(line, OPT_INSTANCE);
+    if (cmd->takes_path)
+        opt->path = line->args[0];
     if (opt->tenant != NULL && (line->seen & OPT_INSTANCE) && cmd->run == cmd_export)
         return usage_error("--tenant and --instance do not go together");
     if (opt->follow && opt->until != NULL)
         return usage_error("--follow reads on past now: --until does not go with it");
     if (opt->json && cmd->run == cmd_export && opt->output == NULL)
         return usage_error("export --json needs --output FILE: stdout holds the export itself");
+    return 0;
+}
+
+/* The ids the command acts on: a record's kind and id, or an operation's. */
+static int read_ids(const struct command_line *line, struct ctl_options *opt)
+{
+    const struct command *cmd = line->command;
     if (cmd->takes_record) {
         opt->record_kind = line->args[0];
         opt->record_id = line->args[1];
@@ -446,32 +463,31 @@ static int check_command_line(const struct command_line *line, struct ctl_option
         if (strcmp(opt->record_kind, "instance") == 0 && (line->seen & OPT_INSTANCE))
             return usage_error("--instance applies to purge binding only");
     }
-    opt->limit = LIMIT_DEFAULT;
-    opt->top = TOP_DEFAULT;
-    if (cmd->takes_path)
-        opt->path = line->args[0];
     if (cmd->takes_operation) {
         opt->operation_id = line->args[0];
         if (opt->operation_id[0] == '\0' || strlen(opt->operation_id) > OPERATION_ID_MAX)
             return usage_error("OPERATION_ID must be 1 to %d bytes", OPERATION_ID_MAX);
     }
-    const char *limit = value_of(line, OPT_LIMIT);
-    if (limit != NULL) {
-        char *end = NULL;
-        unsigned long n = strtoul(limit, &end, 10);
-        if (limit[0] < '0' || limit[0] > '9' || *end != '\0' || n > LIMIT_MAX)
-            return usage_error("--limit: \"%s\" is not a count from 0 (all) to %lu", limit,
-                               LIMIT_MAX);
-        opt->limit = (unsigned)n;
-    }
-    const char *top = value_of(line, OPT_TOP);
-    if (top != NULL) {
-        char *end = NULL;
-        unsigned long n = strtoul(top, &end, 10);
-        if (top[0] < '0' || top[0] > '9' || *end != '\0' || n > LIMIT_MAX)
-            return usage_error("--top: \"%s\" is not a count from 0 (all) to %lu", top, LIMIT_MAX);
-        opt->top = (unsigned)n;
-    }
+    return 0;
+}
+
+/* The count option name's text (NULL: *out stays) into *out, 0 meaning all. */
+static int read_count(const char *name, const char *text, unsigned *out)
+{
+    if (text == NULL)
+        return 0;
+    char *end = NULL;
+    unsigned long n = strtoul(text, &end, 10);
+    if (text[0] < '0' || text[0] > '9' || *end != '\0' || n > LIMIT_MAX)
+        return usage_error("%s: \"%s\" is not a count from 0 (all) to %lu", name, text, LIMIT_MAX);
+    *out = (unsigned)n;
+    return 0;
+}
+
+/* --state, one of the command's states, and --description, UTF-8 of a bounded length. */
+static int read_texts(const struct command_line *line, struct ctl_options *opt)
+{
+    const struct command *cmd = line->command;
     opt->state = value_of(line, OPT_STATE);
     if (opt->state != NULL) {
         bool known = false;
@@ -486,7 +502,6 @@ static int check_command_line(const struct command_line *line, struct ctl_option
                                list);
         }
     }
-    opt->instance = cmd->takes_instance ? line->args[0] : value_of(line, OPT_INSTANCE);
     opt->description = value_of(line, OPT_DESCRIPTION);
     if (opt->description != NULL) {
         /* It reaches platforms in last_operation's JSON: UTF-8 only (json_string checks). */
@@ -496,16 +511,40 @@ static int check_command_line(const struct command_line *line, struct ctl_option
             return usage_error("--description must be UTF-8 text of at most %d bytes",
                                DESCRIPTION_MAX);
     }
-    if (cmd->would[0] != NULL && !opt->yes) {
-        char subject[OPERATION_ID_MAX + 16] = "";
-        if (opt->record_kind != NULL)
-            (void)snprintf(subject, sizeof subject, "%s %s", opt->record_kind, opt->record_id);
-        ctl_say("%s changes the broker's state: it would %s%s%s. Add --yes to do it.", cmd->name,
-                cmd->would[0], opt->operation_id != NULL ? opt->operation_id : subject,
-                cmd->would[1]);
-        return CTL_EXIT_USAGE;
-    }
     return 0;
+}
+
+/* A command that changes the broker's state says what it would do, and does not, without
+ * --yes. */
+static int refuse_without_yes(const struct command *cmd, const struct ctl_options *opt)
+{
+    if (cmd->would[0] == NULL || opt->yes)
+        return 0;
+    char subject[OPERATION_ID_MAX + 16] = "";
+    if (opt->record_kind != NULL)
+        (void)snprintf(subject, sizeof subject, "%s %s", opt->record_kind, opt->record_id);
+    ctl_say("%s changes the broker's state: it would %s%s%s. Add --yes to do it.", cmd->name,
+            cmd->would[0], opt->operation_id != NULL ? opt->operation_id : subject, cmd->would[1]);
+    return CTL_EXIT_USAGE;
+}
+
+/* Checks the options and arguments against the command, filling *opt. */
+static int check_command_line(const struct command_line *line, struct ctl_options *opt)
+{
+    opt->limit = LIMIT_DEFAULT;
+    opt->top = TOP_DEFAULT;
+    int rc = check_operands(line);
+    if (rc == 0)
+        rc = read_flags(line, opt);
+    if (rc == 0)
+        rc = read_ids(line, opt);
+    if (rc == 0)
+        rc = read_count("--limit", value_of(line, OPT_LIMIT), &opt->limit);
+    if (rc == 0)
+        rc = read_count("--top", value_of(line, OPT_TOP), &opt->top);
+    if (rc == 0)
+        rc = read_texts(line, opt);
+    return rc == 0 ? refuse_without_yes(line->command, opt) : rc;
 }
 
 /* OSBQ_NAMESPACE comes from --namespace when it was given. */

@@ -460,7 +460,8 @@ static struct accept_pending *pending_new(const struct gateway *gw, const struct
     struct accept_pending *p = calloc(1, sizeof *p);
     if (p == NULL || (p->service_id = strdup(a->service_id)) == NULL ||
         !keep_quotas(p, a->quotas, a->quota_count) ||
-        (req->originating_identity != NULL && req->originating_identity[0] != '\0' &&
+        (gw->cfg->events_max > 0 && req->originating_identity != NULL &&
+         req->originating_identity[0] != '\0' &&
          (p->user = originating_identity_decode(req->originating_identity)) == NULL)) {
         if (p != NULL)
             pending_free(p);

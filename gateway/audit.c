@@ -10,9 +10,9 @@
 #include "route.h"
 #include "store_events.h"
 
-int audit_init(struct audit *a)
+int audit_init(struct audit *a, bool on)
 {
-    *a = (struct audit){0};
+    *a = (struct audit){.on = on};
     return pthread_mutex_init(&a->lock, NULL) == 0 ? 0 : -1;
 }
 
@@ -47,7 +47,7 @@ void audit_refusal(struct audit *a, struct osbq_store *store, const struct reque
                    const char *client, const struct audit_refusal *r)
 {
     uint64_t left_out = 0;
-    if (!audit_admit(a, &left_out))
+    if (!a->on || !audit_admit(a, &left_out))
         return;
     char status[8], unrecorded[24], path[256];
     (void)snprintf(status, sizeof status, "%u", r->status);

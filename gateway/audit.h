@@ -9,6 +9,7 @@
 #define OSBQ_GATEWAY_AUDIT_H
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "request.h"
@@ -18,13 +19,15 @@
 
 /* The rate of refusal events: a window of one second and what it let through. */
 struct audit {
+    bool on; /* OSBQ_EVENTS_MAX is not 0: refusals are written */
     pthread_mutex_t lock;
     int64_t window_ms;   /* when the current second began (osbq_clock_ms) */
     unsigned written;    /* refusals written in it */
     uint64_t unrecorded; /* refusals left out since the last one written */
 };
 
-int audit_init(struct audit *a);
+/* on: whether events are written at all (OSBQ_EVENTS_MAX > 0). */
+int audit_init(struct audit *a, bool on);
 void audit_clear(struct audit *a);
 
 /* What a refusal says beyond the request: its HTTP status, a reason word, the platform whose

@@ -248,7 +248,7 @@ static void describe_gateway(struct gateway_process *p)
         gateway_metrics_init(&p->metrics, gw->store, OSBQ_VERSION) < 0)
         fatalx("cannot initialise: out of memory or no random source");
     gw->metrics = &p->metrics;
-    if (audit_init(&p->audit) < 0)
+    if (audit_init(&p->audit, p->cfg.events_max > 0) < 0)
         fatalx("cannot initialise: out of memory");
     gw->audit = &p->audit;
     struct osbq_platforms *set = osbq_platforms_acquire(&p->platforms);

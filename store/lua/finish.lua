@@ -152,7 +152,10 @@ elseif binding then
   end
 elseif op_kind == 'provision' then
   count_state = ok and 'provisioned' or 'failed'
-elseif op_kind == 'update' and ok then
+elseif op_kind == 'update' and ok and (op_prev_plan_id or op_maintenance_version or
+                                       previous_release) then
+  -- Its line moves only with its plan (begin_instance.lua records the previous one when it
+  -- changes) or its maintenance version: an update of parameters alone reads nothing here.
   count_plan, count_version = op_plan_id, op_maintenance_version
 elseif op_kind == 'deprovision' and ok then
   count_state = 'gone'

@@ -200,19 +200,23 @@ const char *osbq_secrets_current_id(const struct osbq_secrets *secrets)
 }
 
 /* The associated data: the place's parts joined by NULs, which none of them contains, so two
- * different places never give the same bytes. Caller frees; NULL when out of memory. */
+ * different places never give the same bytes. A binding's result keeps the label it was sealed
+ * with before other fields were; the others name their field. Caller frees; NULL when out of
+ * memory. */
 static unsigned char *place_ad(const struct osbq_secret_place *place, size_t *len)
 {
-    static const char label[] = "osbq binding result";
-    const char *parts[] = {label, place->namespace_, place->instance_id, place->binding_id};
+    const char *label = place->field == NULL ? "osbq binding result" : "osbq field";
+    const char *parts[] = {label, place->namespace_, place->instance_id, place->binding_id,
+                           place->field != NULL ? place->field : ""};
     size_t total = 0;
-    for (size_t i = 0; i < 4; i++)
+    size_t count = place->field != NULL ? 5 : 4;
+    for (size_t i = 0; i < count; i++)
         total += strlen(parts[i]) + 1;
     unsigned char *ad = malloc(total);
     if (ad == NULL)
         return NULL;
     size_t at = 0;
-    for (size_t i = 0; i < 4; i++) {
+    for (size_t i = 0; i < count; i++) {
         size_t n = strlen(parts[i]) + 1;
         memcpy(ad + at, parts[i], n);
         at += n;
@@ -317,7 +321,7 @@ static int open_v1(const struct osbq_secrets *secrets, const struct osbq_secret_
                                                    ad, ad_len, raw, secrets->keys[k]) != 0) {
         rc = osbq_error_set(err, OSBQ_ERR_INTERNAL,
                             "the value sealed with key %s does not open: altered, or copied "
-                            "from another binding",
+                            "from another record or field",
                             want);
         goto done;
     }
@@ -342,6 +346,20 @@ int osbq_secrets_open(const struct osbq_secrets *secrets, const struct osbq_secr
         return osbq_error_set(err, OSBQ_ERR_INTERNAL,
                               "the value is sealed in a format this version does not know");
     return open_v1(secrets, place, stored, plain, err);
+}
+
+int osbq_secrets_open_in_place(const struct osbq_secrets *secrets,
+                               const struct osbq_secret_place *place, char **text,
+                               struct osbq_error *err)
+{
+    if (*text == NULL || !osbq_secrets_is_sealed(*text))
+        return 0;
+    char *plain = NULL;
+    if (osbq_secrets_open(secrets, place, *text, &plain, err) < 0)
+        return -1;
+    free(*text);
+    *text = plain;
+    return 1;
 }
 
 void osbq_secrets_free_text(char *text)

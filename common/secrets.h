@@ -1,5 +1,6 @@
-/* Binding credentials at rest: the key ring read from OSBQ_SECRET_KEY_FILE, and sealing and
- * opening a binding's stored result with it (docs/decisions/0007-credentials-at-rest.md). */
+/* Values at rest: the key ring read from OSBQ_SECRET_KEY_FILE, and sealing and opening with it a
+ * binding's stored result (docs/decisions/0007-credentials-at-rest.md) and a request's
+ * parameters, context, bind_resource and a step's resume state (decision 0058). */
 #ifndef OSBQ_SECRETS_H
 #define OSBQ_SECRETS_H
 
@@ -20,11 +21,13 @@
 struct osbq_secrets;
 
 /* Where a sealed value is stored: the ciphertext is bound to it (associated data), so a value
- * copied to another binding's record does not open. Borrowed strings. */
+ * copied to another record, or to another field of its own, does not open. Borrowed strings. */
 struct osbq_secret_place {
     const char *namespace_;  /* OSBQ_NAMESPACE */
-    const char *instance_id; /* the binding's instance */
-    const char *binding_id;  /* the binding */
+    const char *instance_id; /* the record's instance */
+    const char *binding_id;  /* the binding, or "" for an instance's own fields */
+    const char *field;       /* the field: NULL for a binding's result (sealed since 0007),
+                              * else its name: parameters, context, bind_resource, resume */
 };
 
 /* Reads the key ring from path: one key a line, 64 hex characters (32 bytes), the first one
@@ -65,6 +68,13 @@ bool osbq_secrets_is_sealed(const char *stored);
  * another place) or is malformed. */
 int osbq_secrets_open(const struct osbq_secrets *secrets, const struct osbq_secret_place *place,
                       const char *stored, char **plain, struct osbq_error *err);
+
+/* Opens *text (malloc'd, or NULL) when it is sealed: replaces it by its plaintext (free with
+ * osbq_secrets_free_text or free) and frees the envelope. Returns 1 opened, 0 when *text is NULL
+ * or plaintext (left as it is), -1 with err as osbq_secrets_open (*text left as it is). */
+int osbq_secrets_open_in_place(const struct osbq_secrets *secrets,
+                               const struct osbq_secret_place *place, char **text,
+                               struct osbq_error *err);
 
 /* Zeroes text and frees it; accepts NULL. */
 void osbq_secrets_free_text(char *text);

@@ -2,9 +2,10 @@
  * broker's migration tool writing the same format) into this configuration's namespace and Redis
  * (docs/ctl.md, "export and import"; docs/decisions/0055). Two passes over the file, one line in
  * memory at a time: the first checks all of it (its version, every line, the trailer and its
- * counts, every sealed binding result opening with this side's keys) and writes nothing; the
- * second writes each instance in one script call (whole or not at all), its binding results
- * resealed for this namespace under this side's current key. Without --yes only the first pass
+ * counts, every sealed value (a binding's result; parameters, context, bind_resource) opening
+ * with this side's keys) and writes nothing; the second writes each instance in one script call
+ * (whole or not at all), its sealed values resealed for this namespace under this side's current
+ * key. Without --yes only the first pass
  * runs. */
 #include <errno.h>
 #include <jansson.h>
@@ -36,12 +37,12 @@ struct import_run {
     char *line;                       /* the line read (owned, grown up to IMPORT_LINE_MAX) */
     size_t line_cap;                  /* bytes allocated for line */
     unsigned long line_no;            /* 1-based number of the line read */
-    char *source_namespace;           /* the header's namespace: sealed results are bound to it */
+    char *source_namespace;           /* the header's namespace: sealed values are bound to it */
     int64_t exported_ms;              /* the header's time */
     unsigned long instances;          /* first pass: instance lines */
     unsigned long bindings;           /* first pass: bindings in them */
     unsigned long operations;         /* first pass: operations in them */
-    unsigned long sealed;             /* first pass: sealed results (each opened) */
+    unsigned long sealed;             /* first pass: sealed values (each opened) */
     unsigned long written;            /* second pass: instances written */
     unsigned long same;               /* second pass: the same instance was there already */
     unsigned long bindings_written;   /* second pass: bindings of the instances written */
@@ -289,34 +290,97 @@ static int header_read(struct import_run *run, const json_t *line, bool *unknown
     return 0;
 }
 
-/* Opens a binding's stored result as the file holds it (bound to the source namespace): *plain
- * (free with osbq_secrets_free_text), NULL for none. 1 opened, 0 plaintext or none, -1 with
- * why. */
-static int result_open(const struct import_run *run, const char *instance_id,
-                       const struct osbq_export_record *b, char **plain, char *why, size_t size)
+/* The fields a record may hold sealed (docs/decisions/0007, 0058), each with the name its seal
+ * is bound to (NULL: a binding's result, sealed before the others were). */
+static const struct {
+    const char *name;
+    const char *place;
+} sealable[] = {
+    {"result", NULL},
+    {"parameters", "parameters"},
+    {"context", "context"},
+    {"bind_resource", "bind_resource"},
+};
+
+/* A record as the file names it: its instance, its binding ("" for the instance's own record
+ * and its operations), its fields. */
+struct sealed_record {
+    const char *instance_id;
+    const char *binding_id;
+    struct osbq_fields *fields;
+};
+
+/* Opens field k of sealable in rec as the file holds it (bound to the source namespace):
+ * *plain (free with osbq_secrets_free_text), NULL for none. 1 opened, 0 plaintext or none, -1
+ * with why. */
+static int field_open(const struct import_run *run, const struct sealed_record *rec, size_t k,
+                      char **plain, char *why, size_t size)
 {
     *plain = NULL;
-    const char *stored = osbq_fields_get(&b->fields, "result");
+    const char *stored = osbq_fields_get(rec->fields, sealable[k].name);
     if (stored == NULL || !osbq_secrets_is_sealed(stored))
         return 0;
+    char whose[OSBQ_ERROR_TEXT_MAX];
+    if (rec->binding_id[0] != '\0')
+        (void)snprintf(whose, sizeof whose, "binding %s of instance %s", rec->binding_id,
+                       rec->instance_id);
+    else
+        (void)snprintf(whose, sizeof whose, "instance %s", rec->instance_id);
     if (run->ring == NULL) {
         (void)snprintf(why, size,
-                       "binding %s of instance %s: its result is sealed and "
-                       "OSBQ_SECRET_KEY_FILE is not set (import needs a key file "
-                       "holding the key that sealed it)",
-                       b->id, instance_id);
+                       "%s: its %s is sealed and OSBQ_SECRET_KEY_FILE is not set (import "
+                       "needs a key file holding the key that sealed it)",
+                       whose, sealable[k].name);
         return -1;
     }
-    const struct osbq_secret_place from = {run->source_namespace, instance_id, b->id};
+    const struct osbq_secret_place from = {run->source_namespace, rec->instance_id, rec->binding_id,
+                                           sealable[k].place};
     struct osbq_error err = {0};
     if (osbq_secrets_open(run->ring, &from, stored, plain, &err) < 0) {
-        (void)snprintf(why, size,
-                       "binding %s of instance %s: its result does not open with "
-                       "OSBQ_SECRET_KEY_FILE's keys: %s",
-                       b->id, instance_id, err.text);
+        (void)snprintf(why, size, "%s: its %s does not open with OSBQ_SECRET_KEY_FILE's keys: %s",
+                       whose, sealable[k].name, err.text);
         return -1;
     }
     return 1;
+}
+
+/* Calls each(run, rec, state) for inst's own record, its bindings and its operations (an
+ * update's keeps the parameters and context it applied). Stops at the first that fails. */
+static int
+each_record(struct import_run *run, const char *instance_id, struct osbq_export_instance *inst,
+            int (*each)(struct import_run *, const struct sealed_record *, char *, size_t),
+            char *why, size_t size)
+{
+    const struct sealed_record own = {instance_id, "", &inst->record};
+    if (each(run, &own, why, size) < 0)
+        return -1;
+    for (size_t i = 0; i < inst->binding_count; i++) {
+        const struct sealed_record b = {instance_id, inst->bindings[i].id,
+                                        &inst->bindings[i].fields};
+        if (each(run, &b, why, size) < 0)
+            return -1;
+    }
+    for (size_t i = 0; i < inst->operation_count; i++) {
+        const struct sealed_record op = {instance_id, "", &inst->operations[i].fields};
+        if (each(run, &op, why, size) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* Checks that rec's sealed fields open, counting them. */
+static int fields_check(struct import_run *run, const struct sealed_record *rec, char *why,
+                        size_t size)
+{
+    for (size_t k = 0; k < sizeof sealable / sizeof sealable[0]; k++) {
+        char *plain = NULL;
+        int opened = field_open(run, rec, k, &plain, why, size);
+        osbq_secrets_free_text(plain);
+        if (opened < 0)
+            return -1;
+        run->sealed += opened > 0;
+    }
+    return 0;
 }
 
 /* Reads the next line as JSON. 1 with *line, 0 at the end, -1 with why. */
@@ -388,14 +452,8 @@ static int check_file(struct import_run *run, bool *unknown_version, char *why, 
             struct osbq_export_instance inst = {0};
             char *iid = NULL, reason[REASON_MAX];
             rc = instance_from_line(line, &inst, &iid, reason, sizeof reason);
-            for (size_t i = 0; rc == 0 && i < inst.binding_count; i++) {
-                char *plain = NULL;
-                int opened =
-                    result_open(run, iid, &inst.bindings[i], &plain, reason, sizeof reason);
-                osbq_secrets_free_text(plain);
-                rc = opened < 0 ? -1 : 0;
-                run->sealed += opened > 0;
-            }
+            if (rc == 0)
+                rc = each_record(run, iid, &inst, fields_check, reason, sizeof reason);
             if (rc < 0)
                 (void)snprintf(why, size, "line %lu: %s", run->line_no, reason);
             run->instances++;
@@ -418,32 +476,33 @@ static int check_file(struct import_run *run, bool *unknown_version, char *why, 
     return rc;
 }
 
-/* Replaces each sealed binding result of inst with the same result sealed for this namespace
- * under this side's current key. 0, or -1 with why. */
-static int results_reseal(struct import_run *run, const char *instance_id,
-                          struct osbq_export_instance *inst, char *why, size_t size)
+/* Replaces each sealed field of rec with the same value sealed for this namespace under this
+ * side's current key. 0, or -1 with why. */
+static int fields_reseal(struct import_run *run, const struct sealed_record *rec, char *why,
+                         size_t size)
 {
-    for (size_t i = 0; i < inst->binding_count; i++) {
-        struct osbq_export_record *b = &inst->bindings[i];
+    for (size_t k = 0; k < sizeof sealable / sizeof sealable[0]; k++) {
         char *plain = NULL;
-        int opened = result_open(run, instance_id, b, &plain, why, size);
+        int opened = field_open(run, rec, k, &plain, why, size);
         if (opened <= 0) {
             if (opened < 0)
                 return -1;
             continue;
         }
-        const struct osbq_secret_place to = {run->ctl->cfg->namespace_, instance_id, b->id};
+        const struct osbq_secret_place to = {run->ctl->cfg->namespace_, rec->instance_id,
+                                             rec->binding_id, sealable[k].place};
         char *sealed = osbq_secrets_seal(run->ring, &to, plain, strlen(plain));
         osbq_secrets_free_text(plain);
         if (sealed == NULL) {
             (void)snprintf(why, size, "out of memory");
             return -1;
         }
-        for (size_t k = 0; k < b->fields.count; k++) {
-            if (strcmp(b->fields.names[k], "result") == 0) {
-                memset(b->fields.values[k], 0, strlen(b->fields.values[k]));
-                free(b->fields.values[k]);
-                b->fields.values[k] = sealed;
+        struct osbq_fields *f = rec->fields;
+        for (size_t i = 0; i < f->count; i++) {
+            if (strcmp(f->names[i], sealable[k].name) == 0) {
+                memset(f->values[i], 0, strlen(f->values[i]));
+                free(f->values[i]);
+                f->values[i] = sealed;
                 sealed = NULL;
             }
         }
@@ -460,7 +519,7 @@ static int import_instance(struct import_run *run, const json_t *line, char *why
     char *iid = NULL, *existing = NULL;
     int rc = instance_from_line(line, &inst, &iid, why, size);
     if (rc == 0)
-        rc = results_reseal(run, iid, &inst, why, size);
+        rc = each_record(run, iid, &inst, fields_reseal, why, size);
     if (rc == 0) {
         struct osbq_error err = {0};
         int done =
@@ -525,7 +584,7 @@ static int report(const struct import_run *run, const char *path)
     size_t refused = json_array_size(run->refused);
     if (!ctl->opt.yes) {
         ctl_say("%s holds %lu instance(s) with %lu binding(s) and %lu operation(s) from "
-                "namespace %s; the file is whole and each of its %lu sealed result(s) opens. "
+                "namespace %s; the file is whole and each of its %lu sealed value(s) opens. "
                 "import writes them into namespace %s: add --yes to do it.",
                 path, run->instances, run->bindings, run->operations, run->source_namespace,
                 run->sealed, ns);

@@ -11,6 +11,7 @@
 #include "log.h"
 #include "originating_identity.h"
 #include "osb_platform.h"
+#include "sealed_fields.h"
 
 /* What a refusal answers. code OSBQ_OK: that resource's script never gives the answer, so it
  * is an internal error. */
@@ -451,11 +452,12 @@ static struct osbq_begin_request begin_request_of(const struct gateway *gw,
     };
 }
 
-/* The pending state of a's operation, with its new id and its encoded job; NULL with out set.
- * Free with pending_free. */
+/* The pending state of a's operation, with its new id and its encoded job (carrying the texts
+ * as kept: sealed with the gateway's keys); NULL with out set. Free with pending_free. */
 static struct accept_pending *pending_new(const struct gateway *gw, const struct request *req,
                                           const struct accept_desc *desc, const struct accept *a,
-                                          const struct accept_texts *t, struct reply *out)
+                                          const struct accept_texts *t,
+                                          const struct accept_texts *kept, struct reply *out)
 {
     struct accept_pending *p = calloc(1, sizeof *p);
     if (p == NULL || (p->service_id = strdup(a->service_id)) == NULL ||
@@ -485,10 +487,10 @@ static struct accept_pending *pending_new(const struct gateway *gw, const struct
         .binding_id = a->binding_id,
         .service_id = a->service_id,
         .plan_id = a->plan_id,
-        .parameters = t->parameters,
-        .context = t->context,
-        .bind_resource = t->bind_resource,
-        .maintenance_info = t->maintenance_info,
+        .parameters = kept->parameters,
+        .context = kept->context,
+        .bind_resource = kept->bind_resource,
+        .maintenance_info = kept->maintenance_info,
         .api_version = req->api_version,
         .originating_identity = req->originating_identity,
         .request_identity = req->request_identity,
@@ -582,15 +584,17 @@ static bool wait_for_a_slot(const struct gateway *gw, const struct request *req,
     return true;
 }
 
-/* accept_operation once a's objects are texts t and its digest is taken. */
+/* accept_operation once a's objects are texts t, kept as stored (sealed_fields.h), and its
+ * digest is taken. */
 static void operation_begin(const struct gateway *gw, const struct request *req,
                             const struct accept_desc *desc, const struct accept *a,
-                            const struct accept_texts *t, const char *digest, struct reply *out)
+                            const struct accept_texts *t, const struct accept_texts *kept,
+                            const char *digest, struct reply *out)
 {
-    struct accept_pending *p = pending_new(gw, req, desc, a, t, out);
+    struct accept_pending *p = pending_new(gw, req, desc, a, t, kept, out);
     if (p == NULL)
         return;
-    const struct osbq_begin_request begin = begin_request_of(gw, req, a, t, digest, p);
+    const struct osbq_begin_request begin = begin_request_of(gw, req, a, kept, digest, p);
     if (p->handover == NULL && !p->async && gw->dispatch != NULL &&
         wait_for_a_slot(gw, req, p, &begin, out))
         return;
@@ -609,10 +613,15 @@ void accept_operation(const struct gateway *gw, const struct request *req,
     const struct accept_texts t = {parameters, context, maintenance_info, bind_resource};
     bool deleting = a->kind == OSBQ_JOB_DEPROVISION || a->kind == OSBQ_JOB_UNBIND;
     char digest[33] = "";
-    if (deleting || desc->digest(a, &t, digest))
-        operation_begin(gw, req, desc, a, &t, digest, out);
-    else
+    struct sealed_texts sealed;
+    struct accept_texts kept;
+    if ((deleting || desc->digest(a, &t, digest)) &&
+        sealed_texts_make(gw, a->instance_id, a->binding_id, &t, &sealed, &kept)) {
+        operation_begin(gw, req, desc, a, &t, &kept, digest, out);
+        sealed_texts_clear(&sealed);
+    } else {
         reply_error(out, OSBQ_ERR_INTERNAL, "Out of memory.");
+    }
     free(parameters);
     free(context);
     free(maintenance_info);

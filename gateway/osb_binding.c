@@ -10,6 +10,7 @@
 #include "log.h"
 #include "osb_parameters.h"
 #include "osb_platform.h"
+#include "sealed_fields.h"
 #include "validate.h"
 
 /* API versions that added binding fields. */
@@ -53,7 +54,7 @@ static json_t *binding_body(const struct gateway *gw, const struct binding_ref *
     json_t *result = NULL;
     if (stored != NULL) {
         const struct osbq_secret_place place = {gw->cfg->namespace_, ref->instance_id,
-                                                ref->binding_id};
+                                                ref->binding_id, NULL};
         char *plain = NULL;
         struct osbq_error err = {0};
         if (osbq_secrets_open(gw->secrets, &place, stored, &plain, &err) < 0) {
@@ -141,8 +142,13 @@ static bool binding_allowed(const struct gateway *gw, const struct request *req,
             return false;
         }
         /* Another platform's instance is refused by the begin script as absent. */
-        if (found > 0 && inst.context != NULL && osb_platform_owns(req, inst.platform))
+        if (found > 0 && inst.context != NULL && osb_platform_owns(req, inst.platform)) {
+            if (!sealed_open_instance(gw, instance_id, &inst, out)) {
+                osbq_instance_clear(&inst);
+                return false;
+            }
             stored = json_loads(inst.context, 0, NULL);
+        }
     }
     struct osbq_policy_context ctx;
     osbq_policy_context_from(&ctx, context ? context : stored, NULL, NULL, osb_platform_name(req));
@@ -350,7 +356,9 @@ static void rotation_after_predecessor(const struct gateway *gw, const struct re
         reply_bad_request(out, "%s", bad_predecessor);
         goto out;
     }
-    if (!bind_members(r->body, &m, out))
+    const char *predecessor = json_string_value(json_object_get(r->body, "predecessor_binding_id"));
+    if (!sealed_open_binding(gw, req->params[0], predecessor, &pred, out) ||
+        !bind_members(r->body, &m, out))
         goto out;
     if (m.service_id == NULL)
         m.service_id = r->service_id;
@@ -463,6 +471,8 @@ static void binding_get_after_read(const struct gateway *gw, const struct reques
         goto out;
     }
     const struct binding_ref ref = {instance_id, binding_id, b.service_id};
+    if (!sealed_open_binding(gw, instance_id, binding_id, &b, out))
+        goto out;
     json_t *body = binding_body(gw, &ref, b.result, req->api_version, out);
     if (body == NULL)
         goto out;

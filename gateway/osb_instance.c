@@ -11,6 +11,7 @@
 #include "log.h"
 #include "osb_parameters.h"
 #include "osb_platform.h"
+#include "sealed_fields.h"
 #include "update_change.h"
 #include "validate.h"
 
@@ -366,6 +367,8 @@ static void instance_patch_after_read(const struct gateway *gw, const struct req
         reply_store_unavailable(out, &err);
         goto out;
     }
+    if (found > 0 && !sealed_open_instance(gw, req->params[0], &inst, out))
+        goto out;
     /* update_plans sets both when it succeeds; GCC's -O2 flow analysis (the image's Release
      * build) cannot see that and fails the build on -Wmaybe-uninitialized. */
     const struct osbq_plan *current = NULL, *target = NULL;
@@ -455,6 +458,8 @@ static void instance_get_after_read(const struct gateway *gw, const struct reque
                                "(instances_retrievable).");
         goto out;
     }
+    if (!sealed_open_instance(gw, req->params[0], &inst, out))
+        goto out;
     json_t *body = json_object();
     set_string(body, "service_id", inst.service_id);
     set_string(body, "plan_id", inst.plan_id);

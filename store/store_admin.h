@@ -159,28 +159,48 @@ int osbq_store_polls_scan(struct osbq_store *store, uint64_t *cursor, unsigned c
                           struct osbq_tenant_polls **polls, size_t *n, struct osbq_error *err);
 void osbq_tenant_polls_free(struct osbq_tenant_polls *polls, size_t n);
 
-/* ---- Binding results at rest (osbq-ctl reencrypt, docs/decisions/0007) ---- */
+/* ---- Values sealed at rest (osbq-ctl reencrypt, docs/decisions/0007, 0058) ---- */
 
-/* One binding's stored result as read. Owned (osbq_stored_results_free). */
-struct osbq_stored_result {
-    char *key;         /* the record's key, opaque: give it back to osbq_store_result_replace */
-    char *instance_id; /* its instance */
-    char *binding_id;  /* the binding */
-    char *result;      /* the stored result (sealed, or plaintext from before the keys) */
+/* The fields a record may hold sealed. */
+enum osbq_sealed_field {
+    OSBQ_SEALED_RESULT,        /* a binding's result */
+    OSBQ_SEALED_PARAMETERS,    /* an instance's or a binding's, or an update's operation's */
+    OSBQ_SEALED_CONTEXT,       /* the same */
+    OSBQ_SEALED_BIND_RESOURCE, /* a binding's */
+    OSBQ_SEALED_RESUME,        /* an operation's: the state its next step resumes from */
+    OSBQ_SEALED_COUNT
 };
 
-/* One step of a walk over every binding that has a result (and its ids): SCAN from *cursor (0 to
- * start) asking for about count keys, their ids and results read in the same pipeline. Sets *cursor
- * to where the next step starts (0: the walk is over). *results (free with
- * osbq_stored_results_free; NULL when the step found no key) holds *n entries. */
-int osbq_store_scan_results(struct osbq_store *store, uint64_t *cursor, unsigned count,
-                            struct osbq_stored_result **results, size_t *n, struct osbq_error *err);
-void osbq_stored_results_free(struct osbq_stored_result *results, size_t n);
+/* The Redis field name of each. */
+extern const char *const osbq_sealed_field_names[OSBQ_SEALED_COUNT];
 
-/* Replaces the result of the binding at key (as osbq_store_scan_results gave it) with
- * replacement, only while it still is expected (store/lua/reseal.lua). Returns 1 replaced,
- * 0 changed meanwhile (left alone), -1 with err. */
-int osbq_store_result_replace(struct osbq_store *store, const char *key, const char *expected,
+/* The records a walk reads. */
+enum osbq_sealed_records { OSBQ_SEALED_INSTANCES, OSBQ_SEALED_BINDINGS, OSBQ_SEALED_OPERATIONS };
+
+/* One record's values that may be sealed, as read. Owned (osbq_sealed_values_free). */
+struct osbq_sealed_values {
+    char *key;         /* the record's key, opaque: give it back to osbq_store_sealed_replace */
+    char *instance_id; /* its instance */
+    char *binding_id;  /* its binding, "" for an instance or an instance's operation */
+    bool in_flight;    /* an operation not ended yet: its job keeps the key it was sealed with */
+    char *values[OSBQ_SEALED_COUNT]; /* each stored value (sealed, or plaintext from before the
+                                      * keys), NULL where the record has none */
+};
+
+/* One step of a walk over every record of which (with the ids its values are bound to): SCAN
+ * from *cursor (0 to start) asking for about count keys, their ids and values read in the same
+ * pipeline. Sets *cursor to where the next step starts (0: the walk is over). *records (free
+ * with osbq_sealed_values_free; NULL when the step found none) holds *n entries. */
+int osbq_store_scan_sealed(struct osbq_store *store, enum osbq_sealed_records which,
+                           uint64_t *cursor, unsigned count, struct osbq_sealed_values **records,
+                           size_t *n, struct osbq_error *err);
+void osbq_sealed_values_free(struct osbq_sealed_values *records, size_t n);
+
+/* Replaces field of the record at key (as osbq_store_scan_sealed gave it) with replacement,
+ * only while it still is expected (store/lua/reseal.lua). Returns 1 replaced, 0 changed
+ * meanwhile (left alone), -1 with err. */
+int osbq_store_sealed_replace(struct osbq_store *store, const char *key,
+                              enum osbq_sealed_field field, const char *expected,
                               const char *replacement, struct osbq_error *err);
 
 /* ---- Quota counters ---- */

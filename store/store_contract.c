@@ -137,9 +137,9 @@ static const char *const resend_args[] = {NAMED(RESEND_ARG_NOW), NAMED(RESEND_AR
                                           NAMED(RESEND_ARG_PREFIX), NAMED(RESEND_ARG_BY),
                                           NAMED(RESEND_ARG_EVENTS_MAX)};
 
-static const char *const reseal_keys[] = {NAMED(RESEAL_KEY_BINDING)};
+static const char *const reseal_keys[] = {NAMED(RESEAL_KEY_RECORD)};
 
-static const char *const reseal_args[] = {NAMED(RESEAL_ARG_EXPECTED),
+static const char *const reseal_args[] = {NAMED(RESEAL_ARG_FIELD), NAMED(RESEAL_ARG_EXPECTED),
                                           NAMED(RESEAL_ARG_REPLACEMENT)};
 
 static const char *const revoke_keys[] = {NAMED(REVOKE_KEY_QUEUE)};

@@ -245,8 +245,8 @@ enum wait_arg {
 };
 
 /* reseal.lua */
-enum reseal_key { RESEAL_KEY_BINDING, RESEAL_KEY_COUNT };
-enum reseal_arg { RESEAL_ARG_EXPECTED, RESEAL_ARG_REPLACEMENT, RESEAL_ARG_COUNT };
+enum reseal_key { RESEAL_KEY_RECORD, RESEAL_KEY_COUNT };
+enum reseal_arg { RESEAL_ARG_FIELD, RESEAL_ARG_EXPECTED, RESEAL_ARG_REPLACEMENT, RESEAL_ARG_COUNT };
 
 /* revoke.lua */
 enum revoke_key { REVOKE_KEY_QUEUE, REVOKE_KEY_COUNT };

@@ -66,7 +66,7 @@ char *bind_result_seal(const struct osbq_secrets *secrets, const char *namespace
     if (secrets == NULL || job->kind != OSBQ_JOB_BIND || !call->result.succeeded ||
         call->result.binding == NULL)
         return NULL;
-    const struct osbq_secret_place place = {namespace_, job->instance_id, job->binding_id};
+    const struct osbq_secret_place place = {namespace_, job->instance_id, job->binding_id, NULL};
     char *sealed =
         osbq_secrets_seal(secrets, &place, call->result.binding, strlen(call->result.binding));
     if (sealed != NULL) {

@@ -16,6 +16,7 @@
 #include "clock.h"
 #include "lease.h"
 #include "log.h"
+#include "sealed_job.h"
 #include "step_record.h"
 #include "step_timing.h"
 #include "store_operations.h"
@@ -36,6 +37,7 @@ struct step {
     unsigned origin;             /* the connection it came through (runner_submit) */
     struct lease lease;          /* the lease on its operation, once claimed */
     struct backend_call call;    /* what its backend gets; the callbacks are this file's */
+    struct sealed_job opened;    /* the job's sealed values opened: its fields point here */
     json_t *parameters;          /* the parsed parameters the call borrows */
     json_t *resume;              /* the parsed state the previous step saved, the call borrows */
     int64_t deadline_s;          /* the plan's deadline for the kind (step_deadline_s) */
@@ -307,6 +309,15 @@ static int run_backend(struct step *st)
         backend_call_fail(call, text, true, false);
         return 0;
     }
+    struct osbq_error err = {0};
+    if (sealed_job_open(st->pool->secrets, st->pool->cfg->namespace_, &st->job, &st->opened, &err) <
+        0) {
+        log_warnx("operation %s: cannot open the request's sealed values: %s", job->operation_id,
+                  err.text);
+        (void)snprintf(text, sizeof text, "The broker cannot decrypt the request: %s.", err.text);
+        backend_call_fail(call, text, true, false);
+        return 0;
+    }
     if (job->parameters != NULL) {
         json_error_t jerr;
         st->parameters = json_loads(job->parameters, 0, &jerr);
@@ -337,6 +348,18 @@ static int run_claimed(struct step *st)
         char text[BACKEND_DESCRIPTION_MAX];
         step_overdue_text(overdue, st->deadline_s, st->max_polling_s, text, sizeof text);
         backend_call_fail(call, text, true, true);
+        return 0;
+    }
+    struct osbq_error err = {0};
+    if (sealed_resume_open(st->pool->secrets, st->pool->cfg->namespace_, &st->job,
+                           &st->claim.resume, &err) < 0) {
+        log_warnx("operation %s: cannot open the state its previous step saved: %s",
+                  st->job.operation_id, err.text);
+        char text[BACKEND_DESCRIPTION_MAX];
+        (void)snprintf(text, sizeof text,
+                       "The broker cannot decrypt the state its previous step saved: %s.",
+                       err.text);
+        backend_call_fail(call, text, true, false);
         return 0;
     }
     if (claim->resume != NULL) {
@@ -630,6 +653,7 @@ void step_destroy(struct step **stp)
     lease_clear(&st->lease);
     json_decref(st->parameters);
     json_decref(st->resume);
+    sealed_job_clear(&st->opened);
     backend_call_clear(&st->call);
     osbq_claim_clear(&st->claim);
     step_handover_clear(&st->handed);

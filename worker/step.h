@@ -33,8 +33,9 @@ struct step_pool {
     struct osbq_store *store;             /* borrowed, shared by every thread */
     const char *worker_id;                /* borrowed: recorded in each claimed operation */
     const struct worker_metrics *metrics; /* borrowed, or NULL: what is counted */
-    const struct osbq_secrets *secrets;   /* borrowed, or NULL: bind results stored in plaintext;
-                                           * set before the first step */
+    const struct osbq_secrets *secrets;   /* borrowed, or NULL: bind results and resume states
+                                           * stored in plaintext, jobs' sealed values not
+                                           * opened; set before the first step */
     struct exec_watch *watch;             /* the exec programs' loop, handed to every call */
 
     pthread_mutex_t lock;      /* the pool's lock: guards the fields below, each step's give-up

@@ -10,6 +10,7 @@
 #include "bind_result.h"
 #include "clock.h"
 #include "log.h"
+#include "sealed_job.h"
 #include "step_timing.h"
 #include "store_operations.h"
 
@@ -68,6 +69,26 @@ static int record(struct step_pool *pool, const char *op, const struct osbq_op_r
     }
 }
 
+/* record() for a step that ended in progress: its resume state sealed first when the worker
+ * has keys (decision 0058), so Redis only receives the envelope. */
+static int record_wait(struct step_pool *pool, struct backend_call *call, int64_t due_ms)
+{
+    const char *resume = call->result.resume;
+    if (pool->secrets == NULL || resume == NULL)
+        return record(pool, call->job->operation_id, &call->result, due_ms);
+    char *sealed = sealed_resume_seal(pool->secrets, pool->cfg->namespace_, call->job, resume);
+    if (sealed == NULL) {
+        log_warnx("operation %s: out of memory sealing the state its step saved",
+                  call->job->operation_id);
+        return -1;
+    }
+    call->result.resume = sealed;
+    int rc = record(pool, call->job->operation_id, &call->result, due_ms);
+    call->result.resume = resume;
+    free(sealed);
+    return rc;
+}
+
 int step_record_halted_end(struct step_pool *pool, const struct osbq_job *job, unsigned origin)
 {
     struct osbq_error err = {0};
@@ -105,7 +126,7 @@ const char *step_record(struct step_pool *pool, struct backend_call *call, unsig
     if (call->result.in_progress) {
         int64_t now = osbq_store_now_ms();
         int64_t due = step_due_ms(now, call->result.poll_after_ms, end_ms);
-        int recorded = record(pool, job->operation_id, &call->result, due);
+        int recorded = record_wait(pool, call, due);
         if (recorded == 2)
             return record_halted(pool, job, origin);
         if (recorded > 0) {

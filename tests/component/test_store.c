@@ -901,8 +901,9 @@ static void test_polls_leave_fairly(void **state)
     osbq_recovery_free(items, count);
 }
 
-/* osbq-ctl reencrypt's two steps: the walk finds every binding with a result (and only those),
- * and the replacement is a compare-and-set: a result written since the walk read it stays. */
+/* osbq-ctl reencrypt's two steps: the walk finds every binding with a sealed value (and only
+ * those), and the replacement is a compare-and-set: a value written since the walk read it
+ * stays. The instances' and operations' walks find theirs, an operation in flight too. */
 static void test_results_walk_and_compare_and_set(void **state)
 {
     struct store_fixture *f = *state;
@@ -921,32 +922,75 @@ static void test_results_walk_and_compare_and_set(void **state)
     int steps = 0;
     char key[64] = "";
     do {
-        struct osbq_stored_result *results = NULL;
+        struct osbq_sealed_values *results = NULL;
         size_t n = 0;
-        if (osbq_store_scan_results(f->store, &cursor, 5, &results, &n, &err) < 0)
+        if (osbq_store_scan_sealed(f->store, OSBQ_SEALED_BINDINGS, &cursor, 5, &results, &n, &err) <
+            0)
             fail_msg("scan: %s", err.text);
         for (size_t i = 0; i < n; i++) {
             /* Neither "gone" (no result) nor "noids" (no ids to bind a seal to) is walked. */
+            const char *result = results[i].values[OSBQ_SEALED_RESULT];
             assert_string_equal(results[i].instance_id, "ri");
-            assert_memory_equal(results[i].result, "old-", 4);
-            assert_string_equal(results[i].result + 4, results[i].binding_id + 2);
+            assert_memory_equal(result, "old-", 4);
+            assert_string_equal(result + 4, results[i].binding_id + 2);
+            assert_null(results[i].values[OSBQ_SEALED_PARAMETERS]);
             if (strcmp(results[i].binding_id, "rb7") == 0)
                 (void)snprintf(key, sizeof key, "%s", results[i].key);
             seen++;
         }
-        osbq_stored_results_free(results, n);
+        osbq_sealed_values_free(results, n);
     } while (cursor != 0 && ++steps < 1000);
     assert_int_equal(seen, 25);
     assert_string_equal(key, "t:binding:ri:rb7");
-    assert_int_equal(osbq_store_result_replace(f->store, key, "old-7", "new-7", &err), 1);
+    assert_int_equal(
+        osbq_store_sealed_replace(f->store, key, OSBQ_SEALED_RESULT, "old-7", "new-7", &err), 1);
     assert_string_equal(store_field(f, key, "result"), "new-7");
     /* Written meanwhile (the walk read old-7): left alone. */
-    assert_int_equal(osbq_store_result_replace(f->store, key, "old-7", "newer", &err), 0);
+    assert_int_equal(
+        osbq_store_sealed_replace(f->store, key, OSBQ_SEALED_RESULT, "old-7", "newer", &err), 0);
     assert_string_equal(store_field(f, key, "result"), "new-7");
     /* Deleted meanwhile (an unbind): not brought back. */
     freeReplyObject(redisCommand(f->direct, "HDEL %s result", key));
-    assert_int_equal(osbq_store_result_replace(f->store, key, "new-7", "again", &err), 0);
+    assert_int_equal(
+        osbq_store_sealed_replace(f->store, key, OSBQ_SEALED_RESULT, "new-7", "again", &err), 0);
     assert_string_equal(store_field(f, key, "result"), "");
+
+    /* An instance's parameters and an operation's resume state, in their own walks. */
+    freeReplyObject(redisCommand(f->direct, "HSET t:instance:wi instance_id wi state provisioned "
+                                            "parameters p-1 context c-1"));
+    freeReplyObject(redisCommand(f->direct, "HSET t:op:wo instance wi state running resume r-1"));
+    const struct osbq_sealed_values *wi = NULL, *wo = NULL;
+    struct osbq_sealed_values *found[2] = {NULL, NULL};
+    size_t counts[2] = {0, 0};
+    const enum osbq_sealed_records walks[2] = {OSBQ_SEALED_INSTANCES, OSBQ_SEALED_OPERATIONS};
+    for (size_t w = 0; w < 2; w++) {
+        /* The other tests' records are there too: one step covers them all. */
+        cursor = 0;
+        assert_int_equal(osbq_store_scan_sealed(f->store, walks[w], &cursor, 100000, &found[w],
+                                                &counts[w], &err),
+                         0);
+        assert_int_equal(cursor, 0);
+        for (size_t i = 0; i < counts[w]; i++) {
+            if (strcmp(found[w][i].key, "t:instance:wi") == 0)
+                wi = &found[w][i];
+            if (strcmp(found[w][i].key, "t:op:wo") == 0)
+                wo = &found[w][i];
+        }
+    }
+    assert_non_null(wi);
+    assert_string_equal(wi->values[OSBQ_SEALED_PARAMETERS], "p-1");
+    assert_string_equal(wi->values[OSBQ_SEALED_CONTEXT], "c-1");
+    assert_string_equal(wi->binding_id, "");
+    assert_false(wi->in_flight);
+    assert_non_null(wo);
+    assert_string_equal(wo->instance_id, "wi");
+    assert_string_equal(wo->values[OSBQ_SEALED_RESUME], "r-1");
+    assert_true(wo->in_flight);
+    assert_int_equal(
+        osbq_store_sealed_replace(f->store, wo->key, OSBQ_SEALED_RESUME, "r-1", "r-2", &err), 1);
+    assert_string_equal(store_field(f, "t:op:wo", "resume"), "r-2");
+    osbq_sealed_values_free(found[0], counts[0]);
+    osbq_sealed_values_free(found[1], counts[1]);
 }
 
 int main(void)

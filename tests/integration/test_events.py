@@ -242,9 +242,10 @@ class Operator(Events):
         status, out, err = self.ctl("reencrypt", "--yes", env=self.ctl_env(
             OSBQ_SECRET_KEY_FILE=keys))
         self.assertEqual(status, 0, out + err)
+        # What it resealed: the instance's context, stored in clear without keys (0058).
         last = self.events()[-1]
         self.assertEqual((last["event"], last["action"], last["by"], last["resealed"]),
-                         ("operator", "reencrypt", getpass.getuser(), "0"))
+                         ("operator", "reencrypt", getpass.getuser(), "1"))
 
 
 class Refusals(Events):

@@ -261,7 +261,8 @@ class SecretsAtRest(unittest.TestCase):
         self.assertEqual(status, 0, err)
         self.assertEqual(json.loads(out), {"key_id": key_id(new), "resealed": 2,
                                            "from_plaintext": 1, "already_current": 1,
-                                           "changed_meanwhile": 0, "unreadable": 0})
+                                           "changed_meanwhile": 0, "unreadable": 0,
+                                           "operations_in_flight": 0})
         for bid, creds in bound:
             self.assertTrue(self.stored(iid, bid).startswith("osbq:v1:%s:" % key_id(new)))
             self.assertNotIn(creds["password"], self.stored(iid, bid))

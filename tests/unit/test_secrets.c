@@ -23,7 +23,7 @@
 #define KEY_B "F0E1D2C3B4A5968778695A4B3C2D1E0FF0E1D2C3B4A5968778695A4B3C2D1E0F"
 #define KEY_C "3333333333333333333333333333333333333333333333333333333333333333"
 
-static const struct osbq_secret_place place = {"osbq", "instance-1", "binding-1"};
+static const struct osbq_secret_place place = {"osbq", "instance-1", "binding-1", NULL};
 static const char credentials[] = "{\"credentials\":{\"username\":\"u\",\"password\":\"p4ss\"}}";
 
 /* Writes text into a new temporary file of mode 0600; returns its path (static buffer). */
@@ -252,11 +252,13 @@ static void test_other_place(void **state)
     struct osbq_secrets *s = load(KEY_A "\n", &err);
     char *sealed = osbq_secrets_seal(s, &place, credentials, strlen(credentials));
     static const struct osbq_secret_place others[] = {
-        {"osbq", "instance-1", "binding-2"},
-        {"osbq", "instance-2", "binding-1"},
-        {"other", "instance-1", "binding-1"},
+        {"osbq", "instance-1", "binding-2", NULL},
+        {"osbq", "instance-2", "binding-1", NULL},
+        {"other", "instance-1", "binding-1", NULL},
         /* The parts' boundaries count: not the same place as instance-1 / binding-1. */
-        {"osbq", "instance-1binding-1", ""},
+        {"osbq", "instance-1binding-1", "", NULL},
+        /* Another field of the same record is another place (decision 0058). */
+        {"osbq", "instance-1", "binding-1", "parameters"},
     };
     for (size_t i = 0; i < sizeof others / sizeof others[0]; i++) {
         char *plain = NULL;
@@ -341,6 +343,38 @@ static void test_plaintext_passthrough(void **state)
     osbq_secrets_destroy(&s);
 }
 
+/* A request's values are sealed field by field (decision 0058), and opened in place. */
+static void test_fields_in_place(void **state)
+{
+    (void)state;
+    struct osbq_error err = {0};
+    struct osbq_secrets *s = load(KEY_A "\n", &err);
+    static const struct osbq_secret_place parameters = {"osbq", "instance-1", "", "parameters"};
+    static const struct osbq_secret_place context = {"osbq", "instance-1", "", "context"};
+    const char *value = "{\"password\":\"hunter2\"}";
+    char *text = osbq_secrets_seal(s, &parameters, value, strlen(value));
+    assert_non_null(text);
+    assert_null(strstr(text, "hunter2"));
+    char *kept = strdup(text);
+    /* Moved into another field of the same record, it does not open, and stays as it was. */
+    assert_int_equal(osbq_secrets_open_in_place(s, &context, &text, &err), -1);
+    assert_string_equal(text, kept);
+    assert_int_equal(osbq_secrets_open_in_place(s, &parameters, &text, &err), 1);
+    assert_string_equal(text, value);
+    /* Plaintext (a previous release's) and NULL are left as they are. */
+    assert_int_equal(osbq_secrets_open_in_place(s, &parameters, &text, &err), 0);
+    assert_string_equal(text, value);
+    osbq_secrets_free_text(text);
+    text = NULL;
+    assert_int_equal(osbq_secrets_open_in_place(s, &parameters, &text, &err), 0);
+    assert_null(text);
+    /* Without keys, a sealed value does not open and says why. */
+    assert_int_equal(osbq_secrets_open_in_place(NULL, &parameters, &kept, &err), -1);
+    assert_non_null(strstr(err.text, "OSBQ_SECRET_KEY_FILE is not set"));
+    free(kept);
+    osbq_secrets_destroy(&s);
+}
+
 int main(void)
 {
     if (sodium_init() < 0)
@@ -357,6 +391,7 @@ int main(void)
         cmocka_unit_test(test_wrong_key),
         cmocka_unit_test(test_rotation),
         cmocka_unit_test(test_plaintext_passthrough),
+        cmocka_unit_test(test_fields_in_place),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

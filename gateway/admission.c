@@ -6,6 +6,8 @@
 #include <string.h>
 
 #include "auth.h"
+#include "client_cert.h"
+#include "log.h"
 #include "validate.h"
 
 static const char *header(struct MHD_Connection *conn, const char *name)
@@ -75,6 +77,23 @@ static void platform_unauthorized(const struct osbq_platform *platform, struct r
                         (platform->token_count ? REPLY_AUTH_BEARER : 0u);
 }
 
+/* A platform that names a client certificate: the connection's must be it. False with a 401,
+ * the reason logged (the client is told only what to present). */
+static bool certificate_accepted(const struct osbq_platform *platform, struct MHD_Connection *conn,
+                                 struct reply *out)
+{
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+    gnutls_session_t session = info != NULL ? (gnutls_session_t)info->tls_session : NULL;
+    char why[OSBQ_ERROR_TEXT_MAX];
+    if (client_cert_accepts(platform->client_cert, session, why, sizeof why))
+        return true;
+    log_warnx("platform %s: request refused: %s", platform->name, why);
+    reply_error(out, OSBQ_ERR_UNAUTHORIZED,
+                "Authentication failed: present the platform's client certificate over HTTPS.");
+    return false;
+}
+
 bool admission_check_broker(const struct osbq_platforms *set, const struct osbq_platform *platform,
                             struct MHD_Connection *conn, struct request *req, struct reply *out)
 {
@@ -82,7 +101,11 @@ bool admission_check_broker(const struct osbq_platforms *set, const struct osbq_
         reply_error(out, OSBQ_ERR_NOT_FOUND, "No platform of the broker has this URL prefix.");
         return false;
     }
-    if (!osbq_platform_authenticate(set, platform, header(conn, MHD_HTTP_HEADER_AUTHORIZATION))) {
+    if (platform->client_cert != NULL && !certificate_accepted(platform, conn, out))
+        return false;
+    bool has_secret = platform->basic || platform->token_count > 0;
+    if (has_secret &&
+        !osbq_platform_authenticate(set, platform, header(conn, MHD_HTTP_HEADER_AUTHORIZATION))) {
         platform_unauthorized(platform, out);
         return false;
     }

@@ -76,7 +76,19 @@ static struct osbq_platforms *load_platforms(const struct osbq_config *cfg,
     int rc = cfg->platforms_path != NULL
                  ? osbq_platforms_load_file(cfg->platforms_path, catalog, &dflt, &set, err)
                  : osbq_platforms_default(catalog, &dflt, &set, err);
-    return rc < 0 ? NULL : set;
+    if (rc < 0)
+        return NULL;
+    for (size_t i = 0; i < set->count && cfg->tls_cert_path == NULL; i++) {
+        if (set->list[i].client_cert != NULL) {
+            osbq_error_set(err, OSBQ_ERR_INVALID,
+                           "OSBQ_PLATFORMS: platform %s names a client certificate, which needs "
+                           "HTTPS (OSBQ_TLS_CERT)",
+                           set->list[i].name);
+            osbq_platforms_release(set);
+            return NULL;
+        }
+    }
+    return set;
 }
 
 /* Names the platforms served, one line. */
@@ -86,9 +98,10 @@ static void log_platforms(const char *what, const struct osbq_platforms *set)
     size_t used = 0;
     for (size_t i = 0; i < set->count && used < sizeof names; i++) {
         const struct osbq_platform *p = &set->list[i];
-        int n = snprintf(names + used, sizeof names - used, "%s%s (%s%s%s)", i ? ", " : "", p->name,
-                         p->prefix[0] ? p->prefix : "no prefix", p->basic ? ", basic" : "",
-                         p->token_count ? ", bearer" : "");
+        int n = snprintf(names + used, sizeof names - used, "%s%s (%s%s%s%s)", i ? ", " : "",
+                         p->name, p->prefix[0] ? p->prefix : "no prefix", p->basic ? ", basic" : "",
+                         p->token_count ? ", bearer" : "",
+                         p->client_cert ? ", client certificate" : "");
         if (n < 0)
             break;
         used += (size_t)n;

@@ -25,6 +25,7 @@ static void set_free(struct osbq_platforms *set)
     for (size_t i = 0; i < set->count; i++) {
         free(set->list[i].sees);
         free(set->list[i].catalog_body);
+        client_cert_free(set->list[i].client_cert);
     }
     if (set->list != NULL)
         sodium_memzero(set->list, set->count * sizeof set->list[0]);
@@ -417,17 +418,22 @@ static int check_tokens_unique(const struct osbq_platforms *set, const struct os
     return 0;
 }
 
-/* basic, bearer or both: at least one. */
+/* basic, bearer, a client certificate, or several: at least one. */
 static int parse_credentials(struct osbq_platforms *set, json_t *entry, const char *base_dir,
                              struct osbq_platform *p, const char *place, struct osbq_error *err)
 {
     json_t *basic = json_object_get(entry, "basic");
     json_t *bearer = json_object_get(entry, "bearer");
-    if (basic == NULL && bearer == NULL)
+    json_t *cert = json_object_get(entry, "client_certificate");
+    if (basic == NULL && bearer == NULL && cert == NULL)
         return osbq_error_set(err, OSBQ_ERR_INVALID,
-                              "%s: credentials are required (\"basic\", \"bearer\" or both)",
+                              "%s: credentials are required (\"basic\", \"bearer\", "
+                              "\"client_certificate\")",
                               place);
-    char sub[64];
+    char sub[96]; /* place (48) and the longest member name */
+    (void)snprintf(sub, sizeof sub, "%s.client_certificate", place);
+    if (cert != NULL && (p->client_cert = client_cert_parse(cert, base_dir, sub, err)) == NULL)
+        return -1;
     (void)snprintf(sub, sizeof sub, "%s.basic", place);
     if (basic != NULL && parse_basic(basic, base_dir, p, sub, err) < 0)
         return -1;
@@ -440,8 +446,8 @@ static int parse_credentials(struct osbq_platforms *set, json_t *entry, const ch
 static int parse_platform(struct osbq_platforms *set, json_t *entry, size_t i, const char *base_dir,
                           struct osbq_error *err)
 {
-    static const char *const members[] = {"name",     "prefix", "basic", "bearer",
-                                          "services", "weight", NULL};
+    static const char *const members[] = {
+        "name", "prefix", "basic", "bearer", "client_certificate", "services", "weight", NULL};
     char place[48];
     (void)snprintf(place, sizeof place, "platforms[%zu]", i);
     if (!json_is_object(entry))
@@ -450,15 +456,18 @@ static int parse_platform(struct osbq_platforms *set, json_t *entry, size_t i, c
         return -1;
     struct osbq_platform *p = &set->list[set->count];
     p->index = set->count;
-    if (parse_name_and_prefix(entry, p, place, err) < 0 ||
-        check_not_taken(set, p, place, err) < 0 || parse_weight(entry, p, place, err) < 0 ||
-        parse_credentials(set, entry, base_dir, p, place, err) < 0)
-        return -1;
     char sub[64];
     (void)snprintf(sub, sizeof sub, "%s.services", place);
     json_t *services = json_object_get(entry, "services");
-    if (services != NULL && parse_services(set->catalog, services, p, sub, err) < 0)
+    if (parse_name_and_prefix(entry, p, place, err) < 0 ||
+        check_not_taken(set, p, place, err) < 0 || parse_weight(entry, p, place, err) < 0 ||
+        parse_credentials(set, entry, base_dir, p, place, err) < 0 ||
+        (services != NULL && parse_services(set->catalog, services, p, sub, err) < 0)) {
+        /* Not counted, so set_free would not see it. */
+        client_cert_free(p->client_cert);
+        p->client_cert = NULL;
         return -1;
+    }
     set->count++;
     return 0;
 }

@@ -1,5 +1,6 @@
 /* The platforms one broker serves (OSBQ_PLATFORMS, docs/platforms.md): each with its name, its
- * credentials (Basic, Bearer tokens or both, kept only as keyed hashes), its URL prefix and the
+ * credentials (Basic, Bearer tokens or both, kept only as keyed hashes; a client certificate
+ * instead or besides), its URL prefix and the
  * services of the catalog it sees. A loaded set is immutable and reference counted, so a reload
  * (SIGHUP) swaps in a new set while requests in flight keep the one they started with. */
 #ifndef OSBQ_PLATFORMS_H
@@ -12,6 +13,7 @@
 
 #include "auth.h"
 #include "catalog.h"
+#include "client_cert.h"
 #include "error.h"
 
 /* The platform OSBQ_BROKER_USERNAME/PASSWORD define, and the owner of records written before
@@ -37,6 +39,8 @@ struct osbq_platform {
     bool basic;                                /* accepts HTTP basic authentication */
     struct osbq_auth basic_auth;               /* its user name and password, hashed */
     size_t token_count;                        /* Bearer tokens accepted (0: no Bearer) */
+    struct client_cert *client_cert; /* the certificate it must present (client_cert.h), or
+                                      * NULL: none asked for */
     unsigned char token_digests[OSBQ_PLATFORM_TOKENS_MAX][32]; /* keyed hashes of the tokens */
     bool *sees;                        /* per catalog service index; NULL: every service */
     char *catalog_body;                /* its catalog response body, or NULL: the whole catalog's */

@@ -205,6 +205,9 @@ void tls_on_connection(void *cls, struct MHD_Connection *conn, void **socket_con
         identity_release(id);
         return;
     }
+    /* Asked of every client, required of none: a platform that names a client certificate
+     * checks it per request (client_cert.h), against the platforms file current then. */
+    gnutls_certificate_server_set_request(info->tls_session, GNUTLS_CERT_REQUEST);
     *socket_context = id;
 }
 

@@ -34,6 +34,20 @@ static const char catalog_text[] =
 #define TOKEN_A "tokenAAAAAAAAAAAAAAAAAAAAAAAAAAA"
 #define TOKEN_B "tokenBBBBBBBBBBBBBBBBBBBBBBBBBBB"
 
+/* A CA certificate (self-signed, valid for a century) for the client_certificate members. */
+static const char test_ca_pem[] =
+    "-----BEGIN CERTIFICATE-----\n"
+    "MIIBjzCCATWgAwIBAgIUU+fL+9g7L/H9nrfRtkNTe2GrLvEwCgYIKoZIzj0EAwIw\n"
+    "HDEaMBgGA1UEAwwRb3NicS11bml0LXRlc3QtY2EwIBcNMjYxMjAyMDY0NjUyWhgP\n"
+    "MjEyNjExMDgwNjQ2NTJaMBwxGjAYBgNVBAMMEW9zYnEtdW5pdC10ZXN0LWNhMFkw\n"
+    "EwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEUpEXmOdq/ZOIw4O3mVuwGD8RQaa2Gio6\n"
+    "naGKaIyzI+zB487vLw8cK71i5RRIlVAbqApaDgHMTUWQCxs3VgGDz6NTMFEwHQYD\n"
+    "VR0OBBYEFMfRlmvlHe+cj3PvxVwXPK1mpm64MB8GA1UdIwQYMBaAFMfRlmvlHe+c\n"
+    "j3PvxVwXPK1mpm64MA8GA1UdEwEB/wQFMAMBAf8wCgYIKoZIzj0EAwIDSAAwRQIg\n"
+    "DacfLRvj+/Dpc3aCSt0j2aViBmfWeDrWaCNxIAFsXRUCIQDYQDbFmTMyBtPfGvjC\n"
+    "K2n3RJvpmBf9mu+p9rLnCSaYHg==\n"
+    "-----END CERTIFICATE-----\n";
+
 struct fixture {
     struct osbq_catalog *catalog;
     char dir[64]; /* temporary directory of the credential files */
@@ -61,6 +75,7 @@ static int setup(void **state)
     write_file(f->dir, "k8s-tokens", "# rotated monthly\n" TOKEN_A "\n\n" TOKEN_B "\r\n");
     write_file(f->dir, "bad-tokens", "short\n");
     write_file(f->dir, "empty-tokens", "# none\n");
+    write_file(f->dir, "ca.pem", test_ca_pem);
     *state = f;
     return 0;
 }
@@ -68,7 +83,8 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     struct fixture *f = *state;
-    static const char *const names[] = {"cf-password", "k8s-tokens", "bad-tokens", "empty-tokens"};
+    static const char *const names[] = {"cf-password", "k8s-tokens", "bad-tokens", "empty-tokens",
+                                        "ca.pem"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         char path[128];
         (void)snprintf(path, sizeof path, "%s/%s", f->dir, names[i]);
@@ -396,6 +412,57 @@ static void test_errors(void **state)
     expect_error(f, "{\"platforms\": [{\"name\": \"a\", \"name\": \"b\"}]}", NULL, "line 1");
 }
 
+/* client_certificate (decision 0059): alone or beside a password; its CA and what it names. */
+static void test_client_certificate(void **state)
+{
+    struct fixture *f = *state;
+    struct osbq_platforms *set = load(
+        f,
+        "{\"platforms\": [{\"name\": \"sm\", \"prefix\": \"/sm\", \"client_certificate\":"
+        " {\"ca_file\": \"ca.pem\", \"subject\": \"CN=sm,O=Example\"}},"
+        " {\"name\": \"both\", \"prefix\": \"/both\","
+        "  \"basic\": {\"username\": \"cf\", \"password_file\": \"cf-password\"},"
+        "  \"client_certificate\": {\"ca_file\": \"ca.pem\", \"sha256\":"
+        "   \"AB:cd:00:11:22:33:44:55:66:77:88:99:aa:bb:cc:dd:ee:ff:00:11:22:33:44:55:66:77:88:"
+        "99:aa:bb:cc:dd\"}}]}",
+        NULL);
+    assert_non_null(set->list[0].client_cert);
+    assert_false(set->list[0].basic);
+    assert_int_equal(set->list[0].token_count, 0);
+    assert_non_null(set->list[1].client_cert);
+    assert_true(set->list[1].basic);
+    /* Without a TLS session (plain HTTP) nothing is accepted. */
+    char why[200];
+    assert_false(client_cert_accepts(set->list[0].client_cert, NULL, why, sizeof why));
+    assert_non_null(strstr(why, "needs HTTPS"));
+    osbq_platforms_release(set);
+    static const struct {
+        const char *member;
+        const char *want;
+    } bad[] = {
+        {"{\"subject\": \"CN=x\"}", "client_certificate.ca_file: a CA file is required"},
+        {"{\"ca_file\": \"missing.pem\", \"san\": \"x\"}", "client_certificate.ca_file: "},
+        {"{\"ca_file\": \"cf-password\", \"san\": \"x\"}", "cf-password: No certificate"},
+        {"{\"ca_file\": \"ca.pem\"}", "name what the certificate must say"},
+        {"{\"ca_file\": \"ca.pem\", \"sha256\": \"abcd\"}", "sha256: must be 64 hex digits"},
+        {"{\"ca_file\": \"ca.pem\", \"san\": \"\"}", "san: must be a string"},
+        {"{\"ca_file\": \"ca.pem\", \"cn\": \"x\"}", "unknown member \"cn\""},
+        {"\"ca.pem\"", "client_certificate: must be an object"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char text[512];
+        (void)snprintf(text, sizeof text,
+                       "{\"platforms\": [{\"name\": \"a\", \"client_certificate\": %s}]}",
+                       bad[i].member);
+        expect_error(f, text, NULL, bad[i].want);
+    }
+    /* Parsed, then another member fails: nothing leaks (ASan). */
+    expect_error(f,
+                 "{\"platforms\": [{\"name\": \"a\", \"client_certificate\": {\"ca_file\": "
+                 "\"ca.pem\", \"san\": \"a.example\"}, \"services\": [\"nope\"]}]}",
+                 NULL, "platforms[0].services[0]");
+}
+
 static void test_holder_keeps_old_set_while_referenced(void **state)
 {
     struct fixture *f = *state;
@@ -428,6 +495,7 @@ int main(void)
         cmocka_unit_test(test_services_and_catalog),
         cmocka_unit_test(test_default_platform),
         cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_client_certificate),
         cmocka_unit_test(test_holder_keeps_old_set_while_referenced),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

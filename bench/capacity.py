@@ -97,6 +97,13 @@ def commandstats(redis):
     return calls, usec
 
 
+def process_cpu_s(pid):
+    """CPU seconds (user and system) a process has used, from /proc."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def redis_cpu_s(redis):
     i = info(redis, "cpu")
     return float(i["used_cpu_sys"]) + float(i["used_cpu_user"])
@@ -128,6 +135,24 @@ PHASES = (
     ("unbind", "unbind", "DELETE", BINDING + QUERY, None, 202, 0.5),
     ("deprovision", "deprovision", "DELETE", INSTANCE + QUERY, None, 202, 0.5),
 )
+
+
+def with_values(phases, size):
+    """phases with each provision's and bind's body carrying request values: parameters with a
+    value of size bytes and a context with one of size/2 (what sealing at rest encrypts)."""
+    if size <= 0:
+        return phases
+    out = []
+    for spec in phases:
+        body = spec[4]
+        if spec[0] in ("provision", "bind"):
+            body = dict(body, parameters={"password": "p" * size},
+                        context={"platform": "cloudfoundry", "organization_guid": "o",
+                                 "space_guid": "s", "note": "c" * (size // 2)})
+        out.append(spec[:4] + (body,) + spec[5:])
+    return tuple(out)
+
+
 # Commands of the measuring itself: not the broker's.
 OWN_COMMANDS = ("config|resetstat", "info", "zcard", "echo", "monitor")
 
@@ -161,18 +186,21 @@ def run_requests(ids, threads, clients, method, path, body, expect, name, ops):
         list(pool.map(lane, range(threads)))
 
 
-def phase(redis, spec, ids, threads, clients):
+def phase(redis, spec, ids, threads, clients, daemons):
     """Runs one phase's requests over ids, waits until nothing is queued, and returns the
-    phase's figures per operation."""
+    phase's figures per operation. daemons: {"gateway": pid, "worker": pid}, whose CPU is
+    counted too."""
     name, kind, method, path, body, expect, _ = spec
     count = len(ids)
     ops = named_operations(redis, path, ids)
     redis.command("CONFIG", "RESETSTAT")
     cpu0, t0 = redis_cpu_s(redis), time.monotonic()
+    daemon0 = {k: process_cpu_s(pid) for k, pid in daemons.items()}
     run_requests(ids, threads, clients, method, path, body, expect, name, ops)
     wait_idle(redis)
     elapsed = time.monotonic() - t0
     cpu = redis_cpu_s(redis) - cpu0
+    daemon_cpu = {k: process_cpu_s(pid) - daemon0[k] for k, pid in daemons.items()}
     stats, usec = commandstats(redis)
     for own in OWN_COMMANDS:
         stats.pop(own, None)
@@ -182,6 +210,9 @@ def phase(redis, spec, ids, threads, clients):
         "operations": count,
         "seconds": round(elapsed, 2),
         "redis_cpu_us_per_op": round(cpu / count * 1e6, 1),
+        # The daemons' own CPU (clock ticks of /proc: 10 ms each, so only large counts tell).
+        "gateway_cpu_us_per_op": round(daemon_cpu["gateway"] / count * 1e6, 1),
+        "worker_cpu_us_per_op": round(daemon_cpu["worker"] / count * 1e6, 1),
         # The part of it spent running the scripts; the rest is reading requests, writing
         # replies and the event loop, which is paid per call and per wake-up.
         "in_scripts_us_per_op": round(usec.get("evalsha", 0) / count, 1),
@@ -235,13 +266,13 @@ def finished_operation(redis, key):
 
 
 def print_table(results, monitor, memory, out):
-    out.write("%-16s %-16s %6s %8s %12s %11s %9s %8s  %s\n" % (
-        "phase", "kind", "ops", "seconds", "Redis us/op", "in scripts", "commands", "EVALSHA",
-        "commands per op by name"))
+    out.write("%-16s %-16s %6s %8s %12s %11s %10s %9s %9s %8s  %s\n" % (
+        "phase", "kind", "ops", "seconds", "Redis us/op", "in scripts", "gateway us", "worker us",
+        "commands", "EVALSHA", "commands per op by name"))
     for r in results:
-        out.write("%-16s %-16s %6d %8.2f %12.1f %11.1f %9.2f %8.2f  %s\n" % (
+        out.write("%-16s %-16s %6d %8.2f %12.1f %11.1f %10.1f %9.1f %9.2f %8.2f  %s\n" % (
             r["phase"], r["kind"], r["operations"], r["seconds"], r["redis_cpu_us_per_op"],
-            r["in_scripts_us_per_op"],
+            r["in_scripts_us_per_op"], r["gateway_cpu_us_per_op"], r["worker_cpu_us_per_op"],
             r["commands_in_all_per_op"], r["evalsha_per_op"],
             ", ".join("%s %.2f" % kv for kv in r["commands_per_op"].items() if kv[1] >= 0.01)))
     for name, split in monitor.items():
@@ -268,6 +299,9 @@ def main():
     ap.add_argument("--monitor", type=int, default=20,
                     help="operations of each kind under MONITOR (0: none)")
     ap.add_argument("--json")
+    ap.add_argument("--values", type=int, default=0,
+                    help="bytes of a value each provision's and bind's parameters carry, and "
+                         "half as many in its context (0: none, as platforms mostly send)")
     ap.add_argument("settings", nargs="*")
     a = ap.parse_args()
     if a.count < 2:
@@ -297,7 +331,9 @@ def main():
             osbq_stack.wait_until(lambda: "state=online" in redis.command("INFO", "replication"),
                                   30, "the replica in sync")
         gateway = stack.start_gateway(ready_path="/readyz")
-        stack.start_worker()
+        worker = stack.start_worker()
+        daemons = {"gateway": gateway.proc.pid, "worker": worker.proc.pid}
+        phases = with_values(PHASES, a.values)
         clients = [Client(gateway.port) for _ in range(a.threads)]
         osbq_stack.wait_until(
             lambda: clients[0].request("PUT", "/v2/service_instances/warm",
@@ -307,10 +343,11 @@ def main():
         ids = ["c%d" % i for i in range(n)]
         watched = ["m%d" % i for i in range(a.monitor)]
         used = {}
-        for spec in PHASES:
+        for spec in phases:
             name = spec[0]
             before = int(info(redis, "memory")["used_memory"])
-            results.append(phase(redis, spec, ids[:int(n * spec[6])], a.threads, clients))
+            results.append(phase(redis, spec, ids[:int(n * spec[6])], a.threads, clients,
+                                 daemons))
             used[name] = int(info(redis, "memory")["used_memory"]) - before
             if watched:
                 monitor[name] = monitored(redis, spec, watched, a.threads, clients, names)
@@ -335,7 +372,8 @@ def main():
         for c in clients:
             if c.conn is not None:
                 c.conn.close()
-        report = {"count": n, "settings": extra, "phases": results, "memory": memory,
+        report = {"count": n, "settings": extra, "values": a.values, "phases": results,
+                  "memory": memory,
                   "monitor": monitor,
                   "redis_version": info(redis, "server")["redis_version"],
                   # Which server ran (OSBQ_TEST_REDIS_SERVER) and its own version: Valkey

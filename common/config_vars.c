@@ -385,7 +385,8 @@ const struct osbq_config_var osbq_config_vars[] = {
      false, parse_policy, "JSON file of instance quotas and deny rules (docs/policies.md)"},
     {"OSBQ_SECRET_KEY_FILE", OSBQ_ROLE_ALL, NULL, "none (credentials stored in plaintext)", false,
      parse_secret_key_file,
-     "keys for binding credentials at rest: 64 hex characters a line, the first encrypts"},
+     "keys for values at rest (binding credentials, request parameters and context, saved "
+     "step states): 64 hex characters a line, the first encrypts"},
     {"OSBQ_WORKER_CONCURRENCY", OSBQ_ROLE_WORKER, "16", NULL, false, parse_concurrency,
      "jobs one worker runs at once"},
     {"OSBQ_WORKER_EXEC_CONCURRENCY", OSBQ_ROLE_WORKER, "256", NULL, false, parse_exec_concurrency,

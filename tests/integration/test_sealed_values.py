@@ -8,62 +8,20 @@ record still reads and updates; osbq-ctl reencrypt moves them to a new key; a va
 another instance does not open there."""
 
 import json
-import os
-import subprocess
 import unittest
 import uuid
 
 import harness
-from test_secrets_at_rest import encodings, key_id, new_key
+from test_secrets_at_rest import KeyedStack, encodings, key_id, new_key
 
-CATALOG = os.path.join(harness.SOURCE_DIR, "tests", "data", "catalog-bindings.json")
 SERVICE = "5c1d2e3f-8a9b-4c0d-9e1f-2a3b4c5d6e01"
 FAST = "5c1d2e3f-8a9b-4c0d-9e1f-2a3b4c5d6f01"
 SLOW_CHANGE = "5c1d2e3f-8a9b-4c0d-9e1f-2a3b4c5d6f10"  # updates take 1.5 s, in steps
 NAMESPACE = "osbq"
-CTL = os.path.join(harness.BUILD_DIR, "bin", "osbq-ctl")
 OP_TIMEOUT_S = 15.0
 
 
-class SealedValues(unittest.TestCase):
-    def setUp(self):
-        self.stack = harness.Stack(catalog=CATALOG)
-        self.gateway = None
-        self.worker = None
-        self.client = None
-        self.key_path = os.path.join(self.stack.workdir, "secret-keys")
-
-    def tearDown(self):
-        if self.client is not None:
-            self.client.close()
-        self.stack.stop()
-
-    def write_keys(self, *keys):
-        fd = os.open(self.key_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as f:
-            f.write("".join(k.hex() + "\n" for k in keys))
-
-    def start(self, keys=True):
-        if self.client is not None:
-            self.client.close()
-        for p in (self.worker, self.gateway):
-            if p is not None:
-                self.assertEqual(p.stop(), 0, p.log())
-        env = {"OSBQ_SECRET_KEY_FILE": self.key_path if keys else None}
-        self.gateway = self.stack.start_gateway(**env)
-        self.worker = self.stack.start_worker(**env)
-        harness.wait_workers_connected([self.gateway], 1)
-        self.client = self.stack.client(self.gateway)
-
-    def ctl(self, *args):
-        env = self.stack.env(OSBQ_SECRET_KEY_FILE=self.key_path)
-        r = subprocess.run([CTL] + list(args), env=env, stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, timeout=60)
-        err = r.stderr.decode(errors="replace")
-        for marker in harness.SANITIZER_MARKERS:
-            self.assertNotIn(marker, err)
-        return r.returncode, r.stdout.decode(errors="replace"), err
-
+class SealedValues(KeyedStack):
     # ---- requests ----
 
     def ipath(self, iid, suffix=""):

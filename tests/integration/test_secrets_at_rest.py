@@ -51,7 +51,10 @@ def encodings(text):
     return forms
 
 
-class SecretsAtRest(unittest.TestCase):
+class KeyedStack(unittest.TestCase):
+    """A stack whose gateway and worker read a key file of the test's (test_sealed_values too):
+    written with write_keys, (re)started with start, osbq-ctl run with it by ctl."""
+
     def setUp(self):
         self.stack = harness.Stack(catalog=CATALOG)
         self.gateway = None
@@ -84,6 +87,17 @@ class SecretsAtRest(unittest.TestCase):
         harness.wait_workers_connected([self.gateway], 1)
         self.client = self.stack.client(self.gateway)
 
+    def ctl(self, *args):
+        env = self.stack.env(OSBQ_SECRET_KEY_FILE=self.key_path)
+        r = subprocess.run([CTL] + list(args), env=env, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, timeout=30)
+        err = r.stderr.decode(errors="replace")
+        for marker in harness.SANITIZER_MARKERS:
+            self.assertNotIn(marker, err)
+        return r.returncode, r.stdout.decode(errors="replace"), err
+
+
+class SecretsAtRest(KeyedStack):
     # ---- requests ----
 
     def bpath(self, iid, bid):
@@ -229,15 +243,6 @@ class SecretsAtRest(unittest.TestCase):
         self.assertTrue(self.stored(iid, bid_sealed).startswith("osbq:v1:%s:" % key_id(key)))
         self.assertNotIn(creds_sealed["password"], self.stored(iid, bid_sealed))
         self.assertEqual(self.fetch(iid, bid_sealed), creds_sealed)
-
-    def ctl(self, *args):
-        env = self.stack.env(OSBQ_SECRET_KEY_FILE=self.key_path)
-        r = subprocess.run([CTL] + list(args), env=env, stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, timeout=30)
-        err = r.stderr.decode(errors="replace")
-        for marker in harness.SANITIZER_MARKERS:
-            self.assertNotIn(marker, err)
-        return r.returncode, r.stdout.decode(errors="replace"), err
 
     def test_reencrypt(self):
         """osbq-ctl reencrypt moves every result under the first key, plaintext ones too, so

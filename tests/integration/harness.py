@@ -22,8 +22,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import osb_conformance  # noqa: E402 (beside this file)
 import osbq_stack  # noqa: E402 (found through the path set above)
 from osbq_stack import (  # noqa: E402,F401 (the names tests use as harness.*)
-    REDIS_SERVER, SANITIZER_MARKERS, SOURCE_DIR, START_TIMEOUT_S, STOP_TIMEOUT_S, Process, Redis,
-    free_port, wait_until)
+    REDIS_COMMAND_TIMEOUT_S, REDIS_SERVER, SANITIZER_MARKERS, SOURCE_DIR, START_TIMEOUT_S,
+    STOP_TIMEOUT_S, Process, Redis, free_port, wait_until)
 
 BUILD_DIR = os.environ.get("OSBQ_BUILD_DIR", os.path.join(os.path.dirname(__file__), "../../build"))
 GATEWAY, WORKER = osbq_stack.binaries(BUILD_DIR)

@@ -16,7 +16,7 @@ import sys
 
 import harness
 import previous_release
-from osbq_stack import encode_command, read_resp
+from osbq_stack import REDIS_COMMAND_TIMEOUT_S, encode_command, read_resp
 
 CATALOG = os.path.join(harness.SOURCE_DIR, "tests", "data", "catalog-upgrade.json")
 SERVICE = "7e0a1b2c-3d4e-4f50-8a61-72b3c4d5e601"
@@ -30,7 +30,8 @@ SKIP = ("osbq:gateways", "osbq:workers")
 def raw(redis, *args):
     """One command's reply with bytes left undecoded."""
     import socket
-    with socket.create_connection(("127.0.0.1", redis.port), timeout=2) as s:
+    with socket.create_connection(("127.0.0.1", redis.port),
+                                  timeout=REDIS_COMMAND_TIMEOUT_S) as s:
         s.sendall(encode_command(args))
         with s.makefile("rb") as f:
             return read_resp(f, decode=False)

@@ -12,6 +12,7 @@ import unittest
 import urllib.parse
 
 import harness
+import osbq_stack
 
 SECURITY_DOC = os.path.join(harness.SOURCE_DIR, "docs", "security.md")
 CTL = os.path.join(harness.BUILD_DIR, "bin", "osbq-ctl")
@@ -136,7 +137,8 @@ class RedisAcl(harness.GatewayTestCase):
         redis.command("SET", "other:secret", "x")
         for name in self.users:
             # One connection per user: AUTH, then commands osbq never needs.
-            with socket.create_connection(("127.0.0.1", redis.port), timeout=2) as s:
+            with socket.create_connection(("127.0.0.1", redis.port),
+                                          timeout=osbq_stack.REDIS_COMMAND_TIMEOUT_S) as s:
                 f = s.makefile("rb")
 
                 def call(*args):

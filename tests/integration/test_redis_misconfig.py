@@ -23,7 +23,8 @@ class MisconfiguredRedis(harness.StackTestCase):
 
     def redis_command(self, *args, password=None):
         """One command after AUTH (the server now wants a password)."""
-        with socket.create_connection(("127.0.0.1", self.redis.port), timeout=2) as s:
+        with socket.create_connection(("127.0.0.1", self.redis.port),
+                                      timeout=osbq_stack.REDIS_COMMAND_TIMEOUT_S) as s:
             f = s.makefile("rb")
             s.sendall(osbq_stack.encode_command(("AUTH", password or self.password)))
             self.assertEqual(osbq_stack.read_resp(f), "OK")

@@ -32,8 +32,8 @@ class RedisNode(harness.Process):
         super().__init__(name, argv, dict(os.environ), workdir)
         harness.wait_until(self.ping, harness.START_TIMEOUT_S, name + " to answer PING")
 
-    def command(self, *args):
-        return harness.Redis.command(self, *args)
+    def command(self, *args, timeout_s=harness.REDIS_COMMAND_TIMEOUT_S):
+        return harness.Redis.command(self, *args, timeout_s=timeout_s)
 
     def ping(self):
         return harness.Redis.ping(self)

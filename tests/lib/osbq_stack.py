@@ -61,6 +61,13 @@ def free_port():
         return s.getsockname()[1]
 
 
+# How long the tests' own Redis commands may take. Milliseconds as a rule; but beside other heavy
+# work (a load of 11 on two cores) a command that builds test data took over 2 s. Probes, which
+# ask whether a server answers yet and are asked again, keep a short one.
+REDIS_COMMAND_TIMEOUT_S = 30
+REDIS_PROBE_TIMEOUT_S = 2
+
+
 def wait_until(predicate, timeout_s, what):
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -206,7 +213,8 @@ class Redis(Process):
         """Whether the server answering on the port is this process (not another test's that
         took the port first, which made this one fail to bind)."""
         try:
-            return ("process_id:%d\r\n" % self.proc.pid) in self.command("INFO", "server")
+            return ("process_id:%d\r\n" % self.proc.pid) in self.command(
+                "INFO", "server", timeout_s=REDIS_PROBE_TIMEOUT_S)
         except (OSError, RuntimeError):
             return False
 
@@ -214,15 +222,15 @@ class Redis(Process):
     def url(self):
         return "redis://127.0.0.1:%d/0" % self.port
 
-    def command(self, *args):
+    def command(self, *args, timeout_s=REDIS_COMMAND_TIMEOUT_S):
         """Sends one command with a minimal RESP client; returns the decoded reply."""
-        with socket.create_connection(("127.0.0.1", self.port), timeout=2) as s:
+        with socket.create_connection(("127.0.0.1", self.port), timeout=timeout_s) as s:
             s.sendall(encode_command(args))
             return read_resp(s.makefile("rb"))
 
     def ping(self):
         try:
-            return self.command("PING") == "PONG"
+            return self.command("PING", timeout_s=REDIS_PROBE_TIMEOUT_S) == "PONG"
         except OSError:
             return False
         except RuntimeError:  # an error reply: LOADING while a restarted server reads its AOF

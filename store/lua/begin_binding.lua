@@ -7,6 +7,7 @@
 -- {'halting', operation id, "", "", "", tenant, halted operation, its step's worker or ""}
 -- when an unbind halted the bind (arg_halt); or {'delete_capped', deletes this minute, tenant}
 -- past the tenant's deletion cap (lib/delete_guard.lua).
+-- requires: begin_record (store/lua/lib/begin_record.lua: begin_record)
 -- requires: delete_guard (store/lua/lib/delete_guard.lua: delete_guard_take)
 -- requires: in_progress (store/lua/lib/in_progress.lua: in_progress_refusal, in_progress_take)
 -- requires: join (store/lua/lib/join.lua: join)
@@ -115,25 +116,12 @@ local function record(binding_fields)
   if set ~= prefix .. 'bindings:' .. arg_instance_id then add('bindings_key', set) end
   -- The binding's operations chained newest first (osbq-ctl instance reads them by id).
   if binding_last_op then add('prev_op', binding_last_op) end
-  if platform ~= 'default' then add('platform', platform) end
-  if gateway ~= '' then add('waited', gateway) end
-  if cap then add('in_progress_key', in_progress_take(prefix, tenant)) end
-  local due = arg_claim_deadline
-  if handed then due = handover_claim(add, arg_handed_worker, arg_handed_until, now) end
-  if after then
-    add('after', after)
-    add('due_ms', after_due)
-  end
-  redis.call('HSET', op_key, unpack(fields))
-  if after then
-    queue_after_halt(prefix, queue, op_id, tenant, after_due)
-  else
-    redis.call('ZADD', queue, due, op_id)
-  end
-  local n = #binding_fields
-  binding_fields[n + 1], binding_fields[n + 2], binding_fields[n + 3], binding_fields[n + 4] =
-      'lock_x', op_id, 'last_op', op_id
-  redis.call('HSET', binding_key, unpack(binding_fields))
+  begin_record(prefix, {op_key = op_key, op_id = op_id, queue = queue, fields = fields,
+                        add = add, tenant = tenant, platform = platform, gateway = gateway,
+                        cap = cap, claim_deadline = arg_claim_deadline, handed = handed,
+                        handed_worker = arg_handed_worker, handed_until = arg_handed_until,
+                        now = now, after = after, after_due = after_due,
+                        record_key = binding_key, record_fields = binding_fields})
   redis.call('HINCRBY', inst, 'lock_s', 1)
   event_add(prefix, arg_events_max, 'accepted', 'kind', kind, 'operation', op_id,
             'instance', arg_instance_id, 'binding', arg_binding_id, 'plan', arg_plan_id,

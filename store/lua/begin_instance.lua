@@ -8,6 +8,7 @@
 -- operation, its step's worker or ""} when a deprovision halted the provision (arg_halt); or
 -- {'protected'} when a deprovision meets an instance its parameters or context protect, or
 -- {'delete_capped', deletes this minute, tenant} past the tenant's cap (lib/delete_guard.lua).
+-- requires: begin_record (store/lua/lib/begin_record.lua: begin_record)
 -- requires: delete_guard (store/lua/lib/delete_guard.lua: delete_guard_take)
 -- requires: in_progress (store/lua/lib/in_progress.lua: in_progress_refusal, in_progress_take)
 -- requires: join (store/lua/lib/join.lua: join)
@@ -171,26 +172,13 @@ local function record(plan_id, prev_plan, inst_fields)
     if arg_maintenance_version ~= '' then add('maintenance_version', arg_maintenance_version) end
     if arg_deletion_protection ~= '' then add('deletion_protection', arg_deletion_protection) end
   end
-  if platform ~= 'default' then add('platform', platform) end
-  if gateway ~= '' then add('waited', gateway) end
   if quotas_held then add('quotas_held', quotas_held) end
-  if cap then add('in_progress_key', in_progress_take(prefix, tenant)) end
-  local due = arg_claim_deadline
-  if handed then due = handover_claim(add, arg_handed_worker, arg_handed_until, now) end
-  if after then
-    add('after', after)
-    add('due_ms', after_due)
-  end
-  redis.call('HSET', op_key, unpack(fields))
-  if after then
-    queue_after_halt(prefix, queue, op_id, tenant, after_due)
-  else
-    redis.call('ZADD', queue, due, op_id)
-  end
-  local n = #inst_fields
-  inst_fields[n + 1], inst_fields[n + 2], inst_fields[n + 3], inst_fields[n + 4] =
-      'lock_x', op_id, 'last_op', op_id
-  redis.call('HSET', inst, unpack(inst_fields))
+  begin_record(prefix, {op_key = op_key, op_id = op_id, queue = queue, fields = fields,
+                        add = add, tenant = tenant, platform = platform, gateway = gateway,
+                        cap = cap, claim_deadline = arg_claim_deadline, handed = handed,
+                        handed_worker = arg_handed_worker, handed_until = arg_handed_until,
+                        now = now, after = after, after_due = after_due,
+                        record_key = inst, record_fields = inst_fields})
   event_add(prefix, arg_events_max, 'accepted', 'kind', kind, 'operation', op_id,
             'instance', arg_instance_id, 'plan', plan_id, 'platform', platform, 'tenant', tenant,
             'user', arg_user, 'request', arg_request_id, 'halts', after)

@@ -299,7 +299,8 @@ static void append_context_field(struct osbq_log_line *line, const char *key, co
         osbq_log_line_str(line, key, value);
 }
 
-void osbq_log_line_context(struct osbq_log_line *line)
+/* Appends the calling thread's context fields to line (osbq_log_msg does it for every line). */
+static void line_context(struct osbq_log_line *line)
 {
     append_context_field(line, "op", log_context.operation_id);
     append_context_field(line, "instance", log_context.instance_id);
@@ -318,7 +319,7 @@ static void log_vmsg(enum osbq_log_level level, const char *func, int with_errno
     (void)vsnprintf(msg, sizeof msg, fmt, ap);
     struct osbq_log_line line;
     osbq_log_line_begin(&line, level, msg);
-    osbq_log_line_context(&line);
+    line_context(&line);
     osbq_log_line_str(&line, "func", func);
     if (with_errno)
         osbq_log_line_str(&line, "error", strerror(saved_errno));

@@ -97,8 +97,6 @@ void osbq_log_line_begin(struct osbq_log_line *line, enum osbq_log_level level, 
 void osbq_log_line_str(struct osbq_log_line *line, const char *key, const char *value);
 /* Appends key=<integer>. */
 void osbq_log_line_int(struct osbq_log_line *line, const char *key, int64_t value);
-/* Appends the calling thread's context fields to line (osbq_log_msg does it for every line). */
-void osbq_log_line_context(struct osbq_log_line *line);
 /* Closes the line and adds the newline; line->buf then holds the text osbq_log_line_end
  * writes (tests read it). */
 void osbq_log_line_finish(struct osbq_log_line *line);

@@ -87,14 +87,9 @@ static void usage(const struct osbq_startup *s, FILE *out)
                 REDIS_BACKEND_DEFAULT_URL_ENV, "", "", "(exec programs)", "", "");
 }
 
-void osbq_startup_begin(const struct osbq_startup *s, int argc, char **argv, sigset_t *stop)
-{
-    osbq_startup_args(s, argc, argv);
-    osbq_json_wipe_on_free();
-    osbq_startup_block_signals(stop);
-}
-
-void osbq_startup_args(const struct osbq_startup *s, int argc, char **argv)
+/* Handles the command line: --help/-h and --version print and exit 0; anything else but no
+ * argument prints the usage and exits 2. */
+static void handle_args(const struct osbq_startup *s, int argc, char **argv)
 {
     if (argc == 1)
         return;
@@ -110,7 +105,10 @@ void osbq_startup_args(const struct osbq_startup *s, int argc, char **argv)
     exit(2);
 }
 
-void osbq_startup_block_signals(sigset_t *stop)
+/* Blocks SIGINT, SIGTERM and SIGHUP (call before any thread starts, so every thread inherits
+ * the mask and only the main thread receives them) and ignores SIGPIPE. *stop gets SIGINT and
+ * SIGTERM; SIGHUP stays pending unless the process waits for it (the gateway: TLS reload). */
+static void block_signals(sigset_t *stop)
 {
     sigemptyset(stop);
     sigaddset(stop, SIGINT);
@@ -121,6 +119,13 @@ void osbq_startup_block_signals(sigset_t *stop)
     sigaddset(&blocked, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &blocked, NULL);
     signal(SIGPIPE, SIG_IGN);
+}
+
+void osbq_startup_begin(const struct osbq_startup *s, int argc, char **argv, sigset_t *stop)
+{
+    handle_args(s, argc, argv);
+    osbq_json_wipe_on_free();
+    block_signals(stop);
 }
 
 void osbq_startup_die(const struct osbq_startup *s, const char *what, const struct osbq_error *err)

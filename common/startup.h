@@ -19,18 +19,9 @@ struct osbq_startup {
 };
 
 /* What a binary does first, before any thread starts: handles the command line
- * (osbq_startup_args), makes jansson wipe what it frees (json_wipe.h), and blocks the stop
- * signals, which it puts in *stop (osbq_startup_block_signals). */
+ * (--help, --version), makes jansson wipe what it frees (json_wipe.h), and blocks the stop
+ * signals, which it puts in *stop (SIGPIPE ignored, SIGHUP held). */
 void osbq_startup_begin(const struct osbq_startup *s, int argc, char **argv, sigset_t *stop);
-
-/* Handles the command line: --help/-h and --version print and exit 0; anything else but no
- * argument prints the usage and exits 2. */
-void osbq_startup_args(const struct osbq_startup *s, int argc, char **argv);
-
-/* Blocks SIGINT, SIGTERM and SIGHUP (call before any thread starts, so every thread inherits
- * the mask and only the main thread receives them) and ignores SIGPIPE. *stop gets SIGINT and
- * SIGTERM; SIGHUP stays pending unless the process waits for it (the gateway: TLS reload). */
-void osbq_startup_block_signals(sigset_t *stop);
 
 /* Prints "<prog>: [<what>: ]<err->text>" and exits 1. */
 void osbq_startup_die(const struct osbq_startup *s, const char *what, const struct osbq_error *err)

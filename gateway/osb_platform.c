@@ -21,12 +21,3 @@ const struct osbq_plan *osb_platform_plan(const struct gateway *gw, const struct
         return NULL;
     return plan;
 }
-
-const struct osbq_service *osb_platform_service(const struct gateway *gw, const struct request *req,
-                                                const char *service_id)
-{
-    const struct osbq_service *service = osbq_catalog_service(gw->catalog, service_id);
-    if (service == NULL || !osbq_platform_sees(req->platform, gw->catalog, service->id))
-        return NULL;
-    return service;
-}

@@ -15,10 +15,9 @@ const char *osb_platform_name(const struct request *req);
  * belongs to the request's platform. */
 bool osb_platform_owns(const struct request *req, const char *recorded);
 
-/* Catalog lookups limited to the request's platform: NULL when unknown or not its. */
+/* The plan of the catalog by id, limited to the request's platform: NULL when unknown or not
+ * its. */
 const struct osbq_plan *osb_platform_plan(const struct gateway *gw, const struct request *req,
                                           const char *plan_id);
-const struct osbq_service *osb_platform_service(const struct gateway *gw, const struct request *req,
-                                                const char *service_id);
 
 #endif

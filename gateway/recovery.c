@@ -302,7 +302,10 @@ static int64_t turn(void *arg, int64_t told_ms)
     return tick(r);
 }
 
-void recovery_due(void *ctx, int64_t due_ms)
+/* Tells the loop (ctx, a struct recovery) that an operation falls due at due_ms (epoch ms):
+ * it scans then, or at once when a worker has room and due_ms passed. The dispatcher calls it
+ * with the due time of a worker's READY (dispatch_listener.due); safe from any thread. */
+static void recovery_due(void *ctx, int64_t due_ms)
 {
     struct recovery *r = ctx;
     osbq_periodic_sooner(r->loop, due_ms);

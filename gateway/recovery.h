@@ -28,11 +28,6 @@ struct recovery *recovery_start(const struct osbq_config *cfg, struct osbq_store
  * never delays a new job by more than one; docs/reliability.md). */
 bool recovery_has_room(const struct dispatch_stats *stats, size_t batch);
 
-/* Tells the loop (ctx, a struct recovery) that an operation falls due at due_ms (epoch ms):
- * it scans then, or at once when a worker has room and due_ms passed. The dispatcher calls it
- * with the due time of a worker's READY (dispatch_listener.due); safe from any thread. */
-void recovery_due(void *ctx, int64_t due_ms);
-
 /* When the loop runs next (epoch ms), at now: the next full scan, or the earliest entry known
  * (next_due_ms, 0: none) when sooner; one already due (no worker had room, or more was due than
  * a pass takes) is looked at again a short tick later. */

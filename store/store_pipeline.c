@@ -16,7 +16,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -53,7 +52,6 @@ struct osbq_store_pipeline {
     pthread_t thread;            /* runs pipeline_main until drained */
     bool running;                /* the thread has not been joined */
     struct osbq_mailbox mailbox; /* calls submitted and not sent yet; closed: draining */
-    atomic_size_t pending;       /* taken and not finished */
     /* The thread's own. */
     redisContext *c;            /* the connection (non-blocking), or NULL */
     char sha[SCRIPT_COUNT][41]; /* the scripts as c's Redis knows them */
@@ -90,17 +88,15 @@ static bool acks_wanted(const struct osbq_store_pipeline *p)
 }
 
 /* Hands a call back: its reply or error is in it. The call is not touched afterwards. */
-static void finish(struct osbq_store_pipeline *p, struct osbq_store_call *call)
+static void finish(struct osbq_store_call *call)
 {
-    atomic_fetch_sub(&p->pending, 1);
     call->done(call->done_ctx);
 }
 
-static void fail(struct osbq_store_pipeline *p, struct osbq_store_call *call,
-                 const struct osbq_error *why)
+static void fail(struct osbq_store_call *call, const struct osbq_error *why)
 {
     call->err = *why;
-    finish(p, call);
+    finish(call);
 }
 
 /* Hands back the calls held for a WAIT; short: too few replicas acknowledged them (or the
@@ -111,7 +107,7 @@ static void settle_held(struct osbq_store_pipeline *p, bool short_of_acks)
     while (call != NULL) {
         struct osbq_store_call *next = call->next;
         call->acks_short = short_of_acks;
-        finish(p, call);
+        finish(call);
         call = next;
     }
     p->wait_sent = false;
@@ -130,7 +126,7 @@ static void drop_connection(struct osbq_store_pipeline *p, const char *why)
         struct sent *s = &p->sent[p->sent_at];
         p->sent_at = (p->sent_at + 1) % p->sent_cap;
         if (s->call != NULL)
-            fail(p, s->call, &err);
+            fail(s->call, &err);
     }
     p->sent_at = 0;
     p->out_at = p->out_len = 0;
@@ -232,14 +228,14 @@ static bool send_call(struct osbq_store_pipeline *p, struct osbq_store_call *cal
 {
     struct osbq_error err = {0};
     if (p->c == NULL && !pipeline_connect(p, &err)) {
-        fail(p, call, &err);
+        fail(call, &err);
         return false;
     }
     if (acks_wanted(p))
         call->deadline_ms = deadline_from_now(p);
     if (!append_call(p, call)) {
         osbq_error_set(&err, OSBQ_ERR_INTERNAL, "out of memory");
-        fail(p, call, &err);
+        fail(call, &err);
         return false;
     }
     return true;
@@ -314,7 +310,7 @@ static void resend_after_noscript(struct osbq_store_pipeline *p, struct osbq_sto
          * cannot be trusted to pair them any more. */
         struct osbq_error err = {0};
         osbq_error_set(&err, OSBQ_ERR_INTERNAL, "out of memory");
-        fail(p, call, &err);
+        fail(call, &err);
         drop_connection(p, "out of memory");
     }
 }
@@ -362,7 +358,7 @@ static void take_replies(struct osbq_store_pipeline *p)
         if (acks_wanted(p) && call->reply != NULL)
             list_push(&p->held, call);
         else
-            finish(p, call);
+            finish(call);
         if (replica) {
             drop_connection(p, "the server is a replica now");
             return;
@@ -485,7 +481,6 @@ struct osbq_store_pipeline *osbq_store_pipeline_start(struct osbq_store *store,
         return NULL;
     }
     p->store = store;
-    atomic_init(&p->pending, 0);
     if (osbq_mailbox_init(&p->mailbox, err) < 0) {
         free(p);
         return NULL;
@@ -508,19 +503,10 @@ int osbq_store_pipeline_submit(struct osbq_store_pipeline *p, struct osbq_store_
     call->next = NULL;
     call->resent = false;
     call->deadline_ms = store_monotonic_ms() + (int64_t)p->store->cfg->redis_timeout_ms;
-    /* Counted before it is posted: the thread may answer it at once. */
-    atomic_fetch_add(&p->pending, 1);
-    if (!osbq_mailbox_post(&p->mailbox, &call->link)) {
-        atomic_fetch_sub(&p->pending, 1);
+    if (!osbq_mailbox_post(&p->mailbox, &call->link))
         return osbq_error_set(&call->err, OSBQ_ERR_UNAVAILABLE,
                               "the broker is stopping: no new Redis calls");
-    }
     return 0;
-}
-
-size_t osbq_store_pipeline_pending(struct osbq_store_pipeline *p)
-{
-    return atomic_load(&p->pending);
 }
 
 void osbq_store_pipeline_drain(struct osbq_store_pipeline *p)

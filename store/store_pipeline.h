@@ -24,9 +24,6 @@ struct osbq_store_pipeline *osbq_store_pipeline_start(struct osbq_store *store,
 int osbq_store_pipeline_submit(struct osbq_store_pipeline *pipeline, struct osbq_store_call *call,
                                osbq_store_call_done_fn done, void *ctx);
 
-/* Calls sent and not answered yet, for metrics. */
-size_t osbq_store_pipeline_pending(struct osbq_store_pipeline *pipeline);
-
 /* Refuses new calls, lets those taken finish (each is answered or fails within the Redis
  * timeout), and stops the thread. The pipeline stays valid for osbq_store_pipeline_submit
  * (which refuses) until freed. */

@@ -43,7 +43,7 @@ redisReply *redis_target_command(struct backend_call *call, struct redis_target 
 }
 
 /* True when r is an error reply starting with text. */
-bool redis_target_error_is(const redisReply *r, const char *text)
+static bool redis_target_error_is(const redisReply *r, const char *text)
 {
     return r != NULL && r->type == REDIS_REPLY_ERROR && strncmp(r->str, text, strlen(text)) == 0;
 }
@@ -129,8 +129,8 @@ bool redis_target_open(struct backend_call *call, struct redis_target *t)
 
 /* Runs argv, which must not fail. Returns true, or false with the outcome filled and the
  * cause logged. */
-bool redis_target_run_ok(struct backend_call *call, struct redis_target *t, int argc,
-                         const char **argv)
+static bool redis_target_run_ok(struct backend_call *call, struct redis_target *t, int argc,
+                                const char **argv)
 {
     redisReply *r = redis_target_command(call, t, argc, argv, NULL);
     bool ok = r != NULL && r->type != REDIS_REPLY_ERROR;

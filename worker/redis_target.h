@@ -40,17 +40,9 @@ void redis_target_close(struct redis_target *t);
 redisReply *redis_target_command(struct backend_call *call, struct redis_target *t, int argc,
                                  const char **argv, const size_t *argvlen);
 
-/* True when r is an error reply starting with text. */
-bool redis_target_error_is(const redisReply *r, const char *text);
-
 /* Logs an error reply to what (never a credential: no command we send echoes one back). */
 void redis_target_log_error(struct backend_call *call, const struct redis_target *t,
                             const char *what, const redisReply *r);
-
-/* Runs argv, which must not fail. Returns true, or false with the outcome filled and the
- * cause logged. */
-bool redis_target_run_ok(struct backend_call *call, struct redis_target *t, int argc,
-                         const char **argv);
 
 /* Disconnects every client logged in as user and deletes it; a user already gone is fine.
  * Returns true, or false with the outcome filled. */

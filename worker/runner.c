@@ -598,12 +598,3 @@ void runner_close(struct runner *r)
     pthread_cond_broadcast(&r->work);
     pthread_mutex_unlock(&r->pool.lock);
 }
-
-void runner_cancel(struct runner *r)
-{
-    pthread_mutex_lock(&r->pool.lock);
-    r->pool.cancelled = true;
-    pthread_cond_broadcast(&r->work);
-    pthread_cond_broadcast(&r->pool.wake);
-    pthread_mutex_unlock(&r->pool.lock);
-}

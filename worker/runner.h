@@ -34,14 +34,17 @@ struct runner *runner_new(const struct osbq_config *cfg, const struct osbq_catal
  * before the first runner_submit; borrowed, it must outlive the runner. */
 void runner_set_secrets(struct runner *r, const struct osbq_secrets *secrets);
 
-/* For the process's exit: closes and cancels the runner (runner_cancel) and tells backends the
- * process exits (backend_call.exiting), then waits for every thread, up to the Redis timeout
- * plus a second (a cancelled job's release or last finish may be under way). The operations of
- * backends still running then are released from here. Threads that returned are joined and,
- * when all did, the queued jobs and the runner are freed. Threads still inside a backend cannot
- * be killed: they are detached and the runner is kept, reachable and never freed, until the
- * process exits; so must be what it borrows (cfg, catalog, store). Sets *rp to NULL; accepts
- * NULL. Returns how many threads were left behind. */
+/* For the process's exit: closes the runner, asks every running backend to stop (a detached
+ * step's program gets SIGTERM from the exec watch within its tick), drops queued jobs without
+ * claiming them (their operations stay queued in Redis and are resent), and tells backends the
+ * process exits (backend_call.exiting). Each running job's operation is released by its thread
+ * as soon as its backend sees the cancellation or returns. Then it waits for every thread, up to
+ * the Redis timeout plus a second (a cancelled job's release or last finish may be under way). The
+ * operations of backends still running then are released from here. Threads that returned are
+ * joined and, when all did, the queued jobs and the runner are freed. Threads still inside a
+ * backend cannot be killed: they are detached and the runner is kept, reachable and never freed,
+ * until the process exits; so must be what it borrows (cfg, catalog, store). Sets *rp to NULL;
+ * accepts NULL. Returns how many threads were left behind. */
 unsigned runner_destroy(struct runner **rp);
 
 /* Hands job to a free slot; origin names the connection it came through (0: none), for
@@ -96,14 +99,5 @@ void runner_take_notes(struct runner *r, runner_note_fn fn, void *ctx);
 
 /* Stops taking jobs: runner_submit fails from now on; jobs already handed over still run. */
 void runner_close(struct runner *r);
-
-/* Asks every running backend to stop (a detached step's program gets SIGTERM from the exec
- * watch within its tick, SIGKILL once the process exits) and drops queued jobs without claiming
- * them (their operations stay queued in Redis and are resent). Each running job's operation is
- * released (osbq_store_release: due at once, resent to another worker) by its thread as soon as the
- * backend sees the cancellation or returns; one job_released line each. A result that could
- * not be recorded yet (Redis away) gets one last try, then its operation runs again once its
- * lease expires. */
-void runner_cancel(struct runner *r);
 
 #endif

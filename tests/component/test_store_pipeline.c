@@ -217,7 +217,6 @@ static void test_replies_reach_their_calls(void **state)
 {
     struct fixture *f = *state;
     provision_from_threads(f);
-    assert_int_equal(osbq_store_pipeline_pending(f->pipeline), 0);
     /* The same instance again: the script saw the first call's write. */
     struct answers one;
     answers_init(&one);

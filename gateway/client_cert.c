@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "platform_files.h"
+
 /* The longest chain a client may present, leaf first. */
 #define CHAIN_MAX 8
 /* Longest subject alternative name compared. */
@@ -73,9 +75,7 @@ static int load_ca(const json_t *spec, const char *base_dir, struct client_cert 
     if (file == NULL || file[0] == '\0')
         return osbq_error_set(err, OSBQ_ERR_INVALID, "%s.ca_file: a CA file is required", place);
     char path[PATH_MAX];
-    int n = file[0] == '/' ? snprintf(path, sizeof path, "%s", file)
-                           : snprintf(path, sizeof path, "%s/%s", base_dir, file);
-    if (n < 0 || (size_t)n >= sizeof path)
+    if (platform_file_path(base_dir, file, path, sizeof path) < 0)
         return osbq_error_set(err, OSBQ_ERR_INVALID, "%s.ca_file: path too long", place);
     if (gnutls_x509_trust_list_init(&cert->trust, 0) < 0)
         return osbq_error_set(err, OSBQ_ERR_INTERNAL, "out of memory");

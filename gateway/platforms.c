@@ -2,7 +2,6 @@
  * as they are read, per-platform catalog bodies, and the reference-counted set. */
 #include "platforms.h"
 
-#include <errno.h>
 #include <jansson.h>
 #include <limits.h>
 #include <sodium.h>
@@ -11,8 +10,8 @@
 #include <string.h>
 #include <strings.h>
 
-/* Largest credential file read: a password or a list of tokens. */
-#define CREDENTIAL_FILE_MAX 65536
+#include "platform_files.h"
+
 /* Bearer tokens: long enough to be unguessable when made as the docs say, short enough for a
  * header. */
 #define TOKEN_MIN 16
@@ -91,49 +90,6 @@ int osbq_platforms_default(const struct osbq_catalog *catalog,
     return 0;
 }
 
-/* Reads a whole file of at most CREDENTIAL_FILE_MAX bytes; NUL-terminated, caller wipes and
- * frees. NULL with err. */
-static char *read_file(const char *path, size_t *len, struct osbq_error *err)
-{
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) {
-        osbq_error_set(err, OSBQ_ERR_INVALID, "cannot read %s: %s", path, strerror(errno));
-        return NULL;
-    }
-    char *buf = malloc(CREDENTIAL_FILE_MAX + 1);
-    size_t n = buf ? fread(buf, 1, CREDENTIAL_FILE_MAX + 1, f) : 0;
-    bool failed = ferror(f) != 0;
-    fclose(f);
-    if (buf == NULL || failed || n > CREDENTIAL_FILE_MAX) {
-        if (buf != NULL)
-            sodium_memzero(buf, CREDENTIAL_FILE_MAX + 1);
-        free(buf);
-        osbq_error_set(err, OSBQ_ERR_INVALID, "%s: %s", path,
-                       buf == NULL ? "out of memory"
-                       : failed    ? "read error"
-                                   : "larger than 64 kB");
-        return NULL;
-    }
-    buf[n] = '\0';
-    *len = n;
-    return buf;
-}
-
-static void wipe_free(char *text, size_t len)
-{
-    if (text != NULL)
-        sodium_memzero(text, len);
-    free(text);
-}
-
-/* A *_file path: absolute, or relative to base_dir. */
-static int resolve_path(const char *base_dir, const char *path, char *buf, size_t size)
-{
-    int n = path[0] == '/' || base_dir == NULL ? snprintf(buf, size, "%s", path)
-                                               : snprintf(buf, size, "%s/%s", base_dir, path);
-    return n < 0 || (size_t)n >= size ? -1 : 0;
-}
-
 static bool valid_name(const char *name)
 {
     size_t len = strlen(name);
@@ -194,7 +150,7 @@ static int load_tokens(struct osbq_platforms *set, struct osbq_platform *p, cons
                        const char *place, struct osbq_error *err)
 {
     size_t len = 0;
-    char *text = read_file(path, &len, err);
+    char *text = platform_file_read(path, &len, err);
     if (text == NULL)
         return osbq_error_prefix(err, "%s.tokens_file", place);
     int rc = 0;
@@ -219,7 +175,7 @@ static int load_tokens(struct osbq_platforms *set, struct osbq_platform *p, cons
         else
             token_digest(set->token_key, line, n, p->token_digests[p->token_count++]);
     }
-    wipe_free(text, len);
+    platform_file_wipe_free(text, len);
     if (rc == 0 && p->token_count == 0)
         rc =
             osbq_error_set(err, OSBQ_ERR_INVALID, "%s.tokens_file: %s holds no token", place, path);
@@ -263,10 +219,10 @@ static int parse_basic(json_t *basic, const char *base_dir, struct osbq_platform
     if (file == NULL || file[0] == '\0')
         return osbq_error_set(err, OSBQ_ERR_INVALID, "%s.password_file: a path is required", place);
     char path[PATH_MAX];
-    if (resolve_path(base_dir, file, path, sizeof path) < 0)
+    if (platform_file_path(base_dir, file, path, sizeof path) < 0)
         return osbq_error_set(err, OSBQ_ERR_INVALID, "%s.password_file: path too long", place);
     size_t len = 0;
-    char *password = read_file(path, &len, err);
+    char *password = platform_file_read(path, &len, err);
     if (password == NULL)
         return osbq_error_prefix(err, "%s.password_file", place);
     /* As OSBQ_BROKER_PASSWORD_FILE: one trailing line end is not part of the password. */
@@ -283,7 +239,7 @@ static int parse_basic(json_t *basic, const char *base_dir, struct osbq_platform
         rc = osbq_error_set(err, OSBQ_ERR_INTERNAL, "libsodium cannot start");
     else
         p->basic = true;
-    wipe_free(password, len);
+    platform_file_wipe_free(password, len);
     return rc;
 }
 
@@ -299,7 +255,7 @@ static int parse_bearer(struct osbq_platforms *set, json_t *bearer, const char *
     if (file == NULL || file[0] == '\0')
         return osbq_error_set(err, OSBQ_ERR_INVALID, "%s.tokens_file: a path is required", place);
     char path[PATH_MAX];
-    if (resolve_path(base_dir, file, path, sizeof path) < 0)
+    if (platform_file_path(base_dir, file, path, sizeof path) < 0)
         return osbq_error_set(err, OSBQ_ERR_INVALID, "%s.tokens_file: path too long", place);
     return load_tokens(set, p, path, place, err);
 }
@@ -530,7 +486,7 @@ int osbq_platforms_load_file(const char *path, const struct osbq_catalog *catalo
                              struct osbq_error *err)
 {
     size_t len = 0;
-    char *text = read_file(path, &len, err);
+    char *text = platform_file_read(path, &len, err);
     if (text == NULL)
         return -1;
     char dir[PATH_MAX];

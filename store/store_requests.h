@@ -1,5 +1,6 @@
 /* The store as the gateway's requests use it: start an operation on an instance or a binding,
- * read records and the last operation, and hear of finished operations a request waits for. */
+ * and hear of finished operations a request waits for (store_requests.c); read records and the
+ * last operation (store_reads.c). */
 #ifndef OSBQ_STORE_REQUESTS_H
 #define OSBQ_STORE_REQUESTS_H
 

@@ -1,7 +1,7 @@
 /* The contract with each script as data: the names of its KEYS and ARGV enums (store_scripts.h)
- * by value, for the counts every call checks and for the test that reads the scripts' KEY and
- * ARG tables (tests/unit/test_store_contract.c). Designated by the enums, so a table follows its
- * enum. */
+ * by value, for the counts every call checks and for the test that reads the scripts' key_ and
+ * arg_ declarations (tests/unit/test_store_contract.c). Designated by the enums, so a table follows
+ * its enum. */
 #include "store_scripts.h"
 
 /* [e] = "e": the entry of enum value e, named as the enum names it. */

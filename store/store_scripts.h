@@ -1,9 +1,9 @@
 /* The Lua scripts the store runs in Redis, embedded at build time from store/lua/, and the
- * contract with each: its KEYS and ARGV by name. A script declares them in two tables before its
- * code ("local KEY = {" with "  op = KEYS[1],", "local ARG = {" with "  now = ARGV[3],", one a
- * line) and reads them by those names (KEY.op, ARG.now); the enums below mirror the tables
- * (entry i is KEYS[i + 1] or ARGV[i + 1]), and tests/unit/test_store_contract.c checks the two
- * agree, names and order, and that the script reads no name its tables do not declare. */
+ * contract with each: its KEYS and ARGV by name. A script declares them before its code, one a
+ * line ("local key_op = KEYS[1]", "local arg_now = ARGV[3]", decision 0046) and reads them by
+ * those names only; the enums below mirror the declarations (entry i is KEYS[i + 1] or
+ * ARGV[i + 1], KEY_OP for key_op), and tests/unit/test_store_contract.c checks the two agree,
+ * names and order, and that the script reads no KEYS[n] or ARGV[n] but through them. */
 #ifndef OSBQ_STORE_SCRIPTS_H
 #define OSBQ_STORE_SCRIPTS_H
 

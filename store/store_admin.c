@@ -1,5 +1,5 @@
-/* The store's side for operators: walks over records, an operation and its history, the
- * operator's resend, figures of the queue, quota counters. */
+/* The store's side for operators: walks over records, an instance with what relates to it, an
+ * operation and its history. The server's figures and the quota counters are store_stats.c's. */
 #include "store_admin.h"
 
 #include <inttypes.h>
@@ -289,6 +289,121 @@ static bool strings_push(char ***v, size_t *n, size_t *cap, const char *s)
     return true;
 }
 
+/* A growing NULL-terminated list of strings (strings_push). */
+struct strings {
+    char **v;
+    size_t n, cap;
+};
+
+static void strings_clear(struct strings *s)
+{
+    osbq_store_strings_free(s->v);
+    *s = (struct strings){0};
+}
+
+/* Reads the bindings whose keys are the members of set, each whole, into *out (*count). */
+static int related_bindings(redisContext *c, const char *set, struct osbq_fields **out,
+                            size_t *count, struct osbq_error *err)
+{
+    struct strings keys = {0};
+    redisReply *members = redisCommand(c, "SMEMBERS %s", set);
+    int rc = store_reply_failed(c, members, "SMEMBERS", err);
+    for (size_t i = 0; rc == 0 && members->type == REDIS_REPLY_ARRAY && i < members->elements; i++)
+        if (members->element[i]->type == REDIS_REPLY_STRING &&
+            !strings_push(&keys.v, &keys.n, &keys.cap, members->element[i]->str))
+            rc = osbq_error_set(err, OSBQ_ERR_INTERNAL, "out of memory");
+    if (rc == 0 && keys.n > 0) {
+        if ((*out = calloc(keys.n, sizeof **out)) == NULL)
+            rc = osbq_error_set(err, OSBQ_ERR_INTERNAL, "out of memory");
+        else
+            *count = keys.n;
+        if (rc == 0)
+            rc = fetch_records(c, keys.v, NULL, keys.n, *out, err);
+    }
+    freeReplyObject(members);
+    strings_clear(&keys);
+    return rc;
+}
+
+/* The operations found so far (related_ops). */
+struct ops_found {
+    struct osbq_fields *list; /* *count of them, room for cap */
+    size_t *count;
+    size_t cap;
+    struct strings seen; /* the ids read */
+};
+
+/* One level of related_ops: reads the operations of ids, appends them to found and the ids of
+ * their predecessors not read yet to next. */
+static int related_ops_level(struct osbq_store *store, redisContext *c, const struct strings *ids,
+                             struct ops_found *found, struct strings *next, struct osbq_error *err)
+{
+    char key[STORE_KEY_MAX];
+    struct strings op_keys = {0};
+    struct osbq_fields *level = calloc(ids->n, sizeof *level);
+    bool ok = level != NULL;
+    for (size_t i = 0; ok && i < ids->n; i++)
+        ok = store_id_key(store, key, sizeof key, "op", ids->v[i]) == 0 &&
+             strings_push(&op_keys.v, &op_keys.n, &op_keys.cap, key);
+    if (ok && *found->count + ids->n > found->cap) {
+        size_t grown = (*found->count + ids->n) * 2;
+        struct osbq_fields *more = realloc(found->list, grown * sizeof *more);
+        if ((ok = more != NULL)) {
+            found->list = more;
+            found->cap = grown;
+        }
+    }
+    int rc = ok ? fetch_records(c, op_keys.v, ids->v, ids->n, level, err)
+                : osbq_error_set(err, OSBQ_ERR_INTERNAL, "out of memory");
+    for (size_t i = 0; rc == 0 && i < ids->n; i++) {
+        if (level[i].count == 0)
+            continue;
+        const char *prev = osbq_fields_get(&level[i], "prev_op");
+        bool known = false;
+        for (size_t k = 0; prev != NULL && k < found->seen.n; k++)
+            known = known || strcmp(found->seen.v[k], prev) == 0;
+        if (prev != NULL && !known && !strings_push(&next->v, &next->n, &next->cap, prev))
+            rc = osbq_error_set(err, OSBQ_ERR_INTERNAL, "out of memory");
+        found->list[(*found->count)++] = level[i];
+        memset(&level[i], 0, sizeof level[i]);
+    }
+    for (size_t i = 0; rc == 0 && i < ids->n; i++)
+        if (!strings_push(&found->seen.v, &found->seen.n, &found->seen.cap, ids->v[i]))
+            rc = osbq_error_set(err, OSBQ_ERR_INTERNAL, "out of memory");
+    osbq_fields_array_free(level, level != NULL ? ids->n : 0);
+    strings_clear(&op_keys);
+    return rc;
+}
+
+/* The operations: the instance's and each binding's last, then each one's predecessor (prev_op,
+ * written by the begin scripts), level by level, each level one pipeline. Bounded: a cycle
+ * cannot happen, but a record written by hand could make one. */
+static int related_ops(struct osbq_store *store, redisContext *c, const char *last_op,
+                       const struct osbq_fields *bindings, size_t binding_count,
+                       struct osbq_fields **ops, size_t *op_count, struct osbq_error *err)
+{
+    struct strings ids = {0};
+    struct ops_found found = {.count = op_count};
+    int rc = 0;
+    if (last_op != NULL && !strings_push(&ids.v, &ids.n, &ids.cap, last_op))
+        rc = osbq_error_set(err, OSBQ_ERR_INTERNAL, "out of memory");
+    for (size_t i = 0; rc == 0 && i < binding_count; i++) {
+        const char *op = osbq_fields_get(&bindings[i], "last_op");
+        if (op != NULL && !strings_push(&ids.v, &ids.n, &ids.cap, op))
+            rc = osbq_error_set(err, OSBQ_ERR_INTERNAL, "out of memory");
+    }
+    while (rc == 0 && ids.n > 0 && *op_count < OSBQ_STORE_RELATED_OPS_MAX) {
+        struct strings next = {0};
+        rc = related_ops_level(store, c, &ids, &found, &next, err);
+        strings_clear(&ids);
+        ids = next;
+    }
+    strings_clear(&ids);
+    strings_clear(&found.seen);
+    *ops = found.list;
+    return rc;
+}
+
 int osbq_store_instance_related(struct osbq_store *store, const char *instance_id,
                                 const char *last_op, struct osbq_fields **bindings,
                                 size_t *binding_count, struct osbq_fields **ops, size_t *op_count,
@@ -296,99 +411,22 @@ int osbq_store_instance_related(struct osbq_store *store, const char *instance_i
 {
     *bindings = *ops = NULL;
     *binding_count = *op_count = 0;
-    char set[STORE_KEY_MAX], key[STORE_KEY_MAX];
+    char set[STORE_KEY_MAX];
     if (store_id_key(store, set, sizeof set, "bindings", instance_id) < 0)
         return osbq_error_set(err, OSBQ_ERR_BAD_REQUEST, "instance id too long");
     redisContext *c = store_acquire(store, err);
     if (c == NULL)
         return -1;
-    char **keys = NULL, **ids = NULL, **seen = NULL;
-    size_t nkeys = 0, capkeys = 0, nids = 0, capids = 0, nseen = 0, capseen = 0;
-    int rc = -1;
-    redisReply *members = redisCommand(c, "SMEMBERS %s", set);
-    if (store_reply_failed(c, members, "SMEMBERS", err) < 0)
-        goto out;
-    for (size_t i = 0; members->type == REDIS_REPLY_ARRAY && i < members->elements; i++)
-        if (members->element[i]->type == REDIS_REPLY_STRING &&
-            !strings_push(&keys, &nkeys, &capkeys, members->element[i]->str))
-            goto oom;
-    if (nkeys > 0) {
-        if ((*bindings = calloc(nkeys, sizeof **bindings)) == NULL)
-            goto oom;
-        *binding_count = nkeys;
-        if (fetch_records(c, keys, NULL, nkeys, *bindings, err) < 0)
-            goto out;
-    }
-    /* The operations: the instance's and each binding's last, then each one's predecessor
-     * (prev_op, written by the begin scripts), level by level, each level one pipeline. Bounded:
-     * a cycle cannot happen, but a record written by hand could make one. */
-    if (last_op != NULL && !strings_push(&ids, &nids, &capids, last_op))
-        goto oom;
-    for (size_t i = 0; i < *binding_count; i++) {
-        const char *op = osbq_fields_get(&(*bindings)[i], "last_op");
-        if (op != NULL && !strings_push(&ids, &nids, &capids, op))
-            goto oom;
-    }
-    size_t capops = 0;
-    while (nids > 0 && *op_count < OSBQ_STORE_RELATED_OPS_MAX) {
-        char **op_keys = NULL, **next = NULL;
-        size_t nop_keys = 0, capop_keys = 0, nnext = 0, capnext = 0;
-        struct osbq_fields *level = calloc(nids, sizeof *level);
-        bool ok = level != NULL;
-        for (size_t i = 0; ok && i < nids; i++)
-            ok = store_id_key(store, key, sizeof key, "op", ids[i]) == 0 &&
-                 strings_push(&op_keys, &nop_keys, &capop_keys, key);
-        if (ok && *op_count + nids > capops) {
-            size_t grown = (*op_count + nids) * 2;
-            struct osbq_fields *more = realloc(*ops, grown * sizeof *more);
-            ok = more != NULL;
-            if (ok) {
-                *ops = more;
-                capops = grown;
-            }
-        }
-        int fetched = ok ? fetch_records(c, op_keys, ids, nids, level, err) : -1;
-        osbq_store_strings_free(op_keys);
-        for (size_t i = 0; fetched == 0 && i < nids; i++) {
-            if (level[i].count == 0)
-                continue;
-            const char *prev = osbq_fields_get(&level[i], "prev_op");
-            bool known = false;
-            for (size_t k = 0; prev != NULL && k < nseen; k++)
-                known = known || strcmp(seen[k], prev) == 0;
-            if (prev != NULL && !known && !strings_push(&next, &nnext, &capnext, prev))
-                ok = false;
-            (*ops)[(*op_count)++] = level[i];
-            memset(&level[i], 0, sizeof level[i]);
-        }
-        for (size_t i = 0; fetched == 0 && ok && i < nids; i++)
-            ok = strings_push(&seen, &nseen, &capseen, ids[i]);
-        osbq_fields_array_free(level, nids);
-        osbq_store_strings_free(ids);
-        ids = next;
-        nids = nnext;
-        capids = capnext;
-        if (fetched < 0 && ok)
-            goto out;
-        if (!ok)
-            goto oom;
-    }
-    rc = 0;
-    goto out;
-oom:
-    osbq_error_set(err, OSBQ_ERR_INTERNAL, "out of memory");
-out:
+    int rc = related_bindings(c, set, bindings, binding_count, err);
+    if (rc == 0)
+        rc = related_ops(store, c, last_op, *bindings, *binding_count, ops, op_count, err);
+    store_release(store, c);
     if (rc < 0) {
         osbq_fields_array_free(*bindings, *binding_count);
         osbq_fields_array_free(*ops, *op_count);
         *bindings = *ops = NULL;
         *binding_count = *op_count = 0;
     }
-    freeReplyObject(members);
-    store_release(store, c);
-    osbq_store_strings_free(keys);
-    osbq_store_strings_free(ids);
-    osbq_store_strings_free(seen);
     return rc;
 }
 
@@ -460,105 +498,5 @@ out:
     osbq_store_strings_free(events);
     freeReplyObject(replies[0]);
     freeReplyObject(replies[1]);
-    return rc;
-}
-
-/* The integer after "<name>:" in an INFO reply, or -1. */
-static int64_t info_int(const char *info, const char *name)
-{
-    const char *at = strstr(info, name);
-    size_t len = strlen(name);
-    if (at == NULL || at[len] != ':')
-        return -1;
-    return (int64_t)strtoll(at + len + 1, NULL, 10);
-}
-
-int osbq_store_stats_get(struct osbq_store *store, struct osbq_store_stats *out,
-                         struct osbq_error *err)
-{
-    char queue[STORE_KEY_MAX];
-    if (store_key(store, queue, sizeof queue, "queue") < 0)
-        return osbq_error_set(err, OSBQ_ERR_INTERNAL, "key too long");
-    redisContext *c = store_acquire(store, err);
-    if (c == NULL)
-        return -1;
-    redisAppendCommand(c, "ZCARD %s", queue);
-    redisAppendCommand(c, "ZCOUNT %s -inf %" PRId64, queue, osbq_store_now_ms());
-    redisAppendCommand(c, "INFO");
-    redisReply *replies[3];
-    int rc = store_replies_collect(c, replies, 3, "stats", err);
-    store_release(store, c);
-    if (rc < 0)
-        return -1;
-    memset(out, 0, sizeof *out);
-    out->unfinished = replies[0]->type == REDIS_REPLY_INTEGER ? replies[0]->integer : -1;
-    out->overdue = replies[1]->type == REDIS_REPLY_INTEGER ? replies[1]->integer : -1;
-    out->used_memory = -1;
-    /* hiredis 0.14 answers INFO as a bulk string. */
-    if (replies[2]->type == REDIS_REPLY_STRING) {
-        const char *info = replies[2]->str;
-        out->used_memory = info_int(info, "\r\nused_memory");
-        osbq_store_server_parse(info, &out->server);
-    }
-    for (size_t i = 0; i < 3; i++)
-        freeReplyObject(replies[i]);
-    return 0;
-}
-
-int osbq_store_quota_used(struct osbq_store *store, const char *name, const char *value,
-                          int64_t *used, struct osbq_error *err)
-{
-    char key[STORE_KEY_MAX];
-    if (store_quota_key(store, key, sizeof key, name, value) < 0)
-        return osbq_error_set(err, OSBQ_ERR_BAD_REQUEST, "quota key too long");
-    redisContext *c = store_acquire(store, err);
-    if (c == NULL)
-        return -1;
-    redisReply *reply = redisCommand(c, "GET %s", key);
-    int rc = store_reply_failed(c, reply, "GET", err);
-    if (rc == 0)
-        *used = reply->type == REDIS_REPLY_STRING ? strtoll(reply->str, NULL, 10) : 0;
-    freeReplyObject(reply);
-    store_release(store, c);
-    return rc;
-}
-
-/* A walk over one per-field quota's counters. */
-struct quota_walk {
-    size_t prefix_len;               /* "<ns>:quota:<name>:": what precedes each value */
-    osbq_store_quota_visit_fn visit; /* the caller's */
-    void *ctx;
-};
-
-static int take_counter(void *ctx, const redisReply *key, const redisReply *got, size_t i,
-                        size_t count, struct osbq_error *err)
-{
-    struct quota_walk *walk = ctx;
-    (void)i;
-    (void)count;
-    if (got->type != REDIS_REPLY_STRING || key->len <= walk->prefix_len)
-        return 0;
-    if (walk->visit(key->str + walk->prefix_len, strtoll(got->str, NULL, 10), walk->ctx) < 0)
-        return osbq_error_set(err, OSBQ_ERR_INTERNAL, "stopped");
-    return 0;
-}
-
-int osbq_store_quota_walk(struct osbq_store *store, const char *name,
-                          osbq_store_quota_visit_fn visit, void *ctx, struct osbq_error *err)
-{
-    char key[STORE_KEY_MAX], pattern[STORE_KEY_MAX + 2];
-    if (store_id_key(store, key, sizeof key, "quota", name) < 0)
-        return osbq_error_set(err, OSBQ_ERR_INTERNAL, "key too long");
-    struct quota_walk walk = {strlen(key) + 1, visit, ctx};
-    (void)snprintf(pattern, sizeof pattern, "%s:*", key);
-    redisContext *c = store_acquire(store, err);
-    if (c == NULL)
-        return -1;
-    uint64_t cursor = 0;
-    int rc;
-    do
-        rc = store_scan_fetch(c, pattern, &cursor, 500, "GET %b", take_counter, &walk, err);
-    while (rc == 0 && cursor != 0);
-    store_release(store, c);
     return rc;
 }

@@ -210,6 +210,56 @@ static json_t *make_binding(const struct redis_target *t, const char *user, cons
     return binding;
 }
 
+/* Creates (or resets) the binding's ACL user with password and the plan's words: "reset" first,
+ * so a rerun of the bind leaves only the new password (and the rules of the plan as it is now),
+ * and exactly one set of credentials works. False with the outcome filled. */
+static bool set_user(struct backend_call *call, struct redis_target *t, const char *user,
+                     const char *prefix, const char *password, const char **words, int nwords)
+{
+    char keys[REDIS_PREFIX_LEN + 3];
+    char channels[REDIS_PREFIX_LEN + 3];
+    char password_rule[REDIS_PASSWORD_LEN + 1];
+    (void)snprintf(keys, sizeof keys, "~%s:*", prefix);
+    (void)snprintf(channels, sizeof channels, "&%s:*", prefix);
+    (void)snprintf(password_rule, sizeof password_rule, ">%s", password);
+    const char *argv[8 + REDIS_ACL_WORDS_MAX] = {"ACL", "SETUSER",     user, "reset",
+                                                 "on",  password_rule, keys, channels};
+    for (int i = 0; i < nwords; i++)
+        argv[8 + i] = words[i];
+    redisReply *r = redis_target_command(call, t, 8 + nwords, argv, NULL);
+    sodium_memzero(password_rule, sizeof password_rule);
+    bool ok = r != NULL && r->type != REDIS_REPLY_ERROR;
+    if (r != NULL && !ok) {
+        /* Redis quotes the rule it refused; the words were checked, so the password rule is
+         * never the one, but make sure it never reaches the log. */
+        if (strstr(r->str, password) == NULL)
+            redis_target_log_error(call, t, "ACL SETUSER", r);
+        redis_target_fail(call,
+                          "The plan's Redis server refused to create the binding's user (check the "
+                          "plan's acl setting).");
+    } else if (r == NULL) {
+        redis_target_fail(call, "The connection to the plan's Redis server failed.");
+    }
+    freeReplyObject(r);
+    return ok;
+}
+
+/* Ends the sessions logged in with an earlier attempt's password; when that cannot be made sure
+ * of, the bind fails (false, the outcome filled) and its rerun tries again. */
+static bool end_sessions(struct backend_call *call, struct redis_target *t, const char *user)
+{
+    const char *kill[] = {"CLIENT", "KILL", "USER", user};
+    redisReply *killed = redis_target_command(call, t, 4, kill, NULL);
+    bool ok = killed != NULL && killed->type == REDIS_REPLY_INTEGER;
+    if (killed != NULL && !ok && killed->type == REDIS_REPLY_ERROR)
+        redis_target_log_error(call, t, "CLIENT KILL USER", killed);
+    if (!ok)
+        redis_target_fail(call, killed == NULL ? "The connection to the plan's Redis server failed."
+                                               : REDIS_FAILED);
+    freeReplyObject(killed);
+    return ok;
+}
+
 static int redis_bind(struct backend_call *call)
 {
     char acl[BACKEND_DESCRIPTION_MAX];
@@ -226,58 +276,18 @@ static int redis_bind(struct backend_call *call)
         redis_target_close(&t);
         return 0;
     }
-
     char prefix[REDIS_PREFIX_LEN];
     char user[REDIS_USER_LEN];
-    char keys[REDIS_PREFIX_LEN + 3];
-    char channels[REDIS_PREFIX_LEN + 3];
     unsigned char raw[REDIS_PASSWORD_BYTES];
     char password[REDIS_PASSWORD_LEN];
-    char password_rule[REDIS_PASSWORD_LEN + 1];
     instance_prefix(call, prefix);
     binding_user(call, user);
-    (void)snprintf(keys, sizeof keys, "~%s:*", prefix);
-    (void)snprintf(channels, sizeof channels, "&%s:*", prefix);
     randombytes_buf(raw, sizeof raw);
     (void)sodium_bin2base64(password, sizeof password, raw, sizeof raw,
                             sodium_base64_VARIANT_URLSAFE_NO_PADDING);
-    (void)snprintf(password_rule, sizeof password_rule, ">%s", password);
-
-    /* "reset" first: a rerun of this bind leaves only the new password (and the rules of the
-     * plan as it is now), so exactly one set of credentials works. */
-    const char *argv[8 + REDIS_ACL_WORDS_MAX] = {"ACL", "SETUSER",     user, "reset",
-                                                 "on",  password_rule, keys, channels};
-    for (int i = 0; i < nwords; i++)
-        argv[8 + i] = words[i];
-    redisReply *r = redis_target_command(call, &t, 8 + nwords, argv, NULL);
-    bool ok = r != NULL && r->type != REDIS_REPLY_ERROR;
-    if (r != NULL && !ok) {
-        /* Redis quotes the rule it refused; the words were checked, so the password rule is
-         * never the one, but make sure it never reaches the log. */
-        if (strstr(r->str, password) == NULL)
-            redis_target_log_error(call, &t, "ACL SETUSER", r);
-        redis_target_fail(call,
-                          "The plan's Redis server refused to create the binding's user (check the "
-                          "plan's acl setting).");
-    } else if (r == NULL) {
-        redis_target_fail(call, "The connection to the plan's Redis server failed.");
-    }
-    freeReplyObject(r);
     int rc = 0;
-    if (ok) {
-        /* Sessions logged in with an earlier attempt's password end too; when that cannot be
-         * made sure of, the bind fails and its rerun tries again. */
-        const char *kill[] = {"CLIENT", "KILL", "USER", user};
-        redisReply *killed = redis_target_command(call, &t, 4, kill, NULL);
-        bool kill_ok = killed != NULL && killed->type == REDIS_REPLY_INTEGER;
-        if (killed != NULL && !kill_ok && killed->type == REDIS_REPLY_ERROR)
-            redis_target_log_error(call, &t, "CLIENT KILL USER", killed);
-        freeReplyObject(killed);
-        if (!kill_ok)
-            redis_target_fail(call, killed == NULL
-                                        ? "The connection to the plan's Redis server failed."
-                                        : REDIS_FAILED);
-        else if (call->cancelled(call))
+    if (set_user(call, &t, user, prefix, password, words, nwords) && end_sessions(call, &t, user)) {
+        if (call->cancelled(call))
             rc = -1; /* whoever runs the bind next resets the password again */
         else if (backend_call_set_binding(call, make_binding(&t, user, password, prefix)) < 0)
             redis_target_fail(call, REDIS_NO_MEMORY);
@@ -286,7 +296,6 @@ static int redis_bind(struct backend_call *call)
     }
     sodium_memzero(raw, sizeof raw);
     sodium_memzero(password, sizeof password);
-    sodium_memzero(password_rule, sizeof password_rule);
     redis_target_close(&t);
     return rc;
 }

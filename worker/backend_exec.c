@@ -410,18 +410,16 @@ static bool take_place(struct backend_call *call)
 }
 
 /* Every kind runs the same way: the program tells them apart by the input's "kind". */
-static int exec_operation(struct backend_call *call)
+/* A new run of call's program, its timeout the plan's; NULL (the step failed) when out of
+ * memory. */
+static struct exec_run *run_new(struct backend_call *call)
 {
-    if (call->exec_watch == NULL) {
-        fail_step(call, "The broker cannot run the service's program here.");
-        return 0;
-    }
     /* malloc, not calloc: the output buffers' pages are touched only as the program fills
      * them (exec_output_init). */
     struct exec_run *x = malloc(sizeof *x);
     if (x == NULL) {
         fail_step(call, EXEC_NO_MEMORY);
-        return 0;
+        return NULL;
     }
     x->call = call;
     x->input = NULL;
@@ -429,39 +427,39 @@ static int exec_operation(struct backend_call *call)
     x->end = (struct exec_watch_end){.stop = EXEC_WATCH_EXITED};
     x->done = false;
     x->rc = 0;
-    if (pthread_mutex_init(&x->lock, NULL) != 0) {
+    bool locked = pthread_mutex_init(&x->lock, NULL) == 0;
+    if (!locked || pthread_cond_init(&x->ended, NULL) != 0) {
+        if (locked)
+            pthread_mutex_destroy(&x->lock);
         free(x);
         fail_step(call, EXEC_NO_MEMORY);
-        return 0;
-    }
-    if (pthread_cond_init(&x->ended, NULL) != 0) {
-        pthread_mutex_destroy(&x->lock);
-        free(x);
-        fail_step(call, EXEC_NO_MEMORY);
-        return 0;
+        return NULL;
     }
     exec_output_init(&x->output, report_progress, call);
     json_int_t timeout = json_integer_value(json_object_get(call->plan->settings, "timeout_ms"));
     x->timeout_ms = timeout > 0 ? (int64_t)timeout : EXEC_DEFAULT_TIMEOUT_MS;
+    return x;
+}
+
+/* Starts x's program and hands it to the exec watch: 0 (the watch owns x until on_ended), -1
+ * when cancelled first, 1 when it could not start (the step failed). */
+static int run_start(struct exec_run *x)
+{
+    struct backend_call *call = x->call;
     struct exec_watch_program prog = {.in_fd = -1, .out_fd = -1, .err_fd = -1};
-    int rc = 0;
-    if (call->cancelled(call)) {
-        rc = -1;
-        goto out;
-    }
+    if (call->cancelled(call))
+        return -1;
     if (build_input(x) < 0) {
         fail_step(call, "The operation could not be passed to the service's program.");
-        goto out;
+        return 1;
     }
     if (call->exec_trace != NULL)
         call->exec_trace->input(call->exec_trace->ctx, x->input, x->input_len);
-    if (!take_place(call)) {
-        rc = -1;
-        goto out;
-    }
+    if (!take_place(call))
+        return -1;
     if (spawn_program(x, &prog) < 0) {
         exec_watch_unreserve(call->exec_watch, call->tenant);
-        goto out;
+        return 1;
     }
     prog.input = x->input;
     prog.input_len = x->input_len;
@@ -474,7 +472,24 @@ static int exec_operation(struct backend_call *call)
         log_warnx("operation %s: cannot watch the exec program (%s)", call->job->operation_id,
                   err.text);
         fail_step(call, "The broker could not start the service's program.");
-        goto out;
+        return 1;
+    }
+    return 0;
+}
+
+static int exec_operation(struct backend_call *call)
+{
+    if (call->exec_watch == NULL) {
+        fail_step(call, "The broker cannot run the service's program here.");
+        return 0;
+    }
+    struct exec_run *x = run_new(call);
+    if (x == NULL)
+        return 0;
+    int started = run_start(x);
+    if (started != 0) {
+        free_run(x);
+        return started < 0 ? -1 : 0;
     }
     /* From here x is the watch's until on_ended. */
     if (call->detached_end != NULL)
@@ -482,9 +497,8 @@ static int exec_operation(struct backend_call *call)
     pthread_mutex_lock(&x->lock);
     while (!x->done)
         pthread_cond_wait(&x->ended, &x->lock);
-    rc = x->rc;
+    int rc = x->rc;
     pthread_mutex_unlock(&x->lock);
-out:
     free_run(x);
     return rc;
 }

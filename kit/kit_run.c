@@ -330,26 +330,12 @@ static void print_verdict(const struct step *s, const struct backend_call *call,
     }
 }
 
-/* Runs one step (step: its number; resume: what the previous saved, borrowed), prints it and
- * fills *out; *resume_text gets the resume it saved (in progress; caller frees) and *due_ms
- * the epoch ms its next step is due (by step_due_ms, never after end_ms). */
-static void run_step(struct kit *kit, const struct kit_job *job, const struct kit_mode *mode,
-                     uint32_t step, uint32_t attempt, const json_t *resume, int64_t end_ms,
-                     struct kit_outcome *out, char **resume_text, int64_t *due_ms)
+/* The state of one step, its lines shown unless the kit is quiet; NULL when out of memory. */
+static struct step *step_new(struct kit *kit, const struct kit_mode *mode, int64_t deadline_s)
 {
-    const struct osbq_plan *plan = job->plan;
-    int64_t deadline_s = step_deadline_s(plan, job->kind);
     struct step *s = calloc(1, sizeof *s);
-    json_t *parameters = job->parameters != NULL ? json_loads(job->parameters, 0, NULL) : NULL;
-    *resume_text = NULL;
-    *due_ms = 0;
-    if (s == NULL) {
-        kit_outcome_clear(out);
-        out->verdict = KIT_FAILED;
-        (void)snprintf(out->description, sizeof out->description, "out of memory");
-        json_decref(parameters);
-        return;
-    }
+    if (s == NULL)
+        return NULL;
     s->kit = kit;
     s->mode = mode;
     s->deadline_ms = osbq_clock_ms() + deadline_s * 1000;
@@ -359,8 +345,52 @@ static void run_step(struct kit *kit, const struct kit_job *job, const struct ki
     kit_lines_init(&s->input, shown, "  stdin   ");
     kit_lines_init(&s->out, shown, "  stdout  ");
     kit_lines_init(&s->err, shown, "  stderr  ");
-    const struct exec_trace trace = {trace_input, trace_output, trace_ended, s};
+    return s;
+}
 
+/* What a step's backend returned (rc, call->result), as a worker takes it: a bind's credential
+ * lifetime, the verdict into *out, and for a step in progress the resume it saved
+ * (*resume_text, caller frees) and the epoch ms its next step is due (*due_ms, by step_due_ms,
+ * never after end_ms); printed. */
+static void step_outcome(struct step *s, struct backend_call *call, int rc, int64_t end_ms,
+                         struct kit_outcome *out, char **resume_text, int64_t *due_ms)
+{
+    /* As a worker's step does before it records a bind's outcome. */
+    if (call->result.succeeded && !call->result.in_progress && call->job->kind == OSBQ_JOB_BIND &&
+        call->plan->binding_ttl_s > 0)
+        bind_result_add_plan_expiry(call);
+    enum kit_verdict verdict = kit_verdict_of(rc, &call->result, s->ended ? &s->end : NULL);
+    take_outcome(call, verdict, out);
+    int64_t due_in = 0;
+    if (verdict == KIT_IN_PROGRESS) {
+        int64_t now = osbq_store_now_ms();
+        *due_ms = step_due_ms(now, call->result.poll_after_ms, end_ms);
+        due_in = *due_ms - now;
+        *resume_text = dup_or_null(call->result.resume);
+    }
+    print_exit(s, call, rc);
+    print_verdict(s, call, out, due_in);
+    fflush(s->kit->out);
+}
+
+/* Runs one step (step: its number; resume: what the previous saved, borrowed), prints it and
+ * fills *out; *resume_text and *due_ms as step_outcome sets them. */
+static void run_step(struct kit *kit, const struct kit_job *job, const struct kit_mode *mode,
+                     uint32_t step, uint32_t attempt, const json_t *resume, int64_t end_ms,
+                     struct kit_outcome *out, char **resume_text, int64_t *due_ms)
+{
+    const struct osbq_plan *plan = job->plan;
+    *resume_text = NULL;
+    *due_ms = 0;
+    struct step *s = step_new(kit, mode, step_deadline_s(plan, job->kind));
+    if (s == NULL) {
+        kit_outcome_clear(out);
+        out->verdict = KIT_FAILED;
+        (void)snprintf(out->description, sizeof out->description, "out of memory");
+        return;
+    }
+    json_t *parameters = job->parameters != NULL ? json_loads(job->parameters, 0, NULL) : NULL;
+    const struct exec_trace trace = {trace_input, trace_output, trace_ended, s};
     struct osbq_job j = {
         .operation_id = job->operation_id,
         .kind = job->kind,
@@ -395,22 +425,7 @@ static void run_step(struct kit *kit, const struct kit_job *job, const struct ki
             job->operation_id);
     fflush(kit->out);
     int rc = backend_run(&backend_exec, &call);
-    /* As a worker's step does before it records a bind's outcome. */
-    if (call.result.succeeded && !call.result.in_progress && job->kind == OSBQ_JOB_BIND &&
-        plan->binding_ttl_s > 0)
-        bind_result_add_plan_expiry(&call);
-    enum kit_verdict verdict = kit_verdict_of(rc, &call.result, s->ended ? &s->end : NULL);
-    take_outcome(&call, verdict, out);
-    int64_t due_in = 0;
-    if (verdict == KIT_IN_PROGRESS) {
-        int64_t now = osbq_store_now_ms();
-        *due_ms = step_due_ms(now, call.result.poll_after_ms, end_ms);
-        due_in = *due_ms - now;
-        *resume_text = dup_or_null(call.result.resume);
-    }
-    print_exit(s, &call, rc);
-    print_verdict(s, &call, out, due_in);
-    fflush(kit->out);
+    step_outcome(s, &call, rc, end_ms, out, resume_text, due_ms);
     backend_call_clear(&call);
     json_decref(parameters);
     free(s);

@@ -222,6 +222,65 @@ static int run_plans(const struct kit_options *o, const struct osbq_plan *const 
     return failed > 0 || kit.violations > 0 ? EXIT_FAILED : EXIT_OK;
 }
 
+/* The plans to run (--plan, else every exec plan of the catalog) into plans (*count) and the
+ * --update-plan (*update_plan, NULL when none); false after saying why on stderr. */
+static bool choose_plans(const struct osbq_catalog *catalog, const char *path,
+                         const struct kit_options *o, const struct osbq_plan **plans, size_t *count,
+                         const struct osbq_plan **update_plan)
+{
+    *count = 0;
+    *update_plan = NULL;
+    for (size_t i = 0; i < o->plan_count; i++)
+        if ((plans[(*count)++] = find_plan(catalog, o->plans[i])) == NULL)
+            return false;
+    for (size_t i = 0; o->plan_count == 0 && i < osbq_catalog_service_count(catalog); i++) {
+        const struct osbq_service *s = osbq_catalog_service_at(catalog, i);
+        for (size_t j = 0; j < s->plan_count && *count < KIT_PLANS_MAX; j++)
+            if (strcmp(s->plans[j].backend, "exec") == 0)
+                plans[(*count)++] = &s->plans[j];
+    }
+    if (*count == 0) {
+        fprintf(stderr, "%s: catalog %s: no plan uses the exec backend\n", KIT_PROG, path);
+        return false;
+    }
+    if (o->update_plan != NULL && (*update_plan = find_plan(catalog, o->update_plan)) == NULL)
+        return false;
+    for (size_t i = 0; *update_plan != NULL && i < *count; i++) {
+        if (plans[i]->service != (*update_plan)->service) {
+            fprintf(stderr, "%s: --update-plan %s is not a plan of %s's service\n", KIT_PROG,
+                    o->update_plan, plans[i]->name);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Loads the catalog and runs the chosen plans with the options' inputs. The exit status. */
+static int run(const struct kit_options *o, const char *path)
+{
+    int status = EXIT_USAGE;
+    char *texts[5] = {NULL};
+    const struct osbq_plan *plans[KIT_PLANS_MAX];
+    size_t plan_count = 0;
+    const struct osbq_plan *update_plan = NULL;
+    struct osbq_catalog *catalog = load_catalog(path, o);
+    if (catalog != NULL && choose_plans(catalog, path, o, plans, &plan_count, &update_plan) &&
+        json_text("--params", o->parameters, &texts[0]) == 0 &&
+        json_text("--update-params",
+                  o->update_parameters != NULL ? o->update_parameters : o->parameters,
+                  &texts[1]) == 0 &&
+        json_text("--bind-params", o->bind_parameters, &texts[2]) == 0 &&
+        json_text("--context", o->context, &texts[3]) == 0 &&
+        json_text("--bind-resource", o->bind_resource, &texts[4]) == 0) {
+        struct kit_inputs in = {texts[0], texts[1], texts[2], texts[3], texts[4]};
+        status = run_plans(o, plans, plan_count, update_plan, &in);
+    }
+    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++)
+        free(texts[i]);
+    osbq_catalog_destroy(&catalog);
+    return status;
+}
+
 int main(int argc, char **argv)
 {
     struct kit_options o;
@@ -251,51 +310,5 @@ int main(int argc, char **argv)
     sigemptyset(&sa.sa_mask);
     (void)sigaction(SIGINT, &sa, NULL);
     (void)sigaction(SIGTERM, &sa, NULL);
-
-    int status = EXIT_USAGE;
-    struct kit_inputs in = {0};
-    char *texts[5] = {NULL};
-    const struct osbq_plan *plans[KIT_PLANS_MAX];
-    size_t plan_count = 0;
-    const struct osbq_plan *update_plan = NULL;
-    struct osbq_catalog *catalog = load_catalog(path, &o);
-    if (catalog == NULL)
-        goto out;
-    for (size_t i = 0; i < o.plan_count; i++)
-        if ((plans[plan_count++] = find_plan(catalog, o.plans[i])) == NULL)
-            goto out;
-    for (size_t i = 0; o.plan_count == 0 && i < osbq_catalog_service_count(catalog); i++) {
-        const struct osbq_service *s = osbq_catalog_service_at(catalog, i);
-        for (size_t j = 0; j < s->plan_count && plan_count < KIT_PLANS_MAX; j++)
-            if (strcmp(s->plans[j].backend, "exec") == 0)
-                plans[plan_count++] = &s->plans[j];
-    }
-    if (plan_count == 0) {
-        fprintf(stderr, "%s: catalog %s: no plan uses the exec backend\n", KIT_PROG, path);
-        goto out;
-    }
-    if (o.update_plan != NULL && (update_plan = find_plan(catalog, o.update_plan)) == NULL)
-        goto out;
-    for (size_t i = 0; update_plan != NULL && i < plan_count; i++) {
-        if (plans[i]->service != update_plan->service) {
-            fprintf(stderr, "%s: --update-plan %s is not a plan of %s's service\n", KIT_PROG,
-                    o.update_plan, plans[i]->name);
-            goto out;
-        }
-    }
-    if (json_text("--params", o.parameters, &texts[0]) < 0 ||
-        json_text("--update-params",
-                  o.update_parameters != NULL ? o.update_parameters : o.parameters,
-                  &texts[1]) < 0 ||
-        json_text("--bind-params", o.bind_parameters, &texts[2]) < 0 ||
-        json_text("--context", o.context, &texts[3]) < 0 ||
-        json_text("--bind-resource", o.bind_resource, &texts[4]) < 0)
-        goto out;
-    in = (struct kit_inputs){texts[0], texts[1], texts[2], texts[3], texts[4]};
-    status = run_plans(&o, plans, plan_count, update_plan, &in);
-out:
-    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++)
-        free(texts[i]);
-    osbq_catalog_destroy(&catalog);
-    return status;
+    return run(&o, path);
 }

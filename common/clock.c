@@ -17,6 +17,19 @@ double osbq_clock_seconds(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+int osbq_clock_cond_init(pthread_cond_t *cond)
+{
+    pthread_condattr_t attr;
+    if (pthread_condattr_init(&attr) != 0)
+        return -1;
+    int rc = pthread_condattr_setclock(&attr, CLOCK_MONOTONIC) == 0 &&
+                     pthread_cond_init(cond, &attr) == 0
+                 ? 0
+                 : -1;
+    pthread_condattr_destroy(&attr);
+    return rc;
+}
+
 void osbq_clock_wait_until(pthread_cond_t *cond, pthread_mutex_t *lock, int64_t deadline_ms)
 {
     struct timespec ts = {.tv_sec = (time_t)(deadline_ms / 1000),

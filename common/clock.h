@@ -12,7 +12,10 @@ int64_t osbq_clock_ms(void);
 /* Seconds on CLOCK_MONOTONIC, for durations measured finer than a millisecond. */
 double osbq_clock_seconds(void);
 
-/* Waits on cond (made with CLOCK_MONOTONIC: pthread_condattr_setclock), lock held, until the
+/* Initialises cond on CLOCK_MONOTONIC, as osbq_clock_wait_until needs it. 0, or -1. */
+int osbq_clock_cond_init(pthread_cond_t *cond);
+
+/* Waits on cond (made by osbq_clock_cond_init), lock held, until the
  * monotonic deadline_ms, a signal, or a spurious wake-up: callers re-check their condition. */
 void osbq_clock_wait_until(pthread_cond_t *cond, pthread_mutex_t *lock, int64_t deadline_ms);
 

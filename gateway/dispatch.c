@@ -92,11 +92,13 @@ struct dispatch {
     struct dispatch_monitor *monitor;  /* the ends of the workers' connections; NULL: not
                                         * watched (silence only); thread-only */
     struct dispatch_running *running;  /* the jobs the workers run for us; thread-only */
-    zlistx_t *slot_waits;     /* struct job_buf * of the requests waiting for a slot in the lanes,
-                               * oldest first (their deadlines, dispatch_drain_slots); guarded by
-                               * lock */
-    bool slots_closed;        /* dispatch_drain_slots was called; guarded by lock */
-    atomic_uint slots_posted; /* slot waits in the mailbox, not taken by the thread yet */
+    zlistx_t *slot_waits;       /* struct job_buf * of the requests waiting for a slot in the lanes,
+                                 * oldest first (their deadlines, dispatch_drain_slots); guarded by
+                                 * lock */
+    bool slots_closed;          /* dispatch_drain_slots was called; guarded by lock */
+    unsigned slots_posted;      /* slot waits in the mailbox, not taken by the thread yet; guarded
+                                 * by lock */
+    pthread_cond_t slots_taken; /* broadcast by the thread when slots_posted falls to 0 */
     struct osbq_mailbox_link wake; /* posted alone to wake the thread: a slot was given back */
     atomic_bool wake_posted;       /* wake is in the mailbox */
     struct dispatch_halts halts;   /* HALTs to send (dispatch_halt) */
@@ -270,6 +272,14 @@ static void enqueue_locked(struct dispatch *d, struct job_buf *buf, bool front)
         slot_end_locked(d, buf, NULL, DISPATCH_SLOT_NONE); /* out of memory: it cannot wait */
 }
 
+/* A slot wait posted to the mailbox was taken (or never reached it): the last one taken wakes
+ * dispatch_drain_slots. Lock held. */
+static void slot_taken_locked(struct dispatch *d)
+{
+    if (--d->slots_posted == 0)
+        pthread_cond_broadcast(&d->slots_taken);
+}
+
 static void send_handed(struct dispatch *d, struct job_buf *job);
 
 /* Moves the jobs submitted since the last turn into their lanes, oldest first. Returns true
@@ -296,12 +306,12 @@ static bool take_submitted(struct dispatch *d)
             *handed_end = &buf->link;
             handed_end = &buf->link.next;
         } else if (buf->slot_fn != NULL && d->slots_closed) {
-            atomic_fetch_sub(&d->slots_posted, 1);
+            slot_taken_locked(d);
             slot_end_locked(d, buf, NULL, DISPATCH_SLOT_STOPPING);
             drop(d, buf);
         } else {
             if (buf->slot_fn != NULL)
-                atomic_fetch_sub(&d->slots_posted, 1);
+                slot_taken_locked(d);
             enqueue_locked(d, buf, false);
         }
     }
@@ -709,7 +719,6 @@ struct dispatch *dispatch_start(zsock_t **routerp, unsigned max_queued, struct o
     d->running = dispatch_running_new();
     d->wait_series = zhashx_new();
     d->slot_waits = zlistx_new();
-    atomic_init(&d->slots_posted, 0);
     atomic_init(&d->wake_posted, false);
     if (d->wait_series != NULL)
         zhashx_set_destructor(d->wait_series, free_value);
@@ -720,6 +729,10 @@ struct dispatch *dispatch_start(zsock_t **routerp, unsigned max_queued, struct o
         goto out_free;
     if (pthread_mutex_init(&d->lock, NULL) != 0)
         goto out_free;
+    if (osbq_clock_cond_init(&d->slots_taken) != 0) {
+        pthread_mutex_destroy(&d->lock);
+        goto out_free;
+    }
     d->router = *routerp;
     /* A send to a worker that vanished must fail, not vanish silently. */
     zsock_set_router_mandatory(d->router, 1);
@@ -728,6 +741,7 @@ struct dispatch *dispatch_start(zsock_t **routerp, unsigned max_queued, struct o
     d->monitor = dispatch_monitor_start(d->router);
     if (pthread_create(&d->thread, NULL, dispatch_thread, d) != 0) {
         dispatch_monitor_stop(&d->monitor, d->router);
+        pthread_cond_destroy(&d->slots_taken);
         pthread_mutex_destroy(&d->lock);
         goto out_free;
     }
@@ -841,14 +855,16 @@ int dispatch_wait_slot(struct dispatch *d, const char *operation_id, enum dispat
     pthread_mutex_lock(&d->lock);
     bool closed = d->slots_closed;
     if (!closed)
-        atomic_fetch_add(&d->slots_posted, 1);
+        d->slots_posted++;
     pthread_mutex_unlock(&d->lock);
     if (closed) {
         drop(d, buf);
         return -1;
     }
     if (!osbq_mailbox_post(&d->mailbox, &buf->link)) {
-        atomic_fetch_sub(&d->slots_posted, 1);
+        pthread_mutex_lock(&d->lock);
+        slot_taken_locked(d);
+        pthread_mutex_unlock(&d->lock);
         drop(d, buf);
         return -1;
     }
@@ -862,15 +878,11 @@ void dispatch_drain_slots(struct dispatch *d)
     struct job_buf *buf;
     while ((buf = zlistx_first(d->slot_waits)) != NULL)
         slot_end_locked(d, buf, NULL, DISPATCH_SLOT_STOPPING);
-    pthread_mutex_unlock(&d->lock);
-    /* Those still in the mailbox are ended by the thread when it takes them, within a turn. */
-    struct timespec tick = {.tv_sec = 0, .tv_nsec = 1000000L};
-    for (int waited = 0; waited < 10 * DISPATCH_TICK_MS && atomic_load(&d->slots_posted) > 0;
-         waited++)
-        nanosleep(&tick, NULL);
-    /* The thread tells them under the lock, after counting them taken: once it is free, the last
-     * is told. */
-    pthread_mutex_lock(&d->lock);
+    /* Those still in the mailbox are ended by the thread when it takes them, within a turn: it
+     * tells them under the lock and says when the last is taken. */
+    int64_t until = osbq_clock_ms() + 10 * DISPATCH_TICK_MS;
+    while (d->slots_posted > 0 && osbq_clock_ms() < until)
+        osbq_clock_wait_until(&d->slots_taken, &d->lock, until);
     pthread_mutex_unlock(&d->lock);
 }
 
@@ -916,6 +928,7 @@ void dispatch_stop(struct dispatch **dp)
     pthread_join(d->thread, NULL);
     dispatch_monitor_stop(&d->monitor, d->router);
     zsock_destroy(&d->router);
+    pthread_cond_destroy(&d->slots_taken);
     pthread_mutex_destroy(&d->lock);
     /* The thread's last turn took what the mailbox held: every job left is in the lanes (and
      * in Redis, for the other gateways' recovery). */

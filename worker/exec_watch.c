@@ -423,14 +423,7 @@ struct exec_watch *exec_watch_new(unsigned limit, struct osbq_error *err)
         osbq_error_set(err, OSBQ_ERR_INTERNAL, "epoll_ctl: %s", strerror(errno));
         goto fail;
     }
-    pthread_condattr_t attr;
-    if (pthread_condattr_init(&attr) != 0) {
-        osbq_error_set(err, OSBQ_ERR_INTERNAL, "cannot initialise the watch's locks");
-        goto fail;
-    }
-    (void)pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    int rc = pthread_cond_init(&w->freed, &attr);
-    pthread_condattr_destroy(&attr);
+    int rc = osbq_clock_cond_init(&w->freed);
     if (rc != 0 || pthread_mutex_init(&w->lock, NULL) != 0) {
         if (rc == 0)
             pthread_cond_destroy(&w->freed);

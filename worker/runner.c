@@ -311,31 +311,22 @@ static void *thread_main(void *arg)
 /* Initialises the lock and the three conds, the conds on the monotonic clock. 0 or -1. */
 static int init_sync(struct runner *r)
 {
-    pthread_condattr_t attr;
-    if (pthread_condattr_init(&attr) != 0)
-        return -1;
-    int rc = -1;
-    if (pthread_condattr_setclock(&attr, CLOCK_MONOTONIC) != 0)
-        goto out_attr;
     if (pthread_mutex_init(&r->pool.lock, NULL) != 0)
-        goto out_attr;
-    if (pthread_cond_init(&r->work, &attr) != 0)
+        return -1;
+    if (osbq_clock_cond_init(&r->work) != 0)
         goto out_lock;
-    if (pthread_cond_init(&r->pool.wake, &attr) != 0)
+    if (osbq_clock_cond_init(&r->pool.wake) != 0)
         goto out_work;
-    if (pthread_cond_init(&r->ended, &attr) != 0)
+    if (osbq_clock_cond_init(&r->ended) != 0)
         goto out_wake;
-    rc = 0;
-    goto out_attr;
+    return 0;
 out_wake:
     pthread_cond_destroy(&r->pool.wake);
 out_work:
     pthread_cond_destroy(&r->work);
 out_lock:
     pthread_mutex_destroy(&r->pool.lock);
-out_attr:
-    pthread_condattr_destroy(&attr);
-    return rc;
+    return -1;
 }
 
 struct runner *runner_new(const struct osbq_config *cfg, const struct osbq_catalog *catalog,

@@ -297,8 +297,8 @@ static void start_threads(struct gateway_process *p)
     gw->waiters = waiter_table_start(gw->store, &p->cfg, gw->gateway_id, &err);
     if (gw->waiters == NULL)
         fatalx("%s", err.text);
-    gw->averages = averages_new();
-    gw->instance_tenants = instance_tenants_new();
+    gw->averages = memo_new(AVERAGES_MAX);
+    gw->instance_tenants = memo_new(INSTANCE_TENANTS_MAX);
     if (gw->averages == NULL || gw->instance_tenants == NULL)
         fatalx("out of memory");
     gateway_metrics_attach(&p->metrics, gw->dispatch, gw->waiters);
@@ -371,8 +371,8 @@ static void stop(struct gateway_process *p)
     waiter_table_stop(&gw->waiters);
     dispatch_stop(&gw->dispatch);
     osbq_store_pipeline_free(&gw->pipeline);
-    averages_free(&gw->averages);
-    instance_tenants_free(&gw->instance_tenants);
+    memo_free(&gw->averages);
+    memo_free(&gw->instance_tenants);
     gateway_metrics_clear(&p->metrics);
     audit_clear(&p->audit);
     sodium_memzero(&gw->metrics_auth, sizeof gw->metrics_auth);

@@ -1,8 +1,10 @@
-/* A gateway's memo (memo.h): each value a malloc'd copy with its size. */
+/* A gateway's memos (memo.h): each value a malloc'd copy with its size; the averages and the
+ * instances' tenants kept in them. */
 #include "memo.h"
 
 #include <czmq.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -81,4 +83,54 @@ void memo_put(struct memo *m, const char *key, const void *value, size_t size)
         }
     }
     pthread_mutex_unlock(&m->lock);
+}
+
+/* ---- The plans' averages, by "<kind> <plan>" ---- */
+
+struct average {
+    int64_t ms;     /* -1: none recorded */
+    double read_at; /* osbq_clock_seconds when read from Redis */
+};
+
+/* The memo's key of kind on plan in buf; false when it does not fit (not kept then). */
+static bool average_key(char *buf, size_t size, const char *plan, const char *kind)
+{
+    int n = snprintf(buf, size, "%s %s", kind, plan);
+    return n > 0 && (size_t)n < size;
+}
+
+bool averages_get(struct memo *averages, const char *plan, const char *kind, double now,
+                  int64_t *average_ms)
+{
+    char key[512];
+    struct average found;
+    if (!average_key(key, sizeof key, plan, kind) || !memo_get(averages, key, &found, sizeof found))
+        return false;
+    bool fresh = now - found.read_at < AVERAGES_MAX_AGE_S && now >= found.read_at;
+    if (fresh)
+        *average_ms = found.ms;
+    return fresh;
+}
+
+void averages_put(struct memo *averages, const char *plan, const char *kind, double now,
+                  int64_t average_ms)
+{
+    char key[512];
+    const struct average item = {average_ms, now};
+    if (average_key(key, sizeof key, plan, kind))
+        memo_put(averages, key, &item, sizeof item);
+}
+
+/* ---- The instances' tenants: instance id -> its tenant key, with its NUL ---- */
+
+bool instance_tenants_get(struct memo *tenants, const char *instance_id, char out[TENANT_KEY_MAX])
+{
+    return memo_get(tenants, instance_id, out, TENANT_KEY_MAX);
+}
+
+void instance_tenants_put(struct memo *tenants, const char *instance_id, const char *tenant)
+{
+    size_t len = tenant != NULL ? strnlen(tenant, TENANT_KEY_MAX) : TENANT_KEY_MAX;
+    if (len < TENANT_KEY_MAX)
+        memo_put(tenants, instance_id, tenant, len + 1);
 }

@@ -12,12 +12,12 @@
 
 #include <stdio.h>
 
-#include "averages.h"
+#include "memo.h"
 
 static void test_fresh_then_stale(void **state)
 {
     (void)state;
-    struct averages *a = averages_new();
+    struct memo *a = memo_new(AVERAGES_MAX);
     assert_non_null(a);
     int64_t ms = 0;
     assert_false(averages_get(a, "plan-a", "provision", 100.0, &ms));
@@ -32,14 +32,14 @@ static void test_fresh_then_stale(void **state)
     averages_put(a, "plan-a", "provision", 200.0, 5000);
     assert_true(averages_get(a, "plan-a", "provision", 201.0, &ms));
     assert_int_equal(ms, 5000);
-    averages_free(&a);
+    memo_free(&a);
     assert_null(a);
 }
 
 static void test_by_plan_and_kind(void **state)
 {
     (void)state;
-    struct averages *a = averages_new();
+    struct memo *a = memo_new(AVERAGES_MAX);
     int64_t ms = 0;
     averages_put(a, "plan-a", "provision", 1.0, 10);
     averages_put(a, "plan-a", "bind", 1.0, -1); /* none recorded yet: kept too */
@@ -56,13 +56,13 @@ static void test_by_plan_and_kind(void **state)
     assert_false(averages_get(a, "a", "update", 2.0, &ms));
     assert_true(averages_get(a, "a b", "update", 2.0, &ms));
     assert_int_equal(ms, 7);
-    averages_free(&a);
+    memo_free(&a);
 }
 
 static void test_bounded(void **state)
 {
     (void)state;
-    struct averages *a = averages_new();
+    struct memo *a = memo_new(AVERAGES_MAX);
     char plan[32];
     for (int i = 0; i < AVERAGES_MAX; i++) {
         (void)snprintf(plan, sizeof plan, "plan-%d", i);
@@ -74,7 +74,7 @@ static void test_bounded(void **state)
     averages_put(a, "one-more", "provision", 1.0, 1);
     assert_false(averages_get(a, "plan-0", "provision", 2.0, &ms));
     assert_true(averages_get(a, "one-more", "provision", 2.0, &ms));
-    averages_free(&a);
+    memo_free(&a);
 }
 
 static void test_null_table(void **state)
@@ -84,7 +84,7 @@ static void test_null_table(void **state)
     averages_put(NULL, "p", "provision", 1.0, 5);
     assert_false(averages_get(NULL, "p", "provision", 1.0, &ms));
     assert_int_equal(ms, 3);
-    averages_free(NULL);
+    memo_free(NULL);
 }
 
 int main(void)

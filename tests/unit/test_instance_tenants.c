@@ -14,12 +14,12 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "instance_tenants.h"
+#include "memo.h"
 
 static void test_learned_then_replaced(void **state)
 {
     (void)state;
-    struct instance_tenants *t = instance_tenants_new();
+    struct memo *t = memo_new(INSTANCE_TENANTS_MAX);
     assert_non_null(t);
     char tenant[TENANT_KEY_MAX] = "untouched";
     assert_false(instance_tenants_get(t, "i-1", tenant));
@@ -32,16 +32,16 @@ static void test_learned_then_replaced(void **state)
     instance_tenants_put(t, "i-1", "cf/org-b");
     assert_true(instance_tenants_get(t, "i-1", tenant));
     assert_string_equal(tenant, "cf/org-b");
-    instance_tenants_free(&t);
+    memo_free(&t);
     assert_null(t);
-    instance_tenants_free(&t);
-    instance_tenants_free(NULL);
+    memo_free(&t);
+    memo_free(NULL);
 }
 
 static void test_too_long_not_kept(void **state)
 {
     (void)state;
-    struct instance_tenants *t = instance_tenants_new();
+    struct memo *t = memo_new(INSTANCE_TENANTS_MAX);
     assert_non_null(t);
     char longest[TENANT_KEY_MAX + 1];
     memset(longest, 'x', TENANT_KEY_MAX);
@@ -53,13 +53,13 @@ static void test_too_long_not_kept(void **state)
     instance_tenants_put(t, "i-1", longest);
     assert_true(instance_tenants_get(t, "i-1", tenant));
     assert_string_equal(tenant, longest);
-    instance_tenants_free(&t);
+    memo_free(&t);
 }
 
 static void test_bounded(void **state)
 {
     (void)state;
-    struct instance_tenants *t = instance_tenants_new();
+    struct memo *t = memo_new(INSTANCE_TENANTS_MAX);
     assert_non_null(t);
     char id[32], tenant[TENANT_KEY_MAX];
     for (int i = 0; i < INSTANCE_TENANTS_MAX; i++) {
@@ -74,7 +74,7 @@ static void test_bounded(void **state)
     assert_false(instance_tenants_get(t, "i-0", tenant));
     assert_false(instance_tenants_get(t, "i-1", tenant));
     assert_true(instance_tenants_get(t, "i-new", tenant));
-    instance_tenants_free(&t);
+    memo_free(&t);
 }
 
 static void test_no_table(void **state)

@@ -81,6 +81,7 @@ struct dispatch {
     struct dispatch_lanes *queue;     /* struct job_buf *, by lane; written by the thread only */
     zhashx_t *queued;                 /* operation ids of the jobs in queue (values unused) */
     struct dispatch_stats stats;      /* copy for dispatch_get_stats */
+    pthread_cond_t stats_published;   /* broadcast with each new copy (dispatch_wait_stats) */
     pthread_t thread;                 /* the dispatcher thread */
     struct dispatch_workers *workers; /* workers added and removed by the thread only, read and
                                        * their counts changed with lock held (hand-overs are
@@ -630,6 +631,7 @@ static void publish_stats(struct dispatch *d)
     for (unsigned lane = 0; lane < DISPATCH_LANES; lane++)
         s.tenants_waiting += dispatch_lanes_tenants(d->queue, (enum dispatch_lane)lane);
     d->stats = s;
+    pthread_cond_broadcast(&d->stats_published);
     pthread_mutex_unlock(&d->lock);
 }
 
@@ -733,6 +735,11 @@ struct dispatch *dispatch_start(zsock_t **routerp, unsigned max_queued, struct o
         pthread_mutex_destroy(&d->lock);
         goto out_free;
     }
+    if (osbq_clock_cond_init(&d->stats_published) != 0) {
+        pthread_cond_destroy(&d->slots_taken);
+        pthread_mutex_destroy(&d->lock);
+        goto out_free;
+    }
     d->router = *routerp;
     /* A send to a worker that vanished must fail, not vanish silently. */
     zsock_set_router_mandatory(d->router, 1);
@@ -741,6 +748,7 @@ struct dispatch *dispatch_start(zsock_t **routerp, unsigned max_queued, struct o
     d->monitor = dispatch_monitor_start(d->router);
     if (pthread_create(&d->thread, NULL, dispatch_thread, d) != 0) {
         dispatch_monitor_stop(&d->monitor, d->router);
+        pthread_cond_destroy(&d->stats_published);
         pthread_cond_destroy(&d->slots_taken);
         pthread_mutex_destroy(&d->lock);
         goto out_free;
@@ -919,6 +927,17 @@ void dispatch_get_stats(struct dispatch *d, struct dispatch_stats *out)
     pthread_mutex_unlock(&d->lock);
 }
 
+bool dispatch_wait_stats(struct dispatch *d, bool (*enough)(const struct dispatch_stats *stats),
+                         int64_t deadline_ms)
+{
+    pthread_mutex_lock(&d->lock);
+    bool met;
+    while (!(met = enough(&d->stats)) && osbq_clock_ms() < deadline_ms)
+        osbq_clock_wait_until(&d->stats_published, &d->lock, deadline_ms);
+    pthread_mutex_unlock(&d->lock);
+    return met;
+}
+
 void dispatch_stop(struct dispatch **dp)
 {
     struct dispatch *d = dp ? *dp : NULL;
@@ -928,6 +947,7 @@ void dispatch_stop(struct dispatch **dp)
     pthread_join(d->thread, NULL);
     dispatch_monitor_stop(&d->monitor, d->router);
     zsock_destroy(&d->router);
+    pthread_cond_destroy(&d->stats_published);
     pthread_cond_destroy(&d->slots_taken);
     pthread_mutex_destroy(&d->lock);
     /* The thread's last turn took what the mailbox held: every job left is in the lanes (and

@@ -4,6 +4,7 @@
 #define OSBQ_GATEWAY_DISPATCH_H
 
 #include <czmq.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -137,6 +138,12 @@ struct dispatch_stats {
     size_t tenants_waiting; /* tenants with jobs waiting, counted once per lane they wait in */
 };
 void dispatch_get_stats(struct dispatch *d, struct dispatch_stats *out);
+
+/* Waits until enough(the figures) says so (checked under the dispatcher's lock: it must be
+ * quick) or the monotonic deadline_ms passed, woken each time the dispatcher's thread publishes
+ * new figures (a turn). Returns whether enough said so. */
+bool dispatch_wait_stats(struct dispatch *d, bool (*enough)(const struct dispatch_stats *stats),
+                         int64_t deadline_ms);
 
 /* The longest any tenant's oldest job has waited in lane, in seconds (0: none waits). Walks the
  * lane's tenants: for a metrics scrape. */

@@ -12,8 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "clock.h"
 #include "job.h"
 #include "log.h"
 #include "periodic.h"
@@ -25,10 +25,8 @@
 /* Batches one pass takes at most while they come back full (many polls due at once: operations
  * accepted together end their waits together); the rest wait for the next pass. */
 #define RECOVERY_BATCHES_MAX 50
-/* How long a pass waits at most for the workers to take the last batch before the next one,
- * and how often it looks. */
+/* How long a pass waits at most for the workers to take the last batch before the next one. */
 #define RECOVERY_ROOM_WAIT_MS 1000
-#define RECOVERY_ROOM_POLL_MS 5
 /* How soon the loop looks again at an entry that is due while no worker has room for it (or
  * more was due than one pass takes). */
 #define RECOVERY_TICK_MS 50
@@ -163,19 +161,18 @@ static long scan_batch(struct recovery *r, bool can_resend)
     return (long)count;
 }
 
-/* Waits until the workers took most of what the last batch handed the dispatcher
- * (recovery_has_room), up to RECOVERY_ROOM_WAIT_MS. Returns whether they did. */
+/* Whether the workers took most of what the last batch handed the dispatcher. */
+static bool room_for_a_batch(const struct dispatch_stats *stats)
+{
+    return recovery_has_room(stats, RECOVERY_BATCH);
+}
+
+/* Waits until they did (recovery_has_room), up to RECOVERY_ROOM_WAIT_MS, woken by the
+ * dispatcher's figures. Returns whether they did. */
 static bool wait_for_room(struct recovery *r)
 {
-    struct timespec step = {.tv_sec = 0, .tv_nsec = RECOVERY_ROOM_POLL_MS * 1000000L};
-    for (int waited = 0; waited < RECOVERY_ROOM_WAIT_MS; waited += RECOVERY_ROOM_POLL_MS) {
-        struct dispatch_stats stats;
-        dispatch_get_stats(r->dispatch, &stats);
-        if (recovery_has_room(&stats, RECOVERY_BATCH))
-            return true;
-        (void)nanosleep(&step, NULL);
-    }
-    return false;
+    return dispatch_wait_stats(r->dispatch, room_for_a_batch,
+                               osbq_clock_ms() + RECOVERY_ROOM_WAIT_MS);
 }
 
 static void scan(struct recovery *r)

@@ -281,6 +281,28 @@ struct osbq_series *osbq_metrics_add_unlabelled(struct osbq_metrics *m, enum osb
     return f != NULL ? osbq_metric_series(f, NULL) : NULL;
 }
 
+int osbq_metrics_add_rows(struct osbq_metrics *m, const struct osbq_metric_row *rows, size_t count)
+{
+    for (size_t i = 0; i < count; i++) {
+        const struct osbq_metric_row *r = &rows[i];
+        struct osbq_metric *f =
+            osbq_metrics_add(m, r->type, r->name, r->help, r->labels, r->nlabels,
+                             r->latency ? osbq_metrics_latency_buckets : NULL,
+                             r->latency ? osbq_metrics_latency_buckets_count : 0);
+        if (f == NULL)
+            return -1;
+        if (r->family != NULL)
+            *r->family = f;
+        if (r->series != NULL && r->nlabels == 0 &&
+            (*r->series = osbq_metric_series(f, NULL)) == NULL)
+            return -1;
+        for (size_t v = 0; r->series != NULL && v < r->nvalues; v++)
+            if ((r->series[v] = osbq_metric_series(f, &r->values[v])) == NULL)
+                return -1;
+    }
+    return 0;
+}
+
 /* FNV-1a over the values, each followed by a NUL (values cannot hold one), so ("ab", "c") and
  * ("a", "bc") differ. */
 static uint64_t hash_values(const char *const *values, size_t n)

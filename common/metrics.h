@@ -46,6 +46,25 @@ struct osbq_metric *osbq_metrics_add(struct osbq_metrics *m, enum osbq_metric_ty
 struct osbq_series *osbq_metrics_add_unlabelled(struct osbq_metrics *m, enum osbq_metric_type type,
                                                 const char *name, const char *help);
 
+/* A family as a row of a daemon's table (osbq_metrics_add_rows). */
+struct osbq_metric_row {
+    enum osbq_metric_type type;
+    const char *name;
+    const char *help;
+    const char *const *labels; /* label names (nlabels of them), or NULL */
+    size_t nlabels;
+    const char *const *values; /* with one label: its fixed values (nvalues), a series each */
+    size_t nvalues;
+    int latency;                 /* a histogram: nonzero for osbq_metrics_latency_buckets */
+    struct osbq_metric **family; /* where the family goes, or NULL */
+    struct osbq_series **series; /* where its series go: the one of a family without labels, or
+                                  * one per value of values; NULL: none made here */
+};
+
+/* Declares each row's family, and the series it names. -1 when one cannot be (what was made
+ * stays in the registry). */
+int osbq_metrics_add_rows(struct osbq_metrics *m, const struct osbq_metric_row *rows, size_t count);
+
 /* Finds or creates the series of family f with these label values (exactly f's nlabels of
  * them; NULL when it has none). Values are copied and may hold any bytes but NUL; rendering
  * escapes them. The pointer stays valid until the registry is destroyed (or the family is

@@ -74,157 +74,115 @@ static void refresh_gauges(void *ctx)
         osbq_series_set(gm->sync_waits, (double)waiter_table_count(gm->waiters));
 }
 
-/* The HTTP side: requests answered (by route, and by platform), their duration, those in
- * flight. */
-static int add_request_families(struct gateway_metrics *gm, struct osbq_metrics *m)
-{
-    gm->requests = osbq_metrics_add(m, OSBQ_METRIC_COUNTER, "osbq_http_requests_total",
-                                    "HTTP requests answered, by route pattern, method and status.",
-                                    request_labels, 3, NULL, 0);
-    gm->platform_requests = osbq_metrics_add(
-        m, OSBQ_METRIC_COUNTER, "osbq_platform_requests_total",
-        "Broker API requests answered, by the platform their URL prefix names and status.",
-        platform_labels, 2, NULL, 0);
-    gm->duration = osbq_metrics_add(
-        m, OSBQ_METRIC_HISTOGRAM, "osbq_http_request_duration_seconds",
-        "Time from a request's first byte to its answer (synchronous waits included).", route_label,
-        1, osbq_metrics_latency_buckets, osbq_metrics_latency_buckets_count);
-    gm->in_flight = osbq_metrics_add_unlabelled(
-        m, OSBQ_METRIC_GAUGE, "osbq_http_requests_in_flight",
-        "Requests received and not answered yet (synchronous waits included).");
-    return gm->requests && gm->platform_requests && gm->duration && gm->in_flight ? 0 : -1;
-}
-
-/* What this gateway did with operations, and the synchronous requests waiting for one. */
-static int add_operation_families(struct gateway_metrics *gm, struct osbq_metrics *m)
-{
-    gm->operations = osbq_metrics_add(
-        m, OSBQ_METRIC_COUNTER, "osbq_gateway_operations_total",
-        "Operations by kind, service, plan and what this gateway did: accepted (recorded and "
-        "sent), joined (an identical request joined the running one), not_durable (recorded, too "
-        "few replicas acknowledged it: answered 503), abandoned (failed after its attempts), "
-        "capped "
-        "(refused with a 422: its tenant's operations in progress reached OSBQ_POLICY's cap), "
-        "unchanged (an update that changed nothing, answered 200 without an operation).",
-        operation_labels, 4, NULL, 0);
-    gm->sync_waits =
-        osbq_metrics_add_unlabelled(m, OSBQ_METRIC_GAUGE, "osbq_sync_waits_in_flight",
-                                    "Synchronous requests suspended until their operation ends.");
-    struct osbq_metric *reads = osbq_metrics_add(
-        m, OSBQ_METRIC_COUNTER, "osbq_last_operation_reads_total",
-        "Redis reads of last_operation polls, by what was read: operation (the operation the poll "
-        "names, one plain read), record (last_operation.lua: the poll names no operation, or the "
-        "operation alone could not answer it).",
-        read_label, 1, NULL, 0);
-    for (unsigned i = 0; i < GATEWAY_LAST_OP_READS; i++) {
-        gm->last_op_reads[i] =
-            reads ? osbq_metric_series(reads, OSBQ_LABELS(last_op_read_names[i])) : NULL;
-        if (gm->last_op_reads[i] == NULL)
-            return -1;
-    }
-    return gm->operations && gm->sync_waits ? 0 : -1;
-}
-
-/* The dispatcher: jobs waiting for a worker's free slot (by lane, tenant and platform), the
- * workers and their free slots. */
-static int add_dispatch_families(struct gateway_metrics *gm, struct osbq_metrics *m)
-{
-    gm->jobs_queued = osbq_metrics_add_unlabelled(
-        m, OSBQ_METRIC_GAUGE, "osbq_jobs_queued",
-        "Jobs this gateway holds until a worker has a free slot, and synchronous requests "
-        "waiting there for a slot before they begin.");
-    gm->dispatch_waits = osbq_metrics_add(
-        m, OSBQ_METRIC_HISTOGRAM, "osbq_dispatch_wait_seconds",
-        "Time jobs waited in this gateway's dispatcher for a worker's free slot, by lane (waiting: "
-        "a synchronous request's; due: polls and resends; new: first steps of asynchronous "
-        "operations) and by the platform of the job's tenant (an OSBQ_PLATFORMS name, default, "
-        "or unknown).",
-        lane_platform_labels, 2, osbq_metrics_latency_buckets, osbq_metrics_latency_buckets_count);
-    gm->tenants_waiting = osbq_metrics_add_unlabelled(
-        m, OSBQ_METRIC_GAUGE, "osbq_dispatch_tenants_waiting",
-        "Tenants with jobs waiting in this gateway's dispatcher, counted once per lane they "
-        "wait in (OSBQ_TENANT_KEY says what a tenant is).");
-    struct osbq_metric *longest = osbq_metrics_add(
-        m, OSBQ_METRIC_GAUGE, "osbq_dispatch_longest_wait_seconds",
-        "By lane, how long the oldest job of any tenant has waited in this gateway's dispatcher "
-        "so far (0: none waits): a tenant's queue that does not move shows here.",
-        lane_label, 1, NULL, 0);
-    for (unsigned i = 0; i < DISPATCH_LANES; i++) {
-        const char *lane = dispatch_lane_name((enum dispatch_lane)i);
-        gm->longest_waits[i] = longest ? osbq_metric_series(longest, OSBQ_LABELS(lane)) : NULL;
-        if (gm->longest_waits[i] == NULL)
-            return -1;
-    }
-    gm->workers = osbq_metrics_add_unlabelled(m, OSBQ_METRIC_GAUGE, "osbq_workers_live",
-                                              "Workers connected to this gateway's bus socket.");
-    gm->free_slots = osbq_metrics_add_unlabelled(
-        m, OSBQ_METRIC_GAUGE, "osbq_worker_free_slots",
-        "Free job slots those workers last announced, less those this gateway "
-        "took for hand-overs not sent yet, summed.");
-    return gm->jobs_queued && gm->dispatch_waits && gm->tenants_waiting && gm->workers &&
-                   gm->free_slots
-               ? 0
-               : -1;
-}
-
 const char *const gateway_metrics_gone_reasons[3] = {"disconnected", "silent", "unreachable"};
 
-/* The recovery loop: jobs sent again, leases that ran out, steps revoked, polls; workers gone. */
-static int add_recovery_families(struct gateway_metrics *gm, struct osbq_metrics *m)
+/* The gateway's families, as rows: the HTTP side, what it did with operations, the dispatcher,
+ * the recovery loop, the live records' count. */
+static int add_families(struct gateway_metrics *gm, struct osbq_metrics *m)
 {
-    gm->retries = osbq_metrics_add_unlabelled(
-        m, OSBQ_METRIC_COUNTER, "osbq_job_retries_total",
-        "Jobs this gateway's recovery loop sent again: never claimed in time, or "
-        "their worker's lease ran out.");
-    gm->lease_expiries = osbq_metrics_add_unlabelled(
-        m, OSBQ_METRIC_COUNTER, "osbq_lease_expiries_total",
-        "Of those, the operations whose worker's lease ran out (it died "
-        "or hung).");
-    gm->polls = osbq_metrics_add_unlabelled(
-        m, OSBQ_METRIC_COUNTER, "osbq_polls_total",
-        "Jobs this gateway's recovery loop sent for the next step of a waiting "
-        "operation (a poll): not retries.");
-    gm->revoked = osbq_metrics_add_unlabelled(
-        m, OSBQ_METRIC_COUNTER, "osbq_steps_revoked_total",
-        "Of the jobs sent again, the running steps taken from a worker this gateway saw go, at "
-        "once rather than when their lease ran out.");
-    static const char *const gone_labels[] = {"reason"};
-    struct osbq_metric *gone = osbq_metrics_add(
-        m, OSBQ_METRIC_COUNTER, "osbq_workers_gone_total",
-        "Workers this gateway saw go, by how: their connection ended (disconnected), their "
-        "READYs stopped (silent), or a send to them failed (unreachable).",
-        gone_labels, 1, NULL, 0);
-    for (size_t i = 0; i < sizeof gm->workers_gone / sizeof gm->workers_gone[0]; i++)
-        if (gone == NULL || (gm->workers_gone[i] = osbq_metric_series(
-                                 gone, OSBQ_LABELS(gateway_metrics_gone_reasons[i]))) == NULL)
-            return -1;
-    return gm->retries && gm->lease_expiries && gm->polls && gm->revoked ? 0 : -1;
-}
-
-/* The live records' count (record_gauges.c reads it, render_record_counts renders it). */
-static int add_record_families(struct gateway_metrics *gm, struct osbq_metrics *m)
-{
+    static const char *const gone_label[] = {"reason"};
     static const char *const plan_state_labels[] = {"service", "plan", "state"};
     static const char *const plan_labels[] = {"service", "plan"};
-    gm->instances = osbq_metrics_add(
-        m, OSBQ_METRIC_GAUGE, "osbq_instances",
-        "Live service instances (not deleted) by service, plan and state, from the count the "
-        "scripts keep in Redis, read every OSBQ_COUNTS_REFRESH_S (the same in every gateway).",
-        plan_state_labels, 3, NULL, 0);
-    gm->instances_outdated = osbq_metrics_add(
-        m, OSBQ_METRIC_GAUGE, "osbq_instances_outdated",
-        "Of those, the instances whose maintenance_info version is behind their plan's in this "
-        "gateway's catalog (osbq-ctl instances --outdated lists them).",
-        plan_labels, 2, NULL, 0);
-    gm->bindings = osbq_metrics_add(m, OSBQ_METRIC_GAUGE, "osbq_bindings",
-                                    "Live service bindings by service, plan and state, from the "
-                                    "same count.",
-                                    plan_state_labels, 3, NULL, 0);
-    gm->counts_built = osbq_metrics_add_unlabelled(
-        m, OSBQ_METRIC_GAUGE, "osbq_record_counts_built",
-        "1 once the count of live records is built (the three gauges above hold every record); 0 "
-        "while the gateways' walk builds it (after an upgrade, or osbq-ctl recount).");
-    return gm->instances && gm->instances_outdated && gm->bindings && gm->counts_built ? 0 : -1;
+    const char *lanes[DISPATCH_LANES];
+    for (unsigned i = 0; i < DISPATCH_LANES; i++)
+        lanes[i] = dispatch_lane_name((enum dispatch_lane)i);
+    const struct osbq_metric_row rows[] = {
+        /* The HTTP side: requests answered (by route, and by platform), their duration, those
+         * in flight. */
+        {OSBQ_METRIC_COUNTER, "osbq_http_requests_total",
+         "HTTP requests answered, by route pattern, method and status.", request_labels, 3, NULL, 0,
+         0, &gm->requests, NULL},
+        {OSBQ_METRIC_COUNTER, "osbq_platform_requests_total",
+         "Broker API requests answered, by the platform their URL prefix names and status.",
+         platform_labels, 2, NULL, 0, 0, &gm->platform_requests, NULL},
+        {OSBQ_METRIC_HISTOGRAM, "osbq_http_request_duration_seconds",
+         "Time from a request's first byte to its answer (synchronous waits included).",
+         route_label, 1, NULL, 0, 1, &gm->duration, NULL},
+        {OSBQ_METRIC_GAUGE, "osbq_http_requests_in_flight",
+         "Requests received and not answered yet (synchronous waits included).", NULL, 0, NULL, 0,
+         0, NULL, &gm->in_flight},
+        /* What this gateway did with operations, and the synchronous requests waiting for one. */
+        {OSBQ_METRIC_COUNTER, "osbq_gateway_operations_total",
+         "Operations by kind, service, plan and what this gateway did: accepted (recorded and "
+         "sent), joined (an identical request joined the running one), not_durable (recorded, "
+         "too few replicas acknowledged it: answered 503), abandoned (failed after its "
+         "attempts), capped (refused with a 422: its tenant's operations in progress reached "
+         "OSBQ_POLICY's cap), unchanged (an update that changed nothing, answered 200 without an "
+         "operation).",
+         operation_labels, 4, NULL, 0, 0, &gm->operations, NULL},
+        {OSBQ_METRIC_GAUGE, "osbq_sync_waits_in_flight",
+         "Synchronous requests suspended until their operation ends.", NULL, 0, NULL, 0, 0, NULL,
+         &gm->sync_waits},
+        {OSBQ_METRIC_COUNTER, "osbq_last_operation_reads_total",
+         "Redis reads of last_operation polls, by what was read: operation (the operation the "
+         "poll names, one plain read), record (last_operation.lua: the poll names no operation, "
+         "or the operation alone could not answer it).",
+         read_label, 1, last_op_read_names, GATEWAY_LAST_OP_READS, 0, NULL, gm->last_op_reads},
+        /* The dispatcher: jobs waiting for a worker's free slot (by lane, tenant and platform),
+         * the workers and their free slots. */
+        {OSBQ_METRIC_GAUGE, "osbq_jobs_queued",
+         "Jobs this gateway holds until a worker has a free slot, and synchronous requests "
+         "waiting there for a slot before they begin.",
+         NULL, 0, NULL, 0, 0, NULL, &gm->jobs_queued},
+        {OSBQ_METRIC_HISTOGRAM, "osbq_dispatch_wait_seconds",
+         "Time jobs waited in this gateway's dispatcher for a worker's free slot, by lane "
+         "(waiting: a synchronous request's; due: polls and resends; new: first steps of "
+         "asynchronous operations) and by the platform of the job's tenant (an OSBQ_PLATFORMS "
+         "name, default, or unknown).",
+         lane_platform_labels, 2, NULL, 0, 1, &gm->dispatch_waits, NULL},
+        {OSBQ_METRIC_GAUGE, "osbq_dispatch_tenants_waiting",
+         "Tenants with jobs waiting in this gateway's dispatcher, counted once per lane they "
+         "wait in (OSBQ_TENANT_KEY says what a tenant is).",
+         NULL, 0, NULL, 0, 0, NULL, &gm->tenants_waiting},
+        {OSBQ_METRIC_GAUGE, "osbq_dispatch_longest_wait_seconds",
+         "By lane, how long the oldest job of any tenant has waited in this gateway's dispatcher "
+         "so far (0: none waits): a tenant's queue that does not move shows here.",
+         lane_label, 1, lanes, DISPATCH_LANES, 0, NULL, gm->longest_waits},
+        {OSBQ_METRIC_GAUGE, "osbq_workers_live", "Workers connected to this gateway's bus socket.",
+         NULL, 0, NULL, 0, 0, NULL, &gm->workers},
+        {OSBQ_METRIC_GAUGE, "osbq_worker_free_slots",
+         "Free job slots those workers last announced, less those this gateway took for "
+         "hand-overs not sent yet, summed.",
+         NULL, 0, NULL, 0, 0, NULL, &gm->free_slots},
+        /* The recovery loop: jobs sent again, leases that ran out, steps revoked, polls; workers
+         * gone. */
+        {OSBQ_METRIC_COUNTER, "osbq_job_retries_total",
+         "Jobs this gateway's recovery loop sent again: never claimed in time, or their worker's "
+         "lease ran out.",
+         NULL, 0, NULL, 0, 0, NULL, &gm->retries},
+        {OSBQ_METRIC_COUNTER, "osbq_lease_expiries_total",
+         "Of those, the operations whose worker's lease ran out (it died or hung).", NULL, 0, NULL,
+         0, 0, NULL, &gm->lease_expiries},
+        {OSBQ_METRIC_COUNTER, "osbq_polls_total",
+         "Jobs this gateway's recovery loop sent for the next step of a waiting operation (a "
+         "poll): not retries.",
+         NULL, 0, NULL, 0, 0, NULL, &gm->polls},
+        {OSBQ_METRIC_COUNTER, "osbq_steps_revoked_total",
+         "Of the jobs sent again, the running steps taken from a worker this gateway saw go, at "
+         "once rather than when their lease ran out.",
+         NULL, 0, NULL, 0, 0, NULL, &gm->revoked},
+        {OSBQ_METRIC_COUNTER, "osbq_workers_gone_total",
+         "Workers this gateway saw go, by how: their connection ended (disconnected), their "
+         "READYs stopped (silent), or a send to them failed (unreachable).",
+         gone_label, 1, gateway_metrics_gone_reasons, 3, 0, NULL, gm->workers_gone},
+        /* The live records' count (record_gauges.c reads it, render_record_counts renders it). */
+        {OSBQ_METRIC_GAUGE, "osbq_instances",
+         "Live service instances (not deleted) by service, plan and state, from the count the "
+         "scripts keep in Redis, read every OSBQ_COUNTS_REFRESH_S (the same in every gateway).",
+         plan_state_labels, 3, NULL, 0, 0, &gm->instances, NULL},
+        {OSBQ_METRIC_GAUGE, "osbq_instances_outdated",
+         "Of those, the instances whose maintenance_info version is behind their plan's in this "
+         "gateway's catalog (osbq-ctl instances --outdated lists them).",
+         plan_labels, 2, NULL, 0, 0, &gm->instances_outdated, NULL},
+        {OSBQ_METRIC_GAUGE, "osbq_bindings",
+         "Live service bindings by service, plan and state, from the same count.",
+         plan_state_labels, 3, NULL, 0, 0, &gm->bindings, NULL},
+        {OSBQ_METRIC_GAUGE, "osbq_record_counts_built",
+         "1 once the count of live records is built (the three gauges above hold every record); "
+         "0 while the gateways' walk builds it (after an upgrade, or osbq-ctl recount).",
+         NULL, 0, NULL, 0, 0, NULL, &gm->counts_built},
+    };
+    return osbq_metrics_add_rows(m, rows, sizeof rows / sizeof rows[0]);
 }
 
 int gateway_metrics_init(struct gateway_metrics *gm, struct osbq_store *store, const char *version)
@@ -241,9 +199,7 @@ int gateway_metrics_init(struct gateway_metrics *gm, struct osbq_store *store, c
     if (osbq_process_metrics_add(&gm->process, m, "gateway", version, store,
                                  osbq_store_error_count) < 0 ||
         osbq_process_metrics_add_ack_timeouts(&gm->process, m, osbq_store_ack_timeout_count) < 0 ||
-        add_request_families(gm, m) < 0 || add_operation_families(gm, m) < 0 ||
-        add_dispatch_families(gm, m) < 0 || add_recovery_families(gm, m) < 0 ||
-        add_record_families(gm, m) < 0 || osbq_metrics_on_render(m, refresh_gauges, gm) < 0) {
+        add_families(gm, m) < 0 || osbq_metrics_on_render(m, refresh_gauges, gm) < 0) {
         gateway_metrics_clear(gm);
         return -1;
     }

@@ -48,10 +48,9 @@ static int operation_series_all(const struct worker_metrics *wm, const char *ser
     return 0;
 }
 
-/* The labelled families' series, made up front so a scrape lists every one at 0: operations per
- * catalog plan (and the unknown plan), durations per kind, claims per result. */
-static int labelled_series(struct worker_metrics *wm, const struct osbq_catalog *catalog,
-                           struct osbq_metric *duration, struct osbq_metric *claims)
+/* The operations' series, made up front so a scrape lists every one at 0: per catalog plan, and
+ * the unknown plan. */
+static int operations_series(struct worker_metrics *wm, const struct osbq_catalog *catalog)
 {
     size_t services = catalog != NULL ? osbq_catalog_service_count(catalog) : 0;
     for (size_t i = 0; i < services; i++) {
@@ -60,20 +59,7 @@ static int labelled_series(struct worker_metrics *wm, const struct osbq_catalog 
             if (operation_series_all(wm, service->id, service->plans[j].id) < 0)
                 return -1;
     }
-    if (operation_series_all(wm, OSBQ_CATALOG_UNKNOWN_LABEL, OSBQ_CATALOG_UNKNOWN_LABEL) < 0)
-        return -1;
-    for (int k = 0; k < WORKER_METRICS_KINDS; k++) {
-        const char *kind = osbq_job_kind_name((enum osbq_job_kind)(k + (int)OSBQ_JOB_PROVISION));
-        wm->duration[k] = osbq_metric_series(duration, OSBQ_LABELS(kind));
-        if (wm->duration[k] == NULL)
-            return -1;
-    }
-    for (int c = 0; c < WORKER_CLAIM_RESULTS; c++) {
-        wm->claims[c] = osbq_metric_series(claims, OSBQ_LABELS(claim_names[c]));
-        if (wm->claims[c] == NULL)
-            return -1;
-    }
-    return 0;
+    return operation_series_all(wm, OSBQ_CATALOG_UNKNOWN_LABEL, OSBQ_CATALOG_UNKNOWN_LABEL);
 }
 
 int worker_metrics_init(struct worker_metrics *wm, struct osbq_metrics *registry,
@@ -82,65 +68,59 @@ int worker_metrics_init(struct worker_metrics *wm, struct osbq_metrics *registry
     memset(wm, 0, sizeof *wm);
     atomic_init(&wm->gateways, 0);
     wm->catalog = catalog;
-    struct osbq_metrics *m = registry;
-    struct osbq_metric *operations = osbq_metrics_add(
-        m, OSBQ_METRIC_COUNTER, "osbq_worker_operations_total",
-        "Jobs this worker claimed, by kind, service, plan and how they ended: succeeded or "
-        "failed (outcome recorded), released (given back without an outcome: past the plan's "
-        "deadline, or the worker stopped), lost (no longer this worker's: lease lost or outcome "
-        "refused).",
-        operation_labels, 4, NULL, 0);
-    wm->operations = operations;
-    struct osbq_metric *duration = osbq_metrics_add(
-        m, OSBQ_METRIC_HISTOGRAM, "osbq_operation_duration_seconds",
-        "Backend run time of the jobs whose outcome this worker recorded, by kind.", kind_label, 1,
-        osbq_metrics_latency_buckets, osbq_metrics_latency_buckets_count);
-    wm->running = osbq_metrics_add_unlabelled(
-        m, OSBQ_METRIC_GAUGE, "osbq_jobs_running",
-        "Jobs queued or running in this worker's slots (including backends "
-        "abandoned past their deadline that have not returned yet).");
-    wm->slots =
-        osbq_metrics_add_unlabelled(m, OSBQ_METRIC_GAUGE, "osbq_worker_slots",
-                                    "Jobs this worker runs at once (OSBQ_WORKER_CONCURRENCY).");
-    wm->rejected = osbq_metrics_add_unlabelled(
-        m, OSBQ_METRIC_COUNTER, "osbq_jobs_rejected_total",
-        "Jobs handed back to their gateway because no slot was free (or the "
-        "worker was stopping).");
-    wm->handed = osbq_metrics_add_unlabelled(
-        m, OSBQ_METRIC_COUNTER, "osbq_jobs_handed_total",
-        "Jobs whose operation the gateway's begin claimed for this worker (a hand-over): run "
-        "without a claim call, and counted as claimed too.");
-    struct osbq_metric *claims = osbq_metrics_add(
-        m, OSBQ_METRIC_COUNTER, "osbq_claims_total",
-        "Attempts to claim a received job's operation: claimed (it runs), skipped (finished or "
-        "held by another worker), error (Redis failed; it is resent later).",
-        result_label, 1, NULL, 0);
-    wm->finish_retries = osbq_metrics_add_unlabelled(
-        m, OSBQ_METRIC_COUNTER, "osbq_finish_retries_total",
-        "Retries of recording an operation's outcome after Redis failed.");
-    wm->steps_waiting = osbq_metrics_add_unlabelled(
-        m, OSBQ_METRIC_COUNTER, "osbq_steps_waiting_total",
-        "Steps this worker ran that ended with their operation still in progress: each "
-        "recorded as waiting, its next step (a poll) due later on any worker.");
-    struct osbq_metric *lateness = osbq_metrics_add(
-        m, OSBQ_METRIC_HISTOGRAM, "osbq_step_lateness_seconds",
-        "How long after its due time this worker claimed the next step (a poll) of a waiting "
-        "operation: the recovery loop's precision, plus the wait for a free slot when every "
-        "worker is busy.",
-        NULL, 0, osbq_metrics_latency_buckets, osbq_metrics_latency_buckets_count);
-    wm->step_lateness = lateness != NULL ? osbq_metric_series(lateness, NULL) : NULL;
-    wm->gateways_connected =
-        osbq_metrics_add_unlabelled(m, OSBQ_METRIC_GAUGE, "osbq_gateways_connected",
-                                    "Gateways this worker is linked to (from the registry).");
-    if (operations == NULL || duration == NULL || claims == NULL || wm->running == NULL ||
-        wm->slots == NULL || wm->rejected == NULL || wm->handed == NULL ||
-        wm->finish_retries == NULL || wm->steps_waiting == NULL || wm->step_lateness == NULL ||
-        wm->gateways_connected == NULL)
-        return -1;
-    if (labelled_series(wm, catalog, duration, claims) < 0)
+    const char *kinds[WORKER_METRICS_KINDS];
+    for (int k = 0; k < WORKER_METRICS_KINDS; k++)
+        kinds[k] = osbq_job_kind_name((enum osbq_job_kind)(k + (int)OSBQ_JOB_PROVISION));
+    const struct osbq_metric_row rows[] = {
+        {OSBQ_METRIC_COUNTER, "osbq_worker_operations_total",
+         "Jobs this worker claimed, by kind, service, plan and how they ended: succeeded or "
+         "failed (outcome recorded), released (given back without an outcome: past the plan's "
+         "deadline, or the worker stopped), lost (no longer this worker's: lease lost or outcome "
+         "refused).",
+         operation_labels, 4, NULL, 0, 0, &wm->operations, NULL},
+        {OSBQ_METRIC_HISTOGRAM, "osbq_operation_duration_seconds",
+         "Backend run time of the jobs whose outcome this worker recorded, by kind.", kind_label, 1,
+         kinds, WORKER_METRICS_KINDS, 1, NULL, wm->duration},
+        {OSBQ_METRIC_GAUGE, "osbq_jobs_running",
+         "Jobs queued or running in this worker's slots (including backends abandoned past their "
+         "deadline that have not returned yet).",
+         NULL, 0, NULL, 0, 0, NULL, &wm->running},
+        {OSBQ_METRIC_GAUGE, "osbq_worker_slots",
+         "Jobs this worker runs at once (OSBQ_WORKER_CONCURRENCY).", NULL, 0, NULL, 0, 0, NULL,
+         &wm->slots},
+        {OSBQ_METRIC_COUNTER, "osbq_jobs_rejected_total",
+         "Jobs handed back to their gateway because no slot was free (or the worker was "
+         "stopping).",
+         NULL, 0, NULL, 0, 0, NULL, &wm->rejected},
+        {OSBQ_METRIC_COUNTER, "osbq_jobs_handed_total",
+         "Jobs whose operation the gateway's begin claimed for this worker (a hand-over): run "
+         "without a claim call, and counted as claimed too.",
+         NULL, 0, NULL, 0, 0, NULL, &wm->handed},
+        {OSBQ_METRIC_COUNTER, "osbq_claims_total",
+         "Attempts to claim a received job's operation: claimed (it runs), skipped (finished or "
+         "held by another worker), error (Redis failed; it is resent later).",
+         result_label, 1, claim_names, WORKER_CLAIM_RESULTS, 0, NULL, wm->claims},
+        {OSBQ_METRIC_COUNTER, "osbq_finish_retries_total",
+         "Retries of recording an operation's outcome after Redis failed.", NULL, 0, NULL, 0, 0,
+         NULL, &wm->finish_retries},
+        {OSBQ_METRIC_COUNTER, "osbq_steps_waiting_total",
+         "Steps this worker ran that ended with their operation still in progress: each recorded "
+         "as waiting, its next step (a poll) due later on any worker.",
+         NULL, 0, NULL, 0, 0, NULL, &wm->steps_waiting},
+        {OSBQ_METRIC_HISTOGRAM, "osbq_step_lateness_seconds",
+         "How long after its due time this worker claimed the next step (a poll) of a waiting "
+         "operation: the recovery loop's precision, plus the wait for a free slot when every "
+         "worker is busy.",
+         NULL, 0, NULL, 0, 1, NULL, &wm->step_lateness},
+        {OSBQ_METRIC_GAUGE, "osbq_gateways_connected",
+         "Gateways this worker is linked to (from the registry).", NULL, 0, NULL, 0, 0, NULL,
+         &wm->gateways_connected},
+    };
+    if (osbq_metrics_add_rows(registry, rows, sizeof rows / sizeof rows[0]) < 0 ||
+        operations_series(wm, catalog) < 0)
         return -1;
     osbq_series_set(wm->slots, (double)slots);
-    return osbq_metrics_on_render(m, refresh_gauges, wm);
+    return osbq_metrics_on_render(registry, refresh_gauges, wm);
 }
 
 void worker_metrics_attach(struct worker_metrics *wm, size_t (*running_jobs)(void *ctx), void *ctx)

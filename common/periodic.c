@@ -12,7 +12,8 @@ struct osbq_periodic {
     int64_t (*fn_at)(void *arg, int64_t told_ms);
     void (*fn)(void *arg);
     unsigned interval_ms;
-    void *arg;              /* borrowed argument */
+    void *arg;              /* the argument: borrowed, or freed at the stop when owns_arg */
+    bool owns_arg;          /* started by an _owning start */
     pthread_mutex_t lock;   /* guards the fields below, with wake */
     pthread_cond_t wake;    /* signalled to stop, or when an earlier time is told */
     bool stopping;          /* set by osbq_periodic_stop */
@@ -77,6 +78,8 @@ out_cond:
 out_mutex:
     pthread_mutex_destroy(&p->lock);
 out_free:
+    if (p->owns_arg)
+        free(p->arg);
     free(p);
 out_fail:
     osbq_error_set(err, OSBQ_ERR_INTERNAL, "cannot start a thread");
@@ -98,6 +101,25 @@ struct osbq_periodic *osbq_periodic_start_at(int64_t (*fn)(void *arg, int64_t to
     struct osbq_periodic *p = calloc(1, sizeof *p);
     if (p != NULL)
         *p = (struct osbq_periodic){.fn_at = fn, .arg = arg};
+    return start(p, err);
+}
+
+struct osbq_periodic *osbq_periodic_start_owning(unsigned interval_ms, void (*fn)(void *arg),
+                                                 int64_t (*fn_at)(void *arg, int64_t told_ms),
+                                                 void *arg, struct osbq_error *err)
+{
+    if (arg == NULL) {
+        osbq_error_set(err, OSBQ_ERR_INTERNAL, "out of memory");
+        return NULL;
+    }
+    struct osbq_periodic *p = calloc(1, sizeof *p);
+    if (p == NULL) {
+        free(arg);
+        osbq_error_set(err, OSBQ_ERR_INTERNAL, "out of memory");
+        return NULL;
+    }
+    *p = (struct osbq_periodic){
+        .fn = fn, .fn_at = fn_at, .interval_ms = interval_ms, .arg = arg, .owns_arg = true};
     return start(p, err);
 }
 
@@ -125,6 +147,8 @@ void osbq_periodic_stop(struct osbq_periodic **pp)
     pthread_join(p->thread, NULL);
     pthread_cond_destroy(&p->wake);
     pthread_mutex_destroy(&p->lock);
+    if (p->owns_arg)
+        free(p->arg);
     free(p);
     *pp = NULL;
 }

@@ -21,6 +21,13 @@ struct osbq_periodic *osbq_periodic_start(unsigned interval_ms, void (*fn)(void 
 struct osbq_periodic *osbq_periodic_start_at(int64_t (*fn)(void *arg, int64_t told_ms), void *arg,
                                              struct osbq_error *err);
 
+/* Starts a thread as osbq_periodic_start (fn, with fn_at NULL) or osbq_periodic_start_at (fn_at,
+ * with fn NULL) does, taking arg (malloc'd; NULL: out of memory, refused): freed by
+ * osbq_periodic_stop, or at once when the start fails. For a task whose state is all in arg. */
+struct osbq_periodic *osbq_periodic_start_owning(unsigned interval_ms, void (*fn)(void *arg),
+                                                 int64_t (*fn_at)(void *arg, int64_t told_ms),
+                                                 void *arg, struct osbq_error *err);
+
 /* Tells the thread of work due at at_ms (epoch ms): a thread asleep past it wakes to call its
  * function, which is given the earliest such time. From any thread. */
 void osbq_periodic_sooner(struct osbq_periodic *p, int64_t at_ms);

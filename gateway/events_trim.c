@@ -12,9 +12,8 @@
 #define EVENTS_TRIM_MAX_MS 60000
 
 struct events_trim {
-    const struct gateway *gw;       /* borrowed */
-    bool failing;                   /* the last trim failed (logged once) */
-    struct osbq_periodic *periodic; /* the thread */
+    const struct gateway *gw; /* borrowed */
+    bool failing;             /* the last trim failed (logged once) */
 };
 
 static void trim(void *arg)
@@ -31,7 +30,7 @@ static void trim(void *arg)
     }
 }
 
-struct events_trim *events_trim_start(const struct gateway *gw, struct osbq_error *err)
+struct osbq_periodic *events_trim_start(const struct gateway *gw, struct osbq_error *err)
 {
     const struct osbq_config *cfg = gw->cfg;
     if (cfg->events_max == 0)
@@ -43,25 +42,7 @@ struct events_trim *events_trim_start(const struct gateway *gw, struct osbq_erro
     if (interval_ms > EVENTS_TRIM_MAX_MS)
         interval_ms = EVENTS_TRIM_MAX_MS;
     struct events_trim *t = calloc(1, sizeof *t);
-    if (t == NULL) {
-        osbq_error_set(err, OSBQ_ERR_INTERNAL, "out of memory");
-        return NULL;
-    }
-    t->gw = gw;
-    t->periodic = osbq_periodic_start((unsigned)interval_ms, trim, t, err);
-    if (t->periodic == NULL) {
-        free(t);
-        return NULL;
-    }
-    return t;
-}
-
-void events_trim_stop(struct events_trim **tp)
-{
-    struct events_trim *t = tp ? *tp : NULL;
-    if (t == NULL)
-        return;
-    osbq_periodic_stop(&t->periodic);
-    free(t);
-    *tp = NULL;
+    if (t != NULL)
+        t->gw = gw;
+    return osbq_periodic_start_owning((unsigned)interval_ms, trim, NULL, t, err);
 }

@@ -6,15 +6,11 @@
 
 #include "error.h"
 #include "gateway.h"
-
-struct events_trim;
+#include "periodic.h"
 
 /* Starts the thread: a trim at once and every tenth of the age bound, between 1 s and a minute
- * (a minute without one). NULL without events (nothing to do: not an error), or with err on
- * failure. */
-struct events_trim *events_trim_start(const struct gateway *gw, struct osbq_error *err);
-
-/* Stops the thread; frees. Accepts NULL. */
-void events_trim_stop(struct events_trim **tp);
+ * (a minute without one); stop it with osbq_periodic_stop. NULL without events (nothing to do:
+ * not an error), or with err on failure. */
+struct osbq_periodic *events_trim_start(const struct gateway *gw, struct osbq_error *err);
 
 #endif

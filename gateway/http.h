@@ -2,6 +2,8 @@
 #ifndef OSBQ_GATEWAY_HTTP_H
 #define OSBQ_GATEWAY_HTTP_H
 
+#include <stdint.h>
+
 #include "config.h"
 #include "error.h"
 #include "gateway.h"
@@ -21,6 +23,11 @@ void http_quiesce(struct http_server *server);
 
 /* Requests between their first byte and their completion, now. */
 int http_inflight(struct http_server *server);
+
+/* After http_quiesce: waits until no request is in flight or the monotonic deadline_ms
+ * passed (woken by the last request's completion, not polling). Returns the requests still in
+ * flight. */
+int http_wait_idle(struct http_server *server, int64_t deadline_ms);
 
 /* Stops the threads, closes every connection and the socket, frees; sets *sp to NULL. */
 void http_stop(struct http_server **sp);

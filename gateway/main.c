@@ -146,11 +146,7 @@ static void stop_serving(const struct osbq_config *cfg, struct gateway *gw,
      * gateway, rather than waiting here for slots that no longer come. */
     dispatch_drain_slots(gw->dispatch);
     int in_flight = http_inflight(*server);
-    struct timespec tick = {.tv_sec = 0, .tv_nsec = 20 * 1000000L};
-    while (http_inflight(*server) > 0 &&
-           osbq_clock_ms() - recovery_done < (int64_t)cfg->shutdown_grace_ms)
-        nanosleep(&tick, NULL);
-    int left = http_inflight(*server);
+    int left = http_wait_idle(*server, recovery_done + (int64_t)cfg->shutdown_grace_ms);
     int64_t requests_done = osbq_clock_ms();
     waiter_table_drain(gw->waiters);
     /* Calls still travelling end within the Redis timeout; their requests are answered, then
@@ -188,8 +184,8 @@ struct gateway_process {
     struct http_server *server;             /* owned */
     struct registry *registry;              /* owned */
     struct recovery *recovery;              /* owned */
-    struct record_gauges *record_gauges;    /* owned */
-    struct events_trim *events_trim;        /* owned; NULL: no age bound or no events */
+    struct osbq_periodic *record_gauges;    /* owned: record_gauges.h's thread */
+    struct osbq_periodic *events_trim;      /* owned: events_trim.h's; NULL: no events */
 };
 
 /* Reads the configuration, the catalog, the policy, the platforms, the TLS certificate and the
@@ -366,8 +362,8 @@ static void stop(struct gateway_process *p)
 {
     struct gateway *gw = &p->gw;
     stop_serving(&p->cfg, gw, &p->registry, &p->recovery, &p->server);
-    record_gauges_stop(&p->record_gauges);
-    events_trim_stop(&p->events_trim);
+    osbq_periodic_stop(&p->record_gauges);
+    osbq_periodic_stop(&p->events_trim);
     waiter_table_stop(&gw->waiters);
     dispatch_stop(&gw->dispatch);
     osbq_store_pipeline_free(&gw->pipeline);

@@ -14,11 +14,10 @@
 #define RECORD_GAUGES_RETRY_MS 5000
 
 struct record_gauges {
-    const struct gateway *gw;       /* borrowed */
-    bool walking;                   /* the count was not built at the last look */
-    bool failing;                   /* the last call failed (logged once) */
-    int64_t walked;                 /* records this gateway counted in the current walk */
-    struct osbq_periodic *periodic; /* the thread */
+    const struct gateway *gw; /* borrowed */
+    bool walking;             /* the count was not built at the last look */
+    bool failing;             /* the last call failed (logged once) */
+    int64_t walked;           /* records this gateway counted in the current walk */
 };
 
 static void failed(struct record_gauges *rg, const char *what, const struct osbq_error *err)
@@ -71,28 +70,10 @@ static int64_t turn(void *arg, int64_t told_ms)
            (rg->walking ? OSBQ_COUNT_WALK_PAUSE_MS : (int64_t)gw->cfg->counts_refresh_s * 1000);
 }
 
-struct record_gauges *record_gauges_start(const struct gateway *gw, struct osbq_error *err)
+struct osbq_periodic *record_gauges_start(const struct gateway *gw, struct osbq_error *err)
 {
     struct record_gauges *rg = calloc(1, sizeof *rg);
-    if (rg == NULL) {
-        osbq_error_set(err, OSBQ_ERR_INTERNAL, "out of memory");
-        return NULL;
-    }
-    rg->gw = gw;
-    rg->periodic = osbq_periodic_start_at(turn, rg, err);
-    if (rg->periodic == NULL) {
-        free(rg);
-        return NULL;
-    }
-    return rg;
-}
-
-void record_gauges_stop(struct record_gauges **rp)
-{
-    struct record_gauges *rg = rp ? *rp : NULL;
-    if (rg == NULL)
-        return;
-    osbq_periodic_stop(&rg->periodic);
-    free(rg);
-    *rp = NULL;
+    if (rg != NULL)
+        rg->gw = gw;
+    return osbq_periodic_start_owning(0, NULL, turn, rg, err);
 }

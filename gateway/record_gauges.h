@@ -7,14 +7,11 @@
 
 #include "error.h"
 #include "gateway.h"
-
-struct record_gauges;
+#include "periodic.h"
 
 /* Starts the thread (its first read or step at once; failures are logged, not fatal: Redis may
- * come later). gw is borrowed. NULL with err on failure. */
-struct record_gauges *record_gauges_start(const struct gateway *gw, struct osbq_error *err);
-
-/* Stops the thread (a step in progress finishes first); frees. Accepts NULL. */
-void record_gauges_stop(struct record_gauges **rp);
+ * come later); stop it with osbq_periodic_stop (a step in progress finishes first). gw is
+ * borrowed. NULL with err on failure. */
+struct osbq_periodic *record_gauges_start(const struct gateway *gw, struct osbq_error *err);
 
 #endif

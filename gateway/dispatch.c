@@ -1,12 +1,12 @@
 /* The dispatcher: owns the ROUTER socket, learns the workers' free slots from their READY
  * messages, and sends queued jobs, taken from the lanes in turn (dispatch_lanes.h), to the
  * worker with the most room, the one sent to longest ago among equals. Jobs reach it through
- * its mailbox (common/mailbox.h). */
+ * its mailbox (common/mailbox.h). The hand-over is dispatch_handover.c's, the requests waiting
+ * for a slot dispatch_slots.c's; dispatch_internal.h holds what the three share and says who
+ * takes the lock. */
 #include "dispatch.h"
-#include "dispatch_halts.h"
+#include "dispatch_internal.h"
 #include "dispatch_monitor.h"
-#include "dispatch_running.h"
-#include "dispatch_workers.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -25,40 +25,8 @@
 #include "store.h"
 #include "tenant.h"
 
-/* How long the thread sleeps when nothing happens: it still forgets silent workers on time. */
-#define DISPATCH_TICK_MS 100
-
 /* Messages read from the workers per wake-up at most (the rest on the next turn). */
 #define DISPATCH_READ_BATCH 1024
-
-/* A slot taken for a hand-over (dispatch_handover_take). */
-struct dispatch_handover {
-    struct dispatch *d; /* whose worker table counts it (dispatch_worker.reserved) */
-    zframe_t *identity; /* the worker's ROUTER identity (a copy) */
-    char *worker_id;    /* its own id (a copy) */
-    int64_t until_ms;   /* the hand-over's lease end, epoch ms */
-};
-
-/* One queued job, or a request waiting for a slot (dispatch_wait_slot: slot_fn set, no job). */
-struct job_buf {
-    struct osbq_mailbox_link link;             /* in the mailbox, until the thread takes it */
-    char operation_id[65];                     /* its operation: the key of the queued set */
-    enum dispatch_lane lane;                   /* where it waits */
-    char tenant[TENANT_KEY_MAX];               /* whose it is: its queue in the lane */
-    unsigned weight;                           /* its tenant's weight */
-    char platform[OSBQ_PLATFORM_NAME_MAX + 1]; /* its wait's platform label */
-    double queued_at;                          /* when it was submitted (osbq_clock_seconds) */
-    struct dispatch_handover *handover; /* a handed job's worker (sent there, in no lane); NULL:
-                                         * a plain job */
-    dispatch_slot_fn slot_fn;           /* a request waiting for a slot: told how its wait
-                                         * ended; NULL for a job */
-    void *slot_ctx;                     /* slot_fn's */
-    int64_t slot_deadline_ms;           /* its wait ends then at the latest (osbq_clock_ms) */
-    void *slot_handle;                  /* its entry in d->slot_waits; NULL once it ended */
-    bool slot_ended;                    /* slot_fn was called: dropped when its turn comes */
-    size_t len;                         /* bytes in data */
-    char data[];                        /* the encoded job */
-};
 
 /* zhashx's destructor of values malloc'd here. */
 static void free_value(void **item)
@@ -72,39 +40,6 @@ struct wait_series {
     struct osbq_series *lane[DISPATCH_LANES];
 };
 
-struct dispatch {
-    zsock_t *router;                  /* owned by the thread */
-    struct osbq_mailbox mailbox;      /* jobs submitted, not in the lanes yet; closed: stop */
-    atomic_uint held;                 /* jobs in the mailbox or the lanes: what max_queued bounds */
-    unsigned max_queued;              /* bound of held */
-    pthread_mutex_t lock;             /* guards queue (scrapes read it), stats and listener */
-    struct dispatch_lanes *queue;     /* struct job_buf *, by lane; written by the thread only */
-    zhashx_t *queued;                 /* operation ids of the jobs in queue (values unused) */
-    struct dispatch_stats stats;      /* copy for dispatch_get_stats */
-    pthread_cond_t stats_published;   /* broadcast with each new copy (dispatch_wait_stats) */
-    pthread_t thread;                 /* the dispatcher thread */
-    struct dispatch_workers *workers; /* workers added and removed by the thread only, read and
-                                       * their counts changed with lock held (hand-overs are
-                                       * taken from other threads) */
-    struct osbq_metric *waits;        /* borrowed: time queued, by lane and platform; may be NULL */
-    zhashx_t *wait_series;            /* platform label -> struct wait_series *; thread-only */
-    struct dispatch_listener listener; /* who hears due times and workers gone; guarded by
-                                        * lock */
-    struct dispatch_monitor *monitor;  /* the ends of the workers' connections; NULL: not
-                                        * watched (silence only); thread-only */
-    struct dispatch_running *running;  /* the jobs the workers run for us; thread-only */
-    zlistx_t *slot_waits;       /* struct job_buf * of the requests waiting for a slot in the lanes,
-                                 * oldest first (their deadlines, dispatch_drain_slots); guarded by
-                                 * lock */
-    bool slots_closed;          /* dispatch_drain_slots was called; guarded by lock */
-    unsigned slots_posted;      /* slot waits in the mailbox, not taken by the thread yet; guarded
-                                 * by lock */
-    pthread_cond_t slots_taken; /* broadcast by the thread when slots_posted falls to 0 */
-    struct osbq_mailbox_link wake; /* posted alone to wake the thread: a slot was given back */
-    atomic_bool wake_posted;       /* wake is in the mailbox */
-    struct dispatch_halts halts;   /* HALTs to send (dispatch_halt) */
-};
-
 /* The label the dispatcher counts an owner's wait under. */
 static const char *owner_platform(const char *platform)
 {
@@ -113,8 +48,8 @@ static const char *owner_platform(const char *platform)
 
 /* The wait histogram's series of lane and platform: found once per platform label, then kept
  * (the labels are few: tenant_platform_label). NULL without a histogram or memory. */
-static struct osbq_series *wait_series_of(struct dispatch *d, enum dispatch_lane lane,
-                                          const char *platform)
+struct osbq_series *dispatch_wait_series(struct dispatch *d, enum dispatch_lane lane,
+                                         const char *platform)
 {
     if (d->waits == NULL)
         return NULL;
@@ -138,8 +73,8 @@ static struct osbq_series *wait_series_of(struct dispatch *d, enum dispatch_lane
  * it did not end, with handed (a handed job's operation that was not sent: NULL when none), go
  * to the listener, which takes them from it in Redis at once rather than when their leases run
  * out (docs/decisions/0052). */
-static void worker_gone(struct dispatch *d, struct dispatch_worker *gone, const char *why,
-                        const char *handed)
+void dispatch_forget_worker(struct dispatch *d, struct dispatch_worker *gone, const char *why,
+                            const char *handed)
 {
     char *ids = dispatch_running_end_worker(d->running, gone);
     if (handed != NULL) {
@@ -164,48 +99,8 @@ static void worker_gone(struct dispatch *d, struct dispatch_worker *gone, const 
     free(ids);
 }
 
-static void handover_free(struct dispatch_handover **hp)
-{
-    if (*hp == NULL)
-        return;
-    zframe_destroy(&(*hp)->identity);
-    free((*hp)->worker_id);
-    free(*hp);
-    *hp = NULL;
-}
-
-/* The slot h took is no longer taken for it: its job is being sent, or its operation was not
- * begun. Returns its worker, or NULL when that worker left. With d->lock held. */
-static struct dispatch_worker *handover_settle_locked(struct dispatch *d,
-                                                      const struct dispatch_handover *h)
-{
-    struct dispatch_worker *w = dispatch_workers_find(d->workers, h->identity);
-    if (w != NULL && w->reserved > 0)
-        w->reserved--;
-    return w;
-}
-
-/* Takes one of w's free slots for a hand-over (w takes handed jobs and has room); NULL when
- * memory ran out. With d->lock held. */
-static struct dispatch_handover *handover_new_locked(struct dispatch *d, struct dispatch_worker *w)
-{
-    struct dispatch_handover *h = calloc(1, sizeof *h);
-    if (h == NULL)
-        return NULL;
-    h->d = d;
-    h->identity = zframe_dup(w->identity);
-    h->worker_id = strdup(w->id);
-    h->until_ms = osbq_store_now_ms() + (int64_t)w->handover_lease_ms;
-    if (h->identity == NULL || h->worker_id == NULL) {
-        handover_free(&h);
-        return NULL;
-    }
-    w->reserved++;
-    return h;
-}
-
-static struct job_buf *job_buf_new(const char *operation_id, enum dispatch_lane lane,
-                                   const struct dispatch_owner *owner, const void *job, size_t len)
+struct job_buf *dispatch_job_new(const char *operation_id, enum dispatch_lane lane,
+                                 const struct dispatch_owner *owner, const void *job, size_t len)
 {
     struct job_buf *buf = malloc(sizeof *buf + len);
     if (buf == NULL)
@@ -216,6 +111,7 @@ static struct job_buf *job_buf_new(const char *operation_id, enum dispatch_lane 
     (void)snprintf(buf->platform, sizeof buf->platform, "%s", owner_platform(owner->platform));
     buf->lane = lane;
     buf->queued_at = osbq_clock_seconds();
+    buf->kind = JOB_QUEUED;
     buf->handover = NULL;
     buf->slot_fn = NULL;
     buf->slot_ctx = NULL;
@@ -229,23 +125,10 @@ static struct job_buf *job_buf_new(const char *operation_id, enum dispatch_lane 
 }
 
 /* Frees a job counted in held (its operation is in Redis: recovery resends it if need be). */
-static void drop(struct dispatch *d, struct job_buf *buf)
+void dispatch_drop(struct dispatch *d, struct job_buf *buf)
 {
     atomic_fetch_sub(&d->held, 1);
     free(buf);
-}
-
-/* Ends the wait of the request buf stands for, not ended yet: slot_fn is told (slot: the slot
- * taken for it, or NULL), and its deadline no longer watched. buf stays in its lane until its
- * turn, then is dropped. With d->lock held. */
-static void slot_end_locked(struct dispatch *d, struct job_buf *buf, struct dispatch_handover *slot,
-                            enum dispatch_slot_end end)
-{
-    if (buf->slot_handle != NULL)
-        zlistx_delete(d->slot_waits, buf->slot_handle);
-    buf->slot_handle = NULL;
-    buf->slot_ended = true;
-    buf->slot_fn(buf->slot_ctx, slot, end);
 }
 
 /* Queues buf, counted in held, at the head (a job handed back) or the tail of its lane, unless
@@ -256,32 +139,23 @@ static void enqueue_locked(struct dispatch *d, struct job_buf *buf, bool front)
 {
     /* A request's wait is not in queued: its operation's job, should the wait end before its
      * turn (a deadline), is queued while the wait's entry is still in the lane. */
-    if (buf->slot_fn == NULL && zhashx_lookup(d->queued, buf->operation_id) != NULL) {
-        drop(d, buf);
+    if (buf->kind != JOB_SLOT_WAIT && zhashx_lookup(d->queued, buf->operation_id) != NULL) {
+        dispatch_drop(d, buf);
         return;
     }
     if (dispatch_lanes_push(d->queue, buf->lane, buf->tenant, buf->weight, buf, front) < 0) {
         log_warnx("out of memory: dropping a job; recovery resends it from Redis");
-        if (buf->slot_fn != NULL)
-            slot_end_locked(d, buf, NULL, DISPATCH_SLOT_NONE);
-        drop(d, buf);
+        if (buf->kind == JOB_SLOT_WAIT)
+            dispatch_slot_end_locked(d, buf, NULL, DISPATCH_SLOT_NONE);
+        dispatch_drop(d, buf);
         return;
     }
-    if (buf->slot_fn == NULL)
+    if (buf->kind != JOB_SLOT_WAIT)
         zhashx_insert(d->queued, buf->operation_id, d);
     else if ((buf->slot_handle = zlistx_add_end(d->slot_waits, buf)) == NULL)
-        slot_end_locked(d, buf, NULL, DISPATCH_SLOT_NONE); /* out of memory: it cannot wait */
+        dispatch_slot_end_locked(d, buf, NULL,
+                                 DISPATCH_SLOT_NONE); /* out of memory: it cannot wait */
 }
-
-/* A slot wait posted to the mailbox was taken (or never reached it): the last one taken wakes
- * dispatch_drain_slots. Lock held. */
-static void slot_taken_locked(struct dispatch *d)
-{
-    if (--d->slots_posted == 0)
-        pthread_cond_broadcast(&d->slots_taken);
-}
-
-static void send_handed(struct dispatch *d, struct job_buf *job);
 
 /* Moves the jobs submitted since the last turn into their lanes, oldest first. Returns true
  * once the mailbox is closed (dispatch_stop): nothing comes after these. */
@@ -301,18 +175,18 @@ static bool take_submitted(struct dispatch *d)
         struct job_buf *buf =
             (struct job_buf *)(void *)((char *)link - offsetof(struct job_buf, link));
         link = link->next;
-        if (buf->handover != NULL) {
+        if (buf->kind == JOB_HANDED) {
             /* Sent below, in the order submitted, once the lock is free. */
             buf->link.next = NULL;
             *handed_end = &buf->link;
             handed_end = &buf->link.next;
-        } else if (buf->slot_fn != NULL && d->slots_closed) {
-            slot_taken_locked(d);
-            slot_end_locked(d, buf, NULL, DISPATCH_SLOT_STOPPING);
-            drop(d, buf);
+        } else if (buf->kind == JOB_SLOT_WAIT && d->slots_closed) {
+            dispatch_slot_taken_locked(d);
+            dispatch_slot_end_locked(d, buf, NULL, DISPATCH_SLOT_STOPPING);
+            dispatch_drop(d, buf);
         } else {
-            if (buf->slot_fn != NULL)
-                slot_taken_locked(d);
+            if (buf->kind == JOB_SLOT_WAIT)
+                dispatch_slot_taken_locked(d);
             enqueue_locked(d, buf, false);
         }
     }
@@ -321,7 +195,7 @@ static bool take_submitted(struct dispatch *d)
         struct job_buf *buf =
             (struct job_buf *)(void *)((char *)handed - offsetof(struct job_buf, link));
         handed = handed->next;
-        send_handed(d, buf);
+        dispatch_send_handed(d, buf);
     }
     return closed;
 }
@@ -335,7 +209,7 @@ static void requeue_front(struct dispatch *d, const char *operation_id, enum dis
         atomic_fetch_sub(&d->held, 1);
         return;
     }
-    struct job_buf *buf = job_buf_new(operation_id, lane, owner, job, len);
+    struct job_buf *buf = dispatch_job_new(operation_id, lane, owner, job, len);
     if (buf == NULL) {
         atomic_fetch_sub(&d->held, 1);
         log_warnx("out of memory: dropping a job; recovery resends it from Redis");
@@ -441,7 +315,7 @@ static bool handle_message(struct dispatch *d)
 }
 
 /* ZeroMQ's free function for a job sent without a copy (called from its I/O thread). */
-static void job_buf_release(void *data, void *owner)
+void dispatch_job_release(void *data, void *owner)
 {
     (void)data;
     free(owner);
@@ -450,25 +324,16 @@ static void job_buf_release(void *data, void *owner)
 /* A job about to be sent to w: one of its free slots is on its way, to be counted by its next
  * READY. Counted with the lock held since the slot was found (or its hand-over settled), before
  * the send: a hand-over taken from another thread in between would find the slot free. */
-static void count_sent_locked(struct dispatch *d, struct dispatch_worker *w)
+void dispatch_count_sent_locked(struct dispatch *d, struct dispatch_worker *w)
 {
     dispatch_workers_count_sent(d->workers, w);
 }
 
-/* What counting a job as running needs of it, copied before it is sent: ZeroMQ may free it as
- * soon as it is. */
-struct leaving_job {
-    char operation_id[sizeof((struct job_buf *)0)->operation_id];
-    char tenant[TENANT_KEY_MAX];
-    char platform[OSBQ_PLATFORM_NAME_MAX + 1];
-    unsigned weight;
-};
-
 /* A job leaves for a worker: its wait is counted under its lane and platform, and what counting
  * it as running needs is copied into out. */
-static void job_leaving(struct dispatch *d, const struct job_buf *job, struct leaving_job *out)
+void dispatch_job_leaving(struct dispatch *d, const struct job_buf *job, struct leaving_job *out)
 {
-    osbq_series_observe(wait_series_of(d, job->lane, job->platform),
+    osbq_series_observe(dispatch_wait_series(d, job->lane, job->platform),
                         osbq_clock_seconds() - job->queued_at);
     memcpy(out->operation_id, job->operation_id, sizeof out->operation_id);
     memcpy(out->tenant, job->tenant, sizeof out->tenant);
@@ -477,62 +342,11 @@ static void job_leaving(struct dispatch *d, const struct job_buf *job, struct le
 }
 
 /* The job out describes runs on w from now on, for its owner. */
-static void running_add(struct dispatch *d, const struct leaving_job *out,
-                        const struct dispatch_worker *w)
+void dispatch_job_running(struct dispatch *d, const struct leaving_job *out,
+                          const struct dispatch_worker *w)
 {
     const struct dispatch_owner owner = {out->tenant, out->weight, out->platform};
     dispatch_running_add(d->running, out->operation_id, &owner, w);
-}
-
-/* Sends a handed job to the worker its operation was handed to, whose slot it took. */
-static void send_handed(struct dispatch *d, struct job_buf *job)
-{
-    struct dispatch_handover *h = job->handover;
-    job->handover = NULL;
-    /* The thread alone removes workers: w stays valid after the lock is let go. The slot goes
-     * from taken for the hand-over to sent in one step. */
-    pthread_mutex_lock(&d->lock);
-    struct dispatch_worker *w = handover_settle_locked(d, h);
-    if (w != NULL)
-        count_sent_locked(d, w);
-    pthread_mutex_unlock(&d->lock);
-    struct leaving_job out;
-    job_leaving(d, job, &out);
-    if (w == NULL) {
-        log_info("operation %s: worker %s left before its handed job was sent; taken from it",
-                 out.operation_id, h->worker_id);
-        pthread_mutex_lock(&d->lock);
-        if (d->listener.gone != NULL)
-            d->listener.gone(d->listener.ctx, h->worker_id, out.operation_id, NULL);
-        pthread_mutex_unlock(&d->lock);
-        handover_free(&h);
-        free(job);
-        return;
-    }
-    int64_t until_ms = h->until_ms;
-    handover_free(&h);
-    if (osbq_bus_send_handed_job(d->router, w->identity, job->data, job->len, job_buf_release, job,
-                                 until_ms, out.tenant) < 0) {
-        worker_gone(d, w, "unreachable", out.operation_id);
-        free(job);
-        return;
-    }
-    running_add(d, &out, w);
-}
-
-/* The turn of a request waiting for a slot, w the roomiest worker: a slot is taken for it, of w
- * or, when w takes no handed jobs, of the roomiest worker that does. Its wait counts as a job's
- * time queued. With d->lock held. */
-static void slot_turn_locked(struct dispatch *d, struct job_buf *buf, struct dispatch_worker *w)
-{
-    if (buf->slot_ended)
-        return;
-    osbq_series_observe(wait_series_of(d, buf->lane, buf->platform),
-                        osbq_clock_seconds() - buf->queued_at);
-    struct dispatch_worker *taker =
-        w->handover_lease_ms > 0 ? w : dispatch_workers_roomiest(d->workers, true);
-    struct dispatch_handover *slot = taker != NULL ? handover_new_locked(d, taker) : NULL;
-    slot_end_locked(d, buf, slot, slot != NULL ? DISPATCH_SLOT_TAKEN : DISPATCH_SLOT_NONE);
 }
 
 static void send_queued(struct dispatch *d)
@@ -542,32 +356,32 @@ static void send_queued(struct dispatch *d)
         pthread_mutex_lock(&d->lock);
         struct dispatch_worker *w = dispatch_workers_roomiest(d->workers, false);
         struct job_buf *job = w != NULL ? dispatch_lanes_pop(d->queue, NULL, &load) : NULL;
-        if (job != NULL && job->slot_fn != NULL) {
-            slot_turn_locked(d, job, w);
+        if (job != NULL && job->kind == JOB_SLOT_WAIT) {
+            dispatch_slot_turn_locked(d, job, w);
         } else if (job != NULL) {
             zhashx_delete(d->queued, job->operation_id);
-            count_sent_locked(d, w);
+            dispatch_count_sent_locked(d, w);
         }
         pthread_mutex_unlock(&d->lock);
         if (job == NULL)
             return;
         atomic_fetch_sub(&d->held, 1);
-        if (job->slot_fn != NULL) {
+        if (job->kind == JOB_SLOT_WAIT) {
             free(job);
             continue;
         }
         struct leaving_job out;
-        job_leaving(d, job, &out);
+        dispatch_job_leaving(d, job, &out);
         /* Zero copy: ZeroMQ frees the buffer once it has written it. */
-        if (osbq_bus_send_job(d->router, w->identity, job->data, job->len, job_buf_release, job) <
-            0) {
+        if (osbq_bus_send_job(d->router, w->identity, job->data, job->len, dispatch_job_release,
+                              job) < 0) {
             /* ROUTER_MANDATORY: the worker is gone. Keep the job for another one. */
             const struct dispatch_owner owner = {job->tenant, job->weight, job->platform};
             requeue_front(d, job->operation_id, job->lane, &owner, job->data, job->len);
-            worker_gone(d, w, "unreachable", NULL);
+            dispatch_forget_worker(d, w, "unreachable", NULL);
             free(job);
         } else {
-            running_add(d, &out, w);
+            dispatch_job_running(d, &out, w);
         }
     }
 }
@@ -584,7 +398,7 @@ static void forget_ended(struct dispatch *d)
         pthread_mutex_unlock(&d->lock);
         /* Not a worker's: a connection that never said READY (a failed handshake). */
         if (ended != NULL)
-            worker_gone(d, ended, "disconnected", NULL);
+            dispatch_forget_worker(d, ended, "disconnected", NULL);
     }
 }
 
@@ -597,28 +411,8 @@ static void expire_workers(struct dispatch *d)
         pthread_mutex_unlock(&d->lock);
         if (silent == NULL)
             return;
-        worker_gone(d, silent, "silent", NULL);
+        dispatch_forget_worker(d, silent, "silent", NULL);
     }
-}
-
-/* Ends the waits for a slot whose deadline passed: they begin plain (DISPATCH_SLOT_NONE). */
-static void expire_slot_waits(struct dispatch *d)
-{
-    int64_t now = osbq_clock_ms();
-    pthread_mutex_lock(&d->lock);
-    for (;;) {
-        struct job_buf *late = NULL;
-        for (struct job_buf *buf = zlistx_first(d->slot_waits); buf != NULL;
-             buf = zlistx_next(d->slot_waits))
-            if (buf->slot_deadline_ms <= now) {
-                late = buf;
-                break;
-            }
-        if (late == NULL)
-            break;
-        slot_end_locked(d, late, NULL, DISPATCH_SLOT_NONE);
-    }
-    pthread_mutex_unlock(&d->lock);
 }
 
 static void publish_stats(struct dispatch *d)
@@ -674,7 +468,7 @@ static void *dispatch_thread(void *arg)
             next_expiry = osbq_clock_ms() + 500;
         }
         if (osbq_clock_ms() >= next_slot_check) {
-            expire_slot_waits(d);
+            dispatch_expire_slot_waits(d);
             next_slot_check = osbq_clock_ms() + DISPATCH_TICK_MS;
         }
         send_queued(d);
@@ -690,7 +484,7 @@ static void dispatch_free(struct dispatch *d)
     struct job_buf *job;
     while (d->queue != NULL && (job = dispatch_lanes_pop(d->queue, NULL, NULL)) != NULL) {
         /* Stopped without dispatch_drain_slots: no request stays suspended. */
-        if (job->slot_fn != NULL && !job->slot_ended)
+        if (job->kind == JOB_SLOT_WAIT && !job->slot_ended)
             job->slot_fn(job->slot_ctx, NULL, DISPATCH_SLOT_STOPPING);
         free(job);
     }
@@ -771,127 +565,17 @@ int dispatch_submit(struct dispatch *d, const char *operation_id, enum dispatch_
         atomic_fetch_sub(&d->held, 1);
         return -1;
     }
-    struct job_buf *buf = job_buf_new(operation_id, lane, owner, job, len);
+    struct job_buf *buf = dispatch_job_new(operation_id, lane, owner, job, len);
     if (buf == NULL) {
         atomic_fetch_sub(&d->held, 1);
         return -1;
     }
     /* One wake-up carries every job posted before the thread takes them. Closed: stopping. */
     if (!osbq_mailbox_post(&d->mailbox, &buf->link)) {
-        drop(d, buf);
+        dispatch_drop(d, buf);
         return -1;
     }
     return 0;
-}
-
-struct dispatch_handover *dispatch_handover_take(struct dispatch *d)
-{
-    /* Jobs wait in the lanes: the next slot is theirs (fairness), not a new operation's. */
-    if (d == NULL || atomic_load(&d->held) > 0)
-        return NULL;
-    pthread_mutex_lock(&d->lock);
-    struct dispatch_worker *w = dispatch_workers_roomiest(d->workers, true);
-    struct dispatch_handover *h = w != NULL ? handover_new_locked(d, w) : NULL;
-    pthread_mutex_unlock(&d->lock);
-    return h;
-}
-
-const char *dispatch_handover_worker(const struct dispatch_handover *h)
-{
-    return h->worker_id;
-}
-
-int64_t dispatch_handover_until(const struct dispatch_handover *h)
-{
-    return h->until_ms;
-}
-
-void dispatch_handover_cancel(struct dispatch_handover **hp)
-{
-    if (hp == NULL || *hp == NULL)
-        return;
-    struct dispatch *d = (*hp)->d;
-    pthread_mutex_lock(&d->lock);
-    (void)handover_settle_locked(d, *hp);
-    pthread_mutex_unlock(&d->lock);
-    handover_free(hp);
-    /* Work waits for that slot (a request waiting for one took it, then did not begin): wake the
-     * thread now rather than at its next tick. */
-    if (atomic_load(&d->held) > 0 && !atomic_exchange(&d->wake_posted, true) &&
-        !osbq_mailbox_post(&d->mailbox, &d->wake))
-        atomic_store(&d->wake_posted, false);
-}
-
-int dispatch_submit_handed(struct dispatch *d, struct dispatch_handover **hp,
-                           const char *operation_id, enum dispatch_lane lane,
-                           const struct dispatch_owner *owner, const void *job, size_t len)
-{
-    /* Not counted in held: it waits for no slot, it has one. */
-    struct job_buf *buf = job_buf_new(operation_id, lane, owner, job, len);
-    if (buf == NULL) {
-        dispatch_handover_cancel(hp);
-        return -1;
-    }
-    buf->handover = *hp;
-    *hp = NULL;
-    if (!osbq_mailbox_post(&d->mailbox, &buf->link)) {
-        dispatch_handover_cancel(&buf->handover);
-        free(buf);
-        return -1;
-    }
-    return 0;
-}
-
-int dispatch_wait_slot(struct dispatch *d, const char *operation_id, enum dispatch_lane lane,
-                       const struct dispatch_owner *owner, int64_t deadline_ms, dispatch_slot_fn fn,
-                       void *ctx)
-{
-    if (atomic_fetch_add(&d->held, 1) >= d->max_queued) {
-        atomic_fetch_sub(&d->held, 1);
-        return -1;
-    }
-    struct job_buf *buf = job_buf_new(operation_id, lane, owner, NULL, 0);
-    if (buf == NULL) {
-        atomic_fetch_sub(&d->held, 1);
-        return -1;
-    }
-    buf->slot_fn = fn;
-    buf->slot_ctx = ctx;
-    buf->slot_deadline_ms = deadline_ms;
-    /* Counted under the lock that dispatch_drain_slots closes them with: it then knows how many
-     * it must see taken. */
-    pthread_mutex_lock(&d->lock);
-    bool closed = d->slots_closed;
-    if (!closed)
-        d->slots_posted++;
-    pthread_mutex_unlock(&d->lock);
-    if (closed) {
-        drop(d, buf);
-        return -1;
-    }
-    if (!osbq_mailbox_post(&d->mailbox, &buf->link)) {
-        pthread_mutex_lock(&d->lock);
-        slot_taken_locked(d);
-        pthread_mutex_unlock(&d->lock);
-        drop(d, buf);
-        return -1;
-    }
-    return 0;
-}
-
-void dispatch_drain_slots(struct dispatch *d)
-{
-    pthread_mutex_lock(&d->lock);
-    d->slots_closed = true;
-    struct job_buf *buf;
-    while ((buf = zlistx_first(d->slot_waits)) != NULL)
-        slot_end_locked(d, buf, NULL, DISPATCH_SLOT_STOPPING);
-    /* Those still in the mailbox are ended by the thread when it takes them, within a turn: it
-     * tells them under the lock and says when the last is taken. */
-    int64_t until = osbq_clock_ms() + 10 * DISPATCH_TICK_MS;
-    while (d->slots_posted > 0 && osbq_clock_ms() < until)
-        osbq_clock_wait_until(&d->slots_taken, &d->lock, until);
-    pthread_mutex_unlock(&d->lock);
 }
 
 void dispatch_listen(struct dispatch *d, const struct dispatch_listener *listener)

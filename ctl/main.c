@@ -442,11 +442,11 @@ static int read_flags(const struct command_line *line, struct ctl_options *opt)
     opt->instance = cmd->takes_instance ? line->args[0] : value_of(line, OPT_INSTANCE);
     if (cmd->takes_path)
         opt->path = line->args[0];
-    if (opt->tenant != NULL && (line->seen & OPT_INSTANCE) && cmd->run == cmd_export)
+    if (opt->tenant != NULL && (line->seen & OPT_INSTANCE) && strcmp(cmd->name, "export") == 0)
         return usage_error("--tenant and --instance do not go together");
     if (opt->follow && opt->until != NULL)
         return usage_error("--follow reads on past now: --until does not go with it");
-    if (opt->json && cmd->run == cmd_export && opt->output == NULL)
+    if (opt->json && strcmp(cmd->name, "export") == 0 && opt->output == NULL)
         return usage_error("export --json needs --output FILE: stdout holds the export itself");
     return 0;
 }

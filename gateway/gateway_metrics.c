@@ -76,19 +76,11 @@ static void refresh_gauges(void *ctx)
 
 const char *const gateway_metrics_gone_reasons[3] = {"disconnected", "silent", "unreachable"};
 
-/* The gateway's families, as rows: the HTTP side, what it did with operations, the dispatcher,
- * the recovery loop, the live records' count. */
-static int add_families(struct gateway_metrics *gm, struct osbq_metrics *m)
+/* The HTTP side: requests answered (by route, and by platform), their duration, those
+ * in flight. */
+static int add_http_families(struct gateway_metrics *gm, struct osbq_metrics *m)
 {
-    static const char *const gone_label[] = {"reason"};
-    static const char *const plan_state_labels[] = {"service", "plan", "state"};
-    static const char *const plan_labels[] = {"service", "plan"};
-    const char *lanes[DISPATCH_LANES];
-    for (unsigned i = 0; i < DISPATCH_LANES; i++)
-        lanes[i] = dispatch_lane_name((enum dispatch_lane)i);
     const struct osbq_metric_row rows[] = {
-        /* The HTTP side: requests answered (by route, and by platform), their duration, those
-         * in flight. */
         {OSBQ_METRIC_COUNTER, "osbq_http_requests_total",
          "HTTP requests answered, by route pattern, method and status.", request_labels, 3, NULL, 0,
          0, &gm->requests, NULL},
@@ -101,7 +93,14 @@ static int add_families(struct gateway_metrics *gm, struct osbq_metrics *m)
         {OSBQ_METRIC_GAUGE, "osbq_http_requests_in_flight",
          "Requests received and not answered yet (synchronous waits included).", NULL, 0, NULL, 0,
          0, NULL, &gm->in_flight},
-        /* What this gateway did with operations, and the synchronous requests waiting for one. */
+    };
+    return osbq_metrics_add_rows(m, rows, sizeof rows / sizeof rows[0]);
+}
+
+/* What this gateway did with operations, and the synchronous requests waiting for one. */
+static int add_operation_families(struct gateway_metrics *gm, struct osbq_metrics *m)
+{
+    const struct osbq_metric_row rows[] = {
         {OSBQ_METRIC_COUNTER, "osbq_gateway_operations_total",
          "Operations by kind, service, plan and what this gateway did: accepted (recorded and "
          "sent), joined (an identical request joined the running one), not_durable (recorded, "
@@ -118,8 +117,18 @@ static int add_families(struct gateway_metrics *gm, struct osbq_metrics *m)
          "poll names, one plain read), record (last_operation.lua: the poll names no operation, "
          "or the operation alone could not answer it).",
          read_label, 1, last_op_read_names, GATEWAY_LAST_OP_READS, 0, NULL, gm->last_op_reads},
-        /* The dispatcher: jobs waiting for a worker's free slot (by lane, tenant and platform),
-         * the workers and their free slots. */
+    };
+    return osbq_metrics_add_rows(m, rows, sizeof rows / sizeof rows[0]);
+}
+
+/* The dispatcher: jobs waiting for a worker's free slot (by lane, tenant and platform),
+ * the workers and their free slots. */
+static int add_dispatch_families(struct gateway_metrics *gm, struct osbq_metrics *m)
+{
+    const char *lanes[DISPATCH_LANES];
+    for (unsigned i = 0; i < DISPATCH_LANES; i++)
+        lanes[i] = dispatch_lane_name((enum dispatch_lane)i);
+    const struct osbq_metric_row rows[] = {
         {OSBQ_METRIC_GAUGE, "osbq_jobs_queued",
          "Jobs this gateway holds until a worker has a free slot, and synchronous requests "
          "waiting there for a slot before they begin.",
@@ -144,8 +153,16 @@ static int add_families(struct gateway_metrics *gm, struct osbq_metrics *m)
          "Free job slots those workers last announced, less those this gateway took for "
          "hand-overs not sent yet, summed.",
          NULL, 0, NULL, 0, 0, NULL, &gm->free_slots},
-        /* The recovery loop: jobs sent again, leases that ran out, steps revoked, polls; workers
-         * gone. */
+    };
+    return osbq_metrics_add_rows(m, rows, sizeof rows / sizeof rows[0]);
+}
+
+/* The recovery loop: jobs sent again, leases that ran out, steps revoked, polls; workers
+ * gone. */
+static int add_recovery_families(struct gateway_metrics *gm, struct osbq_metrics *m)
+{
+    static const char *const gone_label[] = {"reason"};
+    const struct osbq_metric_row rows[] = {
         {OSBQ_METRIC_COUNTER, "osbq_job_retries_total",
          "Jobs this gateway's recovery loop sent again: never claimed in time, or their worker's "
          "lease ran out.",
@@ -165,7 +182,16 @@ static int add_families(struct gateway_metrics *gm, struct osbq_metrics *m)
          "Workers this gateway saw go, by how: their connection ended (disconnected), their "
          "READYs stopped (silent), or a send to them failed (unreachable).",
          gone_label, 1, gateway_metrics_gone_reasons, 3, 0, NULL, gm->workers_gone},
-        /* The live records' count (record_gauges.c reads it, render_record_counts renders it). */
+    };
+    return osbq_metrics_add_rows(m, rows, sizeof rows / sizeof rows[0]);
+}
+
+/* The live records' count (record_gauges.c reads it, render_record_counts renders it). */
+static int add_record_families(struct gateway_metrics *gm, struct osbq_metrics *m)
+{
+    static const char *const plan_state_labels[] = {"service", "plan", "state"};
+    static const char *const plan_labels[] = {"service", "plan"};
+    const struct osbq_metric_row rows[] = {
         {OSBQ_METRIC_GAUGE, "osbq_instances",
          "Live service instances (not deleted) by service, plan and state, from the count the "
          "scripts keep in Redis, read every OSBQ_COUNTS_REFRESH_S (the same in every gateway).",
@@ -199,7 +225,9 @@ int gateway_metrics_init(struct gateway_metrics *gm, struct osbq_store *store, c
     if (osbq_process_metrics_add(&gm->process, m, "gateway", version, store,
                                  osbq_store_error_count) < 0 ||
         osbq_process_metrics_add_ack_timeouts(&gm->process, m, osbq_store_ack_timeout_count) < 0 ||
-        add_families(gm, m) < 0 || osbq_metrics_on_render(m, refresh_gauges, gm) < 0) {
+        add_http_families(gm, m) < 0 || add_operation_families(gm, m) < 0 ||
+        add_dispatch_families(gm, m) < 0 || add_recovery_families(gm, m) < 0 ||
+        add_record_families(gm, m) < 0 || osbq_metrics_on_render(m, refresh_gauges, gm) < 0) {
         gateway_metrics_clear(gm);
         return -1;
     }

@@ -32,6 +32,7 @@
 #include "exec_watch.h"
 #include "fake_call.h"
 #include "job.h"
+#include "test_main.h"
 
 #define EXEC_DIR OSBQ_TEST_DATA_DIR "/exec/"
 
@@ -725,29 +726,13 @@ static void test_parallel(void **state)
     assert_true(last_start < first_end);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_find),
-        cmocka_unit_test(test_bind_success),
-        cmocka_unit_test(test_provision_success),
-        cmocka_unit_test(test_trace),
-        cmocka_unit_test(test_stdin_fields),
-        cmocka_unit_test(test_stdin_halted_operation),
-        cmocka_unit_test(test_fail_stderr),
-        cmocka_unit_test(test_fail_silent),
-        cmocka_unit_test(test_signal),
-        cmocka_unit_test(test_timeout),
-        cmocka_unit_test(test_flood),
-        cmocka_unit_test(test_bad_json),
-        cmocka_unit_test(test_env),
-        cmocka_unit_test(test_cancel_kills_group),
-        cmocka_unit_test(test_ignored_stdin),
-        cmocka_unit_test(test_missing_program),
-        cmocka_unit_test(test_parallel),
-        cmocka_unit_test(test_poll_steps),
-        cmocka_unit_test(test_poll_fails),
-        cmocka_unit_test(test_poll_invalid_lines),
-    };
-    return cmocka_run_group_tests(tests, setup, teardown);
-}
+OSBQ_TEST_MAIN(setup, teardown, cmocka_unit_test(test_find), cmocka_unit_test(test_bind_success),
+               cmocka_unit_test(test_provision_success), cmocka_unit_test(test_trace),
+               cmocka_unit_test(test_stdin_fields), cmocka_unit_test(test_stdin_halted_operation),
+               cmocka_unit_test(test_fail_stderr), cmocka_unit_test(test_fail_silent),
+               cmocka_unit_test(test_signal), cmocka_unit_test(test_timeout),
+               cmocka_unit_test(test_flood), cmocka_unit_test(test_bad_json),
+               cmocka_unit_test(test_env), cmocka_unit_test(test_cancel_kills_group),
+               cmocka_unit_test(test_ignored_stdin), cmocka_unit_test(test_missing_program),
+               cmocka_unit_test(test_parallel), cmocka_unit_test(test_poll_steps),
+               cmocka_unit_test(test_poll_fails), cmocka_unit_test(test_poll_invalid_lines))

@@ -26,6 +26,7 @@
 #include "fake_call.h"
 #include "job.h"
 #include "redis_fixture.h"
+#include "test_main.h"
 
 #define PLAN       "plan-redis"
 #define RO_PLAN    "plan-redis-ro"  /* acl "+@read" */
@@ -628,21 +629,15 @@ static void test_deprovision_cancelled(void **state)
     assert_int_equal(count_keys(0, pattern), 0);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup(test_find, each),
-        cmocka_unit_test_setup(test_env_missing, each),
-        cmocka_unit_test_setup(test_env_setting, each),
-        cmocka_unit_test_setup(test_bad_targets, each),
-        cmocka_unit_test_setup(test_bad_acl, each),
-        cmocka_unit_test_setup(test_provision_update, each),
-        cmocka_unit_test_setup(test_bind_confined, each),
-        cmocka_unit_test_setup(test_bind_read_only, each),
-        cmocka_unit_test_setup(test_bind_rerun, each),
-        cmocka_unit_test_setup(test_unbind, each),
-        cmocka_unit_test_setup(test_deprovision, each),
-        cmocka_unit_test_setup(test_deprovision_cancelled, each),
-    };
-    return cmocka_run_group_tests(tests, setup, teardown);
-}
+OSBQ_TEST_MAIN(setup, teardown, cmocka_unit_test_setup(test_find, each),
+               cmocka_unit_test_setup(test_env_missing, each),
+               cmocka_unit_test_setup(test_env_setting, each),
+               cmocka_unit_test_setup(test_bad_targets, each),
+               cmocka_unit_test_setup(test_bad_acl, each),
+               cmocka_unit_test_setup(test_provision_update, each),
+               cmocka_unit_test_setup(test_bind_confined, each),
+               cmocka_unit_test_setup(test_bind_read_only, each),
+               cmocka_unit_test_setup(test_bind_rerun, each),
+               cmocka_unit_test_setup(test_unbind, each),
+               cmocka_unit_test_setup(test_deprovision, each),
+               cmocka_unit_test_setup(test_deprovision_cancelled, each))

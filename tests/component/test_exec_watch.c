@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "exec_watch.h"
+#include "test_main.h"
 
 extern char **environ;
 
@@ -412,16 +413,9 @@ static void test_many(void **state)
     assert_int_equal(exec_watch_busy(w), 0);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_output_and_status, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_large_input, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_timeout, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_stop_and_kill, setup, teardown),
-        cmocka_unit_test(test_places),
-        cmocka_unit_test(test_places_fair),
-        cmocka_unit_test_setup_teardown(test_many, setup, teardown),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+OSBQ_TEST_MAIN(NULL, NULL, cmocka_unit_test_setup_teardown(test_output_and_status, setup, teardown),
+               cmocka_unit_test_setup_teardown(test_large_input, setup, teardown),
+               cmocka_unit_test_setup_teardown(test_timeout, setup, teardown),
+               cmocka_unit_test_setup_teardown(test_stop_and_kill, setup, teardown),
+               cmocka_unit_test(test_places), cmocka_unit_test(test_places_fair),
+               cmocka_unit_test_setup_teardown(test_many, setup, teardown))

@@ -23,6 +23,7 @@
 #include "job.h"
 #include "store_operations.h"
 #include "store_test_helpers.h"
+#include "test_main.h"
 
 #define RELEASE_DIR OSBQ_TEST_DATA_DIR "/previous-release/" OSBQ_PREVIOUS_RELEASE "/"
 
@@ -447,12 +448,7 @@ static void test_we_finish_its_records(void **state)
     }
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_its_jobs_decode),
-        cmocka_unit_test(test_its_workers_read_our_jobs),
-        cmocka_unit_test_setup_teardown(test_we_finish_its_records, setup, store_fixture_teardown),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+OSBQ_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_its_jobs_decode),
+               cmocka_unit_test(test_its_workers_read_our_jobs),
+               cmocka_unit_test_setup_teardown(test_we_finish_its_records, setup,
+                                               store_fixture_teardown))

@@ -30,6 +30,7 @@
 #include "store_operations.h"
 #include "store_pipeline.h"
 #include "store_test_helpers.h"
+#include "test_main.h"
 #include "worker_metrics.h"
 
 #define WORKER_ID "w-test"
@@ -502,16 +503,7 @@ static void test_program_lease_renewed_then_lost(void **state)
     osbq_store_pipeline_free(&pipeline);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_success),
-        cmocka_unit_test(test_steps),
-        cmocka_unit_test(test_due_noted_for_origin),
-        cmocka_unit_test(test_deadline),
-        cmocka_unit_test(test_shutdown),
-        cmocka_unit_test(test_finish_after_outage),
-        cmocka_unit_test(test_program_lease_renewed_then_lost),
-    };
-    return cmocka_run_group_tests(tests, setup, teardown);
-}
+OSBQ_TEST_MAIN(setup, teardown, cmocka_unit_test(test_success), cmocka_unit_test(test_steps),
+               cmocka_unit_test(test_due_noted_for_origin), cmocka_unit_test(test_deadline),
+               cmocka_unit_test(test_shutdown), cmocka_unit_test(test_finish_after_outage),
+               cmocka_unit_test(test_program_lease_renewed_then_lost))

@@ -20,6 +20,7 @@
 #include "store_recovery.h"
 #include "store_registry.h"
 #include "store_test_helpers.h"
+#include "test_main.h"
 
 static int setup(void **state)
 {
@@ -993,27 +994,19 @@ static void test_results_walk_and_compare_and_set(void **state)
     osbq_sealed_values_free(found[1], counts[1]);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_provision_lifecycle),
-        cmocka_unit_test(test_update_applies_on_success_only),
-        cmocka_unit_test(test_deprovision_and_reuse),
-        cmocka_unit_test(test_expired_lease_is_taken_over),
-        cmocka_unit_test(test_finish_wakes_waiting_gateways),
-        cmocka_unit_test(test_ids_cannot_escape_their_keys),
-        cmocka_unit_test(test_gateway_registry),
-        cmocka_unit_test(test_process_status),
-        cmocka_unit_test(test_operation_history_and_repairs),
-        cmocka_unit_test(test_finished_operation_says_once),
-        cmocka_unit_test(test_scan_records_hides_secrets),
-        cmocka_unit_test(test_scripts_reload_after_flush),
-        cmocka_unit_test(test_recovery_resends_then_abandons),
-        cmocka_unit_test(test_steps_wait_and_poll),
-        cmocka_unit_test(test_steps_repairs),
-        cmocka_unit_test(test_polls_leave_fairly),
-        cmocka_unit_test(test_results_walk_and_compare_and_set),
-        cmocka_unit_test(test_poll_reads_the_operation_alone),
-    };
-    return cmocka_run_group_tests(tests, setup, store_fixture_teardown);
-}
+OSBQ_TEST_MAIN(setup, store_fixture_teardown, cmocka_unit_test(test_provision_lifecycle),
+               cmocka_unit_test(test_update_applies_on_success_only),
+               cmocka_unit_test(test_deprovision_and_reuse),
+               cmocka_unit_test(test_expired_lease_is_taken_over),
+               cmocka_unit_test(test_finish_wakes_waiting_gateways),
+               cmocka_unit_test(test_ids_cannot_escape_their_keys),
+               cmocka_unit_test(test_gateway_registry), cmocka_unit_test(test_process_status),
+               cmocka_unit_test(test_operation_history_and_repairs),
+               cmocka_unit_test(test_finished_operation_says_once),
+               cmocka_unit_test(test_scan_records_hides_secrets),
+               cmocka_unit_test(test_scripts_reload_after_flush),
+               cmocka_unit_test(test_recovery_resends_then_abandons),
+               cmocka_unit_test(test_steps_wait_and_poll), cmocka_unit_test(test_steps_repairs),
+               cmocka_unit_test(test_polls_leave_fairly),
+               cmocka_unit_test(test_results_walk_and_compare_and_set),
+               cmocka_unit_test(test_poll_reads_the_operation_alone))

@@ -21,6 +21,7 @@
 #include "store_operations.h"
 #include "store_recovery.h"
 #include "store_test_helpers.h"
+#include "test_main.h"
 
 /* The counters of the tenants below ("cf/org-a" and "cf/org-b", encoded as ids are). */
 #define COUNTER_A "t:inprogress:cf%2Forg-a"
@@ -319,16 +320,12 @@ static void test_no_cap_no_command(void **state)
     freeReplyObject(keys);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_cap_counts_refuses_and_gives_back, setup,
-                                        store_fixture_teardown),
-        cmocka_unit_test_setup_teardown(test_cap_kinds_and_the_instance_tenant, setup,
-                                        store_fixture_teardown),
-        cmocka_unit_test_setup_teardown(test_cap_every_end_and_policy_changes, setup,
-                                        store_fixture_teardown),
-        cmocka_unit_test_setup_teardown(test_no_cap_no_command, setup, store_fixture_teardown),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+OSBQ_TEST_MAIN(NULL, NULL,
+               cmocka_unit_test_setup_teardown(test_cap_counts_refuses_and_gives_back, setup,
+                                               store_fixture_teardown),
+               cmocka_unit_test_setup_teardown(test_cap_kinds_and_the_instance_tenant, setup,
+                                               store_fixture_teardown),
+               cmocka_unit_test_setup_teardown(test_cap_every_end_and_policy_changes, setup,
+                                               store_fixture_teardown),
+               cmocka_unit_test_setup_teardown(test_no_cap_no_command, setup,
+                                               store_fixture_teardown))

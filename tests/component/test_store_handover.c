@@ -21,6 +21,7 @@
 #include "store_operations.h"
 #include "store_recovery.h"
 #include "store_test_helpers.h"
+#include "test_main.h"
 
 /* How long a live hand-over lasts in these tests: longer than any of them runs. */
 enum { LIVE_LEASE_MS = 60000 };
@@ -267,13 +268,6 @@ static void test_handover_needs_an_acceptance(void **state)
     freeReplyObject(r);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_handed_begin_records_a_claim),
-        cmocka_unit_test(test_handed_lease_runs_out),
-        cmocka_unit_test(test_handed_bind),
-        cmocka_unit_test(test_handover_needs_an_acceptance),
-    };
-    return cmocka_run_group_tests(tests, setup, store_fixture_teardown);
-}
+OSBQ_TEST_MAIN(setup, store_fixture_teardown, cmocka_unit_test(test_handed_begin_records_a_claim),
+               cmocka_unit_test(test_handed_lease_runs_out), cmocka_unit_test(test_handed_bind),
+               cmocka_unit_test(test_handover_needs_an_acceptance))

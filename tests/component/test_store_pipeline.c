@@ -26,6 +26,7 @@
 #include "store_pipeline.h"
 #include "store_requests.h"
 #include "store_test_helpers.h"
+#include "test_main.h"
 
 /* Short, so the stopped-Redis test ends quickly; the fan-out test, whose 1,600 calls queue behind
  * each other on one connection, gets the long one so a loaded machine cannot time it out. */
@@ -631,28 +632,21 @@ static void test_blocking_calls_share_the_pipeline(void **state)
     osbq_store_use_pipeline(f->base.store, NULL);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_replies_reach_their_calls, setup_long_timeout,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_noscript_loads_and_resends, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_unanswered_call_fails_within_the_timeout, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_reconnects_after_the_server_closed_it, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_plain_commands_share_the_connection, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_drain_answers_then_refuses, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_acceptance_without_replica_is_not_durable,
-                                        setup_one_ack, teardown),
-        cmocka_unit_test_setup_teardown(test_acceptances_with_replica_are_acknowledged,
-                                        setup_one_ack_patient, teardown),
-        cmocka_unit_test_setup_teardown(test_outcome_without_replica_waits_a_lease, setup_one_ack,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_outcome_with_replica_is_acknowledged,
-                                        setup_one_ack_patient, teardown),
-        cmocka_unit_test_setup_teardown(test_blocking_calls_share_the_pipeline, setup_long_timeout,
-                                        teardown),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+OSBQ_TEST_MAIN(
+    NULL, NULL,
+    cmocka_unit_test_setup_teardown(test_replies_reach_their_calls, setup_long_timeout, teardown),
+    cmocka_unit_test_setup_teardown(test_noscript_loads_and_resends, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_unanswered_call_fails_within_the_timeout, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_reconnects_after_the_server_closed_it, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_plain_commands_share_the_connection, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_drain_answers_then_refuses, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_acceptance_without_replica_is_not_durable, setup_one_ack,
+                                    teardown),
+    cmocka_unit_test_setup_teardown(test_acceptances_with_replica_are_acknowledged,
+                                    setup_one_ack_patient, teardown),
+    cmocka_unit_test_setup_teardown(test_outcome_without_replica_waits_a_lease, setup_one_ack,
+                                    teardown),
+    cmocka_unit_test_setup_teardown(test_outcome_with_replica_is_acknowledged,
+                                    setup_one_ack_patient, teardown),
+    cmocka_unit_test_setup_teardown(test_blocking_calls_share_the_pipeline, setup_long_timeout,
+                                    teardown))

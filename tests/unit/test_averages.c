@@ -13,6 +13,7 @@
 #include <stdio.h>
 
 #include "memo.h"
+#include "test_main.h"
 
 static void test_fresh_then_stale(void **state)
 {
@@ -87,13 +88,6 @@ static void test_null_table(void **state)
     memo_free(NULL);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_fresh_then_stale),
-        cmocka_unit_test(test_by_plan_and_kind),
-        cmocka_unit_test(test_bounded),
-        cmocka_unit_test(test_null_table),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+OSBQ_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_fresh_then_stale),
+               cmocka_unit_test(test_by_plan_and_kind), cmocka_unit_test(test_bounded),
+               cmocka_unit_test(test_null_table))

@@ -12,6 +12,7 @@
 
 #include "backend.h"
 #include "backend_settings.h"
+#include "test_main.h"
 
 static void test_names_match_the_workers_backends(void **state)
 {
@@ -71,13 +72,7 @@ static void test_keys_unique_per_backend(void **state)
         }
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_names_match_the_workers_backends),
-        cmocka_unit_test(test_every_name_finds_its_backend),
-        cmocka_unit_test(test_settings_name_known_backends),
-        cmocka_unit_test(test_keys_unique_per_backend),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+OSBQ_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_names_match_the_workers_backends),
+               cmocka_unit_test(test_every_name_finds_its_backend),
+               cmocka_unit_test(test_settings_name_known_backends),
+               cmocka_unit_test(test_keys_unique_per_backend))

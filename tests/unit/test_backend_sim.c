@@ -32,6 +32,7 @@
 #include "fake_call.h"
 #include "job.h"
 #include "step_timing.h"
+#include "test_main.h"
 
 #define INSTANT_PLAN "plan-instant"
 #define TIMED_PLAN   "plan-timed"
@@ -1112,39 +1113,19 @@ static void test_finish_backoff(void **state)
     assert_int_equal(step_finish_backoff_ms(INT64_MAX / 4), 5000);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_find),
-        cmocka_unit_test(test_unknown_kind_fails),
-        cmocka_unit_test(test_kinds_instant),
-        cmocka_unit_test(test_kinds_timed),
-        cmocka_unit_test(test_sim_fail),
-        cmocka_unit_test(test_sim_fail_needs_true),
-        cmocka_unit_test(test_dashboard),
-        cmocka_unit_test(test_cancelled_step),
-        cmocka_unit_test(test_long_operation_steps),
-        cmocka_unit_test(test_wait_for),
-        cmocka_unit_test(test_unsupported_kind),
-        cmocka_unit_test(test_call_helpers),
-        cmocka_unit_test(test_bind_plain),
-        cmocka_unit_test(test_bind_requires_all),
-        cmocka_unit_test(test_bind_requires_route),
-        cmocka_unit_test(test_bind_escapes_ids),
-        cmocka_unit_test(test_bind_random),
-        cmocka_unit_test(test_bind_rotation),
-        cmocka_unit_test(test_bind_timed),
-        cmocka_unit_test(test_fail_on_each_kind),
-        cmocka_unit_test(test_fail_on_list),
-        cmocka_unit_test(test_set_binding),
-        cmocka_unit_test(test_expiry),
-        cmocka_unit_test(test_crash_on),
-        cmocka_unit_test(test_hang_on),
-        cmocka_unit_test(test_cpu_ms),
-        cmocka_unit_test(test_cpu_ms_every_step),
-        cmocka_unit_test(test_cpu_ms_cancelled),
-        cmocka_unit_test(test_deadline),
-        cmocka_unit_test(test_finish_backoff),
-    };
-    return cmocka_run_group_tests(tests, setup, teardown);
-}
+OSBQ_TEST_MAIN(setup, teardown, cmocka_unit_test(test_find),
+               cmocka_unit_test(test_unknown_kind_fails), cmocka_unit_test(test_kinds_instant),
+               cmocka_unit_test(test_kinds_timed), cmocka_unit_test(test_sim_fail),
+               cmocka_unit_test(test_sim_fail_needs_true), cmocka_unit_test(test_dashboard),
+               cmocka_unit_test(test_cancelled_step), cmocka_unit_test(test_long_operation_steps),
+               cmocka_unit_test(test_wait_for), cmocka_unit_test(test_unsupported_kind),
+               cmocka_unit_test(test_call_helpers), cmocka_unit_test(test_bind_plain),
+               cmocka_unit_test(test_bind_requires_all), cmocka_unit_test(test_bind_requires_route),
+               cmocka_unit_test(test_bind_escapes_ids), cmocka_unit_test(test_bind_random),
+               cmocka_unit_test(test_bind_rotation), cmocka_unit_test(test_bind_timed),
+               cmocka_unit_test(test_fail_on_each_kind), cmocka_unit_test(test_fail_on_list),
+               cmocka_unit_test(test_set_binding), cmocka_unit_test(test_expiry),
+               cmocka_unit_test(test_crash_on), cmocka_unit_test(test_hang_on),
+               cmocka_unit_test(test_cpu_ms), cmocka_unit_test(test_cpu_ms_every_step),
+               cmocka_unit_test(test_cpu_ms_cancelled), cmocka_unit_test(test_deadline),
+               cmocka_unit_test(test_finish_backoff))

@@ -16,6 +16,7 @@
 
 #include "bus.h"
 #include "bus_link.h"
+#include "test_main.h"
 
 #define GATEWAYS  2
 #define JOBS_EACH 6
@@ -92,10 +93,4 @@ static void test_gateways_served_in_turn(void **state)
         zsock_destroy(&gateway[g]);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_gateways_served_in_turn),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+OSBQ_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_gateways_served_in_turn))

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "bus.h"
+#include "test_main.h"
 
 static void test_credit_takes_off_jobs_on_their_way(void **state)
 {
@@ -121,15 +122,9 @@ static void test_ready_due_parse(void **state)
     assert_true(osbq_bus_ready_due("42") == 42);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_credit_takes_off_jobs_on_their_way),
-        cmocka_unit_test(test_ready_carries_the_received_count),
-        cmocka_unit_test(test_ready_carries_a_due_time_last),
-        cmocka_unit_test(test_ready_due_parse),
-        cmocka_unit_test(test_ready_carries_ended_operations_last),
-        cmocka_unit_test(test_ready_carries_a_hand_over_lease_last),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+OSBQ_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_credit_takes_off_jobs_on_their_way),
+               cmocka_unit_test(test_ready_carries_the_received_count),
+               cmocka_unit_test(test_ready_carries_a_due_time_last),
+               cmocka_unit_test(test_ready_due_parse),
+               cmocka_unit_test(test_ready_carries_ended_operations_last),
+               cmocka_unit_test(test_ready_carries_a_hand_over_lease_last))

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "bus.h"
+#include "test_main.h"
 
 /* A message of count string frames, as a ROUTER or a DEALER hands it over. */
 static zmsg_t *message_of(const char *const *frames, size_t count)
@@ -567,23 +568,14 @@ static void test_send_and_receive_handed(void **state)
     zsock_destroy(&gateway);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_ready_with_every_frame),
-        cmocka_unit_test(test_ready_of_an_older_worker),
-        cmocka_unit_test(test_ready_malformed),
-        cmocka_unit_test(test_ready_counts_only_digits),
-        cmocka_unit_test(test_ready_with_hand_over_lease),
-        cmocka_unit_test(test_ready_hand_over_lease_malformed),
-        cmocka_unit_test(test_reject),
-        cmocka_unit_test(test_job),
-        cmocka_unit_test(test_job_handed),
-        cmocka_unit_test(test_job_handed_malformed),
-        cmocka_unit_test(test_halt),
-        cmocka_unit_test(test_unknown),
-        cmocka_unit_test(test_send_and_receive),
-        cmocka_unit_test(test_send_and_receive_handed),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+OSBQ_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_ready_with_every_frame),
+               cmocka_unit_test(test_ready_of_an_older_worker),
+               cmocka_unit_test(test_ready_malformed),
+               cmocka_unit_test(test_ready_counts_only_digits),
+               cmocka_unit_test(test_ready_with_hand_over_lease),
+               cmocka_unit_test(test_ready_hand_over_lease_malformed),
+               cmocka_unit_test(test_reject), cmocka_unit_test(test_job),
+               cmocka_unit_test(test_job_handed), cmocka_unit_test(test_job_handed_malformed),
+               cmocka_unit_test(test_halt), cmocka_unit_test(test_unknown),
+               cmocka_unit_test(test_send_and_receive),
+               cmocka_unit_test(test_send_and_receive_handed))

@@ -11,6 +11,7 @@
 /* clang-format on */
 
 #include "capacity.h"
+#include "test_main.h"
 
 /* The rule on statuses written as JSON text. */
 static int64_t needed(const char *gateways, const char *workers, struct capacity *c, bool *exact)
@@ -147,14 +148,7 @@ static void test_figures_missing_or_absurd(void **state)
     assert_int_equal(capacity_workers_needed(&c, &exact), 0);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_queued_and_running_over_slots_per_worker),
-        cmocka_unit_test(test_no_load_needs_no_worker),
-        cmocka_unit_test(test_no_worker_to_size_by),
-        cmocka_unit_test(test_stopping_workers),
-        cmocka_unit_test(test_figures_missing_or_absurd),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+OSBQ_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_queued_and_running_over_slots_per_worker),
+               cmocka_unit_test(test_no_load_needs_no_worker),
+               cmocka_unit_test(test_no_worker_to_size_by), cmocka_unit_test(test_stopping_workers),
+               cmocka_unit_test(test_figures_missing_or_absurd))

@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include "deletion_protection.h"
+#include "test_main.h"
 
 static json_t *object(const char *text)
 {
@@ -71,11 +72,4 @@ static void test_update(void **state)
     json_decref(on);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_provision),
-        cmocka_unit_test(test_update),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+OSBQ_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_provision), cmocka_unit_test(test_update))

@@ -28,6 +28,7 @@
 #include "clock.h"
 #include "dispatch.h"
 #include "store.h"
+#include "test_main.h"
 
 /* How long the tests wait for the dispatcher's thread to handle a READY or a job (it turns at
  * least every 100 ms), and for a fake worker to receive a job. */
@@ -494,20 +495,14 @@ static void test_take_without_dispatcher(void **state)
     assert_null(dispatch_handover_take(NULL));
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_take_cancel_take),
-        cmocka_unit_test(test_submit_handed_reaches_its_worker),
-        cmocka_unit_test(test_worker_without_lease_gets_plain_jobs_only),
-        cmocka_unit_test(test_waiting_job_goes_before_a_hand_over),
-        cmocka_unit_test(test_only_workers_with_a_lease_are_handed_jobs),
-        cmocka_unit_test(test_slot_of_a_job_on_its_way_is_not_taken),
-        cmocka_unit_test(test_take_without_dispatcher),
-        cmocka_unit_test(test_slot_wait_takes_a_slot_in_its_turn),
-        cmocka_unit_test(test_slot_wait_ends_at_its_deadline),
-        cmocka_unit_test(test_slot_wait_without_a_lease_ends_without_a_slot),
-        cmocka_unit_test(test_slot_waits_end_when_the_gateway_stops),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+OSBQ_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_take_cancel_take),
+               cmocka_unit_test(test_submit_handed_reaches_its_worker),
+               cmocka_unit_test(test_worker_without_lease_gets_plain_jobs_only),
+               cmocka_unit_test(test_waiting_job_goes_before_a_hand_over),
+               cmocka_unit_test(test_only_workers_with_a_lease_are_handed_jobs),
+               cmocka_unit_test(test_slot_of_a_job_on_its_way_is_not_taken),
+               cmocka_unit_test(test_take_without_dispatcher),
+               cmocka_unit_test(test_slot_wait_takes_a_slot_in_its_turn),
+               cmocka_unit_test(test_slot_wait_ends_at_its_deadline),
+               cmocka_unit_test(test_slot_wait_without_a_lease_ends_without_a_slot),
+               cmocka_unit_test(test_slot_waits_end_when_the_gateway_stops))

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "dispatch_lanes.h"
+#include "test_main.h"
 
 /* Items are the addresses of these: what a lane holds is opaque to it. */
 static int items[64];
@@ -308,19 +309,9 @@ static void test_prefers_fewest_running(void **state)
     dispatch_lanes_destroy(&l);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_empty),
-        cmocka_unit_test(test_one_lane_in_order),
-        cmocka_unit_test(test_burst_waits_one_turn),
-        cmocka_unit_test(test_turns),
-        cmocka_unit_test(test_tenants_take_turns),
-        cmocka_unit_test(test_weights),
-        cmocka_unit_test(test_many_tenants),
-        cmocka_unit_test(test_oldest_behind_handed_back),
-        cmocka_unit_test(test_prefers_fewest_running),
-        cmocka_unit_test(test_bound),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+OSBQ_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_empty), cmocka_unit_test(test_one_lane_in_order),
+               cmocka_unit_test(test_burst_waits_one_turn), cmocka_unit_test(test_turns),
+               cmocka_unit_test(test_tenants_take_turns), cmocka_unit_test(test_weights),
+               cmocka_unit_test(test_many_tenants),
+               cmocka_unit_test(test_oldest_behind_handed_back),
+               cmocka_unit_test(test_prefers_fewest_running), cmocka_unit_test(test_bound))

@@ -21,6 +21,7 @@
 #include "bus.h"
 #include "dispatch_monitor.h"
 #include "dispatch_workers.h"
+#include "test_main.h"
 
 /* Waits up to timeout_ms for sock to have a message. */
 static bool wait_readable(void *sock, long timeout_ms)
@@ -135,11 +136,5 @@ static void test_workers_by_descriptor(void **state)
     dispatch_workers_destroy(&t);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_end_names_the_descriptor_of_the_messages),
-        cmocka_unit_test(test_workers_by_descriptor),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+OSBQ_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_end_names_the_descriptor_of_the_messages),
+               cmocka_unit_test(test_workers_by_descriptor))

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "dispatch_running.h"
+#include "test_main.h"
 
 /* Workers are compared by address only. */
 static int worker_a, worker_b;
@@ -142,13 +143,6 @@ static void test_find_owner(void **state)
     dispatch_running_destroy(&r);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_load_per_tenant),
-        cmocka_unit_test(test_end_listed),
-        cmocka_unit_test(test_end_worker),
-        cmocka_unit_test(test_find_owner),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+OSBQ_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_load_per_tenant),
+               cmocka_unit_test(test_end_listed), cmocka_unit_test(test_end_worker),
+               cmocka_unit_test(test_find_owner))

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "dispatch_workers.h"
+#include "test_main.h"
 
 /* A worker heard from at now_ms, with free_slots and a hand-over lease (0: none), that counted
  * no JOB received (an older worker's READY). */
@@ -146,13 +147,7 @@ static void test_silent_and_unlink(void **state)
     dispatch_workers_destroy(&t);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_most_room_then_longest_ago),
-        cmocka_unit_test(test_reserved_and_handover_only),
-        cmocka_unit_test(test_ready_credit_and_reject),
-        cmocka_unit_test(test_silent_and_unlink),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+OSBQ_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_most_room_then_longest_ago),
+               cmocka_unit_test(test_reserved_and_handover_only),
+               cmocka_unit_test(test_ready_credit_and_reject),
+               cmocka_unit_test(test_silent_and_unlink))

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "exec_output.h"
+#include "test_main.h"
 
 struct progress_log {
     size_t calls;
@@ -153,13 +154,6 @@ static void test_stderr_description(void **state)
     free(o);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_progress_lines),
-        cmocka_unit_test(test_last_result_line_wins),
-        cmocka_unit_test(test_line_at_the_limit),
-        cmocka_unit_test(test_stderr_description),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+OSBQ_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_progress_lines),
+               cmocka_unit_test(test_last_result_line_wins),
+               cmocka_unit_test(test_line_at_the_limit), cmocka_unit_test(test_stderr_description))

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "memo.h"
+#include "test_main.h"
 
 static void test_learned_then_replaced(void **state)
 {
@@ -85,13 +86,6 @@ static void test_no_table(void **state)
     assert_false(instance_tenants_get(NULL, "i-1", tenant));
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_learned_then_replaced),
-        cmocka_unit_test(test_too_long_not_kept),
-        cmocka_unit_test(test_bounded),
-        cmocka_unit_test(test_no_table),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+OSBQ_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_learned_then_replaced),
+               cmocka_unit_test(test_too_long_not_kept), cmocka_unit_test(test_bounded),
+               cmocka_unit_test(test_no_table))

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "kit_lines.h"
+#include "test_main.h"
 
 /* What the printer wrote for the chunks fed (a NULL-terminated list), then its end. */
 static char *printed(const char *const *chunks)
@@ -82,13 +83,5 @@ static void test_counts_only(void **state)
     assert_int_equal(l.lines, 3);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_split_and_end),
-        cmocka_unit_test(test_controls),
-        cmocka_unit_test(test_cut),
-        cmocka_unit_test(test_counts_only),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+OSBQ_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_split_and_end), cmocka_unit_test(test_controls),
+               cmocka_unit_test(test_cut), cmocka_unit_test(test_counts_only))

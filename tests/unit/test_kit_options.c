@@ -16,6 +16,7 @@
 
 #include "kit_options.h"
 #include "temp_file.h"
+#include "test_main.h"
 
 #define ARGC(a) ((int)(sizeof(a) / sizeof(a)[0]))
 
@@ -182,12 +183,7 @@ static void test_json_arg(void **state)
     assert_non_null(strstr(err, "cannot read"));
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_defaults),         cmocka_unit_test(test_options_and_operations),
-        cmocka_unit_test(test_help_and_version), cmocka_unit_test(test_refused),
-        cmocka_unit_test(test_too_many),         cmocka_unit_test(test_json_arg),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+OSBQ_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_defaults),
+               cmocka_unit_test(test_options_and_operations),
+               cmocka_unit_test(test_help_and_version), cmocka_unit_test(test_refused),
+               cmocka_unit_test(test_too_many), cmocka_unit_test(test_json_arg))

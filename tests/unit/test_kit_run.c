@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 
 #include "kit_run.h"
+#include "test_main.h"
 
 /* A waitpid status: exited with code, or killed by sig. */
 #define EXITED(code) ((code) << 8)
@@ -99,11 +100,4 @@ static void test_rerun(void **state)
                         why, sizeof why));
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_verdict),
-        cmocka_unit_test(test_rerun),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+OSBQ_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_verdict), cmocka_unit_test(test_rerun))

@@ -13,6 +13,7 @@
 #include <pthread.h>
 
 #include "mailbox.h"
+#include "test_main.h"
 
 struct item {
     int value;
@@ -116,12 +117,5 @@ static void test_concurrent_posts(void **state)
     osbq_mailbox_clear(&mb);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_batch_oldest_first),
-        cmocka_unit_test(test_close),
-        cmocka_unit_test(test_concurrent_posts),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+OSBQ_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_batch_oldest_first), cmocka_unit_test(test_close),
+               cmocka_unit_test(test_concurrent_posts))

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "originating_identity.h"
+#include "test_main.h"
 
 static void assert_decoded(const char *header, const char *expected)
 {
@@ -63,12 +64,6 @@ static void test_a_long_one_is_cut(void **state)
     free(got);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_cloud_foundry_and_kubernetes),
-        cmocka_unit_test(test_what_does_not_decode_is_kept),
-        cmocka_unit_test(test_a_long_one_is_cut),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+OSBQ_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_cloud_foundry_and_kubernetes),
+               cmocka_unit_test(test_what_does_not_decode_is_kept),
+               cmocka_unit_test(test_a_long_one_is_cut))

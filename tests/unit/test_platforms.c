@@ -20,6 +20,7 @@
 #include "catalog_text.h"
 #include "platforms.h"
 #include "tenant.h"
+#include "test_main.h"
 
 /* Two services: "db" and "cache". */
 static const char catalog_text[] =
@@ -486,17 +487,8 @@ static void test_holder_keeps_old_set_while_referenced(void **state)
     osbq_platforms_holder_clear(&holder);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_two_platforms_authenticate),
-        cmocka_unit_test(test_routing),
-        cmocka_unit_test(test_weights),
-        cmocka_unit_test(test_services_and_catalog),
-        cmocka_unit_test(test_default_platform),
-        cmocka_unit_test(test_errors),
-        cmocka_unit_test(test_client_certificate),
-        cmocka_unit_test(test_holder_keeps_old_set_while_referenced),
-    };
-    return cmocka_run_group_tests(tests, setup, teardown);
-}
+OSBQ_TEST_MAIN(setup, teardown, cmocka_unit_test(test_two_platforms_authenticate),
+               cmocka_unit_test(test_routing), cmocka_unit_test(test_weights),
+               cmocka_unit_test(test_services_and_catalog), cmocka_unit_test(test_default_platform),
+               cmocka_unit_test(test_errors), cmocka_unit_test(test_client_certificate),
+               cmocka_unit_test(test_holder_keeps_old_set_while_referenced))

@@ -18,6 +18,7 @@
 #include "catalog_text.h"
 #include "policy.h"
 #include "temp_file.h"
+#include "test_main.h"
 
 /* Two services: "db" with plans small and large, "cache" with plan tiny. */
 static const char catalog_text[] =
@@ -433,19 +434,13 @@ static void test_file_errors_name_the_path(void **state)
     remove(path);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_context_shapes),
-        cmocka_unit_test_setup_teardown(test_deny_rules, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_quotas_a_request_counts_against, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_bad_policies, setup, teardown),
-        cmocka_unit_test(test_without_catalog_ids_are_not_checked),
-        cmocka_unit_test_setup_teardown(test_per_platform, setup, teardown),
-        cmocka_unit_test(test_in_progress_cap),
-        cmocka_unit_test(test_delete_cap),
-        cmocka_unit_test(test_cap_description),
-        cmocka_unit_test(test_file_errors_name_the_path),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+OSBQ_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_context_shapes),
+               cmocka_unit_test_setup_teardown(test_deny_rules, setup, teardown),
+               cmocka_unit_test_setup_teardown(test_quotas_a_request_counts_against, setup,
+                                               teardown),
+               cmocka_unit_test_setup_teardown(test_bad_policies, setup, teardown),
+               cmocka_unit_test(test_without_catalog_ids_are_not_checked),
+               cmocka_unit_test_setup_teardown(test_per_platform, setup, teardown),
+               cmocka_unit_test(test_in_progress_cap), cmocka_unit_test(test_delete_cap),
+               cmocka_unit_test(test_cap_description),
+               cmocka_unit_test(test_file_errors_name_the_path))

@@ -19,6 +19,7 @@
 #include "catalog.h"
 #include "catalog_text.h"
 #include "schema.h"
+#include "test_main.h"
 
 #define DRAFT4 "http://json-schema.org/draft-04/schema#"
 #define DRAFT7 "http://json-schema.org/draft-07/schema#"
@@ -498,23 +499,16 @@ static void test_threads_share_a_compiled_schema(void **state)
     osbq_schema_free(schema);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_message_names_path_and_keyword),
-        cmocka_unit_test(test_message_other_keywords),
-        cmocka_unit_test(test_long_values_are_cut),
-        cmocka_unit_test(test_invalid_schemas_are_refused),
-        cmocka_unit_test(test_remote_refs_are_refused),
-        cmocka_unit_test(test_pointer_escapes),
-        cmocka_unit_test(test_catastrophic_pattern_is_bounded),
-        cmocka_unit_test(test_backtracking_pattern_hits_match_limit),
-        cmocka_unit_test(test_ref_cycle_is_bounded),
-        cmocka_unit_test(test_nested_schema_is_bounded),
-        cmocka_unit_test(test_step_budget),
-        cmocka_unit_test(test_too_costly_wins_inside_branches),
-        cmocka_unit_test(test_catalog_plan_schemas),
-        cmocka_unit_test(test_threads_share_a_compiled_schema),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+OSBQ_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_message_names_path_and_keyword),
+               cmocka_unit_test(test_message_other_keywords),
+               cmocka_unit_test(test_long_values_are_cut),
+               cmocka_unit_test(test_invalid_schemas_are_refused),
+               cmocka_unit_test(test_remote_refs_are_refused),
+               cmocka_unit_test(test_pointer_escapes),
+               cmocka_unit_test(test_catastrophic_pattern_is_bounded),
+               cmocka_unit_test(test_backtracking_pattern_hits_match_limit),
+               cmocka_unit_test(test_ref_cycle_is_bounded),
+               cmocka_unit_test(test_nested_schema_is_bounded), cmocka_unit_test(test_step_budget),
+               cmocka_unit_test(test_too_costly_wins_inside_branches),
+               cmocka_unit_test(test_catalog_plan_schemas),
+               cmocka_unit_test(test_threads_share_a_compiled_schema))

@@ -18,6 +18,7 @@
 #include "catalog_text.h"
 #include "recovery.h"
 #include "step_timing.h"
+#include "test_main.h"
 
 #define T0 1700000000000LL /* an epoch ms to count from */
 
@@ -124,12 +125,6 @@ static void test_recovery_wake(void **state)
     assert_true(recovery_wake_ms(1000, 1020, 900) == 1020);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_due_capped),    cmocka_unit_test(test_end),
-        cmocka_unit_test(test_overdue),       cmocka_unit_test(test_max_polling_from_plan),
-        cmocka_unit_test(test_recovery_room), cmocka_unit_test(test_recovery_wake),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+OSBQ_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_due_capped), cmocka_unit_test(test_end),
+               cmocka_unit_test(test_overdue), cmocka_unit_test(test_max_polling_from_plan),
+               cmocka_unit_test(test_recovery_room), cmocka_unit_test(test_recovery_wake))

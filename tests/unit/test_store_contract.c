@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "store_scripts.h"
+#include "test_main.h"
 
 enum { NAMES_MAX = 48, NAME_MAX_LEN = 64 };
 
@@ -451,14 +452,8 @@ static void test_hmget_locals_drift_fails(void **state)
     assert_int_equal(hmget_locals_agree(mixed, why, sizeof why), -1);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_every_script_agrees),
-        cmocka_unit_test(test_swapped_enum_fails),
-        cmocka_unit_test(test_swapped_script_table_fails),
-        cmocka_unit_test(test_undeclared_name_fails),
-        cmocka_unit_test(test_hmget_locals_drift_fails),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+OSBQ_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_every_script_agrees),
+               cmocka_unit_test(test_swapped_enum_fails),
+               cmocka_unit_test(test_swapped_script_table_fails),
+               cmocka_unit_test(test_undeclared_name_fails),
+               cmocka_unit_test(test_hmget_locals_drift_fails))

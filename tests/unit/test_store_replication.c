@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "store.h"
+#include "test_main.h"
 
 static const char primary_info[] =
     "# Replication\r\n"
@@ -68,11 +69,5 @@ static void test_replica_and_odd_input(void **state)
     assert_int_equal(r.replicas[0].lag_s, -1);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_primary_with_replicas),
-        cmocka_unit_test(test_replica_and_odd_input),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+OSBQ_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_primary_with_replicas),
+               cmocka_unit_test(test_replica_and_odd_input))

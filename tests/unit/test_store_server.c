@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "store.h"
+#include "test_main.h"
 
 /* The start of Redis 7.0.15's INFO server. */
 static const char redis_info[] = "# Server\r\n"
@@ -73,12 +74,5 @@ static void test_odd_input(void **state)
     assert_int_equal(strlen(s.version), sizeof s.version - 1);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_redis),
-        cmocka_unit_test(test_valkey),
-        cmocka_unit_test(test_odd_input),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+OSBQ_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_redis), cmocka_unit_test(test_valkey),
+               cmocka_unit_test(test_odd_input))

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "tenant.h"
+#include "test_main.h"
 
 static const char cf[] =
     "{\"platform\":\"cloudfoundry\",\"organization_guid\":\"org-1\",\"space_guid\":\"space-1\"}";
@@ -70,12 +71,5 @@ static void test_long_parts_cut(void **state)
     assert_true(strlen(key) < TENANT_KEY_MAX);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_scopes),
-        cmocka_unit_test(test_fallbacks),
-        cmocka_unit_test(test_long_parts_cut),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+OSBQ_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_scopes), cmocka_unit_test(test_fallbacks),
+               cmocka_unit_test(test_long_parts_cut))

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "tenant_work.h"
+#include "test_main.h"
 
 static void test_counts_and_order(void **state)
 {
@@ -85,12 +86,5 @@ static void test_many_tenants(void **state)
     tenant_tally_destroy(&t);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_empty),
-        cmocka_unit_test(test_counts_and_order),
-        cmocka_unit_test(test_many_tenants),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+OSBQ_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_empty), cmocka_unit_test(test_counts_and_order),
+               cmocka_unit_test(test_many_tenants))

@@ -4,6 +4,7 @@
  * the operation back (release) when the step passes its deadline or the worker stops before it
  * is done. */
 #include "step.h"
+#include "step_internal.h"
 
 #include <inttypes.h>
 #include <jansson.h>
@@ -21,112 +22,9 @@
 #include "step_timing.h"
 #include "store_operations.h"
 
-/* Why a step gave its operation up; also its job_end result. */
-#define GAVE_UP_DEADLINE   "past_deadline" /* the backend ran past the plan's deadline */
-#define GAVE_UP_SHUTDOWN   "released"      /* the worker stopped (or the backend did) first */
-#define GAVE_UP_LEASE_LOST "lease_lost"    /* the operation is no longer this worker's */
-#define GAVE_UP_HALTED     "halted" /* a delete halted it: its end is recorded, not its outcome */
-
-/* One job from its claim to its recording. On the heap: a detached step (BACKEND_DETACHED)
- * outlives the runner thread that started it, and is recorded by whichever runner thread takes
- * it once its backend ends it. Used by one thread at a time, but for the fields under the
- * pool's lock, which the pool's other threads may read and set. */
-struct step {
-    struct step_pool *pool;      /* its pool */
-    struct osbq_job job;         /* owned */
-    unsigned origin;             /* the connection it came through (runner_submit) */
-    struct lease lease;          /* the lease on its operation, once claimed */
-    struct backend_call call;    /* what its backend gets; the callbacks are this file's */
-    struct sealed_job opened;    /* the job's sealed values opened: its fields point here */
-    json_t *parameters;          /* the parsed parameters the call borrows */
-    json_t *resume;              /* the parsed state the previous step saved, the call borrows */
-    int64_t deadline_s;          /* the plan's deadline for the kind (step_deadline_s) */
-    int64_t deadline_ms;         /* monotonic time the backend is abandoned at */
-    int64_t max_polling_s;       /* the plan's maximum_polling_duration (step_max_polling_s) */
-    struct osbq_claim claim;     /* what the claim returned (the saved state of a poll step) */
-    struct step_handover handed; /* its hand-over (until_ms 0: none) */
-    int64_t lease_spent_ms;      /* how much of its lease passed before the step started: a
-                                  * hand-over's lease ran from the begin script */
-    int64_t started_ms;          /* monotonic time of the claim */
-    double backend_started;      /* osbq_clock_seconds() when the backend was called */
-    /* Guarded by pool->lock: */
-    const char *gave_up;      /* GAVE_UP_*: this attempt no longer holds the operation and records
-                               * nothing; NULL while it does */
-    bool recording;           /* the backend returned an outcome this thread records: nobody gives
-                               * the operation up any more */
-    bool detached;            /* its runner thread returned: in pool->going_on or pool->ended */
-    bool ended;               /* the backend ended it (detached_end) */
-    int end_rc;               /* what the backend ended it with */
-    struct step *prev, *next; /* in pool->going_on, then (next only) in pool->ended */
-};
-
-static int64_t min64(int64_t a, int64_t b)
-{
-    return a < b ? a : b;
-}
-
-static struct step *step_of(struct backend_call *call)
-{
-    return (struct step *)(void *)((char *)call - offsetof(struct step, call));
-}
-
-/* ---- giving an operation back ---- */
-
-/* Marks st as no longer holding its operation, for why (GAVE_UP_*), unless it already is or
- * its outcome is being recorded. Caller holds pool->lock, and tells the pool (gave_up) once it
- * let go of it. Returns true when this call did it: the caller then releases the operation
- * (but for a lost lease). */
-static bool give_up_locked(struct step *st, const char *why)
-{
-    struct step_pool *pool = st->pool;
-    if (st->gave_up != NULL || st->recording)
-        return false;
-    st->gave_up = why;
-    pool->given_up++;
-    /* The step's thread may sleep in wait. */
-    pthread_cond_broadcast(&pool->wake);
-    return true;
-}
-
-/* Gives job's operation back (osbq_store_release: queued again and due at once, so the
- * recovery loop resends it to a worker), counts it released, and logs one job_released line; a
- * deadline's is a warning that names it. The line names the job's ids itself: it may be written
- * from a thread whose log context is another's (step_release_stuck). */
-static void release_op(struct step_pool *pool, const struct osbq_job *job, const char *why,
-                       int64_t deadline_s)
-{
-    struct osbq_error err = {0};
-    worker_metrics_operation(pool->metrics, job, WORKER_OP_RELEASED);
-    int rc = osbq_store_release(pool->store, job->operation_id, pool->worker_id, &err);
-    bool deadline = strcmp(why, GAVE_UP_DEADLINE) == 0;
-    enum osbq_log_level level = rc < 0 || deadline ? OSBQ_LOG_WARN : OSBQ_LOG_INFO;
-    if (!osbq_log_enabled(level))
-        return;
-    struct osbq_log_line line;
-    osbq_log_line_begin(&line, level, "job_released");
-    osbq_log_line_str(&line, "op", job->operation_id);
-    osbq_log_line_str(&line, "kind", osbq_job_kind_name(job->kind));
-    osbq_log_line_str(&line, "instance", job->instance_id);
-    osbq_log_line_str(&line, "binding", job->binding_id);
-    osbq_log_line_str(&line, "request_id", job->request_identity);
-    osbq_log_line_str(&line, "reason", deadline ? "deadline" : "shutdown");
-    if (deadline) {
-        osbq_log_line_int(&line, "deadline_s", deadline_s);
-        osbq_log_line_str(&line, "backend", "abandoned: its thread stays busy until it returns");
-    }
-    osbq_log_line_str(&line, "result", rc > 0 ? "released" : rc == 0 ? "not_ours" : "failed");
-    if (rc < 0)
-        osbq_log_line_str(&line, "error", err.text);
-    osbq_log_line_str(&line, "next",
-                      rc > 0    ? "due again at once: the recovery loop resends it"
-                      : rc == 0 ? "it ended, or another worker holds it"
-                                : "it runs again once its lease expires");
-    osbq_log_line_end(&line);
-}
-
 bool step_halt_locked(struct step *st, const char *operation_id)
 {
-    if (strcmp(st->job.operation_id, operation_id) != 0 || !give_up_locked(st, GAVE_UP_HALTED))
+    if (strcmp(st->job.operation_id, operation_id) != 0 || !step_give_up_locked(st, GAVE_UP_HALTED))
         return false;
     worker_metrics_operation(st->pool->metrics, &st->job, WORKER_OP_HALTED);
     return true;
@@ -138,150 +36,6 @@ bool step_list_halt_locked(struct step_list *list, const char *operation_id)
         if (step_halt_locked(st, operation_id))
             return true;
     return false;
-}
-
-/* Gives the operation up when verdict says the lease is lost, or that a delete halted it
- * (end_step then records its end), and counts it so. */
-static void heed(struct step *st, enum lease_verdict verdict)
-{
-    if (verdict != LEASE_LOST && verdict != LEASE_HALTED)
-        return;
-    struct step_pool *pool = st->pool;
-    bool halted = verdict == LEASE_HALTED;
-    pthread_mutex_lock(&pool->lock);
-    bool lost = give_up_locked(st, halted ? GAVE_UP_HALTED : GAVE_UP_LEASE_LOST);
-    pthread_mutex_unlock(&pool->lock);
-    if (!lost)
-        return;
-    pool->gave_up(pool);
-    worker_metrics_operation(pool->metrics, &st->job, halted ? WORKER_OP_HALTED : WORKER_OP_LOST);
-}
-
-/* Whether the backend must stop: the lease was lost, the deadline passed, or the pool was
- * cancelled. The first call that finds the deadline passed or the pool cancelled gives the
- * operation back. */
-static bool must_stop(struct step *st, int64_t now)
-{
-    struct step_pool *pool = st->pool;
-    const char *why = NULL;
-    /* A renewal sent without waiting may have answered that the lease is lost. */
-    heed(st, lease_poll(&st->lease, now));
-    pthread_mutex_lock(&pool->lock);
-    if (st->gave_up == NULL) {
-        if (now >= st->deadline_ms)
-            why = GAVE_UP_DEADLINE;
-        else if (pool->cancelled)
-            why = GAVE_UP_SHUTDOWN;
-        if (why != NULL && !give_up_locked(st, why))
-            why = NULL;
-    }
-    bool stop = st->gave_up != NULL;
-    pthread_mutex_unlock(&pool->lock);
-    if (why != NULL) {
-        pool->gave_up(pool);
-        release_op(pool, &st->job, why, st->deadline_s);
-    }
-    return stop;
-}
-
-/* ---- the callbacks a backend gets ---- */
-
-static void call_progress(struct backend_call *call, const char *description)
-{
-    struct step *st = step_of(call);
-    int64_t now = osbq_clock_ms();
-    /* Past the deadline or given up: the lease is not renewed any more. */
-    if (must_stop(st, now) || !lease_text_due(&st->lease, now))
-        return;
-    heed(st, lease_renew(&st->lease, description, now));
-}
-
-static bool call_cancelled(struct backend_call *call)
-{
-    return must_stop(step_of(call), osbq_clock_ms());
-}
-
-static bool call_wait(struct backend_call *call, int64_t ms)
-{
-    struct step *st = step_of(call);
-    struct step_pool *pool = st->pool;
-    int64_t until = osbq_clock_ms() + (ms > 0 ? ms : 0);
-    for (;;) {
-        int64_t now = osbq_clock_ms();
-        if (must_stop(st, now))
-            return false;
-        if (lease_due(&st->lease, now)) {
-            /* A long quiet step must not let the lease expire under it. */
-            heed(st, lease_renew(&st->lease, NULL, now));
-            continue;
-        }
-        if (now >= until)
-            return true;
-        pthread_mutex_lock(&pool->lock);
-        /* Checked under the lock the cancellation takes, so its wake-up is not missed. */
-        if (!pool->cancelled && st->gave_up == NULL)
-            osbq_clock_wait_until(&pool->wake, &pool->lock,
-                                  min64(min64(until, st->lease.renew_by_ms), st->deadline_ms));
-        pthread_mutex_unlock(&pool->lock);
-    }
-}
-
-/* For the exec watch's thread, which drives every program and must not wait for Redis once
- * per program: renews the lease when due, and writes description when given and due, without
- * waiting for the answer (a later call reads it). */
-static bool call_keep_alive(struct backend_call *call, const char *description)
-{
-    struct step *st = step_of(call);
-    int64_t now = osbq_clock_ms();
-    if (must_stop(st, now))
-        return false;
-    bool due = description != NULL ? lease_text_due(&st->lease, now) : lease_due(&st->lease, now);
-    if (!due)
-        return true;
-    enum lease_verdict verdict = lease_renew_start(&st->lease, description, now);
-    heed(st, verdict);
-    if (description != NULL)
-        return verdict != LEASE_LOST && verdict != LEASE_HALTED;
-    /* Looks once more, as a wait of 0 ms does after renewing. */
-    return !must_stop(st, osbq_clock_ms());
-}
-
-static bool call_exiting(struct backend_call *call)
-{
-    struct step_pool *pool = step_of(call)->pool;
-    pthread_mutex_lock(&pool->lock);
-    bool exiting = pool->exiting;
-    pthread_mutex_unlock(&pool->lock);
-    return exiting;
-}
-
-/* The backend ended a detached step, on its own thread: the step waits for a pool thread to
- * record it. Before its runner thread came back from the backend, that thread records it. */
-static void call_detached_end(struct backend_call *call, int rc)
-{
-    struct step *st = step_of(call);
-    struct step_pool *pool = st->pool;
-    pthread_mutex_lock(&pool->lock);
-    st->ended = true;
-    st->end_rc = rc;
-    if (st->detached) {
-        if (st->prev != NULL)
-            st->prev->next = st->next;
-        else
-            pool->going_on.first = st->next;
-        if (st->next != NULL)
-            st->next->prev = st->prev;
-        else
-            pool->going_on.last = st->prev;
-        st->prev = st->next = NULL;
-        if (pool->ended.last != NULL)
-            pool->ended.last->next = st;
-        else
-            pool->ended.first = st;
-        pool->ended.last = st;
-        pool->detached_ended(pool);
-    }
-    pthread_mutex_unlock(&pool->lock);
 }
 
 /* ---- one job ---- */
@@ -403,19 +157,19 @@ static bool end_step(struct step *st, int rc)
     const struct osbq_job *job = &st->job;
     double backend_seconds = osbq_clock_seconds() - st->backend_started;
     /* The answer of a renewal still out decides whether the lease is still ours. */
-    heed(st, lease_settle(&st->lease));
+    step_heed(st, lease_settle(&st->lease));
     /* A backend that stopped without an outcome and without being told to (or told only that
      * the process exits) still leaves an operation to give back. */
     const char *release_why = NULL;
     pthread_mutex_lock(&pool->lock);
-    if (rc < 0 && give_up_locked(st, GAVE_UP_SHUTDOWN))
+    if (rc < 0 && step_give_up_locked(st, GAVE_UP_SHUTDOWN))
         release_why = GAVE_UP_SHUTDOWN;
     const char *gave_up = st->gave_up;
     st->recording = gave_up == NULL;
     pthread_mutex_unlock(&pool->lock);
     if (release_why != NULL) {
         pool->gave_up(pool);
-        release_op(pool, job, release_why, st->deadline_s);
+        step_release_op(pool, job, release_why, st->deadline_s);
     }
     if (gave_up != NULL && strcmp(gave_up, GAVE_UP_HALTED) == 0)
         record_halted_end(st);
@@ -521,14 +275,9 @@ static void prepare(struct step *st, int64_t now)
         .job = job,
         .tenant = st->claim.tenant,
         .halted_operation = st->claim.halted_operation,
-        .progress = call_progress,
-        .cancelled = call_cancelled,
-        .wait = call_wait,
-        .keep_alive = call_keep_alive,
-        .exiting = call_exiting,
-        .detached_end = call_detached_end,
         .exec_watch = pool->watch,
     };
+    step_host_attach(&st->call);
 }
 
 enum step_fate step_run(struct step *st, struct step **running)
@@ -587,7 +336,7 @@ bool step_record_ended(struct step *st)
 static void release_from_pool(struct step *st)
 {
     struct step_pool *pool = st->pool;
-    if (!give_up_locked(st, GAVE_UP_SHUTDOWN))
+    if (!step_give_up_locked(st, GAVE_UP_SHUTDOWN))
         return;
     /* The step's strings may go as soon as the lock is dropped: copy what the release needs. */
     struct osbq_job copy;
@@ -595,7 +344,7 @@ static void release_from_pool(struct step *st)
     pthread_mutex_unlock(&pool->lock);
     pool->gave_up(pool);
     if (copied == 0)
-        release_op(pool, &copy, GAVE_UP_SHUTDOWN, 0);
+        step_release_op(pool, &copy, GAVE_UP_SHUTDOWN, 0);
     osbq_job_clear(&copy);
     pthread_mutex_lock(&pool->lock);
 }

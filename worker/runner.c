@@ -264,7 +264,7 @@ static void *thread_main(void *arg)
     for (;;) {
         pthread_mutex_lock(&r->pool.lock);
         /* A closed runner's threads stay while detached steps may still need recording. */
-        while (r->queued == 0 && r->pool.ended.first == NULL &&
+        while (r->queued == 0 && TAILQ_EMPTY(&r->pool.ended) &&
                (r->pool.detached > 0 || (!r->closed && !r->pool.cancelled)))
             pthread_cond_wait(&r->work, &r->pool.lock);
         /* Ended steps first: their programs are done and their operations wait for it. */
@@ -348,6 +348,8 @@ struct runner *runner_new(const struct osbq_config *cfg, const struct osbq_catal
         .waiting = on_waiting,
         .detached_ended = on_detached_ended,
     };
+    TAILQ_INIT(&r->pool.going_on);
+    TAILQ_INIT(&r->pool.ended);
     r->concurrency = cfg->worker_concurrency > 0 ? cfg->worker_concurrency : 1;
     r->event_fd = -1;
     r->queue = calloc(r->concurrency, sizeof *r->queue);

@@ -32,9 +32,10 @@ bool step_halt_locked(struct step *st, const char *operation_id)
 
 bool step_list_halt_locked(struct step_list *list, const char *operation_id)
 {
-    for (struct step *st = list->first; st != NULL; st = st->next)
-        if (step_halt_locked(st, operation_id))
-            return true;
+    struct step *st;
+    TAILQ_FOREACH(st, list, link)
+    if (step_halt_locked(st, operation_id))
+        return true;
     return false;
 }
 
@@ -298,13 +299,7 @@ enum step_fate step_run(struct step *st, struct step **running)
         if (!st->ended) {
             /* The thread goes back to the pool; the step's end brings it to another. */
             st->detached = true;
-            st->prev = NULL;
-            st->next = pool->going_on.first;
-            if (st->next != NULL)
-                st->next->prev = st;
-            else
-                pool->going_on.last = st;
-            pool->going_on.first = st;
+            TAILQ_INSERT_HEAD(&pool->going_on, st, link);
             pool->detached++;
             pthread_mutex_unlock(&pool->lock);
             return STEP_DETACHED;
@@ -317,13 +312,9 @@ enum step_fate step_run(struct step *st, struct step **running)
 
 struct step *step_take_ended(struct step_pool *pool)
 {
-    struct step *st = pool->ended.first;
-    if (st == NULL)
-        return NULL;
-    pool->ended.first = st->next;
-    if (pool->ended.first == NULL)
-        pool->ended.last = NULL;
-    st->next = NULL;
+    struct step *st = TAILQ_FIRST(&pool->ended);
+    if (st != NULL)
+        TAILQ_REMOVE(&pool->ended, st, link);
     return st;
 }
 
@@ -358,9 +349,9 @@ void step_release_detached(struct step_pool *pool)
 {
     /* One at a time, since the list may change while the lock is dropped. */
     for (;;) {
-        struct step *st = pool->going_on.first;
+        struct step *st = TAILQ_FIRST(&pool->going_on);
         while (st != NULL && (st->gave_up != NULL || st->recording))
-            st = st->next;
+            st = TAILQ_NEXT(st, link);
         if (st == NULL)
             return;
         release_from_pool(st);

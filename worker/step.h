@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/queue.h>
 
 #include "catalog.h"
 #include "config.h"
@@ -20,10 +21,8 @@
 struct step;
 struct exec_watch;
 
-/* Steps that went on elsewhere (detached, BACKEND_DETACHED): a list of them, oldest first. */
-struct step_list {
-    struct step *first, *last;
-};
+/* Steps that went on elsewhere (detached, BACKEND_DETACHED): a list of them (sys/queue.h). */
+TAILQ_HEAD(step_list, step);
 
 /* What the steps of one pool share: what the pool lends them, the lock and state they share
  * with it, and its hooks. The pool owns it and fills it before its first step; steps borrow it. */

@@ -185,20 +185,8 @@ static void call_detached_end(struct backend_call *call, int rc)
     st->ended = true;
     st->end_rc = rc;
     if (st->detached) {
-        if (st->prev != NULL)
-            st->prev->next = st->next;
-        else
-            pool->going_on.first = st->next;
-        if (st->next != NULL)
-            st->next->prev = st->prev;
-        else
-            pool->going_on.last = st->prev;
-        st->prev = st->next = NULL;
-        if (pool->ended.last != NULL)
-            pool->ended.last->next = st;
-        else
-            pool->ended.first = st;
-        pool->ended.last = st;
+        TAILQ_REMOVE(&pool->going_on, st, link);
+        TAILQ_INSERT_TAIL(&pool->ended, st, link);
         pool->detached_ended(pool);
     }
     pthread_mutex_unlock(&pool->lock);

@@ -42,14 +42,14 @@ struct step {
     int64_t started_ms;          /* monotonic time of the claim */
     double backend_started;      /* osbq_clock_seconds() when the backend was called */
     /* Guarded by pool->lock: */
-    const char *gave_up;      /* GAVE_UP_*: this attempt no longer holds the operation and records
-                               * nothing; NULL while it does */
-    bool recording;           /* the backend returned an outcome this thread records: nobody gives
-                               * the operation up any more */
-    bool detached;            /* its runner thread returned: in pool->going_on or pool->ended */
-    bool ended;               /* the backend ended it (detached_end) */
-    int end_rc;               /* what the backend ended it with */
-    struct step *prev, *next; /* in pool->going_on, then (next only) in pool->ended */
+    const char *gave_up;    /* GAVE_UP_*: this attempt no longer holds the operation and records
+                             * nothing; NULL while it does */
+    bool recording;         /* the backend returned an outcome this thread records: nobody gives
+                             * the operation up any more */
+    bool detached;          /* its runner thread returned: in pool->going_on or pool->ended */
+    bool ended;             /* the backend ended it (detached_end) */
+    int end_rc;             /* what the backend ended it with */
+    TAILQ_ENTRY(step) link; /* in pool->going_on, then in pool->ended */
 };
 
 /* Marks st as no longer holding its operation, for why (GAVE_UP_*), unless it already is or its

@@ -26,31 +26,47 @@ struct osbq_store_call *osbq_store_instance_get_call(struct osbq_store *store,
     return store_command_new((int)(sizeof argv / sizeof argv[0]), argv, NULL, err);
 }
 
-int osbq_store_instance_get_result(struct osbq_store_call *call, struct osbq_instance *out,
-                                   struct osbq_error *err)
+/* Takes call's HMGET reply of count fields, the first the record's state, into *fields[i]
+ * (copies; NULL where the record has none): 1, 0 when the record has no state (none), or -1
+ * with err. */
+static int take_fields(struct osbq_store_call *call, char **const *fields, size_t count,
+                       struct osbq_error *err)
 {
     redisReply *reply = store_call_take_reply(call, err);
     if (reply == NULL)
         return -1;
     int rc = 0;
-    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 11) {
+    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != count) {
         rc = osbq_error_set(err, OSBQ_ERR_INTERNAL, "HMGET: unexpected reply");
-    } else {
-        struct osbq_instance got = {0};
-        got.state = store_element_dup(reply, 0);
-        if (got.state != NULL) {
-            char **fields[] = {
-                &got.service_id,          &got.plan_id,       &got.parameters, &got.context,
-                &got.maintenance_version, &got.dashboard_url, &got.metadata,   &got.lock_holder};
-            for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
-                *fields[i] = store_element_dup(reply, i + 1);
-            got.shared_holders = (long)store_element_int(reply, 9, 0);
-            got.platform = store_element_dup(reply, 10);
-            *out = got;
-            rc = 1;
-        }
+    } else if ((*fields[0] = store_element_dup(reply, 0)) != NULL) {
+        for (size_t i = 1; i < count; i++)
+            *fields[i] = store_element_dup(reply, i);
+        rc = 1;
     }
     freeReplyObject(reply);
+    return rc;
+}
+
+int osbq_store_instance_get_result(struct osbq_store_call *call, struct osbq_instance *out,
+                                   struct osbq_error *err)
+{
+    struct osbq_instance got = {0};
+    char *lock_s = NULL;
+    /* In the order osbq_store_instance_get_call asks for them. */
+    char **const fields[] = {&got.state,         &got.service_id,
+                             &got.plan_id,       &got.parameters,
+                             &got.context,       &got.maintenance_version,
+                             &got.dashboard_url, &got.metadata,
+                             &got.lock_holder,   &lock_s,
+                             &got.platform};
+    int rc = take_fields(call, fields, sizeof fields / sizeof fields[0], err);
+    if (rc > 0) {
+        char *end = NULL;
+        long n = lock_s != NULL ? strtol(lock_s, &end, 10) : 0;
+        got.shared_holders = lock_s != NULL && end != lock_s && *end == '\0' ? n : 0;
+        *out = got;
+    }
+    free(lock_s);
     return rc;
 }
 
@@ -284,29 +300,14 @@ struct osbq_store_call *osbq_store_binding_get_call(struct osbq_store *store,
 int osbq_store_binding_get_result(struct osbq_store_call *call, struct osbq_binding *out,
                                   struct osbq_error *err)
 {
-    redisReply *reply = store_call_take_reply(call, err);
-    if (reply == NULL)
-        return -1;
-    int rc = 0;
-    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 9) {
-        rc = osbq_error_set(err, OSBQ_ERR_INTERNAL, "HMGET: unexpected reply");
-    } else {
-        struct osbq_binding got = {0};
-        got.state = store_element_dup(reply, 0);
-        if (got.state != NULL) {
-            got.service_id = store_element_dup(reply, 1);
-            got.plan_id = store_element_dup(reply, 2);
-            got.parameters = store_element_dup(reply, 3);
-            got.result = store_element_dup(reply, 4);
-            got.lock_holder = store_element_dup(reply, 5);
-            got.platform = store_element_dup(reply, 6);
-            got.context = store_element_dup(reply, 7);
-            got.bind_resource = store_element_dup(reply, 8);
-            *out = got;
-            rc = 1;
-        }
-    }
-    freeReplyObject(reply);
+    struct osbq_binding got = {0};
+    /* In the order osbq_store_binding_get_call asks for them. */
+    char **const fields[] = {&got.state,      &got.service_id, &got.plan_id,
+                             &got.parameters, &got.result,     &got.lock_holder,
+                             &got.platform,   &got.context,    &got.bind_resource};
+    int rc = take_fields(call, fields, sizeof fields / sizeof fields[0], err);
+    if (rc > 0)
+        *out = got;
     return rc;
 }
 

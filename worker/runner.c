@@ -329,6 +329,27 @@ out_lock:
     return -1;
 }
 
+/* Starts a thread a slot: 0, or -1 with err (those started, r->started, are runner_destroy's). */
+static int start_threads(struct runner *r, struct osbq_error *err)
+{
+    for (; r->started < r->concurrency; r->started++) {
+        struct slot *slot = &r->slots[r->started];
+        slot->r = r;
+        pthread_mutex_lock(&r->pool.lock);
+        r->alive++;
+        pthread_mutex_unlock(&r->pool.lock);
+        int rc = pthread_create(&slot->thread, NULL, thread_main, slot);
+        if (rc != 0) {
+            pthread_mutex_lock(&r->pool.lock);
+            r->alive--;
+            pthread_mutex_unlock(&r->pool.lock);
+            return osbq_error_set(err, OSBQ_ERR_INTERNAL, "cannot start runner thread %u: %s",
+                                  r->started + 1, strerror(rc));
+        }
+    }
+    return 0;
+}
+
 struct runner *runner_new(const struct osbq_config *cfg, const struct osbq_catalog *catalog,
                           struct osbq_store *store, const char *worker_id,
                           const struct worker_metrics *metrics, struct osbq_error *err)
@@ -375,26 +396,12 @@ struct runner *runner_new(const struct osbq_config *cfg, const struct osbq_catal
         pthread_mutex_destroy(&r->pool.lock);
         goto out_free;
     }
-    for (; r->started < r->concurrency; r->started++) {
-        struct slot *slot = &r->slots[r->started];
-        slot->r = r;
-        pthread_mutex_lock(&r->pool.lock);
-        r->alive++;
-        pthread_mutex_unlock(&r->pool.lock);
-        int rc = pthread_create(&slot->thread, NULL, thread_main, slot);
-        if (rc != 0) {
-            pthread_mutex_lock(&r->pool.lock);
-            r->alive--;
-            pthread_mutex_unlock(&r->pool.lock);
-            osbq_error_set(err, OSBQ_ERR_INTERNAL, "cannot start runner thread %u: %s",
-                           r->started + 1, strerror(rc));
-            /* The destructor stops and joins the threads already started. */
-            (void)runner_destroy(&r);
-            return NULL;
-        }
+    if (start_threads(r, err) < 0) {
+        /* The destructor stops and joins the threads already started. */
+        (void)runner_destroy(&r);
+        return NULL;
     }
     return r;
-
 out_free:
     if (r->event_fd >= 0)
         close(r->event_fd);

@@ -290,18 +290,6 @@ static int header_read(struct import_run *run, const json_t *line, bool *unknown
     return 0;
 }
 
-/* The fields a record may hold sealed (docs/decisions/0007, 0058), each with the name its seal
- * is bound to (NULL: a binding's result, sealed before the others were). */
-static const struct {
-    const char *name;
-    const char *place;
-} sealable[] = {
-    {"result", NULL},
-    {"parameters", "parameters"},
-    {"context", "context"},
-    {"bind_resource", "bind_resource"},
-};
-
 /* A record as the file names it: its instance, its binding ("" for the instance's own record
  * and its operations), its fields. */
 struct sealed_record {
@@ -310,14 +298,14 @@ struct sealed_record {
     struct osbq_fields *fields;
 };
 
-/* Opens field k of sealable in rec as the file holds it (bound to the source namespace):
- * *plain (free with osbq_secrets_free_text), NULL for none. 1 opened, 0 plaintext or none, -1
- * with why. */
+/* Opens field k (enum osbq_sealed_field) of rec as the file holds it (bound to the source
+ * namespace): *plain (free with osbq_secrets_free_text), NULL for none. 1 opened, 0 plaintext or
+ * none, -1 with why. */
 static int field_open(const struct import_run *run, const struct sealed_record *rec, size_t k,
                       char **plain, char *why, size_t size)
 {
     *plain = NULL;
-    const char *stored = osbq_fields_get(rec->fields, sealable[k].name);
+    const char *stored = osbq_fields_get(rec->fields, osbq_sealed_field_names[k]);
     if (stored == NULL || !osbq_secrets_is_sealed(stored))
         return 0;
     char whose[OSBQ_ERROR_TEXT_MAX];
@@ -330,15 +318,15 @@ static int field_open(const struct import_run *run, const struct sealed_record *
         (void)snprintf(why, size,
                        "%s: its %s is sealed and OSBQ_SECRET_KEY_FILE is not set (import "
                        "needs a key file holding the key that sealed it)",
-                       whose, sealable[k].name);
+                       whose, osbq_sealed_field_names[k]);
         return -1;
     }
     const struct osbq_secret_place from = {run->source_namespace, rec->instance_id, rec->binding_id,
-                                           sealable[k].place};
+                                           osbq_sealed_field_place((enum osbq_sealed_field)k)};
     struct osbq_error err = {0};
     if (osbq_secrets_open(run->ring, &from, stored, plain, &err) < 0) {
         (void)snprintf(why, size, "%s: its %s does not open with OSBQ_SECRET_KEY_FILE's keys: %s",
-                       whose, sealable[k].name, err.text);
+                       whose, osbq_sealed_field_names[k], err.text);
         return -1;
     }
     return 1;
@@ -372,7 +360,7 @@ each_record(struct import_run *run, const char *instance_id, struct osbq_export_
 static int fields_check(struct import_run *run, const struct sealed_record *rec, char *why,
                         size_t size)
 {
-    for (size_t k = 0; k < sizeof sealable / sizeof sealable[0]; k++) {
+    for (size_t k = 0; k < OSBQ_SEALED_COUNT; k++) {
         char *plain = NULL;
         int opened = field_open(run, rec, k, &plain, why, size);
         osbq_secrets_free_text(plain);
@@ -481,7 +469,7 @@ static int check_file(struct import_run *run, bool *unknown_version, char *why, 
 static int fields_reseal(struct import_run *run, const struct sealed_record *rec, char *why,
                          size_t size)
 {
-    for (size_t k = 0; k < sizeof sealable / sizeof sealable[0]; k++) {
+    for (size_t k = 0; k < OSBQ_SEALED_COUNT; k++) {
         char *plain = NULL;
         int opened = field_open(run, rec, k, &plain, why, size);
         if (opened <= 0) {
@@ -490,7 +478,8 @@ static int fields_reseal(struct import_run *run, const struct sealed_record *rec
             continue;
         }
         const struct osbq_secret_place to = {run->ctl->cfg->namespace_, rec->instance_id,
-                                             rec->binding_id, sealable[k].place};
+                                             rec->binding_id,
+                                             osbq_sealed_field_place((enum osbq_sealed_field)k)};
         char *sealed = osbq_secrets_seal(run->ring, &to, plain, strlen(plain));
         osbq_secrets_free_text(plain);
         if (sealed == NULL) {
@@ -499,7 +488,7 @@ static int fields_reseal(struct import_run *run, const struct sealed_record *rec
         }
         struct osbq_fields *f = rec->fields;
         for (size_t i = 0; i < f->count; i++) {
-            if (strcmp(f->names[i], sealable[k].name) == 0) {
+            if (strcmp(f->names[i], osbq_sealed_field_names[k]) == 0) {
                 memset(f->values[i], 0, strlen(f->values[i]));
                 free(f->values[i]);
                 f->values[i] = sealed;

@@ -27,12 +27,6 @@ struct tally {
     unsigned long in_flight;  /* operations not ended: their jobs keep their keys */
 };
 
-/* The name each field's seal is bound to (NULL: a binding's result, sealed before the others). */
-static const char *place_field(enum osbq_sealed_field field)
-{
-    return field == OSBQ_SEALED_RESULT ? NULL : osbq_sealed_field_names[field];
-}
-
 /* Reseals one value of r. 0, or -1 when Redis failed (err). */
 static int reseal(struct ctl *ctl, const struct osbq_secrets *secrets,
                   const struct osbq_sealed_values *r, enum osbq_sealed_field field, struct tally *t,
@@ -47,7 +41,7 @@ static int reseal(struct ctl *ctl, const struct osbq_secrets *secrets,
         return 0;
     }
     const struct osbq_secret_place place = {ctl->cfg->namespace_, r->instance_id, r->binding_id,
-                                            place_field(field)};
+                                            osbq_sealed_field_place(field)};
     char *plain = NULL;
     struct osbq_error why = {0};
     int opened = osbq_secrets_open(secrets, &place, stored, &plain, &why);

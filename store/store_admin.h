@@ -174,6 +174,10 @@ enum osbq_sealed_field {
 /* The Redis field name of each. */
 extern const char *const osbq_sealed_field_names[OSBQ_SEALED_COUNT];
 
+/* The name a field's seal is bound to (struct osbq_secret_place.field): NULL for a binding's
+ * result (sealed before the others were), else its Redis name. */
+const char *osbq_sealed_field_place(enum osbq_sealed_field field);
+
 /* The records a walk reads. */
 enum osbq_sealed_records { OSBQ_SEALED_INSTANCES, OSBQ_SEALED_BINDINGS, OSBQ_SEALED_OPERATIONS };
 

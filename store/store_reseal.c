@@ -15,6 +15,11 @@ const char *const osbq_sealed_field_names[OSBQ_SEALED_COUNT] = {
     [OSBQ_SEALED_RESUME] = "resume",
 };
 
+const char *osbq_sealed_field_place(enum osbq_sealed_field field)
+{
+    return field == OSBQ_SEALED_RESULT ? NULL : osbq_sealed_field_names[field];
+}
+
 /* What each walk reads: the key pattern, and one HMGET of the ids (instance, binding), the state,
  * then every sealed field in osbq_sealed_field order (fields a kind never has read as nil). The
  * ids of an operation are its `instance` and `binding`. */

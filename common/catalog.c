@@ -12,6 +12,7 @@
 
 #include "catalog_body.h"
 #include "catalog_check.h"
+#include "owned.h"
 #include "schema.h"
 #include "semver.h"
 
@@ -244,9 +245,7 @@ int osbq_catalog_load_text(const char *text, size_t len, struct osbq_catalog **o
 
 void osbq_catalog_destroy(struct osbq_catalog **cp)
 {
-    if (cp == NULL || *cp == NULL)
-        return;
-    struct osbq_catalog *cat = *cp;
+    OSBQ_OWNED_OR_RETURN(struct osbq_catalog, cat, cp);
     free(cat->services);
     free(cat->plans);
     free(cat->requires_lists);

@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "owned.h"
+
 const double osbq_metrics_latency_buckets[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
                                                0.25,   0.5,   1,      2.5,   5,    10,    30,   60};
 const size_t osbq_metrics_latency_buckets_count =
@@ -194,9 +196,7 @@ struct osbq_metrics *osbq_metrics_new(void)
 
 void osbq_metrics_destroy(struct osbq_metrics **mp)
 {
-    struct osbq_metrics *m = mp ? *mp : NULL;
-    if (m == NULL)
-        return;
+    OSBQ_OWNED_OR_RETURN(struct osbq_metrics, m, mp);
     struct osbq_metric *f = m->first;
     while (f != NULL) {
         struct osbq_metric *next = f->next;

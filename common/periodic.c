@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "owned.h"
+
 struct osbq_periodic {
     /* What to call: fn_at, which says when to be called again, or fn every interval_ms. */
     int64_t (*fn_at)(void *arg, int64_t told_ms);
@@ -137,9 +139,7 @@ void osbq_periodic_sooner(struct osbq_periodic *p, int64_t at_ms)
 
 void osbq_periodic_stop(struct osbq_periodic **pp)
 {
-    struct osbq_periodic *p = pp ? *pp : NULL;
-    if (p == NULL)
-        return;
+    OSBQ_OWNED_OR_RETURN(struct osbq_periodic, p, pp);
     pthread_mutex_lock(&p->lock);
     p->stopping = true;
     pthread_cond_signal(&p->wake);

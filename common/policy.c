@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "owned.h"
+
 /* Largest policy file: far above any sensible one, small enough to refuse a wrong path. */
 #define POLICY_FILE_MAX (1024 * 1024)
 #define NAME_MAX_LEN    64
@@ -292,9 +294,7 @@ static void free_scope(struct scope *s)
 
 void osbq_policy_destroy(struct osbq_policy **pp)
 {
-    if (pp == NULL || *pp == NULL)
-        return;
-    struct osbq_policy *p = *pp;
+    OSBQ_OWNED_OR_RETURN(struct osbq_policy, p, pp);
     for (size_t i = 0; i < p->quota_count; i++)
         free_scope(&p->quotas[i].scope);
     for (size_t i = 0; i < p->deny_count; i++) {

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "owned.h"
 
 #define KEY_BYTES   crypto_aead_xchacha20poly1305_ietf_KEYBYTES
 #define NONCE_BYTES crypto_aead_xchacha20poly1305_ietf_NPUBBYTES
@@ -181,11 +182,10 @@ fail:
 
 void osbq_secrets_destroy(struct osbq_secrets **sp)
 {
-    if (sp == NULL || *sp == NULL)
-        return;
+    OSBQ_OWNED_OR_RETURN(struct osbq_secrets, secrets, sp);
     /* sodium_free zeroes the pages before it unlocks and frees them. */
-    sodium_free((*sp)->keys);
-    free(*sp);
+    sodium_free(secrets->keys);
+    free(secrets);
     *sp = NULL;
 }
 

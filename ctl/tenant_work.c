@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "owned.h"
+
 struct tenant_tally {
     json_t *index;            /* tenant -> its place in list (an integer); keys unchecked */
     json_t *seen;             /* operation id -> true: those already counted */
@@ -26,9 +28,7 @@ struct tenant_tally *tenant_tally_new(void)
 
 void tenant_tally_destroy(struct tenant_tally **tp)
 {
-    struct tenant_tally *t = tp ? *tp : NULL;
-    if (t == NULL)
-        return;
+    OSBQ_OWNED_OR_RETURN(struct tenant_tally, t, tp);
     json_decref(t->index);
     json_decref(t->seen);
     for (size_t i = 0; i < t->count; i++)

@@ -22,6 +22,7 @@
 #include "job.h"
 #include "log.h"
 #include "mailbox.h"
+#include "owned.h"
 #include "store.h"
 #include "tenant.h"
 
@@ -493,9 +494,7 @@ bool dispatch_wait_stats(struct dispatch *d, bool (*enough)(const struct dispatc
 
 void dispatch_stop(struct dispatch **dp)
 {
-    struct dispatch *d = dp ? *dp : NULL;
-    if (d == NULL)
-        return;
+    OSBQ_OWNED_OR_RETURN(struct dispatch, d, dp);
     osbq_mailbox_close(&d->mailbox);
     pthread_join(d->thread, NULL);
     dispatch_monitor_stop(&d->monitor, d->router);

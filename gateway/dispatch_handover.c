@@ -11,6 +11,7 @@
 #include "bus.h"
 #include "dispatch_internal.h"
 #include "log.h"
+#include "owned.h"
 #include "store.h"
 
 static void handover_free(struct dispatch_handover **hp)
@@ -114,11 +115,10 @@ int64_t dispatch_handover_until(const struct dispatch_handover *h)
 
 void dispatch_handover_cancel(struct dispatch_handover **hp)
 {
-    if (hp == NULL || *hp == NULL)
-        return;
-    struct dispatch *d = (*hp)->d;
+    OSBQ_OWNED_OR_RETURN(struct dispatch_handover, h, hp);
+    struct dispatch *d = h->d;
     pthread_mutex_lock(&d->lock);
-    (void)handover_settle_locked(d, *hp);
+    (void)handover_settle_locked(d, h);
     pthread_mutex_unlock(&d->lock);
     handover_free(hp);
     /* Work waits for that slot (a request waiting for one took it, then did not begin): wake the

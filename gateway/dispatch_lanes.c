@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "owned.h"
+
 /* One tenant's items in one lane. Exists only while it holds items: an idle tenant costs
  * nothing. */
 struct tenant_queue {
@@ -76,9 +78,7 @@ static void tenant_remove(struct lane *ln, struct tenant_queue *prev, struct ten
 
 void dispatch_lanes_destroy(struct dispatch_lanes **lp)
 {
-    struct dispatch_lanes *l = lp ? *lp : NULL;
-    if (l == NULL)
-        return;
+    OSBQ_OWNED_OR_RETURN(struct dispatch_lanes, l, lp);
     for (unsigned i = 0; i < DISPATCH_LANES; i++) {
         for (struct tenant_queue *t = l->lane[i].head, *next; t != NULL; t = next) {
             next = t->next;

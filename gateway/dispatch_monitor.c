@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "log.h"
+#include "owned.h"
 
 struct dispatch_monitor {
     zsock_t *events; /* the PAIR end ZeroMQ sends the events to */
@@ -89,11 +90,10 @@ int dispatch_monitor_next_end(struct dispatch_monitor *m)
 
 void dispatch_monitor_stop(struct dispatch_monitor **mp, zsock_t *router)
 {
-    if (mp == NULL || *mp == NULL)
-        return;
+    OSBQ_OWNED_OR_RETURN(struct dispatch_monitor, m, mp);
     if (router != NULL)
         (void)zmq_socket_monitor(zsock_resolve(router), NULL, 0);
-    zsock_destroy(&(*mp)->events);
-    free(*mp);
+    zsock_destroy(&m->events);
+    free(m);
     *mp = NULL;
 }

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "owned.h"
+
 struct dispatch_running {
     zhashx_t *jobs;    /* operation id -> struct dispatch_running_job * */
     zhashx_t *tenants; /* tenant key -> struct tenant_count *: only tenants with a job running */
@@ -41,11 +43,10 @@ struct dispatch_running *dispatch_running_new(void)
 
 void dispatch_running_destroy(struct dispatch_running **rp)
 {
-    if (rp == NULL || *rp == NULL)
-        return;
-    zhashx_destroy(&(*rp)->jobs);
-    zhashx_destroy(&(*rp)->tenants);
-    free(*rp);
+    OSBQ_OWNED_OR_RETURN(struct dispatch_running, r, rp);
+    zhashx_destroy(&r->jobs);
+    zhashx_destroy(&r->tenants);
+    free(r);
     *rp = NULL;
 }
 

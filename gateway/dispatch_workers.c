@@ -4,6 +4,8 @@
 
 #include <stdlib.h>
 
+#include "owned.h"
+
 struct dispatch_workers {
     zlistx_t *list; /* struct dispatch_worker *, in the order first heard from */
     uint64_t sent;  /* jobs sent to any worker so far */
@@ -24,19 +26,16 @@ struct dispatch_workers *dispatch_workers_new(void)
 
 void dispatch_worker_free(struct dispatch_worker **wp)
 {
-    if (wp == NULL || *wp == NULL)
-        return;
-    zframe_destroy(&(*wp)->identity);
-    free((*wp)->id);
-    free(*wp);
+    OSBQ_OWNED_OR_RETURN(struct dispatch_worker, w, wp);
+    zframe_destroy(&w->identity);
+    free(w->id);
+    free(w);
     *wp = NULL;
 }
 
 void dispatch_workers_destroy(struct dispatch_workers **tp)
 {
-    if (tp == NULL || *tp == NULL)
-        return;
-    struct dispatch_workers *t = *tp;
+    OSBQ_OWNED_OR_RETURN(struct dispatch_workers, t, tp);
     for (struct dispatch_worker *w = zlistx_first(t->list); w != NULL; w = zlistx_next(t->list))
         dispatch_worker_free(&w);
     zlistx_destroy(&t->list);

@@ -15,6 +15,7 @@
 #include "clock.h"
 #include "exchange.h"
 #include "log.h"
+#include "owned.h"
 
 /* Memory pool bytes beyond twice OSBQ_MAX_HEADER_BYTES: the body's read buffer and the
  * response head. */
@@ -188,9 +189,7 @@ int http_wait_idle(struct http_server *server, int64_t deadline_ms)
 
 void http_stop(struct http_server **sp)
 {
-    struct http_server *server = sp ? *sp : NULL;
-    if (server == NULL)
-        return;
+    OSBQ_OWNED_OR_RETURN(struct http_server, server, sp);
     /* libmicrohttpd closes a socket given with MHD_OPTION_LISTEN_SOCKET itself, unless the
      * daemon was quiesced (then http_quiesce closed it): closing it here too could close a
      * descriptor another thread has been handed meanwhile. */

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "owned.h"
+
 struct memo {
     pthread_mutex_t lock;
     zhashx_t *by_key; /* key -> struct memo_value (owned) */
@@ -43,9 +45,7 @@ struct memo *memo_new(size_t max)
 
 void memo_free(struct memo **mp)
 {
-    struct memo *m = mp ? *mp : NULL;
-    if (m == NULL)
-        return;
+    OSBQ_OWNED_OR_RETURN(struct memo, m, mp);
     zhashx_destroy(&m->by_key);
     pthread_mutex_destroy(&m->lock);
     free(m);

@@ -16,6 +16,7 @@
 #include "clock.h"
 #include "job.h"
 #include "log.h"
+#include "owned.h"
 #include "periodic.h"
 #include "tenant.h"
 
@@ -342,9 +343,7 @@ struct recovery *recovery_start(const struct osbq_config *cfg, struct osbq_store
 
 void recovery_stop(struct recovery **rp)
 {
-    struct recovery *r = rp ? *rp : NULL;
-    if (r == NULL)
-        return;
+    OSBQ_OWNED_OR_RETURN(struct recovery, r, rp);
     /* Once this returns, the dispatcher calls recovery_due and recovery_worker_gone no more. */
     dispatch_listen(r->dispatch, NULL);
     osbq_periodic_stop(&r->loop);

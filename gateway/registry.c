@@ -10,6 +10,7 @@
 
 #include "bus.h"
 #include "log.h"
+#include "owned.h"
 #include "periodic.h"
 #include "store_registry.h"
 
@@ -83,9 +84,7 @@ struct registry *registry_start(const struct gateway *gw, struct osbq_error *err
 
 void registry_stop(struct registry **rp)
 {
-    struct registry *r = rp ? *rp : NULL;
-    if (r == NULL)
-        return;
+    OSBQ_OWNED_OR_RETURN(struct registry, r, rp);
     osbq_periodic_stop(&r->periodic);
     const struct gateway *gw = r->gw;
     struct osbq_error err = {0};

@@ -18,6 +18,7 @@
 #include <time.h>
 
 #include "log.h"
+#include "owned.h"
 
 /* One certificate chain and key, loaded from the files at one moment. */
 struct tls_identity {
@@ -173,9 +174,7 @@ int tls_credentials_reload(struct tls_credentials *tls, struct osbq_error *err)
 
 void tls_credentials_free(struct tls_credentials **tp)
 {
-    struct tls_credentials *tls = tp ? *tp : NULL;
-    if (tls == NULL)
-        return;
+    OSBQ_OWNED_OR_RETURN(struct tls_credentials, tls, tp);
     (void)pthread_mutex_destroy(&tls->lock);
     identity_release(tls->current);
     free(tls->cert_path);

@@ -12,6 +12,7 @@
 
 #include "clock.h"
 #include "log.h"
+#include "owned.h"
 
 /* How often the event thread checks deadlines and the stop flag. */
 #define WAITER_TICK_MS   50
@@ -277,9 +278,7 @@ void waiter_table_drain(struct waiter_table *table)
 
 void waiter_table_stop(struct waiter_table **tp)
 {
-    struct waiter_table *table = tp ? *tp : NULL;
-    if (table == NULL)
-        return;
+    OSBQ_OWNED_OR_RETURN(struct waiter_table, table, tp);
     waiter_table_drain(table);
     pthread_join(table->thread, NULL);
     zhashx_destroy(&table->by_operation);

@@ -25,6 +25,7 @@
 
 #include "log.h"
 #include "mailbox.h"
+#include "owned.h"
 #include "store_internal.h"
 
 /* What a command on the connection is. */
@@ -520,9 +521,7 @@ void osbq_store_pipeline_drain(struct osbq_store_pipeline *p)
 
 void osbq_store_pipeline_free(struct osbq_store_pipeline **pp)
 {
-    struct osbq_store_pipeline *p = pp ? *pp : NULL;
-    if (p == NULL)
-        return;
+    OSBQ_OWNED_OR_RETURN(struct osbq_store_pipeline, p, pp);
     osbq_store_pipeline_drain(p);
     osbq_mailbox_clear(&p->mailbox);
     free(p->sent);

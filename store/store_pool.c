@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "log.h"
+#include "owned.h"
 #include "store_internal.h"
 
 /* After a failure, calls fail at once for this long, then one caller probes Redis again: while
@@ -58,9 +59,7 @@ struct osbq_store *osbq_store_new(const struct osbq_config *cfg)
 
 void osbq_store_destroy(struct osbq_store **sp)
 {
-    struct osbq_store *store = sp ? *sp : NULL;
-    if (store == NULL)
-        return;
+    OSBQ_OWNED_OR_RETURN(struct osbq_store, store, sp);
     for (size_t i = 0; i < store->idle_count; i++)
         redisFree(store->idle[i]);
     pthread_mutex_destroy(&store->lock);

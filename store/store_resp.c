@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "owned.h"
 #include "store_internal.h"
 #include "store_scripts.h"
 
@@ -165,9 +166,7 @@ size_t store_call_head(const struct osbq_store_call *call, const char sha[41], c
 
 void osbq_store_call_free(struct osbq_store_call **cp)
 {
-    struct osbq_store_call *call = cp ? *cp : NULL;
-    if (call == NULL)
-        return;
+    OSBQ_OWNED_OR_RETURN(struct osbq_store_call, call, cp);
     freeReplyObject(call->reply);
     (void)sem_destroy(&call->answered);
     free(call);

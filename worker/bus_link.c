@@ -10,6 +10,7 @@
 #include "bus.h"
 #include "clock.h"
 #include "log.h"
+#include "owned.h"
 
 /* Messages taken from each socket per poll round, so one busy gateway cannot starve the others
  * or the timers. */
@@ -91,9 +92,7 @@ static void gateway_clear(struct gateway *gw)
 
 void bus_link_destroy(struct bus_link **bp)
 {
-    if (bp == NULL || *bp == NULL)
-        return;
-    struct bus_link *b = *bp;
+    OSBQ_OWNED_OR_RETURN(struct bus_link, b, bp);
     for (size_t i = 0; i < b->count; i++)
         gateway_clear(&b->gateways[i]);
     free(b->gateways);

@@ -22,6 +22,7 @@
 
 #include "clock.h"
 #include "mailbox.h"
+#include "owned.h"
 
 /* Bytes read from a pipe at once: one read per ready pipe and wake-up, so a chatty program
  * cannot starve the others. */
@@ -532,9 +533,7 @@ unsigned exec_watch_busy(struct exec_watch *w)
 
 void exec_watch_destroy(struct exec_watch **wp)
 {
-    if (wp == NULL || *wp == NULL)
-        return;
-    struct exec_watch *w = *wp;
+    OSBQ_OWNED_OR_RETURN(struct exec_watch, w, wp);
     *wp = NULL;
     pthread_mutex_lock(&w->lock);
     w->stopping = true;

@@ -16,6 +16,7 @@
 
 #include "auth.h"
 #include "log.h"
+#include "owned.h"
 #include "tcp_listen.h"
 
 /* Scrapers and probes are few: a small cap keeps a misbehaving client from holding threads'
@@ -222,9 +223,7 @@ out_close:
 
 void metrics_server_stop(struct metrics_server **sp)
 {
-    struct metrics_server *s = sp ? *sp : NULL;
-    if (s == NULL)
-        return;
+    OSBQ_OWNED_OR_RETURN(struct metrics_server, s, sp);
     /* Closes the listening socket it was given, and every connection. */
     MHD_stop_daemon(s->daemon);
     sodium_memzero(&s->auth, sizeof s->auth);

@@ -17,6 +17,7 @@
 #include "clock.h"
 #include "lease.h"
 #include "log.h"
+#include "owned.h"
 #include "sealed_job.h"
 #include "step_record.h"
 #include "step_timing.h"
@@ -385,9 +386,7 @@ struct step *step_new(struct step_pool *pool, struct osbq_job *job, unsigned ori
 
 void step_destroy(struct step **stp)
 {
-    struct step *st = stp ? *stp : NULL;
-    if (st == NULL)
-        return;
+    OSBQ_OWNED_OR_RETURN(struct step, st, stp);
     /* The pipeline's thread must be done with the lease's renewal before it goes (normally
      * end_step read it already). */
     lease_clear(&st->lease);

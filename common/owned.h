@@ -1,0 +1,16 @@
+/* How a destroy function takes what it destroys: from its owner's pointer, so that it can leave
+ * NULL there once done (`void x_destroy(struct x **xp)`); a NULL owner or a NULL object is
+ * nothing to destroy. */
+#ifndef OSBQ_OWNED_H
+#define OSBQ_OWNED_H
+
+#include <stddef.h>
+
+/* Declares `type *var`, the object *owner holds, and returns from the (void) function when there
+ * is none. The function still sets *owner = NULL when it is done. */
+#define OSBQ_OWNED_OR_RETURN(type, var, owner)                                                     \
+    type *var = (owner) != NULL ? *(owner) : NULL;                                                 \
+    if (var == NULL)                                                                               \
+    return
+
+#endif

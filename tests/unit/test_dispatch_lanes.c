@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "assert_destroy.h"
 #include "dispatch_lanes.h"
 #include "test_main.h"
 
@@ -31,6 +32,20 @@ static void *pop(struct dispatch_lanes *l, enum dispatch_lane expected_lane)
     return item;
 }
 
+/* Queues items[i] in lane as a job of tenant, of weight 1, not handed back. */
+static void push(struct dispatch_lanes *l, enum dispatch_lane lane, const char *tenant, int i)
+{
+    assert_int_equal(dispatch_lanes_push(l, lane, tenant, 1, &items[i], false), 0);
+}
+
+/* Queues items[first] to items[end - 1], in order, as push does. */
+static void push_range(struct dispatch_lanes *l, enum dispatch_lane lane, const char *tenant,
+                       int first, int end)
+{
+    for (int i = first; i < end; i++)
+        push(l, lane, tenant, i);
+}
+
 static void test_empty(void **state)
 {
     (void)state;
@@ -38,9 +53,7 @@ static void test_empty(void **state)
     assert_non_null(l);
     assert_null(dispatch_lanes_pop(l, NULL, NULL));
     assert_int_equal(dispatch_lanes_total(l), 0);
-    dispatch_lanes_destroy(&l);
-    assert_null(l);
-    dispatch_lanes_destroy(&l);
+    assert_destroy_twice(dispatch_lanes_destroy, l);
 }
 
 /* One lane alone: first in, first out; a job handed back goes before the others. */
@@ -48,8 +61,7 @@ static void test_one_lane_in_order(void **state)
 {
     (void)state;
     struct dispatch_lanes *l = dispatch_lanes_new();
-    for (int i = 0; i < 5; i++)
-        assert_int_equal(dispatch_lanes_push(l, DISPATCH_LANE_NEW, "t", 1, &items[i], false), 0);
+    push_range(l, DISPATCH_LANE_NEW, "t", 0, 5);
     assert_int_equal(dispatch_lanes_push(l, DISPATCH_LANE_NEW, "t", 1, &items[9], true), 0);
     assert_int_equal(dispatch_lanes_size(l, DISPATCH_LANE_NEW), 6);
     assert_int_equal(dispatch_lanes_size(l, DISPATCH_LANE_WAITING), 0);
@@ -66,20 +78,19 @@ static void test_burst_waits_one_turn(void **state)
 {
     (void)state;
     struct dispatch_lanes *l = dispatch_lanes_new();
-    for (int i = 0; i < 40; i++)
-        assert_int_equal(dispatch_lanes_push(l, DISPATCH_LANE_NEW, "t", 1, &items[i], false), 0);
+    push_range(l, DISPATCH_LANE_NEW, "t", 0, 40);
     /* The burst's first job goes, since it was alone. */
     assert_ptr_equal(pop(l, DISPATCH_LANE_NEW), &items[0]);
     assert_ptr_equal(pop(l, DISPATCH_LANE_NEW), &items[1]);
-    assert_int_equal(dispatch_lanes_push(l, DISPATCH_LANE_WAITING, "t", 1, &items[50], false), 0);
-    assert_int_equal(dispatch_lanes_push(l, DISPATCH_LANE_DUE, "t", 1, &items[51], false), 0);
+    push(l, DISPATCH_LANE_WAITING, "t", 50);
+    push(l, DISPATCH_LANE_DUE, "t", 51);
     assert_int_equal(dispatch_lanes_total(l), 40);
     /* The lane served last was the new lane: the turn goes to the waiting one, then due. */
     assert_ptr_equal(pop(l, DISPATCH_LANE_WAITING), &items[50]);
     assert_ptr_equal(pop(l, DISPATCH_LANE_DUE), &items[51]);
     assert_ptr_equal(pop(l, DISPATCH_LANE_NEW), &items[2]);
     /* Another sync job: one new job went since the last, it goes next. */
-    assert_int_equal(dispatch_lanes_push(l, DISPATCH_LANE_WAITING, "t", 1, &items[52], false), 0);
+    push(l, DISPATCH_LANE_WAITING, "t", 52);
     assert_ptr_equal(pop(l, DISPATCH_LANE_WAITING), &items[52]);
     assert_ptr_equal(pop(l, DISPATCH_LANE_NEW), &items[3]);
     dispatch_lanes_destroy(&l);
@@ -92,11 +103,9 @@ static void test_turns(void **state)
     (void)state;
     struct dispatch_lanes *l = dispatch_lanes_new();
     for (int i = 0; i < 4; i++) {
-        assert_int_equal(dispatch_lanes_push(l, DISPATCH_LANE_NEW, "t", 1, &items[i], false), 0);
-        assert_int_equal(dispatch_lanes_push(l, DISPATCH_LANE_DUE, "t", 1, &items[10 + i], false),
-                         0);
-        assert_int_equal(
-            dispatch_lanes_push(l, DISPATCH_LANE_WAITING, "t", 1, &items[20 + i], false), 0);
+        push(l, DISPATCH_LANE_NEW, "t", i);
+        push(l, DISPATCH_LANE_DUE, "t", 10 + i);
+        push(l, DISPATCH_LANE_WAITING, "t", 20 + i);
     }
     assert_int_equal(dispatch_lanes_total(l), 12);
     for (int i = 0; i < 4; i++) {
@@ -125,7 +134,7 @@ static void test_bound(void **state)
             enum dispatch_lane lane = (enum dispatch_lane)(r % DISPATCH_LANES);
             if (dispatch_lanes_size(l, lane) == 0)
                 others[lane] = 0;
-            assert_int_equal(dispatch_lanes_push(l, lane, "t", 1, &items[round % 64], false), 0);
+            push(l, lane, "t", round % 64);
         } else {
             enum dispatch_lane lane = DISPATCH_LANES;
             if (dispatch_lanes_pop(l, &lane, NULL) == NULL)
@@ -150,18 +159,16 @@ static void test_tenants_take_turns(void **state)
 {
     (void)state;
     struct dispatch_lanes *l = dispatch_lanes_new();
-    for (int i = 0; i < 40; i++)
-        assert_int_equal(dispatch_lanes_push(l, DISPATCH_LANE_NEW, "cf/a", 1, &items[i], false), 0);
+    push_range(l, DISPATCH_LANE_NEW, "cf/a", 0, 40);
     assert_ptr_equal(pop(l, DISPATCH_LANE_NEW), &items[0]);
-    assert_int_equal(dispatch_lanes_push(l, DISPATCH_LANE_NEW, "cf/b", 1, &items[50], false), 0);
+    push(l, DISPATCH_LANE_NEW, "cf/b", 50);
     assert_int_equal(dispatch_lanes_tenants(l, DISPATCH_LANE_NEW), 2);
     /* a's round is over once it gave one: b is next. */
     assert_ptr_equal(pop(l, DISPATCH_LANE_NEW), &items[1]);
     assert_ptr_equal(pop(l, DISPATCH_LANE_NEW), &items[50]);
     /* b is idle again: it left the ring and holds nothing. */
     assert_int_equal(dispatch_lanes_tenants(l, DISPATCH_LANE_NEW), 1);
-    for (int i = 51; i < 55; i++)
-        assert_int_equal(dispatch_lanes_push(l, DISPATCH_LANE_NEW, "cf/b", 1, &items[i], false), 0);
+    push_range(l, DISPATCH_LANE_NEW, "cf/b", 51, 55);
     for (int i = 0; i < 4; i++) {
         assert_ptr_equal(pop(l, DISPATCH_LANE_NEW), &items[2 + i]);
         assert_ptr_equal(pop(l, DISPATCH_LANE_NEW), &items[51 + i]);
@@ -221,12 +228,11 @@ static void test_many_tenants(void **state)
     char key[32];
     for (int i = 0; i < TENANTS; i++) {
         (void)snprintf(key, sizeof key, "k8s/ns-%d", i);
-        assert_int_equal(
-            dispatch_lanes_push(l, DISPATCH_LANE_NEW, key, 1, &items[1 + i % 60], false), 0);
+        push(l, DISPATCH_LANE_NEW, key, 1 + i % 60);
     }
     assert_int_equal(dispatch_lanes_tenants(l, DISPATCH_LANE_NEW), TENANTS);
     assert_ptr_equal(dispatch_lanes_oldest(l, DISPATCH_LANE_NEW, older), &items[1]);
-    assert_int_equal(dispatch_lanes_push(l, DISPATCH_LANE_NEW, "k8s/late", 1, &items[0], false), 0);
+    push(l, DISPATCH_LANE_NEW, "k8s/late", 0);
     assert_ptr_equal(dispatch_lanes_oldest(l, DISPATCH_LANE_NEW, older), &items[0]);
     size_t popped = 0;
     while (dispatch_lanes_pop(l, NULL, NULL) != NULL)
@@ -243,9 +249,9 @@ static void test_oldest_behind_handed_back(void **state)
 {
     (void)state;
     struct dispatch_lanes *l = dispatch_lanes_new();
-    assert_int_equal(dispatch_lanes_push(l, DISPATCH_LANE_NEW, "cf/a", 1, &items[5], false), 0);
-    assert_int_equal(dispatch_lanes_push(l, DISPATCH_LANE_NEW, "cf/a", 1, &items[6], false), 0);
-    assert_int_equal(dispatch_lanes_push(l, DISPATCH_LANE_NEW, "cf/b", 1, &items[7], false), 0);
+    push(l, DISPATCH_LANE_NEW, "cf/a", 5);
+    push(l, DISPATCH_LANE_NEW, "cf/a", 6);
+    push(l, DISPATCH_LANE_NEW, "cf/b", 7);
     assert_int_equal(dispatch_lanes_push(l, DISPATCH_LANE_NEW, "cf/a", 1, &items[9], true), 0);
     assert_int_equal(dispatch_lanes_push(l, DISPATCH_LANE_NEW, "cf/a", 1, &items[10], true), 0);
     assert_ptr_equal(dispatch_lanes_oldest(l, DISPATCH_LANE_NEW, older), &items[5]);
@@ -285,11 +291,8 @@ static void test_prefers_fewest_running(void **state)
     struct dispatch_lanes *l = dispatch_lanes_new();
     struct load_table t = {{"cf/a", "cf/b", "cf/c"}, {16, 0, 0}};
     const struct dispatch_load load = {running_of, &t};
-    for (int i = 0; i < 4; i++)
-        assert_int_equal(dispatch_lanes_push(l, DISPATCH_LANE_NEW, "cf/a", 1, &items[i], false), 0);
-    for (int i = 0; i < 3; i++)
-        assert_int_equal(
-            dispatch_lanes_push(l, DISPATCH_LANE_NEW, "cf/b", 1, &items[10 + i], false), 0);
+    push_range(l, DISPATCH_LANE_NEW, "cf/a", 0, 4);
+    push_range(l, DISPATCH_LANE_NEW, "cf/b", 10, 13);
     /* a holds 16, b none: b's three first, in order, though a's round came first. */
     for (int i = 0; i < 3; i++)
         assert_ptr_equal(dispatch_lanes_pop(l, NULL, &load), &items[10 + i]);

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "assert_destroy.h"
 #include "dispatch_running.h"
 #include "test_main.h"
 
@@ -55,9 +56,7 @@ static void test_load_per_tenant(void **state)
     assert_int_equal(dispatch_running_load(r, "t1"), 0);
     assert_int_equal(dispatch_running_load(r, "t2"), 0);
     assert_int_equal(dispatch_running_count(r), 0);
-    dispatch_running_destroy(&r);
-    assert_null(r);
-    dispatch_running_destroy(&r);
+    assert_destroy_twice(dispatch_running_destroy, r);
 }
 
 /* A READY's ended frame: the ids separated by spaces, empty ones skipped. */

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "assert_destroy.h"
 #include "dispatch_workers.h"
 #include "test_main.h"
 
@@ -66,9 +67,7 @@ static void test_most_room_then_longest_ago(void **state)
     dispatch_workers_count_sent(t, b);
     assert_int_equal(b->free, 0);
     assert_int_equal(b->sent, 4);
-    dispatch_workers_destroy(&t);
-    assert_null(t);
-    dispatch_workers_destroy(&t);
+    assert_destroy_twice(dispatch_workers_destroy, t);
 }
 
 /* Slots taken for hand-overs are not available to plain jobs; handed jobs go only to workers

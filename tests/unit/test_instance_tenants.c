@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "assert_destroy.h"
 #include "memo.h"
 #include "test_main.h"
 
@@ -33,9 +34,7 @@ static void test_learned_then_replaced(void **state)
     instance_tenants_put(t, "i-1", "cf/org-b");
     assert_true(instance_tenants_get(t, "i-1", tenant));
     assert_string_equal(tenant, "cf/org-b");
-    memo_free(&t);
-    assert_null(t);
-    memo_free(&t);
+    assert_destroy_twice(memo_free, t);
     memo_free(NULL);
 }
 

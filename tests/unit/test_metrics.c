@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "assert_destroy.h"
 #include "metrics.h"
 
 #define WRITERS       4
@@ -50,9 +51,7 @@ static void test_empty_registry_renders_nothing(void **state)
     struct osbq_metrics *m = osbq_metrics_new();
     assert_non_null(m);
     assert_render(m, "");
-    osbq_metrics_destroy(&m);
-    assert_null(m);
-    osbq_metrics_destroy(&m);
+    assert_destroy_twice(osbq_metrics_destroy, m);
     osbq_metrics_destroy(NULL);
 }
 

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "assert_destroy.h"
 #include "tenant_work.h"
 #include "test_main.h"
 
@@ -46,9 +47,7 @@ static void test_counts_and_order(void **state)
     assert_int_equal(w[3].queued, 1);
     assert_int_equal(w[3].running, 1);
     assert_int_equal(tenant_work_total(&w[3]), 2);
-    tenant_tally_destroy(&t);
-    assert_null(t);
-    tenant_tally_destroy(&t);
+    assert_destroy_twice(tenant_tally_destroy, t);
 }
 
 /* Nothing counted: nothing listed. */

@@ -32,6 +32,7 @@
 #include "exec_watch.h"
 #include "fake_call.h"
 #include "job.h"
+#include "string_cases.h"
 #include "test_main.h"
 
 #define EXEC_DIR OSBQ_TEST_DATA_DIR "/exec/"
@@ -663,10 +664,8 @@ static void test_poll_fails(void **state)
 static void test_poll_invalid_lines(void **state)
 {
     (void)state;
-    static const struct {
-        const char *parameters;
-        const char *description;
-    } cases[] = {
+    /* given: the step's parameters; want: the operation's description. */
+    static const struct string_case cases[] = {
         {"{\"mode\": \"huge_resume\"}",
          "The program's resume state is 5010 bytes, over the limit of 4096."},
         {"{\"mode\": \"no_after\"}", "The program answered in progress without a valid "
@@ -680,10 +679,10 @@ static void test_poll_invalid_lines(void **state)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         struct fake_call f;
-        assert_int_equal(run_poll_step(&f, OSBQ_JOB_BIND, NULL, 0, cases[i].parameters), 0);
+        assert_int_equal(run_poll_step(&f, OSBQ_JOB_BIND, NULL, 0, cases[i].given), 0);
         assert_false(f.call.result.in_progress);
         assert_false(f.call.result.succeeded);
-        assert_string_equal(f.call.result.description, cases[i].description);
+        assert_string_equal(f.call.result.description, cases[i].want);
         fake_call_clear(&f);
     }
 }

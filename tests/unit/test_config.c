@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "string_cases.h"
 #include "temp_file.h"
 
 #define ENV_MAX    24
@@ -768,10 +769,8 @@ static void test_sentinels(void **state)
 static void test_bus_advertise_defaults_to_bound_address(void **state)
 {
     (void)state;
-    static const struct {
-        const char *bind;
-        const char *advertise;
-    } cases[] = {
+    /* given: OSBQ_BUS_BIND; want: the address advertised. */
+    static const struct string_case cases[] = {
         {"tcp://127.0.0.1:5600", "tcp://127.0.0.1:5600"},
         {"tcp://10.1.2.3:1", "tcp://10.1.2.3:1"},
         {"tcp://gateway.local:6000", "tcp://gateway.local:6000"},
@@ -781,12 +780,12 @@ static void test_bus_advertise_defaults_to_bound_address(void **state)
         struct fake_env env;
         struct osbq_config cfg;
         env_gateway(&env);
-        env_set(&env, "OSBQ_BUS_BIND", cases[i].bind);
+        env_set(&env, "OSBQ_BUS_BIND", cases[i].given);
         load_ok(&env, OSBQ_ROLE_GATEWAY, &cfg);
-        bool ok = strcmp(cfg.bus_advertise, cases[i].advertise) == 0;
+        bool ok = strcmp(cfg.bus_advertise, cases[i].want) == 0;
         if (!ok)
-            fail_msg("bind %s: advertise \"%s\", want \"%s\"", cases[i].bind, cfg.bus_advertise,
-                     cases[i].advertise);
+            fail_msg("bind %s: advertise \"%s\", want \"%s\"", cases[i].given, cfg.bus_advertise,
+                     cases[i].want);
         osbq_config_clear(&cfg);
     }
 }

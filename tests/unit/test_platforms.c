@@ -19,6 +19,7 @@
 #include "catalog.h"
 #include "catalog_text.h"
 #include "platforms.h"
+#include "string_cases.h"
 #include "tenant.h"
 #include "test_main.h"
 
@@ -437,10 +438,8 @@ static void test_client_certificate(void **state)
     assert_false(client_cert_accepts(set->list[0].client_cert, NULL, why, sizeof why));
     assert_non_null(strstr(why, "needs HTTPS"));
     osbq_platforms_release(set);
-    static const struct {
-        const char *member;
-        const char *want;
-    } bad[] = {
+    /* given: the client_certificate member; want: a part of the error. */
+    static const struct string_case bad[] = {
         {"{\"subject\": \"CN=x\"}", "client_certificate.ca_file: a CA file is required"},
         {"{\"ca_file\": \"missing.pem\", \"san\": \"x\"}", "client_certificate.ca_file: "},
         {"{\"ca_file\": \"cf-password\", \"san\": \"x\"}", "cf-password: No certificate"},
@@ -454,7 +453,7 @@ static void test_client_certificate(void **state)
         char text[512];
         (void)snprintf(text, sizeof text,
                        "{\"platforms\": [{\"name\": \"a\", \"client_certificate\": %s}]}",
-                       bad[i].member);
+                       bad[i].given);
         expect_error(f, text, NULL, bad[i].want);
     }
     /* Parsed, then another member fails: nothing leaks (ASan). */

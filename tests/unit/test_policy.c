@@ -17,6 +17,7 @@
 #include "catalog.h"
 #include "catalog_text.h"
 #include "policy.h"
+#include "string_cases.h"
 #include "temp_file.h"
 #include "test_main.h"
 
@@ -191,11 +192,8 @@ static void test_quotas_a_request_counts_against(void **state)
     assert_int_equal(osbq_policy_quota_count(f->policy), 5);
 }
 
-/* Each bad policy and the start of the error it must give. */
-static const struct {
-    const char *text;
-    const char *error;
-} bad_policies[] = {
+/* Each bad policy (given) and the start of the error it must give (want). */
+static const struct string_case bad_policies[] = {
     {"[]", "must be a JSON object"},
     {"{\"quota\": []}", "policy: unknown member \"quota\""},
     {"{\"quotas\": {}}", "quotas: must be an array"},
@@ -251,16 +249,16 @@ static void test_bad_policies(void **state)
     for (size_t i = 0; i < sizeof bad_policies / sizeof bad_policies[0]; i++) {
         struct osbq_policy *p = NULL;
         struct osbq_error err = {0};
-        const char *text = bad_policies[i].text;
+        const char *text = bad_policies[i].given;
         if (osbq_policy_load_text(text, strlen(text), f->catalog, &p, &err) == 0) {
             osbq_policy_destroy(&p);
             fail_msg("case %zu accepted: %s", i, text);
         }
         assert_null(p);
         assert_int_equal(err.code, OSBQ_ERR_INVALID);
-        if (strncmp(err.text, bad_policies[i].error, strlen(bad_policies[i].error)) != 0)
+        if (strncmp(err.text, bad_policies[i].want, strlen(bad_policies[i].want)) != 0)
             fail_msg("case %zu: error \"%s\" does not start with \"%s\"", i, err.text,
-                     bad_policies[i].error);
+                     bad_policies[i].want);
     }
 }
 

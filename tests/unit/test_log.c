@@ -9,6 +9,7 @@
 #include <jansson.h>
 
 #include "log.h"
+#include "test_main.h"
 
 static void test_json_line_parses_with_the_fields(void **state)
 {
@@ -84,13 +85,7 @@ static void test_first_words(void **state)
     assert_string_equal(out, "");
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_json_line_parses_with_the_fields),
-        cmocka_unit_test(test_json_line_too_long_stays_json),
-        cmocka_unit_test(test_logfmt_line_keeps_its_form),
-        cmocka_unit_test(test_first_words),
-    };
-    return cmocka_run_group_tests_name("log", tests, NULL, NULL);
-}
+OSBQ_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_json_line_parses_with_the_fields),
+               cmocka_unit_test(test_json_line_too_long_stays_json),
+               cmocka_unit_test(test_logfmt_line_keeps_its_form),
+               cmocka_unit_test(test_first_words))

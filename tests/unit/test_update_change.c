@@ -11,6 +11,8 @@
 #include <jansson.h>
 #include <stdbool.h>
 
+#include "json_text.h"
+#include "test_main.h"
 #include "update_change.h"
 
 static const struct update_instance instance = {
@@ -20,12 +22,8 @@ static const struct update_instance instance = {
     .maintenance_version = "1.2.0",
 };
 
-static json_t *parse(const char *text)
-{
-    json_t *v = json_loads(text, 0, NULL);
-    assert_non_null(v);
-    return v;
-}
+/* The same plan with nothing else in force: no parameters, context or maintenance version. */
+static const struct update_instance bare = {.plan_id = "small"};
 
 static void test_nothing_named_changes_nothing(void **state)
 {
@@ -44,9 +42,8 @@ static void test_plan_and_maintenance(void **state)
     u.plan_id = "small";
     u.maintenance_version = "1.3.0";
     assert_false(update_changes_nothing(&u, &instance));
-    const struct update_instance no_version = {.plan_id = "small"};
     u.maintenance_version = "1.2.0";
-    assert_false(update_changes_nothing(&u, &no_version));
+    assert_false(update_changes_nothing(&u, &bare));
 }
 
 /* Parameters replace those in force: the same ones (in any key order) change nothing; {} does
@@ -54,25 +51,30 @@ static void test_plan_and_maintenance(void **state)
 static void test_parameters(void **state)
 {
     (void)state;
-    json_t *same = parse("{\"tags\":[\"a\",\"b\"],\"size\":1}");
-    json_t *other = parse("{\"size\":2,\"tags\":[\"a\",\"b\"]}");
-    json_t *order = parse("{\"size\":1,\"tags\":[\"b\",\"a\"]}");
-    json_t *empty = parse("{}");
-    struct update_change u = {.plan_id = "small", .parameters = same};
-    assert_true(update_changes_nothing(&u, &instance));
-    u.parameters = other;
-    assert_false(update_changes_nothing(&u, &instance));
-    u.parameters = order;
-    assert_false(update_changes_nothing(&u, &instance));
-    u.parameters = empty;
-    assert_false(update_changes_nothing(&u, &instance));
-    const struct update_instance none = {.plan_id = "small"};
-    assert_true(update_changes_nothing(&u, &none));
-    u.parameters = same;
-    assert_false(update_changes_nothing(&u, &none));
+    json_t *same = json_from_text("{\"tags\":[\"a\",\"b\"],\"size\":1}");
+    json_t *other = json_from_text("{\"size\":2,\"tags\":[\"a\",\"b\"]}");
+    json_t *order = json_from_text("{\"size\":1,\"tags\":[\"b\",\"a\"]}");
+    json_t *empty = json_from_text("{}");
     const struct update_instance broken = {.plan_id = "small", .parameters = "{"};
-    u.parameters = empty;
-    assert_false(update_changes_nothing(&u, &broken));
+    const struct {
+        const json_t *parameters;
+        const struct update_instance *in_force;
+        bool changes_nothing;
+    } cases[] = {
+        {same, &instance, true},
+        {other, &instance, false},
+        {order, &instance, false}, /* a list's order is its value */
+        {empty, &instance, false},
+        {empty, &bare, true},
+        {same, &bare, false},
+        /* What is in force does not parse: nothing can be the same as it. */
+        {empty, &broken, false},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const struct update_change u = {.plan_id = "small", .parameters = cases[i].parameters};
+        if (update_changes_nothing(&u, cases[i].in_force) != cases[i].changes_nothing)
+            fail_msg("case %zu: changes nothing should be %d", i, cases[i].changes_nothing);
+    }
     json_decref(same);
     json_decref(other);
     json_decref(order);
@@ -83,28 +85,20 @@ static void test_parameters(void **state)
 static void test_context(void **state)
 {
     (void)state;
-    json_t *same = parse("{\"space_guid\":\"s1\",\"platform\":\"cloudfoundry\"}");
-    json_t *moved = parse("{\"space_guid\":\"s2\",\"platform\":\"cloudfoundry\"}");
+    json_t *same = json_from_text("{\"space_guid\":\"s1\",\"platform\":\"cloudfoundry\"}");
+    json_t *moved = json_from_text("{\"space_guid\":\"s2\",\"platform\":\"cloudfoundry\"}");
     struct update_change u = {.plan_id = "small", .context = same, .allow_context_updates = true};
     assert_true(update_changes_nothing(&u, &instance));
     u.context = moved;
     assert_false(update_changes_nothing(&u, &instance));
     u.allow_context_updates = false;
     assert_true(update_changes_nothing(&u, &instance));
-    const struct update_instance none = {.plan_id = "small"};
     u.allow_context_updates = true;
-    assert_false(update_changes_nothing(&u, &none));
+    assert_false(update_changes_nothing(&u, &bare));
     json_decref(same);
     json_decref(moved);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_nothing_named_changes_nothing),
-        cmocka_unit_test(test_plan_and_maintenance),
-        cmocka_unit_test(test_parameters),
-        cmocka_unit_test(test_context),
-    };
-    return cmocka_run_group_tests_name("update_change", tests, NULL, NULL);
-}
+OSBQ_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_nothing_named_changes_nothing),
+               cmocka_unit_test(test_plan_and_maintenance), cmocka_unit_test(test_parameters),
+               cmocka_unit_test(test_context))

@@ -329,22 +329,22 @@ static void test_process_status(void **state)
     osbq_store_strings_free(list);
 }
 
-/* The event names of an operation's history, joined by spaces. */
-static void history_events(struct store_fixture *f, const char *op, char *out, size_t size)
+/* Checks the event names of an operation's history, joined by spaces, against want. */
+static void assert_history(struct store_fixture *f, const char *op, const char *want)
 {
     struct osbq_fields fields = {0};
     char **history = NULL;
     size_t count = 0;
     struct osbq_error err = {0};
-    out[0] = '\0';
+    char out[512] = "";
     assert_int_equal(osbq_store_operation_get(f->store, op, &fields, &history, &count, &err), 1);
     for (size_t i = 0; i < count; i++) {
         const char *at = strstr(history[i], "\"event\":\"");
         assert_non_null(at);
         at += strlen("\"event\":\"");
         size_t used = strlen(out);
-        (void)snprintf(out + used, size - used, "%s%.*s", used ? " " : "", (int)strcspn(at, "\""),
-                       at);
+        (void)snprintf(out + used, sizeof out - used, "%s%.*s", used ? " " : "",
+                       (int)strcspn(at, "\""), at);
     }
     /* The encoded job and the digest stay inside Redis. */
     assert_null(osbq_fields_get(&fields, "job"));
@@ -352,6 +352,7 @@ static void history_events(struct store_fixture *f, const char *op, char *out, s
     assert_string_equal(osbq_fields_get(&fields, "kind"), "provision");
     osbq_fields_clear(&fields);
     osbq_store_strings_free(history);
+    assert_string_equal(out, want);
 }
 
 /* A poll that names its operation reads the operation alone (docs/decisions/0043): answered
@@ -472,7 +473,6 @@ static void test_operation_history_and_repairs(void **state)
 {
     struct store_fixture *f = *state;
     struct osbq_error err = {0};
-    char events[512];
     assert_int_equal(begin(f, "provision", "oph", "ih", "d", "plan-a", NULL, NULL, NULL),
                      OSBQ_BEGIN_ACCEPTED);
     assert_int_equal(claim(f, "oph", "w1", 10000), 1);
@@ -502,9 +502,8 @@ static void test_operation_history_and_repairs(void **state)
     assert_string_equal(store_field(f, "t:op:oph", "description"), "Stuck; failed by ops.");
     assert_string_equal(store_field(f, "t:instance:ih", "state"), "failed");
     assert_string_equal(store_field(f, "t:instance:ih", "lock_x"), "");
-    history_events(f, "oph", events, sizeof events);
-    assert_string_equal(events,
-                        "claimed released claimed resent_by_operator claimed failed_by_operator");
+    assert_history(f, "oph",
+                   "claimed released claimed resent_by_operator claimed failed_by_operator");
     /* The history is a field of the operation: it expires with it, no key of its own. */
     redisReply *exists = redisCommand(f->direct, "EXISTS t:history:oph");
     assert_int_equal(exists->integer, 0);
@@ -650,9 +649,7 @@ static void test_recovery_resends_then_abandons(void **state)
     assert_string_equal(store_field(f, "t:instance:i7", "state"), "failed");
     assert_string_equal(store_field(f, "t:instance:i7", "lock_x"), "");
     assert_int_equal(osbq_store_abandon(f->store, "r1", "Again.", &err), 0);
-    char events[256];
-    history_events(f, "r1", events, sizeof events);
-    assert_string_equal(events, "resent claimed lease_expired claimed abandoned");
+    assert_history(f, "r1", "resent claimed lease_expired claimed abandoned");
 }
 
 /* A step-wise operation: a step ends in progress (wait), the operation is held by nobody until
@@ -745,9 +742,7 @@ static void test_steps_wait_and_poll(void **state)
     assert_string_equal(store_field(f, "t:op:s1", "state"), "succeeded");
     assert_string_equal(store_field(f, "t:op:s1", "due_ms"), "");
     assert_string_equal(store_field(f, "t:instance:is", "state"), "provisioned");
-    char events[256];
-    history_events(f, "s1", events, sizeof events);
-    assert_string_equal(events, "claimed waiting succeeded");
+    assert_history(f, "s1", "claimed waiting succeeded");
 }
 
 /* A waiting operation under the repairs: a poll step's worker dies (its lease runs out: queued,

@@ -86,6 +86,14 @@ void fake_call_init(struct fake_call *f, enum osbq_job_kind kind, const struct o
     f->call.ctx = f;
 }
 
+const struct backend *fake_call_backend(const char *name)
+{
+    const struct backend *b = backend_find(name);
+    assert_non_null(b);
+    assert_string_equal(b->name, name);
+    return b;
+}
+
 void fake_call_clear(struct fake_call *f)
 {
     backend_call_clear(&f->call);

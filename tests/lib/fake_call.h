@@ -38,6 +38,10 @@ struct fake_call {
 void fake_call_init(struct fake_call *f, enum osbq_job_kind kind, const struct osbq_plan *plan,
                     const char *parameters);
 
+/* The backend registered as name (the catalog's backend member); cmocka fails the test unless
+ * there is one and it answers to that name. */
+const struct backend *fake_call_backend(const char *name);
+
 /* Frees what the call and f hold (the result, parameters, resume); f can be run again after
  * fake_call_init. */
 void fake_call_clear(struct fake_call *f);

@@ -17,7 +17,6 @@ to the gateways in turn, so the workers are never the bottleneck. Printed as NAM
 
 usage: due.py BUILD_DIR [GATEWAYS [WORKERS [COUNT [RATE]]]]   (defaults 4 2 300 20)"""
 
-import json
 import os
 import re
 import sys
@@ -25,21 +24,13 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
 
-from own_stack import INSTANT, Broker, osbq_stack, own_stack, quantiles  # noqa: E402
+from own_stack import (  # noqa: E402
+    INSTANT, Broker, osbq_stack, own_stack, plan_operations, quantiles)
 
 THREE_HUNDRED = "0b5e7c1a-9d3f-4e2b-8a61-b7c4d2e9f107"
 DURATION_MS = 300
 END_TIMEOUT_S = 120
 NAMESPACE = "osbq"
-# The end times of every operation on the plan, in one round trip.
-TIMES_SCRIPT = """
-local out = {}
-for _, key in ipairs(redis.call('KEYS', ARGV[1])) do
-  local r = redis.call('HMGET', key, 'plan_id', 'state', 'created_ms', 'finished_ms')
-  if r[1] == ARGV[2] then out[#out + 1] = {r[2] or '', r[3] or '0', r[4] or '0'} end
-end
-return cjson.encode(out)
-"""
 
 
 def commandstats(redis):
@@ -81,12 +72,12 @@ def main():
         stats = commandstats(stack.redis)
         # The polls of the wait above and this read are the bench's, not the broker's.
         calls = sum(v for k, v in stats.items() if k not in ("zcard", "info", "config|resetstat"))
-        times = json.loads(stack.redis.command("EVAL", TIMES_SCRIPT, 0, NAMESPACE + ":op:*",
-                                               THREE_HUNDRED))
-        bad = [t for t in times if t[0] != "succeeded"]
+        times = plan_operations(stack.redis, NAMESPACE, THREE_HUNDRED, "state", "created_ms",
+                                "finished_ms")
+        bad = [t for t in times if t[1] != "succeeded"]
         if len(times) != count or bad:
             raise SystemExit("%d operations, %d not succeeded" % (len(times), len(bad)))
-        e2e = quantiles([int(t[2]) - int(t[1]) - DURATION_MS for t in times])
+        e2e = quantiles([int(t[3]) - int(t[2]) - DURATION_MS for t in times])
         steps = quantiles([int(m) for w in wks
                            for m in re.findall(r"msg=job_start .* late_ms=(\d+)", w.log())])
         print("gateways=%d workers=%d count=%d rate=%d" % (gateways, workers, count, rate))

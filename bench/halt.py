@@ -22,45 +22,30 @@ usage: halt.py BUILD_DIR [VARIANT [COUNT]]   (defaults sim 200)"""
 import json
 import os
 import sys
-import tempfile
 import time
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
 
-from own_stack import BENCH_DIR, INSTANT, SERVICE, Broker, osbq_stack, own_stack, quantiles  # noqa
+from own_stack import (  # noqa: E402
+    BENCH_DIR, INSTANT, SERVICE, Broker, osbq_stack, own_stack, plan_operations, quantiles,
+    variant_args)
 
 WORK_S = 30
 NAMESPACE = "osbq"
 END_TIMEOUT_S = 120
 HALTING_PLAN = "0b5e7c1a-9d3f-4e2b-8a61-b7c4d2e9f1a1"
-# The records of every operation, in one round trip: id, kind, state, halted_by, finished_ms.
-OPS_SCRIPT = """
-local out = {}
-for _, key in ipairs(redis.call('KEYS', ARGV[1])) do
-  local r = redis.call('HMGET', key, 'kind', 'state', 'halted_by', 'finished_ms', 'plan_id')
-  if r[5] == ARGV[2] then
-    out[#out + 1] = {string.sub(key, #ARGV[1]), r[1] or '', r[2] or '', r[3] or '', r[4] or '0'}
-  end
-end
-return cjson.encode(out)
-"""
 
 
-def catalog(variant, path):
-    """bench/catalog.json plus the 30-s plan of variant, written to path."""
-    with open(os.path.join(BENCH_DIR, "catalog.json")) as f:
-        doc = json.load(f)
+def halting_plan(variant):
+    """The 30-s plan of variant."""
     settings = {"backend": "sim", "blocking": True, "provision_ms": WORK_S * 1000}
     if variant == "exec":
         settings = {"backend": "exec", "env": {"SLEEP_S": str(WORK_S)},
                     "command": ["/bin/sh",
                                 os.path.join(BENCH_DIR, "exec", "provision_sleeps.sh")]}
-    doc["services"][0]["plans"].append({
-        "id": HALTING_PLAN, "name": "halting-%s" % variant,
-        "description": "One step of %d s, deleted while it runs." % WORK_S, "osbq": settings})
-    with open(path, "w") as f:
-        json.dump(doc, f)
+    return {"id": HALTING_PLAN, "name": "halting-%s" % variant,
+            "description": "One step of %d s, deleted while it runs." % WORK_S, "osbq": settings}
 
 
 def delete(broker, iid):
@@ -84,15 +69,8 @@ def running_jobs(port):
 
 
 def main():
-    if len(sys.argv) < 2:
-        sys.exit(__doc__)
-    build_dir = sys.argv[1]
-    variant = sys.argv[2] if len(sys.argv) > 2 else "sim"
-    count = int(sys.argv[3]) if len(sys.argv) > 3 else 200
-    catalog_dir = tempfile.mkdtemp(prefix="osbq-bench-halt-catalog-")
-    catalog_path = os.path.join(catalog_dir, "catalog.json")
-    catalog(variant, catalog_path)
-    with own_stack(build_dir, "osbq-bench-halt-", OSBQ_CATALOG=catalog_path) as (stack, password):
+    build_dir, variant, count = variant_args(__doc__, 200)
+    with own_stack(build_dir, "osbq-bench-halt-", plan=halting_plan(variant)) as (stack, password):
         gateway = stack.start_gateway(name="gateway-0", ready_path="/readyz")
         ports = [osbq_stack.free_port() for _ in range(2)]
         for i, port in enumerate(ports):
@@ -121,8 +99,8 @@ def main():
             deleted[operation] = (sent, at)
         osbq_stack.wait_until(lambda: stack.redis.command("ZCARD", NAMESPACE + ":queue") == 0,
                               END_TIMEOUT_S, "every operation to end")
-        ops = json.loads(stack.redis.command("EVAL", OPS_SCRIPT, 0, NAMESPACE + ":op:*",
-                                             HALTING_PLAN))
+        ops = plan_operations(stack.redis, NAMESPACE, HALTING_PLAN, "kind", "state", "halted_by",
+                              "finished_ms")
         halts, halts_sent, deprovisions, not_halted = [], [], [], 0
         for _, kind, state, halted_by, finished in ops:
             if kind == "provision" and halted_by in deleted and state == "failed":

@@ -64,7 +64,6 @@ import re
 import shutil
 import signal
 import sys
-import tempfile
 import threading
 import time
 import urllib.request
@@ -72,7 +71,9 @@ import uuid
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
 
-from own_stack import BENCH_DIR, INSTANT, SERVICE, Broker, osbq_stack, own_stack, quantiles  # noqa
+from own_stack import (  # noqa: E402
+    BENCH_DIR, INSTANT, SERVICE, Broker, osbq_stack, own_stack, plan_operations, quantiles,
+    variant_args)
 
 PLAN = "0b5e7c1a-9d3f-4e2b-8a61-b7c4d2e9f1b2"
 STEP_S = 1.5
@@ -97,20 +98,6 @@ END_TIMEOUT_S = 150
 SYNC_TIMEOUT_MS = 20000
 HTTP_TIMEOUT_S = 40
 NAMESPACE = "osbq"
-# Every operation's record, in one round trip: id, kind, state, created_ms, finished_ms, worker,
-# history.
-OPS_SCRIPT = """
-local out = {}
-for _, key in ipairs(redis.call('KEYS', ARGV[1])) do
-  local r = redis.call('HMGET', key, 'kind', 'state', 'created_ms', 'finished_ms', 'worker',
-                       'history', 'started_ms', 'plan_id')
-  if r[8] == ARGV[2] then
-    out[#out + 1] = {string.sub(key, #ARGV[1]), r[1] or '', r[2] or '', r[3] or '0',
-                     r[4] or '', r[5] or '', r[6] or '', r[7] or ''}
-  end
-end
-return cjson.encode(out)
-"""
 # The operations the queue holds and their state and worker, just before a kill.
 QUEUE_SCRIPT = """
 local out = {}
@@ -137,10 +124,8 @@ def worker_pid(worker_id):
     return int(m.group(1)) if m else None
 
 
-def catalog(variant, path):
-    """bench/catalog.json plus the bindable plan of variant whose every step works STEP_S."""
-    with open(os.path.join(BENCH_DIR, "catalog.json")) as f:
-        doc = json.load(f)
+def takeover_plan(variant):
+    """The bindable plan of variant whose every step works STEP_S."""
     ms = int(STEP_S * 1000)
     settings = {"backend": "sim", "blocking": True, "provision_ms": ms, "deprovision_ms": ms,
                 "update_ms": ms, "bind_ms": ms, "unbind_ms": ms}
@@ -148,12 +133,9 @@ def catalog(variant, path):
         settings = {"backend": "exec", "env": {"SLEEP_S": str(STEP_S)},
                     "command": ["/bin/sh", os.path.join(BENCH_DIR, "exec", "sleep.sh")]}
     settings["sync_timeout_ms"] = SYNC_TIMEOUT_MS
-    doc["services"][0]["plans"].append({
-        "id": PLAN, "name": "takeover-%s" % variant,
-        "description": "Every step works %g s; its workers are killed (takeover)." % STEP_S,
-        "osbq": settings})
-    with open(path, "w") as f:
-        json.dump(doc, f)
+    return {"id": PLAN, "name": "takeover-%s" % variant,
+            "description": "Every step works %g s; its workers are killed (takeover)." % STEP_S,
+            "osbq": settings}
 
 
 class Stats:
@@ -451,8 +433,8 @@ class Run:
             pass
         self.lost = self.not_ended()
         self.counters_after = gateway_counters(ports)
-        self.ops = json.loads(stack.redis.command("EVAL", OPS_SCRIPT, 0, NAMESPACE + ":op:*",
-                                                  PLAN))
+        self.ops = plan_operations(stack.redis, NAMESPACE, PLAN, "kind", "state", "created_ms",
+                                   "finished_ms", "worker", "history", "started_ms")
         for c in clients:
             c.close()
 
@@ -514,33 +496,23 @@ class Run:
 
 
 def main():
-    if len(sys.argv) < 2:
-        sys.exit(__doc__)
-    build_dir = sys.argv[1]
-    variant = sys.argv[2] if len(sys.argv) > 2 else "sim"
-    kills_s = int(sys.argv[3]) if len(sys.argv) > 3 else 60
+    build_dir, variant, kills_s = variant_args(__doc__, 60)
     if variant not in ("sim", "exec") or kills_s < 10:
         sys.exit(__doc__)
-    catalog_dir = tempfile.mkdtemp(prefix="osbq-bench-takeover-catalog-")
-    try:
-        catalog_path = os.path.join(catalog_dir, "catalog.json")
-        catalog(variant, catalog_path)
-        with own_stack(build_dir, "osbq-bench-takeover-", OSBQ_CATALOG=catalog_path) as (
-                stack, password):
-            run = Run(stack, password, kills_s)
-            run.run()
-            keep = os.environ.get("BENCH_TAKEOVER_LOGS")
-            if keep:
-                keep = os.path.join(keep, "%s-%d" % (variant, time.time()))
-                os.makedirs(keep)
-            log_summary(stack, keep)
-            if keep:
-                with open(os.path.join(keep, "operations.json"), "w") as f:
-                    json.dump({"kills": run.kills, "operations": run.ops}, f)
-            # Printed before the stack stops: a stop that fails must not hide them.
-            run.report(variant)
-    finally:
-        shutil.rmtree(catalog_dir, ignore_errors=True)
+    with own_stack(build_dir, "osbq-bench-takeover-", plan=takeover_plan(variant)) as (
+            stack, password):
+        run = Run(stack, password, kills_s)
+        run.run()
+        keep = os.environ.get("BENCH_TAKEOVER_LOGS")
+        if keep:
+            keep = os.path.join(keep, "%s-%d" % (variant, time.time()))
+            os.makedirs(keep)
+        log_summary(stack, keep)
+        if keep:
+            with open(os.path.join(keep, "operations.json"), "w") as f:
+                json.dump({"kills": run.kills, "operations": run.ops}, f)
+        # Printed before the stack stops: a stop that fails must not hide them.
+        run.report(variant)
 
 
 if __name__ == "__main__":

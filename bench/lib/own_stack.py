@@ -1,6 +1,8 @@
 """What the bench's scripts that start a stack of their own share (bench/due.py,
-bench/noisy_neighbor.py): that stack, started and stopped by PID with the integration tests'
-launcher on loopback and the bench's settings, a keep-alive broker client, and quantiles."""
+bench/noisy_neighbor.py and the like): that stack, started and stopped by PID with the
+integration tests' launcher on loopback and the bench's settings (the bench catalog, plus a plan
+of the script's own), a keep-alive broker client, the records of a plan's operations, and
+quantiles."""
 
 import base64
 import http.client
@@ -21,18 +23,43 @@ SERVICE = "0b5e7c1a-9d3f-4e2b-8a61-b7c4d2e9f001"  # bench/catalog.json's service
 INSTANT = "0b5e7c1a-9d3f-4e2b-8a61-b7c4d2e9f101"  # every operation in 0 ms
 
 
+# For EVAL 0 <namespace>:op:* <plan> <field>...: the operations on plan, in one round trip, each
+# as [its id, then each field's value ('' where the record has none)].
+PLAN_OPERATIONS_SCRIPT = """
+local out = {}
+for _, key in ipairs(redis.call('KEYS', ARGV[1])) do
+  local r = redis.call('HMGET', key, 'plan_id', unpack(ARGV, 3))
+  if r[1] == ARGV[2] then
+    local row = {string.sub(key, #ARGV[1])}
+    for i = 2, #r do row[i] = r[i] or '' end
+    out[#out + 1] = row
+  end
+end
+return cjson.encode(out)
+"""
+
+
 @contextmanager
-def own_stack(build_dir, prefix, **settings):
+def own_stack(build_dir, prefix, plan=None, **settings):
     """A redis-server of its own, for the gateways and workers of build_dir the caller starts;
-    yields (stack, broker password). The daemons get the bench catalog, the broker user "bench"
-    and OSBQ_LOG_LEVEL=warn unless settings say otherwise. Everything is stopped by PID and the
-    directory removed on the way out."""
+    yields (stack, broker password). The daemons get the bench catalog (with plan, a plan's
+    object, added to its service when given), the broker user "bench" and OSBQ_LOG_LEVEL=warn
+    unless settings say otherwise. Everything is stopped by PID and the directory removed on
+    the way out."""
     workdir = tempfile.mkdtemp(prefix=prefix)
     password = uuid.uuid4().hex
     password_file = os.path.join(workdir, "password")
     with open(password_file, "w") as f:
         f.write(password)
-    base = {"OSBQ_CATALOG": os.path.join(BENCH_DIR, "catalog.json"),
+    catalog = os.path.join(BENCH_DIR, "catalog.json")
+    if plan is not None:
+        with open(catalog) as f:
+            doc = json.load(f)
+        doc["services"][0]["plans"].append(plan)
+        catalog = os.path.join(workdir, "catalog.json")
+        with open(catalog, "w") as f:
+            json.dump(doc, f)
+    base = {"OSBQ_CATALOG": catalog,
             "OSBQ_BROKER_USERNAME": "bench", "OSBQ_BROKER_PASSWORD_FILE": password_file,
             "OSBQ_LOG_LEVEL": "warn"}
     base.update(settings)
@@ -67,6 +94,22 @@ class Broker:
         r = self.conn.getresponse()
         r.read()
         return r.status, iid
+
+
+def plan_operations(redis, namespace, plan, *fields):
+    """The operations on plan in namespace, each as [its id, then fields' values ('' where the
+    record has none)], read in one round trip."""
+    return json.loads(redis.command("EVAL", PLAN_OPERATIONS_SCRIPT, 0, namespace + ":op:*", plan,
+                                    *fields))
+
+
+def variant_args(usage, default_n):
+    """(BUILD_DIR, VARIANT, N) of a case whose usage is `BUILD_DIR [VARIANT [N]]`: VARIANT sim
+    and N default_n unless given; without BUILD_DIR, exits with usage."""
+    if len(sys.argv) < 2:
+        sys.exit(usage)
+    return (sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else "sim",
+            int(sys.argv[3]) if len(sys.argv) > 3 else default_n)
 
 
 def quantiles(values):

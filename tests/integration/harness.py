@@ -7,9 +7,11 @@ import base64
 import http.client
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import unittest
@@ -214,8 +216,9 @@ def provision_body(service_id, plan_id, extra=None, instance_name="it"):
 
 
 class StackTestCase(unittest.TestCase):
-    """One stack per test class, on CATALOG with EXTRA_ENV: start_stack() starts on it what the
-    class's tests share. The stack stops when start_stack() fails and after the last test."""
+    """One stack per test class, made by make_stack() (on CATALOG with EXTRA_ENV): start_stack()
+    starts on it what the class's tests share. The stack stops when start_stack() fails and
+    after the last test."""
 
     CATALOG = EXAMPLE_CATALOG
     EXTRA_ENV = {}
@@ -223,12 +226,17 @@ class StackTestCase(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         super().setUpClass()
-        cls.stack = Stack(catalog=cls.CATALOG, extra_env=cls.EXTRA_ENV)
+        cls.stack = cls.make_stack()
         try:
             cls.start_stack()
         except BaseException:
             cls.stack.stop()
             raise
+
+    @classmethod
+    def make_stack(cls):
+        """The class's stack, not started yet (its redis-server alone runs)."""
+        return Stack(catalog=cls.CATALOG, extra_env=cls.EXTRA_ENV)
 
     @classmethod
     def start_stack(cls):
@@ -238,6 +246,39 @@ class StackTestCase(unittest.TestCase):
     def tearDownClass(cls):
         cls.stack.stop()
         super().tearDownClass()
+
+
+class DirStackTestCase(StackTestCase):
+    """StackTestCase with a temporary directory of the class's own, cls.dir (named after
+    DIR_PREFIX), for the files the stack's settings name: make_stack() writes there its catalog,
+    a policy, keys (write_json). The directory is made before make_stack() and removed after the
+    stack stopped, or when setting up the class fails."""
+
+    DIR_PREFIX = "osbq-it-"
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix=cls.DIR_PREFIX)
+        try:
+            super().setUpClass()
+        except BaseException:
+            shutil.rmtree(cls.dir, ignore_errors=True)
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        try:
+            super().tearDownClass()
+        finally:
+            shutil.rmtree(cls.dir, ignore_errors=True)
+
+    @classmethod
+    def write_json(cls, name, doc):
+        """doc written as JSON to cls.dir/name; its path."""
+        path = os.path.join(cls.dir, name)
+        with open(path, "w") as f:
+            json.dump(doc, f)
+        return path
 
 
 class ClusterTestCase(StackTestCase):

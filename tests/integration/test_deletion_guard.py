@@ -5,10 +5,6 @@ refused deletion until an update clears it; the delete of a failed provision (th
 orphan mitigation) is never refused. Real redis-server, a gateway and a worker, the sim
 backend; every wait bounded."""
 
-import json
-import os
-import shutil
-import tempfile
 import time
 import unittest
 
@@ -19,10 +15,11 @@ PLAN = "3c5e7a90-2b4d-4f6a-8c1e-5d7f9b1a3c01"
 CAP = 3
 
 
-class DeletionGuard(unittest.TestCase):
+class DeletionGuard(harness.DirStackTestCase):
+    DIR_PREFIX = "osbq-deletion-guard-"
+
     @classmethod
-    def setUpClass(cls):
-        cls.dir = tempfile.mkdtemp(prefix="osbq-deletion-guard-")
+    def make_stack(cls):
         catalog = {"services": [{
             "name": "osbq-guard-test", "id": SERVICE, "description": "deletion guard",
             "bindable": True, "plan_updateable": True, "instances_retrievable": True,
@@ -30,26 +27,13 @@ class DeletionGuard(unittest.TestCase):
             "plans": [{"id": PLAN, "name": "fast", "description": "fast",
                        "osbq": {"backend": "sim", "provision_ms": 0, "update_ms": 0,
                                 "deprovision_ms": 0, "bind_ms": 0, "unbind_ms": 0}}]}]}
-        path = os.path.join(cls.dir, "catalog.json")
-        with open(path, "w") as f:
-            json.dump(catalog, f)
-        policy = os.path.join(cls.dir, "policy.json")
-        with open(policy, "w") as f:
-            json.dump({"deletes_per_minute_per_tenant": {"*": CAP}}, f)
-        cls.stack = harness.Stack(catalog=path, extra_env={"OSBQ_POLICY": policy})
-        try:
-            cls.gateway, _ = harness.start_connected(cls.stack, 1)
-        except BaseException:
-            cls.stack.stop()
-            shutil.rmtree(cls.dir, ignore_errors=True)
-            raise
+        path = cls.write_json("catalog.json", catalog)
+        policy = cls.write_json("policy.json", {"deletes_per_minute_per_tenant": {"*": CAP}})
+        return harness.Stack(catalog=path, extra_env={"OSBQ_POLICY": policy})
 
     @classmethod
-    def tearDownClass(cls):
-        try:
-            cls.stack.stop()
-        finally:
-            shutil.rmtree(cls.dir, ignore_errors=True)
+    def start_stack(cls):
+        cls.gateway, _ = harness.start_connected(cls.stack, 1)
 
     def request(self, method, path, body=None):
         return harness.request_once(self.stack, self.gateway, method, path, body)

@@ -7,8 +7,6 @@ wait their turn, none fails, all end within a bound, and no more than 256 ran at
 
 import json
 import os
-import shutil
-import tempfile
 import threading
 import time
 import unittest
@@ -66,33 +64,24 @@ def catalog(record_dir, state_dir):
         ]}]}
 
 
-class ExecStepsTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.dir = tempfile.mkdtemp(prefix="osbq-exec-steps-")
-        cls.record_dir = os.path.join(cls.dir, "runs")
-        os.mkdir(cls.record_dir)
-        path = os.path.join(cls.dir, "catalog.json")
-        with open(path, "w") as f:
-            json.dump(catalog(cls.record_dir, os.path.join(cls.dir, "state")), f)
-        cls.stack = harness.Stack(catalog=path, extra_env={
-            "OSBQ_RECOVERY_INTERVAL_MS": "200",
-            "OSBQ_SHUTDOWN_GRACE_MS": str(GRACE_S * 1000)})
-        try:
-            cls.gateways, cls.workers = harness.start_cluster(
-                cls.stack, 1, 1, OSBQ_WORKER_EXEC_CONCURRENCY=str(EXEC_CONCURRENCY))
-            harness.wait_workers_connected(cls.gateways, 1)
-        except BaseException:
-            cls.stack.stop()
-            shutil.rmtree(cls.dir, ignore_errors=True)
-            raise
+class ExecStepsTest(harness.DirStackTestCase):
+    DIR_PREFIX = "osbq-exec-steps-"
 
     @classmethod
-    def tearDownClass(cls):
-        try:
-            cls.stack.stop()
-        finally:
-            shutil.rmtree(cls.dir, ignore_errors=True)
+    def make_stack(cls):
+        cls.record_dir = os.path.join(cls.dir, "runs")
+        os.mkdir(cls.record_dir)
+        path = cls.write_json("catalog.json",
+                              catalog(cls.record_dir, os.path.join(cls.dir, "state")))
+        return harness.Stack(catalog=path, extra_env={
+            "OSBQ_RECOVERY_INTERVAL_MS": "200",
+            "OSBQ_SHUTDOWN_GRACE_MS": str(GRACE_S * 1000)})
+
+    @classmethod
+    def start_stack(cls):
+        cls.gateways, cls.workers = harness.start_cluster(
+            cls.stack, 1, 1, OSBQ_WORKER_EXEC_CONCURRENCY=str(EXEC_CONCURRENCY))
+        harness.wait_workers_connected(cls.gateways, 1)
 
     def setUp(self):
         self.client = self.stack.client(self.gateways[0])

@@ -11,7 +11,6 @@ import json
 import os
 import secrets
 import shutil
-import tempfile
 import unittest
 import uuid
 
@@ -36,37 +35,27 @@ def key_id(key):
     return hashlib.blake2b(b"osbq secret key id", digest_size=8, key=key).hexdigest()
 
 
-class ExportImport(CtlTestCase):
+class ExportImport(harness.DirStackTestCase, CtlTestCase):
+    DIR_PREFIX = "osbq-export-"
+
     @classmethod
-    def setUpClass(cls):
-        cls.dir = tempfile.mkdtemp(prefix="osbq-export-")
-        cls.policy = os.path.join(cls.dir, "policy.json")
-        with open(cls.policy, "w") as f:
-            json.dump({"quotas": [{"name": "total", "max_instances": 100},
-                                  {"name": "per-org", "per": "organization_guid",
-                                   "max_instances": 50}]}, f)
+    def make_stack(cls):
+        cls.policy = cls.write_json("policy.json", {
+            "quotas": [{"name": "total", "max_instances": 100},
+                       {"name": "per-org", "per": "organization_guid", "max_instances": 50}]})
         cls.old_key, cls.new_key = secrets.token_bytes(32), secrets.token_bytes(32)
         cls.source_keys = cls.write_keys("source-keys", cls.old_key)
         # The target's file after a rotation: a new first key, the old one below it.
         cls.target_keys = cls.write_keys("target-keys", cls.new_key, cls.old_key)
-        cls.stack = harness.Stack(catalog=CATALOG, extra_env={
+        return harness.Stack(catalog=CATALOG, extra_env={
             "OSBQ_POLICY": cls.policy, "OSBQ_NAMESPACE": SOURCE,
             "OSBQ_SECRET_KEY_FILE": cls.source_keys, "OSBQ_TENANT_KEY": "organization",
             "OSBQ_RECOVERY_INTERVAL_MS": "200"})
-        try:
-            cls.gateway, _ = harness.start_connected(cls.stack, 1)
-        except BaseException:
-            cls.stack.stop()
-            shutil.rmtree(cls.dir, ignore_errors=True)
-            raise
-        cls.credentials = {}
 
     @classmethod
-    def tearDownClass(cls):
-        try:
-            cls.stack.stop()
-        finally:
-            shutil.rmtree(cls.dir, ignore_errors=True)
+    def start_stack(cls):
+        cls.gateway, _ = harness.start_connected(cls.stack, 1)
+        cls.credentials = {}
 
     @classmethod
     def write_keys(cls, name, *keys):
@@ -118,11 +107,7 @@ class ExportImport(CtlTestCase):
     # ---- platform calls on the source ----
 
     def request(self, method, path, body=None, gateway=None):
-        c = self.stack.client(gateway or self.gateway)
-        try:
-            return c.request(method, path, body)
-        finally:
-            c.close()
+        return harness.request_once(self.stack, gateway or self.gateway, method, path, body)
 
     def provision(self, org, plan=FAST):
         iid = harness.new_id()

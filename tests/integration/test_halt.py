@@ -6,9 +6,7 @@ redis backends see. Real redis-server, gateways and workers on loopback; every w
 import hashlib
 import json
 import os
-import shutil
 import signal
-import tempfile
 import time
 import unittest
 
@@ -36,7 +34,25 @@ LEASE_MS = 3000
 HALT_TIMEOUT_S = 15.0
 
 
-class HaltTestCase(harness.ClusterTestCase):
+class Operations:
+    """What the halting tests read of an operation: its id in a 202, its record in the Redis of
+    self.stack, its step running."""
+
+    def accepted(self, r):
+        self.assertEqual(r.status, 202, r.body)
+        return r.json()["operation"]
+
+    def op(self, operation):
+        return harness.redis_hash(self.stack.redis, "%s:op:%s" % (NAMESPACE, operation))
+
+    def running(self, operation):
+        """Waits until a worker runs the operation's step (its state in Redis); that worker."""
+        harness.wait_until(lambda: self.op(operation).get("state") == "running", 10,
+                           "operation %s running" % operation)
+        return self.op(operation)["worker"]
+
+
+class HaltTestCase(Operations, harness.ClusterTestCase):
     """The requests and checks of the halting tests, on tests/data/catalog-halt.json."""
 
     CATALOG = CATALOG
@@ -79,18 +95,6 @@ class HaltTestCase(harness.ClusterTestCase):
     def ended(self, iid, operation, bid=None):
         return self.wait_ended(lambda: self.last_operation(iid, operation, bid),
                                "operation %s" % operation, HALT_TIMEOUT_S)
-
-    def accepted(self, r):
-        self.assertEqual(r.status, 202, r.body)
-        return r.json()["operation"]
-
-    def op(self, operation):
-        return harness.redis_hash(self.stack.redis, "%s:op:%s" % (NAMESPACE, operation))
-
-    def running(self, operation):
-        """Waits until a worker runs the operation's step (its state in Redis)."""
-        harness.wait_until(lambda: self.op(operation).get("state") == "running", 10,
-                           "operation %s running" % operation)
 
     def assertHalted(self, iid, creation, deletion, bid=None):
         """The creation ended failed, halted by deletion, which then succeeded."""
@@ -272,27 +276,19 @@ class HaltMessage(HaltTestCase):
 
 
 
-class HaltPolicy(HaltTestCase):
+class HaltPolicy(harness.DirStackTestCase, HaltTestCase):
     """With OSBQ_POLICY: the halted provision's quota and the tenant's operations in progress
     are given back once (the deprovision carries the instance's quotas, decision 0044)."""
+
+    DIR_PREFIX = "osbq-halt-policy-"
 
     POLICY = {"quotas": [{"name": "halting", "plans": [RUNNING], "max_instances": 1}],
               "in_progress_per_tenant": 5}
 
     @classmethod
-    def setUpClass(cls):
-        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
-            json.dump(cls.POLICY, f)
-        cls.policy_path = f.name
-        cls.EXTRA_ENV = dict(HaltTestCase.EXTRA_ENV, OSBQ_POLICY=cls.policy_path)
-        super().setUpClass()
-
-    @classmethod
-    def tearDownClass(cls):
-        try:
-            super().tearDownClass()
-        finally:
-            os.unlink(cls.policy_path)
+    def make_stack(cls):
+        return harness.Stack(catalog=cls.CATALOG, extra_env=dict(
+            cls.EXTRA_ENV, OSBQ_POLICY=cls.write_json("policy.json", cls.POLICY)))
 
     def counters(self):
         """The quota's counter and the tenants' in-progress counters, as Redis holds them."""
@@ -325,7 +321,7 @@ class HaltPolicy(HaltTestCase):
         self.assertEqual(self.counters(), (None, []))
 
 
-class HaltFaults(unittest.TestCase):
+class HaltFaults(Operations, unittest.TestCase):
     """Decision 0051, Atomicity: a worker that dies while halting, a gateway that dies right
     after the delete's 202; each test on a stack of its own. Nothing stuck, no lock left."""
 
@@ -354,14 +350,6 @@ class HaltFaults(unittest.TestCase):
         self.assertEqual(r.status, 202, r.body)
         return r.json()["operation"]
 
-    def op(self, operation):
-        return harness.redis_hash(self.stack.redis, "%s:op:%s" % (NAMESPACE, operation))
-
-    def wait_running(self, operation):
-        harness.wait_until(lambda: self.op(operation).get("state") == "running", 10,
-                           "operation %s running" % operation)
-        return self.op(operation)["worker"]
-
     def assertHaltedThenGone(self, gateway, iid, creation, deletion):
         harness.wait_until(lambda: self.op(deletion).get("state") == "succeeded", HALT_TIMEOUT_S,
                            "the deprovision %s to succeed" % deletion)
@@ -382,7 +370,7 @@ class HaltFaults(unittest.TestCase):
         by_id = {harness.worker_id(w): w for w in workers}
         iid = harness.new_id()
         creation = self.provision(gateway, iid)
-        victim = by_id[self.wait_running(creation)]
+        victim = by_id[self.running(creation)]
         self.assertEqual(harness.kill(victim), -signal.SIGKILL)
         deletion = self.delete(gateway, iid)
         self.assertHaltedThenGone(gateway, iid, creation, deletion)
@@ -398,22 +386,23 @@ class HaltFaults(unittest.TestCase):
         harness.wait_workers_connected(gateways, 1)
         iid = harness.new_id()
         creation = self.provision(gateways[0], iid)
-        self.wait_running(creation)
+        self.running(creation)
         deletion = self.delete(gateways[0], iid)
         self.assertEqual(harness.kill(gateways[0]), -signal.SIGKILL)
         self.assertHaltedThenGone(gateways[1], iid, creation, deletion)
 
 
-class HaltBackends(unittest.TestCase):
+class HaltBackends(Operations, harness.DirStackTestCase):
     """What a backend sees of a halt (docs/backends.md, "A delete that halts a creation"): an
     exec program mid-step gets SIGTERM, one waiting between its polls is not run again, and the
     delete's job names the halted creation; the redis backend's delete removes what a halted
     creation left (an ACL user, keys). One stack: a gateway, a worker, and a second
     redis-server that the redis plans provision on."""
 
+    DIR_PREFIX = "osbq-halt-backends-"
+
     @classmethod
-    def setUpClass(cls):
-        cls.dir = tempfile.mkdtemp(prefix="osbq-halt-backends-")
+    def make_stack(cls):
         with open(CATALOG) as f:
             doc = json.load(f)
         service = doc["services"][0]
@@ -428,35 +417,18 @@ class HaltBackends(unittest.TestCase):
                       "command": ["/bin/sh", os.path.join(EXAMPLE_DIR, "background-job.sh")],
                       "env": {"WORK_SECONDS": "30", "STATE_DIR": os.path.join(cls.dir, "jobs")}}},
         ]
-        path = os.path.join(cls.dir, "catalog.json")
-        with open(path, "w") as f:
-            json.dump(doc, f)
-        cls.stack = harness.Stack(catalog=path, extra_env={"OSBQ_RECOVERY_INTERVAL_MS": "200"})
-        try:
-            cls.target = osbq_stack.Redis(cls.stack.workdir, name="redis-target")
-            cls.stack.processes.append(cls.target)
-            cls.gateway, _ = harness.start_connected(
-                cls.stack, 1, OSBQ_REDIS_TARGET_URL="redis://127.0.0.1:%d/0" % cls.target.port)
-        except BaseException:
-            cls.stack.stop()
-            raise
+        return harness.Stack(catalog=cls.write_json("catalog.json", doc),
+                             extra_env={"OSBQ_RECOVERY_INTERVAL_MS": "200"})
 
     @classmethod
-    def tearDownClass(cls):
-        try:
-            cls.stack.stop()
-        finally:
-            shutil.rmtree(cls.dir, ignore_errors=True)
+    def start_stack(cls):
+        cls.target = osbq_stack.Redis(cls.stack.workdir, name="redis-target")
+        cls.stack.processes.append(cls.target)
+        cls.gateway, _ = harness.start_connected(
+            cls.stack, 1, OSBQ_REDIS_TARGET_URL="redis://127.0.0.1:%d/0" % cls.target.port)
 
     def request(self, method, path, body=None):
         return harness.request_once(self.stack, self.gateway, method, path, body)
-
-    def accepted(self, r):
-        self.assertEqual(r.status, 202, r.body)
-        return r.json()["operation"]
-
-    def op(self, operation):
-        return harness.redis_hash(self.stack.redis, "%s:op:%s" % (NAMESPACE, operation))
 
     def wait_state(self, operation, states, timeout_s=HALT_TIMEOUT_S):
         harness.wait_until(lambda: self.op(operation).get("state") in states, timeout_s,

@@ -16,6 +16,11 @@ from harness_instances import (
 class Updating(InstanceTestCase):
     """0003, Update."""
 
+    def assertPlanAndParameters(self, iid, plan_id, parameters):
+        """The instance's plan and parameters as a GET answers them."""
+        fetched = self.fetch(iid).json()
+        self.assertEqual((fetched["plan_id"], fetched["parameters"]), (plan_id, parameters))
+
     def test_update_404_unknown_instance(self):
         """0003 Update: 404 for an unknown instance, or one not provisioned (its provision
         failed, or it was deprovisioned)."""
@@ -42,8 +47,7 @@ class Updating(InstanceTestCase):
         self.assertEqual(r.status, 200, r.body)
         r = self.patch(iid, {"service_id": SERVICE, "parameters": {"v": 3}})
         self.assertEqual(r.status, 200, r.body)
-        fetched = self.fetch(iid).json()
-        self.assertEqual((fetched["plan_id"], fetched["parameters"]), (FIXED, {"v": 3}))
+        self.assertPlanAndParameters(iid, FIXED, {"v": 3})
 
     def test_update_422_maintenance_info_conflict(self):
         """Updating a Service Instance, 422: MUST be returned with MaintenanceInfoConflict if
@@ -126,8 +130,7 @@ class Updating(InstanceTestCase):
                              "parameters": {"v": 2}}, gw=1)
         self.assertEqual(r.status, 200, r.body)
         self.assertEqual(r.json(), {})
-        fetched = self.fetch(iid).json()
-        self.assertEqual((fetched["plan_id"], fetched["parameters"]), (FAST_OTHER, {"v": 2}))
+        self.assertPlanAndParameters(iid, FAST_OTHER, {"v": 2})
 
     def test_update_async_202_operation_applied_on_success(self):
         """Updating a Service Instance, 202 with operation; 0003: parameters and plan change
@@ -141,8 +144,7 @@ class Updating(InstanceTestCase):
         self.assertEqual((record.get("plan_id"), json.loads(record.get("parameters", "null"))),
                          (SLOW_CHANGE, {"v": 1}), "applied before the update succeeded")
         self.wait_state(iid, "succeeded", op)
-        fetched = self.fetch(iid).json()
-        self.assertEqual((fetched["plan_id"], fetched["parameters"]), (SLOW, {"v": 2}))
+        self.assertPlanAndParameters(iid, SLOW, {"v": 2})
 
     def test_update_failed_applies_nothing(self):
         """Updating a Service Instance: when the update fails (4xx/5xx or state failed) the
@@ -151,8 +153,7 @@ class Updating(InstanceTestCase):
         op = self.assertAccepted(self.patch(iid, {"service_id": SERVICE, "plan_id": FAST_OTHER,
                                                   "parameters": {"sim_fail": True}}, True))
         self.wait_state(iid, "failed", op)
-        fetched = self.fetch(iid).json()
-        self.assertEqual((fetched["plan_id"], fetched["parameters"]), (FAST, {"v": 1}))
+        self.assertPlanAndParameters(iid, FAST, {"v": 1})
         # The instance is still usable: another update works.
         r = self.patch(iid, {"service_id": SERVICE, "parameters": {"v": 5}})
         self.assertEqual(r.status, 200, r.body)

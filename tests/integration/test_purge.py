@@ -6,8 +6,6 @@ records every job it gets (so "no backend was called" is read from what it recei
 
 import json
 import os
-import shutil
-import tempfile
 import time
 import unittest
 
@@ -22,10 +20,11 @@ QUOTA = "total"
 OP_TIMEOUT_S = 15.0
 
 
-class Purge(CtlTestCase):
+class Purge(harness.DirStackTestCase, CtlTestCase):
+    DIR_PREFIX = "osbq-purge-"
+
     @classmethod
-    def setUpClass(cls):
-        cls.dir = tempfile.mkdtemp(prefix="osbq-purge-")
+    def make_stack(cls):
         catalog = {"services": [{
             "name": "osbq-purge-test", "id": SERVICE, "description": "purge", "bindable": True,
             "instances_retrievable": True, "bindings_retrievable": True,
@@ -33,29 +32,17 @@ class Purge(CtlTestCase):
                        "osbq": {"backend": "exec",
                                 "command": ["python3", os.path.join(EXEC_DIR, "halt_probe.py")],
                                 "env": {"RECORD_DIR": cls.dir}}}]}]}
-        path = os.path.join(cls.dir, "catalog.json")
-        with open(path, "w") as f:
-            json.dump(catalog, f)
-        cls.policy = os.path.join(cls.dir, "policy.json")
-        with open(cls.policy, "w") as f:
-            json.dump({"quotas": [{"name": QUOTA, "max_instances": 100}]}, f)
+        path = cls.write_json("catalog.json", catalog)
+        cls.policy = cls.write_json("policy.json",
+                                    {"quotas": [{"name": QUOTA, "max_instances": 100}]})
         # A short lease: a step failed by --force stops at its next renewal, a third of it.
-        cls.stack = harness.Stack(catalog=path, extra_env={
+        return harness.Stack(catalog=path, extra_env={
             "OSBQ_RECOVERY_INTERVAL_MS": "200", "OSBQ_POLICY": cls.policy,
             "OSBQ_LEASE_MS": "3000"})
-        try:
-            cls.gateway, _ = harness.start_connected(cls.stack, 1)
-        except BaseException:
-            cls.stack.stop()
-            shutil.rmtree(cls.dir, ignore_errors=True)
-            raise
 
     @classmethod
-    def tearDownClass(cls):
-        try:
-            cls.stack.stop()
-        finally:
-            shutil.rmtree(cls.dir, ignore_errors=True)
+    def start_stack(cls):
+        cls.gateway, _ = harness.start_connected(cls.stack, 1)
 
     def ctl_env(self, **overrides):
         return super().ctl_env(OSBQ_POLICY=self.policy, OSBQ_NAMESPACE=NAMESPACE, **overrides)

@@ -53,11 +53,7 @@ class RecordCounts(CtlTestCase):
                                        "OSBQ_CATALOG": self.catalog}, **overrides))
 
     def request(self, method, path, body=None, gateway=None):
-        c = self.stack.client(gateway or self.gateway)
-        try:
-            return c.request(method, path, body)
-        finally:
-            c.close()
+        return harness.request_once(self.stack, gateway or self.gateway, method, path, body)
 
     def provision(self, plan=FAST, version=None, expect=201, parameters=None):
         iid = harness.new_id()

@@ -210,6 +210,14 @@ redisReply *store_eval(struct osbq_store *store, enum store_script script, const
 int store_replies_collect(redisContext *c, redisReply **replies, size_t count, const char *what,
                           struct osbq_error *err);
 
+/* ---- Redis' texts (store_server.c) ---- */
+
+/* The value of "<key><assign><value>" among the parts of text that separators (any run of
+ * their characters) divide, copied into buf (cut to it): INFO's lines, a replica's fields.
+ * False when no part has that key. */
+bool store_text_value(const char *text, const char *separators, char assign, const char *key,
+                      char *buf, size_t size);
+
 /* ---- Walks (store_admin.c) ---- */
 
 /* Takes the reply to a store_scan_fetch command for key, the i-th of the count keys of the

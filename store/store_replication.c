@@ -8,24 +8,10 @@
 
 #include "store_internal.h"
 
-/* The value of "name=value" in a comma-separated list, copied into buf; false when absent. */
+/* The value of "name=value" in a comma-separated list (store_text_value). */
 static bool field(const char *list, const char *name, char *buf, size_t size)
 {
-    size_t name_len = strlen(name);
-    for (const char *at = list; at != NULL && *at != '\0';) {
-        const char *end = strchr(at, ',');
-        size_t len = end ? (size_t)(end - at) : strlen(at);
-        if (len > name_len && strncmp(at, name, name_len) == 0 && at[name_len] == '=') {
-            size_t value_len = len - name_len - 1;
-            if (value_len >= size)
-                value_len = size - 1;
-            memcpy(buf, at + name_len + 1, value_len);
-            buf[value_len] = '\0';
-            return true;
-        }
-        at = end ? end + 1 : NULL;
-    }
-    return false;
+    return store_text_value(list, ",", '=', name, buf, size);
 }
 
 static int64_t field_int(const char *list, const char *name)

@@ -1,19 +1,19 @@
 /* What the server says of itself (INFO server): Redis or Valkey, and its own version, for the
- * daemons' start-up lines and osbq-ctl stats. */
+ * daemons' start-up lines and osbq-ctl stats; and the reading of INFO's texts that
+ * store_replication.c shares. */
 #include <stdio.h>
 #include <string.h>
 
 #include "store_internal.h"
 
-/* The value of the line "key:value" in INFO's text, copied into buf (cut to it); false when no
- * line has that key. Lines end in "\r\n" (or "\n" alone). */
-static bool info_value(const char *info, const char *key, char *buf, size_t size)
+bool store_text_value(const char *text, const char *separators, char assign, const char *key,
+                      char *buf, size_t size)
 {
     size_t key_len = strlen(key);
-    for (const char *at = info; at != NULL && *at != '\0';) {
-        const char *end = strpbrk(at, "\r\n");
+    for (const char *at = text; at != NULL && *at != '\0';) {
+        const char *end = strpbrk(at, separators);
         size_t len = end ? (size_t)(end - at) : strlen(at);
-        if (len > key_len && strncmp(at, key, key_len) == 0 && at[key_len] == ':') {
+        if (len > key_len && strncmp(at, key, key_len) == 0 && at[key_len] == assign) {
             size_t value_len = len - key_len - 1;
             if (value_len >= size)
                 value_len = size - 1;
@@ -21,9 +21,15 @@ static bool info_value(const char *info, const char *key, char *buf, size_t size
             buf[value_len] = '\0';
             return true;
         }
-        at = end ? end + strspn(end, "\r\n") : NULL;
+        at = end ? end + strspn(end, separators) : NULL;
     }
     return false;
+}
+
+/* The value of the line "key:value" in INFO's text (store_text_value). */
+static bool info_value(const char *info, const char *key, char *buf, size_t size)
+{
+    return store_text_value(info, "\r\n", ':', key, buf, size);
 }
 
 void osbq_store_server_parse(const char *info, struct osbq_store_server *out)

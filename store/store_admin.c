@@ -40,19 +40,12 @@ static int fields_from_reply(const redisReply *reply, const char *id_name, const
         if (name->type != REDIS_REPLY_STRING || value->type != REDIS_REPLY_STRING ||
             field_hidden(name->str, name->len))
             continue;
-        out->names[out->count] = strndup(name->str, name->len);
-        out->values[out->count] = strndup(value->str, value->len);
-        out->count++;
-        if (out->names[out->count - 1] == NULL || out->values[out->count - 1] == NULL)
+        if (osbq_fields_take(out, strndup(name->str, name->len), strndup(value->str, value->len)) <
+            0)
             goto oom;
     }
-    if (id_name != NULL) {
-        out->names[out->count] = strdup(id_name);
-        out->values[out->count] = strndup(id, id_len);
-        out->count++;
-        if (out->names[out->count - 1] == NULL || out->values[out->count - 1] == NULL)
-            goto oom;
-    }
+    if (id_name != NULL && osbq_fields_take(out, strdup(id_name), strndup(id, id_len)) < 0)
+        goto oom;
     return 0;
 oom:
     osbq_fields_clear(out);

@@ -113,12 +113,9 @@ static int fields_from_list(const redisReply *list, const char *prefix, bool ski
         }
         if (skip_locks && stack_own_field(name->str))
             continue;
-        out->names[out->count] = strndup(name->str, name->len);
-        out->values[out->count] = names_keys(name->str)
-                                      ? keys_moved(value->str, value->len, prefix, "")
-                                      : strndup(value->str, value->len);
-        out->count++;
-        if (out->names[out->count - 1] == NULL || out->values[out->count - 1] == NULL)
+        if (osbq_fields_take(out, strndup(name->str, name->len),
+                             names_keys(name->str) ? keys_moved(value->str, value->len, prefix, "")
+                                                   : strndup(value->str, value->len)) < 0)
             goto oom;
     }
     return 0;

@@ -32,6 +32,19 @@ void osbq_fields_array_free(struct osbq_fields *records, size_t count)
     free(records);
 }
 
+int osbq_fields_take(struct osbq_fields *fields, char *name, char *value)
+{
+    if (name == NULL || value == NULL) {
+        free(name);
+        free(value);
+        return -1;
+    }
+    fields->names[fields->count] = name;
+    fields->values[fields->count] = value;
+    fields->count++;
+    return 0;
+}
+
 int osbq_fields_add(struct osbq_fields *fields, const char *name, const char *value,
                     struct osbq_error *err)
 {

@@ -281,6 +281,26 @@ class DirStackTestCase(StackTestCase):
         return path
 
 
+class GatewayStackTestCase(DirStackTestCase):
+    """DirStackTestCase whose stack runs one gateway, cls.gateway, and one worker connected to
+    it; each request goes on a connection of its own."""
+
+    @classmethod
+    def start_stack(cls):
+        cls.gateway, _ = start_connected(cls.stack, 1)
+
+    def request(self, method, path, body=None):
+        return request_once(self.stack, self.gateway, method, path, body)
+
+    def put_binding(self, iid, service_id, plan_id):
+        """A new binding of iid, bound synchronously (201); its id."""
+        bid = new_id()
+        r = self.request("PUT", instance_path(iid, "/service_bindings/" + bid),
+                         {"service_id": service_id, "plan_id": plan_id})
+        self.assertEqual(r.status, 201, r.body)
+        return bid
+
+
 class ClusterTestCase(StackTestCase):
     """One stack per test class: redis-server, GATEWAYS gateways and WORKERS workers (with
     WORKER_ENV) on CATALOG with EXTRA_ENV, and warm_up() once every worker reached every

@@ -15,7 +15,7 @@ PLAN = "3c5e7a90-2b4d-4f6a-8c1e-5d7f9b1a3c01"
 CAP = 3
 
 
-class DeletionGuard(harness.DirStackTestCase):
+class DeletionGuard(harness.GatewayStackTestCase):
     DIR_PREFIX = "osbq-deletion-guard-"
 
     @classmethod
@@ -30,13 +30,6 @@ class DeletionGuard(harness.DirStackTestCase):
         path = cls.write_json("catalog.json", catalog)
         policy = cls.write_json("policy.json", {"deletes_per_minute_per_tenant": {"*": CAP}})
         return harness.Stack(catalog=path, extra_env={"OSBQ_POLICY": policy})
-
-    @classmethod
-    def start_stack(cls):
-        cls.gateway, _ = harness.start_connected(cls.stack, 1)
-
-    def request(self, method, path, body=None):
-        return harness.request_once(self.stack, self.gateway, method, path, body)
 
     def provision(self, org, parameters=None, context=None):
         iid = harness.new_id()
@@ -53,11 +46,7 @@ class DeletionGuard(harness.DirStackTestCase):
         return self.request("DELETE", harness.instance_path(iid, service_id=SERVICE, plan_id=PLAN))
 
     def bind(self, iid):
-        bid = harness.new_id()
-        r = self.request("PUT", harness.instance_path(iid, "/service_bindings/" + bid),
-                         {"service_id": SERVICE, "plan_id": PLAN})
-        self.assertEqual(r.status, 201, r.body)
-        return bid
+        return self.put_binding(iid, SERVICE, PLAN)
 
     def unbind(self, iid, bid):
         return self.request("DELETE", harness.instance_path(

@@ -20,7 +20,7 @@ QUOTA = "total"
 OP_TIMEOUT_S = 15.0
 
 
-class Purge(harness.DirStackTestCase, CtlTestCase):
+class Purge(harness.GatewayStackTestCase, CtlTestCase):
     DIR_PREFIX = "osbq-purge-"
 
     @classmethod
@@ -40,17 +40,10 @@ class Purge(harness.DirStackTestCase, CtlTestCase):
             "OSBQ_RECOVERY_INTERVAL_MS": "200", "OSBQ_POLICY": cls.policy,
             "OSBQ_LEASE_MS": "3000"})
 
-    @classmethod
-    def start_stack(cls):
-        cls.gateway, _ = harness.start_connected(cls.stack, 1)
-
     def ctl_env(self, **overrides):
         return super().ctl_env(OSBQ_POLICY=self.policy, OSBQ_NAMESPACE=NAMESPACE, **overrides)
 
     # ---- platform calls ----
-
-    def request(self, method, path, body=None):
-        return harness.request_once(self.stack, self.gateway, method, path, body)
 
     def wait_last_operation(self, iid, operation):
         last = []
@@ -78,11 +71,7 @@ class Purge(harness.DirStackTestCase, CtlTestCase):
         return iid
 
     def bind(self, iid):
-        bid = harness.new_id()
-        r = self.request("PUT", harness.instance_path(iid, "/service_bindings/" + bid),
-                         {"service_id": SERVICE, "plan_id": PLAN})
-        self.assertEqual(r.status, 201, r.body)
-        return bid
+        return self.put_binding(iid, SERVICE, PLAN)
 
     def delete_instance(self, iid):
         return self.request("DELETE", harness.instance_path(

@@ -127,6 +127,17 @@ static void expect_error(struct fixture *f, const char *text,
         fail_msg("error \"%s\" does not contain \"%s\"", err.text, want);
 }
 
+/* expect_error for each of the count values put between before and after. */
+static void expect_error_each(struct fixture *f, const char *before, const char *const *values,
+                              size_t count, const char *after, const char *want)
+{
+    for (size_t i = 0; i < count; i++) {
+        char text[512];
+        (void)snprintf(text, sizeof text, "%s%s%s", before, values[i], after);
+        expect_error(f, text, NULL, want);
+    }
+}
+
 static char *basic_header(const char *user, const char *password)
 {
     char plain[256], encoded[400];
@@ -221,14 +232,10 @@ static void test_weights(void **state)
     assert_string_equal(tenant_platform_label(NULL, "defaults/org"), "unknown");
     osbq_platforms_release(set);
     static const char *const bad[] = {"0", "101", "1.5", "\"3\"", "-2"};
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        char text[512];
-        (void)snprintf(text, sizeof text,
-                       "{\"platforms\": [{\"name\": \"cf\", \"weight\": %s, \"basic\": "
-                       "{\"username\": \"cf\", \"password_file\": \"cf-password\"}}]}",
-                       bad[i]);
-        expect_error(f, text, NULL, "platforms[0].weight: an integer from 1 to 100");
-    }
+    expect_error_each(f, "{\"platforms\": [{\"name\": \"cf\", \"weight\": ", bad,
+                      sizeof bad / sizeof bad[0],
+                      ", \"basic\": {\"username\": \"cf\", \"password_file\": \"cf-password\"}}]}",
+                      "platforms[0].weight: an integer from 1 to 100");
 }
 
 static void test_routing(void **state)
@@ -361,14 +368,10 @@ static void test_errors(void **state)
         NULL, "holds no token");
     static const char *const bad_prefixes[] = {"cf",    "/cf/", "/a//b",   "/v2",
                                                "/x/v2", "/a b", "/metrics"};
-    for (size_t i = 0; i < sizeof bad_prefixes / sizeof bad_prefixes[0]; i++) {
-        char text[256];
-        (void)snprintf(text, sizeof text,
-                       "{\"platforms\": [{\"name\": \"a\", \"prefix\": \"%s\", \"bearer\": "
-                       "{\"tokens_file\": \"k8s-tokens\"}}]}",
-                       bad_prefixes[i]);
-        expect_error(f, text, NULL, "platforms[0].prefix: ");
-    }
+    expect_error_each(f, "{\"platforms\": [{\"name\": \"a\", \"prefix\": \"", bad_prefixes,
+                      sizeof bad_prefixes / sizeof bad_prefixes[0],
+                      "\", \"bearer\": {\"tokens_file\": \"k8s-tokens\"}}]}",
+                      "platforms[0].prefix: ");
     expect_error(
         f,
         "{\"platforms\": [{\"name\": \"a\", \"prefix\": \"/p\", \"bearer\": {\"tokens_file\": "

@@ -230,12 +230,8 @@ int osbq_store_instance_record(struct osbq_store *store, const char *instance_id
     char key[STORE_KEY_MAX];
     if (store_id_key(store, key, sizeof key, "instance", instance_id) < 0)
         return osbq_error_set(err, OSBQ_ERR_BAD_REQUEST, "instance id too long");
-    redisContext *c = store_acquire(store, err);
-    if (c == NULL)
-        return -1;
-    redisReply *reply = redisCommand(c, "HGETALL %s", key);
-    int rc = store_reply_failed(c, reply, "HGETALL", err);
-    store_release(store, c);
+    redisReply *reply = store_command(store, "HGETALL", err, "HGETALL %s", key);
+    int rc = reply != NULL ? 0 : -1;
     /* No hash: rc stays 0. */
     if (rc == 0 && reply->type == REDIS_REPLY_ARRAY && reply->elements > 0)
         rc = fields_from_reply(reply, NULL, NULL, 0, record, err) < 0 ? -1 : 1;

@@ -48,18 +48,8 @@ static redisReply *on_counts(struct osbq_store *store, const char *command, stru
         osbq_error_set(err, OSBQ_ERR_INTERNAL, "key too long");
         return NULL;
     }
-    redisContext *c = store_acquire(store, err);
-    if (c == NULL)
-        return NULL;
     const char *argv[] = {command, key};
-    redisReply *reply = redisCommandArgv(c, 2, argv, NULL);
-    int rc = store_reply_failed(c, reply, command, err);
-    store_release(store, c);
-    if (rc < 0) {
-        freeReplyObject(reply);
-        return NULL;
-    }
-    return reply;
+    return store_command_argv(store, 2, argv, err);
 }
 
 void osbq_record_counts_clear(struct osbq_record_counts *counts)

@@ -41,14 +41,10 @@ int osbq_store_event_add(struct osbq_store *store, const char *kind, const char 
         argv[argc++] = fields[2 * i];
         argv[argc++] = value;
     }
-    redisContext *c = store_acquire(store, err);
-    if (c == NULL)
-        return -1;
-    redisReply *reply = redisCommandArgv(c, argc, argv, NULL);
-    int rc = store_reply_failed(c, reply, "XADD", err);
-    store_release(store, c);
+    redisReply *reply = store_command_argv(store, argc, argv, err);
+    int rc = reply != NULL ? 0 : -1;
     freeReplyObject(reply);
-    return rc < 0 ? -1 : 0;
+    return rc;
 }
 
 int osbq_store_events_trim(struct osbq_store *store, unsigned max_entries, unsigned max_age_s,
@@ -138,15 +134,12 @@ int osbq_store_events_read(struct osbq_store *store, const char *after_id, int64
         (void)snprintf(end, sizeof end, "+");
     (void)snprintf(count_text, sizeof count_text, "%u", count);
     (void)snprintf(block, sizeof block, "%d", block_ms);
-    redisContext *c = store_acquire(store, err);
-    if (c == NULL)
-        return -1;
     redisReply *reply =
-        block_ms > 0 ? redisCommand(c, "XREAD COUNT %s BLOCK %s STREAMS %s %s", count_text, block,
-                                    key, after)
-                     : redisCommand(c, "XRANGE %s %s %s COUNT %s", key, start, end, count_text);
-    int rc = store_reply_failed(c, reply, block_ms > 0 ? "XREAD" : "XRANGE", err);
-    store_release(store, c);
+        block_ms > 0 ? store_command(store, "XREAD", err, "XREAD COUNT %s BLOCK %s STREAMS %s %s",
+                                     count_text, block, key, after)
+                     : store_command(store, "XRANGE", err, "XRANGE %s %s %s COUNT %s", key, start,
+                                     end, count_text);
+    int rc = reply != NULL ? 0 : -1;
     if (rc == 0) {
         const redisReply *entries = reply;
         /* XREAD: [[key, entries]], or nil when the wait ended with nothing. */

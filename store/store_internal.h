@@ -94,6 +94,13 @@ redisContext *store_acquire(struct osbq_store *store, struct osbq_error *err);
 /* Gives a connection back, or closes it when it failed (and marks Redis down on I/O errors). */
 void store_release(struct osbq_store *store, redisContext *c);
 
+/* One command on a connection of the pool (hiredis' format, or argc argv): its reply (caller
+ * frees), or NULL with err (what: the command's name) when none came or it is an error. */
+redisReply *store_command(struct osbq_store *store, const char *what, struct osbq_error *err,
+                          const char *format, ...);
+redisReply *store_command_argv(struct osbq_store *store, int argc, const char **argv,
+                               struct osbq_error *err);
+
 /* The SHA of script as c's Redis knows it: the one loaded before, else loads it now
  * (store_script_load). 0, or -1 with err. */
 int store_script_sha(struct osbq_store *store, redisContext *c, enum store_script script,

@@ -5,6 +5,7 @@
 #include "store.h"
 
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -256,17 +257,48 @@ int store_script_sha(struct osbq_store *store, redisContext *c, enum store_scrip
     return sha[0] != '\0' ? 0 : store_script_load(store, c, script, sha, err);
 }
 
+/* c's reply, once c is given back: NULL with err when it is none or an error. */
+static redisReply *command_done(struct osbq_store *store, redisContext *c, redisReply *reply,
+                                const char *what, struct osbq_error *err)
+{
+    int rc = store_reply_failed(c, reply, what, err);
+    store_release(store, c);
+    if (rc < 0) {
+        freeReplyObject(reply);
+        return NULL;
+    }
+    return reply;
+}
+
+redisReply *store_command(struct osbq_store *store, const char *what, struct osbq_error *err,
+                          const char *format, ...)
+{
+    redisContext *c = store_acquire(store, err);
+    if (c == NULL)
+        return NULL;
+    va_list ap;
+    va_start(ap, format);
+    redisReply *reply = redisvCommand(c, format, ap);
+    va_end(ap);
+    return command_done(store, c, reply, what, err);
+}
+
+redisReply *store_command_argv(struct osbq_store *store, int argc, const char **argv,
+                               struct osbq_error *err)
+{
+    redisContext *c = store_acquire(store, err);
+    if (c == NULL)
+        return NULL;
+    return command_done(store, c, redisCommandArgv(c, argc, argv, NULL), argv[0], err);
+}
+
 /* ---- PING, blocking or in two halves ---- */
 
 int osbq_store_ping(struct osbq_store *store, struct osbq_error *err)
 {
-    redisContext *c = store_acquire(store, err);
-    if (c == NULL)
-        return -1;
-    redisReply *reply = redisCommand(c, "PING");
-    int rc = store_reply_failed(c, reply, "PING", err);
+    redisReply *reply = store_command(store, "PING", err, "PING");
+    int rc = reply != NULL ? 0 : -1;
     freeReplyObject(reply);
-    store_release(store, c);
     return rc;
 }
 

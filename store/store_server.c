@@ -54,16 +54,12 @@ void osbq_store_server_parse(const char *info, struct osbq_store_server *out)
 int osbq_store_server_get(struct osbq_store *store, struct osbq_store_server *out,
                           struct osbq_error *err)
 {
-    redisContext *c = store_acquire(store, err);
-    if (c == NULL)
-        return -1;
-    redisReply *reply = redisCommand(c, "INFO server");
-    int rc = store_reply_failed(c, reply, "INFO server", err);
+    redisReply *reply = store_command(store, "INFO server", err, "INFO server");
+    int rc = reply != NULL ? 0 : -1;
     if (rc == 0 && reply->type == REDIS_REPLY_STRING)
         osbq_store_server_parse(reply->str, out);
     else if (rc == 0)
         rc = osbq_error_set(err, OSBQ_ERR_UNAVAILABLE, "redis INFO server: odd reply");
     freeReplyObject(reply);
-    store_release(store, c);
     return rc;
 }

@@ -56,15 +56,11 @@ int osbq_store_quota_used(struct osbq_store *store, const char *name, const char
     char key[STORE_KEY_MAX];
     if (store_quota_key(store, key, sizeof key, name, value) < 0)
         return osbq_error_set(err, OSBQ_ERR_BAD_REQUEST, "quota key too long");
-    redisContext *c = store_acquire(store, err);
-    if (c == NULL)
-        return -1;
-    redisReply *reply = redisCommand(c, "GET %s", key);
-    int rc = store_reply_failed(c, reply, "GET", err);
+    redisReply *reply = store_command(store, "GET", err, "GET %s", key);
+    int rc = reply != NULL ? 0 : -1;
     if (rc == 0)
         *used = reply->type == REDIS_REPLY_STRING ? strtoll(reply->str, NULL, 10) : 0;
     freeReplyObject(reply);
-    store_release(store, c);
     return rc;
 }
 

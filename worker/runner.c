@@ -48,21 +48,21 @@ struct origin_note {
 
 /* One runner thread. */
 struct slot {
-    struct runner *r;     /* its runner */
-    pthread_t thread;     /* the thread (started when index < r->started) */
-    bool done;            /* the thread returned: join it; guarded by r->pool.lock */
-    struct step *running; /* the step whose backend it runs, or NULL; guarded by r->pool.lock */
+    struct runner *r; /* its runner */
+    pthread_t thread; /* the thread (started when index < r->started) */
+    bool done;        /* the thread returned: join it; guarded by r->lock */
 };
 
 struct runner {
-    struct step_pool pool;    /* what its steps share with it: settings, the lock (which guards
-                               * the fields below too), cancellation, detached steps, hooks */
+    struct step_pool pool;    /* what its steps share with it: settings, their state under the
+                               * pool's own lock (step_pool.c), hooks */
     unsigned concurrency;     /* slots, and threads */
-    struct slot *slots;       /* the pool, concurrency entries */
+    struct slot *slots;       /* the threads, concurrency entries */
     unsigned started;         /* threads actually started */
     int event_fd;             /* counts ended jobs, for the main thread's poll */
     struct runner *next_left; /* next runner left behind (runner_destroy) */
 
+    pthread_mutex_t lock;     /* guards the fields below; taken before the pool's, if both */
     pthread_cond_t work;      /* a job was queued, a detached step ended, or the runner closed
                                * or cancelled */
     pthread_cond_t ended;     /* a thread returned */
@@ -98,7 +98,7 @@ static void notify(struct runner *r)
 /* ---- what the gateways are told next ---- */
 
 /* The note for origin, made when there is room; NULL when DUE_ORIGINS_MAX origins have notes.
- * Called with r->pool.lock held. */
+ * Called with r->lock held. */
 static struct origin_note *note_of(struct runner *r, unsigned origin)
 {
     for (unsigned i = 0; i < r->note_count; i++)
@@ -115,7 +115,7 @@ static struct origin_note *note_of(struct runner *r, unsigned origin)
  * then, rather than when its next full scan finds it. */
 static void note_due(struct runner *r, unsigned origin, int64_t due_ms)
 {
-    pthread_mutex_lock(&r->pool.lock);
+    pthread_mutex_lock(&r->lock);
     struct origin_note *n = note_of(r, origin);
     if (n != NULL) {
         if (n->due_ms == 0 || due_ms < n->due_ms)
@@ -123,7 +123,7 @@ static void note_due(struct runner *r, unsigned origin, int64_t due_ms)
     } else if (r->due_any_ms == 0 || due_ms < r->due_any_ms) {
         r->due_any_ms = due_ms;
     }
-    pthread_mutex_unlock(&r->pool.lock);
+    pthread_mutex_unlock(&r->lock);
 }
 
 /* Tells the gateway the job came from that its step ended (or never ran), so it counts the
@@ -134,7 +134,7 @@ static void note_ended(struct runner *r, unsigned origin, const char *operation_
     if (origin == 0 || operation_id == NULL)
         return;
     size_t len = strlen(operation_id);
-    pthread_mutex_lock(&r->pool.lock);
+    pthread_mutex_lock(&r->lock);
     struct origin_note *n = note_of(r, origin);
     if (n != NULL && n->ended_len + len + 2 > n->ended_cap) {
         size_t cap = (n->ended_cap ? n->ended_cap : 256) * 2 + len;
@@ -150,7 +150,7 @@ static void note_ended(struct runner *r, unsigned origin, const char *operation_
         memcpy(n->ended + n->ended_len, operation_id, len + 1);
         n->ended_len += len;
     }
-    pthread_mutex_unlock(&r->pool.lock);
+    pthread_mutex_unlock(&r->lock);
 }
 
 /* ---- the hooks its steps report through ---- */
@@ -167,16 +167,18 @@ static void on_waiting(struct step_pool *pool, unsigned origin, int64_t due_ms)
 
 static void on_detached_ended(struct step_pool *pool)
 {
-    pthread_cond_signal(&runner_of(pool)->work);
+    struct runner *r = runner_of(pool);
+    /* Under the lock its threads wait with, so the wake-up is not missed. */
+    pthread_mutex_lock(&r->lock);
+    pthread_cond_signal(&r->work);
+    pthread_mutex_unlock(&r->lock);
 }
 
 /* ---- the pool ---- */
 
 void runner_set_secrets(struct runner *r, const struct osbq_secrets *secrets)
 {
-    pthread_mutex_lock(&r->pool.lock);
-    r->pool.secrets = secrets;
-    pthread_mutex_unlock(&r->pool.lock);
+    step_pool_set_secrets(&r->pool, secrets);
 }
 
 /* Records a detached step its backend ended, on the calling runner thread, and frees it. */
@@ -192,14 +194,12 @@ static void record_detached(struct runner *r, struct step *st)
     osbq_log_context_set(NULL);
     note_ended(r, step_origin(st), job->operation_id);
     step_destroy(&st);
-    pthread_mutex_lock(&r->pool.lock);
-    r->pool.detached--;
-    if (gave_up)
-        r->pool.given_up--;
     /* The last one lets the threads of a closed runner return. */
-    if (r->pool.detached == 0)
+    if (step_pool_forget(&r->pool, gave_up, true)) {
+        pthread_mutex_lock(&r->lock);
         pthread_cond_broadcast(&r->work);
-    pthread_mutex_unlock(&r->pool.lock);
+        pthread_mutex_unlock(&r->lock);
+    }
     notify(r);
 }
 
@@ -246,7 +246,7 @@ static enum step_fate run_queued(struct slot *slot, struct queued_job *queued, b
                                             .binding_id = taken->binding_id,
                                             .request_id = taken->request_identity};
         osbq_log_context_set(&context);
-        fate = step_run(st, &slot->running);
+        fate = step_run(st);
     }
     osbq_log_context_set(NULL);
     if (st == NULL) {
@@ -262,28 +262,29 @@ static void *thread_main(void *arg)
     struct slot *slot = arg;
     struct runner *r = slot->r;
     for (;;) {
-        pthread_mutex_lock(&r->pool.lock);
-        /* A closed runner's threads stay while detached steps may still need recording. */
-        while (r->queued == 0 && TAILQ_EMPTY(&r->pool.ended) &&
-               (r->pool.detached > 0 || (!r->closed && !r->pool.cancelled)))
-            pthread_cond_wait(&r->work, &r->pool.lock);
-        /* Ended steps first: their programs are done and their operations wait for it. */
-        struct step *ended = step_take_ended(&r->pool);
+        pthread_mutex_lock(&r->lock);
+        /* Ended steps first: their programs are done and their operations wait for it. A
+         * closed runner's threads stay while detached steps may still need recording. */
+        struct step *ended;
+        while (
+            (ended = step_pool_take_ended(&r->pool)) == NULL && r->queued == 0 &&
+            (step_pool_holds_detached(&r->pool) || (!r->closed && !step_pool_cancelled(&r->pool))))
+            pthread_cond_wait(&r->work, &r->lock);
         if (ended != NULL) {
-            pthread_mutex_unlock(&r->pool.lock);
+            pthread_mutex_unlock(&r->lock);
             record_detached(r, ended);
             continue;
         }
         if (r->queued == 0) {
-            pthread_mutex_unlock(&r->pool.lock);
+            pthread_mutex_unlock(&r->lock);
             break;
         }
         struct queued_job taken = r->queue[r->head];
         memset(&r->queue[r->head], 0, sizeof r->queue[r->head]);
         r->head = (r->head + 1) % r->concurrency;
         r->queued--;
-        bool cancelled = r->pool.cancelled;
-        pthread_mutex_unlock(&r->pool.lock);
+        bool cancelled = step_pool_cancelled(&r->pool);
+        pthread_mutex_unlock(&r->lock);
 
         char operation_id[OPERATION_ID_MAX];
         (void)snprintf(operation_id, sizeof operation_id, "%s",
@@ -293,40 +294,49 @@ static void *thread_main(void *arg)
         if (fate != STEP_DETACHED)
             note_ended(r, taken.origin, operation_id);
 
-        pthread_mutex_lock(&r->pool.lock);
-        r->busy--;
+        /* Off given up first: runner_holding never finds more given up than held. */
         if (fate == STEP_GAVE_UP)
-            r->pool.given_up--;
-        pthread_mutex_unlock(&r->pool.lock);
+            (void)step_pool_forget(&r->pool, true, false);
+        pthread_mutex_lock(&r->lock);
+        r->busy--;
+        pthread_mutex_unlock(&r->lock);
         notify(r);
     }
-    pthread_mutex_lock(&r->pool.lock);
+    pthread_mutex_lock(&r->lock);
     slot->done = true;
     r->alive--;
     pthread_cond_broadcast(&r->ended);
-    pthread_mutex_unlock(&r->pool.lock);
+    pthread_mutex_unlock(&r->lock);
     return NULL;
 }
 
-/* Initialises the lock and the three conds, the conds on the monotonic clock. 0 or -1. */
+/* Initialises the lock, the two conds (on the monotonic clock) and the pool's. 0 or -1. */
 static int init_sync(struct runner *r)
 {
-    if (pthread_mutex_init(&r->pool.lock, NULL) != 0)
+    if (pthread_mutex_init(&r->lock, NULL) != 0)
         return -1;
     if (osbq_clock_cond_init(&r->work) != 0)
         goto out_lock;
-    if (osbq_clock_cond_init(&r->pool.wake) != 0)
-        goto out_work;
     if (osbq_clock_cond_init(&r->ended) != 0)
-        goto out_wake;
+        goto out_work;
+    if (step_pool_init(&r->pool) != 0)
+        goto out_ended;
     return 0;
-out_wake:
-    pthread_cond_destroy(&r->pool.wake);
+out_ended:
+    pthread_cond_destroy(&r->ended);
 out_work:
     pthread_cond_destroy(&r->work);
 out_lock:
-    pthread_mutex_destroy(&r->pool.lock);
+    pthread_mutex_destroy(&r->lock);
     return -1;
+}
+
+static void fini_sync(struct runner *r)
+{
+    step_pool_fini(&r->pool);
+    pthread_cond_destroy(&r->ended);
+    pthread_cond_destroy(&r->work);
+    pthread_mutex_destroy(&r->lock);
 }
 
 /* Starts a thread a slot: 0, or -1 with err (those started, r->started, are runner_destroy's). */
@@ -335,14 +345,14 @@ static int start_threads(struct runner *r, struct osbq_error *err)
     for (; r->started < r->concurrency; r->started++) {
         struct slot *slot = &r->slots[r->started];
         slot->r = r;
-        pthread_mutex_lock(&r->pool.lock);
+        pthread_mutex_lock(&r->lock);
         r->alive++;
-        pthread_mutex_unlock(&r->pool.lock);
+        pthread_mutex_unlock(&r->lock);
         int rc = pthread_create(&slot->thread, NULL, thread_main, slot);
         if (rc != 0) {
-            pthread_mutex_lock(&r->pool.lock);
+            pthread_mutex_lock(&r->lock);
             r->alive--;
-            pthread_mutex_unlock(&r->pool.lock);
+            pthread_mutex_unlock(&r->lock);
             return osbq_error_set(err, OSBQ_ERR_INTERNAL, "cannot start runner thread %u: %s",
                                   r->started + 1, strerror(rc));
         }
@@ -369,8 +379,6 @@ struct runner *runner_new(const struct osbq_config *cfg, const struct osbq_catal
         .waiting = on_waiting,
         .detached_ended = on_detached_ended,
     };
-    TAILQ_INIT(&r->pool.going_on);
-    TAILQ_INIT(&r->pool.ended);
     r->concurrency = cfg->worker_concurrency > 0 ? cfg->worker_concurrency : 1;
     r->event_fd = -1;
     r->queue = calloc(r->concurrency, sizeof *r->queue);
@@ -390,10 +398,7 @@ struct runner *runner_new(const struct osbq_config *cfg, const struct osbq_catal
     }
     r->pool.watch = exec_watch_new(cfg->worker_exec_concurrency, err);
     if (r->pool.watch == NULL) {
-        pthread_cond_destroy(&r->ended);
-        pthread_cond_destroy(&r->pool.wake);
-        pthread_cond_destroy(&r->work);
-        pthread_mutex_destroy(&r->pool.lock);
+        fini_sync(r);
         goto out_free;
     }
     if (start_threads(r, err) < 0) {
@@ -411,44 +416,31 @@ out_free:
     return NULL;
 }
 
-/* Gives back, from the calling thread, the operations of steps whose backend has not returned
- * (nor noticed the cancellation in a callback): a backend stuck in a long call. */
-static void release_stuck(struct runner *r)
-{
-    pthread_mutex_lock(&r->pool.lock);
-    for (unsigned i = 0; i < r->started; i++) {
-        if (r->slots[i].running != NULL)
-            step_release_stuck(r->slots[i].running);
-    }
-    step_release_detached(&r->pool);
-    pthread_mutex_unlock(&r->pool.lock);
-}
-
 unsigned runner_destroy(struct runner **rp)
 {
     if (rp == NULL || *rp == NULL)
         return 0;
     struct runner *r = *rp;
     *rp = NULL;
-    pthread_mutex_lock(&r->pool.lock);
+    pthread_mutex_lock(&r->lock);
     r->closed = true;
-    r->pool.cancelled = true;
-    r->pool.exiting = true;
+    step_pool_cancel(&r->pool);
     pthread_cond_broadcast(&r->work);
-    pthread_cond_broadcast(&r->pool.wake);
     /* Cancelled backends give their operations back and return; a last finish or release may
      * take up to the Redis timeout. */
     int64_t until = osbq_clock_ms() + (int64_t)r->pool.cfg->redis_timeout_ms + EXIT_WAIT_MS;
     while (r->alive > 0 && osbq_clock_ms() < until)
-        osbq_clock_wait_until(&r->ended, &r->pool.lock, until);
-    pthread_mutex_unlock(&r->pool.lock);
-    release_stuck(r);
+        osbq_clock_wait_until(&r->ended, &r->lock, until);
+    pthread_mutex_unlock(&r->lock);
+    /* From this thread, the operations of steps whose backend has not returned (nor noticed
+     * the cancellation in a callback): a backend stuck in a long call. */
+    step_release_all(&r->pool);
 
     unsigned left = 0;
     for (unsigned i = 0; i < r->started; i++) {
-        pthread_mutex_lock(&r->pool.lock);
+        pthread_mutex_lock(&r->lock);
         bool done = r->slots[i].done;
-        pthread_mutex_unlock(&r->pool.lock);
+        pthread_mutex_unlock(&r->lock);
         if (done) {
             pthread_join(r->slots[i].thread, NULL);
         } else {
@@ -473,10 +465,7 @@ unsigned runner_destroy(struct runner **rp)
         osbq_job_clear(&r->queue[i].job);
         step_handover_clear(&r->queue[i].handed);
     }
-    pthread_cond_destroy(&r->ended);
-    pthread_cond_destroy(&r->pool.wake);
-    pthread_cond_destroy(&r->work);
-    pthread_mutex_destroy(&r->pool.lock);
+    fini_sync(r);
     close(r->event_fd);
     for (unsigned i = 0; i < r->note_count; i++)
         free(r->notes[i].ended);
@@ -490,9 +479,9 @@ unsigned runner_destroy(struct runner **rp)
 static int submit(struct runner *r, struct osbq_job *job, unsigned origin,
                   struct step_handover *handed)
 {
-    pthread_mutex_lock(&r->pool.lock);
-    if (r->closed || r->pool.cancelled || r->busy >= r->concurrency) {
-        pthread_mutex_unlock(&r->pool.lock);
+    pthread_mutex_lock(&r->lock);
+    if (r->closed || step_pool_cancelled(&r->pool) || r->busy >= r->concurrency) {
+        pthread_mutex_unlock(&r->lock);
         return -1;
     }
     unsigned tail = (r->head + r->queued) % r->concurrency;
@@ -504,7 +493,7 @@ static int submit(struct runner *r, struct osbq_job *job, unsigned origin,
     }
     r->queued++;
     r->busy++;
-    pthread_mutex_unlock(&r->pool.lock);
+    pthread_mutex_unlock(&r->lock);
     /* Signalled once the lock is free: the thread it wakes takes the job at once instead of
      * waking to sleep again on the lock. The cond outlives the call; the job is in the queue. */
     pthread_cond_signal(&r->work);
@@ -524,41 +513,39 @@ int runner_submit_handed(struct runner *r, struct osbq_job *job, unsigned origin
 
 bool runner_halt(struct runner *r, const char *operation_id)
 {
-    struct step_pool *pool = &r->pool;
-    bool halted = false;
-    pthread_mutex_lock(&pool->lock);
-    for (unsigned i = 0; i < r->concurrency && !halted; i++)
-        halted = r->slots[i].running != NULL && step_halt_locked(r->slots[i].running, operation_id);
-    if (!halted)
-        halted = step_list_halt_locked(&pool->going_on, operation_id);
-    pthread_mutex_unlock(&pool->lock);
-    if (halted)
-        pool->gave_up(pool);
-    return halted;
+    return step_pool_halt(&r->pool, operation_id);
 }
 
 unsigned runner_free_slots(struct runner *r)
 {
-    pthread_mutex_lock(&r->pool.lock);
-    unsigned free_slots = r->closed || r->pool.cancelled ? 0 : r->concurrency - r->busy;
-    pthread_mutex_unlock(&r->pool.lock);
+    pthread_mutex_lock(&r->lock);
+    unsigned free_slots = r->closed || step_pool_cancelled(&r->pool) ? 0 : r->concurrency - r->busy;
+    pthread_mutex_unlock(&r->lock);
     return free_slots;
+}
+
+/* runner_busy, and of those the steps that gave their operation up, read at one instant. */
+static unsigned busy_steps(struct runner *r, unsigned *given_up)
+{
+    unsigned detached;
+    pthread_mutex_lock(&r->lock);
+    step_pool_counts(&r->pool, &detached, given_up);
+    unsigned busy = r->busy + detached;
+    pthread_mutex_unlock(&r->lock);
+    return busy;
 }
 
 unsigned runner_busy(struct runner *r)
 {
-    pthread_mutex_lock(&r->pool.lock);
-    unsigned busy = r->busy + r->pool.detached;
-    pthread_mutex_unlock(&r->pool.lock);
-    return busy;
+    unsigned given_up;
+    return busy_steps(r, &given_up);
 }
 
 unsigned runner_holding(struct runner *r)
 {
-    pthread_mutex_lock(&r->pool.lock);
-    unsigned holding = r->busy + r->pool.detached - r->pool.given_up;
-    pthread_mutex_unlock(&r->pool.lock);
-    return holding;
+    unsigned given_up;
+    unsigned busy = busy_steps(r, &given_up);
+    return busy - given_up;
 }
 
 int runner_event_fd(const struct runner *r)
@@ -576,13 +563,13 @@ void runner_drain(struct runner *r)
 void runner_take_notes(struct runner *r, runner_note_fn fn, void *ctx)
 {
     struct origin_note notes[DUE_ORIGINS_MAX];
-    pthread_mutex_lock(&r->pool.lock);
+    pthread_mutex_lock(&r->lock);
     unsigned count = r->note_count;
     memcpy(notes, r->notes, count * sizeof notes[0]);
     int64_t any = r->due_any_ms;
     r->note_count = 0;
     r->due_any_ms = 0;
-    pthread_mutex_unlock(&r->pool.lock);
+    pthread_mutex_unlock(&r->lock);
     for (unsigned i = 0; i < count; i++) {
         fn(ctx, notes[i].origin, notes[i].due_ms, notes[i].ended);
         free(notes[i].ended);
@@ -593,8 +580,8 @@ void runner_take_notes(struct runner *r, runner_note_fn fn, void *ctx)
 
 void runner_close(struct runner *r)
 {
-    pthread_mutex_lock(&r->pool.lock);
+    pthread_mutex_lock(&r->lock);
     r->closed = true;
     pthread_cond_broadcast(&r->work);
-    pthread_mutex_unlock(&r->pool.lock);
+    pthread_mutex_unlock(&r->lock);
 }

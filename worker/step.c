@@ -23,23 +23,6 @@
 #include "step_timing.h"
 #include "store_operations.h"
 
-bool step_halt_locked(struct step *st, const char *operation_id)
-{
-    if (strcmp(st->job.operation_id, operation_id) != 0 || !step_give_up_locked(st, GAVE_UP_HALTED))
-        return false;
-    worker_metrics_operation(st->pool->metrics, &st->job, WORKER_OP_HALTED);
-    return true;
-}
-
-bool step_list_halt_locked(struct step_list *list, const char *operation_id)
-{
-    struct step *st;
-    TAILQ_FOREACH(st, list, link)
-    if (step_halt_locked(st, operation_id))
-        return true;
-    return false;
-}
-
 /* ---- one job ---- */
 
 /* Finds the plan and backend, parses the parameters and runs the backend. Returns 0 with the
@@ -162,16 +145,11 @@ static bool end_step(struct step *st, int rc)
     step_heed(st, lease_settle(&st->lease));
     /* A backend that stopped without an outcome and without being told to (or told only that
      * the process exits) still leaves an operation to give back. */
-    const char *release_why = NULL;
-    pthread_mutex_lock(&pool->lock);
-    if (rc < 0 && step_give_up_locked(st, GAVE_UP_SHUTDOWN))
-        release_why = GAVE_UP_SHUTDOWN;
-    const char *gave_up = st->gave_up;
-    st->recording = gave_up == NULL;
-    pthread_mutex_unlock(&pool->lock);
-    if (release_why != NULL) {
+    bool released;
+    const char *gave_up = step_pool_settle(st, rc < 0, &released);
+    if (released) {
         pool->gave_up(pool);
-        step_release_op(pool, job, release_why, st->deadline_s);
+        step_release_op(pool, job, GAVE_UP_SHUTDOWN, st->deadline_s);
     }
     if (gave_up != NULL && strcmp(gave_up, GAVE_UP_HALTED) == 0)
         record_halted_end(st);
@@ -282,81 +260,22 @@ static void prepare(struct step *st, int64_t now)
     step_host_attach(&st->call);
 }
 
-enum step_fate step_run(struct step *st, struct step **running)
+enum step_fate step_run(struct step *st)
 {
-    struct step_pool *pool = st->pool;
     if (!claim(st))
         return STEP_RECORDED;
     prepare(st, osbq_clock_ms());
-    pthread_mutex_lock(&pool->lock);
-    *running = st;
-    pthread_mutex_unlock(&pool->lock);
-
+    step_pool_running(st);
     st->backend_started = osbq_clock_seconds();
     int rc = run_claimed(st);
-    pthread_mutex_lock(&pool->lock);
-    *running = NULL;
-    if (rc == BACKEND_DETACHED) {
-        if (!st->ended) {
-            /* The thread goes back to the pool; the step's end brings it to another. */
-            st->detached = true;
-            TAILQ_INSERT_HEAD(&pool->going_on, st, link);
-            pool->detached++;
-            pthread_mutex_unlock(&pool->lock);
-            return STEP_DETACHED;
-        }
-        rc = st->end_rc;
-    }
-    pthread_mutex_unlock(&pool->lock);
+    if (step_pool_returned(st, &rc))
+        return STEP_DETACHED;
     return end_step(st, rc) ? STEP_GAVE_UP : STEP_RECORDED;
-}
-
-struct step *step_take_ended(struct step_pool *pool)
-{
-    struct step *st = TAILQ_FIRST(&pool->ended);
-    if (st != NULL)
-        TAILQ_REMOVE(&pool->ended, st, link);
-    return st;
 }
 
 bool step_record_ended(struct step *st)
 {
     return end_step(st, st->end_rc);
-}
-
-/* Gives st's operation back from the pool's thread: lock held, dropped meanwhile. */
-static void release_from_pool(struct step *st)
-{
-    struct step_pool *pool = st->pool;
-    if (!step_give_up_locked(st, GAVE_UP_SHUTDOWN))
-        return;
-    /* The step's strings may go as soon as the lock is dropped: copy what the release needs. */
-    struct osbq_job copy;
-    int copied = osbq_job_copy(&st->job, &copy);
-    pthread_mutex_unlock(&pool->lock);
-    pool->gave_up(pool);
-    if (copied == 0)
-        step_release_op(pool, &copy, GAVE_UP_SHUTDOWN, 0);
-    osbq_job_clear(&copy);
-    pthread_mutex_lock(&pool->lock);
-}
-
-void step_release_stuck(struct step *st)
-{
-    release_from_pool(st);
-}
-
-void step_release_detached(struct step_pool *pool)
-{
-    /* One at a time, since the list may change while the lock is dropped. */
-    for (;;) {
-        struct step *st = TAILQ_FIRST(&pool->going_on);
-        while (st != NULL && (st->gave_up != NULL || st->recording))
-            st = TAILQ_NEXT(st, link);
-        if (st == NULL)
-            return;
-        release_from_pool(st);
-    }
 }
 
 void step_handover_clear(struct step_handover *handed)
@@ -409,4 +328,16 @@ const struct osbq_job *step_job(const struct step *st)
 unsigned step_origin(const struct step *st)
 {
     return st->origin;
+}
+
+void step_release_all(struct step_pool *pool)
+{
+    struct osbq_job copy;
+    /* One at a time: the pool's lists may change between two. */
+    while (step_pool_give_up_one(pool, &copy)) {
+        pool->gave_up(pool);
+        if (copy.operation_id != NULL)
+            step_release_op(pool, &copy, GAVE_UP_SHUTDOWN, 0);
+        osbq_job_clear(&copy);
+    }
 }

@@ -19,25 +19,10 @@ static struct step *step_of(struct backend_call *call)
 {
     return (struct step *)(void *)((char *)call - offsetof(struct step, call));
 }
-/* Marks st as no longer holding its operation, for why (GAVE_UP_*), unless it already is or
- * its outcome is being recorded. Caller holds pool->lock, and tells the pool (gave_up) once it
- * let go of it. Returns true when this call did it: the caller then releases the operation
- * (but for a lost lease). */
-bool step_give_up_locked(struct step *st, const char *why)
-{
-    struct step_pool *pool = st->pool;
-    if (st->gave_up != NULL || st->recording)
-        return false;
-    st->gave_up = why;
-    pool->given_up++;
-    /* The step's thread may sleep in wait. */
-    pthread_cond_broadcast(&pool->wake);
-    return true;
-}
 /* Gives job's operation back (osbq_store_release: queued again and due at once, so the
  * recovery loop resends it to a worker), counts it released, and logs one job_released line; a
  * deadline's is a warning that names it. The line names the job's ids itself: it may be written
- * from a thread whose log context is another's (step_release_stuck). */
+ * from a thread whose log context is another's (step_release_all). */
 void step_release_op(struct step_pool *pool, const struct osbq_job *job, const char *why,
                      int64_t deadline_s)
 {
@@ -77,10 +62,7 @@ void step_heed(struct step *st, enum lease_verdict verdict)
         return;
     struct step_pool *pool = st->pool;
     bool halted = verdict == LEASE_HALTED;
-    pthread_mutex_lock(&pool->lock);
-    bool lost = step_give_up_locked(st, halted ? GAVE_UP_HALTED : GAVE_UP_LEASE_LOST);
-    pthread_mutex_unlock(&pool->lock);
-    if (!lost)
+    if (!step_pool_give_up(st, halted ? GAVE_UP_HALTED : GAVE_UP_LEASE_LOST))
         return;
     pool->gave_up(pool);
     worker_metrics_operation(pool->metrics, &st->job, halted ? WORKER_OP_HALTED : WORKER_OP_LOST);
@@ -91,20 +73,10 @@ void step_heed(struct step *st, enum lease_verdict verdict)
 static bool must_stop(struct step *st, int64_t now)
 {
     struct step_pool *pool = st->pool;
-    const char *why = NULL;
     /* A renewal sent without waiting may have answered that the lease is lost. */
     step_heed(st, lease_poll(&st->lease, now));
-    pthread_mutex_lock(&pool->lock);
-    if (st->gave_up == NULL) {
-        if (now >= st->deadline_ms)
-            why = GAVE_UP_DEADLINE;
-        else if (pool->cancelled)
-            why = GAVE_UP_SHUTDOWN;
-        if (why != NULL && !step_give_up_locked(st, why))
-            why = NULL;
-    }
-    bool stop = st->gave_up != NULL;
-    pthread_mutex_unlock(&pool->lock);
+    const char *why;
+    bool stop = step_pool_must_stop(st, now, &why);
     if (why != NULL) {
         pool->gave_up(pool);
         step_release_op(pool, &st->job, why, st->deadline_s);
@@ -127,7 +99,6 @@ static bool call_cancelled(struct backend_call *call)
 static bool call_wait(struct backend_call *call, int64_t ms)
 {
     struct step *st = step_of(call);
-    struct step_pool *pool = st->pool;
     int64_t until = osbq_clock_ms() + (ms > 0 ? ms : 0);
     for (;;) {
         int64_t now = osbq_clock_ms();
@@ -140,12 +111,7 @@ static bool call_wait(struct backend_call *call, int64_t ms)
         }
         if (now >= until)
             return true;
-        pthread_mutex_lock(&pool->lock);
-        /* Checked under the lock the cancellation takes, so its wake-up is not missed. */
-        if (!pool->cancelled && st->gave_up == NULL)
-            osbq_clock_wait_until(&pool->wake, &pool->lock,
-                                  min64(min64(until, st->lease.renew_by_ms), st->deadline_ms));
-        pthread_mutex_unlock(&pool->lock);
+        step_pool_wait(st, min64(min64(until, st->lease.renew_by_ms), st->deadline_ms));
     }
 }
 /* For the exec watch's thread, which drives every program and must not wait for Redis once
@@ -169,27 +135,13 @@ static bool call_keep_alive(struct backend_call *call, const char *description)
 }
 static bool call_exiting(struct backend_call *call)
 {
-    struct step_pool *pool = step_of(call)->pool;
-    pthread_mutex_lock(&pool->lock);
-    bool exiting = pool->exiting;
-    pthread_mutex_unlock(&pool->lock);
-    return exiting;
+    /* The pool is cancelled only when the process exits. */
+    return step_pool_cancelled(step_of(call)->pool);
 }
-/* The backend ended a detached step, on its own thread: the step waits for a pool thread to
- * record it. Before its runner thread came back from the backend, that thread records it. */
+/* The backend ended a detached step, on its own thread. */
 static void call_detached_end(struct backend_call *call, int rc)
 {
-    struct step *st = step_of(call);
-    struct step_pool *pool = st->pool;
-    pthread_mutex_lock(&pool->lock);
-    st->ended = true;
-    st->end_rc = rc;
-    if (st->detached) {
-        TAILQ_REMOVE(&pool->going_on, st, link);
-        TAILQ_INSERT_TAIL(&pool->ended, st, link);
-        pool->detached_ended(pool);
-    }
-    pthread_mutex_unlock(&pool->lock);
+    step_pool_ended(step_of(call), rc);
 }
 
 void step_host_attach(struct backend_call *call)

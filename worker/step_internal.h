@@ -22,7 +22,7 @@
 /* One job from its claim to its recording. On the heap: a detached step (BACKEND_DETACHED)
  * outlives the runner thread that started it, and is recorded by whichever runner thread takes
  * it once its backend ends it. Used by one thread at a time, but for the fields under the
- * pool's lock, which the pool's other threads may read and set. */
+ * pool's lock, which only step_pool.c reads and sets. */
 struct step {
     struct step_pool *pool;      /* its pool */
     struct osbq_job job;         /* owned */
@@ -41,22 +41,16 @@ struct step {
                                   * hand-over's lease ran from the begin script */
     int64_t started_ms;          /* monotonic time of the claim */
     double backend_started;      /* osbq_clock_seconds() when the backend was called */
-    /* Guarded by pool->lock: */
+    /* step_pool.c's, under the pool's lock: */
     const char *gave_up;    /* GAVE_UP_*: this attempt no longer holds the operation and records
                              * nothing; NULL while it does */
     bool recording;         /* the backend returned an outcome this thread records: nobody gives
                              * the operation up any more */
-    bool detached;          /* its runner thread returned: in pool->going_on or pool->ended */
+    bool detached;          /* its runner thread returned: in the pool's going_on or ended */
     bool ended;             /* the backend ended it (detached_end) */
     int end_rc;             /* what the backend ended it with */
-    TAILQ_ENTRY(step) link; /* in pool->going_on, then in pool->ended */
+    TAILQ_ENTRY(step) link; /* in the pool's running, going_on or ended */
 };
-
-/* Marks st as no longer holding its operation, for why (GAVE_UP_*), unless it already is or its
- * outcome is being recorded. Caller holds pool->lock, and tells the pool (gave_up) once it let
- * go of it. Returns true when this call did it: the caller then releases the operation (but for
- * a lost lease). */
-bool step_give_up_locked(struct step *st, const char *why);
 
 /* Gives job's operation back (osbq_store_release: due again at once), counts it released and
  * logs one job_released line (a deadline's as a warning). */

@@ -14,18 +14,6 @@
 #include "step_timing.h"
 #include "store_operations.h"
 
-/* Sleeps ms unless the pool gets cancelled first; returns false when it did. */
-static bool sleep_unless_cancelled(struct step_pool *pool, int64_t ms)
-{
-    int64_t deadline = osbq_clock_ms() + ms;
-    pthread_mutex_lock(&pool->lock);
-    while (!pool->cancelled && osbq_clock_ms() < deadline)
-        osbq_clock_wait_until(&pool->wake, &pool->lock, deadline);
-    bool cancelled = pool->cancelled;
-    pthread_mutex_unlock(&pool->lock);
-    return !cancelled;
-}
-
 /* Records the outcome (osbq_store_finish) or, for a step that ended in progress, the wait for
  * the next step due at due_ms (osbq_store_wait), retrying with backoff while Redis fails: until
  * it is recorded (1) or refused because the operation is no longer this worker's (0), or the
@@ -63,7 +51,7 @@ static int record(struct step_pool *pool, const char *op, const struct osbq_op_r
             log_warnx("operation %s: cannot record the result (%s), retrying with backoff until "
                       "Redis answers",
                       op, err.text);
-        last = !sleep_unless_cancelled(pool, backoff);
+        last = !step_pool_sleep(pool, backoff);
         backoff = step_finish_backoff_ms(backoff);
         worker_metrics_finish_retry(pool->metrics);
     }

@@ -158,11 +158,12 @@ static const struct command commands[] = {
     {.name = "reencrypt",
      .run = cmd_reencrypt,
      .options = OPT_YES,
-     .would = {"rewrite every stored binding result under the first key of "
+     .would = {"rewrite every sealed value stored (binding results, request parameters, "
+               "contexts, bind resources, saved step states) under the first key of "
                "OSBQ_SECRET_KEY_FILE",
                ""},
      .args = "--yes",
-     .about = "reseal binding credentials under the first key"},
+     .about = "reseal every sealed value under the first key"},
     {.name = "secret-key",
      .run = cmd_secret_key,
      .offline = true,

@@ -110,6 +110,24 @@ static int run_exec(struct fake_call *f)
     return backend_run(backend_find("exec"), &f->call);
 }
 
+/* Runs kind with plan's program, which must fail, and with description when it is not NULL;
+ * the call is left for the caller's own checks and fake_call_clear. The plan names the case. */
+static void run_failing(struct fake_call *f, enum osbq_job_kind kind, const char *plan,
+                        const char *description)
+{
+    fake_init(f, kind, plan);
+    int rc = run_exec(f);
+    if (rc != 0)
+        fail_msg("%s: run_exec gave %d", plan, rc);
+    if (f->call.result.succeeded)
+        fail_msg("%s: succeeded", plan);
+    if (description != NULL && (f->call.result.description == NULL ||
+                                strcmp(f->call.result.description, description) != 0))
+        fail_msg("%s: description \"%s\", want \"%s\"", plan,
+                 f->call.result.description != NULL ? f->call.result.description : "(none)",
+                 description);
+}
+
 /* The binding's credentials, parsed (caller decrefs). */
 static json_t *credentials_of(const struct fake_call *f)
 {
@@ -382,17 +400,12 @@ static void test_fail_stderr(void **state)
 {
     (void)state;
     struct fake_call f;
-    fake_init(&f, OSBQ_JOB_PROVISION, "fail");
-    assert_int_equal(run_exec(&f), 0);
-    assert_false(f.call.result.succeeded);
+    run_failing(&f, OSBQ_JOB_PROVISION, "fail",
+                "first line of noise ERROR: database \"x\" is on fire");
     assert_false(f.call.result.instance_usable);
-    assert_string_equal(f.call.result.description,
-                        "first line of noise ERROR: database \"x\" is on fire");
     fake_call_clear(&f);
 
-    fake_init(&f, OSBQ_JOB_UPDATE, "fail");
-    assert_int_equal(run_exec(&f), 0);
-    assert_false(f.call.result.succeeded);
+    run_failing(&f, OSBQ_JOB_UPDATE, "fail", NULL);
     assert_true(f.call.result.instance_usable);
     assert_false(f.call.result.update_repeatable);
     fake_call_clear(&f);
@@ -403,10 +416,7 @@ static void test_fail_silent(void **state)
 {
     (void)state;
     struct fake_call f;
-    fake_init(&f, OSBQ_JOB_DEPROVISION, "fail-silent");
-    assert_int_equal(run_exec(&f), 0);
-    assert_false(f.call.result.succeeded);
-    assert_string_equal(f.call.result.description, "The program exited with status 7.");
+    run_failing(&f, OSBQ_JOB_DEPROVISION, "fail-silent", "The program exited with status 7.");
     assert_false(f.call.result.instance_usable);
     fake_call_clear(&f);
 }
@@ -415,10 +425,7 @@ static void test_signal(void **state)
 {
     (void)state;
     struct fake_call f;
-    fake_init(&f, OSBQ_JOB_UNBIND, "signal");
-    assert_int_equal(run_exec(&f), 0);
-    assert_false(f.call.result.succeeded);
-    assert_string_equal(f.call.result.description, "The program was killed by signal 9.");
+    run_failing(&f, OSBQ_JOB_UNBIND, "signal", "The program was killed by signal 9.");
     fake_call_clear(&f);
 }
 
@@ -464,9 +471,7 @@ static void test_flood(void **state)
     /* 11 MB went through; the backend keeps about 200 KB. */
     assert_true(max_rss_kb() - before < 4096);
 
-    fake_init(&f, OSBQ_JOB_BIND, "flood-result");
-    assert_int_equal(run_exec(&f), 0);
-    assert_false(f.call.result.succeeded);
+    run_failing(&f, OSBQ_JOB_BIND, "flood-result", NULL);
     assert_null(f.call.result.binding);
     assert_non_null(strstr(f.call.result.description, "is longer than 65536 bytes"));
     fake_call_clear(&f);
@@ -476,13 +481,10 @@ static void test_bad_json(void **state)
 {
     (void)state;
     struct fake_call f;
-    fake_init(&f, OSBQ_JOB_BIND, "bad-json");
-    assert_int_equal(run_exec(&f), 0);
-    assert_false(f.call.result.succeeded);
+    run_failing(&f, OSBQ_JOB_BIND, "bad-json",
+                "The program's result (its last stdout line starting with '{') is not a "
+                "valid JSON object.");
     assert_null(f.call.result.binding);
-    assert_string_equal(f.call.result.description,
-                        "The program's result (its last stdout line starting with '{') is not a "
-                        "valid JSON object.");
     /* Never the program's output in a description. */
     assert_null(strstr(f.call.result.description, "hunter2"));
     fake_call_clear(&f);
@@ -584,11 +586,7 @@ static void test_missing_program(void **state)
 {
     (void)state;
     struct fake_call f;
-    fake_init(&f, OSBQ_JOB_BIND, "missing");
-    assert_int_equal(run_exec(&f), 0);
-    assert_false(f.call.result.succeeded);
-    assert_string_equal(f.call.result.description,
-                        "The broker could not start the service's program.");
+    run_failing(&f, OSBQ_JOB_BIND, "missing", "The broker could not start the service's program.");
     fake_call_clear(&f);
 }
 

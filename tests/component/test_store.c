@@ -821,6 +821,30 @@ static long long zcard(struct store_fixture *f, const char *key)
     return n;
 }
 
+/* A scan of the polls as test_polls_leave_fairly makes them (ten at most, five a tenant), with
+ * or without a worker with room; returns the count taken, the items the caller's to free. */
+static size_t scan_polls(struct store_fixture *f, bool room, struct osbq_recovery_item **items,
+                         size_t *count, int64_t *next_due)
+{
+    struct osbq_error err = {0};
+    assert_int_equal(osbq_store_recover(f->store, 10, 5, 10000, room, items, count, next_due, &err),
+                     0);
+    return *count;
+}
+
+/* The operations named in taken are in the batch and those in left are not (both lists end
+ * with NULL); a failure names the operation. */
+static void assert_batch(const struct osbq_recovery_item *items, size_t count,
+                         const char *const *taken, const char *const *left)
+{
+    for (; *taken != NULL; taken++)
+        if (find_item(items, count, *taken) == NULL)
+            fail_msg("%s is not in the batch", *taken);
+    for (; *left != NULL; left++)
+        if (find_item(items, count, *left) != NULL)
+            fail_msg("%s is in the batch", *left);
+}
+
 /* Due steps leave Redis tenant by tenant (docs/decisions/0038): a tenant with many steps due,
  * due first, takes its share of a batch and another tenant's one step leaves in the same
  * batch; a tenant alone takes the whole batch; a claim, an operator's failure and a finish take
@@ -845,30 +869,22 @@ static void test_polls_leave_fairly(void **state)
     struct osbq_recovery_item *items = NULL;
     size_t count = 0;
     int64_t next_due = 0;
-    assert_int_equal(
-        osbq_store_recover(f->store, 10, 5, 10000, true, &items, &count, &next_due, &err), 0);
-    assert_int_equal(count, 10);
+    assert_int_equal(scan_polls(f, true, &items, &count, &next_due), 10);
     const struct osbq_recovery_item *b = find_item(items, count, "pb0");
     assert_non_null(b);
     assert_true(b->poll);
     assert_string_equal(b->tenant, "cf/org-b");
     /* org-a's earliest ones, in order. */
-    assert_non_null(find_item(items, count, "pa0"));
-    assert_non_null(find_item(items, count, "pa8"));
-    assert_null(find_item(items, count, "pa9"));
+    assert_batch(items, count, (const char *const[]){"pa0", "pa8", NULL},
+                 (const char *const[]){"pa9", NULL});
     osbq_recovery_free(items, count);
     /* Each taken once: a second scan takes org-a's next ones, and org-b has none due. */
-    assert_int_equal(
-        osbq_store_recover(f->store, 10, 5, 10000, true, &items, &count, &next_due, &err), 0);
-    assert_int_equal(count, 10);
-    assert_null(find_item(items, count, "pb0"));
-    assert_non_null(find_item(items, count, "pa9"));
-    assert_non_null(find_item(items, count, "pa18"));
+    assert_int_equal(scan_polls(f, true, &items, &count, &next_due), 10);
+    assert_batch(items, count, (const char *const[]){"pa9", "pa18", NULL},
+                 (const char *const[]){"pb0", NULL});
     osbq_recovery_free(items, count);
     /* Without a worker with room, nothing is polled. */
-    assert_int_equal(
-        osbq_store_recover(f->store, 10, 5, 10000, false, &items, &count, &next_due, &err), 0);
-    assert_int_equal(count, 0);
+    assert_int_equal(scan_polls(f, false, &items, &count, &next_due), 0);
     osbq_recovery_free(items, count);
 
     /* A claim takes it out of its tenant's polls; so do an operator's failure and a finish. */
@@ -881,8 +897,7 @@ static void test_polls_leave_fairly(void **state)
      * scan lists it no more; the scan says when org-a's first is due again (a claim timeout
      * after it was taken). */
     freeReplyObject(redisCommand(f->direct, "ZADD t:poll_tenants 1 cf/org-b"));
-    assert_int_equal(
-        osbq_store_recover(f->store, 10, 5, 10000, true, &items, &count, &next_due, &err), 0);
+    (void)scan_polls(f, true, &items, &count, &next_due);
     osbq_recovery_free(items, count);
     redisReply *r = redisCommand(f->direct, "ZSCORE t:poll_tenants cf/org-b");
     assert_int_equal(r->type, REDIS_REPLY_NIL);
@@ -890,9 +905,7 @@ static void test_polls_leave_fairly(void **state)
     assert_true(next_due > osbq_store_now_ms());
     /* An operator's resend makes a waiting step due at once in its tenant's polls. */
     assert_int_equal(osbq_store_operator_resend(f->store, "pa28", "ops", &err), 1);
-    assert_int_equal(
-        osbq_store_recover(f->store, 10, 5, 10000, true, &items, &count, &next_due, &err), 0);
-    assert_int_equal(count, 1);
+    assert_int_equal(scan_polls(f, true, &items, &count, &next_due), 1);
     assert_string_equal(items[0].operation_id, "pa28");
     osbq_recovery_free(items, count);
 }

@@ -144,27 +144,34 @@ static void load_fails(struct fake_env *env, enum osbq_role role, const char *pr
     load_fails_case(env, role, prefix, err, prefix);
 }
 
-/* Renderers: each turns the field(s) one variable sets into a string to compare. */
+/* Renderers: each turns the field(s) one variable sets into a string to compare. Those of one
+ * unsigned or string field (NULL as "-") differ only in the field, so a macro writes them. */
+#define RENDER_UNSIGNED(name, field)                                                               \
+    static void render_##name(const struct osbq_config *c, char *buf, size_t size)                 \
+    {                                                                                              \
+        (void)snprintf(buf, size, "%u", c->field);                                                 \
+    }
+#define RENDER_STRING(name, field)                                                                 \
+    static void render_##name(const struct osbq_config *c, char *buf, size_t size)                 \
+    {                                                                                              \
+        (void)snprintf(buf, size, "%s", or_dash(c->field));                                        \
+    }
+
+RENDER_UNSIGNED(timeout, redis_timeout_ms)
+RENDER_UNSIGNED(http_threads, http_threads)
+RENDER_UNSIGNED(concurrency, worker_concurrency)
+RENDER_UNSIGNED(exec_concurrency, worker_exec_concurrency)
+RENDER_STRING(namespace, namespace_)
+RENDER_STRING(catalog, catalog_path)
+RENDER_STRING(username, broker_username)
+RENDER_STRING(password, broker_password)
+RENDER_STRING(bus_advertise, bus_advertise)
+
 static void render_redis(const struct osbq_config *c, char *buf, size_t size)
 {
     (void)snprintf(buf, size, "host=%s port=%u db=%u user=%s pass=%s", or_dash(c->redis.host),
                    (unsigned)c->redis.port, c->redis.db, or_dash(c->redis.username),
                    or_dash(c->redis.password));
-}
-
-static void render_timeout(const struct osbq_config *c, char *buf, size_t size)
-{
-    (void)snprintf(buf, size, "%u", c->redis_timeout_ms);
-}
-
-static void render_namespace(const struct osbq_config *c, char *buf, size_t size)
-{
-    (void)snprintf(buf, size, "%s", or_dash(c->namespace_));
-}
-
-static void render_catalog(const struct osbq_config *c, char *buf, size_t size)
-{
-    (void)snprintf(buf, size, "%s", or_dash(c->catalog_path));
 }
 
 static void render_log_level(const struct osbq_config *c, char *buf, size_t size)
@@ -179,24 +186,9 @@ static void render_listen(const struct osbq_config *c, char *buf, size_t size)
     (void)snprintf(buf, size, "host=%s port=%u", or_dash(c->listen.host), (unsigned)c->listen.port);
 }
 
-static void render_http_threads(const struct osbq_config *c, char *buf, size_t size)
-{
-    (void)snprintf(buf, size, "%u", c->http_threads);
-}
-
 static void render_max_body(const struct osbq_config *c, char *buf, size_t size)
 {
     (void)snprintf(buf, size, "%zu", c->max_body_bytes);
-}
-
-static void render_username(const struct osbq_config *c, char *buf, size_t size)
-{
-    (void)snprintf(buf, size, "%s", or_dash(c->broker_username));
-}
-
-static void render_password(const struct osbq_config *c, char *buf, size_t size)
-{
-    (void)snprintf(buf, size, "%s", or_dash(c->broker_password));
 }
 
 static void render_bus_bind(const struct osbq_config *c, char *buf, size_t size)
@@ -204,24 +196,9 @@ static void render_bus_bind(const struct osbq_config *c, char *buf, size_t size)
     (void)snprintf(buf, size, "%s port=%u", or_dash(c->bus_bind), (unsigned)c->bus_port);
 }
 
-static void render_bus_advertise(const struct osbq_config *c, char *buf, size_t size)
-{
-    (void)snprintf(buf, size, "%s", or_dash(c->bus_advertise));
-}
-
-static void render_concurrency(const struct osbq_config *c, char *buf, size_t size)
-{
-    (void)snprintf(buf, size, "%u", c->worker_concurrency);
-}
-
 static void render_acks(const struct osbq_config *c, char *buf, size_t size)
 {
     (void)snprintf(buf, size, "%u within %u ms", c->redis_min_acks, c->redis_ack_timeout_ms);
-}
-
-static void render_exec_concurrency(const struct osbq_config *c, char *buf, size_t size)
-{
-    (void)snprintf(buf, size, "%u", c->worker_exec_concurrency);
 }
 
 typedef void (*render_fn)(const struct osbq_config *c, char *buf, size_t size);

@@ -54,6 +54,21 @@ static void expect_refused(const char *text, const char *want)
         fail_msg("error \"%s\" does not contain \"%s\"", err.text, want);
 }
 
+/* Opens text at place under secrets (NULL: no keys), which must give rc and want; what names
+ * the case in a failure. */
+static void assert_opens(const struct osbq_secrets *secrets, const char *text, int rc,
+                         const char *want, const char *what)
+{
+    struct osbq_error err = {0};
+    char *plain = NULL;
+    int got = osbq_secrets_open(secrets, &place, text, &plain, &err);
+    if (got != rc)
+        fail_msg("%s: rc %d, want %d (%s)", what, got, rc, got < 0 ? err.text : "no error");
+    if (plain == NULL || strcmp(plain, want) != 0)
+        fail_msg("%s: opened to \"%s\", want \"%s\"", what, plain != NULL ? plain : "(none)", want);
+    osbq_secrets_free_text(plain);
+}
+
 static void test_load_good(void **state)
 {
     (void)state;
@@ -193,18 +208,11 @@ static void test_round_trip(void **state)
     /* A fresh nonce each time: the same plaintext never seals to the same text. */
     char *again = osbq_secrets_seal(s, &place, credentials, strlen(credentials));
     assert_string_not_equal(sealed, again);
-    char *plain = NULL;
-    assert_int_equal(osbq_secrets_open(s, &place, sealed, &plain, &err), 1);
-    assert_string_equal(plain, credentials);
-    osbq_secrets_free_text(plain);
-    assert_int_equal(osbq_secrets_open(s, &place, again, &plain, &err), 1);
-    assert_string_equal(plain, credentials);
-    osbq_secrets_free_text(plain);
+    assert_opens(s, sealed, 1, credentials, "the first sealing");
+    assert_opens(s, again, 1, credentials, "the second sealing");
     /* An empty value seals and opens too. */
     char *empty = osbq_secrets_seal(s, &place, "", 0);
-    assert_int_equal(osbq_secrets_open(s, &place, empty, &plain, &err), 1);
-    assert_string_equal(plain, "");
-    osbq_secrets_free_text(plain);
+    assert_opens(s, empty, 1, "", "an empty value");
     free(empty);
     free(sealed);
     free(again);
@@ -306,13 +314,9 @@ static void test_rotation(void **state)
     /* New values name the new first key. */
     assert_memory_equal(after + strlen("osbq:v1:"), osbq_secrets_current_id(rotated), 16);
     assert_memory_not_equal(after + strlen("osbq:v1:"), osbq_secrets_current_id(old), 16);
+    assert_opens(rotated, before, 1, credentials, "sealed before the rotation");
+    assert_opens(rotated, after, 1, credentials, "sealed after the rotation");
     char *plain = NULL;
-    assert_int_equal(osbq_secrets_open(rotated, &place, before, &plain, &err), 1);
-    assert_string_equal(plain, credentials);
-    osbq_secrets_free_text(plain);
-    assert_int_equal(osbq_secrets_open(rotated, &place, after, &plain, &err), 1);
-    assert_string_equal(plain, credentials);
-    osbq_secrets_free_text(plain);
     /* The old ring cannot read what the new first key sealed. */
     assert_int_equal(osbq_secrets_open(old, &place, after, &plain, &err), -1);
     free(before);
@@ -326,15 +330,13 @@ static void test_plaintext_passthrough(void **state)
     (void)state;
     struct osbq_error err = {0};
     struct osbq_secrets *s = load(KEY_A "\n", &err);
-    char *plain = NULL;
     /* Written before keys were configured: read as it is, with keys or without. */
     assert_false(osbq_secrets_is_sealed(credentials));
-    assert_int_equal(osbq_secrets_open(s, &place, credentials, &plain, &err), 0);
-    assert_string_equal(plain, credentials);
-    osbq_secrets_free_text(plain);
-    assert_int_equal(osbq_secrets_open(NULL, &place, credentials, &plain, &err), 0);
-    assert_string_equal(plain, credentials);
-    osbq_secrets_free_text(plain);
+    assert_opens(s, credentials, 0, credentials, "plaintext with keys");
+    assert_opens(NULL, credentials, 0, credentials, "plaintext without keys");
+    /* Not NULL beforehand, so that the refusal is seen to set it to NULL. */
+    char stale[] = "stale";
+    char *plain = stale;
     /* Anything with the prefix is sealed and must open: no fallback to plaintext. */
     assert_true(osbq_secrets_is_sealed("osbq:"));
     assert_int_equal(osbq_secrets_open(s, &place, "osbq:", &plain, &err), -1);

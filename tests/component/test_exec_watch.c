@@ -300,18 +300,26 @@ static void test_stop_and_kill(void **state)
     assert_true(s.ended_ms - stopped < EXEC_WATCH_KILL_GRACE_MS);
 }
 
+/* A watch of two places, both held by tenant's (NULL: none) programs that sleep until a or b
+ * is told to stop, for the tests of who gets a place next. */
+static struct exec_watch *full_watch(const char *tenant, struct seen *a, struct seen *b)
+{
+    struct osbq_error err = {0};
+    struct exec_watch *w = exec_watch_new(2, &err);
+    assert_non_null(w);
+    seen_init(a);
+    seen_init(b);
+    (void)start_for(w, tenant, "exec sleep 30", NULL, 0, 0, a);
+    (void)start_for(w, tenant, "exec sleep 30", NULL, 0, 0, b);
+    return w;
+}
+
 /* The places: a full watch refuses a reservation until a program ends. */
 static void test_places(void **state)
 {
     (void)state;
-    struct osbq_error err = {0};
-    struct exec_watch *w = exec_watch_new(2, &err);
-    assert_non_null(w);
     struct seen a, b;
-    seen_init(&a);
-    seen_init(&b);
-    (void)start(w, "exec sleep 30", NULL, 0, 0, &a);
-    (void)start(w, "exec sleep 30", NULL, 0, 0, &b);
+    struct exec_watch *w = full_watch(NULL, &a, &b);
     assert_int_equal(exec_watch_busy(w), 2);
     uint64_t ticket = 0;
     assert_false(exec_watch_reserve(w, NULL, &ticket, 50));
@@ -355,14 +363,8 @@ static void wait_rank(struct reserver *r)
 static void test_places_fair(void **state)
 {
     (void)state;
-    struct osbq_error err = {0};
-    struct exec_watch *w = exec_watch_new(2, &err);
-    assert_non_null(w);
     struct seen a1, a2;
-    seen_init(&a1);
-    seen_init(&a2);
-    (void)start_for(w, "cf/a", "exec sleep 30", NULL, 0, 0, &a1);
-    (void)start_for(w, "cf/a", "exec sleep 30", NULL, 0, 0, &a2);
+    struct exec_watch *w = full_watch("cf/a", &a1, &a2);
     atomic_int granted;
     atomic_init(&granted, 0);
     struct reserver a3 = {.w = w, .tenant = "cf/a", .granted = &granted};

@@ -210,6 +210,23 @@ static void provision(struct fixture *f, struct runner *r, const char *op, const
     provision_from(f, r, op, instance, plan, 0);
 }
 
+/* Provisions as provision does and waits up to ms for the operation to reach state. */
+static void provision_until(struct fixture *f, struct runner *r, const char *op,
+                            const char *instance, const char *plan, const char *state, int64_t ms)
+{
+    provision(f, r, op, instance, plan);
+    wait_state(f, op, state, ms);
+}
+
+/* Waits up to tries * 10 ms for r's slots to be free (a slot is given back a little after the
+ * outcome is recorded); returns how many are still busy. */
+static unsigned wait_idle(struct runner *r, int tries)
+{
+    for (int i = 0; i < tries && runner_busy(r) > 0; i++)
+        sleep_ms(10);
+    return runner_busy(r);
+}
+
 /* Submits op's stored job to r again, as the gateways' recovery loop sends it. */
 static void resubmit(struct fixture *f, struct runner *r, const char *op)
 {
@@ -257,12 +274,9 @@ static void test_success(void **state)
     struct worker_metrics wm;
     struct osbq_metrics *m = new_metrics(f, &wm);
     struct runner *r = start_runner(f, &wm);
-    provision(f, r, "op-ok", "i-ok", "plan-quick");
-    wait_state(f, "op-ok", "succeeded", 5000);
+    provision_until(f, r, "op-ok", "i-ok", "plan-quick", "succeeded", 5000);
     assert_string_equal(op_field(f, "op-ok", "description"), "Provisioned.");
-    for (int i = 0; i < 100 && runner_busy(r) > 0; i++)
-        sleep_ms(10);
-    assert_int_equal(runner_busy(r), 0);
+    assert_int_equal(wait_idle(r, 100), 0);
     assert_true(provisions(&wm, WORKER_OP_SUCCEEDED) == 1);
     assert_true(provisions(&wm, WORKER_OP_FAILED) + provisions(&wm, WORKER_OP_RELEASED) +
                     provisions(&wm, WORKER_OP_LOST) ==
@@ -294,15 +308,12 @@ static void test_steps(void **state)
     struct worker_metrics wm;
     struct osbq_metrics *m = new_metrics(f, &wm);
     struct runner *r = start_runner(f, &wm);
-    provision(f, r, "op-steps", "i-steps", "plan-steps");
-    wait_state(f, "op-steps", "waiting", 3000);
+    provision_until(f, r, "op-steps", "i-steps", "plan-steps", "waiting", 3000);
     assert_string_equal(op_field(f, "op-steps", "description"), "Provisioning (0%)");
     assert_string_equal(op_field(f, "op-steps", "worker"), "");
     assert_string_equal(op_field(f, "op-steps", "steps"), "1");
     assert_non_null(strstr(op_field(f, "op-steps", "resume"), "until_ms"));
-    for (int i = 0; i < 100 && runner_busy(r) > 0; i++)
-        sleep_ms(10);
-    assert_int_equal(runner_busy(r), 0);
+    assert_int_equal(wait_idle(r, 100), 0);
     assert_true(osbq_series_value(wm.steps_waiting) == 1);
     assert_true(provisions(&wm, WORKER_OP_SUCCEEDED) == 0);
     sleep_ms(400);
@@ -313,8 +324,7 @@ static void test_steps(void **state)
     assert_true(provisions(&wm, WORKER_OP_SUCCEEDED) == 1);
 
     /* Due no later than the accept + maximum_polling_duration; then it fails. */
-    provision(f, r, "op-poll", "i-poll", "plan-polling");
-    wait_state(f, "op-poll", "waiting", 3000);
+    provision_until(f, r, "op-poll", "i-poll", "plan-polling", "waiting", 3000);
     double accepted = strtod(op_field(f, "op-poll", "created_ms"), NULL);
     assert_true(strtod(op_field(f, "op-poll", "due_ms"), NULL) <= accepted + 1000);
     sleep_ms(1100);
@@ -353,8 +363,7 @@ static void test_due_noted_for_origin(void **state)
     struct runner *r = start_runner(f, NULL);
     provision_from(f, r, "op-due", "i-due", "plan-steps", 7);
     wait_state(f, "op-due", "waiting", 3000);
-    for (int i = 0; i < 100 && runner_busy(r) > 0; i++)
-        sleep_ms(10);
+    (void)wait_idle(r, 100);
     struct due_seen seen = {0};
     runner_take_notes(r, collect_due, &seen);
     assert_int_equal(seen.calls, 1);
@@ -376,8 +385,7 @@ static void test_deadline(void **state)
     struct worker_metrics wm;
     struct osbq_metrics *m = new_metrics(f, &wm);
     struct runner *r = start_runner(f, &wm);
-    provision(f, r, "op-hang", "i-hang", "plan-hang");
-    wait_state(f, "op-hang", "running", 3000);
+    provision_until(f, r, "op-hang", "i-hang", "plan-hang", "running", 3000);
     int64_t claimed = osbq_clock_ms();
     assert_int_equal(runner_holding(r), 1);
     wait_state(f, "op-hang", "queued", 3000);
@@ -448,9 +456,7 @@ static void test_finish_after_outage(void **state)
     assert_string_equal(op_field(f, "op-out", "description"), "Provisioned.");
     /* The outcome may have been recorded by a try that timed out on our side but ran once Redis
      * woke: the runner learns it at its next try, after a backoff of at most 5 s. */
-    for (int i = 0; i < 800 && runner_busy(r) > 0; i++)
-        sleep_ms(10);
-    assert_int_equal(runner_busy(r), 0);
+    assert_int_equal(wait_idle(r, 800), 0);
     /* Recorded by this worker's last try (succeeded), or by an earlier one that timed out on
      * our side, the last try then refused (lost). Whether the finish itself had to be retried
      * depends on where the outage caught the job (a lease renewal blocks the backend's wait). */

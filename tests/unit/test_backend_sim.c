@@ -143,6 +143,13 @@ static void fake_init(struct fake_call *f, enum osbq_job_kind kind, const char *
     fake_call_init(f, kind, plan, parameters);
 }
 
+/* A call already cancelled (its lease lost, the worker stopping) before it runs. */
+static void fake_init_cancelled(struct fake_call *f, enum osbq_job_kind kind, const char *plan_id)
+{
+    fake_init(f, kind, plan_id, NULL);
+    atomic_store(&f->cancel, true);
+}
+
 static int run_sim(struct fake_call *f)
 {
     return backend_run(backend_find("sim"), &f->call);
@@ -365,8 +372,7 @@ static void test_cancelled_step(void **state)
 {
     (void)state;
     struct fake_call f;
-    fake_init(&f, OSBQ_JOB_BIND, INSTANT_PLAN, NULL);
-    atomic_store(&f.cancel, true);
+    fake_init_cancelled(&f, OSBQ_JOB_BIND, INSTANT_PLAN);
     assert_int_equal(run_sim(&f), -1);
     assert_int_equal(f.report_count, 0);
     assert_null(f.call.result.description);
@@ -1063,8 +1069,7 @@ static void test_cpu_ms_cancelled(void **state)
 {
     (void)state;
     struct fake_call f;
-    fake_init(&f, OSBQ_JOB_BIND, CPU_PLAN, NULL);
-    atomic_store(&f.cancel, true);
+    fake_init_cancelled(&f, OSBQ_JOB_BIND, CPU_PLAN);
     double before = thread_cpu_ms();
     assert_int_equal(run_sim(&f), -1);
     double spent = thread_cpu_ms() - before;

@@ -29,6 +29,18 @@ static const char *at(struct fixture *f, const char *name)
     return f->path;
 }
 
+/* A path kept past at's next call, which reuses f->path. */
+struct path {
+    char s[160];
+};
+
+static struct path kept_at(struct fixture *f, const char *name)
+{
+    struct path p;
+    (void)snprintf(p.s, sizeof p.s, "%s", at(f, name));
+    return p;
+}
+
 /* Saves a new key pair as dir/name and dir/name_secret; returns its public key (owned). */
 static char *new_pair(struct fixture *f, const char *name)
 {
@@ -95,12 +107,11 @@ static void test_gateway_loads_the_secret_certificate(void **state)
 {
     struct fixture *f = *state;
     char *key = new_pair(f, "gateways");
-    char secret[160];
-    (void)snprintf(secret, sizeof secret, "%s", at(f, "gateways_secret"));
+    struct path secret = kept_at(f, "gateways_secret");
     struct osbq_bus_curve curve;
     struct osbq_error err = {0};
     const char *variable = NULL;
-    assert_int_equal(load(&curve, OSBQ_ROLE_GATEWAY, secret, NULL, f->dir, &variable, &err), 0);
+    assert_int_equal(load(&curve, OSBQ_ROLE_GATEWAY, secret.s, NULL, f->dir, &variable, &err), 0);
     assert_true(osbq_bus_curve_on(&curve));
     assert_string_equal(zcert_public_txt(curve.own), key);
     assert_string_equal(curve.server_public, "");
@@ -114,15 +125,15 @@ static void test_worker_takes_the_public_or_the_secret_server_file(void **state)
     struct fixture *f = *state;
     char *server_key = new_pair(f, "gateways");
     char *client_key = new_pair(f, "worker");
-    char client[160], server[160];
-    (void)snprintf(client, sizeof client, "%s", at(f, "worker_secret"));
+    struct path client = kept_at(f, "worker_secret");
     const char *names[] = {"gateways", "gateways_secret"};
     for (size_t i = 0; i < 2; i++) {
-        (void)snprintf(server, sizeof server, "%s", at(f, names[i]));
+        struct path server = kept_at(f, names[i]);
         struct osbq_bus_curve curve;
         struct osbq_error err = {0};
         const char *variable = NULL;
-        assert_int_equal(load(&curve, OSBQ_ROLE_WORKER, server, client, NULL, &variable, &err), 0);
+        assert_int_equal(load(&curve, OSBQ_ROLE_WORKER, server.s, client.s, NULL, &variable, &err),
+                         0);
         assert_string_equal(curve.server_public, server_key);
         assert_string_equal(zcert_public_txt(curve.own), client_key);
         osbq_bus_curve_clear(&curve);
@@ -131,18 +142,22 @@ static void test_worker_takes_the_public_or_the_secret_server_file(void **state)
     free(client_key);
 }
 
-/* Expects the load to fail, naming variable, with text in the message. */
+/* Expects the load to fail, naming variable, with text in the message; a failure names the
+ * case by its role and server file, as the tables of these cases tell them apart. */
 static void expect_failure(enum osbq_role role, char *server, char *client, char *clients_dir,
                            const char *want_variable, const char *text)
 {
     struct osbq_bus_curve curve;
     struct osbq_error err = {0};
     const char *variable = NULL;
-    assert_int_equal(load(&curve, role, server, client, clients_dir, &variable, &err), -1);
-    assert_false(osbq_bus_curve_on(&curve));
-    assert_string_equal(variable, want_variable);
+    int rc = load(&curve, role, server, client, clients_dir, &variable, &err);
+    if (rc != -1 || osbq_bus_curve_on(&curve))
+        fail_msg("role %d, %s: rc %d, on %d", (int)role, server, rc, osbq_bus_curve_on(&curve));
+    if (variable == NULL || strcmp(variable, want_variable) != 0)
+        fail_msg("role %d, %s: variable %s, want %s", (int)role, server,
+                 variable != NULL ? variable : "(none)", want_variable);
     if (strstr(err.text, text) == NULL)
-        fail_msg("\"%s\" does not say \"%s\"", err.text, text);
+        fail_msg("role %d, %s: \"%s\" does not say \"%s\"", (int)role, server, err.text, text);
 }
 
 static void test_public_file_where_a_secret_key_is_needed(void **state)
@@ -151,13 +166,12 @@ static void test_public_file_where_a_secret_key_is_needed(void **state)
     free(new_pair(f, "gateways"));
     free(new_pair(f, "worker"));
     /* zcert_load prefers name_secret beside name: a public file alone. */
-    char lone[160], server[160];
-    (void)snprintf(lone, sizeof lone, "%s", at(f, "lone"));
-    assert_int_equal(rename(at(f, "worker"), lone), 0);
-    (void)snprintf(server, sizeof server, "%s", at(f, "gateways"));
-    expect_failure(OSBQ_ROLE_WORKER, server, lone, NULL, "OSBQ_BUS_CURVE_CLIENT_CERT",
+    struct path lone = kept_at(f, "lone");
+    assert_int_equal(rename(at(f, "worker"), lone.s), 0);
+    struct path server = kept_at(f, "gateways");
+    expect_failure(OSBQ_ROLE_WORKER, server.s, lone.s, NULL, "OSBQ_BUS_CURVE_CLIENT_CERT",
                    "holds no secret key");
-    expect_failure(OSBQ_ROLE_GATEWAY, lone, NULL, f->dir, "OSBQ_BUS_CURVE_SERVER_CERT",
+    expect_failure(OSBQ_ROLE_GATEWAY, lone.s, NULL, f->dir, "OSBQ_BUS_CURVE_SERVER_CERT",
                    "holds no secret key");
 }
 
@@ -165,18 +179,22 @@ static void test_not_a_certificate(void **state)
 {
     struct fixture *f = *state;
     free(new_pair(f, "worker"));
-    char client[160], junk[160], empty[160];
-    (void)snprintf(client, sizeof client, "%s", at(f, "worker_secret"));
+    struct path client = kept_at(f, "worker_secret");
     write_file(f, "junk", "this is not = a \"certificate\n");
-    (void)snprintf(junk, sizeof junk, "%s", at(f, "junk"));
+    struct path junk = kept_at(f, "junk");
     write_file(f, "empty", "");
-    (void)snprintf(empty, sizeof empty, "%s", at(f, "empty"));
-    expect_failure(OSBQ_ROLE_WORKER, junk, client, NULL, "OSBQ_BUS_CURVE_SERVER_CERT",
-                   "holds no CurveZMQ certificate");
-    expect_failure(OSBQ_ROLE_WORKER, empty, client, NULL, "OSBQ_BUS_CURVE_SERVER_CERT",
-                   "holds no CurveZMQ certificate");
-    expect_failure(OSBQ_ROLE_GATEWAY, junk, NULL, f->dir, "OSBQ_BUS_CURVE_SERVER_CERT",
-                   "holds no CurveZMQ certificate");
+    struct path empty = kept_at(f, "empty");
+    const struct {
+        enum osbq_role role;
+        char *server, *client, *clients_dir;
+    } cases[] = {
+        {OSBQ_ROLE_WORKER, junk.s, client.s, NULL},
+        {OSBQ_ROLE_WORKER, empty.s, client.s, NULL},
+        {OSBQ_ROLE_GATEWAY, junk.s, NULL, f->dir},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        expect_failure(cases[i].role, cases[i].server, cases[i].client, cases[i].clients_dir,
+                       "OSBQ_BUS_CURVE_SERVER_CERT", "holds no CurveZMQ certificate");
 }
 
 static void test_secret_key_of_another_pair(void **state)
@@ -189,9 +207,8 @@ static void test_secret_key_of_another_pair(void **state)
     zcert_destroy(&a);
     zcert_destroy(&b);
     write_file(f, "mixed_secret", text);
-    char mixed[160];
-    (void)snprintf(mixed, sizeof mixed, "%s", at(f, "mixed_secret"));
-    expect_failure(OSBQ_ROLE_GATEWAY, mixed, NULL, f->dir, "OSBQ_BUS_CURVE_SERVER_CERT",
+    struct path mixed = kept_at(f, "mixed_secret");
+    expect_failure(OSBQ_ROLE_GATEWAY, mixed.s, NULL, f->dir, "OSBQ_BUS_CURVE_SERVER_CERT",
                    "the secret key does not match the public key");
 }
 
@@ -203,10 +220,9 @@ static void test_clients_directory_with_a_key_twice(void **state)
     zactor_t *auth = osbq_bus_auth_start(f->dir, false, &err);
     assert_non_null(auth);
     zactor_destroy(&auth);
-    char copy[160];
-    (void)snprintf(copy, sizeof copy, "%s", at(f, "worker-again"));
+    struct path copy = kept_at(f, "worker-again");
     zcert_t *cert = zcert_load(at(f, "worker"));
-    assert_int_equal(zcert_save_public(cert, copy), 0);
+    assert_int_equal(zcert_save_public(cert, copy.s), 0);
     zcert_destroy(&cert);
     assert_null(osbq_bus_auth_start(f->dir, false, &err));
     assert_non_null(strstr(err.text, "hold the same public key"));

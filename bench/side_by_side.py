@@ -5,6 +5,7 @@ meet the same machine; then the medians of each figure and their ratio (this tre
 
     git worktree add /tmp/osbq-ref <commit>
     python3 bench/side_by_side.py /tmp/osbq-ref [--rounds 3] [--hol-scale 0.2] [--noisy-count 160]
+    (--noisy-count 0: lifecycle and hol only)
 
 Each bench/run.sh builds its tree's Release binaries into that tree's build-bench/ (once) and
 starts its own stacks on free loopback ports. Lower is better for the latencies (ms), higher for
@@ -79,14 +80,17 @@ def main():
     parser.add_argument('reference', help='a checkout (worktree) of the reference commit')
     parser.add_argument('--rounds', type=int, default=3)
     parser.add_argument('--duration', type=int, default=10, help="lifecycle's seconds a run")
+    parser.add_argument('--cases', default='lifecycle,long_ops',
+                        help='the cases run alternately: lifecycle, long_ops (its hol phase) or both')
     parser.add_argument('--hol-scale', default='0.2', help="long_ops' --long-ops-scale")
-    parser.add_argument('--noisy-count', type=int, default=160)
+    parser.add_argument('--noisy-count', type=int, default=160,
+                        help="noisy_neighbor's --noisy-count; 0: no noisy_neighbor")
     parser.add_argument('--log',
                         default=os.path.join(tempfile.gettempdir(), 'osbq-side-by-side.log'),
                         help='every run\'s whole output')
     args = parser.parse_args()
     ref = os.path.abspath(args.reference)
-    common = ['--runs', '1', '--duration', str(args.duration), '--cases', 'lifecycle,long_ops',
+    common = ['--runs', '1', '--duration', str(args.duration), '--cases', args.cases,
               '--long-ops-phases', 'hol', '--long-ops-scale', args.hol_scale]
     new_fig, ref_fig = {}, {}
     with open(args.log, 'w') as log:
@@ -94,10 +98,12 @@ def main():
             for tree, into in ((TOP, new_fig), (ref, ref_fig)):
                 for name, values in figures_of(run_bench(tree, common, log)).items():
                     into.setdefault(name, []).extend(values)
-        noisy = noisy_figures(run_bench(TOP, [
-            '--runs', str(args.rounds), '--cases', 'noisy_neighbor', '--noisy-count',
-            str(args.noisy_count), '--noisy-window', '0', '--noisy-reference',
-            os.path.join(ref, 'build-bench')], log))
+        noisy = {'current': {}, 'reference': {}}
+        if args.noisy_count > 0:
+            noisy = noisy_figures(run_bench(TOP, [
+                '--runs', str(args.rounds), '--cases', 'noisy_neighbor', '--noisy-count',
+                str(args.noisy_count), '--noisy-window', '0', '--noisy-reference',
+                os.path.join(ref, 'build-bench')], log))
     print('\nthis tree: %s; reference: %s; %d rounds, alternating' % (
         TOP, ref, args.rounds))
     table([(name, new_fig[name], ref_fig.get(name)) for name in sorted(new_fig)])

@@ -81,7 +81,8 @@ def main():
     parser.add_argument('--rounds', type=int, default=3)
     parser.add_argument('--duration', type=int, default=10, help="lifecycle's seconds a run")
     parser.add_argument('--cases', default='lifecycle,long_ops',
-                        help='the cases run alternately: lifecycle, long_ops (its hol phase) or both')
+                        help='the cases run alternately: lifecycle, long_ops (its hol phase), '
+                             'or both')
     parser.add_argument('--hol-scale', default='0.2', help="long_ops' --long-ops-scale")
     parser.add_argument('--noisy-count', type=int, default=160,
                         help="noisy_neighbor's --noisy-count; 0: no noisy_neighbor")

@@ -1,14 +1,11 @@
 /* A step's record: its result written to Redis with retries, and its log lines. */
 #include "step_record.h"
 
-#include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "bind_result.h"
-#include "clock.h"
 #include "log.h"
 #include "sealed_job.h"
 #include "step_timing.h"

@@ -90,18 +90,26 @@ static const struct refusal refusals[][ACCEPT_RESOURCE_COUNT_] = {
     "service_id and plan_id must be the service binding's: its service, and the plan it was "      \
     "made with or its service instance's plan now."
 
-/* What the answer needs once the begin script has answered. */
+/* An operation on its way from the handler's checks to the store's answer: the one begin
+ * request (begin), and what it points at that the handler's request would not keep alive: the
+ * strings the handler named (its body's JSON is freed when it returns), the objects as texts and
+ * sealed, the digest. A request that waits for a worker's slot first keeps this, not a copy. */
 struct accept_pending {
-    const struct accept_desc *desc; /* the resource's descriptor */
-    enum osbq_job_kind kind;        /* the operation's kind */
-    char operation_id[33];          /* the operation it proposed */
-    bool async;                     /* the platform accepts 202 */
-    int64_t timeout_ms;             /* a synchronous wait's limit */
-    char *service_id;               /* as the request named it: answers a request done already */
-    const char *metric_service;     /* the service and plan labels of its metrics (the */
-    const char *metric_plan;        /* catalog's strings) */
-    char *job;                      /* the encoded job, sent when accepted */
-    size_t job_len;                 /* bytes in job */
+    const struct accept_desc *desc;     /* the resource's descriptor */
+    enum osbq_job_kind kind;            /* the operation's kind */
+    struct osbq_begin_request begin;    /* what the begin script records; its other strings are the
+                                         * exchange's (the request's headers) or the gateway's */
+    char operation_id[33];              /* the operation it proposes (begin.operation_id) */
+    char digest[33];                    /* its idempotency digest (begin.digest); "" for deletes */
+    char *strings;                      /* one block: the handler's strings begin and quotas name */
+    char *texts[4];                     /* the objects as canonical text (struct accept_texts) */
+    struct sealed_texts sealed;         /* those sealed as stored, with keys (begin's texts) */
+    bool async;                         /* the platform accepts 202 */
+    int64_t timeout_ms;                 /* a synchronous wait's limit */
+    const char *metric_service;         /* the service and plan labels of its metrics (the */
+    const char *metric_plan;            /* catalog's strings) */
+    char *job;                          /* the encoded job, sent when accepted */
+    size_t job_len;                     /* bytes in job */
     struct dispatch_handover *handover; /* a worker's slot the begin script claims the operation
                                          * for (docs/decisions/0042-handover.md), or NULL */
     char tenant[TENANT_KEY_MAX];        /* the tenant the request names (the store may answer its
@@ -109,49 +117,56 @@ struct accept_pending {
     unsigned weight;                    /* its platform's weight */
     int64_t in_progress_cap;            /* its platform's cap (OSBQ_POLICY in_progress_per_tenant),
                                          * or -1: none */
-    int64_t delete_cap;                 /* its platform's OSBQ_POLICY deletes_per_minute_per_tenant,
-                                         * or -1: none */
     size_t quota_count;                 /* quotas it counted against, for a refusal's text */
-    struct osbq_policy_use *quotas;     /* their copies, or NULL */
-    char *quota_values[OSBQ_POLICY_QUOTAS_MAX]; /* the values those copies point at */
-    struct osbq_begin_request *begin; /* a synchronous request waiting for a worker's slot: its
-                                       * begin call's request, kept until it is made; else NULL */
-    int64_t slot_wait_started;        /* when that wait began (osbq_clock_ms) */
+    struct osbq_policy_use quotas[OSBQ_POLICY_QUOTAS_MAX]; /* their copies */
+    int64_t slot_wait_started; /* when a wait for a worker's slot began (osbq_clock_ms) */
     char *user; /* who asked, for the audit trail: the decoded originating identity, or NULL */
 };
 
 static void pending_free(void *state)
 {
     struct accept_pending *p = state;
-    free(p->service_id);
+    free(p->strings);
+    for (size_t i = 0; i < sizeof p->texts / sizeof p->texts[0]; i++)
+        free(p->texts[i]);
+    sealed_texts_clear(&p->sealed);
     free(p->job);
     dispatch_handover_cancel(&p->handover);
-    for (size_t i = 0; i < p->quota_count; i++)
-        free(p->quota_values[i]);
-    free(p->quotas);
-    osbq_begin_request_free(&p->begin);
     free(p->user);
     free(p);
 }
 
-/* Keeps the request's quotas for the refusal text: their values live in the request's JSON,
- * which is gone by the time Redis answers. */
-static bool keep_quotas(struct accept_pending *p, const struct osbq_policy_use *uses, size_t n)
+/* Points the strings of p->begin and p->quotas that the handler named at copies in one block
+ * of p's own: they live in the request's JSON, which is gone by the time Redis answers. */
+static bool keep_strings(struct accept_pending *p)
 {
-    if (n == 0)
-        return true;
-    p->quotas = calloc(n, sizeof *p->quotas);
-    if (p->quotas == NULL)
+    struct osbq_begin_request *b = &p->begin;
+    const char **kept[9 + OSBQ_POLICY_QUOTAS_MAX] = {
+        &b->instance_id,
+        &b->service_id,
+        &b->plan_id,
+        &b->maintenance_version,
+        &b->dashboard_url,
+        &b->expected_plan_id,
+        &b->quotas,
+        &b->binding.binding_id,
+        &b->binding.predecessor_binding_id,
+    };
+    size_t count = 9, size = 0;
+    for (size_t i = 0; i < p->quota_count; i++)
+        kept[count++] = &p->quotas[i].value;
+    for (size_t i = 0; i < count; i++)
+        size += *kept[i] != NULL ? strlen(*kept[i]) + 1 : 0;
+    char *at = p->strings = malloc(size > 0 ? size : 1);
+    if (at == NULL)
         return false;
-    p->quota_count = n;
-    for (size_t i = 0; i < n; i++) {
-        p->quotas[i] = uses[i];
-        if (uses[i].value == NULL)
+    for (size_t i = 0; i < count; i++) {
+        if (*kept[i] == NULL)
             continue;
-        p->quota_values[i] = strdup(uses[i].value);
-        if (p->quota_values[i] == NULL)
-            return false;
-        p->quotas[i].value = p->quota_values[i];
+        size_t n = strlen(*kept[i]) + 1;
+        memcpy(at, *kept[i], n);
+        *kept[i] = at;
+        at += n;
     }
     return true;
 }
@@ -334,7 +349,7 @@ static void reply_refused(const struct accept_pending *p, const struct osbq_begi
         text = why;
     }
     if (got->answer == OSBQ_BEGIN_DELETE_CAPPED && got->tenant != NULL) {
-        osbq_policy_delete_cap_description(got->tenant, got->in_progress, p->delete_cap, why,
+        osbq_policy_delete_cap_description(got->tenant, got->in_progress, p->begin.delete_cap, why,
                                            sizeof why);
         text = why;
     }
@@ -387,7 +402,7 @@ static void accept_operation_after_begin(const struct gateway *gw, const struct 
         got.answer == OSBQ_BEGIN_HALTING)
         reply_started(gw, req, p, &got, out);
     else if (got.answer == OSBQ_BEGIN_DONE)
-        p->desc->done(gw, req, p->service_id, &got, out);
+        p->desc->done(gw, req, p->begin.service_id, &got, out);
     else
         reply_refused(p, &got, out);
     if (got.answer == OSBQ_BEGIN_CAPPED || got.answer == OSBQ_BEGIN_DELETE_CAPPED ||
@@ -400,118 +415,146 @@ static void accept_operation_after_begin(const struct gateway *gw, const struct 
     osbq_begin_reply_clear(&got);
 }
 
-/* Encodes job; NULL with a 400 in out when it cannot be (the handler checked the fields). */
-static char *encode_job(const struct osbq_job *job, size_t *len, struct reply *out)
+/* Encodes p's job (carrying the texts as kept: sealed with the gateway's keys); false with a 400
+ * in out when it cannot be (the handler checked the fields). */
+static bool pending_job(const struct request *req, struct accept_pending *p,
+                        const char *maintenance_info, struct reply *out)
 {
-    char *bytes = NULL;
-    char why[200];
-    if (osbq_job_encode(job, &bytes, len, why, sizeof why) < 0) {
-        log_warnx("cannot encode a job: %s", why);
-        reply_error(out, OSBQ_ERR_BAD_REQUEST, "The request cannot be turned into a job.");
-        return NULL;
-    }
-    return bytes;
-}
-
-/* The begin request that records a's operation as p proposes it (its id, job, tenant and the
- * slot it is handed to, if any); it borrows from them all. */
-static struct osbq_begin_request begin_request_of(const struct gateway *gw,
-                                                  const struct request *req, const struct accept *a,
-                                                  const struct accept_texts *t, const char *digest,
-                                                  const struct accept_pending *p)
-{
-    return (struct osbq_begin_request){
-        .kind = osbq_job_kind_name(a->kind),
-        .operation_id = p->operation_id,
-        .instance_id = a->instance_id,
-        .digest = digest,
-        .waiting_gateway = p->async ? NULL : gw->gateway_id,
-        .service_id = a->service_id,
-        .plan_id = a->plan_id,
-        .parameters = t->parameters,
-        .context = t->context,
-        .job = p->job,
-        .job_len = p->job_len,
-        .api_version = req->api_version,
-        .claim_timeout_ms = gw->cfg->claim_timeout_ms,
-        .handed_worker = p->handover != NULL ? dispatch_handover_worker(p->handover) : NULL,
-        .handed_until = p->handover != NULL ? dispatch_handover_until(p->handover) : 0,
-        .platform = osb_platform_name(req),
-        .tenant = p->tenant,
-        .in_progress_cap = p->in_progress_cap >= 0 ? &p->in_progress_cap : NULL,
-        .maintenance_version = a->maintenance_version,
-        .dashboard_url = a->dashboard_url,
-        .expected_plan_id = a->expected_plan_id,
-        .quotas = a->quota_spec,
-        .binding = {a->binding_id, t->bind_resource, a->predecessor},
-        .halt = a->halt,
-        .delete_cap = p->delete_cap > 0 ? p->delete_cap : 0,
-        .deletion_protection = a->deletion_protection,
-        .user = p->user,
-        .request_id = req->request_identity,
-    };
-}
-
-/* The pending state of a's operation, with its new id and its encoded job (carrying the texts
- * as kept: sealed with the gateway's keys); NULL with out set. Free with pending_free. */
-static struct accept_pending *pending_new(const struct gateway *gw, const struct request *req,
-                                          const struct accept_desc *desc, const struct accept *a,
-                                          const struct accept_texts *t,
-                                          const struct accept_texts *kept, struct reply *out)
-{
-    struct accept_pending *p = calloc(1, sizeof *p);
-    if (p == NULL || (p->service_id = strdup(a->service_id)) == NULL ||
-        !keep_quotas(p, a->quotas, a->quota_count) ||
-        (gw->cfg->events_max > 0 && req->originating_identity != NULL &&
-         req->originating_identity[0] != '\0' &&
-         (p->user = originating_identity_decode(req->originating_identity)) == NULL)) {
-        if (p != NULL)
-            pending_free(p);
-        reply_error(out, OSBQ_ERR_INTERNAL, NULL);
-        return NULL;
-    }
-    p->desc = desc;
-    p->kind = a->kind;
-    osbq_catalog_metric_labels(gw->catalog, a->service_id, a->plan_id, &p->metric_service,
-                               &p->metric_plan);
-    p->async = answered_async(req, desc, a);
-    p->timeout_ms = a->plan ? a->plan->sync_timeout_ms : OSBQ_CATALOG_SYNC_TIMEOUT_MS_DEFAULT;
-    unsigned char raw[16];
-    randombytes_buf(raw, sizeof raw);
-    sodium_bin2hex(p->operation_id, sizeof p->operation_id, raw, sizeof raw);
-    /* The job borrows the request's strings: it lives only until it is encoded. */
+    const struct osbq_begin_request *b = &p->begin;
     const struct osbq_job job = {
         .operation_id = p->operation_id,
-        .kind = a->kind,
-        .instance_id = a->instance_id,
-        .binding_id = a->binding_id,
-        .service_id = a->service_id,
-        .plan_id = a->plan_id,
-        .parameters = kept->parameters,
-        .context = kept->context,
-        .bind_resource = kept->bind_resource,
-        .maintenance_info = kept->maintenance_info,
+        .kind = p->kind,
+        .instance_id = b->instance_id,
+        .binding_id = b->binding.binding_id,
+        .service_id = b->service_id,
+        .plan_id = b->plan_id,
+        .parameters = b->parameters,
+        .context = b->context,
+        .bind_resource = b->binding.bind_resource,
+        .maintenance_info = maintenance_info,
         .api_version = req->api_version,
         .originating_identity = req->originating_identity,
         .request_identity = req->request_identity,
         .trace = req->trace,
-        .predecessor_binding_id = a->predecessor,
+        .predecessor_binding_id = b->binding.predecessor_binding_id,
         .attempt = 1,
     };
-    p->job = encode_job(&job, &p->job_len, out);
-    if (p->job == NULL) {
+    char why[200];
+    if (osbq_job_encode(&job, &p->job, &p->job_len, why, sizeof why) < 0) {
+        log_warnx("cannot encode a job: %s", why);
+        reply_error(out, OSBQ_ERR_BAD_REQUEST, "The request cannot be turned into a job.");
+        return false;
+    }
+    return true;
+}
+
+/* p's objects as texts (p->texts), its digest (desc->digest) and its texts as kept
+ * (sealed_fields.h), which begin and the job carry; kept_maintenance_info is the job's. False
+ * when out of memory. */
+static bool pending_texts(const struct gateway *gw, const struct accept *a,
+                          struct accept_pending *p, const char **kept_maintenance_info)
+{
+    const json_t *objects[] = {a->parameters, a->context, a->maintenance_info, a->bind_resource};
+    for (size_t i = 0; i < sizeof objects / sizeof objects[0]; i++)
+        p->texts[i] = digest_canonical(objects[i]);
+    const struct accept_texts t = {p->texts[0], p->texts[1], p->texts[2], p->texts[3]};
+    bool deleting = a->kind == OSBQ_JOB_DEPROVISION || a->kind == OSBQ_JOB_UNBIND;
+    struct accept_texts kept;
+    if ((!deleting && !p->desc->digest(a, &t, p->digest)) ||
+        !sealed_texts_make(gw, a->begin.instance_id, a->begin.binding.binding_id, &t, &p->sealed,
+                           &kept))
+        return false;
+    p->begin.parameters = kept.parameters;
+    p->begin.context = kept.context;
+    p->begin.binding.bind_resource = kept.bind_resource;
+    *kept_maintenance_info = kept.maintenance_info;
+    return true;
+}
+
+/* The rest of p->begin: what accept_operation decides (the operation's id, the tenant, the caps,
+ * who asks) and the request's headers. */
+static void pending_begin(const struct gateway *gw, const struct request *req,
+                          const struct accept *a, struct accept_pending *p)
+{
+    unsigned char raw[16];
+    randombytes_buf(raw, sizeof raw);
+    sodium_bin2hex(p->operation_id, sizeof p->operation_id, raw, sizeof raw);
+    const char *platform = osb_platform_name(req);
+    tenant_key(gw->cfg->tenant_scope, platform, p->texts[1], a->organization_guid, a->space_guid,
+               p->tenant);
+    p->weight = req->platform != NULL ? req->platform->weight : 1;
+    p->in_progress_cap = osbq_policy_in_progress_cap(gw->policy, platform);
+    int64_t delete_cap = osbq_policy_delete_cap(gw->policy, platform);
+    struct osbq_begin_request *b = &p->begin;
+    b->kind = osbq_job_kind_name(a->kind);
+    b->operation_id = p->operation_id;
+    b->digest = p->digest;
+    b->waiting_gateway = p->async ? NULL : gw->gateway_id;
+    b->api_version = req->api_version;
+    b->claim_timeout_ms = gw->cfg->claim_timeout_ms;
+    b->platform = platform;
+    b->tenant = p->tenant;
+    b->in_progress_cap = p->in_progress_cap >= 0 ? &p->in_progress_cap : NULL;
+    b->delete_cap = delete_cap > 0 ? delete_cap : 0;
+    b->user = p->user;
+    b->request_id = req->request_identity;
+}
+
+/* The pending state of a's operation, with its new id and its encoded job; NULL with out set.
+ * Free with pending_free. */
+static struct accept_pending *pending_new(const struct gateway *gw, const struct request *req,
+                                          const struct accept_desc *desc, const struct accept *a,
+                                          struct reply *out)
+{
+    struct accept_pending *p = calloc(1, sizeof *p);
+    if (p == NULL) {
+        reply_error(out, OSBQ_ERR_INTERNAL, "Out of memory.");
+        return NULL;
+    }
+    p->desc = desc;
+    p->kind = a->kind;
+    p->begin = a->begin;
+    p->quota_count =
+        a->quota_count < OSBQ_POLICY_QUOTAS_MAX ? a->quota_count : OSBQ_POLICY_QUOTAS_MAX;
+    for (size_t i = 0; i < p->quota_count; i++)
+        p->quotas[i] = a->quotas[i];
+    const char *maintenance_info = NULL;
+    if (!keep_strings(p) || !pending_texts(gw, a, p, &maintenance_info) ||
+        (gw->cfg->events_max > 0 && req->originating_identity != NULL &&
+         req->originating_identity[0] != '\0' &&
+         (p->user = originating_identity_decode(req->originating_identity)) == NULL)) {
+        pending_free(p);
+        reply_error(out, OSBQ_ERR_INTERNAL, "Out of memory.");
+        return NULL;
+    }
+    osbq_catalog_metric_labels(gw->catalog, p->begin.service_id, p->begin.plan_id,
+                               &p->metric_service, &p->metric_plan);
+    p->async = answered_async(req, desc, a);
+    p->timeout_ms = a->plan ? a->plan->sync_timeout_ms : OSBQ_CATALOG_SYNC_TIMEOUT_MS_DEFAULT;
+    pending_begin(gw, req, a, p);
+    if (!pending_job(req, p, maintenance_info, out)) {
         pending_free(p);
         return NULL;
     }
-    tenant_key(gw->cfg->tenant_scope, osb_platform_name(req), t->context, a->organization_guid,
-               a->space_guid, p->tenant);
-    p->weight = req->platform != NULL ? req->platform->weight : 1;
-    p->in_progress_cap = osbq_policy_in_progress_cap(gw->policy, osb_platform_name(req));
-    p->delete_cap = osbq_policy_delete_cap(gw->policy, osb_platform_name(req));
     /* A worker with a slot free now: the begin script claims the operation for it, and the job
      * needs no claim of its own. Given back unless the operation is begun. */
     p->handover = dispatch_handover_take(gw->dispatch);
     return p;
+}
+
+/* Sends p's begin call, its operation handed to p->handover's worker when it holds a slot; the
+ * store's answer goes to accept_operation_after_begin, which then owns p. */
+static void pending_begin_call(const struct gateway *gw, struct accept_pending *p,
+                               struct reply *out)
+{
+    struct osbq_begin_request *b = &p->begin;
+    b->job = p->job;
+    b->job_len = p->job_len;
+    b->handed_worker = p->handover != NULL ? dispatch_handover_worker(p->handover) : NULL;
+    b->handed_until = p->handover != NULL ? dispatch_handover_until(p->handover) : 0;
+    struct osbq_error err = {0};
+    struct osbq_store_call *call = osbq_store_begin_call(gw->store, b, &err);
+    reply_defer_call(out, call, &err, accept_operation_after_begin, p, pending_free);
 }
 
 /* Once a synchronous request's wait for a worker's slot ended: it begins, handed to slot when
@@ -533,12 +576,7 @@ static void operation_begin_after_slot(const struct gateway *gw, const struct re
     int64_t waited = osbq_clock_ms() - p->slot_wait_started;
     p->timeout_ms = p->timeout_ms > waited ? p->timeout_ms - waited : 0;
     p->handover = slot;
-    struct osbq_begin_request begin = *p->begin;
-    begin.handed_worker = slot != NULL ? dispatch_handover_worker(slot) : NULL;
-    begin.handed_until = slot != NULL ? dispatch_handover_until(slot) : 0;
-    struct osbq_error err = {0};
-    struct osbq_store_call *call = osbq_store_begin_call(gw->store, &begin, &err);
-    reply_defer_call(out, call, &err, accept_operation_after_begin, p, pending_free);
+    pending_begin_call(gw, p, out);
 }
 
 /* The tenant whose turn a request waiting for a slot takes in the lane (out): its operation's,
@@ -562,17 +600,13 @@ static bool slot_tenant(const struct gateway *gw, const struct request *req,
  * it begins (docs/decisions/0045-wait-for-a-slot-first.md): begun now, its job would wait in the
  * lanes all the same and cost a claim call once sent. Its client waits for the outcome anyway,
  * and nothing is acknowledged before the begin. It waits at most half its time: then it begins
- * plain. False (out untouched) when its tenant is not known or its begin request cannot be kept:
- * it begins now. */
+ * plain; its pending state, begin request and all, waits with it. False (out untouched) when its
+ * tenant is not known: it begins now. */
 static bool wait_for_a_slot(const struct gateway *gw, const struct request *req,
-                            struct accept_pending *p, const struct osbq_begin_request *begin,
-                            struct reply *out)
+                            struct accept_pending *p, struct reply *out)
 {
     char tenant[TENANT_KEY_MAX];
     if (!slot_tenant(gw, req, p, tenant))
-        return false;
-    p->begin = osbq_begin_request_copy(begin);
-    if (p->begin == NULL)
         return false;
     p->slot_wait_started = osbq_clock_ms();
     reply_wait_slot(out, p->slot_wait_started + p->timeout_ms / 2, operation_begin_after_slot, p,
@@ -584,48 +618,16 @@ static bool wait_for_a_slot(const struct gateway *gw, const struct request *req,
     return true;
 }
 
-/* accept_operation once a's objects are texts t, kept as stored (sealed_fields.h), and its
- * digest is taken. */
-static void operation_begin(const struct gateway *gw, const struct request *req,
-                            const struct accept_desc *desc, const struct accept *a,
-                            const struct accept_texts *t, const struct accept_texts *kept,
-                            const char *digest, struct reply *out)
-{
-    struct accept_pending *p = pending_new(gw, req, desc, a, t, kept, out);
-    if (p == NULL)
-        return;
-    const struct osbq_begin_request begin = begin_request_of(gw, req, a, kept, digest, p);
-    if (p->handover == NULL && !p->async && gw->dispatch != NULL &&
-        wait_for_a_slot(gw, req, p, &begin, out))
-        return;
-    struct osbq_error err = {0};
-    struct osbq_store_call *call = osbq_store_begin_call(gw->store, &begin, &err);
-    reply_defer_call(out, call, &err, accept_operation_after_begin, p, pending_free);
-}
-
 void accept_operation(const struct gateway *gw, const struct request *req,
                       const struct accept_desc *desc, const struct accept *a, struct reply *out)
 {
-    char *parameters = digest_canonical(a->parameters);
-    char *context = digest_canonical(a->context);
-    char *maintenance_info = digest_canonical(a->maintenance_info);
-    char *bind_resource = digest_canonical(a->bind_resource);
-    const struct accept_texts t = {parameters, context, maintenance_info, bind_resource};
-    bool deleting = a->kind == OSBQ_JOB_DEPROVISION || a->kind == OSBQ_JOB_UNBIND;
-    char digest[33] = "";
-    struct sealed_texts sealed;
-    struct accept_texts kept;
-    if ((deleting || desc->digest(a, &t, digest)) &&
-        sealed_texts_make(gw, a->instance_id, a->binding_id, &t, &sealed, &kept)) {
-        operation_begin(gw, req, desc, a, &t, &kept, digest, out);
-        sealed_texts_clear(&sealed);
-    } else {
-        reply_error(out, OSBQ_ERR_INTERNAL, "Out of memory.");
-    }
-    free(parameters);
-    free(context);
-    free(maintenance_info);
-    free(bind_resource);
+    struct accept_pending *p = pending_new(gw, req, desc, a, out);
+    if (p == NULL)
+        return;
+    if (p->handover == NULL && !p->async && gw->dispatch != NULL &&
+        wait_for_a_slot(gw, req, p, out))
+        return;
+    pending_begin_call(gw, p, out);
 }
 
 void accept_delete(const struct gateway *gw, const struct request *req,
@@ -642,13 +644,13 @@ void accept_delete(const struct gateway *gw, const struct request *req,
     bool binding = desc->resource == ACCEPT_BINDING;
     const struct accept a = {
         .kind = binding ? OSBQ_JOB_UNBIND : OSBQ_JOB_DEPROVISION,
-        .instance_id = req->params[0],
-        .binding_id = binding ? req->params[1] : NULL,
-        .service_id = req->query_service_id,
-        .plan_id = req->query_plan_id,
+        .begin = {.instance_id = req->params[0],
+                  .service_id = req->query_service_id,
+                  .plan_id = req->query_plan_id,
+                  .binding = {.binding_id = binding ? req->params[1] : NULL},
+                  /* A plan no longer offered halts as the default does. */
+                  .halt = plan == NULL || plan->halt_on_delete},
         .plan = plan,
-        /* A plan no longer offered halts as the default does. */
-        .halt = plan == NULL || plan->halt_on_delete,
     };
     accept_operation(gw, req, desc, &a, out);
 }

@@ -22,34 +22,27 @@
  * fulfilled ... e.g. ... over the quota of the requested Service Plan"). */
 enum osbq_err policy_refusal(enum osbq_job_kind kind);
 
-/* What an accepted request needs to become an operation. Strings and objects are borrowed for
- * the call; those a resource (or a delete) does not have are NULL. */
+/* What an accepted request needs to become an operation. begin is the platform's request as
+ * the store records it: its fields are declared once (store_requests.h) and carried from the
+ * handler's checks to the begin call. The handler fills those the request names (instance_id,
+ * service_id, plan_id, binding's binding_id and predecessor_binding_id, maintenance_version,
+ * dashboard_url, expected_plan_id, quotas, halt, deletion_protection); accept_operation the rest.
+ * The members below it are what only the gateway reads. Strings and objects are borrowed for the
+ * call; those a resource (or a delete) does not have are NULL. */
 struct accept {
     enum osbq_job_kind kind;              /* the operation's kind */
-    const char *instance_id;              /* decoded path id */
-    const char *binding_id;               /* decoded path id; NULL for instance operations */
-    const char *service_id;               /* as the request names it */
-    const char *plan_id;                  /* the job's plan */
-    const struct osbq_plan *plan;         /* that plan in the catalog, or NULL when it is no longer
+    struct osbq_begin_request begin;      /* the request's fields, as above */
+    const struct osbq_plan *plan;         /* the plan in the catalog, or NULL when it is no longer
                                            * offered (deprovision, unbind) */
     const json_t *parameters;             /* the body's object, or NULL */
     const json_t *context;                /* the body's object, or NULL */
     const json_t *maintenance_info;       /* instances: the body's object, or NULL */
     const json_t *bind_resource;          /* bind: the body's object (or one made of app_guid) */
     const char *app_guid;                 /* bind: the body's top-level one (its digest's) */
-    const char *predecessor;              /* bind: the binding it rotates (2.17), or NULL */
-    const char *maintenance_version;      /* instances: the request's maintenance_info version */
-    const char *dashboard_url;            /* provision: decided now, or NULL */
-    const char *expected_plan_id;         /* update: the plan validated against */
     const struct osbq_policy_use *quotas; /* the quotas it counts against (their refusals) */
     size_t quota_count;                   /* entries in quotas */
-    const char *quota_spec;        /* those quotas for the store (begin_request.quotas), or NULL */
-    const char *organization_guid; /* provision: the top-level one, or NULL (the tenant) */
-    const char *space_guid;        /* provision: the top-level one, or NULL (the tenant) */
-    bool halt; /* deprovision, unbind: halts a provision (bind) that holds the record instead of
-                * answering 422 (the plan's halt_on_delete; docs/decisions/0051) */
-    enum osbq_deletion_protection deletion_protection; /* provision, update: the deletion guard's
-                                                        * flag after it (deletion_protection.h) */
+    const char *organization_guid;        /* provision: the top-level one, or NULL (the tenant) */
+    const char *space_guid;               /* provision: the top-level one, or NULL (the tenant) */
 };
 
 /* Whose operation it is: the column of the store answers' table. */

@@ -111,9 +111,9 @@ static bool bind_digest(const struct accept *a, const struct accept_texts *t, ch
     digest_json(&d, "bind_resource", t->bind_resource);
     digest_json(&d, "context", t->context);
     digest_json(&d, "parameters", t->parameters);
-    digest_string(&d, "plan_id", a->plan_id);
-    digest_string(&d, "predecessor", a->predecessor);
-    digest_string(&d, "service_id", a->service_id);
+    digest_string(&d, "plan_id", a->begin.plan_id);
+    digest_string(&d, "predecessor", a->begin.binding.predecessor_binding_id);
+    digest_string(&d, "service_id", a->begin.service_id);
     return digest_end(&d, digest);
 }
 
@@ -270,16 +270,15 @@ static void bind_checked_members(const struct gateway *gw, const struct request 
         m->resource = own_resource = json_pack("{s:s}", "app_guid", m->app_guid);
     struct accept a = {
         .kind = OSBQ_JOB_BIND,
-        .instance_id = instance_id,
-        .binding_id = binding_id,
-        .service_id = m->service_id,
-        .plan_id = m->plan_id,
+        .begin = {.instance_id = instance_id,
+                  .service_id = m->service_id,
+                  .plan_id = m->plan_id,
+                  .binding = {.binding_id = binding_id, .predecessor_binding_id = m->predecessor}},
         .plan = plan,
         .parameters = m->parameters,
         .context = m->context,
         .bind_resource = m->resource,
         .app_guid = m->app_guid,
-        .predecessor = m->predecessor,
     };
     accept_operation(gw, req, &binding_accept, &a, out);
     json_decref(own_resource);

@@ -106,12 +106,12 @@ static bool instance_digest(const struct accept *a, const struct accept_texts *t
     struct digest d;
     digest_begin(&d);
     digest_json(&d, "context", t->context);
-    digest_string(&d, "maintenance_version", a->maintenance_version);
+    digest_string(&d, "maintenance_version", a->begin.maintenance_version);
     if (provision)
         digest_string(&d, "organization_guid", a->organization_guid);
     digest_json(&d, "parameters", t->parameters);
-    digest_string(&d, "plan_id", a->plan_id);
-    digest_string(&d, "service_id", a->service_id);
+    digest_string(&d, "plan_id", a->begin.plan_id);
+    digest_string(&d, "service_id", a->begin.service_id);
     if (provision)
         digest_string(&d, "space_guid", a->space_guid);
     return digest_end(&d, digest);
@@ -234,21 +234,21 @@ void osb_instance_put(const struct gateway *gw, const struct request *req, struc
     char *dashboard = osbq_plan_dashboard_url(plan, req->params[0]);
     struct accept a = {
         .kind = OSBQ_JOB_PROVISION,
-        .instance_id = req->params[0],
-        .service_id = m.service_id,
-        .plan_id = m.plan_id,
+        .begin = {.instance_id = req->params[0],
+                  .service_id = m.service_id,
+                  .plan_id = m.plan_id,
+                  .maintenance_version = mv,
+                  .dashboard_url = dashboard,
+                  .quotas = quotas.spec,
+                  .deletion_protection = deletion_protection_of(m.parameters, m.context)},
         .plan = plan,
         .parameters = m.parameters,
         .context = m.context,
         .maintenance_info = info,
-        .maintenance_version = mv,
-        .dashboard_url = dashboard,
         .quotas = quotas.uses,
         .quota_count = quotas.count,
-        .quota_spec = quotas.spec,
         .organization_guid = m.organization_guid,
         .space_guid = m.space_guid,
-        .deletion_protection = deletion_protection_of(m.parameters, m.context),
     };
     accept_operation(gw, req, &instance_accept, &a, out);
     free(dashboard);
@@ -384,23 +384,23 @@ static void instance_patch_after_read(const struct gateway *gw, const struct req
         goto out;
     struct accept a = {
         .kind = OSBQ_JOB_UPDATE,
-        .instance_id = req->params[0],
-        .service_id = service_id,
-        .plan_id = target->id,
+        .begin = {.instance_id = req->params[0],
+                  .service_id = service_id,
+                  .plan_id = target->id,
+                  .maintenance_version = mv,
+                  .expected_plan_id = inst.plan_id,
+                  /* A plan change holds exactly the new plan's quotas (none: ""); otherwise the
+                   * instance's counters stay as they are. */
+                  .quotas = current == target ? OSBQ_STORE_QUOTAS_UNCHANGED
+                                              : (quotas.spec != NULL ? quotas.spec : ""),
+                  .deletion_protection = deletion_protection_after_update(
+                      parameters, context, inst.parameters, inst.context)},
         .plan = target,
         .parameters = parameters,
         .context = context,
         .maintenance_info = info,
-        .maintenance_version = mv,
-        .expected_plan_id = inst.plan_id,
         .quotas = quotas.uses,
         .quota_count = quotas.count,
-        /* A plan change holds exactly the new plan's quotas (none: ""); otherwise the
-         * instance's counters stay as they are. */
-        .quota_spec = current == target ? OSBQ_STORE_QUOTAS_UNCHANGED
-                                        : (quotas.spec != NULL ? quotas.spec : ""),
-        .deletion_protection =
-            deletion_protection_after_update(parameters, context, inst.parameters, inst.context),
     };
     accept_operation(gw, req, &instance_accept, &a, out);
 out:

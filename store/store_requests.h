@@ -71,14 +71,6 @@ struct osbq_begin_request {
     struct osbq_begin_binding binding;                 /* bind, unbind: the binding */
 };
 
-/* A copy of req that owns its strings, its job and its cap, for a request that begins later
- * (one waiting for a worker's slot first): NULL when memory ran out. Free with
- * osbq_begin_request_free. */
-struct osbq_begin_request *osbq_begin_request_copy(const struct osbq_begin_request *req);
-
-/* Frees a copy made by osbq_begin_request_copy and sets *reqp to NULL; accepts NULL. */
-void osbq_begin_request_free(struct osbq_begin_request **reqp);
-
 /* begin_request.quotas of an update that keeps the instance's plan (and so its counters). */
 #define OSBQ_STORE_QUOTAS_UNCHANGED "-"
 

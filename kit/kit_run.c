@@ -1,8 +1,8 @@
 /* Runs exec operations the way a worker does (kit_run.h). A step is one backend_run of the
  * worker's exec backend on this thread, without detaching (backend_call.detached_end NULL): the
- * backend hands the program to the exec watch and waits for its end. The callbacks mirror a
- * worker step's (worker/step.c) with nothing to renew: cancelled() is the step's deadline, a stop
- * asked for, or an interrupt. */
+ * backend hands the program to the exec watch and waits for its end. The callbacks are the
+ * kit's own, with no lease or pool behind them (docs/decisions/0064-kit-keeps-its-own-host.md):
+ * cancelled() is the step's deadline, a stop asked for, or an interrupt. */
 #include "kit_run.h"
 
 #include <inttypes.h>

@@ -35,8 +35,6 @@ static struct dispatch_worker *handover_settle_locked(struct dispatch *d,
     return w;
 }
 
-/* Takes one of w's free slots for a hand-over (w takes handed jobs and has room); NULL when
- * memory ran out. With d->lock held. */
 struct dispatch_handover *dispatch_handover_new_locked(struct dispatch *d,
                                                        struct dispatch_worker *w)
 {
@@ -55,7 +53,6 @@ struct dispatch_handover *dispatch_handover_new_locked(struct dispatch *d,
     return h;
 }
 
-/* Sends a handed job to the worker its operation was handed to, whose slot it took. */
 void dispatch_send_handed(struct dispatch *d, struct job_buf *job)
 {
     struct dispatch_handover *h = job->handover;

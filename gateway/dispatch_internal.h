@@ -125,25 +125,28 @@ struct osbq_series *dispatch_wait_series(struct dispatch *d, enum dispatch_lane 
 /* A job about to be sent to w: one of its free slots is on its way (d->lock held). */
 void dispatch_count_sent_locked(struct dispatch *d, struct dispatch_worker *w);
 
-/* A job leaves for a worker: its wait is counted, and what counting it as running needs is
- * copied into out. */
+/* A job leaves for a worker: its wait is counted under its lane and platform, and what counting
+ * it as running needs is copied into out. */
 void dispatch_job_leaving(struct dispatch *d, const struct job_buf *job, struct leaving_job *out);
 
 /* The job out describes runs on w from now on. */
 void dispatch_job_running(struct dispatch *d, const struct leaving_job *out,
                           const struct dispatch_worker *w);
 
-/* The worker gone went (why as dispatch_listener.gone's), with the job of operation_id (or
- * NULL) it was just sent: forgotten, its running jobs told to the listener. */
+/* The worker gone went (why: dispatch_listener.gone's): forgotten, and the jobs sent to it that
+ * it did not end, with operation_id (a handed job's operation that was not sent: NULL when
+ * none), go to the listener, which takes them from it in Redis at once rather than when their
+ * leases run out (docs/decisions/0052). */
 void dispatch_forget_worker(struct dispatch *d, struct dispatch_worker *gone, const char *why,
                             const char *operation_id);
 
-/* ZeroMQ's free function for a job sent without a copy. */
+/* ZeroMQ's free function for a job sent without a copy (called from its I/O thread). */
 void dispatch_job_release(void *data, void *owner);
 
 /* ---- dispatch_handover.c ---- */
 
-/* Takes one of w's free slots for a hand-over; NULL when out of memory (d->lock held). */
+/* Takes one of w's free slots for a hand-over (w takes handed jobs and has room); NULL when out
+ * of memory (d->lock held). */
 struct dispatch_handover *dispatch_handover_new_locked(struct dispatch *d,
                                                        struct dispatch_worker *w);
 
@@ -153,17 +156,19 @@ void dispatch_send_handed(struct dispatch *d, struct job_buf *job);
 /* ---- dispatch_slots.c ---- */
 
 /* Ends the wait of a JOB_SLOT_WAIT item not ended yet: slot_fn is told (slot: the slot taken for
- * it, or NULL). It stays in its lane until its turn, then is dropped (d->lock held). */
+ * it, or NULL), and its deadline no longer watched. It stays in its lane until its turn, then is
+ * dropped (d->lock held). */
 void dispatch_slot_end_locked(struct dispatch *d, struct job_buf *buf,
                               struct dispatch_handover *slot, enum dispatch_slot_end end);
 
-/* A posted slot wait was taken by the thread (or never reached it) (d->lock held). */
+/* A posted slot wait was taken by the thread (or never reached it): the last one taken wakes
+ * dispatch_drain_slots (d->lock held). */
 void dispatch_slot_taken_locked(struct dispatch *d);
 
 /* The turn of a waiting request, w the roomiest worker: a slot is taken for it (d->lock held). */
 void dispatch_slot_turn_locked(struct dispatch *d, struct job_buf *buf, struct dispatch_worker *w);
 
-/* Ends the waits whose deadline passed (the thread). */
+/* Ends the waits whose deadline passed: they begin plain, DISPATCH_SLOT_NONE (the thread). */
 void dispatch_expire_slot_waits(struct dispatch *d);
 
 #endif

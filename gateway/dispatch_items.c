@@ -45,10 +45,6 @@ struct osbq_series *dispatch_wait_series(struct dispatch *d, enum dispatch_lane 
     return w->lane[lane];
 }
 
-/* The worker gone went (why: dispatch_listener.gone's): forgotten, and the jobs sent to it that
- * it did not end, with handed (a handed job's operation that was not sent: NULL when none), go
- * to the listener, which takes them from it in Redis at once rather than when their leases run
- * out (docs/decisions/0052). */
 void dispatch_forget_worker(struct dispatch *d, struct dispatch_worker *gone, const char *why,
                             const char *handed)
 {
@@ -100,14 +96,12 @@ struct job_buf *dispatch_job_new(const char *operation_id, enum dispatch_lane la
     return buf;
 }
 
-/* Frees a job counted in held (its operation is in Redis: recovery resends it if need be). */
 void dispatch_drop(struct dispatch *d, struct job_buf *buf)
 {
     atomic_fetch_sub(&d->held, 1);
     free(buf);
 }
 
-/* ZeroMQ's free function for a job sent without a copy (called from its I/O thread). */
 void dispatch_job_release(void *data, void *owner)
 {
     (void)data;
@@ -122,8 +116,6 @@ void dispatch_count_sent_locked(struct dispatch *d, struct dispatch_worker *w)
     dispatch_workers_count_sent(d->workers, w);
 }
 
-/* A job leaves for a worker: its wait is counted under its lane and platform, and what counting
- * it as running needs is copied into out. */
 void dispatch_job_leaving(struct dispatch *d, const struct job_buf *job, struct leaving_job *out)
 {
     osbq_series_observe(dispatch_wait_series(d, job->lane, job->platform),
@@ -134,7 +126,6 @@ void dispatch_job_leaving(struct dispatch *d, const struct job_buf *job, struct 
     out->weight = job->weight;
 }
 
-/* The job out describes runs on w from now on, for its owner. */
 void dispatch_job_running(struct dispatch *d, const struct leaving_job *out,
                           const struct dispatch_worker *w)
 {

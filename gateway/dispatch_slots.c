@@ -8,9 +8,6 @@
 #include "clock.h"
 #include "dispatch_internal.h"
 
-/* Ends the wait of the request buf stands for, not ended yet: slot_fn is told (slot: the slot
- * taken for it, or NULL), and its deadline no longer watched. buf stays in its lane until its
- * turn, then is dropped. With d->lock held. */
 void dispatch_slot_end_locked(struct dispatch *d, struct job_buf *buf,
                               struct dispatch_handover *slot, enum dispatch_slot_end end)
 {
@@ -21,8 +18,6 @@ void dispatch_slot_end_locked(struct dispatch *d, struct job_buf *buf,
     buf->slot_fn(buf->slot_ctx, slot, end);
 }
 
-/* A slot wait posted to the mailbox was taken (or never reached it): the last one taken wakes
- * dispatch_drain_slots. Lock held. */
 void dispatch_slot_taken_locked(struct dispatch *d)
 {
     if (--d->slots_posted == 0)
@@ -44,7 +39,6 @@ void dispatch_slot_turn_locked(struct dispatch *d, struct job_buf *buf, struct d
     dispatch_slot_end_locked(d, buf, slot, slot != NULL ? DISPATCH_SLOT_TAKEN : DISPATCH_SLOT_NONE);
 }
 
-/* Ends the waits for a slot whose deadline passed: they begin plain (DISPATCH_SLOT_NONE). */
 void dispatch_expire_slot_waits(struct dispatch *d)
 {
     int64_t now = osbq_clock_ms();

@@ -178,8 +178,6 @@ redisReply *store_eval(struct osbq_store *store, enum store_script script, const
     return reply;
 }
 
-/* Sends count pipelined commands (already appended on c) and collects their replies; on an
- * I/O failure or an error reply frees them all and fails. */
 int store_replies_collect(redisContext *c, redisReply **replies, size_t count, const char *what,
                           struct osbq_error *err)
 {

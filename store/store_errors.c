@@ -87,8 +87,6 @@ int store_error_reply(const char *what, const char *reply, struct osbq_error *er
     return osbq_error_set(err, OSBQ_ERR_UNAVAILABLE, "redis %s: %s", what, reply);
 }
 
-/* READONLY: a primary demoted to a replica by a failover. Its connection must go, so the next
- * one asks the Sentinels again. */
 bool store_reply_from_replica(const redisReply *reply)
 {
     return reply->type == REDIS_REPLY_ERROR && strncmp(reply->str, "READONLY", 8) == 0;

@@ -76,8 +76,8 @@ static inline int64_t store_monotonic_ms(void)
     return osbq_clock_ms();
 }
 
-/* Records that Redis failed and why: idle connections are dropped and callers fail fast for
- * a moment (STORE_DOWN_MS in store_pool.c), told why. */
+/* Records that Redis failed and why: idle connections are dropped (they may be dead too) and
+ * callers fail fast for a moment (STORE_DOWN_MS in store_pool.c), told why. */
 void store_mark_down(struct osbq_store *store, const struct osbq_error *why);
 
 /* Opens a new connection (address or Sentinels, AUTH, SELECT, a primary's ROLE). NULL with
@@ -91,7 +91,8 @@ void store_drop_replica(redisContext *c);
  * (except for the one caller that probes it). NULL with err. */
 redisContext *store_acquire(struct osbq_store *store, struct osbq_error *err);
 
-/* Gives a connection back, or closes it when it failed (and marks Redis down on I/O errors). */
+/* Gives a connection back, or closes it when it failed (hiredis contexts are not reusable after
+ * an error; Redis is marked down on I/O errors) or the pool is full. */
 void store_release(struct osbq_store *store, redisContext *c);
 
 /* One command on a connection of the pool (hiredis' format, or argc argv): its reply (caller
@@ -254,11 +255,11 @@ int store_scan_fetch(redisContext *c, const char *pattern, uint64_t *cursor, uns
 /* Writes "<ns>:<suffix>" into buf; returns its length, or -1. */
 int store_key(const struct osbq_store *store, char *buf, size_t size, const char *suffix);
 
-/* Writes "<ns>:<kind>:<id>" with id percent-encoded outside A-Za-z0-9-._~. */
+/* Writes "<ns>:<kind>:<id>" with id percent-encoded outside A-Za-z0-9-._~. Returns 0, or -1. */
 int store_id_key(const struct osbq_store *store, char *buf, size_t size, const char *kind,
                  const char *id);
 
-/* Writes "<ns>:binding:<instance id>:<binding id>", both ids encoded. */
+/* Writes "<ns>:binding:<instance id>:<binding id>", both ids encoded. Returns 0, or -1. */
 int store_binding_key(const struct osbq_store *store, char *buf, size_t size,
                       const char *instance_id, const char *binding_id);
 

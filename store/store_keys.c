@@ -41,7 +41,6 @@ static int append_id(char *buf, size_t size, size_t *used, const char *id)
     return 0;
 }
 
-/* Writes "<ns>:<kind>:<id>" with id encoded by append_id. Returns 0, or -1. */
 int store_id_key(const struct osbq_store *store, char *buf, size_t size, const char *kind,
                  const char *id)
 {
@@ -52,7 +51,6 @@ int store_id_key(const struct osbq_store *store, char *buf, size_t size, const c
     return append_id(buf, size, &used, id);
 }
 
-/* Writes "<ns>:binding:<instance id>:<binding id>", both ids encoded. Returns 0, or -1. */
 int store_binding_key(const struct osbq_store *store, char *buf, size_t size,
                       const char *instance_id, const char *binding_id)
 {
@@ -65,7 +63,6 @@ int store_binding_key(const struct osbq_store *store, char *buf, size_t size,
     return append_id(buf, size, &used, binding_id);
 }
 
-/* Writes the counter key of quota name for value (NULL: the quota's one counter). */
 int store_quota_key(const struct osbq_store *store, char *buf, size_t size, const char *name,
                     const char *value)
 {

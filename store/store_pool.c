@@ -20,8 +20,6 @@
  * Redis is away, requests get their 503 at once instead of each waiting for a timeout. */
 #define STORE_DOWN_MS 250
 
-/* Idle connections are dropped (they may be dead too) and callers fail fast for
- * STORE_DOWN_MS. */
 void store_mark_down(struct osbq_store *store, const struct osbq_error *why)
 {
     redisContext *stale[STORE_IDLE_MAX];
@@ -145,8 +143,6 @@ out_free:
     return NULL;
 }
 
-/* Takes an idle connection or opens a new one. While Redis is marked down, fails at once unless
- * this caller is the one probe. */
 redisContext *store_acquire(struct osbq_store *store, struct osbq_error *err)
 {
     redisContext *c = NULL;
@@ -178,8 +174,6 @@ redisContext *store_acquire(struct osbq_store *store, struct osbq_error *err)
     return c;
 }
 
-/* Returns a connection for reuse, or closes it when it failed (hiredis contexts are not
- * reusable after an error) or the pool is full. */
 void store_release(struct osbq_store *store, redisContext *c)
 {
     /* I/O errors and timeouts mean Redis is away; a protocol error does not. */
@@ -204,7 +198,6 @@ void store_release(struct osbq_store *store, redisContext *c)
 
 /* ---- a reply on a connection ---- */
 
-/* Marks c failed, so store_release drops it and marks Redis down. */
 void store_drop_replica(redisContext *c)
 {
     if (c->err == 0) {

@@ -253,7 +253,6 @@ uint64_t osbq_store_ack_timeout_count(const struct osbq_store *store)
     return atomic_load(&store->ack_timeouts);
 }
 
-/* Copies element i of an array reply as a new string; NULL for nil, empty or missing. */
 char *store_element_dup(const redisReply *reply, size_t i)
 {
     if (reply->type != REDIS_REPLY_ARRAY || i >= reply->elements)

@@ -15,8 +15,6 @@
  * send (SCAN and UNLINK of at most a few hundred keys). */
 #define REDIS_TIMEOUT_MS 5000
 
-/* Records a failure: a failed provision leaves no instance, any other failed redis operation
- * leaves the instance as it was (and an update never fails). */
 void redis_target_fail(struct backend_call *call, const char *description)
 {
     backend_call_fail(call, description, call->job->kind != OSBQ_JOB_PROVISION, false);
@@ -30,8 +28,6 @@ void redis_target_close(struct redis_target *t)
     osbq_redis_addr_clear(&t->addr);
 }
 
-/* Runs a command; NULL (logged) when the connection failed. hiredis contexts are unusable
- * after an error, so callers stop at the first NULL. */
 redisReply *redis_target_command(struct backend_call *call, struct redis_target *t, int argc,
                                  const char **argv, const size_t *argvlen)
 {
@@ -48,7 +44,6 @@ static bool redis_target_error_is(const redisReply *r, const char *text)
     return r != NULL && r->type == REDIS_REPLY_ERROR && strncmp(r->str, text, strlen(text)) == 0;
 }
 
-/* Logs an error reply to what (never a credential: no command we send echoes one back). */
 void redis_target_log_error(struct backend_call *call, const struct redis_target *t,
                             const char *what, const redisReply *r)
 {
@@ -143,8 +138,6 @@ static bool redis_target_run_ok(struct backend_call *call, struct redis_target *
     return ok;
 }
 
-/* Disconnects every client logged in as user and deletes it; a user already gone is fine.
- * Returns true, or false with the outcome filled. */
 bool redis_target_drop_user(struct backend_call *call, struct redis_target *t, const char *user)
 {
     /* ACL DELUSER disconnects the user's clients too (Redis 6 and later); the explicit kill

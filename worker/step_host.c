@@ -19,10 +19,6 @@ static struct step *step_of(struct backend_call *call)
 {
     return (struct step *)(void *)((char *)call - offsetof(struct step, call));
 }
-/* Gives job's operation back (osbq_store_release: queued again and due at once, so the
- * recovery loop resends it to a worker), counts it released, and logs one job_released line; a
- * deadline's is a warning that names it. The line names the job's ids itself: it may be written
- * from a thread whose log context is another's (step_release_all). */
 void step_release_op(struct step_pool *pool, const struct osbq_job *job, const char *why,
                      int64_t deadline_s)
 {
@@ -54,8 +50,6 @@ void step_release_op(struct step_pool *pool, const struct osbq_job *job, const c
                                 : "it runs again once its lease expires");
     osbq_log_line_end(&line);
 }
-/* Gives the operation up when verdict says the lease is lost, or that a delete halted it
- * (end_step then records its end), and counts it so. */
 void step_heed(struct step *st, enum lease_verdict verdict)
 {
     if (verdict != LEASE_LOST && verdict != LEASE_HALTED)

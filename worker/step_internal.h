@@ -52,8 +52,10 @@ struct step {
     TAILQ_ENTRY(step) link; /* in the pool's running, going_on or ended */
 };
 
-/* Gives job's operation back (osbq_store_release: due again at once), counts it released and
- * logs one job_released line (a deadline's as a warning). */
+/* Gives job's operation back (osbq_store_release: queued again and due at once, so the
+ * recovery loop resends it to a worker), counts it released, and logs one job_released line; a
+ * deadline's is a warning that names it. The line names the job's ids itself: it may be written
+ * from a thread whose log context is another's (step_release_all). */
 void step_release_op(struct step_pool *pool, const struct osbq_job *job, const char *why,
                      int64_t deadline_s);
 

@@ -15,15 +15,10 @@
 /* A walk that takes this long (ms) says how long on stderr. */
 #define WALK_SAID_MS 1000
 
-int records_walk(struct ctl *ctl, enum osbq_record_kind kind, records_visit_fn visit, void *ctx,
-                 bool *stopped, struct osbq_error *err)
-{
-    return records_walk_where(ctl, kind, NULL, visit, ctx, stopped, err);
-}
-
-int records_walk_where(struct ctl *ctl, enum osbq_record_kind kind,
-                       const struct osbq_scan_filter *filter, records_visit_fn visit, void *ctx,
-                       bool *stopped, struct osbq_error *err)
+/* records_walk reading whole only the records whose few fields filter keeps (NULL: all). */
+static int records_walk_where(struct ctl *ctl, enum osbq_record_kind kind,
+                              const struct osbq_scan_filter *filter, records_visit_fn visit,
+                              void *ctx, bool *stopped, struct osbq_error *err)
 {
     uint64_t cursor = 0;
     bool go_on = true;
@@ -47,6 +42,12 @@ int records_walk_where(struct ctl *ctl, enum osbq_record_kind kind,
     if (took_ms >= WALK_SAID_MS)
         ctl_say("walked %zu records in %.1f s", seen, (double)took_ms / 1000.0);
     return 0;
+}
+
+int records_walk(struct ctl *ctl, enum osbq_record_kind kind, records_visit_fn visit, void *ctx,
+                 bool *stopped, struct osbq_error *err)
+{
+    return records_walk_where(ctl, kind, NULL, visit, ctx, stopped, err);
 }
 
 /* The records a listing keeps. */

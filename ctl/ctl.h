@@ -125,11 +125,6 @@ typedef bool (*records_visit_fn)(struct osbq_fields *record, void *ctx);
 int records_walk(struct ctl *ctl, enum osbq_record_kind kind, records_visit_fn visit, void *ctx,
                  bool *stopped, struct osbq_error *err);
 
-/* records_walk reading whole only the records whose few fields filter keeps (NULL: all). */
-int records_walk_where(struct ctl *ctl, enum osbq_record_kind kind,
-                       const struct osbq_scan_filter *filter, records_visit_fn visit, void *ctx,
-                       bool *stopped, struct osbq_error *err);
-
 /* The status objects live processes of role ("gateway" or "worker") published, parsed, in id
  * order; a status that is not a JSON object is skipped with a warning. Returns 0 with *out (a
  * new array), or -1 with err. */

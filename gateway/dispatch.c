@@ -230,7 +230,7 @@ static void send_queued(struct dispatch *d)
             dispatch_slot_turn_locked(d, job, w);
         } else if (job != NULL) {
             zhashx_delete(d->queued, job->operation_id);
-            dispatch_count_sent_locked(d, w);
+            dispatch_workers_count_sent(d->workers, w);
         }
         pthread_mutex_unlock(&d->lock);
         if (job == NULL)

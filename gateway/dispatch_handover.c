@@ -62,7 +62,7 @@ void dispatch_send_handed(struct dispatch *d, struct job_buf *job)
     pthread_mutex_lock(&d->lock);
     struct dispatch_worker *w = handover_settle_locked(d, h);
     if (w != NULL)
-        dispatch_count_sent_locked(d, w);
+        dispatch_workers_count_sent(d->workers, w);
     pthread_mutex_unlock(&d->lock);
     struct leaving_job out;
     dispatch_job_leaving(d, job, &out);

@@ -122,9 +122,6 @@ void dispatch_drop(struct dispatch *d, struct job_buf *buf);
 struct osbq_series *dispatch_wait_series(struct dispatch *d, enum dispatch_lane lane,
                                          const char *platform);
 
-/* A job about to be sent to w: one of its free slots is on its way (d->lock held). */
-void dispatch_count_sent_locked(struct dispatch *d, struct dispatch_worker *w);
-
 /* A job leaves for a worker: its wait is counted under its lane and platform, and what counting
  * it as running needs is copied into out. */
 void dispatch_job_leaving(struct dispatch *d, const struct job_buf *job, struct leaving_job *out);

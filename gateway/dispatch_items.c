@@ -108,14 +108,6 @@ void dispatch_job_release(void *data, void *owner)
     free(owner);
 }
 
-/* A job about to be sent to w: one of its free slots is on its way, to be counted by its next
- * READY. Counted with the lock held since the slot was found (or its hand-over settled), before
- * the send: a hand-over taken from another thread in between would find the slot free. */
-void dispatch_count_sent_locked(struct dispatch *d, struct dispatch_worker *w)
-{
-    dispatch_workers_count_sent(d->workers, w);
-}
-
 void dispatch_job_leaving(struct dispatch *d, const struct job_buf *job, struct leaving_job *out)
 {
     osbq_series_observe(dispatch_wait_series(d, job->lane, job->platform),

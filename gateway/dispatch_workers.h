@@ -74,7 +74,9 @@ unsigned dispatch_worker_available(const struct dispatch_worker *w);
 struct dispatch_worker *dispatch_workers_roomiest(struct dispatch_workers *t, bool handover_only);
 
 /* A job is about to be sent to w: one of its free slots is on its way, to be counted by its
- * next READY, and w becomes the worker sent a job last. */
+ * next READY, and w becomes the worker sent a job last. The dispatcher counts it with its lock
+ * held since the slot was found (or its hand-over settled), before the send: a hand-over taken
+ * from another thread in between would find the slot free. */
 void dispatch_workers_count_sent(struct dispatch_workers *t, struct dispatch_worker *w);
 
 /* The worker whose connection had descriptor fd (dispatch_monitor.h: it ended), or NULL. Of two

@@ -52,7 +52,9 @@ void memo_free(struct memo **mp)
     *mp = NULL;
 }
 
-bool memo_get(struct memo *m, const char *key, void *out, size_t size)
+/* The value remembered for key, copied into out (size bytes at most): true, or false when none
+ * is, or it does not fit. NULL m: none. */
+static bool memo_get(struct memo *m, const char *key, void *out, size_t size)
 {
     if (m == NULL || key == NULL)
         return false;
@@ -65,7 +67,8 @@ bool memo_get(struct memo *m, const char *key, void *out, size_t size)
     return fits;
 }
 
-void memo_put(struct memo *m, const char *key, const void *value, size_t size)
+/* Remembers size bytes of value for key, replacing what was there. NULL m: nothing. */
+static void memo_put(struct memo *m, const char *key, const void *value, size_t size)
 {
     if (m == NULL || key == NULL)
         return;

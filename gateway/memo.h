@@ -18,13 +18,6 @@ struct memo;
 struct memo *memo_new(size_t max);
 void memo_free(struct memo **mp);
 
-/* The value remembered for key, copied into out (size bytes at most): true, or false when none
- * is, or it does not fit. NULL m: none. */
-bool memo_get(struct memo *m, const char *key, void *out, size_t size);
-
-/* Remembers size bytes of value for key, replacing what was there. NULL m: nothing. */
-void memo_put(struct memo *m, const char *key, const void *value, size_t size);
-
 /* ---- The plans' average durations that set a poll's Retry-After, as a gateway last read them
  * from Redis: a poll that names its operation reads only the operation (decision 0043), and an
  * average read a few seconds ago is as good a hint as one read now. ---- */

@@ -76,7 +76,8 @@ int osbq_secrets_open_in_place(const struct osbq_secrets *secrets,
                                const struct osbq_secret_place *place, char **text,
                                struct osbq_error *err);
 
-/* Zeroes text and frees it; accepts NULL. */
+/* Zeroes text and frees it (freed heap memory can be read back by a later allocation or show up
+ * in a core dump); accepts NULL. */
 void osbq_secrets_free_text(char *text);
 
 #endif

@@ -7,7 +7,6 @@
 
 #include <inttypes.h>
 #include <jansson.h>
-#include <sodium.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -18,6 +17,7 @@
 #include "bind_result.h"
 #include "clock.h"
 #include "kit_lines.h"
+#include "secrets.h"
 #include "step_timing.h"
 #include "store.h"
 
@@ -66,10 +66,7 @@ enum kit_verdict kit_verdict_of(int rc, const struct osbq_op_result *result,
 
 void kit_outcome_clear(struct kit_outcome *o)
 {
-    if (o->binding != NULL) {
-        sodium_memzero(o->binding, strlen(o->binding));
-        free(o->binding);
-    }
+    osbq_secrets_free_text(o->binding);
     free(o->dashboard_url);
     free(o->metadata);
     memset(o, 0, sizeof *o);

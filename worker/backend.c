@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "secrets.h"
+
 /* A new backend adds itself here and its name and settings in common/backend_settings.c. */
 const struct backend *const backends[] = {&backend_sim, &backend_redis, &backend_exec, NULL};
 
@@ -168,16 +170,6 @@ int backend_call_set_dashboard_url(struct backend_call *call, const char *fmt, .
     return 0;
 }
 
-/* Zeroes and frees a binding text: it holds credentials, and freed heap memory can be read
- * back by a later allocation or show up in a core dump. */
-static void free_secret(char *text)
-{
-    if (text == NULL)
-        return;
-    sodium_memzero(text, strlen(text));
-    free(text);
-}
-
 int backend_call_set_binding(struct backend_call *call, json_t *binding)
 {
     int rc = -1;
@@ -197,7 +189,7 @@ int backend_call_set_binding(struct backend_call *call, json_t *binding)
         goto out;
     }
     text[len] = '\0';
-    free_secret(call->binding);
+    osbq_secrets_free_text(call->binding);
     call->binding = text;
     call->result.binding = text;
     rc = 0;
@@ -208,7 +200,7 @@ out:
 
 void backend_call_clear(struct backend_call *call)
 {
-    free_secret(call->binding);
+    osbq_secrets_free_text(call->binding);
     call->binding = NULL;
     free(call->dashboard_url);
     free(call->metadata);

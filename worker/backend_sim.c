@@ -11,6 +11,8 @@
 
 #include "backend.h"
 #include "log.h"
+#include "secrets.h"
+#include "store.h"
 
 /* Progress reports of a blocking operation: one every tenth of its duration. */
 #define SIM_REPORTS 10
@@ -71,14 +73,6 @@ static int64_t poll_ms(const struct backend_call *call)
     if (ms <= 0)
         ms = json_integer_value(json_object_get(call->plan->settings, "poll_ms"));
     return ms > 0 ? (int64_t)ms : 0;
-}
-
-/* Wall-clock epoch ms: a later step may run on another worker, so due times are absolute. */
-static int64_t epoch_ms(void)
-{
-    struct timespec ts;
-    (void)clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* True when the plan setting key (fail_on, crash_on, hang_on: kinds separated by commas,
@@ -191,7 +185,8 @@ static int spend_in_step(struct backend_call *call, const struct sim_kind *kind)
 static bool still_waiting(struct backend_call *call, const struct sim_kind *kind)
 {
     int64_t total = duration_ms(call, kind->duration_key);
-    int64_t now = epoch_ms();
+    /* Wall-clock epoch ms: a later step may run on another worker, so due times are absolute. */
+    int64_t now = osbq_store_now_ms();
     int64_t until;
     if (call->resume == NULL) {
         if (total == 0)
@@ -399,10 +394,7 @@ out:
     sodium_memzero(raw_user, sizeof raw_user);
     sodium_memzero(raw_password, sizeof raw_password);
     sodium_memzero(password, sizeof password);
-    if (uri != NULL) {
-        sodium_memzero(uri, strlen(uri));
-        free(uri);
-    }
+    osbq_secrets_free_text(uri);
     free(database);
     free(key_prefix);
     return credentials;

@@ -202,7 +202,7 @@ static void on_job(void *ctx, zsock_t *dealer, const char *endpoint, unsigned or
     }
     /* The gateway sent more than the last READY allowed (the two crossed), or we are
      * stopping: it gives the job to another worker. */
-    worker_metrics_count(w->metrics, WORKER_COUNT_REJECTED);
+    worker_metrics_rejected(w->metrics);
     struct osbq_log_context context = {.operation_id = job.operation_id,
                                        .instance_id = job.instance_id,
                                        .binding_id = job.binding_id,

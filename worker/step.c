@@ -200,7 +200,7 @@ static bool adopt(struct step *st)
         (struct osbq_claim){.started_ms = begun, .accepted_ms = begun, .tenant = st->handed.tenant};
     st->handed.tenant = NULL;
     worker_metrics_claim(pool->metrics, WORKER_CLAIM_CLAIMED);
-    worker_metrics_count(pool->metrics, WORKER_COUNT_HANDED);
+    worker_metrics_handed(pool->metrics);
     return true;
 }
 

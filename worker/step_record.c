@@ -50,7 +50,7 @@ static int record(struct step_pool *pool, const char *op, const struct osbq_op_r
                       op, err.text);
         last = !step_pool_sleep(pool, backoff);
         backoff = step_finish_backoff_ms(backoff);
-        worker_metrics_count(pool->metrics, WORKER_COUNT_FINISH_RETRY);
+        worker_metrics_finish_retry(pool->metrics);
     }
 }
 
@@ -116,7 +116,7 @@ const char *step_record(struct step_pool *pool, struct backend_call *call, unsig
             return record_halted(pool, job, origin);
         if (recorded > 0) {
             /* A step, not an outcome: the operation goes on, held by nobody. */
-            worker_metrics_count(pool->metrics, WORKER_COUNT_STEP_WAITING);
+            worker_metrics_step(pool->metrics);
             pool->waiting(pool, origin, due);
             *due_in_ms = due - now;
             return "waiting";

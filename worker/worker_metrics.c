@@ -173,14 +173,32 @@ void worker_metrics_claim(const struct worker_metrics *wm, enum worker_claim_res
         osbq_series_add(wm->claims[result], 1);
 }
 
-void worker_metrics_count(const struct worker_metrics *wm, enum worker_count which)
+void worker_metrics_rejected(const struct worker_metrics *wm)
 {
-    if (wm != NULL && which < WORKER_COUNTS)
-        osbq_series_add(wm->counts[which], 1);
+    if (wm != NULL)
+        osbq_series_add(wm->rejected, 1);
+}
+
+void worker_metrics_handed(const struct worker_metrics *wm)
+{
+    if (wm != NULL)
+        osbq_series_add(wm->handed, 1);
+}
+
+void worker_metrics_step(const struct worker_metrics *wm)
+{
+    if (wm != NULL)
+        osbq_series_add(wm->steps_waiting, 1);
 }
 
 void worker_metrics_step_lateness(const struct worker_metrics *wm, double seconds)
 {
     if (wm != NULL)
         osbq_series_observe(wm->step_lateness, seconds);
+}
+
+void worker_metrics_finish_retry(const struct worker_metrics *wm)
+{
+    if (wm != NULL)
+        osbq_series_add(wm->finish_retries, 1);
 }

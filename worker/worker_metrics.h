@@ -36,18 +36,6 @@ enum worker_claim_result {
     WORKER_CLAIM_RESULTS,
 };
 
-/* The plain counters, one more at a time (worker_metrics_count). */
-enum worker_count {
-    WORKER_COUNT_REJECTED,     /* a job handed back because no slot was free (or the worker was
-                                * stopping) */
-    WORKER_COUNT_HANDED,       /* a job run without a claim call: the begin script claimed its
-                                * operation for this worker (a hand-over, decision 0042) */
-    WORKER_COUNT_FINISH_RETRY, /* one more try to record an outcome after Redis failed */
-    WORKER_COUNT_STEP_WAITING, /* a step that ended with its operation still in progress
-                                * (recorded as waiting) */
-    WORKER_COUNTS,
-};
-
 /* The series, made by worker_metrics_init and owned by the registry. Updates are lock-free and
  * safe from any thread. */
 struct worker_metrics {
@@ -55,17 +43,12 @@ struct worker_metrics {
     const struct osbq_catalog *catalog; /* borrowed: the service and plan label values */
     struct osbq_series *duration[WORKER_METRICS_KINDS]; /* osbq_operation_duration_seconds */
     struct osbq_series *claims[WORKER_CLAIM_RESULTS];   /* osbq_claims_total{result} */
-    struct osbq_series *running; /* osbq_jobs_running (read at each render) */
-    struct osbq_series *slots;   /* osbq_worker_slots */
-    union {                      /* the plain counters: by which, or by name */
-        struct osbq_series *counts[WORKER_COUNTS];
-        struct {
-            struct osbq_series *rejected;       /* osbq_jobs_rejected_total */
-            struct osbq_series *handed;         /* osbq_jobs_handed_total */
-            struct osbq_series *finish_retries; /* osbq_finish_retries_total */
-            struct osbq_series *steps_waiting;  /* osbq_steps_waiting_total */
-        };
-    };
+    struct osbq_series *running;            /* osbq_jobs_running (read at each render) */
+    struct osbq_series *slots;              /* osbq_worker_slots */
+    struct osbq_series *rejected;           /* osbq_jobs_rejected_total */
+    struct osbq_series *handed;             /* osbq_jobs_handed_total */
+    struct osbq_series *finish_retries;     /* osbq_finish_retries_total */
+    struct osbq_series *steps_waiting;      /* osbq_steps_waiting_total */
     struct osbq_series *step_lateness;      /* osbq_step_lateness_seconds */
     struct osbq_series *gateways_connected; /* osbq_gateways_connected (read at each render) */
     size_t (*running_jobs)(void *ctx);      /* read by the render hook; NULL until
@@ -105,10 +88,20 @@ void worker_metrics_duration(const struct worker_metrics *wm, enum osbq_job_kind
 /* Counts one claim attempt. */
 void worker_metrics_claim(const struct worker_metrics *wm, enum worker_claim_result result);
 
-/* Counts one more of which. */
-void worker_metrics_count(const struct worker_metrics *wm, enum worker_count which);
+/* Counts one job handed back because no slot was free (or the worker was stopping). */
+void worker_metrics_rejected(const struct worker_metrics *wm);
+
+/* Counts a job run without a claim call: the begin script claimed its operation for this worker
+ * (a hand-over, decision 0042). */
+void worker_metrics_handed(const struct worker_metrics *wm);
+
+/* Counts one step that ended with its operation still in progress (recorded as waiting). */
+void worker_metrics_step(const struct worker_metrics *wm);
 
 /* Counts how long after its due time a waiting operation's next step was claimed here. */
 void worker_metrics_step_lateness(const struct worker_metrics *wm, double seconds);
+
+/* Counts one more try to record an outcome after Redis failed. */
+void worker_metrics_finish_retry(const struct worker_metrics *wm);
 
 #endif

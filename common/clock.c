@@ -17,6 +17,12 @@ double osbq_clock_seconds(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+void osbq_clock_sleep_ms(int64_t ms)
+{
+    struct timespec ts = {.tv_sec = (time_t)(ms / 1000), .tv_nsec = (long)(ms % 1000) * 1000000L};
+    (void)nanosleep(&ts, NULL);
+}
+
 int osbq_clock_cond_init(pthread_cond_t *cond)
 {
     pthread_condattr_t attr;

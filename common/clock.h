@@ -12,6 +12,9 @@ int64_t osbq_clock_ms(void);
 /* Seconds on CLOCK_MONOTONIC, for durations measured finer than a millisecond. */
 double osbq_clock_seconds(void);
 
+/* Sleeps ms milliseconds on CLOCK_MONOTONIC (a signal may cut it short). */
+void osbq_clock_sleep_ms(int64_t ms);
+
 /* Initialises cond on CLOCK_MONOTONIC, as osbq_clock_wait_until needs it. 0, or -1. */
 int osbq_clock_cond_init(pthread_cond_t *cond);
 

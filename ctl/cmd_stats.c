@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "capacity.h"
 #include "clock.h"
@@ -549,13 +548,6 @@ int cmd_stats(struct ctl *ctl)
     return rc;
 }
 
-/* Sleeps ms (a signal may cut it short: the walk only goes on sooner). */
-static void pause_ms(int64_t ms)
-{
-    struct timespec delay = {.tv_sec = (time_t)(ms / 1000), .tv_nsec = (long)(ms % 1000) * 1000000};
-    (void)nanosleep(&delay, NULL);
-}
-
 /* Every RECOUNT_PROGRESS_MS of its walk, recount says how far it got on stderr. */
 #define RECOUNT_PROGRESS_MS 5000
 
@@ -581,7 +573,8 @@ int cmd_recount(struct ctl *ctl)
             said_ms = now_ms;
         }
         if (built == 0)
-            pause_ms(osbq_count_walk_pause_ms(now_ms - step_ms));
+            /* A signal may cut the pause short: the walk only goes on sooner. */
+            osbq_clock_sleep_ms(osbq_count_walk_pause_ms(now_ms - step_ms));
     }
     int64_t took_ms = osbq_clock_ms() - started_ms;
     if (ctl->opt.json)

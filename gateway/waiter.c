@@ -8,7 +8,6 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "clock.h"
 #include "log.h"
@@ -230,8 +229,7 @@ static void *event_thread(void *arg)
                 c = NULL;
             }
         } else {
-            struct timespec tick = {.tv_sec = 0, .tv_nsec = WAITER_TICK_MS * 1000000L};
-            nanosleep(&tick, NULL);
+            osbq_clock_sleep_ms(WAITER_TICK_MS);
         }
         expire(table, false);
     }

@@ -12,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <time.h>
 
 #include "bind_result.h"
 #include "clock.h"
@@ -23,12 +22,6 @@
 
 /* How often a wait looks at its cancellation. */
 #define WAIT_SLICE_MS 10
-
-static void sleep_ms(int64_t ms)
-{
-    struct timespec ts = {.tv_sec = (time_t)(ms / 1000), .tv_nsec = (long)(ms % 1000) * 1000000L};
-    (void)nanosleep(&ts, NULL);
-}
 
 const char *kit_verdict_name(enum kit_verdict verdict)
 {
@@ -201,7 +194,7 @@ static bool call_wait(struct backend_call *call, int64_t ms)
         int64_t left = until - osbq_clock_ms();
         if (left <= 0)
             return true;
-        sleep_ms(left < WAIT_SLICE_MS ? left : WAIT_SLICE_MS);
+        osbq_clock_sleep_ms(left < WAIT_SLICE_MS ? left : WAIT_SLICE_MS);
     }
 }
 
@@ -437,7 +430,7 @@ static bool wait_until_due(struct kit *kit, int64_t due)
         int64_t left = due - osbq_store_now_ms();
         if (left <= 0)
             return true;
-        sleep_ms(left < WAIT_SLICE_MS ? left : WAIT_SLICE_MS);
+        osbq_clock_sleep_ms(left < WAIT_SLICE_MS ? left : WAIT_SLICE_MS);
     }
 }
 

@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "store_admin.h"
 #include "store_internal.h"
@@ -244,10 +243,8 @@ static void wait_for_replicas(struct osbq_store *store)
         osbq_store_call_free(&ping);
         if (acknowledged)
             return;
-        if (!waited) { /* Redis failed rather than WAIT: no busy loop while it is away */
-            struct timespec pause = {.tv_sec = 0, .tv_nsec = 100 * 1000000L};
-            nanosleep(&pause, NULL);
-        }
+        if (!waited) /* Redis failed rather than WAIT: no busy loop while it is away */
+            osbq_clock_sleep_ms(100);
     }
 }
 

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "backend.h"
+#include "clock.h"
 #include "log.h"
 #include "secrets.h"
 #include "store.h"
@@ -117,10 +118,8 @@ static int hang(struct backend_call *call)
               call->job->operation_id, osbq_job_kind_name(call->job->kind));
     while (!exiting(call)) {
         /* A cancelled call's wait returns at once: sleep instead, ignoring the cancellation. */
-        if (!call->wait(call, SIM_HANG_STEP_MS)) {
-            struct timespec step = {.tv_sec = 0, .tv_nsec = SIM_HANG_STEP_MS * 1000000L};
-            (void)nanosleep(&step, NULL);
-        }
+        if (!call->wait(call, SIM_HANG_STEP_MS))
+            osbq_clock_sleep_ms(SIM_HANG_STEP_MS);
     }
     return -1;
 }

@@ -12,8 +12,9 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
+
+#include "clock.h"
 
 const char *redis_fixture_server(void)
 {
@@ -112,8 +113,7 @@ static int start_once(struct redis_fixture *fx)
              * other exit: the port was taken. */
             return WIFEXITED(status) && WEXITSTATUS(status) == 127 ? -1 : 0;
         }
-        struct timespec pause = {0, 20000000};
-        nanosleep(&pause, NULL);
+        osbq_clock_sleep_ms(20);
     }
     if (fx->pid > 0) {
         kill(fx->pid, SIGKILL);

@@ -22,7 +22,6 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "backend.h"
@@ -547,10 +546,8 @@ static void test_cancel_kills_group(void **state)
     /* The program is reaped by the backend; the grandchild is reparented, so allow its new
      * parent a moment. */
     assert_true(process_gone(pids[0]));
-    for (int i = 0; i < 100 && !process_gone(pids[1]); i++) {
-        struct timespec ms10 = {.tv_sec = 0, .tv_nsec = 10000000L};
-        nanosleep(&ms10, NULL);
-    }
+    for (int i = 0; i < 100 && !process_gone(pids[1]); i++)
+        osbq_clock_sleep_ms(10);
     assert_true(process_gone(pids[1]));
     assert_int_equal(kill((pid_t)pids[0], 0) < 0 ? errno : 0, ESRCH); /* reaped, no zombie */
     fake_call_clear(&f);

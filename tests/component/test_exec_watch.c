@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "exec_watch.h"
 #include "test_main.h"
 
@@ -51,12 +52,6 @@ static int64_t now_ms(void)
     struct timespec ts;
     (void)clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void sleep_ms(long ms)
-{
-    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
 }
 
 static void on_output(void *ctx, int stream, const char *data, size_t n)
@@ -169,8 +164,7 @@ static bool wait_ended(struct seen *s, int64_t ms)
 {
     int64_t until = now_ms() + ms;
     while (!atomic_load(&s->ended) && now_ms() < until) {
-        struct timespec slice = {.tv_sec = 0, .tv_nsec = 5000000L};
-        nanosleep(&slice, NULL);
+        osbq_clock_sleep_ms(5);
     }
     return atomic_load(&s->ended);
 }
@@ -276,8 +270,7 @@ static void test_stop_and_kill(void **state)
     (void)start(w, "trap '' TERM; echo ready; while :; do sleep 0.05; done", NULL, 0, 0, &s);
     int64_t until = now_ms() + 10000;
     while (s.out_len == 0 && now_ms() < until) {
-        struct timespec slice = {.tv_sec = 0, .tv_nsec = 5000000L};
-        nanosleep(&slice, NULL);
+        osbq_clock_sleep_ms(5);
     }
     int64_t stopped = now_ms();
     atomic_store(&s.stop, true);
@@ -289,8 +282,7 @@ static void test_stop_and_kill(void **state)
     (void)start(w, "trap '' TERM; echo ready; while :; do sleep 0.05; done", NULL, 0, 0, &s);
     until = now_ms() + 10000;
     while (s.out_len == 0 && now_ms() < until) {
-        struct timespec slice = {.tv_sec = 0, .tv_nsec = 5000000L};
-        nanosleep(&slice, NULL);
+        osbq_clock_sleep_ms(5);
     }
     stopped = now_ms();
     atomic_store(&s.hurry, true);
@@ -355,7 +347,7 @@ static void *reserve_place(void *arg)
 static void wait_rank(struct reserver *r)
 {
     for (int i = 0; i < 1000 && atomic_load(&r->rank) == 0; i++)
-        sleep_ms(10);
+        osbq_clock_sleep_ms(10);
 }
 
 /* The places go by the fairness rule: with both places held by tenant a's programs, a's third
@@ -372,9 +364,9 @@ static void test_places_fair(void **state)
     atomic_init(&a3.rank, 0);
     atomic_init(&b1.rank, 0);
     assert_int_equal(pthread_create(&a3.thread, NULL, reserve_place, &a3), 0);
-    sleep_ms(200); /* a3 in line first */
+    osbq_clock_sleep_ms(200); /* a3 in line first */
     assert_int_equal(pthread_create(&b1.thread, NULL, reserve_place, &b1), 0);
-    sleep_ms(200);
+    osbq_clock_sleep_ms(200);
     assert_int_equal(atomic_load(&granted), 0);
     atomic_store(&a1.stop, true);
     wait_rank(&b1);

@@ -18,7 +18,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "catalog.h"
 #include "catalog_text.h"
@@ -62,12 +61,6 @@ struct fixture {
                                    * and a plain connection to inspect keys */
     struct osbq_catalog *catalog; /* the plans above */
 };
-
-static void sleep_ms(int64_t ms)
-{
-    struct timespec ts = {.tv_sec = (time_t)(ms / 1000), .tv_nsec = (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
 
 static int setup(void **state)
 {
@@ -151,7 +144,7 @@ static void wait_state(struct fixture *f, const char *op, const char *state, int
         if (osbq_clock_ms() >= until)
             fail_msg("operation %s: state %s after %lld ms, expected %s", op,
                      op_field(f, op, "state"), (long long)ms, state);
-        sleep_ms(10);
+        osbq_clock_sleep_ms(10);
     }
 }
 
@@ -223,7 +216,7 @@ static void provision_until(struct fixture *f, struct runner *r, const char *op,
 static unsigned wait_idle(struct runner *r, int tries)
 {
     for (int i = 0; i < tries && runner_busy(r) > 0; i++)
-        sleep_ms(10);
+        osbq_clock_sleep_ms(10);
     return runner_busy(r);
 }
 
@@ -245,7 +238,7 @@ static void wait_running(struct fixture *f, struct runner *r, const char *op, in
     for (int sent = 1;; sent++) {
         int64_t until = osbq_clock_ms() + ms;
         while (strcmp(op_field(f, op, "state"), "running") != 0 && osbq_clock_ms() < until)
-            sleep_ms(10);
+            osbq_clock_sleep_ms(10);
         if (strcmp(op_field(f, op, "state"), "running") == 0)
             return;
         if (sent == 3)
@@ -316,7 +309,7 @@ static void test_steps(void **state)
     assert_int_equal(wait_idle(r, 100), 0);
     assert_true(osbq_series_value(wm.steps_waiting) == 1);
     assert_true(provisions(&wm, WORKER_OP_SUCCEEDED) == 0);
-    sleep_ms(400);
+    osbq_clock_sleep_ms(400);
     resubmit(f, r, "op-steps");
     wait_state(f, "op-steps", "succeeded", 3000);
     assert_string_equal(op_field(f, "op-steps", "claims"), "1");
@@ -327,7 +320,7 @@ static void test_steps(void **state)
     provision_until(f, r, "op-poll", "i-poll", "plan-polling", "waiting", 3000);
     double accepted = strtod(op_field(f, "op-poll", "created_ms"), NULL);
     assert_true(strtod(op_field(f, "op-poll", "due_ms"), NULL) <= accepted + 1000);
-    sleep_ms(1100);
+    osbq_clock_sleep_ms(1100);
     resubmit(f, r, "op-poll");
     wait_state(f, "op-poll", "failed", 3000);
     assert_string_equal(op_field(f, "op-poll", "description"),
@@ -401,7 +394,7 @@ static void test_deadline(void **state)
     assert_true(provisions(&wm, WORKER_OP_RELEASED) == 1);
     assert_true(osbq_series_value(wm.claims[WORKER_CLAIM_CLAIMED]) == 1);
     /* Past the lease: nobody renewed it nor recorded anything. */
-    sleep_ms(LEASE_MS / 2);
+    osbq_clock_sleep_ms(LEASE_MS / 2);
     assert_released(f, "op-hang");
 
     int64_t destroying = osbq_clock_ms();
@@ -448,7 +441,7 @@ static void test_finish_after_outage(void **state)
     provision(f, r, "op-out", "i-out", "plan-second");
     wait_running(f, r, "op-out", 3000);
     assert_int_equal(kill(f->base.redis.pid, SIGSTOP), 0);
-    sleep_ms(5000);
+    osbq_clock_sleep_ms(5000);
     /* The backend (1 s) ended long ago: its result waits to be recorded. */
     assert_int_equal(runner_holding(r), 1);
     assert_int_equal(kill(f->base.redis.pid, SIGCONT), 0);
@@ -486,7 +479,7 @@ static void test_program_lease_renewed_then_lost(void **state)
     /* Renewed every third of the lease (1 s): moved on within a lease and a bit. */
     int64_t until = osbq_clock_ms() + LEASE_MS + 1000;
     while (strcmp(op_field(f, "op-prog", "lease_until"), first) == 0 && osbq_clock_ms() < until)
-        sleep_ms(50);
+        osbq_clock_sleep_ms(50);
     assert_string_not_equal(op_field(f, "op-prog", "lease_until"), first);
     assert_string_equal(op_field(f, "op-prog", "state"), "running");
     assert_string_equal(op_field(f, "op-prog", "worker"), WORKER_ID);
@@ -498,7 +491,7 @@ static void test_program_lease_renewed_then_lost(void **state)
     freeReplyObject(taken);
     until = osbq_clock_ms() + LEASE_MS + 5000;
     while (runner_busy(r) > 0 && osbq_clock_ms() < until)
-        sleep_ms(50);
+        osbq_clock_sleep_ms(50);
     assert_int_equal(runner_busy(r), 0);
     assert_string_equal(op_field(f, "op-prog", "state"), "running");
     assert_string_equal(op_field(f, "op-prog", "worker"), "w-other");

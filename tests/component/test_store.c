@@ -12,8 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "clock.h"
 #include "redis_fixture.h"
 #include "store_admin.h"
 #include "store_operations.h"
@@ -226,8 +226,7 @@ static void test_expired_lease_is_taken_over(void **state)
     assert_int_equal(begin(f, "provision", "l1", "i4", "d", "plan-a", NULL, NULL, NULL),
                      OSBQ_BEGIN_ACCEPTED);
     assert_int_equal(claim(f, "l1", "dead", 1), 1);
-    struct timespec pause = {0, 20000000};
-    nanosleep(&pause, NULL);
+    osbq_clock_sleep_ms(20);
     assert_int_equal(claim(f, "l1", "alive", 10000), 1);
     assert_int_equal(finish(f, "l1", "dead", true), 0);
     assert_int_equal(finish(f, "l1", "alive", true), 1);
@@ -283,8 +282,7 @@ static void test_gateway_registry(void **state)
     size_t count = 0;
     assert_int_equal(osbq_store_gateway_register(f->store, "tcp://a:1", 10000, &err), 0);
     assert_int_equal(osbq_store_gateway_register(f->store, "tcp://b:2", 1, &err), 0);
-    struct timespec pause = {0, 20000000};
-    nanosleep(&pause, NULL);
+    osbq_clock_sleep_ms(20);
     assert_int_equal(osbq_store_gateway_list(f->store, &list, &count, &err), 0);
     assert_int_equal(count, 1);
     assert_string_equal(list[0], "tcp://a:1");
@@ -310,8 +308,7 @@ static void test_process_status(void **state)
     assert_int_equal(
         osbq_store_status_publish(f->store, "gateway", "g-1", "{\"id\":\"g-1\"}", 10000, &err), 0);
     assert_int_equal(osbq_store_status_publish(f->store, "janitor", "x", "{}", 10000, &err), -1);
-    struct timespec pause = {0, 20000000};
-    nanosleep(&pause, NULL);
+    osbq_clock_sleep_ms(20);
     /* Expired entries are gone; the rest come least recently renewed first (w-b, published
      * first, unless both fell in the same millisecond), each role on its own. */
     assert_int_equal(osbq_store_status_list(f->store, "worker", &list, &count, &err), 0);
@@ -482,8 +479,7 @@ static void test_operation_history_and_repairs(void **state)
     /* w2 renews its lease: resending would run the operation twice at once. */
     assert_int_equal(osbq_store_operator_resend(f->store, "oph", "ops", &err), 2);
     assert_int_equal(osbq_store_progress(f->store, "oph", "w2", NULL, 1, &err), 1);
-    struct timespec pause = {0, 20000000};
-    nanosleep(&pause, NULL);
+    osbq_clock_sleep_ms(20);
     /* Its lease ran out: taken from w2, claims start again, due at once. */
     assert_int_equal(osbq_store_operator_resend(f->store, "oph", "ops", &err), 1);
     assert_string_equal(store_field(f, "t:op:oph", "state"), "queued");
@@ -603,7 +599,6 @@ static void test_recovery_resends_then_abandons(void **state)
     struct osbq_error err = {0};
     struct osbq_recovery_item *items = NULL;
     size_t count = 0;
-    struct timespec pause = {0, 20000000};
     /* accepted with a claim deadline 30 s away: not due yet */
     assert_int_equal(begin(f, "provision", "r1", "i7", "d", "plan-a", NULL, NULL, NULL),
                      OSBQ_BEGIN_ACCEPTED);
@@ -632,7 +627,7 @@ static void test_recovery_resends_then_abandons(void **state)
     /* two claims whose leases run out: resent once, then abandoned */
     for (int attempt = 1; attempt <= 2; attempt++) {
         assert_int_equal(claim(f, "r1", "w", 1), 1);
-        nanosleep(&pause, NULL);
+        osbq_clock_sleep_ms(20);
         assert_int_equal(
             osbq_store_recover(f->store, 100, 2, 10000, true, &items, &count, NULL, &err), 0);
         it = find_item(items, count, "r1");
@@ -753,7 +748,6 @@ static void test_steps_repairs(void **state)
     struct store_fixture *f = *state;
     struct osbq_error err = {0};
     struct osbq_claim c = {0};
-    struct timespec pause = {0, 20000000};
     struct osbq_op_result step = {.in_progress = true, .resume = "{\"n\":1}"};
     assert_int_equal(begin(f, "provision", "s2", "is2", "d", "plan-a", NULL, NULL, NULL),
                      OSBQ_BEGIN_ACCEPTED);
@@ -765,7 +759,7 @@ static void test_steps_repairs(void **state)
     assert_string_equal(store_field(f, "t:op:s2", "state"), "waiting");
     assert_string_equal(store_field(f, "t:op:s2", "claims"), "0");
     assert_int_equal(claim(f, "s2", "w2", 1), 1);
-    nanosleep(&pause, NULL);
+    osbq_clock_sleep_ms(20);
     struct osbq_recovery_item *items = NULL;
     size_t count = 0;
     assert_int_equal(osbq_store_recover(f->store, 100, 5, 10000, true, &items, &count, NULL, &err),

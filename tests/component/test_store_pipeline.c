@@ -270,12 +270,6 @@ static void provision(struct fixture *f, const char *op, const char *instance)
     answers_clear(&one);
 }
 
-static void sleep_ms(long ms)
-{
-    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
 /* The script cache flushed under a live connection: the call is answered all the same. */
 static void test_noscript_loads_and_resends(void **state)
 {
@@ -309,7 +303,7 @@ static void test_unanswered_call_fails_within_the_timeout(void **state)
     assert_true(took >= TIMEOUT_MS - 50);
     assert_true(took < TIMEOUT_MS + 1500);
     /* Right after the failure the store fails fast; then one call reconnects. */
-    sleep_ms(400);
+    osbq_clock_sleep_ms(400);
     memset(&err, 0, sizeof err);
     assert_int_equal(last_operation(f, "i-st", &op, &err, NULL), 1);
     osbq_last_op_clear(&op);
@@ -333,7 +327,7 @@ static void test_reconnects_after_the_server_closed_it(void **state)
         memset(&err, 0, sizeof err);
         rc = last_operation(f, "i-k", &op, &err, NULL);
         if (rc != 1)
-            sleep_ms(100);
+            osbq_clock_sleep_ms(100);
     }
     assert_int_equal(rc, 1);
     assert_string_equal(op.state, "queued");
@@ -435,11 +429,11 @@ static void start_replica(struct fixture *f)
     freeReplyObject(r);
     bool up = false;
     for (int i = 0; i < 100 && !(up = info_says(c, "master_link_status:up")); i++)
-        sleep_ms(100);
+        osbq_clock_sleep_ms(100);
     redisFree(c);
     assert_true(up);
     for (int i = 0; i < 100 && !info_says(f->base.direct, "state=online"); i++)
-        sleep_ms(100);
+        osbq_clock_sleep_ms(100);
 }
 
 /* Submits call, waits for it, and reads it as a begin: the result's return. */

@@ -12,7 +12,6 @@
 
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #include "clock.h"
 
@@ -48,10 +47,8 @@ static bool fake_wait(struct backend_call *call, int64_t ms)
     struct fake_call *f = call->ctx;
     atomic_fetch_add(&f->waits, 1);
     int64_t deadline = osbq_clock_ms() + ms;
-    while (!atomic_load(&f->cancel) && osbq_clock_ms() < deadline) {
-        struct timespec slice = {.tv_sec = 0, .tv_nsec = 1000000L};
-        nanosleep(&slice, NULL);
-    }
+    while (!atomic_load(&f->cancel) && osbq_clock_ms() < deadline)
+        osbq_clock_sleep_ms(1);
     return !atomic_load(&f->cancel);
 }
 

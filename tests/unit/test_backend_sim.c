@@ -181,9 +181,7 @@ static int run_steps(struct fake_call *f, struct steps_seen *seen)
         backend_call_clear(&f->call);
         f->call.resume = f->resume;
         f->call.step = (uint32_t)seen->steps;
-        struct timespec pause = {.tv_sec = (time_t)(after / 1000),
-                                 .tv_nsec = (long)(after % 1000) * 1000000L};
-        nanosleep(&pause, NULL);
+        osbq_clock_sleep_ms(after);
     }
 }
 
@@ -942,10 +940,8 @@ static void *hang_thread(void *arg)
 static bool returns_within(struct hang_run *h, int64_t ms)
 {
     int64_t until = osbq_clock_ms() + ms;
-    while (!atomic_load(&h->done) && osbq_clock_ms() < until) {
-        struct timespec slice = {.tv_sec = 0, .tv_nsec = 5 * 1000000L};
-        nanosleep(&slice, NULL);
-    }
+    while (!atomic_load(&h->done) && osbq_clock_ms() < until)
+        osbq_clock_sleep_ms(5);
     return atomic_load(&h->done);
 }
 

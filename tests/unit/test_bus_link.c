@@ -12,10 +12,10 @@
 
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #include "bus.h"
 #include "bus_link.h"
+#include "clock.h"
 #include "test_main.h"
 
 #define GATEWAYS  2
@@ -38,12 +38,6 @@ static void on_job(void *ctx, zsock_t *dealer, const char *endpoint, unsigned or
     struct taken *t = ctx;
     if (t->count < GATEWAYS * JOBS_EACH)
         (void)snprintf(t->from[t->count++], sizeof t->from[0], "%s", endpoint);
-}
-
-static void sleep_ms(long ms)
-{
-    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
-    (void)nanosleep(&ts, NULL);
 }
 
 static void test_gateways_served_in_turn(void **state)
@@ -79,7 +73,7 @@ static void test_gateways_served_in_turn(void **state)
         zframe_destroy(&identity);
         zmsg_destroy(&ready);
     }
-    sleep_ms(100);
+    osbq_clock_sleep_ms(100);
     struct taken taken = {0};
     const struct bus_link_handlers handlers = {.on_job = on_job};
     for (int round = 0; round < 50 && taken.count < GATEWAYS * JOBS_EACH; round++)

@@ -22,7 +22,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "bus.h"
 #include "clock.h"
@@ -45,12 +44,6 @@
 #define RACE_ROUNDS 100
 
 static const char JOB[] = "encoded job bytes";
-
-static void sleep_ms(long ms)
-{
-    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
-    (void)nanosleep(&ts, NULL);
-}
 
 /* A dispatcher on a ROUTER bound to endpoint (inproc). */
 static struct dispatch *start_dispatcher(const char *endpoint)
@@ -95,7 +88,7 @@ static void wait_stats(struct dispatch *d, size_t workers, size_t free_slots, si
         dispatch_get_stats(d, &s);
         if (s.workers == workers && s.free_slots == free_slots && s.queued == queued)
             return;
-        sleep_ms(1);
+        osbq_clock_sleep_ms(1);
     }
     fail_msg("dispatcher stats: %zu workers, %zu free slots, %zu queued; waited for %zu, %zu, %zu",
              s.workers, s.free_slots, s.queued, workers, free_slots, queued);
@@ -311,7 +304,7 @@ static struct dispatch_handover *take_free_slot(struct dispatch *d)
 {
     struct dispatch_handover *h = dispatch_handover_take(d);
     for (int waited = 0; h == NULL && waited < STATS_WAIT_MS; waited++) {
-        sleep_ms(1);
+        osbq_clock_sleep_ms(1);
         h = dispatch_handover_take(d);
     }
     assert_non_null(h);
@@ -368,7 +361,7 @@ static void slot_wait_ended(void *ctx, struct dispatch_handover *slot, enum disp
 static void expect_slot_wait_end(struct slot_wait *w, enum dispatch_slot_end end)
 {
     for (int waited = 0; waited <= STATS_WAIT_MS && atomic_load(&w->calls) == 0; waited++)
-        sleep_ms(1);
+        osbq_clock_sleep_ms(1);
     assert_int_equal(atomic_load(&w->calls), 1);
     assert_int_equal(atomic_load(&w->end), end);
     assert_true((atomic_load(&w->slot) != NULL) == (end == DISPATCH_SLOT_TAKEN));
@@ -427,7 +420,7 @@ static void test_slot_wait_ends_at_its_deadline(void **state)
     struct slot_wait sw = {0};
     int64_t started = osbq_clock_ms();
     wait_slot(w.d, "op-late", &sw, 300);
-    sleep_ms(150);
+    osbq_clock_sleep_ms(150);
     assert_int_equal(atomic_load(&sw.calls), 0);
     expect_slot_wait_end(&sw, DISPATCH_SLOT_NONE);
     assert_true(osbq_clock_ms() - started >= 300);

@@ -187,13 +187,6 @@ static void free_env(char **env)
     free(env);
 }
 
-static void close_fd(int *fd)
-{
-    if (*fd >= 0)
-        (void)close(*fd);
-    *fd = -1;
-}
-
 /* Fails the step before its program gave an outcome (it could not run, or be watched): the
  * instance stays usable unless this was its provision. */
 static void fail_step(struct backend_call *call, const char *description)
@@ -286,9 +279,9 @@ static int spawn_program(struct exec_run *x, struct exec_watch_program *prog)
     rc = 0;
 out:
     for (int i = 0; i < 2; i++) {
-        close_fd(&in[i]);
-        close_fd(&out[i]);
-        close_fd(&err[i]);
+        exec_watch_close_fd(&in[i]);
+        exec_watch_close_fd(&out[i]);
+        exec_watch_close_fd(&err[i]);
     }
     free(argv);
     free_env(env);

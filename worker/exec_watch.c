@@ -91,7 +91,7 @@ struct exec_watch {
     bool stopping; /* the watch is going: no place is granted any more */
 };
 
-static void close_fd(int *fd)
+void exec_watch_close_fd(int *fd)
 {
     if (*fd >= 0)
         (void)close(*fd);
@@ -181,7 +181,7 @@ static void drop_fd(struct exec_watch *w, struct entry *e, enum fd_role role)
     if (e->fds[role] < 0)
         return;
     (void)epoll_ctl(w->epoll_fd, EPOLL_CTL_DEL, e->fds[role], NULL);
-    close_fd(&e->fds[role]);
+    exec_watch_close_fd(&e->fds[role]);
     if (role == FD_OUT || role == FD_ERR)
         e->p.ops->output(e->p.ctx, role == FD_OUT ? 1 : 2, NULL, 0);
 }
@@ -286,7 +286,7 @@ static void on_event(struct exec_watch *w, struct fd_tag *tag, int64_t now)
         /* Readable once the program exited; it stays a zombie until finish_entry reaps it. */
         e->exited_at = now;
         (void)epoll_ctl(w->epoll_fd, EPOLL_CTL_DEL, e->fds[FD_PID], NULL);
-        close_fd(&e->fds[FD_PID]);
+        exec_watch_close_fd(&e->fds[FD_PID]);
         break;
     case FD_IN:
         write_input(e, w);
@@ -442,7 +442,7 @@ struct exec_watch *exec_watch_new(unsigned limit, struct osbq_error *err)
     return w;
 fail:
     osbq_mailbox_clear(&w->mailbox);
-    close_fd(&w->epoll_fd);
+    exec_watch_close_fd(&w->epoll_fd);
     free(w);
     return NULL;
 }
@@ -493,7 +493,7 @@ int exec_watch_add(struct exec_watch *w, const struct exec_watch_program *progra
         (void)kill(-program->pid, SIGKILL);
         int fds[3] = {program->in_fd, program->out_fd, program->err_fd};
         for (int i = 0; i < 3; i++)
-            close_fd(&fds[i]);
+            exec_watch_close_fd(&fds[i]);
         while (waitpid(program->pid, NULL, 0) < 0 && errno == EINTR) {
         }
         free(e);
@@ -513,7 +513,7 @@ int exec_watch_add(struct exec_watch *w, const struct exec_watch_program *progra
         osbq_error_set(err, OSBQ_ERR_INTERNAL, "the exec watch is stopping");
         (void)kill(-program->pid, SIGKILL);
         for (int role = 0; role < FD_ROLES; role++)
-            close_fd(&e->fds[role]);
+            exec_watch_close_fd(&e->fds[role]);
         while (waitpid(program->pid, NULL, 0) < 0 && errno == EINTR) {
         }
         give_place(w, e->tenant);
@@ -542,7 +542,7 @@ void exec_watch_destroy(struct exec_watch **wp)
     osbq_mailbox_close(&w->mailbox);
     pthread_join(w->thread, NULL);
     osbq_mailbox_clear(&w->mailbox);
-    close_fd(&w->epoll_fd);
+    exec_watch_close_fd(&w->epoll_fd);
     pthread_cond_destroy(&w->freed);
     pthread_mutex_destroy(&w->lock);
     free(w->tenants);

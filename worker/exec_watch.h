@@ -109,6 +109,10 @@ void exec_watch_unreserve(struct exec_watch *w, const char *tenant);
 int exec_watch_add(struct exec_watch *w, const struct exec_watch_program *program,
                    struct osbq_error *err);
 
+/* Closes *fd unless it is -1, and sets it to -1: the pipes of a program before and after it is
+ * watched. */
+void exec_watch_close_fd(int *fd);
+
 /* Places taken: programs running and places reserved. */
 unsigned exec_watch_busy(struct exec_watch *w);
 

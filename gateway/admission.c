@@ -2,6 +2,7 @@
 #include "admission.h"
 
 #include <errno.h>
+#include <sodium.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -125,7 +126,8 @@ static bool credentials_match(struct MHD_Connection *conn, const struct osbq_aut
     char *username = MHD_basic_auth_get_username_password(conn, &password);
     bool authenticated = osbq_auth_check(auth, username, password);
     if (password != NULL) {
-        memset(password, 0, strlen(password));
+        /* memset before a free may be optimised away. */
+        sodium_memzero(password, strlen(password));
         MHD_free(password);
     }
     if (username != NULL)

@@ -140,8 +140,9 @@ static void pending_free(void *state)
  * of p's own: they live in the request's JSON, which is gone by the time Redis answers. */
 static bool keep_strings(struct accept_pending *p)
 {
+    enum { NAMED = 9 }; /* the begin request's strings below */
     struct osbq_begin_request *b = &p->begin;
-    const char **kept[9 + OSBQ_POLICY_QUOTAS_MAX] = {
+    const char **kept[NAMED + OSBQ_POLICY_QUOTAS_MAX] = {
         &b->instance_id,
         &b->service_id,
         &b->plan_id,
@@ -152,7 +153,7 @@ static bool keep_strings(struct accept_pending *p)
         &b->binding.binding_id,
         &b->binding.predecessor_binding_id,
     };
-    size_t count = 9, size = 0;
+    size_t count = NAMED, size = 0;
     for (size_t i = 0; i < p->quota_count; i++)
         kept[count++] = &p->quotas[i].value;
     for (size_t i = 0; i < count; i++)

@@ -68,19 +68,6 @@ struct exchange {
 static const char *const query_names[4] = {"accepts_incomplete", "service_id", "plan_id",
                                            "operation"};
 
-static enum http_method parse_method(const char *method)
-{
-    static const struct {
-        const char *name;
-        enum http_method method;
-    } methods[] = {{"GET", HTTP_GET},     {"HEAD", HTTP_GET},      {"PUT", HTTP_PUT},
-                   {"PATCH", HTTP_PATCH}, {"DELETE", HTTP_DELETE}, {"POST", HTTP_POST}};
-    for (size_t i = 0; i < sizeof methods / sizeof methods[0]; i++)
-        if (strcmp(method, methods[i].name) == 0)
-            return methods[i].method;
-    return HTTP_OTHER;
-}
-
 static const char *header(struct MHD_Connection *conn, const char *name)
 {
     return MHD_lookup_connection_value(conn, MHD_HEADER_KIND, name);
@@ -544,7 +531,7 @@ struct exchange *exchange_new(const struct gateway *gw, struct MHD_Connection *c
     /* Held to the end of the request: a reload meanwhile does not change its platform. */
     ex->platforms = osbq_platforms_acquire(gw->platforms);
     ex->started = osbq_clock_seconds();
-    ex->method = parse_method(method);
+    ex->method = route_method_parse(method);
     ex->method_name = strdup(method);
     ex->path = strdup(url);
     ex->conn = conn;

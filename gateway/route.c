@@ -111,21 +111,26 @@ void route_allow_header(unsigned bits, char *buf, size_t size)
     }
 }
 
+/* The methods by name; HEAD arrives as HTTP_GET (libmicrohttpd drops its body), after GET so that
+ * GET stays HTTP_GET's label. */
+static const struct {
+    const char *name;
+    enum http_method method;
+} method_names[] = {{"GET", HTTP_GET},     {"HEAD", HTTP_GET},      {"PUT", HTTP_PUT},
+                    {"PATCH", HTTP_PATCH}, {"DELETE", HTTP_DELETE}, {"POST", HTTP_POST}};
+
+enum http_method route_method_parse(const char *name)
+{
+    for (size_t i = 0; i < sizeof method_names / sizeof method_names[0]; i++)
+        if (strcmp(name, method_names[i].name) == 0)
+            return method_names[i].method;
+    return HTTP_OTHER;
+}
+
 const char *route_method_label(enum http_method method)
 {
-    switch (method) {
-    case HTTP_GET:
-        return "GET";
-    case HTTP_PUT:
-        return "PUT";
-    case HTTP_PATCH:
-        return "PATCH";
-    case HTTP_DELETE:
-        return "DELETE";
-    case HTTP_POST:
-        return "POST";
-    case HTTP_OTHER:
-        break;
-    }
+    for (size_t i = 0; i < sizeof method_names / sizeof method_names[0]; i++)
+        if (method_names[i].method == method)
+            return method_names[i].name;
     return "OTHER";
 }

@@ -36,6 +36,9 @@ struct route_params {
  * whatever a client sends. */
 const char *route_method_label(enum http_method method);
 
+/* The method a request line names; HTTP_OTHER for any other. */
+enum http_method route_method_parse(const char *name);
+
 /* Finds the route for method and raw path (query string excluded). ROUTE_FOUND sets *route
  * and params; ROUTE_METHOD_NOT_ALLOWED sets *allowed to the HTTP_* bits the path accepts. */
 

@@ -46,25 +46,6 @@ static void new_id(const char *prefix, char *out, size_t size)
     (void)snprintf(out, size, "%s%s", prefix, hex);
 }
 
-static enum osbq_job_kind job_kind(enum kit_op op)
-{
-    switch (op) {
-    case KIT_OP_PROVISION:
-        return OSBQ_JOB_PROVISION;
-    case KIT_OP_UPDATE:
-        return OSBQ_JOB_UPDATE;
-    case KIT_OP_BIND:
-        return OSBQ_JOB_BIND;
-    case KIT_OP_UNBIND:
-        return OSBQ_JOB_UNBIND;
-    case KIT_OP_DEPROVISION:
-        return OSBQ_JOB_DEPROVISION;
-    case KIT_OP_FETCH:
-        break;
-    }
-    return OSBQ_JOB_KIND_NONE;
-}
-
 /* Runs one operation of kind on instance (and binding) and counts it; returns its verdict.
  * The outcome goes to *kept when it succeeded and kept is not NULL. */
 static enum kit_verdict run_op(struct plan_run *pr, enum osbq_job_kind kind, const char *instance,
@@ -153,7 +134,8 @@ static bool run_listed(struct plan_run *pr, enum kit_op op)
         fetch(pr);
         return true;
     }
-    enum osbq_job_kind kind = job_kind(op);
+    /* The other operations are named as their job kinds. */
+    enum osbq_job_kind kind = osbq_job_kind_from_name(kit_op_name(op));
     if ((kind == OSBQ_JOB_BIND || kind == OSBQ_JOB_UNBIND) && !pr->plan->bindable) {
         fprintf(pr->kit->out, "%s: skipped, the plan is not bindable\n\n", kit_op_name(op));
         return true;

@@ -1,6 +1,5 @@
 /* gateways and workers: the status each live process publishes in Redis, one row per process. */
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "ctl.h"

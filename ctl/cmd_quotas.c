@@ -1,7 +1,5 @@
 /* quotas: how full each quota of OSBQ_POLICY is; per-field quotas one row per value seen. */
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
 #include "ctl.h"
 #include "format.h"

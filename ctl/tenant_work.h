@@ -3,7 +3,6 @@
 #ifndef CTL_TENANT_WORK_H
 #define CTL_TENANT_WORK_H
 
-#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 

@@ -15,7 +15,6 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "bus.h"
 #include "clock.h"

@@ -3,7 +3,6 @@
  * item, until its turn takes a slot for it, its deadline passes, or the gateway stops
  * (dispatch_drain_slots); it is told how on the dispatcher's thread, under its lock. */
 #include <stdatomic.h>
-#include <stdlib.h>
 
 #include "clock.h"
 #include "dispatch_internal.h"

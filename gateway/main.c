@@ -1,13 +1,10 @@
 /* osbq-gateway: the stateless HTTP front of the broker. Reads the configuration and the
  * catalog, binds the HTTP and bus sockets, serves until SIGTERM or SIGINT; SIGHUP rereads the
  * TLS certificate and key, and the platforms file. */
-#include <pthread.h>
 #include <signal.h>
 #include <sodium.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "bus.h"
 #include "catalog.h"

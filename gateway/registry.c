@@ -5,7 +5,6 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdlib.h>
-#include <string.h>
 #include <unistd.h>
 
 #include "bus.h"

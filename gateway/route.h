@@ -2,7 +2,6 @@
 #ifndef OSBQ_GATEWAY_ROUTE_H
 #define OSBQ_GATEWAY_ROUTE_H
 
-#include <stdbool.h>
 #include <stddef.h>
 
 #include "gateway.h"

@@ -6,7 +6,6 @@
 
 #include <jansson.h>
 #include <stdbool.h>
-#include <stddef.h>
 
 #include "error.h"
 #include "reply.h"

@@ -9,7 +9,6 @@
 
 #include <signal.h>
 #include <stdbool.h>
-#include <stdint.h>
 #include <stdio.h>
 
 #include "backend.h"

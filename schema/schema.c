@@ -1,7 +1,6 @@
 /* Compiling a JSON Schema, the entry point: the compilation's set-up, the draft named by
  * "$schema", the pre-pass over $id (schema_ref.c), the root compiled (schema_keywords.c); and
  * freeing a compiled schema. The node tree is what schema_validate.c walks. */
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 

@@ -2,7 +2,6 @@
  * (store/lua/export.lua) and written in one step (store/lua/import.lua), its records in a form
  * that fits any namespace: the fields that name Redis keys hold them without "<ns>:"
  * (docs/decisions/0055). */
-#include <inttypes.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -2,7 +2,6 @@
  * backend (store/lua/purge.lua, docs/decisions/0053). */
 #include <inttypes.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "store_admin.h"

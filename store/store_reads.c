@@ -2,8 +2,6 @@
  * state for last_operation (declared in store_requests.h, whose begin calls store_requests.c
  * makes). */
 #include <stdbool.h>
-#include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 

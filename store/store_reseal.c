@@ -1,7 +1,6 @@
 /* Values sealed at rest, as osbq-ctl reencrypt walks and rewrites them: read in SCAN steps,
  * replaced one by one with a compare-and-set, so a finish, an update or an unbind running
  * meanwhile wins. */
-#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 

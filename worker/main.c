@@ -5,7 +5,6 @@
  * osbq-ctl every 2 s, and serves its metrics on OSBQ_METRICS_LISTEN when set. */
 #include <jansson.h>
 #include <limits.h>
-#include <pthread.h>
 #include <signal.h>
 #include <sodium.h>
 #include <stdbool.h>

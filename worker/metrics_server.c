@@ -2,13 +2,11 @@
  * /healthz. */
 #include "metrics_server.h"
 
-#include <errno.h>
 #include <microhttpd.h>
 #include <netdb.h>
 #include <sodium.h>
 #include <stdbool.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>

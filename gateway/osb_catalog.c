@@ -1,5 +1,4 @@
 /* GET /v2/catalog: served from the body built once per platform at start-up (or reload). */
-#include "catalog.h"
 #include "handlers.h"
 #include "platforms.h"
 

@@ -7,7 +7,6 @@
 
 #include "clock.h"
 #include "handlers.h"
-#include "log.h"
 #include "osb_platform.h"
 #include "validate.h"
 

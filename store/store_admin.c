@@ -9,7 +9,6 @@
 
 #include "store_history.h"
 #include "store_internal.h"
-#include "store_scripts.h"
 
 /* Fields an operator never sees: secrets and internal bytes. */
 static bool field_hidden(const char *name, size_t len)

@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "backend.h"
-#include "log.h"
 #include "redis_target.h"
 
 #define REDIS_DEFAULT_ACL "+@all -@admin -@dangerous"

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "log.h"
 #include "secrets.h"
 
 /* A new backend adds itself here and its name and settings in common/backend_settings.c. */
@@ -22,6 +23,15 @@ const struct backend *backend_find(const char *name)
             return backends[i];
     }
     return NULL;
+}
+
+void backend_log_context_set(const struct osbq_job *job)
+{
+    struct osbq_log_context context = {.operation_id = job->operation_id,
+                                       .instance_id = job->instance_id,
+                                       .binding_id = job->binding_id,
+                                       .request_id = job->request_identity};
+    osbq_log_context_set(&context);
 }
 
 int backend_run(const struct backend *b, struct backend_call *call)

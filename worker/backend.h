@@ -125,6 +125,10 @@ extern const struct backend *const backends[];
 /* The backend called name; borrowed (static), NULL when no backend has that name. */
 const struct backend *backend_find(const char *name);
 
+/* Makes job's ids the calling thread's log context (osbq_log_context_set), so every line
+ * written about the job, by the worker or by its backend, names them. */
+void backend_log_context_set(const struct osbq_job *job);
+
 /* Runs the operation call->job->kind asks for on backend b. Returns what the backend returns;
  * an unsupported or unknown kind is a failed outcome (0). */
 int backend_run(const struct backend *b, struct backend_call *call);

@@ -289,16 +289,7 @@ out:
 
 /* ---- the watch's callbacks (on its thread) ---- */
 
-/* Makes the watch's thread write its lines in the name of x's job, like a runner thread. */
-static void enter_context(const struct exec_run *x)
-{
-    const struct osbq_job *job = x->call->job;
-    struct osbq_log_context context = {.operation_id = job->operation_id,
-                                       .instance_id = job->instance_id,
-                                       .binding_id = job->binding_id,
-                                       .request_id = job->request_identity};
-    osbq_log_context_set(&context);
-}
+/* Those that log write their lines in the name of x's job, like a runner thread. */
 
 /* The parser's progress callback: forwards to the call, from the watch's thread. */
 static void report_progress(void *ctx, const char *description)
@@ -313,7 +304,7 @@ static void on_output(void *ctx, int stream, const char *data, size_t n)
     const struct exec_trace *trace = x->call->exec_trace;
     if (trace != NULL)
         trace->output(trace->ctx, stream, data, n);
-    enter_context(x);
+    backend_log_context_set(x->call->job);
     if (stream == 1 && n == 0)
         exec_output_stdout_end(&x->output);
     else if (stream == 1)
@@ -327,7 +318,7 @@ static void on_output(void *ctx, int stream, const char *data, size_t n)
 static bool on_keep_running(void *ctx)
 {
     struct exec_run *x = ctx;
-    enter_context(x);
+    backend_log_context_set(x->call->job);
     bool keep = backend_call_keep_alive(x->call, NULL);
     osbq_log_context_set(NULL);
     return keep;
@@ -348,7 +339,7 @@ static void on_ended(void *ctx, const struct exec_watch_end *end)
     const struct exec_trace *trace = call->exec_trace;
     if (trace != NULL)
         trace->ended(trace->ctx, end);
-    enter_context(x);
+    backend_log_context_set(x->call->job);
     x->end = *end;
     int rc = 0;
     if (end->stop == EXEC_WATCH_CANCELLED)

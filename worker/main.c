@@ -14,6 +14,7 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include "backend.h"
 #include "bus.h"
 #include "bus_link.h"
 #include "catalog.h"
@@ -202,11 +203,7 @@ static void on_job(void *ctx, zsock_t *dealer, const char *endpoint, unsigned or
     /* The gateway sent more than the last READY allowed (the two crossed), or we are
      * stopping: it gives the job to another worker. */
     worker_metrics_rejected(w->metrics);
-    struct osbq_log_context context = {.operation_id = job.operation_id,
-                                       .instance_id = job.instance_id,
-                                       .binding_id = job.binding_id,
-                                       .request_id = job.request_identity};
-    osbq_log_context_set(&context);
+    backend_log_context_set(&job);
     if (osbq_bus_send_reject(dealer, data, len) < 0)
         log_warnx("operation %s: no free slot and gateway %s cannot take the job back (%s); "
                   "it will be resent from Redis",

@@ -14,6 +14,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "backend.h"
 #include "clock.h"
 #include "exec_watch.h"
 #include "log.h"
@@ -185,11 +186,7 @@ void runner_set_secrets(struct runner *r, const struct osbq_secrets *secrets)
 static void record_detached(struct runner *r, struct step *st)
 {
     const struct osbq_job *job = step_job(st);
-    struct osbq_log_context context = {.operation_id = job->operation_id,
-                                       .instance_id = job->instance_id,
-                                       .binding_id = job->binding_id,
-                                       .request_id = job->request_identity};
-    osbq_log_context_set(&context);
+    backend_log_context_set(job);
     bool gave_up = step_record_ended(st);
     osbq_log_context_set(NULL);
     note_ended(r, step_origin(st), job->operation_id);
@@ -223,11 +220,7 @@ static enum step_fate run_queued(struct slot *slot, struct queued_job *queued, b
 {
     struct osbq_job *job = &queued->job;
     /* Every line written about this job, here and in its backend, names its ids. */
-    struct osbq_log_context context = {.operation_id = job->operation_id,
-                                       .instance_id = job->instance_id,
-                                       .binding_id = job->binding_id,
-                                       .request_id = job->request_identity};
-    osbq_log_context_set(&context);
+    backend_log_context_set(job);
     enum step_fate fate = STEP_RECORDED;
     struct step *st = NULL;
     if (cancelled) {
@@ -240,12 +233,7 @@ static enum step_fate run_queued(struct slot *slot, struct queued_job *queued, b
                   job->operation_id);
     } else {
         /* The context's strings now live in the step. */
-        const struct osbq_job *taken = step_job(st);
-        context = (struct osbq_log_context){.operation_id = taken->operation_id,
-                                            .instance_id = taken->instance_id,
-                                            .binding_id = taken->binding_id,
-                                            .request_id = taken->request_identity};
-        osbq_log_context_set(&context);
+        backend_log_context_set(step_job(st));
         fate = step_run(st);
     }
     osbq_log_context_set(NULL);

@@ -124,9 +124,7 @@ int osbq_store_scan_records(struct osbq_store *store, enum osbq_record_kind kind
     const char *suffix = kind == OSBQ_RECORD_INSTANCE  ? "instance:*"
                          : kind == OSBQ_RECORD_BINDING ? "binding:*"
                                                        : "op:*";
-    if (store_key(store, pattern, sizeof pattern, suffix) < 0)
-        return osbq_error_set(err, OSBQ_ERR_INTERNAL, "key too long");
-    redisContext *c = store_acquire(store, err);
+    redisContext *c = store_key_acquire(store, pattern, suffix, err);
     if (c == NULL)
         return -1;
     struct records_step step = {

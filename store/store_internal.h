@@ -91,6 +91,11 @@ void store_drop_replica(redisContext *c);
  * (except for the one caller that probes it). NULL with err. */
 redisContext *store_acquire(struct osbq_store *store, struct osbq_error *err);
 
+/* Writes the key "<ns>:<suffix>" (store_key) into key, STORE_KEY_MAX bytes, then store_acquire:
+ * a connection (caller releases), or NULL with err. */
+redisContext *store_key_acquire(struct osbq_store *store, char *key, const char *suffix,
+                                struct osbq_error *err);
+
 /* Gives a connection back, or closes it when it failed (hiredis contexts are not reusable after
  * an error; Redis is marked down on I/O errors) or the pool is full. */
 void store_release(struct osbq_store *store, redisContext *c);

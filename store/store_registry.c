@@ -10,18 +10,6 @@
 
 #include "store_internal.h"
 
-/* Writes the gateway registry's key into key; returns a connection (caller releases), or NULL
- * with err. */
-static redisContext *registry_connection(struct osbq_store *store, char key[STORE_KEY_MAX],
-                                         struct osbq_error *err)
-{
-    if (store_key(store, key, STORE_KEY_MAX, "gateways") < 0) {
-        osbq_error_set(err, OSBQ_ERR_INTERNAL, "key too long");
-        return NULL;
-    }
-    return store_acquire(store, err);
-}
-
 /* Writes the keys of role's status of process id (store_status_keys) into index and entry;
  * returns a connection (caller releases), or NULL with err. */
 static redisContext *status_connection(struct osbq_store *store, const char *role, const char *id,
@@ -47,7 +35,7 @@ static int gateway_entry(struct osbq_store *store, const char *endpoint, bool ad
                          struct osbq_error *err)
 {
     char key[STORE_KEY_MAX];
-    redisContext *c = registry_connection(store, key, err);
+    redisContext *c = store_key_acquire(store, key, "gateways", err);
     if (c == NULL)
         return -1;
     redisReply *reply =
@@ -87,7 +75,7 @@ int osbq_store_gateway_list(struct osbq_store *store, char ***out, size_t *count
                             struct osbq_error *err)
 {
     char key[STORE_KEY_MAX];
-    redisContext *c = registry_connection(store, key, err);
+    redisContext *c = store_key_acquire(store, key, "gateways", err);
     if (c == NULL)
         return -1;
     append_live_members(c, key);

@@ -111,9 +111,7 @@ int osbq_store_scan_sealed(struct osbq_store *store, enum osbq_sealed_records wh
                            size_t *n, struct osbq_error *err)
 {
     char pattern[STORE_KEY_MAX];
-    if (store_key(store, pattern, sizeof pattern, walks[which].pattern) < 0)
-        return osbq_error_set(err, OSBQ_ERR_INTERNAL, "key too long");
-    redisContext *c = store_acquire(store, err);
+    redisContext *c = store_key_acquire(store, pattern, walks[which].pattern, err);
     if (c == NULL)
         return -1;
     struct sealed_step step = {.which = which};

@@ -22,9 +22,7 @@ int osbq_store_stats_get(struct osbq_store *store, struct osbq_store_stats *out,
                          struct osbq_error *err)
 {
     char queue[STORE_KEY_MAX];
-    if (store_key(store, queue, sizeof queue, "queue") < 0)
-        return osbq_error_set(err, OSBQ_ERR_INTERNAL, "key too long");
-    redisContext *c = store_acquire(store, err);
+    redisContext *c = store_key_acquire(store, queue, "queue", err);
     if (c == NULL)
         return -1;
     redisAppendCommand(c, "ZCARD %s", queue);

@@ -51,9 +51,7 @@ static int zscan_walk_step(struct osbq_store *store, const char *suffix, uint64_
                            unsigned count, zscan_take_fn take, void *out, struct osbq_error *err)
 {
     char key[STORE_KEY_MAX];
-    if (store_key(store, key, sizeof key, suffix) < 0)
-        return osbq_error_set(err, OSBQ_ERR_INTERNAL, "key too long");
-    redisContext *c = store_acquire(store, err);
+    redisContext *c = store_key_acquire(store, key, suffix, err);
     if (c == NULL)
         return -1;
     redisReply *scan =

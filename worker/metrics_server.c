@@ -3,13 +3,11 @@
 #include "metrics_server.h"
 
 #include <microhttpd.h>
-#include <netdb.h>
 #include <sodium.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include "auth.h"

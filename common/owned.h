@@ -4,7 +4,7 @@
 #ifndef OSBQ_OWNED_H
 #define OSBQ_OWNED_H
 
-#include <stddef.h>
+#include <stdlib.h>
 
 /* Declares `type *var`, the object *owner holds, and returns from the (void) function when there
  * is none. The function still sets *owner = NULL when it is done. */
@@ -12,5 +12,13 @@
     type *var = (owner) != NULL ? *(owner) : NULL;                                                 \
     if (var == NULL)                                                                               \
     return
+
+/* The destructor (zhashx_set_destructor) of values their owner malloc'd: frees *item and leaves
+ * NULL there. */
+static inline void osbq_owned_free(void **item)
+{
+    free(*item);
+    *item = NULL;
+}
 
 #endif

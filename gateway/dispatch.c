@@ -28,13 +28,6 @@
 /* Messages read from the workers per wake-up at most (the rest on the next turn). */
 #define DISPATCH_READ_BATCH 1024
 
-/* zhashx's destructor of values malloc'd here. */
-static void free_value(void **item)
-{
-    free(*item);
-    *item = NULL;
-}
-
 /* Queues buf, counted in held, at the head (a job handed back) or the tail of its lane, unless
  * its operation is queued already; takes buf. A request waiting for a slot is watched for its
  * deadline, or told at once that it gets none when it cannot wait. On the dispatcher's thread,
@@ -386,7 +379,7 @@ struct dispatch *dispatch_start(zsock_t **routerp, unsigned max_queued, struct o
     d->slot_waits = zlistx_new();
     atomic_init(&d->wake_posted, false);
     if (d->wait_series != NULL)
-        zhashx_set_destructor(d->wait_series, free_value);
+        zhashx_set_destructor(d->wait_series, osbq_owned_free);
     d->max_queued = max_queued;
     if (d->queue == NULL || d->queued == NULL || d->workers == NULL || d->running == NULL ||
         d->wait_series == NULL || d->slot_waits == NULL ||

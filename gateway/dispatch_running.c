@@ -18,13 +18,6 @@ struct tenant_count {
     unsigned count;
 };
 
-/* zhashx's destructor of the values malloc'd here. */
-static void free_value(void **item)
-{
-    free(*item);
-    *item = NULL;
-}
-
 struct dispatch_running *dispatch_running_new(void)
 {
     struct dispatch_running *r = calloc(1, sizeof *r);
@@ -36,8 +29,8 @@ struct dispatch_running *dispatch_running_new(void)
         dispatch_running_destroy(&r);
         return NULL;
     }
-    zhashx_set_destructor(r->jobs, free_value);
-    zhashx_set_destructor(r->tenants, free_value);
+    zhashx_set_destructor(r->jobs, osbq_owned_free);
+    zhashx_set_destructor(r->tenants, osbq_owned_free);
     return r;
 }
 

@@ -21,12 +21,6 @@ struct memo_value {
     unsigned char bytes[];
 };
 
-static void value_destroy(void **item)
-{
-    free(*item);
-    *item = NULL;
-}
-
 struct memo *memo_new(size_t max)
 {
     struct memo *m = calloc(1, sizeof *m);
@@ -39,7 +33,7 @@ struct memo *memo_new(size_t max)
         free(m);
         return NULL;
     }
-    zhashx_set_destructor(m->by_key, value_destroy);
+    zhashx_set_destructor(m->by_key, osbq_owned_free);
     return m;
 }
 

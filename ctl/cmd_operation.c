@@ -338,20 +338,16 @@ static int read_unfinished(struct ctl *ctl, struct osbq_fields *op)
     return CTL_EXIT_OK;
 }
 
-/* The repair found the operation finished meanwhile (the store answered 0). */
-static int finished_meanwhile(struct ctl *ctl)
+/* The answer to a repair the store did not apply (done < 1): it failed while doing it, or the
+ * operation finished meanwhile (the store answered 0). */
+static int not_repaired(struct ctl *ctl, int done, const char *doing, const struct osbq_error *err)
 {
+    if (done < 0)
+        return ctl_fail_store(doing, err);
     char text[256];
     (void)snprintf(text, sizeof text, "nothing to do: operation %s finished meanwhile",
                    ctl->opt.operation_id);
     return report(ctl, CTL_EXIT_NOT_FOUND, "already_finished", NULL, NULL, text);
-}
-
-/* The answer to a repair the store did not apply (done < 1): it failed while doing it, or the
- * operation finished meanwhile. */
-static int not_repaired(struct ctl *ctl, int done, const char *doing, const struct osbq_error *err)
-{
-    return done < 0 ? ctl_fail_store(doing, err) : finished_meanwhile(ctl);
 }
 
 /* The report of a repair the store applied to op: "operation <id> (<what>) was <state>; " and

@@ -11,12 +11,6 @@
 #include "store_pipeline.h"
 #include "store_scripts.h"
 
-/* Whether call must be followed by the WAIT of OSBQ_REDIS_MIN_ACKS. */
-static bool wants_acks(const struct osbq_store *store, const struct osbq_store_call *call)
-{
-    return call->durable && store->cfg->redis_min_acks > 0;
-}
-
 /* Sets c's read timeout to the store's plus extra_ms (a WAIT blocks that long). */
 static int stretch_timeout(const struct osbq_store *store, redisContext *c, unsigned extra_ms)
 {
@@ -55,7 +49,8 @@ static redisReply *run_call(struct osbq_store *store, redisContext *c, const cha
     void *reply = NULL;
     char mark[STORE_ACK_COMMAND_MAX], wait[STORE_ACK_COMMAND_MAX];
     size_t mark_len = 0, wait_len = 0;
-    bool acked = wants_acks(store, call);
+    /* Whether call must be followed by the WAIT of OSBQ_REDIS_MIN_ACKS. */
+    bool acked = call->durable && store->cfg->redis_min_acks > 0;
     if (acked) {
         mark_len = store_ack_mark_command(store, mark);
         wait_len = store_ack_wait_command(store, wait);

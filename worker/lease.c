@@ -13,11 +13,6 @@
 /* After a failed renewal, how soon to try again (capped by a third of the lease). */
 #define RENEW_RETRY_MS 1000
 
-static int64_t min64(int64_t a, int64_t b)
-{
-    return a < b ? a : b;
-}
-
 void lease_init(struct lease *lease, struct osbq_store *store, const char *operation_id,
                 const char *worker_id, int64_t lease_ms, int64_t now)
 {
@@ -69,7 +64,8 @@ static enum lease_verdict verdict_of(struct lease *lease, int rc, const struct o
         log_warnx("operation %s: cannot renew the lease (%s), retrying", lease->operation_id,
                   err->text);
     lease->failing = true;
-    lease->renew_by_ms = now + min64(RENEW_RETRY_MS, lease->lease_ms / 3);
+    int64_t retry_ms = lease->lease_ms / 3;
+    lease->renew_by_ms = now + (retry_ms < RENEW_RETRY_MS ? retry_ms : RENEW_RETRY_MS);
     return LEASE_FAILING;
 }
 

@@ -2,7 +2,6 @@
 #ifndef OSBQ_ERROR_H
 #define OSBQ_ERROR_H
 
-
 /* Domain error codes. gateway/reply.c maps each one to an HTTP status and an OSB `error` word. */
 enum osbq_err {
     OSBQ_OK = 0,

@@ -3,7 +3,6 @@
 #ifndef OSBQ_GATEWAY_TENANT_H
 #define OSBQ_GATEWAY_TENANT_H
 
-
 #include "config.h"
 #include "platforms.h"
 

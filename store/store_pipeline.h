@@ -3,7 +3,6 @@
 #ifndef OSBQ_STORE_PIPELINE_H
 #define OSBQ_STORE_PIPELINE_H
 
-
 #include "error.h"
 #include "store.h"
 

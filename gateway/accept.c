@@ -12,6 +12,7 @@
 #include "originating_identity.h"
 #include "osb_platform.h"
 #include "sealed_fields.h"
+#include "secrets.h"
 
 /* What a refusal answers. code OSBQ_OK: that resource's script never gives the answer, so it
  * is an internal error. */
@@ -102,7 +103,9 @@ struct accept_pending {
     char operation_id[33];              /* the operation it proposes (begin.operation_id) */
     char digest[33];                    /* its idempotency digest (begin.digest); "" for deletes */
     char *strings;                      /* one block: the handler's strings begin and quotas name */
-    char *texts[4];                     /* the objects as canonical text (struct accept_texts) */
+    char *texts[4];                     /* the objects as canonical text (struct accept_texts);
+                                         * with keys, those sealed are wiped once begin and the
+                                         * job are made (drop_plain_texts) */
     struct sealed_texts sealed;         /* those sealed as stored, with keys (begin's texts) */
     bool async;                         /* the platform accepts 202 */
     int64_t timeout_ms;                 /* a synchronous wait's limit */
@@ -472,6 +475,20 @@ static bool pending_texts(const struct gateway *gw, const struct accept *a,
     return true;
 }
 
+/* With the gateway's keys, the begin request and the job carry the sealed texts: the plain
+ * ones, the platform's request values, are wiped now rather than kept until Redis answers (or a
+ * worker's slot is found). maintenance_info is never sealed (the catalog's). */
+static void drop_plain_texts(struct accept_pending *p)
+{
+    const char *sealed[] = {p->sealed.parameters, p->sealed.context, NULL, p->sealed.bind_resource};
+    for (size_t i = 0; i < sizeof sealed / sizeof sealed[0]; i++) {
+        if (sealed[i] == NULL)
+            continue;
+        osbq_secrets_free_text(p->texts[i]);
+        p->texts[i] = NULL;
+    }
+}
+
 /* The rest of p->begin: what accept_operation decides (the operation's id, the tenant, the caps,
  * who asks) and the request's headers. */
 static void pending_begin(const struct gateway *gw, const struct request *req,
@@ -533,6 +550,7 @@ static struct accept_pending *pending_new(const struct gateway *gw, const struct
     p->async = answered_async(req, desc, a);
     p->timeout_ms = a->plan ? a->plan->sync_timeout_ms : OSBQ_CATALOG_SYNC_TIMEOUT_MS_DEFAULT;
     pending_begin(gw, req, a, p);
+    drop_plain_texts(p);
     if (!pending_job(req, p, maintenance_info, out)) {
         pending_free(p);
         return NULL;

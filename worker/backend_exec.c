@@ -287,9 +287,8 @@ out:
     return rc;
 }
 
-/* ---- the watch's callbacks (on its thread) ---- */
-
-/* Those that log write their lines in the name of x's job, like a runner thread. */
+/* ---- the watch's callbacks (on its thread; those that log name x's job, as a runner thread
+ * does: backend_log_context_set) ---- */
 
 /* The parser's progress callback: forwards to the call, from the watch's thread. */
 static void report_progress(void *ctx, const char *description)

@@ -10,10 +10,13 @@ first alone, to about 2%:
    hash-max-listpack-value 1024, one gateway and one worker of BUILD_DIR, bench/catalog.json,
    started and stopped by PID on loopback), MONITOR, and --seconds of wrk with one connection
    running bench/lua/lifecycle.lua (synchronous provision, bind, unbind, deprovision, sim 0 ms);
-   every command the broker sent (not those a script ran, nor MONITOR's own) is kept in order.
+   every command the broker sent (not those a script ran, nor MONITOR's own) is kept in order,
+   and the live records' count's generation the gateway built at its start (the hash
+   "<prefix>record_counts": 'gen', 'built'; lib/record_counts.lua).
 2. replay: a fresh redis-server of its own (the same setting; pinned to the last core with
    taskset where there are two or more, this script on the others), the tree's scripts
-   loaded, then --rounds rounds of FLUSHALL and the capture sent --batch commands per write
+   loaded, then --rounds rounds of FLUSHALL, the count's generation written again (without it
+   the scripts would skip the count the stack kept), and the capture sent --batch commands per write
    (each batch answered before the next is sent), grouped by step: every lifecycle's first
    command, then every lifecycle's second, and so on (a lifecycle's commands keep their
    order; lifecycles share only the queue and the sampled averages), then the commands of no
@@ -22,13 +25,13 @@ first alone, to about 2%:
 
 Printed per build: the commands sent per operation (by script name for EVALSHA), Redis CPU per
 command, per operation and per lifecycle (four operations), and of it the time inside the
-scripts' own commands (INFO commandstats, last round); then Redis CPU per call of each step
-(begin_instance provision, finish (provision), begin_binding bind, ...). With --reference, the same for another
-build side by side and the ratio. With --scripts TREE, the capture of BUILD_DIR is replayed a
-second time with TREE's store/lua scripts in place of the build's (matched by file name): a way
-to measure a script change before building it; the two replays' final data are compared
-(every key's type, fields and values, and whether it expires) and the output says whether they
-are the same.
+scripts' own commands (INFO commandstats, last round; by command in the JSON); then Redis CPU
+per call of each step (begin_instance provision, finish (provision), begin_binding bind, ...).
+With --reference, the same for another build side by side and the ratio. With --scripts TREE,
+the capture of BUILD_DIR is replayed a second time with TREE's store/lua scripts in place of the
+build's (matched by file name): a way to measure a script change before building it; the two
+replays' final data are compared (every key's type, fields and values, and whether it expires)
+and the output says whether they are the same.
 
 usage: script_cost.py BUILD_DIR [--reference BUILD_DIR] [--scripts TREE] [--seconds S]
                       [--rounds N] [--batch B] [--json FILE]"""
@@ -113,6 +116,7 @@ def capture(build_dir, seconds):
         time.sleep(0.5)  # the last replies' finishes
         monitor.stop()
         lines = monitor.lines()
+        counts = counts_seed(stack.redis)
     m = COUNTS_LINE.search(out)
     if m is None:
         sys.exit("script_cost: wrk printed no BENCH_COUNTS line:\n" + out[-2000:])
@@ -125,7 +129,20 @@ def capture(build_dir, seconds):
         words = [unquote(w) for w in WORD.findall(line.split("] ", 1)[1].encode("latin-1"))]
         if words and words[0].upper() not in NOT_REPLAYED:
             commands.append(words)
-    return commands, operations
+    return commands, operations, counts
+
+
+def counts_seed(redis):
+    """The commands that give a fresh Redis the live records' count the gateway built at its
+    start (lib/record_counts.lua's 'gen' and 'built'; without them the scripts skip the count),
+    so that each replay round pays for it as the stack did."""
+    seed = []
+    for key in redis.command("KEYS", "*record_counts"):
+        gen, built = redis.command("HMGET", key, "gen", "built")
+        if gen:
+            seed.append([b"HSET", key.encode(), b"gen", gen.encode(), b"built",
+                         (built or "").encode()])
+    return seed
 
 
 def resp(words):
@@ -283,12 +300,16 @@ class Variant:
             command = "EVALSHA " + name if name else words[0].upper().decode()
             self.per_name[command] = self.per_name.get(command, 0) + 1
             self.messages.append(resp(words))
+        self.seed = [resp(words) for words in capture.counts_seed]
         self.per_round, self.errors, self.usec = [], set(), {}
         self.per_label = {}  # label: [(Redis CPU s, commands) of each round]
         self.fingerprint = None
 
     def run(self, server, batch, last):
         server.command("FLUSHALL")
+        for message in self.seed:
+            server.sock.sendall(message)
+            server.reply()
         if last:
             server.command("CONFIG", "RESETSTAT")
         total, by_label = 0.0, {}
@@ -333,6 +354,9 @@ class Variant:
             # (those the scripts ran included); the difference is Lua and its calls' plumbing.
             "in_scripts_us_per_op": round(self.usec.get("evalsha", 0) / ops, 1),
             "in_commands_us_per_op": round(commands_us / ops, 1),
+            "in_commands_us_per_op_by_name": {
+                k: round(v / ops, 2) for k, v in sorted(self.usec.items())
+                if k not in ("evalsha", "config|resetstat", "flushall", "info")},
             # Per step of the lifecycles: Redis CPU per call, the median of the rounds.
             "by_step_us_per_call": {
                 label: round(statistics.median(cpu / count * 1e6 for cpu, count in rounds), 1)
@@ -366,7 +390,7 @@ def replay(variants, rounds, batch):
 class Capture:
     def __init__(self, build_dir, seconds):
         self.tree = source_dir(build_dir)
-        self.words, self.operations = capture(build_dir, seconds)
+        self.words, self.operations, self.counts_seed = capture(build_dir, seconds)
         if self.operations == 0:
             sys.exit("script_cost: no operation completed in the capture of %s" % build_dir)
 
@@ -379,7 +403,8 @@ def show(label, result):
               result["redis_cpu_us_per_op"], result["redis_cpu_us_per_lifecycle"],
               result["in_scripts_us_per_op"], result["in_commands_us_per_op"],
               "  ERRORS: %s" % "; ".join(result["errors"]) if result["errors"] else ""))
-    print("%-10s %s" % ("", ", ".join("%s %.2f" % kv for kv in result["by_command_per_op"].items())))
+    print("%-10s %s" % ("", ", ".join("%s %.2f" % kv
+                                      for kv in result["by_command_per_op"].items())))
     steps = result["by_step_us_per_call"]
     print("%-10s per call: %s" % ("", ", ".join(
         "%s %.1f us" % (label, steps[label]) for label in sorted(steps)

@@ -10,12 +10,14 @@
 -- max is '' or '0' (events off).
 local function event_add(prefix, max, kind, ...)
   if max == nil or max == '' or max == '0' then return end
-  local pairs_given, entry = {...}, {'event', kind}
-  for i = 1, select('#', ...), 2 do
-    local value = pairs_given[i + 1]
+  -- One table, its pairs moved down over those left out: the entry costs no second table.
+  local entry, n = {'event', kind, ...}, 2
+  for i = 3, select('#', ...) + 2, 2 do
+    local value = entry[i + 1]
     if value and value ~= '' then
-      entry[#entry + 1], entry[#entry + 2] = pairs_given[i], value
+      entry[n + 1], entry[n + 2] = entry[i], value
+      n = n + 2
     end
   end
-  redis.call('XADD', prefix .. 'events', '*', unpack(entry))
+  redis.call('XADD', prefix .. 'events', '*', unpack(entry, 1, n))
 end

@@ -176,6 +176,9 @@ usage: bench/run.sh [options]
   --exec-poll-limit N  OSBQ_WORKER_EXEC_CONCURRENCY in long_ops_exec's poll phase (default:
                     the worker's, 256)
   --build-dir DIR   where to build the Release binaries (default build-bench/)
+  --env NAME=VALUE  an OSBQ_* setting more for the gateways and workers of the stacks
+                    bench/lib/stack.sh starts (lifecycle, long_ops, accept, ...; not the cases
+                    whose Python script starts its own); repeatable
   --quick           a smoke run of every case: --runs 1 --duration 2 --instances 2000
                     --scale-instances 50000 --suspended 1000 (options after it still apply)
 TEXT
@@ -192,6 +195,11 @@ while [ $# -gt 0 ]; do
     --instances) instances="${2:-}"; shift 2 ;;
     --cases) cases="${2:-}"; shift 2 ;;
     --build-dir) build_dir="${2:-}"; shift 2 ;;
+    --env)
+      [[ ${2:-} =~ ^OSBQ_[A-Z0-9_]+= ]] || die "--env takes OSBQ_NAME=VALUE, not '${2:-}'"
+      osbq_extra_env+=("$2")
+      shift 2
+      ;;
     --scale-instances) scale_instances="${2:-}"; shift 2 ;;
     --suspended) suspended="${2:-}"; shift 2 ;;
     --long-ops-scale) long_ops_scale="${2:-}"; shift 2 ;;

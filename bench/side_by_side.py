@@ -5,7 +5,9 @@ meet the same machine; then the medians of each figure and their ratio (this tre
 
     git worktree add /tmp/osbq-ref <commit>
     python3 bench/side_by_side.py /tmp/osbq-ref [--rounds 3] [--hol-scale 0.2] [--noisy-count 160]
-    (--noisy-count 0: lifecycle and hol only)
+    (--noisy-count 0: lifecycle and hol only; --this-env OSBQ_NAME=VALUE, repeatable: a
+    setting for this tree's lifecycle and hol stacks only, bench/run.sh --env, e.g.
+    OSBQ_EVENTS_MAX=0 to set a feature the reference lacks aside)
 
 Each bench/run.sh builds its tree's Release binaries into that tree's build-bench/ (once) and
 starts its own stacks on free loopback ports. Lower is better for the latencies (ms), higher for
@@ -86,6 +88,8 @@ def main():
     parser.add_argument('--hol-scale', default='0.2', help="long_ops' --long-ops-scale")
     parser.add_argument('--noisy-count', type=int, default=160,
                         help="noisy_neighbor's --noisy-count; 0: no noisy_neighbor")
+    parser.add_argument('--this-env', action='append', default=[], metavar='OSBQ_NAME=VALUE',
+                        help="a setting for this tree's stacks only (bench/run.sh --env)")
     parser.add_argument('--log',
                         default=os.path.join(tempfile.gettempdir(), 'osbq-side-by-side.log'),
                         help='every run\'s whole output')
@@ -96,8 +100,9 @@ def main():
     new_fig, ref_fig = {}, {}
     with open(args.log, 'w') as log:
         for _ in range(args.rounds):
-            for tree, into in ((TOP, new_fig), (ref, ref_fig)):
-                for name, values in figures_of(run_bench(tree, common, log)).items():
+            this_env = [word for setting in args.this_env for word in ('--env', setting)]
+            for tree, into, extra in ((TOP, new_fig, this_env), (ref, ref_fig, [])):
+                for name, values in figures_of(run_bench(tree, common + extra, log)).items():
                     into.setdefault(name, []).extend(values)
         noisy = {'current': {}, 'reference': {}}
         if args.noisy_count > 0:
@@ -105,8 +110,8 @@ def main():
                 '--runs', str(args.rounds), '--cases', 'noisy_neighbor', '--noisy-count',
                 str(args.noisy_count), '--noisy-window', '0', '--noisy-reference',
                 os.path.join(ref, 'build-bench')], log))
-    print('\nthis tree: %s; reference: %s; %d rounds, alternating' % (
-        TOP, ref, args.rounds))
+    print('\nthis tree: %s%s; reference: %s; %d rounds, alternating' % (
+        TOP, ''.join(' ' + setting for setting in args.this_env), ref, args.rounds))
     table([(name, new_fig[name], ref_fig.get(name)) for name in sorted(new_fig)])
     table([('noisy_' + name, values, noisy['reference'].get(name))
            for name, values in sorted(noisy['current'].items())])

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "job.h"
 #include "kit_options.h"
 #include "temp_file.h"
 #include "test_main.h"
@@ -95,6 +96,24 @@ static void test_options_and_operations(void **state)
     assert_int_equal(o.ops[1], KIT_OP_FETCH);
     assert_int_equal(o.ops[2], KIT_OP_DEPROVISION);
     assert_string_equal(kit_op_name(o.ops[2]), "deprovision");
+}
+
+/* kit_plan.c's run_listed finds an operation's job kind by its name: each operation but fetch is
+ * named as its job kind. */
+static void test_ops_named_as_job_kinds(void **state)
+{
+    (void)state;
+    const struct {
+        enum kit_op op;
+        enum osbq_job_kind kind;
+    } want[] = {{KIT_OP_PROVISION, OSBQ_JOB_PROVISION},
+                {KIT_OP_UPDATE, OSBQ_JOB_UPDATE},
+                {KIT_OP_BIND, OSBQ_JOB_BIND},
+                {KIT_OP_UNBIND, OSBQ_JOB_UNBIND},
+                {KIT_OP_DEPROVISION, OSBQ_JOB_DEPROVISION},
+                {KIT_OP_FETCH, OSBQ_JOB_KIND_NONE}};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        assert_int_equal(osbq_job_kind_from_name(kit_op_name(want[i].op)), want[i].kind);
 }
 
 static void test_help_and_version(void **state)
@@ -185,5 +204,6 @@ static void test_json_arg(void **state)
 
 OSBQ_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_defaults),
                cmocka_unit_test(test_options_and_operations),
+               cmocka_unit_test(test_ops_named_as_job_kinds),
                cmocka_unit_test(test_help_and_version), cmocka_unit_test(test_refused),
                cmocka_unit_test(test_too_many), cmocka_unit_test(test_json_arg))

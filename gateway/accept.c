@@ -104,8 +104,8 @@ struct accept_pending {
     char digest[33];                    /* its idempotency digest (begin.digest); "" for deletes */
     char *strings;                      /* one block: the handler's strings begin and quotas name */
     char *texts[4];                     /* the objects as canonical text (struct accept_texts);
-                                         * with keys, those sealed are wiped once begin and the
-                                         * job are made (drop_plain_texts) */
+                                         * with keys, those sealed are wiped once begin carries
+                                         * their sealed copies (drop_plain_texts) */
     struct sealed_texts sealed;         /* those sealed as stored, with keys (begin's texts) */
     bool async;                         /* the platform accepts 202 */
     int64_t timeout_ms;                 /* a synchronous wait's limit */

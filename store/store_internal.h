@@ -91,11 +91,6 @@ void store_drop_replica(redisContext *c);
  * (except for the one caller that probes it). NULL with err. */
 redisContext *store_acquire(struct osbq_store *store, struct osbq_error *err);
 
-/* Writes the key "<ns>:<suffix>" (store_key) into key, STORE_KEY_MAX bytes, then store_acquire:
- * a connection (caller releases), or NULL with err. */
-redisContext *store_key_acquire(struct osbq_store *store, char *key, const char *suffix,
-                                struct osbq_error *err);
-
 /* Gives a connection back, or closes it when it failed (hiredis contexts are not reusable after
  * an error; Redis is marked down on I/O errors) or the pool is full. */
 void store_release(struct osbq_store *store, redisContext *c);
@@ -259,6 +254,11 @@ int store_scan_fetch(redisContext *c, const char *pattern, uint64_t *cursor, uns
 
 /* Writes "<ns>:<suffix>" into buf; returns its length, or -1. */
 int store_key(const struct osbq_store *store, char *buf, size_t size, const char *suffix);
+
+/* Writes the key "<ns>:<suffix>" (store_key) into key, then store_acquire (store_pool.c):
+ * a connection (caller releases), or NULL with err. */
+redisContext *store_key_acquire(struct osbq_store *store, char key[STORE_KEY_MAX],
+                                const char *suffix, struct osbq_error *err);
 
 /* Writes "<ns>:<kind>:<id>" with id percent-encoded outside A-Za-z0-9-._~. Returns 0, or -1. */
 int store_id_key(const struct osbq_store *store, char *buf, size_t size, const char *kind,

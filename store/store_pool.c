@@ -174,8 +174,8 @@ redisContext *store_acquire(struct osbq_store *store, struct osbq_error *err)
     return c;
 }
 
-redisContext *store_key_acquire(struct osbq_store *store, char *key, const char *suffix,
-                                struct osbq_error *err)
+redisContext *store_key_acquire(struct osbq_store *store, char key[STORE_KEY_MAX],
+                                const char *suffix, struct osbq_error *err)
 {
     if (store_key(store, key, STORE_KEY_MAX, suffix) < 0) {
         osbq_error_set(err, OSBQ_ERR_INTERNAL, "key too long");
